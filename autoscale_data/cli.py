@@ -1,0 +1,47 @@
+"""The ``autoscale-data`` command line: a thin layer that parses, calls the library, prints.
+
+Each verb lives in its own module under ``autoscale_data/commands/`` exposing
+``register(subparsers)``; that function adds its sub-parser and sets ``func`` to a callable
+``(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+# Verb modules, in the order ``--help`` lists them.
+_COMMANDS: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoscale-data",
+        description="Scale-aware data mixing for LLM pre-training (AutoScale).",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in _COMMANDS:
+        importlib.import_module(f"autoscale_data.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"autoscale-data {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
