@@ -15,7 +15,7 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 # Verb modules, in the order ``--help`` lists them.
-_COMMANDS: tuple[str, ...] = ()
+_COMMANDS: tuple[str, ...] = ("prepare",)
 
 
 def build_parser() -> argparse.ArgumentParser:

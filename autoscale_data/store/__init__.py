@@ -12,23 +12,61 @@ from .manifest import (
     read_manifest,
     write_manifest,
 )
+from .prepare import (
+    DEFAULT_HOLDOUT_EVERY,
+    PREPARE_INDEX,
+    DomainResult,
+    PrepareOptions,
+    find_domain_stores,
+    parse_domain_args,
+    prepare,
+    prepare_domains,
+)
 from .reader import TokenSplit, TokenStore, Verify
+from .sources import SUPPORTED_SUFFIXES, iter_documents, list_sources
+from .tokenizers import (
+    BUILTIN_TOKENIZERS,
+    ByteTokenizer,
+    HFTokenizer,
+    Tokenizer,
+    check_compatible,
+    load_tokenizer,
+    train_bpe_tokenizer,
+)
 from .writer import DEFAULT_SHARD_TOKENS, StoreWriter
 
 __all__ = [
+    "BUILTIN_TOKENIZERS",
+    "ByteTokenizer",
+    "DEFAULT_HOLDOUT_EVERY",
     "DEFAULT_SHARD_TOKENS",
+    "DomainResult",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "HFTokenizer",
     "MANIFEST_NAME",
     "Manifest",
+    "PREPARE_INDEX",
+    "PrepareOptions",
+    "SUPPORTED_SUFFIXES",
     "ShardInfo",
     "SplitInfo",
     "StoreWriter",
     "TokenSplit",
     "TokenStore",
+    "Tokenizer",
     "TokenizerInfo",
     "Verify",
+    "check_compatible",
     "dtype_for_vocab",
+    "find_domain_stores",
+    "iter_documents",
+    "list_sources",
+    "load_tokenizer",
+    "parse_domain_args",
+    "prepare",
+    "prepare_domains",
     "read_manifest",
+    "train_bpe_tokenizer",
     "write_manifest",
 ]

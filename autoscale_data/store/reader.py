@@ -62,6 +62,8 @@ class TokenSplit:
         """Tokens ``[start, stop)`` of the split: a memmap view when inside one shard, else a copy."""
         if not 0 <= start <= stop <= self.num_tokens:
             raise IndexError(f"token range [{start}, {stop}) outside [0, {self.num_tokens})")
+        if start == stop:
+            return np.empty(0, dtype=self.dtype)
         k = int(np.searchsorted(self.offsets, start, side="right")) - 1
         base = int(self.offsets[k]) if self.shards else 0
         if k < len(self.shards) and stop - base <= self.shards[k].shape[0]:

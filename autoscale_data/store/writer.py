@@ -103,8 +103,19 @@ class StoreWriter:
         """Append one document (its tokens, EOS included) to ``split`` (``"train"`` or ``"val"``)."""
         self.add_tokens(split, tokens, num_documents=1)
 
-    def add_tokens(self, split: str, tokens: np.ndarray | list[int], *, num_documents: int) -> None:
-        """Append already-concatenated tokens holding ``num_documents`` whole documents."""
+    def add_tokens(
+        self,
+        split: str,
+        tokens: np.ndarray | list[int],
+        *,
+        num_documents: int | None = None,
+        document_lengths: np.ndarray | list[int] | None = None,
+    ) -> None:
+        """Append already-concatenated tokens holding whole documents.
+
+        Give ``num_documents`` (all of them are counted in the shard where ``tokens`` end) or
+        ``document_lengths`` (each document is counted in the shard that holds its last token).
+        """
         if self._closed:
             raise ValueError("StoreWriter is closed")
         if split not in ("train", "val"):
@@ -112,21 +123,40 @@ class StoreWriter:
         arr = np.asarray(tokens)
         if arr.ndim != 1:
             raise ValueError(f"tokens must be one-dimensional, got shape {arr.shape}")
+        ends = self._document_ends(arr.size, num_documents, document_lengths)
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.tokenizer.vocab_size):
             raise ValueError(f"token ids must lie in [0, {self.tokenizer.vocab_size}), got range "
                              f"[{int(arr.min())}, {int(arr.max())}]")
         arr = arr.astype(self.dtype, copy=False)
-        docs_left = num_documents
+        pos = 0
         while arr.size:
             shard = self._shard(split)
             room = self.shard_tokens - shard.num_tokens
             part, arr = arr[:room], arr[room:]
-            shard.write(part.tobytes(), part.size, docs_left if not arr.size else 0)
-            if not arr.size:
-                docs_left = 0
+            stop = pos + part.size
+            # documents whose last token lies in (pos, stop]; empty ones at the very start count here
+            docs = int(np.searchsorted(ends, stop, side="right") - np.searchsorted(ends, pos, side="right"))
+            if pos == 0:
+                docs += int(np.searchsorted(ends, 0, side="right"))
+            shard.write(part.tobytes(), part.size, docs)
+            pos = stop
             if shard.num_tokens >= self.shard_tokens:
                 self._done[split].append(shard.close())
                 del self._open[split]
+
+    @staticmethod
+    def _document_ends(size: int, num_documents: int | None,
+                       document_lengths: np.ndarray | list[int] | None) -> np.ndarray:
+        if document_lengths is None:
+            if num_documents is None or num_documents < 0:
+                raise ValueError(f"give num_documents >= 0 or document_lengths, got {num_documents!r}")
+            return np.full(num_documents, size, dtype=np.int64)
+        lengths = np.asarray(document_lengths, dtype=np.int64)
+        if lengths.ndim != 1 or (lengths.size and int(lengths.min()) < 0) or int(lengths.sum()) != size:
+            raise ValueError(f"document_lengths must be non-negative and sum to the {size} tokens given")
+        if num_documents is not None and num_documents != lengths.size:
+            raise ValueError(f"num_documents={num_documents} disagrees with {lengths.size} document_lengths")
+        return np.cumsum(lengths)
 
     def close(self) -> Manifest:
         """Finish every shard and write the manifest; returns it."""

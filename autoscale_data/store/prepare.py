@@ -1,0 +1,418 @@
+"""``prepare``: tokenize each domain's documents into its own token store, ``OUT/NAME/``.
+
+Every non-empty document is encoded and followed by the tokenizer's EOS id. Tokens are uint16
+when the vocabulary fits, else uint32 (see :mod:`autoscale_data.store.manifest`).
+
+Validation holdout (fixed and documented, recorded in each manifest's ``holdout``): the
+documents of a domain are numbered ``j = 0, 1, 2, ...`` in input order (empty documents are
+skipped and not numbered); document ``j`` goes to the ``val`` split when
+``j % holdout_every == holdout_every - 1`` (default ``holdout_every = 100``: 1% of documents).
+If that gives a domain no validation document and it has at least two documents, its last
+document goes to ``val`` instead. A domain of one document has no validation split.
+
+Parallelism and determinism: batches of documents are tokenized in ``workers`` processes and
+written in input order by this process, so the store is byte-identical for any worker count.
+
+Atomicity and resumption: a domain's shards are written under temporary names and its manifest
+last (:class:`~autoscale_data.store.writer.StoreWriter`); a killed prepare leaves no manifest, so
+no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths,
+sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field and the shard size; a
+re-run skips every domain whose finished store has the same fingerprint and rewrites the others.
+``OUT/prepare.json`` (written atomically at the end) lists the prepared domains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json
+from .manifest import MANIFEST_NAME, Manifest, read_manifest
+from .reader import TokenStore
+from .sources import input_files, iter_documents
+from .tokenizers import Tokenizer, load_tokenizer
+from .writer import DEFAULT_SHARD_TOKENS, StoreWriter
+
+__all__ = [
+    "DEFAULT_HOLDOUT_EVERY",
+    "PREPARE_INDEX",
+    "DomainResult",
+    "PrepareOptions",
+    "find_domain_stores",
+    "parse_domain_args",
+    "prepare",
+    "prepare_domains",
+]
+
+DEFAULT_HOLDOUT_EVERY = 100
+PREPARE_INDEX = "prepare.json"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_BATCH_CHARS = 1 << 20
+_BATCH_DOCS = 1024
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    """Settings of one ``prepare`` call (validated on creation)."""
+
+    text_field: str = "text"
+    holdout_every: int = DEFAULT_HOLDOUT_EVERY
+    workers: int = 1
+    shard_tokens: int = DEFAULT_SHARD_TOKENS
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.text_field:
+            raise ValueError("text_field must be a non-empty field name")
+        if self.holdout_every < 2:
+            raise ValueError(f"holdout_every must be at least 2 (1 would hold out everything), "
+                             f"got {self.holdout_every}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.shard_tokens < 1:
+            raise ValueError(f"shard_tokens must be positive, got {self.shard_tokens}")
+
+    @property
+    def holdout(self) -> dict[str, Any]:
+        """The holdout rule as recorded in manifests."""
+        return {"rule": "every_kth_document", "every": self.holdout_every,
+                "val_when": "document_index % every == every - 1",
+                "fallback": "last document when no other is held out and the domain has >= 2 documents"}
+
+
+@dataclass(frozen=True)
+class DomainResult:
+    """What ``prepare`` did for one domain."""
+
+    name: str
+    manifest: Manifest
+    skipped: bool
+    seconds: float
+
+
+def parse_domain_args(items: Sequence[str]) -> dict[str, str]:
+    """Parse ``NAME=PATH`` strings (``--domain``) into an ordered mapping.
+
+    Raises:
+        ValueError: bad syntax, an invalid name, or a name given twice.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not path:
+            raise ValueError(f"bad --domain {item!r}: expected NAME=PATH, e.g. web=data/web.jsonl")
+        _check_name(name)
+        if name in out:
+            raise ValueError(f"domain {name!r} is given twice: {out[name]!r} and {path!r}")
+        out[name] = path
+    return out
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        raise ValueError(f"invalid domain name {name!r}: use letters, digits, '.', '_' and '-', "
+                         "starting with a letter or digit")
+
+
+def _source_fingerprint(path: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> dict[str, Any]:
+    files = []
+    for f in input_files(path):
+        st = f.stat()
+        files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
+    desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
+            "text_field": opts.text_field, "shard_tokens": opts.shard_tokens}
+    digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
+    return {"path": os.fspath(path.resolve()), "num_files": len(files), "text_field": opts.text_field,
+            "fingerprint": digest}
+
+
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # processes give the parallelism
+    _WORKER_TOKENIZER = tokenizer
+
+
+def _encode_in_worker(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    assert _WORKER_TOKENIZER is not None, "worker was not initialised"  # internal invariant
+    return _encode(_WORKER_TOKENIZER, texts)
+
+
+def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Encode ``texts``; return all tokens (each document followed by EOS) and each one's length."""
+    ids = tokenizer.encode_batch(texts)
+    lengths = np.fromiter((a.size + 1 for a in ids), dtype=np.int64, count=len(ids))
+    dtype = np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.uint32
+    out = np.empty(int(lengths.sum()), dtype=dtype)
+    pos = 0
+    for a in ids:
+        out[pos : pos + a.size] = a
+        pos += a.size
+        out[pos] = tokenizer.eos_id
+        pos += 1
+    return out, lengths
+
+
+def _batches(docs: Iterator[str]) -> Iterator[list[str]]:
+    batch: list[str] = []
+    chars = 0
+    for text in docs:
+        if not text:
+            continue
+        batch.append(text)
+        chars += len(text)
+        if chars >= _BATCH_CHARS or len(batch) >= _BATCH_DOCS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _encoded(tokenizer: Tokenizer, pool: Executor | None, docs: Iterator[str],
+             ahead: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Encoded batches in input order; up to ``ahead`` batches in flight in the pool."""
+    if pool is None:
+        for batch in _batches(docs):
+            yield _encode(tokenizer, batch)
+        return
+    pending: deque[Future[tuple[np.ndarray, np.ndarray]]] = deque()
+    try:
+        for batch in _batches(docs):
+            pending.append(pool.submit(_encode_in_worker, batch))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def _clear_store_dir(store_dir: Path) -> None:
+    """Make ``store_dir`` hold no (partial) store: manifest first, then shards and temporaries."""
+    (store_dir / MANIFEST_NAME).unlink(missing_ok=True)
+    if store_dir.is_dir():
+        for f in store_dir.iterdir():
+            if f.is_file() and (f.name.endswith(".tmp") or re.match(r"^(train|val)-\d+\.bin$", f.name)):
+                f.unlink()
+
+
+def _already_prepared(store_dir: Path, source: dict[str, Any]) -> Manifest | None:
+    try:
+        manifest = read_manifest(store_dir)
+        if manifest.source.get("fingerprint") != source["fingerprint"]:
+            return None
+        TokenStore(store_dir, verify="size")
+        return manifest
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions,
+                 get_pool: Callable[[], Executor | None]) -> DomainResult:
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    source = _source_fingerprint(path, tokenizer, opts)
+    done = _already_prepared(store_dir, source)
+    if done is not None:
+        return DomainResult(name, done, True, time.perf_counter() - start)
+    _clear_store_dir(store_dir)
+    k = opts.holdout_every
+    writer = StoreWriter(store_dir, name, tokenizer.info, shard_tokens=opts.shard_tokens,
+                         holdout=opts.holdout, source=source)
+    bar = tqdm(desc=f"prepare {name}", unit="tok", unit_scale=True, disable=None if opts.progress else True)
+    held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
+    num_docs = num_val = 0
+    try:
+        for tokens, lengths in _encoded(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.workers):
+            is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
+            num_docs += lengths.size
+            num_val += int(is_val.sum())
+            if num_val == 0:  # keep the last document back: it may become the fallback val document
+                if held is not None:
+                    writer.add_tokens("train", held[0], document_lengths=held[1])
+                ends = np.cumsum(lengths)
+                last = int(ends[-2]) if lengths.size > 1 else 0
+                if lengths.size > 1:
+                    writer.add_tokens("train", tokens[:last], document_lengths=lengths[:-1])
+                held = (tokens[last:], lengths[-1:])
+            else:
+                if held is not None:
+                    writer.add_tokens("train", held[0], document_lengths=held[1])
+                    held = None
+                mask = np.repeat(is_val, lengths)
+                writer.add_tokens("train", tokens[~mask], document_lengths=lengths[~is_val])
+                writer.add_tokens("val", tokens[mask], document_lengths=lengths[is_val])
+            bar.update(int(lengths.sum()))
+        if num_docs == 0:
+            raise ValueError(f"domain {name!r} has no documents: {os.fspath(path)!r} yielded no non-empty "
+                             f"text (text field {opts.text_field!r})")
+        if held is not None:
+            writer.add_tokens("val" if num_docs >= 2 else "train", held[0], document_lengths=held[1])
+        manifest = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        bar.close()
+    return DomainResult(name, manifest, False, time.perf_counter() - start)
+
+
+def _check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict[str, Any]:
+    """Other domains already in ``out`` must share the tokenizer; returns their index entries."""
+    kept: dict[str, Any] = {}
+    existing = sorted(p for p in out.iterdir() if (p / MANIFEST_NAME).is_file()) if out.is_dir() else []
+    for store_dir in existing:
+        other = store_dir.name
+        if other in names:
+            continue
+        try:
+            info = read_manifest(store_dir).tokenizer
+        except (FileNotFoundError, ValueError):
+            continue
+        if info.fingerprint != tokenizer.fingerprint:
+            raise ValueError(
+                f"{os.fspath(out)!r} already holds domain {other!r} tokenized by {info.spec!r} (fingerprint "
+                f"{info.fingerprint[:16]}…), but this prepare uses {tokenizer.spec!r} (fingerprint "
+                f"{tokenizer.fingerprint[:16]}…): use another --out directory")
+        kept[other] = store_dir.name
+    return kept
+
+
+def prepare_domains(
+    domains: Mapping[str, str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    tokenizer: str | os.PathLike[str] | Tokenizer = "bytes",
+    *,
+    eos: str | int | None = None,
+    text_field: str = "text",
+    holdout_every: int = DEFAULT_HOLDOUT_EVERY,
+    workers: int | None = None,
+    shard_tokens: int = DEFAULT_SHARD_TOKENS,
+    progress: bool = True,
+) -> dict[str, DomainResult]:
+    """Like :func:`prepare`, but returns per-domain results (skipped or not, seconds taken)."""
+    opts = PrepareOptions(text_field, holdout_every, workers or os.cpu_count() or 1, shard_tokens, progress)
+    if not domains:
+        raise ValueError("no domains given: pass at least one NAME=PATH")
+    paths: dict[str, Path] = {}
+    lowered: dict[str, str] = {}
+    for name, path in domains.items():
+        _check_name(name)
+        if name.lower() in lowered:
+            raise ValueError(f"domain names {lowered[name.lower()]!r} and {name!r} differ only in case")
+        lowered[name.lower()] = name
+        paths[name] = Path(path)
+        if not paths[name].exists():
+            raise FileNotFoundError(f"input of domain {name!r} does not exist: {os.fspath(path)!r}")
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer, eos=eos)
+    out = Path(out_dir)
+    kept = _check_out_dir(out, list(paths), tok)
+    out.mkdir(parents=True, exist_ok=True)
+    pools: list[ProcessPoolExecutor] = []
+
+    def pool() -> Executor | None:  # started on first use: nothing to start when every domain is done
+        if opts.workers > 1 and not pools:
+            pools.append(ProcessPoolExecutor(opts.workers, mp_context=get_context("spawn"),
+                                             initializer=_init_worker, initargs=(tok,)))
+        return pools[0] if pools else None
+
+    results: dict[str, DomainResult] = {}
+    try:
+        for name, path in paths.items():
+            results[name] = _prepare_one(name, path, out / name, tok, opts, pool)
+    finally:
+        for p in pools:
+            p.shutdown(wait=True, cancel_futures=True)
+    index = {"format": "autoscale-data-prepare", "version": 1, "tokenizer": asdict(tok.info),
+             "holdout": opts.holdout, "domains": {**kept, **{n: n for n in results}}}
+    atomic_write_json(out / PREPARE_INDEX, index)
+    return results
+
+
+def prepare(
+    domains: Mapping[str, str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    tokenizer: str | os.PathLike[str] | Tokenizer = "bytes",
+    *,
+    eos: str | int | None = None,
+    text_field: str = "text",
+    holdout_every: int = DEFAULT_HOLDOUT_EVERY,
+    workers: int | None = None,
+    shard_tokens: int = DEFAULT_SHARD_TOKENS,
+    progress: bool = True,
+) -> dict[str, Manifest]:
+    """Tokenize each domain's documents into ``out_dir/NAME/`` (one token store per domain).
+
+    Args:
+        domains: domain name -> input path (a ``.jsonl``/``.txt``/``.parquet``/``.tar`` file, a
+            dataset saved with ``save_to_disk``, or a directory of these).
+        out_dir: the output directory; afterwards it can be passed as ``domains=`` to the dataset.
+        tokenizer: a spec for :func:`~autoscale_data.store.tokenizers.load_tokenizer` or a loaded
+            tokenizer.
+        eos: EOS token (text or id) for a path tokenizer whose files name none.
+        text_field: the field / column holding the text (JSONL, parquet, datasets, tar ``.json``).
+        holdout_every: every k-th document goes to validation (module docstring).
+        workers: tokenizing processes (default: the number of CPUs); 1 tokenizes in this process.
+        shard_tokens: tokens per shard file.
+        progress: show a progress bar (only on a terminal).
+
+    Returns:
+        Each domain's manifest, in the order given.
+
+    Raises:
+        ValueError: bad names or options, unknown tokenizer, unreadable or malformed input, an empty
+            domain, or an output directory holding domains of another tokenizer.
+        FileNotFoundError: a missing input path.
+    """
+    results = prepare_domains(domains, out_dir, tokenizer, eos=eos, text_field=text_field,
+                              holdout_every=holdout_every, workers=workers, shard_tokens=shard_tokens,
+                              progress=progress)
+    return {name: r.manifest for name, r in results.items()}
+
+
+def find_domain_stores(root: str | os.PathLike[str]) -> dict[str, Path]:
+    """The domain stores of a prepare output directory, name -> store directory.
+
+    Reads ``root/prepare.json`` when present (its domains, in order), else takes every
+    sub-directory holding a ``manifest.json`` (sorted by name).
+
+    Raises:
+        FileNotFoundError: ``root`` is missing, holds no store, or a listed store has no manifest.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise FileNotFoundError(f"prepared data directory {os.fspath(base)!r} does not exist")
+    index = base / PREPARE_INDEX
+    if index.is_file():
+        try:
+            listed = json.loads(index.read_text("utf-8"))["domains"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{os.fspath(index)!r} is malformed: {exc!r}") from exc
+        found = {name: base / sub for name, sub in listed.items()}
+        for name, path in found.items():
+            if not (path / MANIFEST_NAME).is_file():
+                raise FileNotFoundError(f"domain {name!r} listed in {os.fspath(index)!r} has no finished store "
+                                        f"at {os.fspath(path)!r}: re-run `autoscale-data prepare`")
+        return found
+    found = {p.name: p for p in sorted(base.iterdir()) if (p / MANIFEST_NAME).is_file()}
+    if not found:
+        raise FileNotFoundError(f"{os.fspath(base)!r} holds no token store (no sub-directory with a "
+                                f"{MANIFEST_NAME}): run `autoscale-data prepare --out {os.fspath(base)}`")
+    return found

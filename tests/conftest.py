@@ -1,0 +1,36 @@
+"""Shared pytest fixtures.
+
+Token-store fixtures (see ``tests/helpers_store.py`` for the writer behind them):
+
+- ``make_store(name, num_tokens, **kw) -> TokenStore``: a synthetic domain store written under
+  this test's ``tmp_path / "stores"`` (keyword arguments as ``write_synthetic_store``).
+- ``store_root``: that directory (``tmp_path / "stores"``), usable as a ``prepare`` output
+  directory once stores are in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_store import write_synthetic_store
+
+from autoscale_data.store import TokenStore
+
+
+@pytest.fixture
+def store_root(tmp_path: Path) -> Path:
+    """The directory that ``make_store`` writes into (created on demand)."""
+    return tmp_path / "stores"
+
+
+@pytest.fixture
+def make_store(store_root: Path) -> Callable[..., TokenStore]:
+    """A factory writing synthetic stores: ``make_store("web", 10_000, val_tokens=500)``."""
+
+    def _make(name: str, num_tokens: int, **kwargs: Any) -> TokenStore:
+        return write_synthetic_store(store_root, name, num_tokens, **kwargs)
+
+    return _make
