@@ -15,7 +15,7 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 # Verb modules, in the order ``--help`` lists them.
-_COMMANDS: tuple[str, ...] = ("prepare",)
+_COMMANDS: tuple[str, ...] = ("prepare", "ddo", "project", "baseline")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,62 @@
+"""Argument helpers shared by the solver verbs (ddo, project, baseline)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+__all__ = ["parse_tokens", "positive_float", "read_json", "weight_float"]
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0 (accepts 1e9, 3_000_000)."""
+    try:
+        v = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return v
+
+
+def weight_float(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a weight in [0, 1], got {text!r}")
+    return v
+
+
+def read_json(path: str) -> Any:
+    """Load a JSON file, with clear errors."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"file not found: {path}")
+    with open(path, encoding="utf-8") as fh:
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: invalid JSON ({exc})") from None
+
+
+def parse_tokens(items: list[str] | None) -> dict[str, float] | None:
+    """``["web=1e9", "code=2e8"]`` or ``["web=1e9,code=2e8"]`` -> ``{"web": 1e9, "code": 2e8}``."""
+    if not items:
+        return None
+    out: dict[str, float] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            name, sep, val = part.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"expected DOMAIN=TOKENS, got {part!r}")
+            try:
+                out[name.strip()] = float(val.replace("_", ""))
+            except ValueError:
+                raise ValueError(f"token count for {name.strip()!r} must be a number, got {val!r}") from None
+    return out

@@ -1,0 +1,64 @@
+"""The mixture's config fingerprint, JSON-able resume states, and sample conversion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..store import TokenStore
+
+__all__ = ["STATE_FORMAT", "config_diff", "fingerprint", "store_summary", "to_output"]
+
+STATE_FORMAT = "autoscale-mixture-state"
+
+
+def store_summary(store: TokenStore) -> dict[str, Any]:
+    """What identifies a store's training content: token count, tokenizer and shard checksums."""
+    digest = hashlib.sha256()
+    for shard in store.manifest.splits["train"].shards:
+        digest.update(f"{shard.num_tokens}:{shard.sha256}\n".encode())
+    return {
+        "tokens": int(store.num_tokens),
+        "tokenizer": store.manifest.tokenizer.fingerprint,
+        "content": digest.hexdigest()[:16],
+    }
+
+
+def fingerprint(config: Mapping[str, Any]) -> str:
+    """A short hash of a JSON-able config."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def config_diff(saved: Mapping[str, Any], current: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Human-readable lines naming every key whose value differs between two configs."""
+    lines: list[str] = []
+    for key in sorted(set(saved) | set(current)):
+        a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            lines.extend(config_diff(a, b, f"{prefix}{key}."))
+        elif a != b:
+            lines.append(f"{prefix}{key}: saved {a!r}, now {b!r}")
+    return lines
+
+
+def to_output(tokens: np.ndarray, output: str, *, owned: bool) -> Any:
+    """Convert a token array to the requested output type (copying only when needed).
+
+    ``torch``: ``int64`` tensor; ``numpy``: ``int64`` array; ``compact``: a tensor of the store's
+    dtype (``torch.uint16``) or ``int32`` for ``uint32`` stores. ``owned`` says whether ``tokens``
+    is a fresh array (else a read-only memmap view that must be copied for ``compact``).
+    """
+    if output == "torch":
+        return torch.from_numpy(tokens.astype(np.int64))
+    if output == "numpy":
+        return tokens.astype(np.int64)
+    if not owned:
+        tokens = np.array(tokens)
+    if tokens.dtype == np.uint32:
+        tokens = tokens.view(np.int32)
+    return torch.from_numpy(tokens)

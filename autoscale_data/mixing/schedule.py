@@ -1,0 +1,83 @@
+"""The anytime schedule: a stream whose every prefix follows the plan's optimal-allocation path.
+
+With a plan exposing ``allocation_for_budget(N) -> {domain: tokens}`` (the optimal tokens per
+domain had training stopped at ``N`` tokens; summing to ``N`` and monotone in ``N``), the
+cumulative target of domain ``i`` at stream position ``s`` is
+``C_i(s) = allocation_for_budget(s * seq_len)[i] / seq_len``. ``C_i`` is evaluated on a grid of
+log-spaced positions, made monotone, interpolated linearly, and domain ``i``'s ``k``-th sequence is
+placed where ``C_i`` crosses ``k + 0.5``; a stable sort of those places gives the stream. The
+final counts are the largest-remainder rounding of the allocation at the full budget, so they
+are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .budget import largest_remainder
+
+__all__ = ["GRID_POINTS", "allocation_path", "anytime_counts_and_stream", "anytime_stream", "path_deviation"]
+
+GRID_POINTS = 256
+
+
+def allocation_path(plan: Any, names: Sequence[str], total: int, seq_len: int,
+                    points: int = GRID_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Grid positions ``s`` (0 .. total) and the cumulative sequence targets ``C[s, i]`` (monotone).
+
+    Raises:
+        ValueError: the plan returns unknown/missing domains or non-finite/negative tokens.
+    """
+    grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, float(total), points), [float(total)]]))
+    targets = np.zeros((grid.size, len(names)))
+    for row, s in enumerate(grid[1:], start=1):
+        alloc = plan.allocation_for_budget(float(s) * seq_len)
+        if set(alloc) != set(names):
+            raise ValueError(f"allocation_for_budget returned domains {sorted(alloc)}, expected {sorted(names)}")
+        v = np.asarray([float(alloc[n]) for n in names])
+        if not np.all(np.isfinite(v)) or np.any(v < 0) or v.sum() <= 0:
+            raise ValueError(f"allocation_for_budget({s * seq_len:g}) returned invalid tokens {v.tolist()}")
+        targets[row] = v / v.sum() * s  # in sequences, summing to s
+    return grid, np.maximum.accumulate(targets, axis=0)
+
+
+def anytime_stream(grid: np.ndarray, targets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Domain-id stream holding exactly ``counts[i]`` of domain ``i``, following ``targets``."""
+    places = []
+    ids = []
+    ramp = np.arange(grid.size) * 1e-9  # strictly increasing for interpolation
+    for d, n in enumerate(counts.tolist()):
+        if n == 0:
+            continue
+        path = targets[:, d].copy()
+        path[-1] = n  # end exactly at the rounded final count
+        path = np.maximum.accumulate(path) + ramp
+        places.append(np.interp(np.arange(n) + 0.5, path, grid))
+        ids.append(np.full(n, d, dtype=np.uint16))
+    key = np.concatenate(places)
+    dom = np.concatenate(ids)
+    order = np.lexsort((dom, key))
+    out_dtype = np.uint8 if counts.size <= 256 else np.uint16
+    return dom[order].astype(out_dtype)
+
+
+def anytime_counts_and_stream(plan: Any, names: Sequence[str], total: int,
+                              seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Final per-domain counts and the anytime stream for a plan with ``allocation_for_budget``."""
+    grid, targets = allocation_path(plan, names, total, seq_len)
+    final = targets[-1]
+    counts = largest_remainder(final / final.sum(), total)
+    return counts, anytime_stream(grid, targets, counts)
+
+
+def path_deviation(stream: np.ndarray, grid: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per domain, the largest ``|count_i(t) - C_i(t)|`` over every prefix ``t`` (``C`` interpolated)."""
+    t = np.arange(1, stream.size + 1, dtype=np.float64)
+    out = np.zeros(targets.shape[1])
+    for d in range(targets.shape[1]):
+        cum = np.cumsum(stream == d, dtype=np.int64)
+        out[d] = np.max(np.abs(cum - np.interp(t, grid, targets[:, d])))
+    return out

@@ -1,0 +1,80 @@
+"""The embedded AutoScale solver: pure numpy/scipy (imports nothing from torch).
+
+Runs in (:class:`RunTable`), DDO at one budget (:func:`fit_ddo`), projection to any budget
+(:func:`project`, :class:`MixturePlan`), uncertainty (:func:`bootstrap_ddo`) and baselines
+(:func:`baseline_weights`).
+"""
+
+from __future__ import annotations
+
+from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
+from .baselines import (
+    BASELINES,
+    PRESETS,
+    baseline_weights,
+    natural_weights,
+    reference_weights,
+    temperature_weights,
+    uniform_weights,
+)
+from .bootstrap import (
+    BootstrapResult,
+    HeldoutCheck,
+    ProjectionBootstrap,
+    bootstrap_ddo,
+    bootstrap_projection,
+    heldout_scale_check,
+)
+from .ddo import DDOResult, fit_ddo
+from .design import DDODesign, ddo_runs_plan, read_design
+from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
+from .olmix import read_olmix, write_olmix
+from .plan import MixturePlan
+from .projection import AllocationPath, Projection, fit_path, project
+from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
+from .runs import Run, RunTable
+from .synthetic import synthetic_ddo_runs, synthetic_loss
+
+__all__ = [
+    "Allocation",
+    "AllocationPath",
+    "BASELINES",
+    "BootstrapResult",
+    "DDODesign",
+    "DDOResult",
+    "HeldoutCheck",
+    "MixturePlan",
+    "PRESETS",
+    "PowerLawFit",
+    "Projection",
+    "ProjectionBootstrap",
+    "Run",
+    "RunTable",
+    "allocate",
+    "baseline_weights",
+    "bootstrap_ddo",
+    "bootstrap_projection",
+    "ddo_runs_plan",
+    "fit_ddo",
+    "fit_mixing_law",
+    "fit_path",
+    "fit_power_law",
+    "fit_power_law_batch",
+    "heldout_scale_check",
+    "kkt_violation",
+    "mixing_law_weights",
+    "multiplier_bounds",
+    "natural_weights",
+    "power_law",
+    "project",
+    "read_design",
+    "read_olmix",
+    "reference_weights",
+    "regmix_weights",
+    "sample_mixtures",
+    "synthetic_ddo_runs",
+    "synthetic_loss",
+    "temperature_weights",
+    "uniform_weights",
+    "write_olmix",
+]

@@ -1,0 +1,361 @@
+"""Uncertainty of DDO weights and of projections: bootstrap CIs and a held-out-scale check.
+
+Methods (``method=``):
+
+* ``"seeds"`` — resample the runs at each allocation (seeds) with replacement; needs >= 2 runs at
+  every allocation. The base value that normalises ``mean_ppl`` is recomputed per replicate.
+* ``"parametric"`` — add Gaussian noise of ``noise_std`` (units of the fitted objective: relative
+  for ``mean_ppl``) to every run; ``noise_std`` defaults to the pooled within-allocation seed std.
+* ``"residuals"`` — per domain, resample the fit's residuals (scaled by ``sqrt(n / dof)``) around
+  the fitted curve; needs more points than parameters.
+* ``"auto"`` — seeds if every allocation has replicates, else parametric if some has (or
+  ``noise_std`` is given), else residuals if the fits have spare points; otherwise an error:
+  2m+1 single-seed runs with a 3-parameter law carry no information about noise.
+
+Whether the weights differ from the base mix is judged per domain (does its CI contain the base
+weight?) and overall with Bonferroni-adjusted intervals (level ``1 - (1 - level)/m``), so that the
+flag ``distinguishable_from_base`` is not set by chance with many domains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .allocate import allocate, multiplier_bounds
+from .ddo import DDOResult, fit_ddo, token_caps_array
+from .design import read_design, run_objective
+from .laws import fit_power_law_batch
+from .projection import fit_path
+from .runs import RunTable
+
+__all__ = ["BootstrapResult", "HeldoutCheck", "ProjectionBootstrap", "bootstrap_ddo",
+           "bootstrap_projection", "heldout_scale_check"]
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Bootstrap distribution of DDO weights at the fit budget.
+
+    Attributes:
+        domains: domain order of ``samples``.
+        point: the DDO result on the original runs.
+        samples: weights per replicate, shape ``(n_ok, m)``.
+        ci_low, ci_high: percentile CI per domain at ``level``.
+        base_weights: the base mix's weights.
+        contains_base: per domain, whether its CI contains the base weight.
+        distinguishable_from_base: some domain's Bonferroni-adjusted CI excludes its base weight.
+        method, noise_std, level, n_boot, n_failed: how it was computed.
+    """
+
+    domains: tuple[str, ...]
+    point: DDOResult
+    samples: np.ndarray
+    ci_low: dict[str, float]
+    ci_high: dict[str, float]
+    base_weights: dict[str, float]
+    contains_base: dict[str, bool]
+    distinguishable_from_base: bool
+    method: str
+    noise_std: float | None
+    level: float
+    n_boot: int
+    n_failed: int
+
+    def summary(self) -> str:
+        """A short human-readable table."""
+        lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, "
+                 f"{self.level:.0%} CI)"]
+        for d in self.domains:
+            mark = "" if self.contains_base[d] else "  *differs from base*"
+            lines.append(f"  {d:>16}: {self.point.weights[d]:.3f}  [{self.ci_low[d]:.3f}, {self.ci_high[d]:.3f}]"
+                         f"  base {self.base_weights[d]:.3f}{mark}")
+        verdict = ("distinguishable from the base mix" if self.distinguishable_from_base
+                   else "NOT distinguishable from the base mix (more seeds or tokens needed)")
+        lines.append(f"  weights are {verdict}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able summary (without the raw samples)."""
+        return {
+            "weights": dict(self.point.weights), "ci_low": dict(self.ci_low), "ci_high": dict(self.ci_high),
+            "base_weights": dict(self.base_weights), "contains_base": dict(self.contains_base),
+            "distinguishable_from_base": self.distinguishable_from_base, "method": self.method,
+            "noise_std": self.noise_std, "level": self.level, "n_boot": self.n_boot, "n_failed": self.n_failed,
+        }
+
+
+def _replicates(method, y, design, objective, fits, noise_std, n_boot, rng):
+    """Per-domain (Y, W) arrays for the chosen method."""
+    groups = [np.flatnonzero(design.point_of_run == p) for p in np.unique(design.point_of_run)]
+    n = y.size
+    out = []
+    if method == "residuals":
+        for j, d in enumerate(design.domains):
+            f = fits[d]
+            idx = design.domain_points(j)
+            res = np.asarray(f.residuals)
+            res = (res - res.mean()) * np.sqrt(res.size / max(f.dof, 1))
+            pred = f.predict(design.multiplier[idx])
+            ys = pred + rng.choice(res, size=(n_boot, idx.size), replace=True)
+            out.append((ys, np.ones_like(ys)))
+        return out
+    if method == "seeds":
+        w = np.zeros((n_boot, n))
+        for g in groups:
+            w[:, g] = rng.multinomial(g.size, np.full(g.size, 1.0 / g.size), size=n_boot)
+        ys = np.broadcast_to(y, (n_boot, n)).copy()
+    else:  # parametric
+        w = np.ones((n_boot, n))
+        ys = y + noise_std * rng.standard_normal((n_boot, n))
+    if objective == "mean_ppl":
+        bw = w[:, design.base_runs]
+        ys = ys / ((bw * ys[:, design.base_runs]).sum(1) / bw.sum(1))[:, None]
+    for j in range(len(design.domains)):
+        idx = design.domain_points(j)
+        out.append((ys[:, idx], w[:, idx]))
+    return out
+
+
+def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
+    ss, dof = 0.0, 0
+    for p in np.unique(point_of_run):
+        v = y[point_of_run == p]
+        if v.size > 1:
+            ss += float(((v - v.mean()) ** 2).sum())
+            dof += v.size - 1
+    return None if dof == 0 else float(np.sqrt(ss / dof))
+
+
+def bootstrap_ddo(
+    runs: RunTable,
+    *,
+    n_boot: int = 1000,
+    method: str = "auto",
+    noise_std: float | None = None,
+    level: float = 0.95,
+    seed: int = 0,
+    objective: str = "mean_ppl",
+    min_weight: float = 0.0,
+    max_weight: float = 1.0,
+    token_caps: Mapping[str, float] | None = None,
+    max_epochs: float | Mapping[str, float] | None = None,
+    law: str = "3p",
+    base_run: str | None = None,
+    val_domains: Sequence[str] | None = None,
+) -> BootstrapResult:
+    """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
+
+    Args:
+        runs: the DDO runs (as for :func:`~autoscale_data.solver.ddo.fit_ddo`).
+        n_boot: replicates.
+        method: ``"auto"``, ``"seeds"``, ``"parametric"`` or ``"residuals"``.
+        noise_std: noise of one run's objective (parametric method).
+        level: CI level in (0, 1).
+        seed: RNG seed.
+        objective, min_weight, max_weight, token_caps, max_epochs, law, base_run, val_domains:
+            as for ``fit_ddo``.
+
+    Raises:
+        ValueError: bad options, or no source of noise information for the chosen method.
+    """
+    if not (0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if int(n_boot) < 2:
+        raise ValueError(f"n_boot must be >= 2, got {n_boot}")
+    if method not in ("auto", "seeds", "parametric", "residuals"):
+        raise ValueError(f"method must be auto, seeds, parametric or residuals, got {method!r}")
+    if noise_std is not None and not (np.isfinite(noise_std) and noise_std > 0):
+        raise ValueError(f"noise_std must be > 0, got {noise_std}")
+    point = fit_ddo(runs, objective=objective, min_weight=min_weight, max_weight=max_weight,
+                    token_caps=token_caps, law=law, max_epochs=max_epochs, base_run=base_run,
+                    val_domains=val_domains)
+    design = read_design(runs, base_run)
+    y = run_objective(runs, objective, val_domains)
+    if objective == "mean_ppl":
+        y = y / y[design.base_runs].mean()
+    sizes = np.bincount(design.point_of_run)
+    pooled = _pooled_std(y, design.point_of_run)
+    min_dof = min(f.dof for f in point.fits.values())
+    if method == "auto":
+        if noise_std is not None:
+            method = "parametric"
+        elif np.all(sizes >= 2):
+            method = "seeds"
+        elif pooled is not None:
+            method = "parametric"
+        elif min_dof > 0:
+            method = "residuals"
+        else:
+            raise ValueError(
+                "cannot bootstrap: every allocation has a single run and every fit interpolates its "
+                "points exactly, so the data carry no estimate of noise; add seeds, add multipliers, "
+                "or pass noise_std="
+            )
+    if method == "seeds" and not np.any(sizes >= 2):
+        raise ValueError("method='seeds' needs replicate runs (several seeds) at some allocation")
+    if method == "residuals" and min_dof <= 0:
+        raise ValueError("method='residuals' needs more points than parameters in every domain's fit")
+    if method == "parametric":
+        noise_std = pooled if noise_std is None else float(noise_std)
+        if noise_std is None:
+            raise ValueError("method='parametric' needs noise_std= or replicate runs to estimate it")
+    rng = np.random.default_rng(seed)
+    reps = _replicates(method, y, design, objective, point.fits, noise_std, int(n_boot), rng)
+    m = len(design.domains)
+    params = np.empty((3, int(n_boot), m))
+    for j, (ys, ws) in enumerate(reps):
+        f = point.fits[design.domains[j]]
+        init = {"a": f.a, "b": f.b, "c": f.c, "amplitude": f.amplitude}
+        out = fit_power_law_batch(design.multiplier[design.domain_points(j)], ys, ws, law=law,
+                                  n_starts=1, init=init, grid="coarse")
+        params[0, :, j], params[1, :, j], params[2, :, j] = out["amplitude"], out["a"], out["b"]
+    ok = np.all(np.isfinite(params), axis=(0, 2))
+    base = design.base_tokens
+    nb = design.budget_tokens
+    caps = token_caps_array(design.domains, token_caps, max_epochs)
+    lo, hi = multiplier_bounds(base, nb, min_weight, max_weight, caps)
+    ok &= np.all(hi[None, :] + params[1] > 0, axis=1)
+    x = allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x
+    samples = x * base / nb
+    return _summarise(design.domains, point, samples, base / nb, method,
+                      None if method != "parametric" else float(noise_std), level, int(n_boot))
+
+
+def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot) -> BootstrapResult:
+    m = len(domains)
+    alpha = 1 - level
+    lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
+    adj = alpha / m
+    blo, bhi = np.quantile(samples, [adj / 2, 1 - adj / 2], axis=0)
+    tol = 1e-12
+    contains = (lo - tol <= base_w) & (base_w <= hi + tol)
+    distinct = bool(np.any((blo - tol > base_w) | (base_w > bhi + tol)))
+    return BootstrapResult(
+        domains=tuple(domains), point=point, samples=samples,
+        ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},
+        base_weights={d: float(v) for d, v in zip(domains, base_w, strict=False)},
+        contains_base={d: bool(v) for d, v in zip(domains, contains, strict=False)},
+        distinguishable_from_base=distinct, method=method, noise_std=noise_std, level=level,
+        n_boot=n_boot, n_failed=n_boot - samples.shape[0],
+    )
+
+
+@dataclass(frozen=True)
+class ProjectionBootstrap:
+    """Bootstrap CI of projected weights (replicates of two scales paired by index).
+
+    Attributes:
+        domains, budget_tokens: as for a projection.
+        weights: projection of the two point estimates.
+        samples: projected weights per replicate, ``(n_ok, m)``.
+        ci_low, ci_high: percentile CI per domain; level; n_failed: replicates that could not be
+            projected (e.g. a decreasing path that never reaches the target).
+    """
+
+    domains: tuple[str, ...]
+    budget_tokens: float
+    weights: dict[str, float]
+    samples: np.ndarray
+    ci_low: dict[str, float]
+    ci_high: dict[str, float]
+    level: float
+    n_failed: int
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able summary (without the raw samples)."""
+        return {"budget_tokens": self.budget_tokens, "weights": dict(self.weights), "ci_low": dict(self.ci_low),
+                "ci_high": dict(self.ci_high), "level": self.level, "n_failed": self.n_failed}
+
+
+def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_tokens: float) -> ProjectionBootstrap:
+    """Project each pair of replicates (small-budget i, large-budget i) to ``target_tokens``.
+
+    Raises:
+        ValueError: domains differ, budgets not increasing, target <= 0, or no replicate projects.
+    """
+    from .projection import project
+
+    if small.domains != large.domains:
+        raise ValueError(f"domains differ: {list(small.domains)} vs {list(large.domains)}")
+    target = float(target_tokens)
+    n1, n2 = small.point.budget_tokens, large.point.budget_tokens
+    point = project([small.point, large.point], target).weights
+    k = min(len(small.samples), len(large.samples))
+    out, failed = [], 0
+    for i in range(k):
+        try:
+            path = fit_path([(n1, dict(zip(small.domains, small.samples[i] * n1, strict=False))),
+                             (n2, dict(zip(small.domains, large.samples[i] * n2, strict=False)))])
+            out.append(path.allocations(target)[0] / target)
+        except ValueError:
+            failed += 1
+    if not out:
+        raise ValueError("no bootstrap replicate could be projected to the target")
+    samples = np.array(out)
+    alpha = 1 - small.level
+    lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
+    return ProjectionBootstrap(
+        domains=small.domains, budget_tokens=target, weights=point, samples=samples,
+        ci_low={d: float(v) for d, v in zip(small.domains, lo, strict=False)},
+        ci_high={d: float(v) for d, v in zip(small.domains, hi, strict=False)}, level=small.level,
+        n_failed=failed + (max(len(small.samples), len(large.samples)) - k),
+    )
+
+
+@dataclass(frozen=True)
+class HeldoutCheck:
+    """Projection from two budgets to a third where DDO also ran.
+
+    Attributes:
+        budget_tokens: the held-out budget.
+        projected: projected weights; observed: the held-out DDO weights.
+        error: projected − observed per domain; max_abs_error; total_variation (half L1).
+    """
+
+    budget_tokens: float
+    projected: dict[str, float]
+    observed: dict[str, float]
+    error: dict[str, float]
+    max_abs_error: float
+    total_variation: float
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {"budget_tokens": self.budget_tokens, "projected": dict(self.projected),
+                "observed": dict(self.observed), "error": dict(self.error),
+                "max_abs_error": self.max_abs_error, "total_variation": self.total_variation}
+
+
+def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:
+    """Project from two budgets to a third, held-out one and compare with DDO there.
+
+    Args:
+        first, second: optimal allocations at N1 < N2 (DDO results or ``(N, {domain: tokens})``).
+        heldout: the DDO answer at the held-out budget N3 (same forms).
+
+    Raises:
+        ValueError: as for :func:`~autoscale_data.solver.projection.project`.
+    """
+    from .projection import as_scales, project
+
+    _, _, _ = as_scales([first, second])
+    n3, alloc3 = _scale_pair(heldout)
+    proj = project([first, second], n3)
+    if set(alloc3) != set(proj.weights):
+        raise ValueError(f"held-out domains {sorted(alloc3)} differ from {sorted(proj.weights)}")
+    tot = sum(alloc3.values())
+    obs = {d: alloc3[d] / tot for d in proj.weights}
+    err = {d: proj.weights[d] - obs[d] for d in proj.weights}
+    e = np.array(list(err.values()))
+    return HeldoutCheck(budget_tokens=n3, projected=dict(proj.weights), observed=obs, error=err,
+                        max_abs_error=float(np.abs(e).max()), total_variation=float(0.5 * np.abs(e).sum()))
+
+
+def _scale_pair(item: Any) -> tuple[float, dict[str, float]]:
+    from .projection import _one_scale
+
+    return _one_scale(item, 2)

@@ -1,0 +1,247 @@
+"""DDO (Direct Data Optimization) at one budget: fit per-domain laws, then optimise the mix exactly.
+
+For each training domain j, the runs that change only j's tokens (plus the base runs, x = 1) give
+points ``(x, y)`` of the objective y against j's multiplier x; ``L_j(x) = (x + a_j)^(-b_j) + c_j``
+is fitted to them (see :mod:`.laws`). The mix minimises ``Σ_j (x_j + a_j)^(-b_j)`` subject to
+``Σ_j x_j base_j = N`` and bounds (see :mod:`.allocate`); weights are ``w_j = x_j base_j / N``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .allocate import allocate, kkt_violation, multiplier_bounds
+from .design import DDODesign, read_design, run_objective
+from .laws import PowerLawFit, fit_power_law, fit_power_law_batch
+from .runs import RunTable
+
+__all__ = ["DDOResult", "fit_ddo", "token_caps_array"]
+
+
+def token_caps_array(
+    domains: Sequence[str],
+    token_caps: Mapping[str, float] | None,
+    max_epochs: float | Mapping[str, float] | None = None,
+) -> np.ndarray | None:
+    """Per-domain token caps (tokens available × epoch cap) in ``domains`` order, or None.
+
+    Raises:
+        ValueError: caps for unknown domains, missing domains, negative values.
+    """
+    if token_caps is None:
+        return None
+    unknown = sorted(set(token_caps) - set(domains))
+    missing = sorted(set(domains) - set(token_caps))
+    if unknown or missing:
+        raise ValueError(f"token_caps domains do not match: missing {missing}, unknown {unknown}")
+    caps = np.array([float(token_caps[d]) for d in domains])
+    if np.any(np.isnan(caps)) or np.any(caps < 0):
+        raise ValueError(f"token_caps must be >= 0, got {dict(zip(domains, caps.tolist(), strict=False))}")
+    if max_epochs is None:
+        ep = np.ones(len(domains))
+    elif isinstance(max_epochs, Mapping):
+        bad = sorted(set(max_epochs) - set(domains))
+        if bad:
+            raise ValueError(f"max_epochs has unknown domains {bad}")
+        ep = np.array([float(max_epochs.get(d, 1.0)) for d in domains])
+    else:
+        ep = np.full(len(domains), float(max_epochs))
+    if np.any(~(ep > 0)):
+        raise ValueError(f"max_epochs must be > 0, got {ep.tolist()}")
+    return caps * ep
+
+
+@dataclass(frozen=True)
+class DDOResult:
+    """The optimal mix at one budget and everything needed to judge it.
+
+    Attributes:
+        domains: training domains.
+        weights: optimal weight per domain (sums to 1).
+        budget_tokens: the budget N (the base run's total tokens unless overridden).
+        allocation_tokens: ``weights × N``.
+        multipliers: optimal multiplier of the base allocation per domain.
+        base_tokens: the base allocation.
+        fits: fitted law per domain.
+        aar: mean absolute relative error of all fitted points.
+        loo_aar: leave-one-out AAR (None when some domain has no spare point).
+        pinned: domains at a bound (lower or upper) at the optimum.
+        bounds_hit: ``{domain: "lower" | "upper"}`` for the pinned domains.
+        status: ``"optimal"`` or ``"degenerate"`` (flat laws had to absorb budget; not unique).
+        kkt_residual: largest relative KKT violation at the answer (0 = exact).
+        objective, law: settings used.
+        predicted_change: fitted change of the objective from the base mix to the optimum.
+        base_runs: ids of the base runs.
+    """
+
+    domains: tuple[str, ...]
+    weights: dict[str, float]
+    budget_tokens: float
+    allocation_tokens: dict[str, float]
+    multipliers: dict[str, float]
+    base_tokens: dict[str, float]
+    fits: dict[str, PowerLawFit]
+    aar: float
+    loo_aar: float | None
+    pinned: list[str]
+    bounds_hit: dict[str, str]
+    status: str
+    kkt_residual: float
+    objective: str
+    law: str
+    predicted_change: float
+    base_runs: list[str]
+    min_weight: float = 0.0
+    max_weight: float = 1.0
+    token_caps: dict[str, float] | None = field(default=None)
+
+    def optimize_at(self, budget_tokens: float) -> dict[str, float]:
+        """Optimal allocation (tokens) of the fitted law at another budget (the 'direct route').
+
+        Weight bounds apply relative to the new budget; token caps are absolute.
+        """
+        base = np.array([self.base_tokens[d] for d in self.domains])
+        caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
+        lo, hi = multiplier_bounds(base, float(budget_tokens), self.min_weight, self.max_weight, caps)
+        p = _params(self.fits, self.domains)
+        x = allocate(p[0], p[1], p[2], base, float(budget_tokens), lo, hi).x
+        return {d: float(v) for d, v in zip(self.domains, x * base, strict=False)}
+
+    def to_json(self) -> dict:
+        """The CLI's ``--json`` object plus diagnostics."""
+        return {
+            "weights": dict(self.weights),
+            "budget_tokens": self.budget_tokens,
+            "fit": {d: {"a": f.a, "b": f.b, "c": f.c} | ({"amplitude": f.amplitude} if f.law == "4p" else {})
+                    for d, f in self.fits.items()},
+            "aar": self.aar,
+            "pinned": list(self.pinned),
+            "loo_aar": self.loo_aar,
+            "allocation_tokens": dict(self.allocation_tokens),
+            "multipliers": dict(self.multipliers),
+            "base_tokens": dict(self.base_tokens),
+            "bounds_hit": dict(self.bounds_hit),
+            "status": self.status,
+            "kkt_residual": self.kkt_residual,
+            "objective": self.objective,
+            "law": self.law,
+            "predicted_change": self.predicted_change,
+            "base_runs": list(self.base_runs),
+            "diagnostics": {d: f.to_json() for d, f in self.fits.items()},
+        }
+
+
+def _params(fits: Mapping[str, PowerLawFit], domains: Sequence[str]) -> tuple[np.ndarray, ...]:
+    beta = np.array([fits[d].amplitude for d in domains])
+    return beta, np.array([fits[d].a for d in domains]), np.array([fits[d].b for d in domains])
+
+
+def objective_values(table: RunTable, design: DDODesign, objective: str,
+                     val_domains: Sequence[str] | None = None) -> np.ndarray:
+    """Per-run objective y as fitted: ``mean_ppl`` is divided by the base runs' mean."""
+    raw = run_objective(table, objective, val_domains)
+    if objective == "mean_ppl":
+        raw = raw / raw[design.base_runs].mean()
+    return raw
+
+
+def _loo_aar(design: DDODesign, y: np.ndarray, law: str, fits: Mapping[str, PowerLawFit]) -> float | None:
+    k = 3 if law == "3p" else 4
+    errs = []
+    for j in range(len(design.domains)):
+        idx = design.domain_points(j)
+        x = design.multiplier[idx]
+        masks = np.ones((idx.size, idx.size)) - np.eye(idx.size)
+        if any(np.unique(x[row > 0]).size < k for row in masks):
+            return None
+        f = fits[design.domains[j]]
+        init = {"a": f.a, "b": f.b, "c": f.c, "amplitude": f.amplitude}
+        out = fit_power_law_batch(x, np.broadcast_to(y[idx], masks.shape), masks, law=law, n_starts=3,
+                                  init=init, grid="coarse")
+        pred = out["amplitude"] * np.power(x + out["a"], -out["b"]) + out["c"]
+        errs.append(np.abs(pred - y[idx]) / np.maximum(np.abs(y[idx]), 1e-300))
+    return float(np.concatenate(errs).mean())
+
+
+def fit_ddo(
+    runs: RunTable,
+    *,
+    objective: str = "mean_ppl",
+    min_weight: float = 0.0,
+    max_weight: float = 1.0,
+    token_caps: Mapping[str, float] | None = None,
+    law: str = "3p",
+    max_epochs: float | Mapping[str, float] | None = None,
+    base_run: str | None = None,
+    budget_tokens: float | None = None,
+    val_domains: Sequence[str] | None = None,
+) -> DDOResult:
+    """Fit DDO's per-domain laws to the runs of one budget and return the optimal mix.
+
+    Args:
+        runs: base run(s) and one-domain perturbations (every seed is used).
+        objective: ``"mean_ppl"`` (mean over validation domains of exp(loss), divided by the base
+            runs' value; the authors' code) or ``"mean_loss"`` (mean loss in nats).
+        min_weight, max_weight: bounds on every weight.
+        token_caps: tokens available per training domain (times ``max_epochs``, default 1).
+        law: ``"3p"`` (paper) or ``"4p"`` (adds an amplitude; needs 4 distinct multipliers).
+        max_epochs: epoch cap applied to ``token_caps`` (number or per domain).
+        base_run: id of a base run, when the design is ambiguous.
+        budget_tokens: optimise at this budget instead of the base run's total.
+        val_domains: validation domains in the objective (default all).
+
+    Returns:
+        The :class:`DDOResult`.
+
+    Raises:
+        ValueError: bad design (see :func:`read_design`), too few multipliers for the law,
+            infeasible bounds, or bad option values.
+    """
+    design = read_design(runs, base_run)
+    domains = design.domains
+    y = objective_values(runs, design, objective, val_domains)
+    fits: dict[str, PowerLawFit] = {}
+    for j, d in enumerate(domains):
+        idx = design.domain_points(j)
+        try:
+            fits[d] = fit_power_law(design.multiplier[idx], y[idx], law=law)
+        except ValueError as exc:
+            raise ValueError(f"domain {d!r}: {exc}") from None
+    base = design.base_tokens
+    n = design.budget_tokens if budget_tokens is None else float(budget_tokens)
+    caps = token_caps_array(domains, token_caps, max_epochs)
+    lo, hi = multiplier_bounds(base, n, min_weight, max_weight, caps)
+    beta, a, b = _params(fits, domains)
+    sol = allocate(beta, a, b, base, n, lo, hi)
+    x = sol.x
+    alloc = x * base
+    bounds_hit = {d: ("lower" if sol.at_lower[j] else "upper")
+                  for j, d in enumerate(domains) if sol.at_lower[j] or sol.at_upper[j]}
+    change = float(sum(fits[d].predict(x[j]) - fits[d].predict(1.0) for j, d in enumerate(domains)))
+    all_y = np.concatenate([np.asarray(f.y) for f in fits.values()])
+    all_r = np.concatenate([np.asarray(f.residuals) for f in fits.values()])
+    return DDOResult(
+        domains=domains,
+        weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)},
+        budget_tokens=n,
+        allocation_tokens={d: float(v) for d, v in zip(domains, alloc, strict=False)},
+        multipliers={d: float(v) for d, v in zip(domains, x, strict=False)},
+        base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)},
+        fits=fits,
+        aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
+        loo_aar=_loo_aar(design, y, law, fits),
+        pinned=list(bounds_hit),
+        bounds_hit=bounds_hit,
+        status="degenerate" if bool(sol.degenerate) else "optimal",
+        kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi),
+        objective=objective,
+        law=law,
+        predicted_change=change,
+        base_runs=[design.run_ids[i] for i in design.base_runs],
+        min_weight=float(min_weight),
+        max_weight=float(max_weight),
+        token_caps=None if caps is None else {d: float(c) for d, c in zip(domains, caps, strict=False)},
+    )

@@ -1,0 +1,376 @@
+"""Per-domain loss laws ``L(x) = A·(x + a)^(-b) + c`` and their bounded least-squares fits.
+
+``x`` is a domain's multiplier of the base allocation (x = 1 at the base run). The 3-parameter law
+of the paper fixes the amplitude ``A = 1``; the 4-parameter law fits it (``A >= 0``).
+
+Fits are bounded (``b in [0, B_MAX]``, ``x + a > 0`` for every observed x) and multi-start: the
+linear parameters (``c``, and ``A`` for the 4-parameter law) are profiled out in closed form over a
+grid of the non-linear ones (``a``, ``b``); the best grid points seed a batched Levenberg–Marquardt
+refinement (vectorised over starts and over bootstrap replicates), and single fits are polished with
+``scipy.optimize.least_squares``. Points may carry weights (seed multiplicities in a bootstrap,
+zero to leave a point out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+__all__ = ["B_MAX", "PowerLawFit", "fit_power_law", "fit_power_law_batch", "power_law"]
+
+B_MAX = 20.0
+"""Upper bound of the saturation exponent ``b``."""
+
+_SHIFT_RANGE = (1e-4, 1e4)  # x_min + a, relative to max |x|
+_GRIDS = {  # (number of shift values, b values); "fine" for single fits, "coarse" for replicates
+    "fine": (49, np.concatenate([[0.0], np.geomspace(0.02, 16.0, 28)])),
+    "coarse": (17, np.concatenate([[0.0], np.geomspace(0.05, 8.0, 12)])),
+}
+_SCREEN_ITERS = 30
+
+
+def power_law(x: np.ndarray | float, a: float, b: float, c: float, amplitude: float = 1.0) -> np.ndarray:
+    """Evaluate ``amplitude · (x + a)^(-b) + c`` elementwise."""
+    return amplitude * np.power(np.asarray(x, dtype=np.float64) + a, -b) + c
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """One domain's fitted law ``L(x) = amplitude · (x + a)^(-b) + c`` and its diagnostics.
+
+    Attributes:
+        a, b, c: fitted offset, saturation exponent and floor.
+        amplitude: 1.0 for the 3-parameter law, fitted for ``law="4p"``.
+        law: ``"3p"`` or ``"4p"``.
+        x, y: the points fitted (multipliers and objective values), in input order.
+        residuals: ``y - prediction`` per point.
+        sse: sum of squared residuals; ``aar``: mean absolute relative error ``|res| / |y|``.
+        n_distinct: number of distinct multipliers; ``dof``: points minus parameters.
+        at_bound: names of parameters that ended at a bound (``"b=0"``, ``"b=max"``, ``"a=min"``,
+            ``"a=max"``, ``"amplitude=0"``); a fit with a bound active is a warning sign.
+    """
+
+    a: float
+    b: float
+    c: float
+    amplitude: float
+    law: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    residuals: tuple[float, ...]
+    sse: float
+    aar: float
+    n_distinct: int
+    dof: int
+    at_bound: tuple[str, ...]
+
+    def predict(self, x: np.ndarray | float) -> np.ndarray:
+        """Predicted objective at multiplier(s) ``x``."""
+        return power_law(x, self.a, self.b, self.c, self.amplitude)
+
+    def to_json(self) -> dict:
+        """Plain-dict form (the CLI's ``fit`` entries plus diagnostics)."""
+        return {
+            "a": self.a, "b": self.b, "c": self.c, "amplitude": self.amplitude, "law": self.law,
+            "x": list(self.x), "y": list(self.y), "residuals": list(self.residuals),
+            "sse": self.sse, "aar": self.aar, "dof": self.dof, "at_bound": list(self.at_bound),
+        }
+
+
+def _n_params(law: str) -> int:
+    if law == "3p":
+        return 3
+    if law == "4p":
+        return 4
+    raise ValueError(f"law must be '3p' or '4p', got {law!r}")
+
+
+def _basis(x: np.ndarray, xmin: float, s: np.ndarray, b: np.ndarray):
+    """z = x + a with a = exp(s) - xmin; returns z, log z, z^-b (all shaped (..., n))."""
+    z = x - xmin + np.exp(s)[..., None]
+    logz = np.log(z)
+    return z, logz, np.exp(-b[..., None] * logz)
+
+
+def _profile(phi: np.ndarray, y: np.ndarray, w: np.ndarray, four: bool):
+    """Closed-form linear parameters (amplitude, c) for fixed basis ``phi``; weighted LS."""
+    sw = w.sum(-1)
+    if not four:
+        amp = np.ones(phi.shape[:-1])
+        c = (w * (y - phi)).sum(-1) / sw
+        return amp, c
+    mp = (w * phi).sum(-1) / sw
+    my = (w * y).sum(-1) / sw
+    vp = (w * (phi - mp[..., None]) ** 2).sum(-1)
+    cov = (w * (phi - mp[..., None]) * (y - my[..., None])).sum(-1)
+    amp = np.where(vp > 1e-300, cov / np.where(vp > 1e-300, vp, 1.0), 0.0)
+    amp = np.maximum(amp, 0.0)
+    return amp, my - amp * mp
+
+
+def _validate(x: np.ndarray, y: np.ndarray, w: np.ndarray, law: str) -> None:
+    k = _n_params(law)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
+    if not np.all(np.isfinite(x)) or np.any(x < 0):
+        raise ValueError(f"multipliers must be finite and >= 0, got {x.tolist()}")
+    if y.shape[-1] != x.size or w.shape != y.shape:
+        raise ValueError(f"y {y.shape} and weights {w.shape} must end in len(x) = {x.size}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("objective values must be finite (got NaN or inf)")
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError("point weights must be finite and >= 0")
+    distinct = np.array([np.unique(x[row > 0]).size for row in w.reshape(-1, x.size)])
+    if np.any(distinct < k):
+        raise ValueError(
+            f"the {law} law needs at least {k} distinct multipliers with data, got "
+            f"{int(distinct.min())} (x = {sorted(set(np.round(x, 6).tolist()))})"
+        )
+
+
+def fit_power_law_batch(
+    x: np.ndarray,
+    y: np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    law: str = "3p",
+    n_starts: int = 1,
+    per_b_starts: bool = False,
+    init: dict[str, float] | None = None,
+    grid: str = "fine",
+    max_iter: int = 200,
+) -> dict[str, np.ndarray]:
+    """Fit the law to many data sets sharing the multipliers ``x`` at once.
+
+    Args:
+        x: multipliers, shape ``(n,)``.
+        y: objective values, shape ``(B, n)`` (or ``(n,)``).
+        weights: per-point weights, same shape as ``y`` (default 1).
+        law: ``"3p"`` (amplitude fixed at 1) or ``"4p"``.
+        n_starts: best grid points refined per data set; the best refinement is kept.
+        per_b_starts: also refine, for every grid value of b, the best grid point with that b
+            (a diverse set of starts; the valleys of the 3-parameter law are narrow).
+        init: an extra start for every data set (``a``, ``b``, ``c``, ``amplitude``), e.g. the
+            point estimate when refitting bootstrap replicates.
+        grid: ``"fine"`` (49 x 29 grid of shift and b) or ``"coarse"`` (17 x 13, for refits that
+            also get ``init``).
+        max_iter: Levenberg–Marquardt iterations. All starts are screened for a few iterations;
+            the best one per data set is then refined to convergence.
+
+    Returns:
+        dict of arrays shaped ``(B,)``: ``a``, ``b``, ``c``, ``amplitude``, ``sse``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y2 = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    w2 = np.ones_like(y2) if weights is None else np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    _validate(x, y2, w2, law)
+    four = law == "4p"
+    nb = y2.shape[0]
+    scale = max(float(np.max(np.abs(x))), 1e-12)
+    xmin = float(np.min(x))
+    s_lo, s_hi = np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
+
+    # Grid over (s, b): profile SSE for every data set.
+    if grid not in _GRIDS:
+        raise ValueError(f"grid must be 'fine' or 'coarse', got {grid!r}")
+    n_shift, b_grid = _GRIDS[grid]
+    sg, bg = np.meshgrid(np.linspace(s_lo, s_hi, n_shift), b_grid, indexing="ij")
+    sg, bg = sg.ravel(), bg.ravel()
+    _, _, phi = _basis(x, xmin, sg, bg)  # (G, n)
+    amp, c = _profile(phi[None], y2[:, None, :], w2[:, None, :], four)  # (B, G)
+    res = y2[:, None, :] - amp[..., None] * phi[None] - c[..., None]
+    sse = (w2[:, None, :] * res * res).sum(-1)
+    n_starts = max(1, min(n_starts, sg.size))
+    order = np.argsort(sse, axis=1)[:, :n_starts]  # (B, S)
+    if per_b_starts:
+        nbg = b_grid.size
+        per_b = np.argmin(sse.reshape(nb, n_shift, nbg), axis=1) * nbg + np.arange(nbg)
+        order = np.concatenate([order, per_b], axis=1)
+    n_starts = order.shape[1]
+
+    # Flatten (data set, start) pairs into one LM batch.
+    idx = order.ravel()
+    rows = np.repeat(np.arange(nb), n_starts)
+    p = [sg[idx], bg[idx]]
+    if four:
+        p.append(amp[rows, idx])
+    p.append(c[rows, idx])
+    params = np.stack(p, axis=1)
+    if init is not None:
+        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
+        extra = [np.full(nb, s0), np.full(nb, np.clip(init["b"], 0.0, B_MAX))]
+        if four:
+            extra.append(np.full(nb, max(init.get("amplitude", 1.0), 0.0)))
+        extra.append(np.full(nb, init["c"]))
+        params = np.concatenate([params.reshape(nb, n_starts, -1), np.stack(extra, 1)[:, None]], 1)
+        n_starts += 1
+        params = params.reshape(nb * n_starts, -1)
+        rows = np.repeat(np.arange(nb), n_starts)
+    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
+    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
+    if n_starts > 1:  # screen every start briefly, keep the best per data set
+        params, fsse = _lm(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
+        best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
+        params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
+    params, fsse = _lm(x, xmin, y2, w2, params, lo, hi, four, max_iter)
+    s, b = params[:, 0], params[:, 1]
+    return {
+        "a": np.exp(s) - xmin,
+        "b": b,
+        "amplitude": params[:, 2] if four else np.ones(nb),
+        "c": params[:, -1],
+        "sse": fsse,
+    }
+
+
+def _model_jac(x, xmin, p, four):
+    s, b = p[:, 0], p[:, 1]
+    amp = p[:, 2] if four else np.ones(len(p))
+    z, logz, phi = _basis(x, xmin, s, b)
+    f = amp[:, None] * phi + p[:, -1][:, None]
+    cols = [-amp[:, None] * b[:, None] * phi / z * np.exp(s)[:, None], -amp[:, None] * phi * logz]
+    if four:
+        cols.append(phi)
+    cols.append(np.ones_like(phi))
+    return f, np.stack(cols, axis=-1)  # (B, n), (B, n, k)
+
+
+def _lm(x, xmin, y, w, p, lo, hi, four, max_iter):
+    """Batched, box-projected Levenberg–Marquardt on weighted squared residuals.
+
+    Rows that converge are written back and dropped from the working arrays.
+    """
+    p = p.copy()
+    f, jac = _model_jac(x, xmin, p, four)
+    r = y - f
+    sse = (w * r * r).sum(-1)
+    tiny = 1e-26 * (w * y * y).sum(-1)  # an exact interpolation: nothing left to gain
+    out_p, out_sse = p.copy(), sse.copy()
+    rows = np.flatnonzero(sse > tiny)
+    cp, cj, cr, cs, cy, cw, ct = p[rows], jac[rows], r[rows], sse[rows], y[rows], w[rows], tiny[rows]
+    lam = np.full(rows.size, 1e-3)
+    eye = np.eye(p.shape[1])
+    for _ in range(max_iter):
+        if rows.size == 0:
+            break
+        jw = cj * cw[..., None]
+        jtj = np.einsum("bnk,bnl->bkl", jw, cj)
+        jtr = np.einsum("bnk,bn->bk", jw, cr)
+        diag = np.einsum("bkk->bk", jtj)
+        damp = lam[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
+        step = np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
+        trial = np.clip(cp + step, lo, hi)
+        ft, jt = _model_jac(x, xmin, trial, four)
+        rt = cy - ft
+        st = (cw * rt * rt).sum(-1)
+        ok = np.isfinite(st) & (st <= cs)
+        gain = np.where(ok, cs - st, 0.0)
+        moved = np.abs(trial - cp).max(-1)
+        cp[ok], cj[ok], cr[ok], cs[ok] = trial[ok], jt[ok], rt[ok], st[ok]
+        lam = np.where(ok, np.maximum(lam / 3.0, 1e-12), lam * 4.0)
+        done = (ok & ((gain <= 1e-15 * (cs + 1e-300)) | (moved < 1e-13))) | (lam > 1e12) | (cs <= ct)
+        if done.any():
+            out_p[rows[done]], out_sse[rows[done]] = cp[done], cs[done]
+            keep = ~done
+            rows, cp, cj, cr, cs, cy, cw, ct, lam = (v[keep] for v in (rows, cp, cj, cr, cs, cy, cw, ct, lam))
+    out_p[rows], out_sse[rows] = cp, cs
+    return out_p, out_sse
+
+
+def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tuple[str, ...]:
+    scale = max(float(np.max(np.abs(x))), 1e-12)
+    shift = (a + float(np.min(x))) / scale
+    flags = []
+    if b <= 1e-8:
+        flags.append("b=0")
+    if b >= B_MAX * (1 - 1e-8):
+        flags.append("b=max")
+    if shift <= _SHIFT_RANGE[0] * (1 + 1e-6):
+        flags.append("a=min")
+    if shift >= _SHIFT_RANGE[1] * (1 - 1e-6):
+        flags.append("a=max")
+    if law == "4p" and amp <= 1e-12:
+        flags.append("amplitude=0")
+    return tuple(flags)
+
+
+def fit_power_law(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    law: str = "3p",
+    weights: Sequence[float] | np.ndarray | None = None,
+    n_starts: int = 6,
+) -> PowerLawFit:
+    """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
+
+    Args:
+        x: multipliers (x = 1 at the base run); repeated values (seeds) are all used.
+        y: objective values at those multipliers.
+        law: ``"3p"`` (A = 1, the paper's law) or ``"4p"`` (A >= 0 fitted; needs 4 distinct x).
+        weights: optional per-point weights (default 1).
+        n_starts: grid starts refined before the final polish.
+
+    Returns:
+        The fit with residuals, AAR and the parameters that sit at a bound.
+
+    Raises:
+        ValueError: non-finite values, negative multipliers, or fewer distinct multipliers than
+            the law has parameters.
+    """
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    wa = np.ones_like(ya) if weights is None else np.asarray(weights, dtype=np.float64)
+    if ya.shape != xa.shape:
+        raise ValueError(f"x and y must have the same length, got {xa.shape} and {ya.shape}")
+    out = fit_power_law_batch(xa, ya, wa, law=law, n_starts=n_starts, per_b_starts=True)
+    a, b, c, amp = (float(out[k][0]) for k in ("a", "b", "c", "amplitude"))
+    if out["sse"][0] > 1e-26 * float((wa * ya * ya).sum()):  # not already an exact interpolation
+        a, b, c, amp = _polish(xa, ya, wa, law, a, b, c, amp, float(out["sse"][0]))
+    span = power_law(np.array([xa.min(), xa.max()]), a, b, c, amp)
+    if abs(span[0] - span[1]) <= 1e-12 * (1.0 + abs(span[0])):
+        # A vanishing basis (huge a) is the flat law: write it as b = 0 so it reads as such.
+        level = float(span.mean())
+        b, c = 0.0, level - amp
+    pred = power_law(xa, a, b, c, amp)
+    res = ya - pred
+    wsum = wa.sum()
+    return PowerLawFit(
+        a=a, b=b, c=c, amplitude=amp, law=law,
+        x=tuple(xa.tolist()), y=tuple(ya.tolist()), residuals=tuple(res.tolist()),
+        sse=float((wa * res * res).sum()),
+        aar=float((wa * np.abs(res) / np.maximum(np.abs(ya), 1e-300)).sum() / wsum),
+        n_distinct=int(np.unique(xa[wa > 0]).size),
+        dof=int(np.count_nonzero(wa > 0) - _n_params(law)),
+        at_bound=_bound_flags(a, b, amp, xa, law),
+    )
+
+
+def _polish(x, y, w, law, a, b, c, amp, sse0):
+    """Final bounded ``least_squares`` from the batched solution; kept only if it is better."""
+    four = law == "4p"
+    scale = max(float(np.max(np.abs(x))), 1e-12)
+    xmin = float(np.min(x))
+    s_lo, s_hi = np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
+    sw = np.sqrt(w)
+
+    def resid(p):
+        amp_ = p[2] if four else 1.0
+        return sw * (power_law(x, np.exp(p[0]) - xmin, p[1], p[-1], amp_) - y)
+
+    s0 = float(np.clip(np.log(max(a + xmin, 1e-300)), s_lo, s_hi))
+    p0 = [s0, float(np.clip(b, 0.0, B_MAX))] + ([amp] if four else []) + [c]
+    lo = [s_lo, 0.0] + ([0.0] if four else []) + [-np.inf]
+    hi = [s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf]
+    try:
+        sol = least_squares(resid, p0, bounds=(lo, hi), method="trf", x_scale="jac",
+                            ftol=1e-14, xtol=1e-14, gtol=1e-14, max_nfev=200)
+    except (ValueError, FloatingPointError):
+        return a, b, c, amp
+    if np.isfinite(sol.cost) and 2.0 * sol.cost < sse0:
+        p = sol.x
+        return float(np.exp(p[0]) - xmin), float(p[1]), float(p[-1]), float(p[2] if four else 1.0)
+    return a, b, c, amp

@@ -1,0 +1,159 @@
+"""``MixturePlan``: AutoScale weights for any budget, accepted by the dataset as ``weights=``.
+
+A plan holds the Theorem-1 path fitted on optimal allocations at two or more budgets (see
+:mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, including budgets
+below the smallest fitted one (t < 0, the same path run backwards), so per-domain allocations are
+non-decreasing in N and sum to N. A plan whose fitted allocations decrease in some domain is rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json
+from .projection import AllocationPath, as_scales, cap_warnings, fit_path
+
+__all__ = ["MixturePlan"]
+
+_FORMAT = "autoscale_data.MixturePlan"
+_VERSION = 1
+_CACHE_SIZE = 4096
+
+
+class MixturePlan:
+    """AutoScale mixture weights as a function of the token budget.
+
+    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``.
+
+    Attributes:
+        domains: domain names.
+        tokenizer: the tokenizer the underlying runs used (spec or fingerprint), or None.
+        path: the fitted :class:`~autoscale_data.solver.projection.AllocationPath`.
+        scales: the ``(budget_tokens, allocation)`` pairs the plan was fitted on.
+        token_caps: per-domain token caps (tokens available × epoch cap), or None.
+        metadata: free JSON-able information (objective, run ids, ...).
+    """
+
+    def __init__(self, path: AllocationPath, scales: Sequence[tuple[float, dict[str, float]]], *,
+                 tokenizer: str | None = None, token_caps: Mapping[str, float] | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> None:
+        if path.decreasing:
+            raise ValueError(
+                f"allocations of {path.decreasing} decrease as the budget grows; an AutoScale plan "
+                "needs non-decreasing allocations (check the DDO fits / use project() to inspect)"
+            )
+        if tokenizer is not None and not isinstance(tokenizer, str):
+            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {tokenizer!r}")
+        self.path = path
+        self.domains = path.domains
+        self.scales = [(float(n), dict(a)) for n, a in scales]
+        self.tokenizer = tokenizer
+        self.token_caps = None if token_caps is None else {d: float(token_caps[d]) for d in self.domains}
+        self.metadata = dict(metadata or {})
+        self._cache: dict[float, np.ndarray] = {}
+
+    @classmethod
+    def from_scales(cls, scales: Sequence[Any], *, tokenizer: str | None = None,
+                    token_caps: Mapping[str, float] | None = None,
+                    max_epochs: float | Mapping[str, float] | None = None,
+                    metadata: Mapping[str, Any] | None = None) -> MixturePlan:
+        """Fit a plan on optimal allocations at two or more budgets.
+
+        Args:
+            scales: ``(budget_tokens, {domain: tokens})`` per budget, DDO results, or dicts with
+                ``budget_tokens`` and ``weights``/``allocation_tokens``; budgets increasing.
+            tokenizer: tokenizer spec/fingerprint the runs were trained with (recorded).
+            token_caps: tokens available per domain (× ``max_epochs``): recorded, and
+                :meth:`warnings_for_budget` reports budgets that exceed them.
+            max_epochs: epoch cap applied to ``token_caps``.
+            metadata: extra JSON-able information stored with the plan.
+
+        Raises:
+            ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains.
+        """
+        from .ddo import token_caps_array
+
+        budgets, domains, allocs = as_scales(scales)
+        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=False))) for n, a in zip(budgets, allocs, strict=False)]
+        caps = token_caps_array(domains, token_caps, max_epochs)
+        return cls(fit_path(pairs), pairs, tokenizer=tokenizer,
+                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=False)), metadata=metadata)
+
+    # ------------------------------------------------------------ queries
+    def allocations_for_budgets(self, budgets: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Allocations (tokens) for many budgets at once, shape ``(len(budgets), m)``."""
+        return self.path.allocations(np.asarray(budgets, dtype=np.float64))
+
+    def allocation_for_budget(self, budget_tokens: float) -> dict[str, float]:
+        """Optimal tokens per domain for ``budget_tokens`` (sums to it; cached)."""
+        n = float(budget_tokens)
+        row = self._cache.get(n)
+        if row is None:
+            row = self.path.allocations(n)[0]
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[n] = row
+        return {d: float(v) for d, v in zip(self.domains, row, strict=False)}
+
+    def weights_for_budget(self, budget_tokens: float) -> dict[str, float]:
+        """Mixture weights for ``budget_tokens``: ``allocation_for_budget(N) / N``."""
+        n = float(budget_tokens)
+        return {d: v / n for d, v in self.allocation_for_budget(n).items()}
+
+    def warnings_for_budget(self, budget_tokens: float) -> list[str]:
+        """Warnings for a budget: domains needing more tokens than their cap."""
+        caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
+        alloc = np.array(list(self.allocation_for_budget(budget_tokens).values()))
+        return cap_warnings(self.domains, alloc, caps)
+
+    # --------------------------------------------------------- persistence
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able dict (round-trips through :meth:`from_json`)."""
+        return {
+            "format": _FORMAT, "version": _VERSION, "domains": list(self.domains),
+            "tokenizer": self.tokenizer,
+            "scales": [{"budget_tokens": n, "allocation_tokens": a} for n, a in self.scales],
+            "path": {"log_origin": self.path.log_origin.tolist(), "direction": self.path.direction.tolist(),
+                     "residual": self.path.residual},
+            "token_caps": self.token_caps, "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> MixturePlan:
+        """Rebuild a plan from :meth:`to_json` output.
+
+        Raises:
+            ValueError: not a plan, or an unsupported version.
+        """
+        if not isinstance(obj, Mapping) or obj.get("format") != _FORMAT:
+            raise ValueError(f"not a MixturePlan JSON object (format {obj.get('format') if isinstance(obj, Mapping) else obj!r})")
+        if obj.get("version") != _VERSION:
+            raise ValueError(f"unsupported MixturePlan version {obj.get('version')!r} (expected {_VERSION})")
+        return cls.from_scales(obj["scales"], tokenizer=obj.get("tokenizer"),
+                               token_caps=obj.get("token_caps"), metadata=obj.get("metadata"))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the plan as JSON (atomically)."""
+        atomic_write_json(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> MixturePlan:
+        """Read a plan written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError: no such file.
+        """
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"plan file not found: {path}")
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_json(json.load(fh))
+
+    def __repr__(self) -> str:
+        budgets = ", ".join(f"{n:.3g}" for n, _ in self.scales)
+        return f"MixturePlan(domains={list(self.domains)}, budgets=[{budgets}], tokenizer={self.tokenizer!r})"

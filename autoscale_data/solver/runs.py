@@ -1,0 +1,253 @@
+"""Run records: tokens per training domain and per-domain validation loss of each proxy run.
+
+CSV layout (one row per run)::
+
+    run,seed,label,tokens.code,tokens.web,loss.code,loss.web
+    base,0,,1000000,1000000,3.21,4.02
+
+``loss.<domain>`` is mean validation loss in nats/token; ``ppl.<domain>`` (perplexity) is accepted
+instead and converted with ``log``. ``seed`` and ``label`` are optional. Olmix's
+``ratios.csv`` + ``metrics.csv`` pair is read and written by :mod:`autoscale_data.solver.olmix`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._io import atomic_write_text
+
+__all__ = ["Run", "RunTable"]
+
+
+def _finite(value: float, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run.
+
+    Attributes:
+        run_id: unique id of the run.
+        tokens: training tokens per training domain (>= 0).
+        loss: validation loss per validation domain, nats/token.
+        seed: optional seed (runs at one allocation with different seeds are replicates).
+        label: free text.
+    """
+
+    run_id: str
+    tokens: dict[str, float]
+    loss: dict[str, float]
+    seed: int | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.run_id, str) or not self.run_id.strip():
+            raise ValueError(f"run_id must be a non-empty string, got {self.run_id!r}")
+        if not self.tokens:
+            raise ValueError(f"run {self.run_id!r}: no training domains in tokens")
+        if not self.loss:
+            raise ValueError(f"run {self.run_id!r}: no validation losses")
+        tokens = {}
+        for d, v in self.tokens.items():
+            v = _finite(v, f"run {self.run_id!r} tokens.{d}")
+            if v < 0:
+                raise ValueError(f"run {self.run_id!r}: tokens.{d} = {v:g} is negative")
+            tokens[str(d)] = v
+        loss = {str(d): _finite(v, f"run {self.run_id!r} loss.{d}") for d, v in self.loss.items()}
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "loss", loss)
+        if self.seed is not None and not isinstance(self.seed, (int, np.integer)):
+            raise ValueError(f"run {self.run_id!r}: seed must be an int or None, got {self.seed!r}")
+
+    @property
+    def total_tokens(self) -> float:
+        """Sum of training tokens over domains."""
+        return float(sum(self.tokens.values()))
+
+
+def _domain_diff(a: Sequence[str], b: Sequence[str]) -> str:
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    return f"missing {only_b} / extra {only_a}"
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """A validated table of runs sharing the same training and validation domains.
+
+    Raises:
+        ValueError: empty table, duplicate run ids, or runs whose domains differ.
+    """
+
+    runs: tuple[Run, ...]
+    train_domains: tuple[str, ...] = field(init=False)
+    val_domains: tuple[str, ...] = field(init=False)
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        runs = tuple(runs)
+        if not runs:
+            raise ValueError("a RunTable needs at least one run")
+        seen: set[str] = set()
+        for r in runs:
+            if not isinstance(r, Run):
+                raise ValueError(f"expected Run objects, got {type(r).__name__}")
+            if r.run_id in seen:
+                raise ValueError(f"duplicate run id {r.run_id!r}")
+            seen.add(r.run_id)
+        train, val = tuple(runs[0].tokens), tuple(runs[0].loss)
+        for r in runs[1:]:
+            if set(r.tokens) != set(train):
+                raise ValueError(
+                    f"run {r.run_id!r} has training domains {sorted(r.tokens)}, run "
+                    f"{runs[0].run_id!r} has {sorted(train)} ({_domain_diff(r.tokens, train)})"
+                )
+            if set(r.loss) != set(val):
+                raise ValueError(
+                    f"run {r.run_id!r} has validation domains {sorted(r.loss)}, run "
+                    f"{runs[0].run_id!r} has {sorted(val)} ({_domain_diff(r.loss, val)})"
+                )
+        object.__setattr__(self, "runs", runs)
+        object.__setattr__(self, "train_domains", train)
+        object.__setattr__(self, "val_domains", val)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def __getitem__(self, run_id: str) -> Run:
+        for r in self.runs:
+            if r.run_id == run_id:
+                return r
+        raise KeyError(run_id)
+
+    def tokens_matrix(self) -> np.ndarray:
+        """Tokens, shape ``(runs, train domains)`` in ``train_domains`` order."""
+        return np.array([[r.tokens[d] for d in self.train_domains] for r in self.runs], dtype=np.float64)
+
+    def loss_matrix(self) -> np.ndarray:
+        """Validation loss (nats), shape ``(runs, val domains)`` in ``val_domains`` order."""
+        return np.array([[r.loss[d] for d in self.val_domains] for r in self.runs], dtype=np.float64)
+
+    def concat(self, other: RunTable) -> RunTable:
+        """Runs of both tables (domains must agree, run ids must not collide)."""
+        if set(other.train_domains) != set(self.train_domains):
+            raise ValueError(
+                f"training domains differ between tables: {_domain_diff(other.train_domains, self.train_domains)}"
+            )
+        return RunTable(self.runs + other.runs)
+
+    # ------------------------------------------------------------------ CSV
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str]) -> RunTable:
+        """Read runs from a CSV with ``run``, ``tokens.<d>``, ``loss.<d>``/``ppl.<d>`` [, ``seed``, ``label``].
+
+        Raises:
+            FileNotFoundError: no such file.
+            ValueError: missing/unknown columns, empty cells, NaN, negative tokens, duplicate ids.
+        """
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"runs file not found: {path}")
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            rows = list(reader)
+        return cls.from_rows(header, rows, source=path)
+
+    @classmethod
+    def from_rows(cls, header: Sequence[str], rows: Sequence[Mapping[str, str]], *, source: str = "<rows>") -> RunTable:
+        """Build a table from CSV-like string rows (see :meth:`from_csv`)."""
+        if "run" not in header:
+            raise ValueError(f"{source}: missing column 'run' (columns: {list(header)})")
+        tok = [h[len("tokens."):] for h in header if h.startswith("tokens.")]
+        loss = [h[len("loss."):] for h in header if h.startswith("loss.")]
+        ppl = [h[len("ppl."):] for h in header if h.startswith("ppl.")]
+        unknown = [h for h in header if h not in ("run", "seed", "label")
+                   and not h.startswith(("tokens.", "loss.", "ppl."))]
+        if unknown:
+            raise ValueError(f"{source}: unknown columns {unknown}; expected run, seed, label, "
+                             "tokens.<domain>, loss.<domain> or ppl.<domain>")
+        if not tok:
+            raise ValueError(f"{source}: no 'tokens.<domain>' columns")
+        if not loss and not ppl:
+            raise ValueError(f"{source}: no 'loss.<domain>' or 'ppl.<domain>' columns")
+        both = sorted(set(loss) & set(ppl))
+        if both:
+            raise ValueError(f"{source}: domains {both} have both loss.* and ppl.* columns")
+        runs = []
+        for i, row in enumerate(rows, start=2):
+            row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+            rid = row.get("run", "")
+            where = f"{source} line {i} (run {rid!r})"
+            if not rid:
+                raise ValueError(f"{source} line {i}: empty run id")
+            for col in [f"tokens.{d}" for d in tok] + [f"loss.{d}" for d in loss] + [f"ppl.{d}" for d in ppl]:
+                if row.get(col, "") == "":
+                    raise ValueError(f"{where}: empty value in column {col!r}")
+            tokens = {d: _finite(row[f"tokens.{d}"], f"{where} tokens.{d}") for d in tok}
+            losses = {d: _finite(row[f"loss.{d}"], f"{where} loss.{d}") for d in loss}
+            for d in ppl:
+                p = _finite(row[f"ppl.{d}"], f"{where} ppl.{d}")
+                if p <= 0:
+                    raise ValueError(f"{where}: ppl.{d} = {p:g} must be > 0")
+                losses[d] = math.log(p)
+            seed_s = row.get("seed", "")
+            try:
+                seed = int(seed_s) if seed_s != "" else None
+            except ValueError:
+                raise ValueError(f"{where}: seed must be an integer, got {seed_s!r}") from None
+            try:
+                runs.append(Run(rid, tokens, losses, seed=seed, label=row.get("label", "")))
+            except ValueError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+        if not runs:
+            raise ValueError(f"{source}: no runs")
+        return cls(runs)
+
+    def to_csv(self, path: str | os.PathLike[str], *, metric: str = "loss") -> None:
+        """Write the table as CSV (atomically); ``metric="ppl"`` writes ``ppl.<d>`` = exp(loss)."""
+        if metric not in ("loss", "ppl"):
+            raise ValueError(f"metric must be 'loss' or 'ppl', got {metric!r}")
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["run", "seed", "label"] + [f"tokens.{d}" for d in self.train_domains]
+                   + [f"{metric}.{d}" for d in self.val_domains])
+        for r in self.runs:
+            vals = [r.loss[d] if metric == "loss" else math.exp(r.loss[d]) for d in self.val_domains]
+            w.writerow([r.run_id, "" if r.seed is None else r.seed, r.label]
+                       + [repr(r.tokens[d]) for d in self.train_domains] + [repr(v) for v in vals])
+        atomic_write_text(path, buf.getvalue())
+
+    # --------------------------------------------------------------- Olmix
+    @classmethod
+    def from_olmix(cls, ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,
+                   total_tokens: float | Mapping[str, float], metric: str = "loss",
+                   metric_columns: Sequence[str] | None = None) -> RunTable:
+        """Read an Olmix ``ratios.csv`` + ``metrics.csv`` pair (see :mod:`.olmix`)."""
+        from .olmix import read_olmix
+
+        return read_olmix(ratios, metrics, total_tokens=total_tokens, metric=metric,
+                          metric_columns=metric_columns)
+
+    def to_olmix(self, ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,
+                 metric: str = "loss") -> None:
+        """Write the table as an Olmix ``ratios.csv`` + ``metrics.csv`` pair (see :mod:`.olmix`)."""
+        from .olmix import write_olmix
+
+        write_olmix(self, ratios, metrics, metric=metric)

@@ -1,0 +1,417 @@
+"""ScaleAwareMixtureDataset / MixtureValidationDataset: exactness, partitioning, resume, errors."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from helpers_store import write_synthetic_store, write_synthetic_stores
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from resume_helper import assert_resume_equals_suffix, interleave_ranks, item_key, take
+from torch.utils.data import DataLoader
+
+from autoscale_data.dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
+from autoscale_data.mixing import prefix_deviation
+from autoscale_data.store import TokenStore
+
+L = 32
+SIZES = {"a": 40_000, "b": 12_000, "c": 3_000}  # 1250 / 375 / 93 sequences of 32; "a" spans 3 shards
+W3 = {"a": 0.6, "b": 0.3, "c": 0.1}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_stores(tmp_path_factory.mktemp("mix") / "stores", SIZES)
+
+
+def make(root: Path, weights: dict[str, float] | None = None, seqs: int = 400, **kw: Any) -> ScaleAwareMixtureDataset:
+    kw.setdefault("verify", "size")
+    return ScaleAwareMixtureDataset(root, weights or W3, seqs * L, L, **kw)
+
+
+def keys(ds: Any) -> list[Any]:
+    return [item_key(x) for x in ds]
+
+
+def flat(batches: list[Any]) -> list[tuple[int, int]]:
+    return [k for b in batches for k in (b if isinstance(b, tuple) and b and isinstance(b[0], tuple) else [b])]
+
+
+# ------------------------------------------------------------------------------ the stream
+@pytest.mark.timeout(60)
+def test_totals_no_duplicates_and_content(root: Path) -> None:
+    ds = make(root, seqs=1000, max_epochs={"c": 2})
+    assert ds.domain_names == ["a", "b", "c"]
+    assert ds.sequences_per_domain == {"a": 600, "b": 300, "c": 100} and len(ds) == ds.total_sequences == 1000
+    # "c" holds 93 sequences: 100 need a second epoch -> without max_epochs this was an error
+    samples = list(make(root, seqs=400))
+    assert len({item_key(s) for s in samples}) == 400
+    stores = {n: TokenStore(root / n) for n in SIZES}
+    for s in samples[:50]:
+        expected = stores[ds.domain_names[s["domain"]]].train.sequence(s["seq_index"], L)
+        assert s["input_ids"].dtype == torch.int64 and s["input_ids"].shape == (L,)
+        assert np.array_equal(s["input_ids"].numpy(), expected)
+        assert s["labels"] is s["input_ids"]
+
+
+@pytest.mark.timeout(60)
+def test_short_domain_allowed_with_max_epochs(root: Path) -> None:
+    ds = make(root, seqs=1000, max_epochs={"c": 2})
+    got = keys(ds)
+    assert Counter(d for d, _ in got) == Counter({0: 600, 1: 300, 2: 100})
+    c = [s for d, s in got if d == 2]
+    assert len(set(c[:93])) == 93 and len(set(c[93:])) == 7  # whole first epoch before any repeat
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("output", ["numpy", "compact"])
+def test_output_modes(root: Path, output: str) -> None:
+    ref = next(iter(make(root)))
+    x = next(iter(make(root, output=output)))
+    if output == "numpy":
+        assert isinstance(x["input_ids"], np.ndarray) and x["input_ids"].dtype == np.int64
+        assert np.array_equal(x["input_ids"], ref["input_ids"].numpy())
+    else:
+        assert x["input_ids"].dtype == torch.uint16
+        assert torch.equal(x["input_ids"].long(), ref["input_ids"])
+    b = next(iter(make(root, output=output, batch_size=5)))
+    assert tuple(b["input_ids"].shape) == (5, L)
+    assert item_key(b)[0] == item_key(ref)
+
+
+@pytest.mark.timeout(60)
+def test_plan_object_weights(root: Path) -> None:
+    class Plan:
+        def weights_for_budget(self, n: int) -> dict[str, float]:
+            assert n == 400 * L
+            return {"a": 0.5, "b": 0.5, "c": 0.0}
+
+    ds = make(root, Plan())
+    assert ds.weights == {"a": 0.5, "b": 0.5, "c": 0.0}
+    assert ds.sequences_per_domain == {"a": 200, "b": 200, "c": 0}
+
+
+weights_st = st.tuples(*[st.sampled_from([0.0, 1e-4, 0.05, 0.3, 1.0]) for _ in range(3)]).filter(lambda t: sum(t) > 0)
+
+
+@pytest.mark.timeout(120)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(raw=weights_st, seqs=st.integers(1, 500), world=st.integers(1, 8), world2=st.integers(1, 8),
+       window=st.sampled_from([0, 5]), frac=st.floats(0, 1), data=st.data())
+def test_partition_resume_and_resize(root: Path, raw: tuple[float, ...], seqs: int, world: int, world2: int,
+                                     window: int, frac: float, data: st.DataObject) -> None:
+    total = sum(raw)
+    w = dict(zip("abc", (x / total for x in raw), strict=False))
+    opts = {"max_epochs": 6, "shuffle_window": window, "seed": data.draw(st.integers(0, 3))}
+    full = keys(make(root, w, seqs, **opts))
+    ds0 = make(root, w, seqs, **opts)
+    counts = ds0.sequences_per_domain
+    assert len(full) == len(set(full)) + sum(max(0, c - n // L) for c, n in zip(counts.values(), SIZES.values(), strict=False))
+    assert Counter(d for d, _ in full) == Counter({i: c for i, c in enumerate(counts.values()) if c})
+    if window == 0:
+        shares = np.asarray(list(counts.values())) / len(full)
+        assert prefix_deviation(np.asarray([d for d, _ in full]), shares).max() < 2.0
+    # ranks take strided slices that together are the stream
+    ranks = [make(root, w, seqs, rank=r, world_size=world, **opts) for r in range(world)]
+    streams = [keys(r) for r in ranks]
+    assert [len(s) for s in streams] == [len(r) for r in ranks]
+    assert interleave_ranks(streams) == full
+    # every rank takes k samples (in step), the state is saved, and a new world size resumes
+    k = int(frac * min(len(s) for s in streams))
+    it = iter(ranks[0])
+    take(it, k)
+    state = json.loads(json.dumps(ranks[0].state_dict()))
+    other = ranks[1 % world].state_dict(consumed=k)
+    assert (state["cursor"], state["consumed"]) == (other["cursor"], other["consumed"])
+    cursor = state["cursor"]
+    assert cursor == min(k * world, len(full))
+    assert list(state["consumed"].values()) == [sum(1 for d, _ in full[:cursor] if d == i) for i in range(3)]
+    resumed = []
+    for r in range(world2):
+        ds = make(root, w, seqs, rank=r, world_size=world2, **opts)
+        ds.load_state_dict(state)
+        resumed.append((r - cursor) % world2 and ((r - cursor) % world2, keys(ds)) or (0, keys(ds)))
+    assert interleave_ranks([s for _, s in sorted(resumed)]) == full[cursor:]
+
+
+@pytest.mark.timeout(60)
+def test_resume_at_every_k_in_process(root: Path) -> None:
+    assert_resume_equals_suffix(lambda: make(root, seqs=60, seed=5), ks=range(0, 61))
+    assert_resume_equals_suffix(lambda: make(root, seqs=60, batch_size=7), ks=range(0, 10))
+    assert_resume_equals_suffix(lambda: make(root, seqs=60, rank=1, world_size=3), ks=range(0, 21, 4))
+
+
+@pytest.mark.timeout(60)
+def test_resume_is_one_shot(root: Path) -> None:
+    ds = make(root, seqs=50)
+    full = keys(ds)
+    ds.load_state_dict(ds.state_dict(consumed=20))
+    assert len(ds) == 30
+    assert keys(ds) == full[20:]
+    assert ds.state_dict()["cursor"] == 50
+    assert keys(ds) == full  # the next pass starts over
+
+
+@pytest.mark.timeout(60)
+def test_anytime_schedule_dataset(root: Path) -> None:
+    class Plan:  # shares move from (0.2, 0.6, 0.2) at tiny budgets to (0.7, 0.2, 0.1) at 400 sequences
+        def _alloc(self, n: float) -> dict[str, float]:
+            x = min(1.0, max(0.0, np.log(max(n, L) / L) / np.log(400)))
+            a1, a2 = np.array([0.2, 0.6, 0.2]) * L, np.array([0.7, 0.2, 0.1]) * 400 * L
+            v = a1 * (a2 / a1) ** x
+            return dict(zip("abc", v / v.sum() * n, strict=False))
+
+        def weights_for_budget(self, n: float) -> dict[str, float]:
+            return {k: v / n for k, v in self._alloc(n).items()}
+
+        def allocation_for_budget(self, n: float) -> dict[str, float]:
+            return self._alloc(n)
+
+    ds = make(root, Plan(), seqs=400, schedule="anytime")
+    full = keys(ds)
+    assert ds.sequences_per_domain == {"a": 280, "b": 80, "c": 40}
+    assert Counter(d for d, _ in full) == Counter({0: 280, 1: 80, 2: 40}) and len(set(full)) == 400
+    assert sum(1 for d, _ in full[:10] if d == 0) < 5  # early prefix follows the small-budget mix (fixed: 7)
+    assert_resume_equals_suffix(lambda: make(root, Plan(), seqs=400, schedule="anytime"), ks=[0, 13, 200, 399])
+    with pytest.raises(ValueError, match="different mixture .*schedule: saved 'anytime', now 'fixed'"):
+        make(root, Plan(), seqs=400).load_state_dict(ds.state_dict(consumed=3))
+
+
+# ------------------------------------------------------------------------------ DataLoader
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("workers", [0, 1, 2, 4])
+def test_dataloader_workers_yield_the_rank_slice_once(root: Path, workers: int) -> None:
+    expected = keys(make(root, seqs=300, rank=1, world_size=2))
+    loader = DataLoader(make(root, seqs=300, rank=1, world_size=2), batch_size=8, num_workers=workers)
+    got = [(int(d), int(s)) for b in loader for d, s in zip(b["domain"], b["seq_index"], strict=False)]
+    assert sorted(got) == sorted(expected) and len(got) == len(expected)
+    if workers <= 1:
+        assert got == expected
+    # whole batches from the dataset: the loader delivers the rank's stream in exact order
+    ds = make(root, seqs=300, rank=1, world_size=2, batch_size=8, output="compact")
+    loader = DataLoader(ds, batch_size=None, num_workers=workers)
+    assert flat([item_key(b) for b in loader]) == expected
+    assert len(loader) == len(ds) == -(-len(expected) // 8)
+
+
+@pytest.mark.timeout(120)
+def test_plain_dataloader_resume_with_new_worker_count(root: Path) -> None:
+    full = keys(make(root, seqs=300))
+    ds = make(root, seqs=300, batch_size=8)
+    it = iter(DataLoader(ds, batch_size=None, num_workers=2))
+    prefix = flat(take(it, 5))
+    del it
+    state = json.loads(json.dumps(ds.state_dict(consumed=5 * 8)))
+    ds2 = make(root, seqs=300, batch_size=4)
+    ds2.load_state_dict(state)
+    rest = flat([item_key(b) for b in DataLoader(ds2, batch_size=None, num_workers=3)])
+    assert prefix + rest == full
+
+
+@pytest.mark.timeout(120)
+def test_persistent_workers_repeat_the_pass(root: Path) -> None:
+    full = sorted(keys(make(root, seqs=100)))
+    loader = DataLoader(make(root, seqs=100), batch_size=4, num_workers=2, persistent_workers=True)
+    for _ in range(2):
+        assert sorted((int(d), int(s)) for b in loader for d, s in zip(b["domain"], b["seq_index"], strict=False)) == full
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("workers", "batch_size"), [(0, None), (2, None), (2, 4)])
+def test_stateful_dataloader_resume(root: Path, workers: int, batch_size: int | None) -> None:
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def loader() -> StatefulDataLoader:
+        ds = make(root, seqs=200, batch_size=batch_size)
+        return StatefulDataLoader(ds, batch_size=None if batch_size else 4, num_workers=workers)
+
+    def batch_keys(b: Any) -> list[tuple[int, int]]:
+        return [(int(d), int(s)) for d, s in zip(b["domain"], b["seq_index"], strict=False)]
+
+    full = [k for b in loader() for k in batch_keys(b)]
+    first = loader()
+    it = iter(first)
+    prefix = [k for _ in range(7) for k in batch_keys(next(it))]
+    state = json.loads(json.dumps(first.state_dict()))
+    del it
+    second = loader()
+    second.load_state_dict(state)
+    rest = [k for b in second for k in batch_keys(b)]
+    assert prefix + rest == full if (workers == 0 or batch_size) else sorted(prefix + rest) == sorted(full)
+    assert len(prefix + rest) == len(set(prefix + rest)) == 200
+
+
+@pytest.mark.timeout(60)
+def test_rank_from_torch_distributed(root: Path, tmp_path: Path) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        ds = make(root, seqs=10)
+        assert (ds.rank, ds.world_size) == (0, 1)
+    finally:
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------------------------ validation
+@pytest.mark.timeout(60)
+def test_validation_yields_every_heldout_sequence_once(root: Path) -> None:
+    val = MixtureValidationDataset(root, L, verify="size")
+    assert val.domain_names == ["a", "b", "c"]
+    assert val.sequences_per_domain == {n: (s // 10) // L for n, s in SIZES.items()}
+    got = [item_key(x) for r in range(3)
+           for x in DataLoader(MixtureValidationDataset(root, L, rank=r, world_size=3), batch_size=None, num_workers=2)]
+    assert sorted(got) == sorted(item_key(x) for x in val) and len(set(got)) == len(val) == len(got)
+    x = next(iter(val))
+    assert np.array_equal(x["input_ids"].numpy(), TokenStore(root / "a").val.sequence(0, L))
+    capped = MixtureValidationDataset(root, L, max_sequences_per_domain=2)
+    assert len(capped) == 6
+
+
+@pytest.mark.timeout(60)
+def test_validation_needs_heldout_data(tmp_path: Path) -> None:
+    write_synthetic_store(tmp_path, "x", 1000, val_tokens=0)
+    write_synthetic_store(tmp_path, "y", 1000)
+    with pytest.raises(ValueError, match=r"domain\(s\) \['x'\] have no held-out sequence"):
+        MixtureValidationDataset(tmp_path, L)
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"a": -0.5, "b": 1.0, "c": 0.5}, "weight of domain 'a' is negative"),
+        ({"a": float("nan"), "b": 0.5, "c": 0.5}, "weight of domain 'a' is nan"),
+        ({"a": 0.5, "b": 0.3, "c": 0.1}, "sum to 0.9"),
+        ({"a": 0.5, "b": 0.3, "c": 0.1, "d": 0.1}, r"unknown domain\(s\) \['d'\]"),
+        ({"a": 0.5, "b": 0.5}, r"missing domain\(s\) \['c'\]"),
+    ],
+    ids=["negative", "nan", "sum", "unknown", "missing"],
+)
+def test_bad_weights(root: Path, weights: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make(root, weights)
+
+
+@pytest.mark.timeout(30)
+def test_empty_domain(tmp_path: Path) -> None:
+    write_synthetic_store(tmp_path, "a", 5000)
+    write_synthetic_store(tmp_path, "e", 10)  # fewer tokens than one sequence
+    with pytest.raises(ValueError, match=r"domain 'e' is empty: it holds 10 tokens, .* 640 tokens \(20 sequences\)"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "e": 0.5}, 40 * L, L)
+
+
+@pytest.mark.timeout(30)
+def test_short_domain_names_tokens(root: Path) -> None:
+    with pytest.raises(ValueError, match=r"domain 'c' is too short: it has 3000 tokens \(93 whole sequences of 32\), "
+                                         r"the budget asks 3200 tokens"):
+        make(root, seqs=1000)
+
+
+@pytest.mark.timeout(30)
+def test_missing_shard(tmp_path: Path) -> None:
+    write_synthetic_stores(tmp_path, {"a": 40_000, "b": 5000})
+    (tmp_path / "a" / "train-00001.bin").unlink()
+    with pytest.raises(FileNotFoundError, match="train-00001.bin"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "b": 0.5}, 100 * L, L)
+
+
+@pytest.mark.timeout(30)
+def test_missing_store(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        ScaleAwareMixtureDataset({"a": tmp_path / "nope"}, {"a": 1.0}, 100 * L, L)
+
+
+@pytest.mark.timeout(30)
+def test_corrupted_shard(tmp_path: Path) -> None:
+    write_synthetic_stores(tmp_path, {"a": 40_000, "b": 5000})
+    path = tmp_path / "a" / "train-00000.bin"
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupted"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "b": 0.5}, 100 * L, L)
+
+
+@pytest.mark.timeout(30)
+def test_truncated_shard(tmp_path: Path) -> None:
+    write_synthetic_stores(tmp_path, {"a": 40_000, "b": 5000})
+    path = tmp_path / "a" / "train-00000.bin"
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ValueError, match="truncated"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "b": 0.5}, 100 * L, L, verify="size")
+
+
+@pytest.mark.timeout(30)
+def test_mixed_tokenizers(tmp_path: Path) -> None:
+    write_synthetic_store(tmp_path, "a", 5000)
+    write_synthetic_store(tmp_path, "z", 5000, vocab_size=300)
+    with pytest.raises(ValueError, match=r"domains 'a' and 'z' were tokenized differently"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "z": 0.5}, 100 * L, L)
+
+
+@pytest.mark.timeout(30)
+def test_wrong_fingerprint_on_resume(root: Path) -> None:
+    state = make(root, seed=0).state_dict(consumed=3)
+    with pytest.raises(ValueError, match=r"different mixture .*seed: saved 0, now 1"):
+        make(root, seed=1).load_state_dict(state)
+    with pytest.raises(ValueError, match=r"sequences.a: saved 240, now 200"):
+        make(root, {"a": 0.5, "b": 0.4, "c": 0.1}).load_state_dict(state)
+
+
+@pytest.mark.timeout(30)
+def test_tampered_state(root: Path) -> None:
+    ds = make(root)
+    state = ds.state_dict(consumed=10)
+    bad = dict(state, consumed=dict(state["consumed"], a=state["consumed"]["a"] + 1))
+    with pytest.raises(ValueError, match="do not match the stream at cursor 10"):
+        ds.load_state_dict(bad)
+    with pytest.raises(ValueError, match="outside the stream"):
+        ds.load_state_dict(dict(state, cursor=10**9))
+    with pytest.raises(ValueError, match="not a autoscale-mixture-state state"):
+        ds.load_state_dict({"cursor": 3})
+    with pytest.raises(ValueError, match="consumed=401 is outside"):
+        ds.state_dict(consumed=401)
+    worker = dict(state, worker={"id": 1, "num_workers": 2, "base": 0, "next_unit": 5, "block": 1,
+                                 "rank": 0, "world_size": 1})
+    with pytest.raises(ValueError, match="one DataLoader worker's progress"):
+        ds.load_state_dict(worker)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("seq_len", [0, -1])
+def test_seq_len_not_positive(root: Path, seq_len: int) -> None:
+    with pytest.raises(ValueError, match="seq_len must be a positive integer"):
+        ScaleAwareMixtureDataset(root, W3, 1000, seq_len)
+
+
+@pytest.mark.timeout(30)
+def test_budget_smaller_than_one_sequence(root: Path) -> None:
+    with pytest.raises(ValueError, match="smaller than one sequence"):
+        ScaleAwareMixtureDataset(root, W3, L - 1, L)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rank": 2, "world_size": 2}, r"rank must be an integer in \[0, 2\)"),
+        ({"rank": 0}, "give both rank and world_size"),
+        ({"output": "int8"}, "output must be one of"),
+        ({"max_epochs": {"zz": 2}}, r"max_epochs names unknown domain\(s\) \['zz'\]"),
+        ({"max_epochs": -1}, "max_epochs for domain 'a' must be a positive number"),
+        ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"schedule": "anytime"}, "needs a plan object"),
+    ],
+)
+def test_bad_options(root: Path, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make(root, **kwargs)

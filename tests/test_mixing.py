@@ -1,0 +1,262 @@
+"""Properties of the pure-numpy mixing layer: budgets, interleave, orders, index."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autoscale_data.mixing import (
+    allocation_path,
+    anytime_counts_and_stream,
+    build_index,
+    check_supply,
+    christoffel_mask,
+    domain_order,
+    interleave,
+    largest_remainder,
+    path_deviation,
+    prefix_deviation,
+    sequence_budget,
+    validate_weights,
+    window_permutation,
+)
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def weight_vectors(draw: st.DrawFn, max_domains: int = 8) -> np.ndarray:
+    """Random probability vectors that may hold exact zeros and tiny (1e-4) weights."""
+    n = draw(st.integers(1, max_domains))
+    raw = draw(st.lists(st.sampled_from([0.0, 1e-4, 0.01, 0.1, 0.3, 1.0, 2.5]) | st.floats(0, 5),
+                        min_size=n, max_size=n))
+    w = np.asarray(raw, dtype=np.float64)
+    if w.sum() <= 0:
+        w[draw(st.integers(0, n - 1))] = 1.0
+    return w / w.sum()
+
+
+# ----------------------------------------------------------------------------------- budget
+@FAST
+@given(weight_vectors(), st.integers(0, 200_000))
+def test_largest_remainder_is_exact(w: np.ndarray, total: int) -> None:
+    counts = largest_remainder(w, total)
+    assert counts.sum() == total
+    assert np.all(counts >= 0)
+    assert np.all(np.abs(counts - w * total) < 1.0 + 1e-9)
+    assert np.all(counts[w == 0] == 0)
+
+
+def test_sequence_budget_uses_whole_sequences() -> None:
+    total, counts = sequence_budget([0.7, 0.3], 50_000_000, 2048)
+    assert total == 50_000_000 // 2048
+    assert counts.tolist() == [17090, 7324]
+
+
+@pytest.mark.parametrize("seq_len", [0, -5])
+def test_seq_len_must_be_positive(seq_len: int) -> None:
+    with pytest.raises(ValueError, match="seq_len must be a positive integer"):
+        sequence_budget([1.0], 1000, seq_len)
+
+
+def test_budget_smaller_than_one_sequence() -> None:
+    with pytest.raises(ValueError, match="budget_tokens=100 is smaller than one sequence of seq_len=2048"):
+        sequence_budget([1.0], 100, 2048)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"a": -0.1, "b": 1.1}, "weight of domain 'a' is negative"),
+        ({"a": float("nan"), "b": 0.5}, "weight of domain 'a' is nan"),
+        ({"a": 0.5, "b": 0.4}, "they sum to 0.9"),
+        ({"a": 0.5, "b": 0.25, "zzz": 0.25}, r"unknown domain\(s\) \['zzz'\]"),
+        ({"a": 1.0}, r"missing domain\(s\) \['b'\]"),
+        ({"a": "x", "b": 1.0}, "weight of domain 'a' is not a number"),
+    ],
+)
+def test_validate_weights_errors(weights: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate_weights(weights, ["a", "b"])
+
+
+def test_check_supply_messages() -> None:
+    with pytest.raises(ValueError, match=r"domain 'web' is empty"):
+        check_supply("web", 3, 0, 64, None)
+    with pytest.raises(ValueError, match=r"domain 'web' is too short: it has 640 tokens \(10 whole sequences of 64\).* asks 1280 tokens"):
+        check_supply("web", 20, 10, 64, None)
+    check_supply("web", 20, 10, 64, 2.0)  # allowed with an explicit epoch cap
+    with pytest.raises(ValueError, match="raise max_epochs above 1.5"):
+        check_supply("web", 20, 10, 64, 1.5)
+
+
+# ------------------------------------------------------------------------------- interleave
+@FAST
+@given(st.integers(1, 500), st.data())
+def test_christoffel_prefix_is_rounded_share(n: int, data: st.DataObject) -> None:
+    n_a = data.draw(st.integers(0, n))
+    mask = christoffel_mask(n, n_a)
+    cum = np.cumsum(mask)
+    t = np.arange(1, n + 1)
+    assert cum[-1] == n_a
+    assert np.all(np.abs(cum - t * n_a / n) <= 0.5 + 1e-12)
+
+
+_WORST: list[float] = []
+
+
+@settings(max_examples=150, deadline=None)
+@given(weight_vectors(), st.integers(1, 30_000))
+def test_interleave_exact_counts_and_prefix_bound(w: np.ndarray, total: int) -> None:
+    counts = largest_remainder(w, total)
+    stream = interleave(counts)
+    assert stream.size == total
+    assert np.bincount(stream, minlength=w.size).tolist() == counts.tolist()
+    dev = prefix_deviation(stream, counts / total).max()
+    _WORST.append(float(dev))
+    assert dev < 2.0, f"prefix deviation {dev} for counts {counts.tolist()}"
+    assert np.array_equal(stream, interleave(counts))  # depends only on the counts
+
+
+def test_interleave_worst_deviation_over_random_mixtures(capsys: pytest.CaptureFixture[str]) -> None:
+    """A broad seeded scan (many domains, skewed weights); reports the worst deviation seen."""
+    rng = np.random.default_rng(2024)
+    worst_counts, worst_weights = 0.0, 0.0
+    for _ in range(300):
+        m = int(rng.integers(2, 10))
+        w = rng.dirichlet(np.full(m, rng.uniform(0.05, 3.0)))
+        total = int(rng.integers(10, 50_000))
+        counts = largest_remainder(w, total)
+        stream = interleave(counts)
+        worst_counts = max(worst_counts, prefix_deviation(stream, counts / total).max())
+        worst_weights = max(worst_weights, prefix_deviation(stream, w).max())
+    with capsys.disabled():
+        hyp = f", hypothesis cases: {max(_WORST):.3f}" if _WORST else ""
+        print(f"\n[interleave] worst prefix deviation vs count shares {worst_counts:.3f}, "
+              f"vs raw weights {worst_weights:.3f}{hyp}")
+    assert worst_counts < 2.0
+    assert worst_weights < 2.0
+
+
+def test_interleave_single_domain_and_zero_counts() -> None:
+    assert interleave([0, 5, 0]).tolist() == [1] * 5
+    with pytest.raises(ValueError):
+        interleave([0, 0])
+
+
+# -------------------------------------------------------------------------- orders / index
+@FAST
+@given(st.integers(1, 300), st.integers(0, 1000), st.integers(0, 2**32))
+def test_domain_order_without_replacement_per_epoch(available: int, needed: int, seed: int) -> None:
+    order = domain_order("web", available, needed, seed)
+    assert order.size == needed
+    for e in range(math.ceil(needed / available)):
+        epoch = order[e * available : (e + 1) * available]
+        assert len(set(epoch.tolist())) == epoch.size  # no repeat inside an epoch
+        assert epoch.max(initial=0) < available
+    assert np.array_equal(order, domain_order("web", available, needed, seed))
+
+
+def test_domain_order_depends_on_name_and_seed() -> None:
+    a = domain_order("web", 1000, 1000, 0)
+    assert not np.array_equal(a, domain_order("code", 1000, 1000, 0))
+    assert not np.array_equal(a, domain_order("web", 1000, 1000, 1))
+    two = domain_order("web", 1000, 2000, 0)
+    assert not np.array_equal(two[:1000], two[1000:])  # a fresh permutation per epoch
+
+
+@FAST
+@given(st.integers(0, 5000), st.integers(1, 300), st.integers(0, 100))
+def test_window_permutation_stays_in_window(total: int, window: int, seed: int) -> None:
+    perm = window_permutation(total, window, seed)
+    assert sorted(perm.tolist()) == list(range(total))
+    assert np.all(perm // window == np.arange(total) // window)
+
+
+@FAST
+@given(weight_vectors(max_domains=5), st.integers(1, 20_000), st.sampled_from([0, 7, 64]))
+def test_index_counts_and_consumed(w: np.ndarray, total: int, window: int) -> None:
+    counts = largest_remainder(w, total)
+    available = [max(1, int(c) // 2 + 1) for c in counts]  # forces repetition epochs
+    names = [f"d{i}" for i in range(w.size)]
+    index = build_index(names, counts, available, 3, shuffle_window=window)
+    assert np.bincount(index.domains, minlength=w.size).tolist() == counts.tolist()
+    for d in range(w.size):
+        seqs = index.sequences[index.domains == d]
+        assert np.array_equal(seqs, domain_order(names[d], available[d], int(counts[d]), 3))
+    for cursor in {0, total // 3, total - 1, total, 4096, 4097} - {c for c in (4096, 4097) if c > total}:
+        expected = np.bincount(index.domains[:cursor], minlength=w.size)[: w.size]
+        assert index.consumed(cursor).tolist() == expected.tolist()
+    if window > 1:  # the prefix bound still holds at window boundaries
+        dev = prefix_deviation(index.domains, counts / total)
+        assert dev.max() < 2.0 + window
+
+
+def test_index_uses_five_bytes_per_sequence() -> None:
+    counts = largest_remainder([0.67, 0.15, 0.045, 0.045, 0.045, 0.025, 0.02], 200_000)
+    index = build_index([str(i) for i in range(7)], counts, [100_000] * 7, 0)
+    assert index.domains.dtype == np.uint8 and index.sequences.dtype == np.uint32
+    assert index.nbytes / len(index) < 5.1
+
+
+# --------------------------------------------------------------------------- anytime schedule
+class PowerLawPlan:
+    """A fake plan on the projection path ``N_i(t) = A1_i * (A2_i / A1_i)**t``; the budget picks ``t``."""
+
+    def __init__(self, a1: Sequence[float], a2: Sequence[float]) -> None:
+        self.a, self.r = np.asarray(a1, dtype=float), np.asarray(a2, dtype=float) / np.asarray(a1, dtype=float)
+
+    def allocation_for_budget(self, n: float) -> dict[str, float]:
+        from scipy.optimize import brentq
+
+        t = brentq(lambda t: float(np.sum(self.a * self.r**t)) - n, -60.0, 10.0, xtol=1e-14)
+        alloc = self.a * self.r**t
+        alloc *= n / alloc.sum()
+        return {f"d{i}": float(x) for i, x in enumerate(alloc)}
+
+
+def _plan(total: int, s1: float, s2: float, seq_len: int) -> PowerLawPlan:
+    n1, n2 = total * seq_len / 100, total * seq_len
+    return PowerLawPlan((s1 * n1, (1 - s1) * n1), (s2 * n2, (1 - s2) * n2))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 40_000), st.floats(0.05, 0.95), st.floats(0.05, 0.95))
+def test_anytime_schedule_follows_the_path(total: int, s1: float, s2: float) -> None:
+    plan = _plan(total, s1, s2, 16)
+    names = ["d0", "d1"]
+    counts, stream = anytime_counts_and_stream(plan, names, total, 16)
+    assert counts.sum() == total == stream.size
+    assert np.bincount(stream, minlength=2).tolist() == counts.tolist()
+    final = plan.allocation_for_budget(total * 16.0)
+    assert np.all(np.abs(counts - np.asarray([final[n] for n in names]) / 16) < 1.0 + 1e-6)
+    grid, targets = allocation_path(plan, names, total, 16)
+    dev = path_deviation(stream, grid, targets).max()
+    _PATH_WORST.append(float(dev))
+    assert dev < 2.0, dev
+
+
+_PATH_WORST: list[float] = []
+
+
+def test_anytime_report_worst_path_deviation(capsys: pytest.CaptureFixture[str]) -> None:
+    total, seq_len = 200_000, 2048
+    n1, n2 = total * seq_len / 1000, total * seq_len
+    plan = PowerLawPlan((0.2 * n1, 0.5 * n1, 0.3 * n1), (0.6 * n2, 0.3 * n2, 0.1 * n2))
+    names = ["d0", "d1", "d2"]
+    counts, stream = anytime_counts_and_stream(plan, names, total, seq_len)
+    grid, targets = allocation_path(plan, names, total, seq_len)
+    dev = path_deviation(stream, grid, targets)
+    shares_early = np.bincount(stream[:200], minlength=3) / 200
+    shares_late = counts / counts.sum()
+    with capsys.disabled():
+        hyp = f"; hypothesis cases worst {max(_PATH_WORST):.3f}" if _PATH_WORST else ""
+        print(f"\n[anytime] worst per-prefix deviation from the allocation path {dev.max():.3f}{hyp}; "
+              f"shares first 200 {np.round(shares_early, 3).tolist()} -> final {np.round(shares_late, 3).tolist()}")
+    assert dev.max() < 2.0
+    assert shares_early[0] < 0.4 < shares_late[0]  # the growing domain ramps up along the path

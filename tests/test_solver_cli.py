@@ -1,0 +1,61 @@
+"""CLI verbs ddo / project / baseline, and the solver's independence from torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autoscale_data.cli import main
+from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+
+def test_solver_imports_no_torch():
+    code = ("import sys, autoscale_data.solver, autoscale_data.commands.ddo, autoscale_data.commands.project, "
+            "autoscale_data.commands.baseline; assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_ddo_json(tmp_path, capsys):
+    runs = synthetic_ddo_runs({"web": 1e6, "code": 1e6, "books": 1e6}, [1, 2, 3], [0.4, 0.6, 0.9])
+    runs.to_csv(tmp_path / "runs.csv")
+    assert main(["ddo", str(tmp_path / "runs.csv"), "--json", "--min-weight", "0.05"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"weights", "budget_tokens", "fit", "aar", "pinned"} <= set(out)
+    assert sum(out["weights"].values()) == pytest.approx(1.0) and out["budget_tokens"] == 3e6
+    assert set(out["fit"]["web"]) == {"a", "b", "c"}
+    assert main(["ddo", str(tmp_path / "runs.csv"), "--objective", "mean_loss"]) == 0
+    assert "DDO at 3e+06 tokens" in capsys.readouterr().out
+
+
+def test_project_json_plot_and_plan(tmp_path, capsys):
+    scales = {"scales": [{"budget_tokens": 200, "weights": {"a": 0.5, "b": 0.5}},
+                         {"budget_tokens": 500, "weights": {"a": 0.6, "b": 0.4}}]}
+    (tmp_path / "s.json").write_text(json.dumps(scales))
+    png, plan = tmp_path / "w.png", tmp_path / "plan.json"
+    rc = main(["project", str(tmp_path / "s.json"), "--target-tokens", "1300", "--json",
+               "--plot", str(png), "--save-plan", str(plan), "--tokenizer", "bytes"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["allocation_tokens"] == pytest.approx({"a": 900.0, "b": 400.0})
+    assert out["t"] == pytest.approx(2.0) and out["budget_tokens"] == 1300
+    assert png.stat().st_size > 1000 and json.loads(plan.read_text())["tokenizer"] == "bytes"
+
+
+def test_baseline_verbs(tmp_path, capsys):
+    assert main(["baseline", "natural", "--tokens", "web=3e9,code=1e9", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights"] == pytest.approx({"web": 0.75, "code": 0.25})
+    assert main(["baseline", "reference", "--domains", "web,code", "--preset", "llama1",
+                 "--map", "CommonCrawl=web", "--map", "GitHub=code"]) == 0
+    assert "web" in capsys.readouterr().out
+
+
+def test_cli_errors_exit_2(tmp_path, capsys):
+    (tmp_path / "s.json").write_text(json.dumps({"scales": [{"budget_tokens": 500, "weights": {"a": 1.0}},
+                                                            {"budget_tokens": 200, "weights": {"a": 1.0}}]}))
+    assert main(["project", str(tmp_path / "s.json"), "--target-tokens", "1000"]) == 2
+    assert "budgets must increase" in capsys.readouterr().err
+    assert main(["ddo", str(tmp_path / "missing.csv")]) == 2
+    assert main(["baseline", "temperature", "--tokens", "a=1"]) == 2
