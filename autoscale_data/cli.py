@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
 
 # Verb modules, in the order ``--help`` lists them.
-_COMMANDS: tuple[str, ...] = ("prepare", "ddo", "project", "baseline")
+_COMMANDS: tuple[str, ...] = ("prepare", "ddo", "project", "baseline", "run", "report", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoscale-data {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `autoscale-data ddo runs.csv --json | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

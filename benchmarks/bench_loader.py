@@ -1,15 +1,18 @@
 """Loader benchmark: ScaleAwareMixtureDataset against a raw numpy-memmap baseline, in one run.
 
-    python benchmarks/bench_loader.py [--quick]
+    python benchmarks/bench_loader.py [--quick] [--reps 5]
 
 Writes 7 synthetic domain stores (LLaMA-1 weights, seq_len 2048, uint16 tokens) to a temp dir and
-measures, in the same process and page-cache state:
+measures, in the same process and page-cache state, with the contenders run interleaved (order
+rotated each repetition; medians reported, with the range) because the machine is shared:
 
-- tokens/s in process: ours (``output="torch"``: int64 tensors) vs a raw loop that picks a domain
-  per sample by weight, slices its memmap and converts to an int64 tensor;
-- tokens/s through ``DataLoader(num_workers=2)``: ours yielding whole compact batches
-  (``batch_size=8, output="compact"``, loader ``batch_size=None``) vs the raw int64 samples with
-  ``DataLoader(batch_size=8)``; also ours per sample (int64) through the same loader;
+- tokens/s in process: ours per sample and in batches of 8, int64 (``output="torch"``) and compact
+  (``uint16``), vs the raw baseline: a loop that picks a domain per sample by weight, slices its
+  memmap and converts to an int64 tensor;
+- tokens/s through ``DataLoader(num_workers=2)``: the raw int64 samples with
+  ``DataLoader(batch_size=8)`` (default collate) vs ours yielding whole batches of 8
+  (``batch_size=8``, loader ``batch_size=None``; compact and int64) and ours per sample (int64 and
+  compact, loader ``batch_size=8``);
 - time to first batch (from ``iter(loader)``), and dataset construction time;
 - resume at early/middle/late positions of a 10B-token budget: ``load_state_dict`` + first sample
   on an already-constructed dataset (the index build is reported separately);
@@ -104,22 +107,38 @@ def _sample_tokens(x: dict[str, Any]) -> int:
     return int(x["input_ids"].numel())
 
 
-def best(fn: Any, reps: int) -> tuple[float, float]:
-    runs = [fn() for _ in range(reps)]
-    return max(r[0] for r in runs), min(r[1] for r in runs)
+def interleaved(contenders: dict[str, Any], reps: int) -> dict[str, list[tuple[float, float]]]:
+    """Run every contender once per repetition, rotating the order each time (shared machine)."""
+    names = list(contenders)
+    out: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            out[name].append(contenders[name]())
+            gc.collect()
+    return out
+
+
+def med(runs: list[tuple[float, float]], which: int = 0) -> float:
+    return float(np.median([r[which] for r in runs]))
+
+
+def spread(runs: list[tuple[float, float]]) -> str:
+    v = sorted(r[0] / 1e6 for r in runs)
+    return f"{v[0]:.1f}-{v[-1]:.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller stores and fewer samples")
     parser.add_argument("--budget", type=float, default=10e9, help="tokens of the resume test budget")
+    parser.add_argument("--reps", type=int, default=5, help="interleaved repetitions (medians are reported)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     store_tokens = 30_000_000 if args.quick else 120_000_000
     samples = 6_000 if args.quick else 20_000
-    batches = 600 if args.quick else 2_000
-    rows: list[tuple[str, str, str, str]] = []
-    notes: dict[str, Any] = {}
+    batches = 400 if args.quick else 1_500
+    rows: list[tuple[str, str, str, str, str]] = []
+    notes: dict[str, Any] = {"load_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="bench-loader-") as tmp:
         t = time.perf_counter()
         stores = write_stores(Path(tmp), store_tokens)
@@ -132,35 +151,60 @@ def main(argv: list[str] | None = None) -> int:
         ds = ScaleAwareMixtureDataset(stores, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10)
         notes["construct_small_s"] = time.perf_counter() - t
 
+        def mixture(**kw: Any) -> ScaleAwareMixtureDataset:
+            return ScaleAwareMixtureDataset(stores, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10,
+                                            **kw)
+
+        ds_c = mixture(output="compact")
+        dsb = mixture(batch_size=8, output="compact")
+        dsb64 = mixture(batch_size=8)
+
         # ---------------------------------------------------------------- in process
-        raw_r, raw_first = best(lambda: _rate(RawMemmap(stores, samples), _sample_tokens, samples), 3)
-        our_r, our_first = best(lambda: _rate(ds, _sample_tokens, samples), 3)
-        rows.append(("in process, int64 samples", f"{our_r / 1e6:.1f}M", f"{raw_r / 1e6:.1f}M", f"{our_r / raw_r:.2f}x"))
+        inproc = interleaved({
+            "raw": lambda: _rate(RawMemmap(stores, samples), _sample_tokens, samples),
+            "int64 samples": lambda: _rate(ds, _sample_tokens, samples),
+            "compact samples": lambda: _rate(ds_c, _sample_tokens, samples),
+            "int64 batches": lambda: _rate(dsb64, _sample_tokens, samples // 8),
+            "compact batches": lambda: _rate(dsb, _sample_tokens, samples // 8),
+        }, args.reps)
+        raw_r = med(inproc["raw"])
+        for name in ("int64 samples", "compact samples", "int64 batches", "compact batches"):
+            r = med(inproc[name])
+            rows.append((f"in process: ours {name} vs raw int64 samples", f"{r / 1e6:.1f}M",
+                         f"{raw_r / 1e6:.1f}M", f"{r / raw_r:.2f}x", f"{spread(inproc[name])} / {spread(inproc['raw'])}"))
 
         # --------------------------------------------------------- through DataLoader
         def loader_rate(dataset: Any, batch_size: int | None) -> tuple[float, float]:
             loader = DataLoader(dataset, batch_size=batch_size, num_workers=2)
             return _rate(loader, _sample_tokens, batches)
 
-        raw_dl, raw_dl_first = best(lambda: loader_rate(RawMemmap(stores, batches * 8 + 64), 8), 2)
-        dsb = ScaleAwareMixtureDataset(stores, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10,
-                                       batch_size=8, output="compact")
-        our_dl, our_dl_first = best(lambda: loader_rate(dsb, None), 2)
-        our_dl64, our_dl64_first = best(lambda: loader_rate(ds, 8), 2)
-        rows.append(("DataLoader(2 workers), 8x2048 batches: ours compact batches vs raw int64",
-                     f"{our_dl / 1e6:.1f}M", f"{raw_dl / 1e6:.1f}M", f"{our_dl / raw_dl:.2f}x"))
-        rows.append(("DataLoader(2 workers), 8x2048 batches: ours int64 samples vs raw int64",
-                     f"{our_dl64 / 1e6:.1f}M", f"{raw_dl / 1e6:.1f}M", f"{our_dl64 / raw_dl:.2f}x"))
-        rows.append(("time to first batch, DataLoader(2 workers) (ours compact / raw)",
-                     f"{our_dl_first * 1e3:.0f} ms", f"{raw_dl_first * 1e3:.0f} ms", ""))
-        rows.append(("time to first sample, in process (ours / raw)",
-                     f"{our_first * 1e3:.2f} ms", f"{raw_first * 1e3:.2f} ms", ""))
-        ds = dsb = None  # free the small datasets before the 10B-token one
+        dl = interleaved({
+            "raw": lambda: loader_rate(RawMemmap(stores, batches * 8 + 64), 8),
+            "compact batches": lambda: loader_rate(dsb, None),
+            "int64 batches": lambda: loader_rate(dsb64, None),
+            "int64 samples": lambda: loader_rate(ds, 8),
+            "compact samples": lambda: loader_rate(ds_c, 8),
+        }, args.reps)
+        raw_dl = med(dl["raw"])
+        for name in ("compact batches", "int64 batches", "int64 samples", "compact samples"):
+            r = med(dl[name])
+            rows.append((f"DataLoader(2 workers), 8x2048: ours {name} vs raw int64 samples", f"{r / 1e6:.1f}M",
+                         f"{raw_dl / 1e6:.1f}M", f"{r / raw_dl:.2f}x", f"{spread(dl[name])} / {spread(dl['raw'])}"))
+        rows.append(("time to first batch, DataLoader(2 workers) (ours compact batches / raw)",
+                     f"{med(dl['compact batches'], 1) * 1e3:.0f} ms", f"{med(dl['raw'], 1) * 1e3:.0f} ms", "", ""))
+        rows.append(("time to first sample, in process (ours int64 / raw)",
+                     f"{med(inproc['int64 samples'], 1) * 1e3:.2f} ms", f"{med(inproc['raw'], 1) * 1e3:.2f} ms",
+                     "", ""))
+        notes["load_after_throughput"] = os.getloadavg()
+        import psutil
+
+        mem = psutil.Process().memory_info()  # file-backed (memmap) pages count as "shared"
+        notes["anon_mib"] = (mem.rss - mem.shared) / 2**20
+        notes["file_mib"] = mem.shared / 2**20
+        ds = ds_c = dsb = dsb64 = None  # free the small datasets before the 10B-token one
         gc.collect()
 
         # ------------------------------------------------------------- 10B resume
-        import psutil
-
         proc = psutil.Process()
         rss0 = proc.memory_info().rss
         budget_tokens = int(args.budget)
@@ -184,25 +228,31 @@ def main(argv: list[str] | None = None) -> int:
                 assert x["input_ids"].shape == (SEQ_LEN,)
             resume_ms[label] = min(times) * 1e3
         rows.append((f"{budget_tokens / 1e9:.0f}B-token budget ({total:,} seqs): index build (once)",
-                     f"{construct:.2f} s", "", ""))
+                     f"{construct:.2f} s", "", "", ""))
         rows.append(("resume: load_state_dict + first sample, early / middle / late",
-                     " / ".join(f"{v:.2f}" for v in resume_ms.values()) + " ms", "", ""))
+                     " / ".join(f"{v:.2f}" for v in resume_ms.values()) + " ms", "", "", ""))
         rows.append(("index memory per sequence (arrays / process RSS growth)",
-                     f"{big.index_nbytes / total:.2f} B / {(rss1 - rss0) / total:.2f} B", "", ""))
+                     f"{big.index_nbytes / total:.2f} B / {(rss1 - rss0) / total:.2f} B", "", "", ""))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    rows.append(("peak RSS of the benchmark process", f"{peak:.0f} MiB", "", ""))
+    rows.append(("peak RSS of the benchmark process (includes mapped store pages, once per map)",
+                 f"{peak:.0f} MiB", "", "", ""))
+    rows.append(("RSS after the throughput runs: anonymous / file-backed (stores mapped by 6 readers)",
+                 f"{notes['anon_mib']:.0f} / {notes['file_mib']:.0f} MiB", "", "", ""))
 
     print(f"# bench_loader  {time.strftime('%Y-%m-%d')}  {platform.machine()}  {os.cpu_count()} CPUs  "
           f"python {sys.version.split()[0]}  torch {torch.__version__}")
     print(f"# stores: 7 domains, LLaMA-1 weights, {store_tokens / 1e6:.0f}M+ tokens (uint16), seq_len {SEQ_LEN}; "
           f"written in {notes['store_write_s']:.1f} s; small-budget dataset built in "
           f"{notes['construct_small_s'] * 1e3:.0f} ms")
+    la, lb, lc = notes["load_start"][0], notes["load_after_throughput"][0], os.getloadavg()[0]
+    print(f"# load average (1 min): {la:.1f} at start, {lb:.1f} after the throughput runs, {lc:.1f} at end")
     width = max(len(r[0]) for r in rows)
-    print(f"{'measure'.ljust(width)} | {'ours':>18} | {'raw memmap':>11} | ratio")
-    print(f"{'-' * width}-|-{'-' * 18}-|-{'-' * 11}-|------")
-    for name, ours, raw, ratio in rows:
-        print(f"{name.ljust(width)} | {ours:>18} | {raw:>11} | {ratio}")
-    print("(tokens/s; throughput is the best of 2-3 runs after the first item; resume is the best of 5)")
+    print(f"{'measure'.ljust(width)} | {'ours':>18} | {'raw memmap':>11} | ratio | range, M tokens/s (ours / raw)")
+    print(f"{'-' * width}-|-{'-' * 18}-|-{'-' * 11}-|-------|-------")
+    for name, ours, raw, ratio, rng in rows:
+        print(f"{name.ljust(width)} | {ours:>18} | {raw:>11} | {ratio:>5} | {rng}")
+    print(f"(tokens/s after the first item: median of {args.reps} interleaved repetitions, order rotated each "
+          "repetition; time to first item: median; resume: best of 5)")
     return 0
 
 

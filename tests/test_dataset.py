@@ -57,6 +57,7 @@ def test_totals_no_duplicates_and_content(root: Path) -> None:
         expected = stores[ds.domain_names[s["domain"]]].train.sequence(s["seq_index"], L)
         assert s["input_ids"].dtype == torch.int64 and s["input_ids"].shape == (L,)
         assert np.array_equal(s["input_ids"].numpy(), expected)
+        assert np.array_equal(s["input_ids"].numpy(), expected)
         assert s["labels"] is s["input_ids"]
 
 
@@ -199,6 +200,54 @@ def test_dataloader_workers_yield_the_rank_slice_once(root: Path, workers: int) 
     loader = DataLoader(ds, batch_size=None, num_workers=workers)
     assert flat([item_key(b) for b in loader]) == expected
     assert len(loader) == len(ds) == -(-len(expected) // 8)
+
+
+def _storage_ptrs(batch: dict[str, Any]) -> set[int]:
+    return {batch[k].untyped_storage().data_ptr() for k in ("input_ids", "domain", "seq_index")}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("output", ["torch", "compact"])
+def test_batches_are_views_of_one_storage(root: Path, output: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing.reduction
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401  (registers the tensor reductions)
+
+    samples = list(make(root, seqs=60))
+    dtype = torch.int64 if output == "torch" else torch.uint16
+    in_process = list(make(root, seqs=60, batch_size=7, output=output))
+    via_worker = list(DataLoader(make(root, seqs=60, batch_size=7, output=output), batch_size=None, num_workers=1))
+    for batches in (in_process, via_worker):
+        assert [len(b["domain"]) for b in batches] == [7] * 8 + [4]
+        rows = [(r, int(d), int(i)) for b in batches
+                for r, d, i in zip(b["input_ids"], b["domain"], b["seq_index"], strict=True)]
+        assert [(d, i) for _, d, i in rows] == [item_key(x) for x in samples]
+        for (r, _, _), x in zip(rows, samples, strict=True):
+            assert r.dtype == dtype and torch.equal(r.long(), x["input_ids"])
+        for b in batches:
+            assert b["labels"] is b["input_ids"] and len(_storage_ptrs(b)) == 1
+            assert b["domain"].dtype == b["seq_index"].dtype == torch.int64
+    # pickling a batch for another process shares one segment: one fd, not one per tensor
+    dup = multiprocessing.reduction.DupFd
+    fds: list[int] = []
+    monkeypatch.setattr(multiprocessing.reduction, "DupFd", lambda fd: fds.append(fd) or dup(fd))
+    ForkingPickler.dumps(in_process[0])
+    assert len(fds) == 1
+
+
+@pytest.mark.timeout(60)
+def test_compact_batches_of_a_32bit_store(tmp_path: Path) -> None:
+    write_synthetic_store(tmp_path, "w", 4000, vocab_size=100_000)  # > 65536 ids: a uint32 store
+    ds = ScaleAwareMixtureDataset(tmp_path, {"w": 1.0}, 100 * L, L, verify="size")
+    ref = torch.stack([x["input_ids"] for x in ds])
+    assert int(ref.max()) >= 1 << 16
+    batched = ScaleAwareMixtureDataset(tmp_path, {"w": 1.0}, 100 * L, L, verify="size", batch_size=8,
+                                       output="compact")
+    for workers in (0, 1):
+        got = list(DataLoader(batched, batch_size=None, num_workers=workers))
+        assert all(b["input_ids"].dtype == torch.int32 and len(_storage_ptrs(b)) == 1 for b in got)
+        assert torch.equal(torch.cat([b["input_ids"] for b in got]).long(), ref)
 
 
 @pytest.mark.timeout(120)

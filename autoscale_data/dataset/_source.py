@@ -94,7 +94,9 @@ class SplitReader:
         return state
 
     def _open(self) -> list[list[np.ndarray]]:
-        maps = [[np.memmap(path, dtype=self.dtype, mode="r", shape=(n,)) for path, n in files]
+        # plain-ndarray views of the memory maps (the map stays alive as their base): slicing an
+        # np.memmap builds a memmap subclass object each time, a few microseconds per sequence
+        maps = [[np.memmap(path, dtype=self.dtype, mode="r", shape=(n,)).view(np.ndarray) for path, n in files]
                 for files in self.files]
         self._maps = maps
         return maps
@@ -105,7 +107,7 @@ class SplitReader:
         return [m[0] if len(m) == 1 else None for m in maps]
 
     def view(self, domain: int, index: int) -> np.ndarray:
-        """Sequence ``index`` of ``domain``: a read-only memmap view, or a copy if it crosses shards."""
+        """Sequence ``index`` of ``domain``: a read-only view of its shard's map, or a copy if it crosses shards."""
         maps = self._maps or self._open()
         shards = maps[domain]
         start = index * self.seq_len
@@ -125,10 +127,24 @@ class SplitReader:
             start = end
         return np.concatenate(parts)
 
-    def read_batch(self, domains: np.ndarray, indices: np.ndarray) -> np.ndarray:
-        """Stack the sequences ``(domains[r], indices[r])`` into a new ``[n, seq_len]`` array."""
-        out = np.empty((len(domains), self.seq_len), dtype=self.dtype)
-        view, single, n = self.view, self.single_shard_maps(), self.seq_len
+    def read_batch(self, domains: np.ndarray, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Copy the sequences ``(domains[r], indices[r])`` into the rows of a ``[n, seq_len]`` array.
+
+        Args:
+            domains, indices: integer arrays of equal length ``n``.
+            out: the destination (any numeric dtype: ``int64`` rows are converted during the copy,
+                so no store-dtype intermediate is made); default: a new array of the store dtype.
+
+        Each row is one slice assignment from a memory map (a ``memcpy`` or a converting copy), so
+        the per-row Python work is one slice. Measured on 8 x 2048 batches: a flat fancy-index gather
+        is about 1.5-2x slower, and a per-domain ``np.take`` of rows is within noise of this loop
+        (it would need grouping rows by domain); either way the read is a small part of the cost
+        of moving a batch between processes.
+        """
+        n = self.seq_len
+        if out is None:
+            out = np.empty((len(domains), n), dtype=self.dtype)
+        view, single = self.view, self.single_shard_maps()
         for row, (d, i) in enumerate(zip(domains.tolist(), indices.tolist(), strict=False)):
             m = single[d]
             out[row] = view(d, i) if m is None else m[i * n : i * n + n]

@@ -12,7 +12,15 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ..mixing import build_index, check_supply, sequence_budget, validate_weights
 from ._source import DomainsArg, SplitReader, open_domains, resolve_distributed
-from ._state import STATE_FORMAT, config_diff, fingerprint, store_summary, to_output
+from ._state import (
+    STATE_FORMAT,
+    batch_tensors,
+    compact_dtype,
+    config_diff,
+    fingerprint,
+    store_summary,
+    to_output,
+)
 
 __all__ = ["OUTPUTS", "ScaleAwareMixtureDataset"]
 
@@ -75,7 +83,16 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
     Samples are dicts ``{"input_ids", "labels", "domain", "seq_index"}``; ``labels`` is the same
     tensor object as ``input_ids`` (models shift labels internally; clone before editing in place).
-    In batch mode ``domain`` and ``seq_index`` are int64 tensors (arrays for ``output="numpy"``).
+
+    - Per sample (``batch_size=None``): ``input_ids`` is a ``[seq_len]`` tensor (``int64``, or the
+      compact dtype), ``domain`` and ``seq_index`` are Python ints.
+    - Batches (``batch_size=B``): ``input_ids`` is a ``[B, seq_len]`` tensor (``int64`` for
+      ``"torch"``, ``torch.uint16`` / ``torch.int32`` for ``"compact"``), ``domain`` and ``seq_index``
+      are ``int64`` tensors ``[B]`` (the last batch may be shorter). All three are views of ONE
+      storage (``input_ids`` at its start), so a batch crosses from a DataLoader worker to the main
+      process as a single shared-memory segment; inside a worker that storage is allocated in shared
+      memory directly. ``pin_memory=True`` pins each of the three tensors (only ``input_ids`` is
+      large). With ``output="numpy"`` all three are ``int64`` numpy arrays.
     """
 
     def __init__(
@@ -230,20 +247,28 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
     def _batches(self, first: int, n_local: int, unit: int, step: int,
                  live: dict[str, int]) -> Iterator[dict[str, Any]]:
-        world, size = self.world_size, self._block
+        world, size, seq_len = self.world_size, self._block, self.seq_len
         domains, sequences = self._index.domains, self._index.sequences
+        read = self._reader.read_batch
         numpy_out = self.output == "numpy"
+        compact = self.output == "compact"
+        token_dtype = compact_dtype(self._reader.dtype) if compact else torch.int64
+        shared = get_worker_info() is not None  # a worker's batches go to another process: use shm
         for u in range(unit, -(-n_local // size), step):
             i0, i1 = u * size, min(u * size + size, n_local)
             a, b = first + i0 * world, first + (i1 - 1) * world + 1
-            d, s = domains[a:b:world].astype(np.int64), sequences[a:b:world].astype(np.int64)
-            ids = to_output(self._reader.read_batch(d, s), self.output, owned=True)
+            d, s = domains[a:b:world], sequences[a:b:world]
             live["next_unit"] = u + step
             if numpy_out:
-                yield {"input_ids": ids, "labels": ids, "domain": d, "seq_index": s}
-            else:
-                yield {"input_ids": ids, "labels": ids, "domain": torch.from_numpy(d),
-                       "seq_index": torch.from_numpy(s)}
+                arr = read(d, s, np.empty((d.size, seq_len), dtype=np.int64))
+                yield {"input_ids": arr, "labels": arr, "domain": d.astype(np.int64), "seq_index": s.astype(np.int64)}
+                continue
+            ids, dom, seq = batch_tensors(d.size, seq_len, token_dtype, shared=shared)
+            dom.numpy()[:] = d
+            seq.numpy()[:] = s
+            rows = ids.numpy()
+            read(d, s, rows.view(self._reader.dtype) if compact else rows)
+            yield {"input_ids": ids, "labels": ids, "domain": dom, "seq_index": seq}
 
     # ------------------------------------------------------------------- state
     def state_dict(self, consumed: int | None = None) -> dict[str, Any]:

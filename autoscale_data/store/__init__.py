@@ -23,6 +23,7 @@ from .prepare import (
     prepare_domains,
 )
 from .reader import TokenSplit, TokenStore, Verify
+from .remote import RemoteStore, RemoteTokenStore, cache_usage_bytes, is_remote_url, open_store
 from .sources import SUPPORTED_SUFFIXES, iter_documents, list_sources
 from .tokenizers import (
     BUILTIN_TOKENIZERS,
@@ -33,6 +34,7 @@ from .tokenizers import (
     load_tokenizer,
     train_bpe_tokenizer,
 )
+from .wds import export_webdataset, import_webdataset
 from .writer import DEFAULT_SHARD_TOKENS, StoreWriter
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "Manifest",
     "PREPARE_INDEX",
     "PrepareOptions",
+    "RemoteStore",
+    "RemoteTokenStore",
     "SUPPORTED_SUFFIXES",
     "ShardInfo",
     "SplitInfo",
@@ -57,12 +61,17 @@ __all__ = [
     "Tokenizer",
     "TokenizerInfo",
     "Verify",
+    "cache_usage_bytes",
     "check_compatible",
     "dtype_for_vocab",
+    "export_webdataset",
     "find_domain_stores",
+    "import_webdataset",
+    "is_remote_url",
     "iter_documents",
     "list_sources",
     "load_tokenizer",
+    "open_store",
     "parse_domain_args",
     "prepare",
     "prepare_domains",

@@ -1,0 +1,32 @@
+"""``autoscale-data report OUT_DIR``: (re)write the report of a runner output directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` sub-command."""
+    p = subparsers.add_parser("report", help="write report.md/report.json/plots of an `autoscale-data run` output",
+                              description="Summarise the runs, fits, target curves and tokens saved.")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="the --out directory of `autoscale-data run`")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute the ``report`` verb."""
+    from ..runner.report import write_report
+
+    report = write_report(args.out_dir)
+    out = Path(args.out_dir)
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(report.get('plots', []))} plots")
+    for label, s in report["tokens_saved"].items():
+        if s.get("saved_fraction") is not None:
+            print(f"  tokens saved vs {label}: {s['saved_fraction']:.1%}")
+        else:
+            print(f"  tokens saved vs {label}: not reached")
+    return 0

@@ -1,0 +1,28 @@
+"""MixtureRunner: plan -> proxy runs (torch or DeepSpeed) -> DDO fits -> projection -> target runs -> report.
+
+The only layer that knows about models, optimisers and DeepSpeed. Start with
+``MixtureRunner(load_config("examples/tiny-cpu.yaml"), "runs/tiny").run()`` or the CLI
+``autoscale-data run CONFIG``.
+"""
+
+from __future__ import annotations
+
+from .config import RunnerConfig, config_from_dict, load_config
+from .ledger import Ledger
+from .metrics import tokens_saved, tokens_to_reach
+from .pipeline import MixtureRunner
+from .plan import RunSpec
+from .report import build_report, write_report
+
+__all__ = [
+    "Ledger",
+    "MixtureRunner",
+    "RunSpec",
+    "RunnerConfig",
+    "build_report",
+    "config_from_dict",
+    "load_config",
+    "tokens_saved",
+    "tokens_to_reach",
+    "write_report",
+]

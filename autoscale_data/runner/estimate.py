@@ -1,0 +1,69 @@
+"""Rough time estimates for a plan (``--dry-run``): FLOPs per token and a device throughput.
+
+The throughput is the median tokens/s of finished runs with the same settings when the ledger has
+any; otherwise an assumed effective FLOP rate (CPU: 25 GFLOP/s, the rate measured for the tiny
+GPT-2 preset on a 2-core machine; CUDA: 100 TFLOP/s). Treat the result as an order of magnitude.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration", "startup_seconds"]
+
+CPU_FLOPS = 25e9
+CUDA_FLOPS = 100e12
+
+
+def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> float:
+    """Training FLOPs per token (6 x parameters touched + attention), from the architecture fields."""
+    if preset.startswith("gpt2"):
+        layers, width, vocab = fields["n_layer"], fields["n_embd"], fields["vocab_size"]
+    else:
+        layers, width, vocab = fields["num_hidden_layers"], fields["hidden_size"], fields["vocab_size"]
+    body = 12 * layers * width * width
+    return 6.0 * (body + vocab * width) + 6.0 * layers * seq_len * width
+
+
+def estimate_seconds(specs: Sequence[Any], measured: Iterable[float] = (), *, device: str = "cpu",
+                     startup_s: float = 0.0) -> float:
+    """Estimated training seconds of ``specs`` (unique ids counted once).
+
+    Args:
+        specs: the runs.
+        measured: tokens/s of finished runs with the same settings (used when given).
+        device: ``"cpu"`` or ``"cuda"``, for the assumed FLOP rate.
+        startup_s: fixed cost per run (process start, model build, DeepSpeed initialisation).
+    """
+    unique = list({s.run_id: s for s in specs}.values())
+    rates = [r for r in measured if r > 0]
+    if rates:
+        rate = statistics.median(rates)
+        return sum(s.total_tokens for s in unique) / rate + startup_s * len(unique)
+    flops = CUDA_FLOPS if device == "cuda" else CPU_FLOPS
+    total = startup_s * len(unique)
+    for s in unique:
+        model = s.settings["model"]
+        total += s.total_tokens * flops_per_token(model["preset"], model["fields"], s.seq_len) / flops
+    return total
+
+
+def startup_seconds(backend: str, procs: int) -> float:
+    """Rough fixed cost of one run: in process (torch, one process) or a new process (DeepSpeed or
+    several ranks), as measured on a 2-core CPU machine."""
+    if backend == "torch" and procs == 1:
+        return 1.0
+    return 15.0 if procs == 1 else 35.0
+
+
+def format_duration(seconds: float) -> str:
+    """``"42 s"``, ``"3.5 min"``, ``"2.1 h"`` or ``"1.5 d"``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"

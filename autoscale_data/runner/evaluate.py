@@ -1,0 +1,84 @@
+"""Per-domain validation loss on the held-out sequences of every domain."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .dist import DistInfo, all_reduce_sum
+from .models import mask_tokens
+
+__all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective", "token_losses"]
+
+#: Fixed seed of the evaluation masks of masked-LM models, so every evaluation sees the same masks.
+EVAL_MASK_SEED = 20_240_611
+
+
+def token_losses(forward: Callable[..., Any], input_ids: torch.Tensor, *, family: str,
+                 mask: dict[str, Any] | None = None, generator: torch.Generator | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sequence summed token loss and predicted-token count.
+
+    Args:
+        forward: the model (or DeepSpeed engine) called as ``forward(input_ids=...)``.
+        input_ids: ``[batch, seq]`` int64 ids on the model's device.
+        family: ``"gpt2"`` (next-token loss) or ``"bert"`` (masked-token loss).
+        mask: for BERT, ``mask_tokens`` keyword arguments (``vocab_size``, ``mask_id``, ``probability``).
+        generator: random source for BERT masks.
+    """
+    if family == "bert":
+        if mask is None:
+            raise ValueError("masked-LM evaluation needs the mask settings")
+        inputs, labels = mask_tokens(input_ids, generator=generator, **mask)
+        logits = forward(input_ids=inputs).logits.float()
+        target = labels
+    else:
+        logits = forward(input_ids=input_ids).logits.float()[:, :-1]
+        target = input_ids[:, 1:]
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100,
+                           reduction="none").view(target.shape)
+    valid = (target != -100)
+    return (loss * valid).sum(dim=1), valid.sum(dim=1)
+
+
+@torch.no_grad()
+def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
+             family: str, mask: dict[str, Any] | None = None) -> dict[str, float]:
+    """Mean token loss per domain over every held-out sequence (summed over ranks).
+
+    Args:
+        forward: the model or engine, already in eval mode.
+        loader: iterable of batches ``{"input_ids", "domain"}`` (this rank's slice).
+        domain_names: domain order of the ``domain`` ids.
+        info: the process group (losses and counts are summed over ranks).
+        family: ``"gpt2"`` or ``"bert"``.
+        mask: masked-LM settings (see :func:`token_losses`).
+    """
+    m = len(domain_names)
+    sums = torch.zeros(m, dtype=torch.float64)
+    counts = torch.zeros(m, dtype=torch.float64)
+    generator = None
+    if family == "bert":
+        generator = torch.Generator(device=info.device).manual_seed(EVAL_MASK_SEED + info.rank)
+    for batch in loader:
+        ids = batch["input_ids"].to(info.device, non_blocking=True).long()
+        loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator)
+        dom = torch.as_tensor(batch["domain"]).long()
+        sums.index_add_(0, dom, loss.double().cpu())
+        counts.index_add_(0, dom, n.double().cpu())
+    both = torch.cat([sums, counts]).to(info.device if info.device.type == "cuda" else "cpu")
+    both = all_reduce_sum(both, info).cpu()
+    sums, counts = both[:m], both[m:]
+    return {d: (float(sums[i] / counts[i]) if counts[i] > 0 else math.nan) for i, d in enumerate(domain_names)}
+
+
+def mean_objective(losses: Mapping[str, float], objective: str) -> float:
+    """The scalar the fit and the report use: mean loss, or mean per-domain perplexity."""
+    values = [float(v) for v in losses.values()]
+    if objective == "mean_ppl":
+        return sum(math.exp(min(v, 700.0)) for v in values) / len(values)
+    return sum(values) / len(values)

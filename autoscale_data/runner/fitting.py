@@ -1,0 +1,115 @@
+"""From finished proxy runs to the AutoScale mix: the solver's ``fit_ddo``, ``bootstrap_ddo``,
+``project`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+from .config import RunnerConfig
+from .ledger import FAILED, Ledger
+from .plan import DomainInfo, RunSpec
+
+__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "proxy_table"]
+
+BOOTSTRAP_REPLICATES = 400
+
+
+def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
+    """The solver's ``RunTable`` of the finished runs among ``specs``.
+
+    Diverged or crashed runs are left out with a warning. If what is left cannot support a fit
+    (no base run, or a domain with no finished up or down perturbation) the error names the
+    missing runs.
+
+    Raises:
+        ValueError: too few runs to fit.
+    """
+    from ..solver import Run, RunTable
+
+    records = ledger.records()
+    runs, covered, missing = [], set(), []
+    for spec in specs:
+        result = ledger.result(spec.run_id)
+        if result is None:
+            rec = records.get(spec.run_id)
+            state = f"{rec.status}{': ' + rec.reason if rec and rec.reason else ''}" if rec else "never started"
+            missing.append(f"{spec.name} ({spec.run_id}, {state})")
+            if rec is not None and rec.status == FAILED:
+                warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at {scale}: "
+                              f"{rec.reason}", stacklevel=2)
+            continue
+        runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result["tokens"].items()},
+                        loss=dict(result["losses"]), seed=spec.seed, label=spec.label))
+        covered.add(spec.label)
+    needed = {s.label for s in specs}
+    lacking = sorted(needed - covered)
+    if lacking:
+        raise ValueError(f"too few finished runs to fit DDO at budget {scale}: no finished run for "
+                         f"{lacking}; missing runs: {'; '.join(missing)}")
+    return RunTable(runs)
+
+
+def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
+            out_dir: Path, *, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """DDO at both budgets, bootstrap verdicts, the projection to the target and the mixture plan.
+
+    Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` and
+    ``mixture_plan.json`` (when the allocations are monotone) under ``out_dir``.
+
+    Returns:
+        ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection, "plan": MixturePlan | None}``.
+    """
+    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, project
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ddo_cfg = config.ddo
+    caps = {d: float(v) for d, v in domains.train_tokens.items()}
+    options = {"objective": ddo_cfg.objective, "min_weight": ddo_cfg.min_weight, "max_weight": ddo_cfg.max_weight,
+               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law}
+    results: dict[int, Any] = {}
+    boots: dict[int, dict[str, Any]] = {}
+    for scale, specs in proxies.items():
+        table = proxy_table(ledger, specs, scale)
+        table.to_csv(out_dir / f"runs_{scale}.csv")
+        try:
+            result = fit_ddo(table, **options)
+        except ValueError as exc:
+            raise ValueError(f"DDO fit at budget {scale} failed: {exc}") from None
+        results[scale] = result
+        atomic_write_json(out_dir / f"ddo_{scale}.json", result.to_json())
+        try:
+            boot = bootstrap_ddo(table, n_boot=BOOTSTRAP_REPLICATES, **options)
+            boots[scale] = {"available": True, **boot.to_json(), "summary": boot.summary()}
+        except ValueError as exc:
+            boots[scale] = {"available": False, "reason": str(exc)}
+        atomic_write_json(out_dir / f"bootstrap_{scale}.json", boots[scale])
+        weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
+        verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]
+        log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
+            f"{verdict.strip()}")
+    n1, n2 = config.ddo.budgets
+    target = config.target.budget
+    try:
+        projection = project([results[n1], results[n2]], target, token_caps=caps, max_epochs=config.max_epochs,
+                             fit=results[n2])
+    except ValueError as exc:
+        raise ValueError(f"projection to {target} tokens failed: {exc}") from None
+    atomic_write_json(out_dir / "projection.json", projection.to_json())
+    plan = None
+    try:
+        plan = MixturePlan.from_scales([results[n1], results[n2]], tokenizer=domains.tokenizer, token_caps=caps,
+                                       max_epochs=config.max_epochs,
+                                       metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2]})
+        plan.save(out_dir / "mixture_plan.json")
+    except ValueError as exc:
+        atomic_write_json(out_dir / "mixture_plan_error.json", {"error": str(exc)})
+        log(f"no mixture plan saved: {exc}")
+    for w in projection.warnings:
+        log(f"projection warning: {w}")
+    weights = ", ".join(f"{d}={w:.3f}" for d, w in projection.weights.items())
+    log(f"AutoScale mix at {target:,} tokens (t={projection.t:.3f}): {weights}")
+    return {"ddo": results, "bootstrap": boots, "projection": projection, "plan": plan}

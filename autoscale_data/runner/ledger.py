@@ -1,0 +1,175 @@
+"""The run ledger: an append-only JSON-lines event log plus one atomically written result per run.
+
+Layout of ``OUT/``::
+
+    ledger.jsonl              one event per line: planned / running / done / failed
+    runs/<run_id>/spec.json   the run's spec (atomic)
+    runs/<run_id>/result.json the run's result (atomic; written by the trainer before "done")
+    runs/<run_id>/ckpt/       resumable checkpoint of an unfinished run
+
+Each event is one ``write`` of a whole line on an ``O_APPEND`` descriptor followed by ``fsync``;
+a line torn by a crash is skipped when reading. A run counts as finished only when its
+``result.json`` exists and parses, so ``kill -9`` at any moment can lose at most the run in
+progress: a result written just before the kill (but not yet logged) is adopted on the next start,
+never retrained. One runner at a time holds ``OUT/.lock``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+
+__all__ = ["DONE", "FAILED", "PENDING", "RUNNING", "Ledger", "RunRecord"]
+
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+
+@dataclass
+class RunRecord:
+    """The folded state of one run: status, failure reason, attempts, and whether it may be retried."""
+
+    run_id: str
+    status: str = PENDING
+    reason: str = ""
+    attempts: int = 0
+    terminal: bool = False
+    name: str = ""
+
+
+class Ledger:
+    """Status and results of every run under ``out_dir``.
+
+    Args:
+        out_dir: the experiment directory (created if missing).
+        lock: take the exclusive runner lock (``False`` for read-only use such as ``report``).
+    """
+
+    def __init__(self, out_dir: str | os.PathLike[str], *, lock: bool = True) -> None:
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "runs").mkdir(exist_ok=True)
+        self.path = self.dir / "ledger.jsonl"
+        self._lock_fd: int | None = None
+        if lock:
+            fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise ValueError(f"another runner is using {os.fspath(self.dir)!r} (its .lock is held)") from None
+            self._lock_fd = fd
+
+    def close(self) -> None:
+        """Release the runner lock."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- paths -------------------------------------------------------------------------------
+    def run_dir(self, run_id: str) -> Path:
+        """``OUT/runs/<run_id>``."""
+        return self.dir / "runs" / run_id
+
+    def result_path(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "result.json"
+
+    # ---- events ------------------------------------------------------------------------------
+    def _append(self, event: Mapping[str, Any]) -> None:
+        line = json.dumps({"time": round(time.time(), 3), **event}, sort_keys=True) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.path, "rb") as fh:  # terminate a line torn by an earlier crash
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":
+                        line = "\n" + line
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Every well-formed event in order (torn or garbled lines are skipped)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        for raw in data.split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and "run_id" in event and "status" in event:
+                yield event
+
+    def register(self, spec: Any) -> None:
+        """Record a planned run (its spec file is written once; the event only if new)."""
+        path = self.run_dir(spec.run_id) / "spec.json"
+        if not path.exists():
+            atomic_write_json(path, spec.to_json())
+        if spec.run_id not in self.records():
+            self._append({"run_id": spec.run_id, "status": PENDING, "name": spec.name})
+
+    def mark_running(self, run_id: str, attempt: int) -> None:
+        self._append({"run_id": run_id, "status": RUNNING, "attempt": attempt, "pid": os.getpid()})
+
+    def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
+        """Log a finished run; its ``result.json`` must already exist."""
+        if self.result(run_id) is None:
+            raise ValueError(f"run {run_id} has no readable result.json: cannot mark it done")
+        self._append({"run_id": run_id, "status": DONE, **dict(summary)})
+
+    def mark_failed(self, run_id: str, reason: str, *, terminal: bool) -> None:
+        """Log a failure. ``terminal`` failures (divergence) are not retried; others are."""
+        self._append({"run_id": run_id, "status": FAILED, "reason": reason, "terminal": terminal})
+
+    # ---- state -------------------------------------------------------------------------------
+    def records(self) -> dict[str, RunRecord]:
+        """Fold the event log into one record per run (results on disk win over stale events)."""
+        out: dict[str, RunRecord] = {}
+        for e in self.events():
+            rec = out.setdefault(e["run_id"], RunRecord(e["run_id"]))
+            rec.status = e["status"]
+            rec.name = e.get("name", rec.name)
+            if e["status"] == RUNNING:
+                rec.attempts += 1
+            rec.reason = e.get("reason", "") if e["status"] == FAILED else ""
+            rec.terminal = bool(e.get("terminal", False)) if e["status"] == FAILED else False
+        for rec in out.values():
+            if rec.status != DONE and self.result(rec.run_id) is not None:
+                rec.status, rec.reason, rec.terminal = DONE, "", False
+            elif rec.status == DONE and self.result(rec.run_id) is None:
+                rec.status = PENDING
+        return out
+
+    def result(self, run_id: str) -> dict[str, Any] | None:
+        """The finished run's result, or ``None`` if there is none (or it does not parse)."""
+        try:
+            obj = json.loads(self.result_path(run_id).read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return obj if isinstance(obj, dict) and obj.get("run_id") == run_id else None
+
+    def needs_training(self, run_id: str) -> bool:
+        """True unless the run is done or failed terminally (diverged)."""
+        rec = self.records().get(run_id)
+        if rec is None:
+            return True
+        return not (rec.status == DONE or (rec.status == FAILED and rec.terminal))

@@ -1,0 +1,288 @@
+"""The AutoScale pipeline: proxies at N1 and N2 -> DDO at both -> projection -> target runs -> report.
+
+``MixtureRunner(config, out_dir).run()`` is what ``autoscale-data run CONFIG --out DIR`` calls.
+Every run goes through the ledger, so calling it again skips finished runs, resumes unfinished
+ones from their checkpoints and retrains nothing twice. Fits are recomputed from the finished
+runs' results every time (they take milliseconds) and written under ``OUT/fits/``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+from .config import RunnerConfig, config_to_dict
+from .data import ensure_data, inspect_domains
+from .estimate import estimate_seconds, format_duration, startup_seconds
+from .ledger import DONE, FAILED, Ledger
+from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_spec
+
+__all__ = ["MixtureRunner", "TARGET_MIXES"]
+
+#: Mixes trained at the target budget (AutoScale first, then the configured baselines).
+TARGET_MIXES = ("autoscale", "ddo_n2", "natural", "reference", "uniform")
+
+
+def _set_pdeathsig() -> None:  # runs in the child before exec: die with the runner
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class MixtureRunner:
+    """Drive one AutoScale experiment described by a :class:`RunnerConfig` in ``out_dir``.
+
+    Args:
+        config: the validated config.
+        out_dir: where the ledger, runs, fits and report go.
+        log: where progress lines go (default ``print``).
+        progress: show progress bars (``None``: only on a terminal).
+    """
+
+    def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str], *,
+                 log: Callable[[str], None] = print, progress: bool | None = None) -> None:
+        self.config = config
+        self.out = Path(out_dir)
+        self.log = log
+        self.progress = progress
+        self._domains: DomainInfo | None = None
+
+    # ------------------------------------------------------------------ plan
+    @property
+    def domains(self) -> DomainInfo:
+        if self._domains is None:
+            for line in ensure_data(self.config, progress=bool(self.progress)):
+                self.log(line)
+            self._domains = inspect_domains(self.config)
+        return self._domains
+
+    def proxy_specs(self) -> dict[int, list[RunSpec]]:
+        """The DDO runs of each of the two budgets."""
+        return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
+
+    def fixed_target_mixes(self) -> dict[str, dict[str, float]]:
+        """Target mixes known before any proxy is trained (uniform, natural, reference)."""
+        from ..solver import natural_weights, reference_weights, uniform_weights
+
+        d = self.domains
+        mixes: dict[str, dict[str, float]] = {}
+        for name in self.config.target.baselines:
+            if name == "uniform":
+                mixes[name] = uniform_weights(d.names)
+            elif name == "natural":
+                mixes[name] = natural_weights(d.train_tokens)
+            elif name == "reference":
+                mixes[name] = reference_weights(d.names, weights=self.config.target.reference_weights)
+        return mixes
+
+    def target_specs(self, mixes: dict[str, dict[str, float]]) -> list[RunSpec]:
+        return [target_spec(self.config, self.domains, label, w, seed)
+                for label, w in mixes.items() for seed in self.config.target.seeds]
+
+    def describe(self) -> str:
+        """The plan as text: every run, its tokens, and the totals with an estimated time."""
+        proxies = [s for specs in self.proxy_specs().values() for s in specs]
+        fixed = self.target_specs(self.fixed_target_mixes())
+        later = ["autoscale"] + [b for b in self.config.target.baselines if b == "ddo_n2"]
+        cfg = self.config
+        per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
+        n_later = len(later) * len(cfg.target.seeds)
+        info = describe_plan(proxies + fixed)
+        tokens = info["tokens"] + n_later * per_target
+        measured = self._measured_rates()
+        seconds = estimate_seconds(proxies + fixed, measured, device=self._device_kind())
+        seconds *= tokens / max(1, info["tokens"])
+        seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
+        d = self.domains
+        lines = [f"plan for {cfg.name}: {len(d.names)} domains ({', '.join(d.names)}), model {cfg.model.preset}, "
+                 f"backend {cfg.backend} x{cfg.procs}",
+                 f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
+        ledger_state = self._ledger_states()
+        for s in proxies + fixed:
+            seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
+            mark = f"  [{ledger_state[s.run_id]}]" if s.run_id in ledger_state else ""
+            lines.append(f"{s.run_id:16}  {s.kind:6} {s.scale:>11}  {s.label:24} {s.seed:>4} {s.total_tokens:>11}  "
+                         f"{seqs}{mark}")
+        for label in later:
+            for seed in cfg.target.seeds:
+                lines.append(f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
+                             f"{per_target:>11}  weights from the solver")
+        source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
+        lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
+                     f"{format_duration(seconds)} ({source})")
+        return "\n".join(lines)
+
+    def _device_kind(self) -> str:
+        import torch
+
+        return "cuda" if self.config.device == "cuda" or (self.config.device == "auto" and torch.cuda.is_available()) \
+            else "cpu"
+
+    def _ledger_states(self) -> dict[str, str]:
+        if not (self.out / "ledger.jsonl").exists():
+            return {}
+        return {k: r.status for k, r in Ledger(self.out, lock=False).records().items()}
+
+    def _measured_rates(self) -> list[float]:
+        if not (self.out / "ledger.jsonl").exists():
+            return []
+        ledger = Ledger(self.out, lock=False)
+        rates = []
+        for run_id, rec in ledger.records().items():
+            result = ledger.result(run_id) if rec.status == DONE else None
+            if result and result.get("tokens_per_s"):
+                rates.append(float(result["tokens_per_s"]))
+        return rates
+
+    # ------------------------------------------------------------------- run
+    def run(self) -> dict[str, Any]:
+        """Train what is missing, fit, project, train the targets and write the report.
+
+        Returns:
+            The report (also written to ``OUT/report.json``).
+
+        Raises:
+            ValueError: too few finished runs to fit (the message names them), or a solver error.
+        """
+        from .report import write_report
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        with Ledger(self.out) as ledger:
+            d = self.domains
+            atomic_write_json(self.out / "config.json", config_to_dict(self.config))
+            atomic_write_json(self.out / "domains.json", config_to_dict(d))
+            proxies = self.proxy_specs()
+            all_proxies = [s for specs in proxies.values() for s in specs]
+            fixed = self.target_specs(self.fixed_target_mixes())
+            for s in all_proxies + fixed:
+                ledger.register(s)
+            self.log(self.describe())
+            self._train_all(ledger, all_proxies)
+            from .fitting import fit_all
+
+            fits = fit_all(self.config, d, ledger, proxies, self.out / "fits", log=self.log)
+            mixes = {"autoscale": fits["projection"].weights}
+            if "ddo_n2" in self.config.target.baselines:
+                mixes["ddo_n2"] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
+            mixes.update(self.fixed_target_mixes())
+            targets = self.target_specs(mixes)
+            atomic_write_json(self.out / "fits" / "target_mixes.json", mixes)
+            atomic_write_json(self.out / "plan.json", {
+                "proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
+                "targets": [s.to_json() for s in targets]})
+            for s in targets:
+                ledger.register(s)
+            self._train_all(ledger, targets)
+        report = write_report(self.out)
+        self.log(f"report written to {os.fspath(self.out / 'report.md')}")
+        return report
+
+    def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
+        unique = list({s.run_id: s for s in specs}.values())
+        for i, spec in enumerate(unique, 1):
+            self._train_one(ledger, spec, f"[{i}/{len(unique)}]")
+
+    def _train_one(self, ledger: Ledger, spec: RunSpec, counter: str) -> None:
+        rec = ledger.records().get(spec.run_id)
+        if rec is not None and rec.status == DONE:
+            if not any(e["status"] == DONE for e in ledger.events() if e["run_id"] == spec.run_id):
+                ledger.mark_done(spec.run_id, self._summary(ledger.result(spec.run_id) or {}))  # adopt
+            return
+        if rec is not None and rec.status == FAILED and rec.terminal:
+            warnings.warn(f"run {spec.name} ({spec.run_id}) failed earlier and is not retried: {rec.reason}",
+                          stacklevel=2)
+            return
+        run_dir = ledger.run_dir(spec.run_id)
+        (run_dir / "failure.json").unlink(missing_ok=True)
+        ledger.mark_running(spec.run_id, (rec.attempts if rec else 0) + 1)
+        ok, reason, terminal = self._execute(spec, run_dir)
+        if ok:
+            result = ledger.result(spec.run_id) or {}
+            ledger.mark_done(spec.run_id, self._summary(result))
+            self.log(f"{counter} done {spec.name} ({spec.run_id}): {result.get('total_tokens', 0):,} tokens, "
+                     f"val loss {result.get('mean_loss', float('nan')):.4f}, {result.get('wall_time_s', 0):.1f} s, "
+                     f"{result.get('tokens_per_s', 0):,.0f} tok/s, data wait {result.get('data_wait_fraction', 0):.1%}"
+                     f", {result.get('device', '?')}")
+        else:
+            ledger.mark_failed(spec.run_id, reason, terminal=terminal)
+            self.log(f"{counter} FAILED {spec.name} ({spec.run_id}): {reason}")
+
+    @staticmethod
+    def _summary(result: dict[str, Any]) -> dict[str, Any]:
+        keys = ("name", "mean_loss", "total_tokens", "wall_time_s", "device", "tokens_per_s")
+        return {k: result[k] for k in keys if k in result}
+
+    def _execute(self, spec: RunSpec, run_dir: Path) -> tuple[bool, str, bool]:
+        """Train one run; returns ``(finished, failure reason, failure is terminal)``."""
+        from .train import Diverged, train_run
+
+        cfg = self.config
+        if cfg.backend == "torch" and cfg.procs == 1:
+            try:
+                train_run(cfg, spec, self.domains, run_dir, progress=self.progress)
+            except Diverged as exc:
+                return False, str(exc), True
+            except (RuntimeError, ValueError, OSError) as exc:
+                return False, f"{type(exc).__name__}: {exc}", False
+            return True, "", False
+        return self._execute_subprocess(spec, run_dir)
+
+    def launch_command(self, job: Path) -> list[str]:
+        """The command that trains ``job`` in its own process(es)."""
+        from .dist import free_port
+
+        cfg = self.config
+        module = ["autoscale_data.runner.train", "--job", os.fspath(job)]
+        if self.progress:
+            module.append("--progress")
+        if cfg.procs == 1:
+            return [sys.executable, "-m", *module]
+        port = str(free_port())
+        if cfg.backend == "deepspeed" and cfg.deepspeed.launcher == "deepspeed":
+            # the launcher's module under this interpreter (not the `deepspeed` script): every rank then
+            # runs the same sys.executable, so DeepSpeed's cached op builds see identical paths
+            return [sys.executable, "-m", "deepspeed.launcher.runner", "--num_gpus", str(cfg.procs),
+                    "--master_port", port, "--module", *module]
+        return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(cfg.procs),
+                "--master_port", port, "-m", *module]
+
+    def _execute_subprocess(self, spec: RunSpec, run_dir: Path) -> tuple[bool, str, bool]:
+        from .train import DIVERGED_EXIT, write_job
+
+        job = run_dir / "job.json"
+        write_job(job, self.config, spec, self.domains)
+        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
+        env.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if self.config.cpu_threads is not None:
+            env["OMP_NUM_THREADS"] = str(self.config.cpu_threads)
+        cmd = self.launch_command(job)
+        log_path = run_dir / "train.log"
+        with open(log_path, "ab") as log:
+            log.write(("$ " + " ".join(cmd) + "\n").encode())
+            log.flush()
+            tty = bool(self.progress) and sys.stderr.isatty()
+            proc = subprocess.Popen(cmd, env=env, stdout=None if tty else log, stderr=None if tty else log,
+                                    preexec_fn=_set_pdeathsig)
+            code = proc.wait()
+        if code == 0 and (run_dir / "result.json").exists():
+            return True, "", False
+        failure = run_dir / "failure.json"
+        if code == DIVERGED_EXIT or failure.exists():
+            import json
+
+            try:
+                return False, json.loads(failure.read_text())["reason"], True
+            except (FileNotFoundError, ValueError, KeyError):
+                return False, f"diverged (exit {code})", True
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
+        return False, f"training process exited with code {code}: {' | '.join(tail)}", False

@@ -1,0 +1,315 @@
+"""The experiment report: ``report.json``, ``report.md`` and PNG plots from an output directory.
+
+Works on a partial directory too (say, proxies finished but no target run yet): every section
+reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json, atomic_write_text
+from .metrics import mean_curve, tokens_saved
+
+__all__ = ["build_report", "write_report"]
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _runs(out: Path) -> list[dict[str, Any]]:
+    rows = []
+    for run_dir in sorted((out / "runs").glob("*")):
+        spec = _read(run_dir / "spec.json")
+        if spec is None:
+            continue
+        rows.append({"spec": spec, "result": _read(run_dir / "result.json"),
+                     "failure": _read(run_dir / "failure.json")})
+    return rows
+
+
+def _mean_std(values: list[float]) -> dict[str, float]:
+    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Collect the experiment's results into one JSON-able dict (no files written)."""
+    out = Path(out_dir)
+    if not (out / "ledger.jsonl").exists() and not (out / "runs").is_dir():
+        raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
+    config = _read(out / "config.json") or {}
+    objective = (config.get("ddo") or {}).get("objective", "mean_loss")
+    key = "mean_ppl" if objective == "mean_ppl" else "mean_loss"
+    runs = _runs(out)
+    labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
+    for s in (_read(out / "plan.json") or {}).get("targets", []):
+        labels[s["run_id"]].append(s["label"])
+    proxies: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    targets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    failed = []
+    for row in runs:
+        spec, result = row["spec"], row["result"]
+        if result is None:
+            if row["failure"]:
+                failed.append({"run_id": spec["run_id"], "name": f"{spec['kind']}@{spec['scale']} {spec['label']} "
+                               f"s{spec['seed']}", "reason": row["failure"].get("reason", "")})
+            continue
+        if spec["kind"] == "proxy":
+            proxies[str(spec["scale"])][spec["label"]].append(result)
+        else:
+            for label in labels.get(spec["run_id"]) or [spec["label"]]:
+                targets[label].append(result)
+    plan_targets = {s["label"] for s in (_read(out / "plan.json") or {}).get("targets", [])}
+    report: dict[str, Any] = {"out_dir": os.fspath(out.resolve()), "name": config.get("name"), "objective": objective,
+                              "domains": (_read(out / "domains.json") or {}).get("names", []),
+                              "failed_runs": failed}
+    report["proxies"] = {
+        scale: {label: {"losses": {d: _mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
+                        key: _mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
+                        "seeds": [r["seed"] for r in rs]}
+                for label, rs in sorted(by_label.items())}
+        for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))}
+    fits = out / "fits"
+    report["ddo"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob("ddo_*.json"))}
+    report["bootstrap"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob("bootstrap_*.json"))}
+    report["projection"] = _read(fits / "projection.json")
+    report["target_mixes"] = _read(fits / "target_mixes.json")
+    curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
+    report["targets"] = {
+        label: {"losses": {d: _mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
+                key: _mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
+                "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label]}
+        for label, rs in sorted(targets.items())}
+    report["missing_targets"] = sorted(plan_targets - set(targets))
+    report["tokens_saved"] = {label: tokens_saved(curves["autoscale"], curve)
+                              for label, curve in curves.items() if label != "autoscale" and "autoscale" in curves}
+    done = [row["result"] for row in runs if row["result"]]
+    report["throughput"] = {
+        "runs": len(done),
+        "tokens_per_s_median": statistics.median(r["tokens_per_s"] for r in done) if done else None,
+        "data_wait_fraction_median": statistics.median(r["data_wait_fraction"] for r in done) if done else None,
+        "data_wait_fraction_max": max(r["data_wait_fraction"] for r in done) if done else None,
+        "devices": sorted({r["device"] for r in done}),
+        "train_hours": sum(r["wall_time_s"] for r in done) / 3600}
+    return report
+
+
+def write_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write ``report.json``, ``report.md`` and ``plots/*.png`` into ``out_dir``; returns the report."""
+    out = Path(out_dir)
+    report = build_report(out)
+    report["plots"] = _plots(out, report)
+    atomic_write_json(out / "report.json", report)
+    atomic_write_text(out / "report.md", _markdown(report))
+    return report
+
+
+# ---------------------------------------------------------------------------------------- plots
+def _plots(out: Path, report: dict[str, Any]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir = out / "plots"
+    plots_dir.mkdir(exist_ok=True)
+    written = []
+    for name, draw in (("weights.png", _plot_weights), ("target_losses.png", _plot_losses),
+                       ("curves.png", _plot_curves)):
+        fig = draw(plt, report)
+        if fig is None:
+            continue
+        tmp = plots_dir / f".{name}.tmp.png"
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        os.replace(tmp, plots_dir / name)
+        written.append(f"plots/{name}")
+    return written
+
+
+def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
+    ddo = report["ddo"]
+    if not ddo:
+        return None
+    from ..solver import project
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    scales = sorted(ddo, key=int)
+    domains = list(ddo[scales[0]]["weights"])
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    proj = report.get("projection")
+    grid = None
+    if proj and len(scales) >= 2:
+        pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
+        grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
+        curve = [project(pairs, float(n)).weights for n in grid]
+    for k, d in enumerate(domains):
+        c = colors[k % len(colors)]
+        xs = [int(s) for s in scales]
+        ys = [ddo[s]["weights"][d] for s in scales]
+        boot = [report["bootstrap"].get(s) or {} for s in scales]
+        if all(b.get("available") for b in boot):
+            lo = [y - b["ci_low"][d] for y, b in zip(ys, boot, strict=True)]
+            hi = [b["ci_high"][d] - y for y, b in zip(ys, boot, strict=True)]
+            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
+        else:
+            ax.plot(xs, ys, "o", color=c)
+        if grid is not None:
+            ax.plot(grid, [w[d] for w in curve], "-", color=c, label=d)
+            ax.plot([proj["budget_tokens"]], [proj["weights"][d]], "*", color=c, markersize=11)
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens (budget)")
+    ax.set_ylabel("weight")
+    ax.set_title("DDO optima (points, bootstrap CI) and AutoScale projection (line, * = target)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
+    targets = report["targets"]
+    if not targets:
+        return None
+    labels = list(targets)
+    domains = list(next(iter(targets.values()))["losses"])
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(domains) + 2), 4.2))
+    width = 0.8 / len(labels)
+    x = np.arange(len(domains))
+    for k, label in enumerate(labels):
+        losses = targets[label]["losses"]
+        ax.bar(x + k * width - 0.4 + width / 2, [losses[d]["mean"] for d in domains], width,
+               yerr=[losses[d]["std"] for d in domains], capsize=2, label=label)
+    lo = min(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
+    hi = max(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
+    ax.set_ylim(max(0.0, lo - 0.15 * (hi - lo + 1e-9) - 0.05), hi + 0.1 * (hi - lo + 1e-9) + 0.02)
+    ax.set_xticks(x, domains)
+    ax.set_ylabel("validation loss (nats/token)")
+    ax.set_title("per-domain validation loss at the target budget (error bars: std over seeds)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
+    targets = report["targets"]
+    if not targets:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, t in targets.items():
+        c = t["curve"]
+        mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
+        line, = ax.plot(c["tokens"], mean, "o-", label=label, markersize=3)
+        if c["n"] > 1:
+            ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report["objective"] == "mean_ppl"
+                                   else "loss (mean over domains)"))
+    ax.set_title("validation vs tokens at the target budget")
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ------------------------------------------------------------------------------------- markdown
+def _fmt(ms: dict[str, float]) -> str:
+    return f"{ms['mean']:.4f} ± {ms['std']:.4f}" if ms["n"] > 1 else f"{ms['mean']:.4f}"
+
+
+def _markdown(r: dict[str, Any]) -> str:
+    key = "mean_ppl" if r["objective"] == "mean_ppl" else "mean_loss"
+    lines = [f"# AutoScale report: {r.get('name') or ''}", "",
+             f"Domains: {', '.join(r['domains'])}. Objective: {r['objective']}. Values are means over seeds "
+             "(± std where there are several).", ""]
+    for scale, rows in r["proxies"].items():
+        doms = list(next(iter(rows.values()))["losses"])
+        lines += [f"## DDO proxies at {int(scale):,} tokens", "",
+                  "| run | tokens | seeds | " + " | ".join(doms) + f" | {key} |",
+                  "|---|---:|---|" + "---:|" * (len(doms) + 1)]
+        for label, row in rows.items():
+            lines.append(f"| {label} | {row['tokens']:,} | {row['seeds']} | "
+                         + " | ".join(_fmt(row["losses"][d]) for d in doms) + f" | {_fmt(row[key])} |")
+        lines.append("")
+    if r["ddo"]:
+        lines += ["## DDO weights and projection", "", "| budget | " + " | ".join(r["domains"]) + " | status | AAR |",
+                  "|---:|" + "---:|" * len(r["domains"]) + "---|---:|"]
+        for scale, fit in sorted(r["ddo"].items(), key=lambda kv: int(kv[0])):
+            boot = r["bootstrap"].get(scale) or {}
+            cells = []
+            for d in r["domains"]:
+                cell = f"{fit['weights'][d]:.3f}"
+                if boot.get("available"):
+                    cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
+                cells.append(cell)
+            lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
+        proj = r.get("projection")
+        if proj:
+            lines.append(f"| **{proj['budget_tokens']:,.0f}** (projected, t={proj['t']:.3f}) | "
+                         + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r["domains"]) + " | | |")
+        lines.append("")
+        for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
+            if boot.get("available"):
+                verdict = ("distinguishable from" if boot["distinguishable_from_base"] else
+                           "NOT distinguishable from")
+                lines.append(f"- Bootstrap at {int(scale):,} ({boot['method']}, {boot['level']:.0%} CI): the DDO "
+                             f"weights are **{verdict}** the base mix.")
+            else:
+                lines.append(f"- Bootstrap at {int(scale):,}: not available ({boot.get('reason')}).")
+        for w in (proj or {}).get("warnings", []):
+            lines.append(f"- Projection warning: {w}")
+        lines.append("")
+    if r["targets"]:
+        doms = r["domains"]
+        lines += [f"## Target runs at {next(iter(r['targets'].values()))['tokens']:,} tokens", "",
+                  "| mix | weights | " + " | ".join(doms) + f" | {key} |",
+                  "|---|---|" + "---:|" * (len(doms) + 1)]
+        for label, t in r["targets"].items():
+            w = ", ".join(f"{t['weights'][d]:.2f}" for d in doms)
+            lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t["losses"][d]) for d in doms)
+                         + f" | {_fmt(t[key])} |")
+        lines.append("")
+    if r["tokens_saved"]:
+        lines += ["## Tokens saved by the AutoScale mix", "",
+                  "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
+                  "seed-mean curve), as a saving against the baseline's tokens.", "",
+                  "| baseline | baseline final | AutoScale tokens to reach it | saved |", "|---|---:|---:|---:|"]
+        for label, s in r["tokens_saved"].items():
+            if s["status"] == "no_data":
+                lines.append(f"| {label} | – | – | no data |")
+                continue
+            if s["saved_fraction"] is not None:
+                bound = "≤ " if s["status"] == "at_first_eval" else ""
+                saved = f"{'≥ ' if bound else ''}{s['saved_fraction']:.1%}"
+                reach = f"{bound}{s['tokens_to_baseline_final']:,.0f}"
+            else:
+                reach = "not reached"
+                back = s.get("baseline_saved_fraction")
+                saved = ("not reached" if back is None else
+                         f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
+            lines.append(f"| {label} | {s['baseline_final']:.4f} | {reach} | {saved} |")
+        lines.append("")
+    if r["missing_targets"]:
+        lines += [f"Target runs not finished yet: {', '.join(r['missing_targets'])}.", ""]
+    if r["failed_runs"]:
+        lines += ["## Failed runs (left out of the fits)", ""]
+        lines += [f"- {f['name']} ({f['run_id']}): {f['reason']}" for f in r["failed_runs"]]
+        lines.append("")
+    tp = r["throughput"]
+    if tp["runs"]:
+        lines += ["## Throughput", "",
+                  f"{tp['runs']} finished runs on {', '.join(tp['devices'])}: median {tp['tokens_per_s_median']:,.0f} "
+                  f"training tokens/s; time waiting for data: median {tp['data_wait_fraction_median']:.2%} of step "
+                  f"time (max {tp['data_wait_fraction_max']:.2%}); {tp['train_hours'] * 60:.1f} min of training.", ""]
+    if r.get("plots"):
+        lines += ["## Plots", ""] + [f"![{p}]({p})" for p in r["plots"]] + [""]
+    return "\n".join(lines)
+

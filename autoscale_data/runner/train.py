@@ -1,0 +1,351 @@
+"""The one training entry point for proxy and target runs (plain torch or DeepSpeed).
+
+In process: ``train_run(config, spec, domains, run_dir)``. As a program (one process per rank, as
+the ``deepspeed`` launcher or ``torchrun`` starts it)::
+
+    deepspeed --num_gpus 2 --module autoscale_data.runner.train --job OUT/runs/<id>/job.json
+
+Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the plan's
+weights and budget; every rank reads its strided slice. The run evaluates per-domain validation
+loss at ``spec.eval_points`` evenly spaced steps (the last at the end), checkpoints every
+``config.checkpoint_every`` steps (model, optimiser, schedule, RNG and the dataset state), resumes
+from the newest complete checkpoint, and writes ``result.json`` atomically when it finishes. A
+NaN/inf training loss stops the run with :class:`Diverged` (``failure.json`` records why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .._io import atomic_write_json
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import RunnerConfig, config_from_dict, config_to_dict
+from .dist import DistInfo, all_gather_objects, all_reduce_sum, setup_distributed, teardown
+from .evaluate import evaluate, mean_objective
+from .models import build_model, mask_tokens, parameter_count
+from .plan import DomainInfo, RunSpec
+
+__all__ = ["DIVERGED_EXIT", "Diverged", "eval_steps", "lr_lambda", "main", "train_run", "write_job"]
+
+DIVERGED_EXIT = 3
+_ORPHAN_EXIT = 17
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def eval_steps(total_steps: int, points: int) -> list[int]:
+    """The (1-based) steps after which to evaluate: ``points`` evenly spaced, the last one at the end."""
+    return sorted({max(1, round(k * total_steps / points)) for k in range(1, points + 1)})
+
+
+def lr_lambda(total_steps: int, warmup_fraction: float, min_ratio: float = 0.0) -> Any:
+    """Multiplier of the peak learning rate: linear warm-up, then linear decay to ``min_ratio``."""
+    warmup = round(warmup_fraction * total_steps)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        rest = max(1, total_steps - warmup)
+        return max(min_ratio, 1.0 - (1.0 - min_ratio) * (step - warmup) / rest)
+
+    return factor
+
+
+def _parent_alive() -> bool:
+    pid = os.environ.get("AUTOSCALE_PARENT_PID")
+    if not pid:
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo) -> tuple[Any, Any]:
+    from ..dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
+
+    ds = ScaleAwareMixtureDataset(domains.paths, spec.weights, spec.total_tokens, spec.seq_len, spec.seed,
+                                  max_epochs=config.max_epochs, rank=info.rank, world_size=info.world_size,
+                                  output="compact", batch_size=config.micro_batch_size, verify="size")
+    if ds.sequences_per_domain != spec.sequences:
+        raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per domain, "
+                         f"the run asked for {spec.sequences}")
+    per_domain = max(1, config.eval.heldout_tokens_per_domain // spec.seq_len)
+    val = MixtureValidationDataset(domains.paths, spec.seq_len, max_sequences_per_domain=per_domain,
+                                   rank=info.rank, world_size=info.world_size, output="compact", verify="size")
+    return ds, val
+
+
+def _optimizer(model: torch.nn.Module, config: RunnerConfig) -> torch.optim.Optimizer:
+    o = config.optimizer
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps)
+
+
+def _deepspeed_config(config: RunnerConfig) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": config.micro_batch_size,
+        "gradient_accumulation_steps": config.grad_accum,
+        "train_batch_size": config.global_batch_size,
+        "zero_optimization": {"stage": config.deepspeed.zero_stage},
+        "gradient_clipping": config.optimizer.grad_clip,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if config.precision == "bf16":
+        cfg["bf16"] = {"enabled": True}
+    cfg.update(config.deepspeed.extra)
+    return cfg
+
+
+def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir: str | os.PathLike[str], *,
+              progress: bool | None = None) -> dict[str, Any]:
+    """Train one run to the end (resuming from its checkpoint if one exists) and return its result.
+
+    Args:
+        config: the experiment config (model, optimiser, batches, backend).
+        spec: the run (sequences per domain, seed, evaluation points).
+        domains: the stores (paths, vocabulary).
+        run_dir: ``OUT/runs/<run_id>``: holds ``ckpt/`` while running and ``result.json`` at the end.
+        progress: show a progress bar (``None``: only on a terminal).
+
+    Raises:
+        Diverged: the training loss became NaN/inf (``failure.json`` written).
+    """
+    if config.cpu_threads is not None:
+        torch.set_num_threads(config.cpu_threads)
+    info = setup_distributed(config.backend, config.device)
+    try:
+        return _Trainer(config, spec, domains, Path(run_dir), info).run(progress)
+    finally:
+        teardown(info)
+
+
+class _Trainer:
+    def __init__(self, config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir: Path,
+                 info: DistInfo) -> None:
+        self.config, self.spec, self.domains, self.dir, self.info = config, spec, domains, run_dir, info
+        self.family = config.model.family
+        self.gas = config.grad_accum
+        self.steps = spec.total_sequences // config.global_batch_size
+        if spec.total_sequences % config.global_batch_size:
+            raise ValueError(f"run {spec.run_id}: {spec.total_sequences} sequences is not a whole number of "
+                             f"global batches of {config.global_batch_size}")
+        self.mask = None
+        if self.family == "bert":
+            self.mask = {"vocab_size": domains.vocab_size, "mask_id": domains.vocab_size,
+                         "probability": config.model.mlm_probability}
+
+    def _build(self) -> None:
+        config, info = self.config, self.info
+        torch.manual_seed(self.spec.seed)
+        model = build_model(config.model.preset, self.spec.settings["model"]["fields"], eos_id=self.domains.eos_id)
+        self.num_params = parameter_count(model)
+        model.to(info.device)
+        optimizer = _optimizer(model, config)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lr_lambda(self.steps, config.optimizer.warmup_fraction, config.optimizer.min_lr_ratio))
+        self.model, self.optimizer, self.scheduler, self.engine = model, optimizer, scheduler, None
+        if config.backend == "deepspeed":
+            import deepspeed
+
+            engine, optimizer, _, scheduler = deepspeed.initialize(
+                model=model, optimizer=optimizer, lr_scheduler=scheduler, config=_deepspeed_config(config))
+            self.engine, self.optimizer, self.scheduler = engine, optimizer, scheduler
+            self.forward: Any = engine
+        elif info.world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [info.device.index] if info.device.type == "cuda" else None
+            self.forward = DistributedDataParallel(model, device_ids=ids)
+        else:
+            self.forward = model
+
+    def _micro_step(self, ids: torch.Tensor, step: int, micro: int) -> float:
+        info, config = self.info, self.config
+        if self.family == "bert":
+            gen = torch.Generator(device=info.device)
+            gen.manual_seed(((self.spec.seed * 1_000_003 + step) * 1_009 + micro) * 64 + info.rank)
+            inputs, labels = mask_tokens(ids, generator=gen, **self.mask)  # type: ignore[arg-type]
+        else:
+            inputs, labels = ids, ids
+        if self.engine is not None:
+            loss = self.engine(input_ids=inputs, labels=labels).loss
+            self.engine.backward(loss)
+            self.engine.step()
+            return float(loss.detach().float())
+        sync = nullcontext()
+        if info.world_size > 1 and micro < self.gas - 1:
+            sync = self.forward.no_sync()
+        autocast = torch.autocast(device_type=info.device.type, dtype=torch.bfloat16,
+                                  enabled=config.precision == "bf16")
+        with sync, autocast:
+            loss = self.forward(input_ids=inputs, labels=labels).loss
+            (loss / self.gas).backward()
+        return float(loss.detach().float())
+
+    def _optimizer_step(self) -> None:
+        if self.engine is not None:
+            return  # the engine stepped at the accumulation boundary
+        clip = self.config.optimizer.grad_clip
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def _evaluate(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
+        self.forward.eval()
+        try:
+            return evaluate(self.forward, loader, names, self.info, family=self.family, mask=self.mask)
+        finally:
+            self.forward.train()
+
+    def run(self, progress: bool | None) -> dict[str, Any]:
+        from torch.utils.data import DataLoader
+        from tqdm.auto import tqdm
+
+        config, spec, info = self.config, self.spec, self.info
+        ds, val = _datasets(config, spec, self.domains, info)
+        names = list(ds.domain_names)
+        # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
+        val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
+        self._build()
+        ckpt_dir = self.dir / "ckpt"
+        state = load_checkpoint(ckpt_dir, self, info)
+        start = int(state["step"]) if state else 0
+        curve: list[dict[str, Any]] = list(state["curve"]) if state else []
+        counts = torch.tensor(state["counts"][info.rank] if state else [0] * len(names), dtype=torch.int64)
+        elapsed = dict(state["elapsed"]) if state else {"train_s": 0.0, "eval_s": 0.0, "data_wait_s": 0.0}
+        resumed = list(state["resumed_at"]) + [start] if state else []
+        if state:
+            ds.load_state_dict(state["dataset"])
+        loader = DataLoader(ds, batch_size=None, num_workers=config.num_workers,
+                            pin_memory=info.device.type == "cuda", generator=torch.Generator())
+        at = set(eval_steps(self.steps, spec.eval_points))
+        it = iter(loader)
+        micro_total = config.micro_batch_size
+        show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
+        bar = tqdm(total=self.steps, initial=start, desc=spec.name, unit="step", disable=not show, leave=False)
+        last_loss = math.nan
+        self.forward.train()
+        for step in range(start, self.steps):
+            if not _parent_alive():
+                os._exit(_ORPHAN_EXIT)  # the runner was killed: stop at once, keep the last checkpoint
+            t0 = time.perf_counter()
+            loss_sum = 0.0
+            for micro in range(self.gas):
+                tw = time.perf_counter()
+                batch = next(it)
+                ids = batch["input_ids"].to(info.device, non_blocking=True).long()
+                counts += torch.bincount(batch["domain"], minlength=len(names))
+                elapsed["data_wait_s"] += time.perf_counter() - tw
+                loss_sum += self._micro_step(ids, step, micro)
+            self._optimizer_step()
+            mean = all_reduce_sum(torch.tensor([loss_sum / self.gas], dtype=torch.float64), info)
+            last_loss = float(mean[0]) / info.world_size
+            elapsed["train_s"] += time.perf_counter() - t0
+            if not math.isfinite(last_loss):
+                self._fail(f"diverged: training loss {last_loss} at step {step + 1}/{self.steps}")
+            bar.update(1)
+            bar.set_postfix(loss=f"{last_loss:.3f}")
+            done = step + 1
+            if done in at:
+                te = time.perf_counter()
+                losses = self._evaluate(val_loader, names)
+                elapsed["eval_s"] += time.perf_counter() - te
+                curve.append({"step": done, "tokens": done * config.global_batch_size * spec.seq_len,
+                              "train_loss": last_loss, "losses": losses,
+                              "mean_loss": mean_objective(losses, "mean_loss"),
+                              "mean_ppl": mean_objective(losses, "mean_ppl")})
+            if done % config.checkpoint_every == 0 and done < self.steps:
+                save_checkpoint(ckpt_dir, self, info, {
+                    "step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
+                    "dataset": ds.state_dict(consumed=(done - start) * self.gas * micro_total),
+                    "counts": all_gather_objects(counts.tolist(), info)})
+        bar.close()
+        total = all_reduce_sum(counts.clone(), info)
+        result = self._result(names, total, curve, elapsed, resumed, last_loss)
+        if info.is_main:
+            atomic_write_json(self.dir / "result.json", result)
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+        return result
+
+    def _fail(self, reason: str) -> None:
+        if self.info.is_main:
+            atomic_write_json(self.dir / "failure.json", {"run_id": self.spec.run_id, "reason": reason})
+        raise Diverged(reason)
+
+    def _result(self, names: list[str], total: torch.Tensor, curve: list[dict[str, Any]],
+                elapsed: dict[str, float], resumed: list[int], last_loss: float) -> dict[str, Any]:
+        spec, config, info = self.spec, self.config, self.info
+        tokens = {d: int(total[i]) * spec.seq_len for i, d in enumerate(names)}
+        final = curve[-1]["losses"] if curve else {}
+        train_s = elapsed["train_s"]
+        return {
+            "run_id": spec.run_id, "name": spec.name, "kind": spec.kind, "scale": spec.scale,
+            "label": spec.label, "seed": spec.seed, "status": "done",
+            "tokens": tokens, "total_tokens": sum(tokens.values()), "planned_tokens": spec.tokens,
+            "weights": spec.weights, "losses": final, "curve": curve,
+            "mean_loss": mean_objective(final, "mean_loss") if final else math.nan,
+            "mean_ppl": mean_objective(final, "mean_ppl") if final else math.nan,
+            "final_train_loss": last_loss, "steps": self.steps, "parameters": self.num_params,
+            "wall_time_s": train_s + elapsed["eval_s"], "train_time_s": train_s, "eval_time_s": elapsed["eval_s"],
+            "data_wait_s": elapsed["data_wait_s"],
+            "data_wait_fraction": elapsed["data_wait_s"] / train_s if train_s > 0 else 0.0,
+            "tokens_per_s": sum(tokens.values()) / train_s if train_s > 0 else 0.0,
+            "device": str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
+            "world_size": info.world_size, "backend": config.backend, "precision": config.precision,
+            "resumed_at": resumed, "finished_at": time.time(),
+        }
+
+
+def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec, domains: DomainInfo) -> None:
+    """Write what ``python -m autoscale_data.runner.train --job PATH`` needs to train ``spec``."""
+    raw = config_to_dict(config)
+    base_dir = raw.pop("base_dir")
+    atomic_write_json(path, {"config": raw, "base_dir": base_dir, "spec": spec.to_json(),
+                             "domains": config_to_dict(domains)})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Program entry: train the run described by ``--job`` (exit 0 done, 3 diverged)."""
+    parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.train")
+    parser.add_argument("--job", required=True, help="job.json written by the runner")
+    parser.add_argument("--progress", action="store_true", help="show a progress bar")
+    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    job = json.loads(Path(args.job).read_text())
+    config = config_from_dict(job["config"], job["base_dir"])
+    spec = RunSpec.from_json(job["spec"])
+    d = job["domains"]
+    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in d.items()})
+    try:
+        train_run(config, spec, domains, Path(args.job).parent, progress=args.progress or None)
+    except Diverged as exc:
+        print(f"run {spec.run_id} {exc}", file=sys.stderr)
+        return DIVERGED_EXIT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""Stores behind a URL: shards fetched on first touch into a local, checksummed, size-bounded cache.
+
+``open_store("https://host/stores/web", cache_dir=..., cache_limit_bytes=...)`` downloads the
+store's ``manifest.json`` and returns a :class:`RemoteTokenStore` (a :class:`TokenStore`, so every
+consumer — the mixture dataset included — takes it unchanged). A shard is downloaded the first
+time one of its tokens is read, verified against the manifest's SHA-256, and memory-mapped from the
+cache; once cached it is read exactly like a local store (the same ``np.memmap`` slices).
+
+URLs: ``http://`` and ``https://`` (urllib), ``pipe:COMMAND`` with a ``{file}`` placeholder (the
+webdataset convention: the command writes the file to stdout, e.g. ``pipe:aws s3 cp
+s3://bucket/web/{file} -``), and any other ``scheme://`` through fsspec (``s3://``, ``gs://``, …;
+needs fsspec and its backend). Local paths and ``file://`` URLs open a plain :class:`TokenStore`.
+
+The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``:
+
+* a download goes to a temporary file, is checked (size, SHA-256) and renamed into place, so a
+  cached shard is always complete; a mismatch is retried ``retries`` times with exponential
+  back-off, then reported as a ``ValueError`` naming the URL and both digests;
+* next to each shard, ``<file>.sha256`` records the digest it was verified against; a store
+  rewritten upstream (new digest) is re-downloaded;
+* eviction is least-recently-used by the total size of the shards under ``CACHE_DIR`` (all
+  stores together), run before each download. "Used" is the file's mtime, set when the shard is
+  downloaded and each time a process maps it. A shard memory-mapped by a live store in *this*
+  process is never evicted (mappings are tracked with weak references); other processes' mappings
+  are not visible, and evicting a file they map is harmless on POSIX (their mapping stays valid,
+  the disk space returns when they drop it). If the pinned shards alone exceed the limit, the
+  download proceeds and a ``ResourceWarning`` says so: the limit bounds the cache, not a working
+  set that does not fit in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import io
+import json
+import os
+import tempfile
+import time
+import warnings
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_bytes, atomic_write_text
+from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, pin
+from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
+from .manifest import MANIFEST_NAME, Manifest, SplitInfo
+from .reader import TokenSplit, TokenStore, Verify, _check_shard
+
+__all__ = [
+    "CACHE_ENV",
+    "RemoteConfig",
+    "RemoteStore",
+    "RemoteTokenStore",
+    "cache_usage_bytes",
+    "default_cache_dir",
+    "is_remote_url",
+    "open_store",
+]
+
+_TOUCH_S = 60.0  # a shard's last-use time is refreshed at most this often
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """Where and how remote shards are cached and fetched.
+
+    Args:
+        cache_dir: cache root (default :func:`default_cache_dir`).
+        cache_limit_bytes: bound on the total size of cached shards, or None for no bound.
+        retries: extra attempts after a failed or corrupted download.
+        backoff_s: sleep before retry ``i`` is ``backoff_s * 2**i`` seconds (capped at 30 s).
+        timeout_s: network / pipe inactivity timeout per attempt.
+    """
+
+    cache_dir: str | None = None
+    cache_limit_bytes: int | None = None
+    retries: int = 3
+    backoff_s: float = 0.5
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.cache_limit_bytes is not None and self.cache_limit_bytes <= 0:
+            raise ValueError(f"cache_limit_bytes must be positive or None, got {self.cache_limit_bytes}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0, got {self.retries}")
+        if self.backoff_s < 0:
+            raise ValueError(f"backoff_s must be >= 0, got {self.backoff_s}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+
+    @property
+    def root(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
+
+
+class RemoteStore:
+    """One store behind a URL and its directory in the local cache.
+
+    Args:
+        url: the store's URL (the directory holding ``manifest.json``; see the module docstring).
+        config: cache and retry settings.
+        manifest_json: an already-fetched manifest (used when a store is pickled to a worker).
+    """
+
+    def __init__(self, url: str, config: RemoteConfig | None = None, *,
+                 manifest_json: bytes | None = None) -> None:
+        if not is_remote_url(url):
+            raise ValueError(f"{url!r} is not a remote URL (expected http(s)://, pipe:…{{file}}…, or an "
+                             "fsspec scheme such as s3://); open local stores with TokenStore")
+        self.url = url
+        self.config = config or RemoteConfig()
+        self.root = self.config.root
+        self.local_dir = self.root / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+        self.local_dir.mkdir(parents=True, exist_ok=True)
+        self.manifest_json = manifest_json if manifest_json is not None else self._fetch_manifest()
+        try:
+            self.manifest = Manifest.from_json(json.loads(self.manifest_json))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"manifest at {join_url(url, MANIFEST_NAME)} is not valid JSON: {exc}") from exc
+        self.itemsize = np.dtype(self.manifest.dtype).itemsize
+
+    # -- downloading ----------------------------------------------------------------------------
+    def _fetch_manifest(self) -> bytes:
+        url = join_url(self.url, MANIFEST_NAME)
+        local = self.local_dir / MANIFEST_NAME
+        try:
+            data = self._download(url, None, None, into=None)
+        except ConnectionError as exc:
+            if not local.is_file():
+                raise
+            warnings.warn(f"{exc}; using the cached manifest {os.fspath(local)!r}", RuntimeWarning,
+                          stacklevel=3)
+            return local.read_bytes()
+        atomic_write_bytes(local, data)
+        return data
+
+    def _download(self, url: str, sha256: str | None, size: int | None, *, into: Path | None) -> bytes:
+        """Fetch ``url`` (retrying); into memory when ``into`` is None, else into that temp file."""
+        cfg = self.config
+        attempts = cfg.retries + 1
+        failure, corrupted = "", False
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(min(cfg.backoff_s * 2 ** (attempt - 1), 30.0))
+            digest = hashlib.sha256()
+            try:
+                with (open(into, "wb") if into is not None else io.BytesIO()) as out:
+                    n = stream_to(url, out, timeout_s=cfg.timeout_s, on_chunk=digest.update)
+                    data = out.getvalue() if isinstance(out, io.BytesIO) else b""
+                    if into is not None:
+                        out.flush()
+                        os.fsync(out.fileno())
+            except PERMANENT_ERRORS:
+                raise
+            except (OSError, http.client.HTTPException) as exc:  # network, timeout, failing pipe command
+                failure, corrupted = f"{type(exc).__name__}: {exc}", False
+                continue
+            got = digest.hexdigest()
+            if size is not None and n != size:
+                failure, corrupted = f"got {n} bytes, expected {size} (sha256 {got}, expected {sha256})", True
+                continue
+            if sha256 is not None and got != sha256:
+                failure, corrupted = f"sha256 {got} does not match the expected {sha256}", True
+                continue
+            return data
+        if corrupted:
+            raise ValueError(f"download of {url} is corrupted after {attempts} attempts: {failure}")
+        raise ConnectionError(f"download of {url} failed after {attempts} attempts: {failure}")
+
+    def is_cached(self, file: str, sha256: str) -> bool:
+        """Whether ``file`` is in the cache, complete and verified against ``sha256``."""
+        path = self.local_dir / file
+        stamp = path.with_name(file + ".sha256")
+        try:
+            return path.is_file() and stamp.read_text("ascii").strip() == sha256
+        except FileNotFoundError:
+            return False
+
+    def fetch(self, file: str, sha256: str, num_tokens: int) -> Path:
+        """Make sure shard ``file`` is cached (downloading and verifying it if needed); its local path."""
+        path = self.local_dir / file
+        if self.is_cached(file, sha256):
+            return path
+        size = num_tokens * self.itemsize
+        url = join_url(self.url, file)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{file}.", suffix=".tmp", dir=self.local_dir)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            self._download(url, sha256, size, into=tmp)
+            with cache_lock(self.root):
+                evict_for(self.root, self.config.cache_limit_bytes, size)
+                stamp = path.with_name(file + ".sha256")
+                stamp.unlink(missing_ok=True)  # a stale file is never "cached" under the new digest
+                os.replace(tmp, path)
+                atomic_write_text(stamp, sha256 + "\n")  # the stamp commits the download
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+    def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> None:
+        """Download every shard of ``splits`` now (instead of on first touch)."""
+        for split in splits:
+            for shard in self.manifest.splits.get(split, SplitInfo()).shards:
+                self.fetch(shard.file, shard.sha256, shard.num_tokens)
+
+    def open(self, *, verify: Verify = "checksum", prefetch: bool = False) -> RemoteTokenStore:
+        """A :class:`RemoteTokenStore` reading through this cache (all shards mapped now if ``prefetch``)."""
+        store = RemoteTokenStore(self, verify=verify)
+        if prefetch:
+            store.prefetch()
+        return store
+
+
+class _LazyShards(list):  # type: ignore[type-arg]
+    """The memory maps of a split's shards, each created (and downloaded) on first access."""
+
+    def __init__(self, remote: RemoteStore, infos: list[Any], dtype: np.dtype, verify: Verify,
+                 on_complete: Any = None) -> None:
+        super().__init__([None] * len(infos))
+        self._remote, self._infos, self._dtype, self._verify = remote, infos, dtype, verify
+        self._missing = len(infos)
+        self._on_complete = on_complete  # called once every shard is mapped
+
+    def _load(self, k: int) -> np.ndarray:
+        info = self._infos[k]
+        for attempt in range(2):  # another process may evict the file between fetch and map
+            was_cached = self._remote.is_cached(info.file, info.sha256)
+            path = self._remote.fetch(info.file, info.sha256, info.num_tokens)
+            try:
+                if was_cached:  # a fresh download was just verified; a cached one is checked like a local store
+                    _check_shard(path, info.num_tokens, self._dtype.itemsize, info.sha256, self._verify)
+                mm = np.memmap(path, dtype=self._dtype, mode="r", shape=(info.num_tokens,))
+                break
+            except FileNotFoundError:
+                if attempt:
+                    raise
+        pin(path, mm)
+        with contextlib.suppress(OSError):  # mark as recently used (coarsely: keeps the checksum memo valid)
+            if time.time() - path.stat().st_mtime > _TOUCH_S:
+                os.utime(path)
+        list.__setitem__(self, k, mm)
+        self._missing -= 1
+        if self._missing == 0 and self._on_complete is not None:
+            self._on_complete(list.copy(self))
+        return mm
+
+    def __getitem__(self, k: Any) -> Any:  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        value = list.__getitem__(self, k)
+        return value if value is not None else self._load(k if k >= 0 else k + len(self))
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[i] for i in range(len(self)))
+
+    def loaded(self) -> int:
+        """How many shards of this split are mapped."""
+        return sum(1 for i in range(len(self)) if list.__getitem__(self, i) is not None)
+
+
+class _LazySplit(TokenSplit):
+    """A :class:`TokenSplit` whose shards are fetched on first touch."""
+
+    def __init__(self, remote: RemoteStore, split: SplitInfo, dtype: np.dtype, verify: Verify) -> None:
+        self.dtype = dtype
+        infos = [s for s in split.shards if s.num_tokens]
+        me = weakref.ref(self)
+
+        def complete(maps: list[np.ndarray]) -> None:  # all mapped: plain list, no per-access overhead
+            split_ = me()
+            if split_ is not None:
+                split_.shards = maps
+
+        self.shards: list[np.ndarray] = _LazyShards(remote, infos, dtype, verify, complete)
+        self.offsets = np.concatenate([[0], np.cumsum([s.num_tokens for s in infos], dtype=np.int64)])
+        self.offsets = self.offsets.astype(np.int64)
+        self.num_tokens = int(self.offsets[-1])
+
+
+def _reopen(url: str, config: RemoteConfig, manifest_json: bytes, verify: Verify) -> RemoteTokenStore:
+    return RemoteStore(url, config, manifest_json=manifest_json).open(verify=verify)
+
+
+class RemoteTokenStore(TokenStore):
+    """A :class:`TokenStore` over a :class:`RemoteStore`'s cache; shards are fetched on first touch.
+
+    ``path`` is the local cache directory (it holds the manifest; shards appear as they are read).
+    Pickling it (e.g. into DataLoader workers) sends the URL, settings and manifest, not the data.
+    """
+
+    def __init__(self, remote: RemoteStore, *, verify: Verify = "checksum") -> None:
+        if verify not in ("checksum", "size", "none"):
+            raise ValueError(f"verify must be 'checksum', 'size' or 'none', got {verify!r}")
+        self.remote = remote
+        self.path = remote.local_dir
+        self.manifest = remote.manifest
+        self.name = self.manifest.name
+        self.dtype = np.dtype(self.manifest.dtype).newbyteorder("<")
+        self._verify = verify
+        self.train = _LazySplit(remote, self.manifest.splits["train"], self.dtype, verify)
+        self._val = None
+
+    @property
+    def val(self) -> TokenSplit:
+        """The held-out split (shards fetched on first touch)."""
+        if self._val is None:
+            split = self.manifest.splits.get("val", SplitInfo())
+            self._val = _LazySplit(self.remote, split, self.dtype, self._verify)
+        return self._val
+
+    def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> RemoteTokenStore:
+        """Download (if needed) and map every shard of ``splits`` now; returns ``self``.
+
+        Needed before handing the store to code that opens the shard files by path (under
+        ``self.path``) rather than through ``.train``/``.val``; the shards stay pinned in the cache
+        while this object lives.
+        """
+        for split in splits:
+            for _ in (self.train if split == "train" else self.val).shards:
+                pass
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reopen, (self.remote.url, self.remote.config, self.remote.manifest_json, self._verify))
+
+    def __repr__(self) -> str:
+        return (f"RemoteTokenStore({self.remote.url!r}, name={self.name!r}, tokens={self.num_tokens}, "
+                f"cache={os.fspath(self.path)!r})")
+
+
+def open_store(
+    path_or_url: str | os.PathLike[str] | TokenStore,
+    *,
+    verify: Verify = "checksum",
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache_limit_bytes: int | None = None,
+    prefetch: bool = False,
+    retries: int = 3,
+    backoff_s: float = 0.5,
+    timeout_s: float = 60.0,
+) -> TokenStore:
+    """Open a store from a local path, a ``file://`` URL or a remote URL (see the module docstring).
+
+    Args:
+        path_or_url: the store directory or URL; a :class:`TokenStore` is returned as is.
+        verify: shard verification (``"checksum"``, ``"size"``, ``"none"``), as for :class:`TokenStore`;
+            downloads are always checked against the manifest's SHA-256.
+        cache_dir: cache root for remote stores (default :func:`default_cache_dir`).
+        cache_limit_bytes: bound on the cache's total shard bytes (LRU eviction), None for none.
+        prefetch: download every shard now instead of on first touch.
+        retries: extra attempts per download after a failure or checksum mismatch.
+        backoff_s: base of the exponential back-off between attempts.
+        timeout_s: network / pipe inactivity timeout per attempt.
+
+    Returns:
+        A :class:`TokenStore` (a :class:`RemoteTokenStore` for remote URLs).
+    """
+    if isinstance(path_or_url, TokenStore):
+        return path_or_url
+    if isinstance(path_or_url, str) and is_remote_url(path_or_url):
+        config = RemoteConfig(None if cache_dir is None else os.fspath(cache_dir), cache_limit_bytes,
+                              retries, backoff_s, timeout_s)
+        return RemoteStore(path_or_url, config).open(verify=verify, prefetch=prefetch)
+    path = os.fspath(path_or_url)
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    return TokenStore(path, verify=verify)

@@ -1,0 +1,253 @@
+"""AutoScale on real multi-domain text at CPU scale: DDO fit quality, projection error, tokens saved.
+
+One command builds (or reuses) the real-text corpus with ``../shared/corpus/build_corpus.sh``,
+trains a byte-level BPE on it, prepares the token stores and runs the whole pipeline through the
+runner (``MixtureRunner``: proxies at N1 and N2 for every seed -> DDO -> projection -> target runs
+for AutoScale, uniform, natural share and DDO(N2)). It then trains, through the same runner and
+ledger, (a) extra held-out perturbation runs at N2 (multipliers not used by the fit) to measure the
+DDO loss model's AAR out of sample, and (b) the DDO runs at a third budget N3 to compare DDO(N3)
+with the weights projected from N1 and N2. Results go to ``OUT/results.md`` and
+``OUT/results.json``; every run is resumable (re-running the command reuses finished runs).
+
+Usage (defaults are sized for about 40-60 minutes on 2 otherwise idle CPU cores):
+
+    python benchmarks/eval_real_text.py --out runs/real-text
+    python benchmarks/eval_real_text.py --out /tmp/rt --max-mb-per-domain 2 --budgets 16384,32768,65536 \\
+        --target 131072 --seeds 0,1        # a reduced smoke version (minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_BUILD = REPO.parent / "shared" / "corpus" / "build_corpus.sh"
+DEFAULT_DOMAINS = ("code", "tech", "reference", "books", "web")
+
+
+def _parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="output directory (corpus, tokenizer, stores, runs, results)")
+    p.add_argument("--corpus", default=None, help="an existing corpus directory (<domain>.jsonl); default OUT/corpus")
+    p.add_argument("--work", default=None, help="build_corpus.sh work directory (default OUT/corpus-work)")
+    p.add_argument("--build-script", default=os.fspath(DEFAULT_BUILD), help="path of build_corpus.sh")
+    p.add_argument("--max-mb-per-domain", type=int, default=8)
+    p.add_argument("--domains", default=",".join(DEFAULT_DOMAINS), help="comma-separated corpus domains (>= 2)")
+    p.add_argument("--vocab", type=int, default=4096, help="BPE vocabulary size")
+    p.add_argument("--budgets", default="98304,196608,393216", help="N1,N2,N3 in tokens (N3 checks the projection)")
+    p.add_argument("--target", type=int, default=1_048_576, help="target budget in tokens")
+    p.add_argument("--seeds", default="0,1", help="comma-separated seeds (>= 2 for a spread)")
+    p.add_argument("--heldout-multipliers", default="2", help="extra multipliers at N2 for the held-out AAR")
+    p.add_argument("--lr", type=float, default=1e-3)
+    return p.parse_args()
+
+
+def ensure_corpus(args: argparse.Namespace, out: Path, domains: list[str]) -> Path:
+    """The corpus directory, built with build_corpus.sh when a domain file is missing."""
+    corpus = Path(args.corpus) if args.corpus else out / "corpus"
+    if all((corpus / f"{d}.jsonl").is_file() for d in domains):
+        return corpus
+    script = Path(args.build_script)
+    if not script.is_file():
+        raise FileNotFoundError(f"corpus builder {os.fspath(script)!r} not found: pass --build-script or --corpus")
+    work = Path(args.work) if args.work else out / "corpus-work"
+    cmd = ["bash", os.fspath(script), os.fspath(corpus), os.fspath(work),
+           "--max-mb-per-domain", str(args.max_mb_per_domain), "--domains", ",".join(domains)]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    return corpus
+
+
+def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Path:
+    """Train the BPE (once) on a sample of every domain and prepare the stores (reused when done)."""
+    from autoscale_data.store.prepare import prepare
+    from autoscale_data.store.tokenizers import train_bpe_tokenizer
+
+    tok_dir = out / "tokenizer"
+    if not (tok_dir / "tokenizer.json").is_file():
+        texts: list[str] = []
+        for d in domains:
+            size = 0
+            with open(corpus / f"{d}.jsonl", encoding="utf-8") as fh:
+                for line in fh:
+                    text = json.loads(line)["text"]
+                    texts.append(text)
+                    size += len(text)
+                    if size > 3_000_000:
+                        break
+        train_bpe_tokenizer(texts, vocab, tok_dir)
+    stores = out / "stores"
+    prepare({d: os.fspath(corpus / f"{d}.jsonl") for d in domains}, stores, os.fspath(tok_dir), progress=False)
+    return stores
+
+
+def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
+                  multipliers: tuple[float, float] = (3.0, 3.0)) -> Any:
+    """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
+    from autoscale_data.runner import config_from_dict
+
+    raw = {
+        "name": "real-text-cpu", "domains": os.fspath(stores),
+        "model": {"preset": "gpt2-tiny"}, "seq_len": 128, "micro_batch_size": 16, "global_batch_size": 16,
+        "optimizer": {"lr": lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
+        "dropout": 0.0,
+        "ddo": {"budgets": budgets, "multipliers": list(multipliers), "objective": "mean_loss", "min_weight": 0.02},
+        "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds},
+        "seeds": seeds, "eval": {"heldout_tokens_per_domain": 32_768, "target_points": 8, "batch_size": 32},
+        "backend": "torch", "checkpoint_every": 500, "cpu_threads": min(2, os.cpu_count() or 1),
+    }
+    return config_from_dict(raw)
+
+
+def train_specs(runner: Any, specs: list[Any]) -> None:
+    """Train extra runs through the runner's ledger (finished ones are reused)."""
+    from autoscale_data.runner import Ledger
+
+    with Ledger(runner.out) as ledger:
+        for s in specs:
+            ledger.register(s)
+        runner._train_all(ledger, specs)  # the runner's own per-run path: ledger, checkpoints, resume
+
+
+def table_for(runner: Any, specs: list[Any], seed: int | None = None) -> Any:
+    """A solver RunTable of finished runs among ``specs`` (optionally one seed)."""
+    from autoscale_data.solver import Run, RunTable
+
+    runs = []
+    for s in specs:
+        if seed is not None and s.seed != seed:
+            continue
+        res = json.loads((runner.out / "runs" / s.run_id / "result.json").read_text())
+        runs.append(Run(s.run_id, tokens={d: float(v) for d, v in res["tokens"].items()},
+                        loss=dict(res["losses"]), seed=s.seed, label=s.label))
+    return RunTable(runs)
+
+
+def _ms(values: list[float]) -> str:
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    if v.size == 0:
+        return "n/a"
+    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v.mean():.3f}"
+
+
+def main() -> int:
+    args = _parse()
+    from autoscale_data.runner import MixtureRunner
+    from autoscale_data.runner.metrics import tokens_saved
+    from autoscale_data.runner.plan import ddo_proxy_specs
+    from autoscale_data.solver import fit_ddo, project
+    from autoscale_data.solver.design import run_objective
+
+    t0 = time.time()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    domains = [d for d in args.domains.split(",") if d]
+    n1, n2, n3 = (int(b) for b in args.budgets.split(","))
+    seeds = [int(s) for s in args.seeds.split(",")]
+    corpus = ensure_corpus(args, out, domains)
+    stores = ensure_stores(out, corpus, domains, args.vocab)
+    t_data = time.time() - t0
+
+    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr), out / "run")
+    report = runner.run()
+    d = runner.domains
+    caps = {k: float(v) for k, v in d.train_tokens.items()}
+    opts = {"objective": "mean_loss", "min_weight": 0.02, "token_caps": caps}
+
+    # (b) DDO at a third budget, same design, same ledger
+    specs3 = ddo_proxy_specs(runner.config, d, n3)
+    train_specs(runner, specs3)
+    # (a) held-out perturbations at N2 (multipliers the fit never saw)
+    held: list[Any] = []
+    for m in (float(x) for x in args.heldout_multipliers.split(",")):
+        alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m))
+        held += [s for s in ddo_proxy_specs(alt, d, n2) if s.perturbed is not None]
+    train_specs(runner, held)
+
+    specs = runner.proxy_specs()
+    per_seed: dict[int, dict[str, Any]] = {}
+    for seed in seeds:
+        fits = {n: fit_ddo(table_for(runner, sp, seed), **opts) for n, sp in ((n1, specs[n1]), (n2, specs[n2]),
+                                                                            (n3, specs3))}
+        proj = project([fits[n1], fits[n2]], n3, token_caps=caps)
+        err = {k: proj.weights[k] - fits[n3].weights[k] for k in d.names}
+        held_tab = table_for(runner, held, seed)
+        actual = run_objective(held_tab, "mean_loss")
+        rel = []
+        for run, y in zip(held_tab.runs, actual, strict=True):
+            dom = next(s.perturbed for s in held if s.run_id == run.run_id)
+            x = run.tokens[dom] / fits[n2].base_tokens[dom]
+            rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
+        seed_curves = {}
+        for label in ("autoscale", "uniform", "natural", "ddo_n2"):
+            rid = next(s["run_id"] for s in json.loads((out / "run" / "plan.json").read_text())["targets"]
+                       if s["label"] == label and s["seed"] == seed)
+            res = json.loads((out / "run" / "runs" / rid / "result.json").read_text())
+            seed_curves[label] = {"tokens": [p["tokens"] for p in res["curve"]],
+                                  "mean": [p["mean_loss"] for p in res["curve"]]}
+        saved = {b: tokens_saved(seed_curves["autoscale"], seed_curves[b]) for b in ("uniform", "natural", "ddo_n2")}
+        per_seed[seed] = {"weights": {n: fits[n].weights for n in (n1, n2, n3)}, "projected_n3": proj.weights,
+                          "projection_error_l1": float(sum(abs(v) for v in err.values())),
+                          "projection_error_max": float(max(abs(v) for v in err.values())),
+                          "fit_aar": {n: fits[n].aar for n in (n1, n2, n3)},
+                          "heldout_aar": float(np.mean(rel)), "tokens_saved": saved}
+
+    results = {"domains": list(d.names), "budgets": [n1, n2, n3], "target": args.target, "seeds": seeds,
+               "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,
+               "pooled_report_tokens_saved": report.get("tokens_saved"),
+               "pooled_bootstrap": report.get("bootstrap"), "wall_time_s": time.time() - t0,
+               "data_time_s": t_data, "median_tokens_per_s": report.get("throughput", {}).get("tokens_per_s_median")}
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
+    (out / "results.md").write_text(markdown(results))
+    print(markdown(results))
+    return 0
+
+
+def _saved(s: dict[str, Any]) -> float | None:
+    if s.get("saved_fraction") is not None:
+        return float(s["saved_fraction"])
+    back = s.get("baseline_saved_fraction")
+    return None if back is None else -float(back)  # a loss shown as a negative saving
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The results table (mean ± std over seeds; per-seed values in results.json).
+
+    ``r`` is the in-memory results dict of :func:`main` (integer budget keys).
+    """
+    seeds = r["per_seed"]
+    n1, n2, n3 = r["budgets"]
+    doms = r["domains"]
+    lines = [f"Real text, {len(doms)} domains ({', '.join(doms)}), BPE {r['vocab']}, GPT-2 2x128, "
+             f"seeds {r['seeds']}; budgets N1={n1:,}, N2={n2:,}, N3={n3:,}, target {r['target']:,} tokens; "
+             f"wall time {r['wall_time_s'] / 60:.1f} min.", "",
+             "| quantity | " + " | ".join(doms) + " |", "|---|" + "---:|" * len(doms)]
+    for n in (n1, n2, n3):
+        lines.append(f"| DDO weight at {n:,} | "
+                     + " | ".join(_ms([s["weights"][n][k] for s in seeds.values()]) for k in doms) + " |")
+    lines.append(f"| projected from N1, N2 to {n3:,} | "
+                 + " | ".join(_ms([s["projected_n3"][k] for s in seeds.values()]) for k in doms) + " |")
+    lines += ["", "| metric | mean ± std over seeds |", "|---|---:|",
+              f"| DDO fit AAR at N2 (in-sample) | {_ms([s['fit_aar'][n2] for s in seeds.values()])} |",
+              f"| (a) DDO loss-model AAR on held-out perturbations at N2 | {_ms([s['heldout_aar'] for s in seeds.values()])} |",
+              f"| (b) projection error at N3: L1 distance of weights | {_ms([s['projection_error_l1'] for s in seeds.values()])} |",
+              f"| (b) projection error at N3: max abs weight difference | {_ms([s['projection_error_max'] for s in seeds.values()])} |"]
+    for b in ("uniform", "natural", "ddo_n2"):
+        vals = [_saved(s["tokens_saved"][b]) for s in seeds.values()]
+        shown = ", ".join("not reached" if v is None else f"{v:+.1%}" for v in vals)
+        lines.append(f"| (c) tokens saved by AutoScale vs {b} at the target (per seed) | {shown} |")
+    lines += ["", "Negative savings mean the baseline reached AutoScale's final loss with that many fewer tokens."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

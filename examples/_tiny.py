@@ -1,0 +1,49 @@
+"""Shared by the examples' ``--tiny`` modes: a small synthetic multi-domain store in a directory.
+
+Each domain is generated text with its own vocabulary, tokenized with the built-in ``bytes``
+tokenizer and written with :class:`~autoscale_data.store.StoreWriter` (every 10th document goes to
+the held-out split), i.e. the same layout ``autoscale-data prepare`` produces.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from autoscale_data.store import ByteTokenizer, StoreWriter
+
+__all__ = ["TINY_WEIGHTS", "make_tiny_stores", "result"]
+
+_WORDS = {
+    "books": "the old house stood by the river and she walked along it every morning",
+    "code": "def return import for while if else class self print lambda yield none true",
+    "web": "click here to read more about the best deals news sports weather and login",
+}
+TINY_WEIGHTS = {"books": 0.3, "code": 0.2, "web": 0.5}
+
+
+def make_tiny_stores(root: str | Path, *, docs_per_domain: int = 400, seed: int = 0) -> Path:
+    """Write one store per domain under ``root`` (skipped if already there); returns ``root``."""
+    root = Path(root)
+    tok = ByteTokenizer()
+    rng = np.random.default_rng(seed)
+    for name, text in _WORDS.items():
+        if (root / name / "manifest.json").is_file():
+            continue
+        words = text.split()
+        with StoreWriter(root / name, name, tok.info, shard_tokens=1 << 14,
+                         holdout={"every": 10}, source={"generator": "examples/_tiny.py"}) as writer:
+            for i in range(docs_per_domain):
+                doc = " ".join(rng.choice(words, size=int(rng.integers(10, 60))))
+                ids = np.append(tok.encode(doc), tok.eos_id)
+                writer.add_document("val" if i % 10 == 9 else "train", ids)
+    return root
+
+
+def result(**fields: object) -> None:
+    """Print the machine-checkable summary line the tests read: ``RESULT {json}``."""
+    print("RESULT " + json.dumps(fields, sort_keys=True), flush=True)
+    sys.stdout.flush()

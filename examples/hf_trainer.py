@@ -1,0 +1,85 @@
+"""Example (c): Hugging Face ``Trainer`` with the mixture dataset as ``train_dataset``.
+
+:class:`ScaleAwareMixtureDataset` is a torch ``IterableDataset`` whose samples are dicts with
+``input_ids`` and ``labels`` (plus ``domain`` / ``seq_index``, which the Trainer drops because the
+model's ``forward`` does not take them). An iterable dataset has no length, so give ``max_steps``:
+one pass over the budget is ``total_sequences / (batch size × devices × accumulation)`` steps::
+
+    ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024)
+    steps = ds.total_sequences // (per_device_batch * world_size * grad_accum)
+    Trainer(model=model, args=TrainingArguments(..., max_steps=steps), train_dataset=ds).train()
+
+Under ``torchrun``/``accelerate launch`` with several processes, build the dataset after the
+process group exists (or pass ``rank=``/``world_size=``) so each process reads its own slice.
+
+Run: ``python examples/hf_trainer.py --tiny`` (a 2-layer GPT-2 built from its config, no download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+from autoscale_data.dataset import ScaleAwareMixtureDataset
+
+
+class LossLog(TrainerCallback):
+    """Keeps the logged training losses."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+        if logs and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+
+
+def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, out_dir: str, *,
+          batch_size: int = 8, vocab_size: int = 257) -> dict[str, object]:
+    """Train a tiny GPT-2 for one pass over the mixture with ``Trainer``; returns a summary."""
+    ds = ScaleAwareMixtureDataset(domains, weights, budget_tokens=budget_tokens, seq_len=seq_len)
+    steps = ds.total_sequences // batch_size
+    config = GPT2Config(vocab_size=vocab_size, n_positions=seq_len, n_embd=64, n_layer=2, n_head=2,
+                        bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
+    model = GPT2LMHeadModel(config)
+    args = TrainingArguments(output_dir=out_dir, max_steps=steps, per_device_train_batch_size=batch_size,
+                             learning_rate=3e-3, warmup_steps=0, logging_steps=1, save_strategy="no",
+                             report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
+    log = LossLog()
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[log])
+    trainer.train()
+    return {"steps": trainer.state.global_step, "planned_steps": steps, "losses": log.losses,
+            "sequences_per_domain": ds.sequences_per_domain}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
+    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
+    parser.add_argument("--budget-tokens", type=float, default=1e6)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--vocab-size", type=int, default=257, help="the stores' tokenizer vocabulary size")
+    parser.add_argument("--tiny", action="store_true", help="generate a tiny store and train a few steps")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.tiny:
+            from _tiny import TINY_WEIGHTS, make_tiny_stores, result
+
+            summary = train(str(make_tiny_stores(f"{tmp}/stores")), TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/out")
+            losses = summary["losses"]
+            ok = summary["steps"] == summary["planned_steps"] and len(losses) > 1 and losses[-1] < losses[0]
+            result(example="hf_trainer", ok=ok, **summary)
+            return 0 if ok else 1
+        if not args.domains or not args.weights:
+            parser.error("give --domains and --weights, or --tiny")
+        summary = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len,
+                        f"{tmp}/out", vocab_size=args.vocab_size)
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

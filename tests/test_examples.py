@@ -1,0 +1,114 @@
+"""Every example's ``--tiny`` mode, each in its own subprocess (started together, checked one by one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _commands() -> dict[str, list[str]]:
+    py = [sys.executable, "-u"]
+    cmds = {
+        "plain_pytorch": py + [str(EXAMPLES / "plain_pytorch.py"), "--tiny"],
+        "stateful_dataloader": py + [str(EXAMPLES / "stateful_dataloader.py"), "--tiny"],
+        "hf_trainer": py + [str(EXAMPLES / "hf_trainer.py"), "--tiny"],
+        "use_plan": py + [str(EXAMPLES / "use_plan.py"), "--tiny"],
+    }
+    launcher = BIN / "deepspeed" if (BIN / "deepspeed").exists() else shutil.which("deepspeed")
+    if launcher:
+        cmds["deepspeed_train"] = [str(launcher), "--num_gpus", "2", "--master_port", str(_free_port()),
+                                   str(EXAMPLES / "deepspeed_train.py"), "--tiny"]
+    return cmds
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Iterator[dict[str, subprocess.Popen]]:
+    """Start every example at once (most of their time is imports and process start-up)."""
+    logs = tmp_path_factory.mktemp("example-logs")
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", DS_ACCELERATOR="cpu",
+               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.setdefault("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "autoscale-data" / "torch_extensions"))
+    procs = {}
+    for name, cmd in _commands().items():
+        out = open(logs / f"{name}.log", "w+")
+        procs[name] = subprocess.Popen(cmd, cwd=logs, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        procs[name].log = out  # type: ignore[attr-defined]
+    yield procs
+    for proc in procs.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        proc.log.close()  # type: ignore[attr-defined]
+
+
+def finished(runs: dict[str, subprocess.Popen], name: str, timeout: float) -> dict:
+    if name not in runs:
+        pytest.skip(f"{name}: launcher not installed")
+    proc = runs[name]
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    proc.log.seek(0)  # type: ignore[attr-defined]
+    output = proc.log.read()  # type: ignore[attr-defined]
+    lines = [ln for ln in output.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"{name} exited {proc.returncode}:\n{output[-4000:]}"
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["example"] == name and result["ok"] is True, result
+    return result
+
+
+@pytest.mark.timeout(240)
+def test_plain_pytorch(runs) -> None:
+    r = finished(runs, "plain_pytorch", 200)
+    assert r["sequences_seen"] == r["sequences_planned"] and sum(r["sequences_seen"].values()) == 64
+    assert r["last_loss"] < r["first_loss"]
+
+
+@pytest.mark.timeout(240)
+def test_stateful_dataloader_resume(runs) -> None:
+    r = finished(runs, "stateful_dataloader", 200)
+    assert r["first_resumed"] == r["expected_first"] and r["batches_resumed"] == r["batches_full"] - r["stop_after"]
+
+
+@pytest.mark.timeout(240)
+def test_hf_trainer(runs) -> None:
+    r = finished(runs, "hf_trainer", 200)
+    assert r["steps"] == r["planned_steps"] == 10 and r["losses"][-1] < r["losses"][0]
+
+
+@pytest.mark.timeout(240)
+def test_use_plan(runs) -> None:
+    r = finished(runs, "use_plan", 200)
+    assert sum(r["sequences_seen"].values()) == r["total_sequences"]
+    assert abs(sum(r["plan_weights"].values()) - 1) < 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_deepspeed_checkpoint_resume(runs) -> None:
+    r = finished(runs, "deepspeed_train", 400)
+    assert r["world_size"] == 2 and r["resumed_first_step"] == 3
+    for rank in r["ids"]:  # each rank's resumed steps read the same samples as the uninterrupted run
+        assert {s: rank["full"][s] for s in ("3", "4", "5")} == rank["resumed"]
+    assert r["ids"][0]["full"]["0"] != r["ids"][1]["full"]["0"]  # ranks read different slices
+    assert r["restored"]["saved"] == pytest.approx(r["restored"]["loaded"])

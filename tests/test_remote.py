@@ -1,0 +1,239 @@
+"""Remote stores: a threaded HTTP server on 127.0.0.1 serves a store directory."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import pickle
+import shlex
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoscale_data.store import StoreWriter, TokenizerInfo, TokenStore
+from autoscale_data.store import remote as remote_mod
+from autoscale_data.store.remote import RemoteStore, RemoteTokenStore, cache_usage_bytes, open_store
+
+pytestmark = pytest.mark.timeout(30)
+
+TOK = TokenizerInfo(spec="bytes", fingerprint="test-bytes", vocab_size=300, eos_id=256)
+SHARD_TOKENS = 1000
+
+
+def make_store(path: Path, seed: int = 0, n_train: int = 4500, n_val: int = 300) -> TokenStore:
+    rng = np.random.default_rng(seed)
+    with StoreWriter(path, path.name, TOK, shard_tokens=SHARD_TOKENS) as w:
+        w.add_tokens("train", rng.integers(0, 256, n_train), num_documents=3)
+        w.add_tokens("val", rng.integers(0, 256, n_val), num_documents=1)
+    return TokenStore(path)
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    corrupt_left: dict[str, int] = {}  # replaced per server
+    requests: list[str] = []
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet server
+        pass
+
+    def copyfile(self, source, outputfile) -> None:  # type: ignore[no-untyped-def]
+        data = source.read()
+        name = self.path.rsplit("/", 1)[-1]
+        self.requests.append(self.path.lstrip("/"))  # "store/file"
+        if name.endswith(".bin") and self.corrupt_left.get(name, 0) > 0:
+            self.corrupt_left[name] -= 1
+            data = bytes([data[0] ^ 0xFF]) + data[1:]
+        outputfile.write(data)
+
+
+@pytest.fixture
+def serve() -> Iterator:
+    servers: list[http.server.ThreadingHTTPServer] = []
+    threads: list[threading.Thread] = []
+
+    def start(directory: Path, corrupt: dict[str, int] | None = None) -> tuple[str, type[_Handler]]:
+        handler_cls = type("H", (_Handler,), {"corrupt_left": dict(corrupt or {}), "requests": []})
+        handler = functools.partial(handler_cls, directory=str(directory))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        servers.append(server)
+        threads.append(thread)
+        return f"http://127.0.0.1:{server.server_address[1]}", handler_cls
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+    for thread in threads:
+        thread.join(timeout=5)
+
+
+def test_http_store_reads_same_tokens_on_demand(tmp_path: Path, serve) -> None:
+    local = make_store(tmp_path / "srv" / "web")
+    base, handler = serve(tmp_path / "srv")
+    store = open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0)
+    assert isinstance(store, RemoteTokenStore) and isinstance(store, TokenStore)
+    assert store.num_tokens == local.num_tokens and store.name == "web"
+    assert handler.requests == ["web/manifest.json"]  # nothing fetched before it is touched
+    np.testing.assert_array_equal(store.train.sequence(0, 100), local.train.sequence(0, 100))
+    assert handler.requests == ["web/manifest.json", "web/train-00000.bin"]
+    # a range crossing shard boundaries fetches exactly the shards it touches
+    np.testing.assert_array_equal(store.train.tokens(900, 2100), local.train.tokens(900, 2100))
+    assert sorted(handler.requests[2:]) == ["web/train-00001.bin", "web/train-00002.bin"]
+    np.testing.assert_array_equal(store.val.tokens(0, 300), local.val.tokens(0, 300))
+    # every shard bit-identical to the source once cached; a second open downloads nothing more
+    store.remote.prefetch()
+    for shard in local.manifest.splits["train"].shards:
+        assert (store.path / shard.file).read_bytes() == (local.path / shard.file).read_bytes()
+    n_requests = len(handler.requests)
+    again = open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0)
+    np.testing.assert_array_equal(again.train.tokens(0, local.num_tokens), local.train.tokens(0, local.num_tokens))
+    assert handler.requests[n_requests:] == ["web/manifest.json"]
+    # the cache directory is itself a plain store
+    assert TokenStore(again.path).num_tokens == local.num_tokens
+
+
+def test_corrupted_download_is_retried(tmp_path: Path, serve) -> None:
+    make_store(tmp_path / "srv" / "web")
+    base, handler = serve(tmp_path / "srv", corrupt={"train-00001.bin": 2})
+    store = open_store(f"{base}/web", cache_dir=tmp_path / "cache", retries=2, backoff_s=0)
+    store.train.tokens(1000, 1010)
+    assert handler.requests.count("web/train-00001.bin") == 3
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_corruption_after_retries_is_reported_clearly(tmp_path: Path, serve) -> None:
+    local = make_store(tmp_path / "srv" / "web")
+    base, handler = serve(tmp_path / "srv", corrupt={"train-00001.bin": 100})
+    store = open_store(f"{base}/web", cache_dir=tmp_path / "cache", retries=2, backoff_s=0)
+    expected = local.manifest.splits["train"].shards[1].sha256
+    with pytest.raises(ValueError) as info:
+        store.train.tokens(1000, 1010)
+    message = str(info.value)
+    assert f"{base}/web/train-00001.bin" in message and expected in message and "3 attempts" in message
+    assert handler.requests.count("web/train-00001.bin") == 3
+    assert not (store.path / "train-00001.bin").exists()
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_missing_store_and_bad_urls(tmp_path: Path, serve) -> None:
+    base, _ = serve(tmp_path)
+    with pytest.raises(FileNotFoundError, match="404"):
+        open_store(f"{base}/nothing", cache_dir=tmp_path / "cache", backoff_s=0)
+    with pytest.raises(ValueError, match="placeholder"):
+        open_store("pipe:cat /x/manifest.json", cache_dir=tmp_path / "cache")
+    with pytest.raises(ValueError, match="cache_limit_bytes"):
+        open_store(f"{base}/x", cache_dir=tmp_path / "cache", cache_limit_bytes=0)
+    with pytest.raises(ConnectionError, match="2 attempts"):  # nothing listens on port 9 of 127.0.0.1
+        open_store("http://127.0.0.1:9/web", cache_dir=tmp_path / "cache", retries=1, backoff_s=0,
+                   timeout_s=2)
+
+
+def test_lru_eviction_by_size_never_evicts_mapped_shards(tmp_path: Path, serve, monkeypatch) -> None:
+    monkeypatch.setattr(remote_mod, "_TOUCH_S", 0.0)
+    make_store(tmp_path / "srv" / "a", seed=1)
+    make_store(tmp_path / "srv" / "b", seed=2)
+    base, handler = serve(tmp_path / "srv")
+    shard_bytes = SHARD_TOKENS * 2  # uint16
+    cache = tmp_path / "cache"
+    limit = 3 * shard_bytes
+
+    def open_(name: str) -> TokenStore:
+        return open_store(f"{base}/{name}", cache_dir=cache, cache_limit_bytes=limit, backoff_s=0)
+
+    a = open_("a")
+    for k in range(3):
+        a.train.sequence(k, SHARD_TOKENS)
+    assert cache_usage_bytes(cache) == 3 * shard_bytes
+    # every cached shard is mapped by `a`: the limit is exceeded with a warning, nothing is deleted
+    b = open_("b")
+    with pytest.warns(ResourceWarning, match="exceeds cache_limit_bytes"):
+        b.train.sequence(0, 10)
+    a_dir = a.path
+    assert sorted(p.name for p in a_dir.glob("*.bin")) == [f"train-0000{k}.bin" for k in range(3)]
+    del a, b
+    assert cache_usage_bytes(cache) == 4 * shard_bytes
+    # nothing is mapped now; reading a's shard 0 again makes it the most recently used
+    a = open_("a")
+    a.train.sequence(0, 10)
+    del a
+    b = open_("b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b.train.sequence(1, SHARD_TOKENS)  # evicts a/1 and a/2 (b/0 is newer, a/0 was just used)
+        assert sorted(p.name for p in a_dir.glob("*.bin")) == ["train-00000.bin"]
+        assert not (a_dir / "train-00001.bin.sha256").exists()
+        assert cache_usage_bytes(cache) <= limit
+    # an evicted shard is fetched again when touched
+    a = open_("a")
+    before = handler.requests.count("a/train-00001.bin")
+    a.train.sequence(1, SHARD_TOKENS)
+    assert handler.requests.count("a/train-00001.bin") == before + 1
+    assert cache_usage_bytes(cache) <= limit
+
+
+def test_pipe_url_with_cat(tmp_path: Path) -> None:
+    local = make_store(tmp_path / "srv" / "web")
+    url = "pipe:cat " + shlex.quote(str(tmp_path / "srv" / "web")) + "/{file}"
+    store = open_store(url, cache_dir=tmp_path / "cache", prefetch=True)
+    np.testing.assert_array_equal(store.train.tokens(0, local.num_tokens), local.train.tokens(0, local.num_tokens))
+    bad = "pipe:cat " + shlex.quote(str(tmp_path / "srv")) + "/missing/{file}"
+    with pytest.raises(ConnectionError, match="exited with status"):
+        open_store(bad, cache_dir=tmp_path / "cache", retries=0)
+
+
+def test_fsspec_url(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    local = make_store(tmp_path / "srv" / "web")
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for p in (tmp_path / "srv" / "web").iterdir():
+        fs.pipe(f"/stores/web/{p.name}", p.read_bytes())
+    store = open_store("memory://stores/web", cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(store.train.tokens(0, local.num_tokens), local.train.tokens(0, local.num_tokens))
+
+
+def test_pickle_sends_no_data_and_reopens(tmp_path: Path, serve) -> None:
+    local = make_store(tmp_path / "srv" / "web")
+    base, handler = serve(tmp_path / "srv")
+    store = open_store(f"{base}/web", cache_dir=tmp_path / "cache", prefetch=True)
+    blob = pickle.dumps(store)
+    assert len(blob) < 10_000
+    copy = pickle.loads(blob)
+    assert handler.requests.count("web/manifest.json") == 1  # the manifest travels in the pickle
+    np.testing.assert_array_equal(copy.train.sequence(3, 500), local.train.sequence(3, 500))
+
+
+def test_local_paths_open_plain_stores(tmp_path: Path) -> None:
+    local = make_store(tmp_path / "web")
+    assert type(open_store(tmp_path / "web")) is TokenStore
+    assert type(open_store(f"file://{tmp_path / 'web'}")) is TokenStore
+    assert open_store(local) is local
+    with pytest.raises(ValueError, match="not a remote URL"):
+        RemoteStore(str(tmp_path / "web"))
+
+
+@pytest.mark.timeout(60)
+def test_prefetched_remote_store_feeds_the_mixture_dataset(tmp_path: Path, serve) -> None:
+    from autoscale_data.dataset import ScaleAwareMixtureDataset
+
+    make_store(tmp_path / "srv" / "web", seed=3)
+    make_store(tmp_path / "srv" / "code", seed=4)
+    base, _ = serve(tmp_path / "srv")
+    remote = {d: open_store(f"{base}/{d}", cache_dir=tmp_path / "cache", prefetch=True) for d in ("web", "code")}
+    kwargs = dict(weights={"web": 0.6, "code": 0.4}, budget_tokens=60 * 100, seq_len=100, seed=5)
+    local = ScaleAwareMixtureDataset(str(tmp_path / "srv"), **kwargs)
+    via_url = ScaleAwareMixtureDataset(remote, **kwargs)
+    assert via_url.fingerprint == local.fingerprint
+    for a, b in zip(local, via_url, strict=True):
+        assert (a["domain"], a["seq_index"]) == (b["domain"], b["seq_index"])
+        assert torch_equal(a["input_ids"], b["input_ids"])
+
+
+def torch_equal(a, b) -> bool:
+    return bool((a == b).all())

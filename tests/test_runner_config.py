@@ -1,0 +1,110 @@
+"""Runner config: loading, defaults, relative paths, clear errors for bad values, example configs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoscale_data.runner.config import RunnerConfig, config_from_dict, config_to_dict, load_config
+from autoscale_data.runner.models import PRESETS, build_model, model_config_dict
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _base(**kw):
+    raw = {"domains": "stores", "ddo": {"budgets": [4096, 8192]}, "target": {"budget": 16384},
+           "seq_len": 32, "micro_batch_size": 4, "global_batch_size": 8}
+    raw.update(kw)
+    return raw
+
+
+def test_defaults_follow_the_paper() -> None:
+    cfg = config_from_dict(_base())
+    assert cfg.optimizer.weight_decay == 0.01
+    assert cfg.optimizer.warmup_fraction == 0.1
+    assert (cfg.ddo.multiplier_up, cfg.ddo.multiplier_down) == (3.0, 3.0)
+    assert cfg.ddo.base_weights == "uniform"
+    assert cfg.grad_accum == 2
+
+
+def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> None:
+    sub = tmp_path / "conf"
+    sub.mkdir()
+    (sub / "c.yaml").write_text("domains: ../stores\nddo: {budgets: [4096, 8192], multipliers: [3, 5]}\n"
+                                "target: {budget: 16384}\nseq_len: 32\nmicro_batch_size: 4\nglobal_batch_size: 8\n"
+                                "optimizer: {lr: 1e-3}\n")
+    cfg = load_config(sub / "c.yaml")
+    assert cfg.resolve(cfg.domains) == (tmp_path / "stores").resolve()
+    assert cfg.ddo.multiplier_down == 5.0
+    assert cfg.optimizer.lr == pytest.approx(1e-3)  # YAML's "1e-3" string is read as a number
+    (sub / "c.json").write_text(json.dumps(_base()))
+    assert load_config(sub / "c.json").seq_len == 32
+    raw = config_to_dict(cfg)
+    raw.pop("base_dir")
+    assert config_from_dict(raw, sub) == cfg
+
+
+@pytest.mark.parametrize(("raw", "needle"), [
+    (_base(ddo={"budgets": [8192, 4096]}), "N1 < N2"),
+    (_base(ddo={"budgets": [4096]}), "two budgets"),
+    (_base(ddo={"budgets": [4096, 8192], "multipliers": [1, 3]}), "multiplier_up"),
+    (_base(ddo={"budgets": [4096, 8192], "objective": "ppl"}), "objective"),
+    (_base(target={"budget": 8192}), "more than ddo.budgets N2"),
+    (_base(target={"budget": 16384, "baselines": ["uniform", "llama"]}), "baselines"),
+    (_base(target={"budget": 16384, "baselines": ["reference"]}), "reference_weights"),
+    (_base(model={"preset": "gpt5"}), "preset"),
+    (_base(global_batch_size=6), "multiple of micro_batch_size"),
+    (_base(backend="jax"), "backend"),
+    (_base(seq_len=0), "seq_len"),
+    (_base(seeds=[0, 0]), "distinct seeds"),
+    (_base(precision="fp8"), "precision"),
+    (_base(deepspeed={"zero_stage": 4}), "zero_stage"),
+    (_base(optimizer={"lr": -1}), "optimizer.lr"),
+    (_base(learning_rate=1), "unknown keys"),
+    ({"seq_len": 32}, "domains"),
+    (_base(domains={"only": "x"}), ">= 2 domains"),
+    (_base(ddo={"budgets": [64, 8192]}), "at least one global batch"),
+])
+def test_bad_configs_name_the_bad_value(raw: dict, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        config_from_dict(raw)
+
+
+def test_missing_or_unparsable_files(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("domains: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_config(bad)
+    other = tmp_path / "c.toml"
+    other.write_text("x = 1")
+    with pytest.raises(ValueError, match=".yaml, .yml or .json"):
+        load_config(other)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_example_configs_validate(path: Path) -> None:
+    cfg = load_config(path)
+    assert isinstance(cfg, RunnerConfig)
+
+
+def test_example_set_has_tiny_and_paper_sized_configs() -> None:
+    names = [p.name for p in EXAMPLES.glob("*.yaml")]
+    assert any("tiny" in n for n in names)
+    large = [load_config(p) for p in EXAMPLES.glob("*.yaml") if load_config(p).model.preset == "gpt2-large"]
+    assert large and all(c.optimizer.lr == pytest.approx(2e-4) for c in large)
+    assert any(load_config(p).model.preset == "bert-base" for p in EXAMPLES.glob("*.yaml"))
+
+
+def test_presets_match_the_paper_architectures() -> None:
+    assert PRESETS["gpt2-large"] == {"n_layer": 36, "n_embd": 1280, "n_head": 20}
+    fields = model_config_dict("bert-tiny", {}, vocab_size=257, seq_len=64)
+    assert fields["vocab_size"] == 258  # one extra id for [MASK]
+    model = build_model("bert-tiny", fields)
+    assert model.config.num_hidden_layers == 2
+    gpt = build_model("gpt2-tiny", model_config_dict("gpt2-tiny", {"n_layer": 1}, vocab_size=300, seq_len=16),
+                      eos_id=299)
+    assert gpt.config.n_layer == 1 and gpt.config.vocab_size == 300 and gpt.config.n_positions == 16

@@ -1,0 +1,115 @@
+"""End to end: a tiny plan (synthetic demo corpus prepared on the fly, tiny GPT, CPU) produces a
+complete report; a runner killed with SIGKILL mid-plan resumes without losing or retraining runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from runner_helpers import tiny_config
+
+from autoscale_data.cli import main
+from autoscale_data.runner.config import config_from_dict
+from autoscale_data.runner.ledger import Ledger
+from autoscale_data.runner.pipeline import MixtureRunner
+
+pytestmark = pytest.mark.slow
+
+
+def _demo_config(tmp_path: Path, **overrides) -> dict:
+    cfg = tiny_config("data/demo", **overrides)
+    cfg["data"] = {"synthetic": {"domains": ["encyclopedia", "web"], "bytes_per_domain": 60_000, "seed": 0,
+                                 "holdout_every": 10}}
+    return cfg
+
+
+@pytest.mark.timeout(300)
+def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
+    raw = _demo_config(tmp_path, seeds=[0, 1], target={"baselines": ["uniform", "natural", "ddo_n2"]})
+    cfg_path = tmp_path / "tiny.json"
+    cfg_path.write_text(json.dumps(raw))
+    lines: list[str] = []
+    from autoscale_data.runner.config import load_config
+
+    runner = MixtureRunner(load_config(cfg_path), tmp_path / "out", log=lines.append, progress=False)
+    report = runner.run()
+    assert (tmp_path / "data" / "demo" / "web" / "manifest.json").exists()  # generated + prepared
+    out = tmp_path / "out"
+    for name in ("report.json", "report.md", "plots/weights.png", "plots/target_losses.png", "plots/curves.png",
+                 "fits/projection.json", "fits/ddo_4096.json", "fits/ddo_8192.json", "fits/bootstrap_8192.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert set(report["targets"]) == {"autoscale", "uniform", "natural", "ddo_n2"}
+    assert set(report["tokens_saved"]) == {"uniform", "natural", "ddo_n2"}
+    for s in report["tokens_saved"].values():
+        assert s["status"] in ("reached", "at_first_eval", "not_reached")
+        assert (s["saved_fraction"] is None) == (s["status"] == "not_reached")
+    assert report["bootstrap"]["8192"]["available"]  # two seeds per point: the bootstrap has a verdict
+    assert isinstance(report["bootstrap"]["8192"]["distinguishable_from_base"], bool)
+    assert report["proxies"]["4096"]["base"]["mean_loss"]["n"] == 2  # error bars over seeds
+    weights = report["targets"]["autoscale"]["weights"]
+    assert weights == pytest.approx(report["projection"]["weights"], abs=2 / (16384 // 32))
+    md = (out / "report.md").read_text()
+    assert "Tokens saved" in md and "Bootstrap" in md and "data" in md
+    target_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]}
+    assert sum(" done " in line for line in lines) == 2 * 2 * 5 + len(target_ids)  # equal mixes train once
+    # a second call trains nothing and reproduces the report
+    again: list[str] = []
+    MixtureRunner(load_config(cfg_path), out, log=again.append, progress=False).run()
+    assert not any(" done " in line for line in again)
+    assert main(["report", str(out)]) == 0
+
+
+def _done_events(out: Path) -> list[dict]:
+    return [e for e in Ledger(out, lock=False).events() if e["status"] == "done"]
+
+
+@pytest.mark.timeout(300)
+def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path) -> None:
+    raw = _demo_config(tmp_path, target={"baselines": ["uniform"]}, checkpoint_every=2)
+    cfg_path = tmp_path / "kill.json"
+    cfg_path.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 200
+    try:
+        while not (out / "ledger.jsonl").exists() or len(_done_events(out)) < 3:
+            assert proc.poll() is None, "the runner ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.2)
+        time.sleep(0.7)  # land somewhere inside the next run
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
+                for e in _done_events(out)}
+    assert len(finished) >= 3
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=250)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    events = list(Ledger(out, lock=False).events())
+    for run_id, digest in finished.items():  # kept byte for byte, never trained again
+        assert hashlib.sha256((out / "runs" / run_id / "result.json").read_bytes()).hexdigest() == digest
+        assert not any(e["run_id"] == run_id and e["status"] == "running" for e in events
+                       if e["time"] > min(d["time"] for d in events if d["run_id"] == run_id and d["status"] == "done"))
+    done = [e["run_id"] for e in events if e["status"] == "done"]
+    assert len(done) == len(set(done))  # every run finished exactly once
+    records = Ledger(out, lock=False).records()
+    assert all(r.status == "done" for r in records.values())
+    assert len(records) == 2 * 5 + 2  # proxies at two budgets + autoscale + uniform
+    assert json.loads((out / "report.json").read_text())["targets"].keys() == {"autoscale", "uniform"}
+
+
+def test_run_refuses_a_missing_store_without_a_data_section(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    cfg_path = tmp_path / "c.json"
+    cfg_path.write_text(json.dumps(tiny_config("missing")))
+    assert main(["run", str(cfg_path), "--out", str(tmp_path / "o")]) == 2
+    assert "autoscale-data prepare" in capsys.readouterr().err
+    assert config_from_dict(tiny_config("missing")).data.synthetic is None

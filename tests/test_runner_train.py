@@ -1,0 +1,141 @@
+"""The training entry point (torch backend): exact token accounting, exact resume from a checkpoint,
+BERT masked-LM proxies, divergence handling, and fits that refuse too few runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from runner_helpers import tiny_config, tiny_stores
+
+from autoscale_data._io import atomic_write_json
+from autoscale_data.runner import checkpoint as ckpt_mod
+from autoscale_data.runner import train as train_mod
+from autoscale_data.runner.config import config_from_dict
+from autoscale_data.runner.data import inspect_domains
+from autoscale_data.runner.fitting import proxy_table
+from autoscale_data.runner.ledger import Ledger
+from autoscale_data.runner.models import mask_tokens
+from autoscale_data.runner.plan import ddo_proxy_specs, target_spec
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Path:
+    return tiny_stores(tmp_path / "stores")
+
+
+def _setup(stores: Path, **overrides):
+    cfg = config_from_dict(tiny_config(stores, **overrides))
+    return cfg, inspect_domains(cfg)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg, domains = _setup(stores, checkpoint_every=3)
+    spec = target_spec(cfg, domains, "uniform", {"a": 0.3, "b": 0.7}, seed=1)  # 64 steps of 8 x 32 tokens
+    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False)
+    assert full["tokens"] == spec.tokens and full["total_tokens"] == 16384
+    assert len(full["curve"]) == spec.eval_points and full["resumed_at"] == []
+
+    real_save = ckpt_mod.save_checkpoint
+    saves = []
+
+    def save_then_die(*args, **kwargs):
+        real_save(*args, **kwargs)
+        saves.append(args[3]["step"])
+        if len(saves) == 3:
+            raise _Stop  # the process dies right after its third checkpoint
+
+    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
+    with pytest.raises(_Stop):
+        train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
+    assert not (tmp_path / "cut" / "result.json").exists()
+    assert json.loads((tmp_path / "cut" / "ckpt" / "latest.json").read_text())["step"] == 9
+    monkeypatch.setattr(train_mod, "save_checkpoint", real_save)
+    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
+    assert resumed["resumed_at"] == [9]
+    assert resumed["tokens"] == full["tokens"]
+    for a, b in zip(full["curve"], resumed["curve"], strict=True):
+        assert a["tokens"] == b["tokens"]
+        for d in a["losses"]:
+            assert b["losses"][d] == pytest.approx(a["losses"][d], abs=1e-5)
+    assert not (tmp_path / "cut" / "ckpt").exists()  # removed once the result is written
+
+
+def test_dataloader_workers_deliver_the_same_stream(stores: Path, tmp_path: Path) -> None:
+    cfg0, domains = _setup(stores)
+    cfg2, _ = _setup(stores, num_workers=2)
+    spec0 = ddo_proxy_specs(cfg0, domains, 4096)[0]
+    spec2 = ddo_proxy_specs(cfg2, domains, 4096)[0]
+    assert spec0.run_id == spec2.run_id  # loader workers do not change what a run computes
+    r0 = train_mod.train_run(cfg0, spec0, domains, tmp_path / "w0", progress=False)
+    r2 = train_mod.train_run(cfg2, spec2, domains, tmp_path / "w2", progress=False)
+    assert r0["tokens"] == r2["tokens"] == spec0.tokens
+    assert r0["losses"] == r2["losses"]
+
+
+def test_bert_mlm_proxy_step(stores: Path, tmp_path: Path) -> None:
+    cfg, domains = _setup(stores, model={"preset": "bert-tiny", "overrides": {
+        "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}})
+    spec = ddo_proxy_specs(cfg, domains, 4096)[1]
+    result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False)
+    assert result["tokens"] == spec.tokens
+    assert all(math.isfinite(v) and 0 < v < 10 for v in result["losses"].values())
+
+
+def test_mask_tokens_rates() -> None:
+    ids = torch.randint(0, 200, (64, 256))
+    gen = torch.Generator().manual_seed(0)
+    masked, labels = mask_tokens(ids, vocab_size=257, mask_id=257, probability=0.15, generator=gen)
+    chosen = labels != -100
+    assert abs(chosen.float().mean().item() - 0.15) < 0.01
+    assert abs((masked[chosen] == 257).float().mean().item() - 0.8) < 0.03
+    assert torch.equal(labels[chosen], ids[chosen]) and torch.equal(masked[~chosen], ids[~chosen])
+
+
+def test_diverged_run_is_failed_with_its_reason(stores: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg, domains = _setup(stores)
+    spec = ddo_proxy_specs(cfg, domains, 4096)[0]
+    monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda self, ids, step, micro: float("nan"))
+    with pytest.raises(train_mod.Diverged, match="nan"):
+        train_mod.train_run(cfg, spec, domains, tmp_path / "nan", progress=False)
+    assert "diverged" in json.loads((tmp_path / "nan" / "failure.json").read_text())["reason"]
+    assert not (tmp_path / "nan" / "result.json").exists()
+
+
+def _fake_result(spec, loss_shift: float = 0.0) -> dict:
+    losses = {d: 3.0 - 0.3 * math.log(1 + n / 10) + loss_shift for d, n in spec.sequences.items()}
+    return {"run_id": spec.run_id, "tokens": spec.tokens, "losses": losses}
+
+
+def test_fit_leaves_failed_runs_out_and_names_missing_ones(stores: Path, tmp_path: Path) -> None:
+    cfg, domains = _setup(stores, seeds=[0, 1])
+    specs = ddo_proxy_specs(cfg, domains, 4096)
+    with Ledger(tmp_path / "out") as ledger:
+        for s in specs:
+            ledger.register(s)
+            if s.label == "a x3" and s.seed == 1:
+                ledger.mark_failed(s.run_id, "diverged: training loss nan at step 3/10", terminal=True)
+            else:
+                atomic_write_json(ledger.result_path(s.run_id), _fake_result(s, 0.01 * s.seed))
+        with pytest.warns(UserWarning, match="left out of the DDO fit"):
+            table = proxy_table(ledger, specs, 4096)
+        assert len(table) == len(specs) - 1
+        broken = next(s for s in specs if s.label == "b /3" and s.seed == 0)
+        ledger.result_path(broken.run_id).unlink()
+        other = next(s for s in specs if s.label == "b /3" and s.seed == 1)
+        ledger.mark_failed(other.run_id, "diverged: training loss inf at step 2/10", terminal=True)
+        ledger.result_path(other.run_id).unlink()
+        with pytest.raises(ValueError, match=r"too few finished runs.*'b /3'.*" + broken.run_id):
+            with pytest.warns(UserWarning):
+                proxy_table(ledger, specs, 4096)
