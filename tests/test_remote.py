@@ -235,5 +235,23 @@ def test_prefetched_remote_store_feeds_the_mixture_dataset(tmp_path: Path, serve
         assert torch_equal(a["input_ids"], b["input_ids"])
 
 
+@pytest.mark.timeout(60)
+def test_mixture_dataset_takes_urls_and_lazy_remote_stores(tmp_path: Path, serve, monkeypatch) -> None:
+    from autoscale_data.dataset import ScaleAwareMixtureDataset
+
+    make_store(tmp_path / "srv" / "web", seed=3)
+    make_store(tmp_path / "srv" / "code", seed=4)
+    base, _ = serve(tmp_path / "srv")
+    monkeypatch.setenv("AUTOSCALE_DATA_CACHE", str(tmp_path / "env-cache"))
+    lazy = open_store(f"{base}/code", cache_dir=tmp_path / "cache")  # no prefetch: the dataset fetches
+    kwargs = dict(weights={"web": 0.6, "code": 0.4}, budget_tokens=60 * 100, seq_len=100, seed=5)
+    local = ScaleAwareMixtureDataset(str(tmp_path / "srv"), **kwargs)
+    mixed = ScaleAwareMixtureDataset({"web": f"{base}/web", "code": lazy}, **kwargs)
+    assert mixed.fingerprint == local.fingerprint
+    assert any((tmp_path / "env-cache").rglob("train-*.bin"))  # the URL went through the cache
+    for a, b in zip(local, mixed, strict=True):
+        assert (a["seq_index"], torch_equal(a["input_ids"], b["input_ids"])) == (b["seq_index"], True)
+
+
 def torch_equal(a, b) -> bool:
     return bool((a == b).all())

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores
+from ..store.remote import RemoteTokenStore, open_store
 
 __all__ = ["DomainsArg", "SplitReader", "open_domains", "resolve_distributed"]
 
@@ -21,8 +22,9 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
     """Open every domain store, sorted by name, and check they share one tokenizer.
 
     Args:
-        domains: name -> store directory or :class:`TokenStore`, or a ``prepare`` output
-            directory (its domains found by :func:`~autoscale_data.store.find_domain_stores`).
+        domains: name -> store directory, store URL (``https://…``, ``pipe:…``, fsspec; fetched
+            into the local cache, see :func:`~autoscale_data.store.open_store`) or
+            :class:`TokenStore`, or a ``prepare`` output directory (its domains found by :func:`~autoscale_data.store.find_domain_stores`).
         verify: passed to :class:`TokenStore` for stores given as paths.
 
     Raises:
@@ -44,7 +46,11 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"domain names must be non-empty strings, got {name!r}")
         value = domains[name]
-        stores[name] = value if isinstance(value, TokenStore) else TokenStore(value, verify=verify)  # type: ignore[arg-type]
+        if isinstance(value, RemoteTokenStore):
+            value.prefetch()  # the reader maps shard files by path: fetch them into the cache first
+        elif not isinstance(value, TokenStore):
+            value = open_store(value, verify=verify, prefetch=True)  # type: ignore[arg-type]
+        stores[name] = value
     check_compatible(stores)
     return stores
 

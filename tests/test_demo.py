@@ -1,0 +1,92 @@
+"""The demo: its config, its table, and ``autoscale-data demo --quick`` end to end (the CI run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autoscale_data.demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, run_demo
+
+
+def test_presets_make_valid_runner_configs(tmp_path) -> None:
+    for quick in (False, True):
+        cfg = demo_config(tmp_path, quick=quick)
+        s = DEMO_PRESETS["quick" if quick else "full"]
+        assert cfg.ddo.budgets == s.budgets and cfg.target.budget == s.target
+        assert cfg.model.preset == "gpt2-tiny" and cfg.backend == "torch"
+        assert set(cfg.target.baselines) == {"uniform", "ddo_n2"}
+        assert cfg.resolve(cfg.domains) == (tmp_path / "data").resolve()
+    assert len(DEMO_PRESETS["full"].domains) >= 4
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"mode": "huge"}, {"domains": ("web",)}, {"domains": ("web", "wiki")},
+    {"budgets": (20, 10)}, {"target": 10},
+])
+def test_settings_are_validated(kwargs) -> None:
+    base = {"mode": "quick", "domains": ("web", "code"), "bytes_per_domain": 1000, "budgets": (100, 200),
+            "target": 400}
+    with pytest.raises(ValueError):
+        DemoSettings(**{**base, **kwargs})
+
+
+def test_a_directory_holds_one_demo_mode(tmp_path) -> None:
+    (tmp_path / "demo.json").write_text('{"mode": "full"}')
+    with pytest.raises(ValueError, match="needs its own directory"):
+        run_demo(tmp_path, quick=True, log=lambda _: None)
+
+
+def _report() -> dict:
+    curve = {"tokens": [1.0], "mean": [1.0], "std": [0.0], "n": 1}
+    losses = {"a": {"mean": 1.0, "std": 0.0, "n": 1}, "b": {"mean": 2.0, "std": 0.0, "n": 1}}
+    return {
+        "domains": ["a", "b"], "objective": "mean_loss", "out_dir": "/x",
+        "ddo": {"100": {"weights": {"a": 0.6, "b": 0.4}}, "200": {"weights": {"a": 0.55, "b": 0.45}}},
+        "bootstrap": {"100": {"available": True, "distinguishable_from_base": False}},
+        "projection": {"budget_tokens": 1000.0, "weights": {"a": 0.45, "b": 0.55}},
+        "target_mixes": {"autoscale": {"a": 0.45, "b": 0.55}, "ddo_n2": {"a": 0.55, "b": 0.45},
+                         "uniform": {"a": 0.5, "b": 0.5}},
+        "targets": {m: {"losses": losses, "mean_loss": {"mean": v, "std": 0.0, "n": 1}, "tokens": 1000,
+                        "curve": curve} for m, v in (("autoscale", 1.5), ("uniform", 1.6), ("ddo_n2", 1.4))},
+        "tokens_saved": {
+            "uniform": {"status": "reached", "saved_fraction": 0.3, "baseline_final": 1.6,
+                        "tokens_to_baseline_final": 700.0, "baseline_tokens": 1000.0},
+            "ddo_n2": {"status": "not_reached", "saved_fraction": None, "baseline_final": 1.4,
+                       "autoscale_final": 1.5, "baseline_saved_fraction": 0.2}},
+        "missing_targets": [],
+    }
+
+
+def test_table_shows_weights_losses_and_savings_honestly() -> None:
+    text = format_demo_table(_report(), DEMO_PRESETS["quick"])
+    assert "DDO@100" in text and "AutoScale@1k" in text and "uniform" in text
+    assert "0.450" in text and "0.600" in text  # projected and N1 weights
+    assert "+30.0%" in text  # saving vs uniform
+    assert "not reached" in text and "20.0% fewer tokens" in text  # a loss against DDO(N2) is shown as such
+    assert "NOT distinguishable" in text
+    assert "mean nothing" in text  # the quick preset says it is a smoke run
+    assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
+
+
+@pytest.mark.timeout(900)
+def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
+    out = tmp_path / "demo"
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-m", "autoscale_data.cli", "demo", "--quick", "--out", os.fspath(out)]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Mixture weights" in first.stdout and "Tokens saved" in first.stdout
+    for name in ("report.md", "report.json", "plots/weights.png", "plots/curves.png", "fits/projection.json"):
+        assert (out / name).is_file(), name
+    trained = first.stdout.count("] done ")
+    assert 2 * 7 + 1 <= trained <= 2 * 7 + 3  # 2m+1 proxies at two budgets (m = 3); target mixes that coincide share a run
+    start = time.monotonic()
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "] done " not in second.stdout  # nothing trained again
+    assert second.stdout.split("Mixture weights", 1)[1] == first.stdout.split("Mixture weights", 1)[1]
+    assert time.monotonic() - start < 120  # loose: a resume only re-reads results
