@@ -3,10 +3,12 @@
 One command builds (or reuses) the real-text corpus with ``../shared/corpus/build_corpus.sh``,
 trains a byte-level BPE on it, prepares the token stores and runs the whole pipeline through the
 runner (``MixtureRunner``: proxies at N1 and N2 for every seed -> DDO -> projection -> target runs
-for AutoScale, uniform, natural share and DDO(N2)). It then trains, through the same runner and
+for AutoScale, uniform, natural share, DDO(N2) and AutoScale on the anytime schedule, whose
+cumulative per-domain tokens follow the fitted mixture plan's allocation path). It then trains, through the same runner and
 ledger, (a) extra held-out perturbation runs at N2 (multipliers not used by the fit) to measure the
 DDO loss model's AAR out of sample, and (b) the DDO runs at a third budget N3 to compare DDO(N3)
-with the weights projected from N1 and N2. Results go to ``OUT/results.md`` and
+with the weights projected from N1 and N2. It also tabulates the validation loss at every
+intermediate evaluation point of the anytime and the fixed AutoScale runs. Results go to ``OUT/results.md`` and
 ``OUT/results.json``; every run is resumable (re-running the command reuses finished runs).
 
 Usage (defaults are sized for about 40-60 minutes on 2 otherwise idle CPU cores):
@@ -48,6 +50,8 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds (>= 2 for a spread)")
     p.add_argument("--heldout-multipliers", default="2", help="extra multipliers at N2 for the held-out AAR")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads per run (1 is robust on a shared 2-core machine)")
     return p.parse_args()
 
 
@@ -91,7 +95,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
-                  multipliers: tuple[float, float] = (3.0, 3.0)) -> Any:
+                  multipliers: tuple[float, float] = (3.0, 3.0), threads: int = 1) -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -101,21 +105,12 @@ def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int
         "optimizer": {"lr": lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
         "dropout": 0.0,
         "ddo": {"budgets": budgets, "multipliers": list(multipliers), "objective": "mean_loss", "min_weight": 0.02},
-        "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds},
+        "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2", "autoscale_anytime"],
+                   "seeds": seeds},
         "seeds": seeds, "eval": {"heldout_tokens_per_domain": 32_768, "target_points": 8, "batch_size": 32},
-        "backend": "torch", "checkpoint_every": 500, "cpu_threads": min(2, os.cpu_count() or 1),
+        "backend": "torch", "checkpoint_every": 500, "cpu_threads": threads,
     }
     return config_from_dict(raw)
-
-
-def train_specs(runner: Any, specs: list[Any]) -> None:
-    """Train extra runs through the runner's ledger (finished ones are reused)."""
-    from autoscale_data.runner import Ledger
-
-    with Ledger(runner.out) as ledger:
-        for s in specs:
-            ledger.register(s)
-        runner._train_all(ledger, specs)  # the runner's own per-run path: ledger, checkpoints, resume
 
 
 def table_for(runner: Any, specs: list[Any], seed: int | None = None) -> Any:
@@ -157,7 +152,7 @@ def main() -> int:
     stores = ensure_stores(out, corpus, domains, args.vocab)
     t_data = time.time() - t0
 
-    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr), out / "run")
+    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, threads=args.threads), out / "run")
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
@@ -165,13 +160,14 @@ def main() -> int:
 
     # (b) DDO at a third budget, same design, same ledger
     specs3 = ddo_proxy_specs(runner.config, d, n3)
-    train_specs(runner, specs3)
+    runner.train_runs(specs3)
     # (a) held-out perturbations at N2 (multipliers the fit never saw)
     held: list[Any] = []
     for m in (float(x) for x in args.heldout_multipliers.split(",")):
-        alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m))
+        alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m),
+                            threads=args.threads)
         held += [s for s in ddo_proxy_specs(alt, d, n2) if s.perturbed is not None]
-    train_specs(runner, held)
+    runner.train_runs(held)
 
     specs = runner.proxy_specs()
     per_seed: dict[int, dict[str, Any]] = {}
@@ -204,6 +200,7 @@ def main() -> int:
     results = {"domains": list(d.names), "budgets": [n1, n2, n3], "target": args.target, "seeds": seeds,
                "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,
                "pooled_report_tokens_saved": report.get("tokens_saved"),
+               "anytime_vs_fixed": report.get("anytime_vs_fixed"),
                "pooled_bootstrap": report.get("bootstrap"), "wall_time_s": time.time() - t0,
                "data_time_s": t_data, "median_tokens_per_s": report.get("throughput", {}).get("tokens_per_s_median")}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
@@ -246,7 +243,29 @@ def markdown(r: dict[str, Any]) -> str:
         shown = ", ".join("not reached" if v is None else f"{v:+.1%}" for v in vals)
         lines.append(f"| (c) tokens saved by AutoScale vs {b} at the target (per seed) | {shown} |")
     lines += ["", "Negative savings mean the baseline reached AutoScale's final loss with that many fewer tokens."]
+    lines += anytime_markdown(r.get("anytime_vs_fixed"))
     return "\n".join(lines) + "\n"
+
+
+def anytime_markdown(a: dict[str, Any] | None) -> list[str]:
+    """The table "loss at intermediate budgets: anytime vs fixed" (from the runner report's comparison)."""
+    lines = ["", "Loss at intermediate budgets: anytime vs fixed", ""]
+    if not a or not a.get("available"):
+        return lines + [f"Not available: {(a or {}).get('reason', 'no autoscale_anytime runs')}."]
+
+    def ms(v: dict[str, float], signed: bool = False) -> str:
+        mean = f"{v['mean']:+.3f}" if signed else f"{v['mean']:.3f}"
+        return f"{mean} ± {v['std']:.3f}" if v["n"] > 1 else mean
+
+    lines += [f"Mean validation loss over domains at each evaluation point, mean ± std over seeds {a['seeds']}; "
+              "difference = anytime − fixed, paired by seed (negative: the anytime schedule is better).", "",
+              "| tokens | AutoScale fixed mix | AutoScale anytime | anytime − fixed |", "|---:|---:|---:|---:|"]
+    for p in a["points"]:
+        lines.append(f"| {p['tokens']:,.0f} | {ms(p['reference'])} | {ms(p['other'])} | "
+                     f"{ms(p['difference'], signed=True)} |")
+    better = sum(p["difference"]["mean"] < 0 for p in a["points"])
+    lines += ["", f"The anytime schedule has the lower mean loss at {better} of {len(a['points'])} evaluation points."]
+    return lines
 
 
 if __name__ == "__main__":

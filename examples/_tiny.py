@@ -7,6 +7,7 @@ the held-out split), i.e. the same layout ``autoscale-data prepare`` produces.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 
 from autoscale_data.store import ByteTokenizer, StoreWriter
 
-__all__ = ["TINY_WEIGHTS", "make_tiny_stores", "result"]
+__all__ = ["TINY_WEIGHTS", "add_data_args", "make_tiny_stores", "result"]
 
 _WORDS = {
     "books": "the old house stood by the river and she walked along it every morning",
@@ -23,6 +24,15 @@ _WORDS = {
     "web": "click here to read more about the best deals news sports weather and login",
 }
 TINY_WEIGHTS = {"books": 0.3, "code": 0.2, "web": 0.5}
+
+
+def add_data_args(parser: argparse.ArgumentParser, *, budget_tokens: float, tiny_help: str) -> None:
+    """The data options every example takes: stores, weights, budget, sequence length, ``--tiny``."""
+    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
+    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
+    parser.add_argument("--budget-tokens", type=float, default=budget_tokens)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--tiny", action="store_true", help=tiny_help)
 
 
 def make_tiny_stores(root: str | Path, *, docs_per_domain: int = 400, seed: int = 0) -> Path:

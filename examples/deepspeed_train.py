@@ -35,6 +35,7 @@ os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "auto
 import deepspeed  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
 from torch.utils.data import DataLoader  # noqa: E402
 from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 
@@ -125,16 +126,12 @@ def _tiny(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--local_rank", type=int, default=int(os.environ.get("LOCAL_RANK", 0)))
-    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
-    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
-    parser.add_argument("--budget-tokens", type=float, default=2e6)
-    parser.add_argument("--seq-len", type=int, default=128)
+    add_data_args(parser, budget_tokens=2e6, tiny_help="tiny store; train, save, resume, compare")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--save-every", type=int, default=50)
     parser.add_argument("--ckpt-dir", default="ckpt")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--vocab-size", type=int, default=257)
-    parser.add_argument("--tiny", action="store_true", help="tiny store; train, save, resume, compare")
     args = parser.parse_args(argv)
     on_gpu = torch.cuda.is_available()
     deepspeed.init_distributed(dist_backend="nccl" if on_gpu else "gloo")

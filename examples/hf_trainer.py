@@ -21,6 +21,7 @@ import argparse
 import json
 import tempfile
 
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
@@ -57,12 +58,8 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
-    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
-    parser.add_argument("--budget-tokens", type=float, default=1e6)
-    parser.add_argument("--seq-len", type=int, default=128)
+    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and train a few steps")
     parser.add_argument("--vocab-size", type=int, default=257, help="the stores' tokenizer vocabulary size")
-    parser.add_argument("--tiny", action="store_true", help="generate a tiny store and train a few steps")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny:

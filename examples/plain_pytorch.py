@@ -22,6 +22,7 @@ import tempfile
 from collections import Counter
 
 import torch
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -78,12 +79,8 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
-    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
-    parser.add_argument("--budget-tokens", type=float, default=2e6)
-    parser.add_argument("--seq-len", type=int, default=128)
+    add_data_args(parser, budget_tokens=2e6, tiny_help="generate a tiny store and train a few steps")
     parser.add_argument("--num-workers", type=int, default=2)
-    parser.add_argument("--tiny", action="store_true", help="generate a tiny store and train a few steps")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny:

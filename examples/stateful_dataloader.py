@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
@@ -62,12 +63,8 @@ def resume_check(domains: str, weights: dict[str, float], budget_tokens: int, se
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", help="a prepare output dir (one store per domain)")
-    parser.add_argument("--weights", help='JSON {"domain": weight, ...}')
-    parser.add_argument("--budget-tokens", type=float, default=1e6)
-    parser.add_argument("--seq-len", type=int, default=128)
+    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
     parser.add_argument("--stop-after", type=int, default=5, help="batches before the simulated interruption")
-    parser.add_argument("--tiny", action="store_true", help="generate a tiny store and check the resume")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny:

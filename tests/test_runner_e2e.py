@@ -32,7 +32,8 @@ def _demo_config(tmp_path: Path, **overrides) -> dict:
 
 @pytest.mark.timeout(300)
 def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
-    raw = _demo_config(tmp_path, seeds=[0, 1], target={"baselines": ["uniform", "natural", "ddo_n2"]})
+    raw = _demo_config(tmp_path, seeds=[0, 1], target={"baselines": ["uniform", "natural", "ddo_n2",
+                                                                     "autoscale_anytime"]})
     cfg_path = tmp_path / "tiny.json"
     cfg_path.write_text(json.dumps(raw))
     lines: list[str] = []
@@ -45,8 +46,17 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     for name in ("report.json", "report.md", "plots/weights.png", "plots/target_losses.png", "plots/curves.png",
                  "fits/projection.json", "fits/ddo_4096.json", "fits/ddo_8192.json", "fits/bootstrap_8192.json"):
         assert (out / name).stat().st_size > 0, name
-    assert set(report["targets"]) == {"autoscale", "uniform", "natural", "ddo_n2"}
-    assert set(report["tokens_saved"]) == {"uniform", "natural", "ddo_n2"}
+    assert set(report["targets"]) == {"autoscale", "uniform", "natural", "ddo_n2", "autoscale_anytime"}
+    assert set(report["tokens_saved"]) == {"uniform", "natural", "ddo_n2", "autoscale_anytime"}
+    plan = json.loads((out / "fits" / "mixture_plan.json").read_text())
+    anytime = [t for t in json.loads((out / "plan.json").read_text())["targets"] if t["label"] == "autoscale_anytime"]
+    assert [t["seed"] for t in anytime] == [0] and anytime[0]["schedule"] == "anytime" and anytime[0]["plan"] == plan
+    fixed_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]} - {anytime[0]["run_id"]}
+    assert all("schedule" not in json.loads((out / "runs" / i / "spec.json").read_text()) for i in fixed_ids)
+    comparison = report["anytime_vs_fixed"]
+    assert comparison["available"] and len(comparison["points"]) == 4  # every evaluation point of both runs
+    for point in comparison["points"]:  # the anytime run saw about the plan's optimum at every budget
+        assert point["other_shares"] == pytest.approx(point["plan_shares"], abs=2 * 8 * 32 / point["tokens"])
     for s in report["tokens_saved"].values():
         assert s["status"] in ("reached", "at_first_eval", "not_reached")
         assert (s["saved_fraction"] is None) == (s["status"] == "not_reached")
@@ -56,7 +66,7 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     weights = report["targets"]["autoscale"]["weights"]
     assert weights == pytest.approx(report["projection"]["weights"], abs=2 / (16384 // 32))
     md = (out / "report.md").read_text()
-    assert "Tokens saved" in md and "Bootstrap" in md and "data" in md
+    assert "Tokens saved" in md and "Bootstrap" in md and "data" in md and "## Anytime vs fixed schedule" in md
     target_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]}
     assert sum(" done " in line for line in lines) == 2 * 2 * 5 + len(target_ids)  # equal mixes train once
     # a second call trains nothing and reproduces the report

@@ -1,5 +1,6 @@
 """Plan as data: exact sequence counts, whole global batches, content-hash ids that change only when
-what determines a run changes."""
+what determines a run changes (and never for existing run kinds when an option such as the anytime
+schedule is added)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,64 @@ def test_missing_store_directory_says_to_prepare(tmp_path: Path) -> None:
     cfg = config_from_dict(tiny_config(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="autoscale-data prepare"):
         inspect_domains(cfg)
+
+
+def _legacy_id(spec) -> str:
+    """The id formula from before the anytime schedule existed (settings, sequences, seed, eval points)."""
+    import hashlib
+    import json
+
+    blob = json.dumps({"settings": spec.settings, "sequences": dict(sorted(spec.sequences.items())),
+                       "seed": spec.seed, "eval_points": spec.eval_points}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def test_anytime_option_leaves_every_fixed_schedule_id_unchanged(stores: Path) -> None:
+    from autoscale_data.runner.plan import RunSpec, id_payload
+
+    plain = config_from_dict(tiny_config(stores, seeds=[0, 1], target={"baselines": ["uniform", "natural"],
+                                                                       "seeds": [0, 1]}))
+    with_anytime = config_from_dict(tiny_config(stores, seeds=[0, 1], target={
+        "baselines": ["uniform", "natural", "autoscale_anytime"], "seeds": [0, 1]}))
+    domains = inspect_domains(plain)
+    specs = {}
+    for cfg in (plain, with_anytime):
+        runner = MixtureRunner(cfg, stores.parent / "out")
+        runs = [s for n in cfg.ddo.budgets for s in ddo_proxy_specs(cfg, domains, n)]
+        runs += runner.target_specs(runner.fixed_target_mixes())
+        runs += [target_spec(cfg, domains, "autoscale", {"a": 0.2, "b": 0.5, "c": 0.3}, seed) for seed in (0, 1)]
+        specs[cfg.target.baselines] = runs
+    a, b = specs.values()
+    assert [s.run_id for s in a] == [s.run_id for s in b]  # the option adds runs, it changes none
+    for s in a:
+        assert s.schedule == "fixed" and s.plan is None
+        payload = id_payload(s.settings, s.sequences, s.seed, s.eval_points)
+        assert "schedule" not in payload and "plan" not in payload
+        assert s.run_id == _legacy_id(s)
+        assert "schedule" not in s.to_json() and "plan" not in s.to_json()  # spec.json as before
+        assert RunSpec.from_json(s.to_json()) == s
+
+
+def test_anytime_spec_carries_its_plan_and_hashes_it(stores: Path) -> None:
+    from autoscale_data.runner.plan import RunSpec
+    from autoscale_data.solver import MixturePlan
+
+    cfg = config_from_dict(tiny_config(stores))
+    domains = inspect_domains(cfg)
+    plan = MixturePlan.from_scales([(4096, {"a": 2000.0, "b": 1500.0, "c": 596.0}),
+                                    (8192, {"a": 2600.0, "b": 3000.0, "c": 2592.0})])
+    spec = target_spec(cfg, domains, "autoscale_anytime", None, 0, plan=plan)
+    assert spec.schedule == "anytime" and spec.plan == plan.to_json()
+    assert spec.total_sequences == 16384 // 32  # the same budget as every target run
+    assert spec.run_id != _legacy_id(spec)
+    fixed = target_spec(cfg, domains, "autoscale", spec.weights, 0)
+    assert fixed.sequences == spec.sequences and fixed.run_id != spec.run_id  # same final mix, other schedule
+    other = MixturePlan.from_scales([(4096, {"a": 1900.0, "b": 1600.0, "c": 596.0}),
+                                     (8192, {"a": 2600.0, "b": 3000.0, "c": 2592.0})])
+    assert target_spec(cfg, domains, "autoscale_anytime", None, 0, plan=other).run_id != spec.run_id
+    back = RunSpec.from_json(spec.to_json())
+    assert back == spec and back.plan == spec.plan
+    with pytest.raises(ValueError, match="anytime"):
+        RunSpec(**{**spec.to_json(), "plan": None})
+    with pytest.raises(ValueError, match="schedule"):
+        RunSpec(**{**spec.to_json(), "schedule": "sometimes"})

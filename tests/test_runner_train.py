@@ -139,3 +139,41 @@ def test_fit_leaves_failed_runs_out_and_names_missing_ones(stores: Path, tmp_pat
         with pytest.raises(ValueError, match=r"too few finished runs.*'b /3'.*" + broken.run_id):
             with pytest.warns(UserWarning):
                 proxy_table(ledger, specs, 4096)
+
+
+def test_anytime_target_run_follows_the_plan_path(stores: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import autoscale_data.dataset as dataset_mod
+    from autoscale_data.runner.plan import RunSpec
+    from autoscale_data.solver import MixturePlan
+
+    cfg, domains = _setup(stores)
+    # b is nearly absent early on and the majority at the target budget: far from any fixed mix
+    plan = MixturePlan.from_scales([(4096, {"a": 3500.0, "b": 596.0}), (8192, {"a": 4600.0, "b": 3592.0})])
+    spec = target_spec(cfg, domains, "autoscale_anytime", None, 0, plan=plan)
+    built = []
+    real = dataset_mod.ScaleAwareMixtureDataset
+
+    def spy(*args, **kwargs):
+        ds = real(*args, **kwargs)
+        built.append(ds)
+        return ds
+
+    monkeypatch.setattr(dataset_mod, "ScaleAwareMixtureDataset", spy)
+    job = tmp_path / "any" / "job.json"
+    train_mod.write_job(job, cfg, spec, domains)  # the subprocess path: the plan travels in job.json
+    assert RunSpec.from_json(json.loads(job.read_text())["spec"]) == spec
+    assert train_mod.main(["--job", str(job)]) == 0
+    assert [ds.schedule for ds in built] == ["anytime"]
+    result = json.loads((tmp_path / "any" / "result.json").read_text())
+    assert result["schedule"] == "anytime" and result["tokens"] == spec.tokens
+    batch_tokens = cfg.global_batch_size * cfg.seq_len
+    assert len(result["curve"]) == 4
+    for point in result["curve"]:
+        seen = point["domain_tokens"]
+        assert sum(seen.values()) == point["tokens"]
+        optimum = plan.allocation_for_budget(point["tokens"])
+        for d in seen:  # every intermediate budget has seen about the plan's optimal allocation for it
+            assert abs(seen[d] - optimum[d]) <= batch_tokens, (point["tokens"], seen, optimum)
+    first = result["curve"][0]
+    assert first["domain_tokens"]["b"] / first["tokens"] < 0.2 < spec.weights["b"]  # not the final mix

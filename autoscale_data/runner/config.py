@@ -30,8 +30,8 @@ __all__ = [
     "load_config",
 ]
 
-#: Baseline mixes the runner can train at the target budget next to the AutoScale mix.
-BASELINES = ("ddo_n2", "natural", "reference", "uniform")
+#: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
+BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 _OBJECTIVES = ("mean_loss", "mean_ppl")
 
 
@@ -161,7 +161,20 @@ class DDOConfig:
 
 @dataclass(frozen=True)
 class TargetConfig:
-    """The target budget and the mixes trained there (AutoScale is always trained)."""
+    """The target budget and the mixes trained there (AutoScale is always trained).
+
+    ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points:
+
+    - ``uniform``: equal weights; ``natural``: each domain's share of the training tokens;
+      ``reference``: ``reference_weights``; ``ddo_n2``: the DDO optimum at N2 (no projection).
+    - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
+      ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
+      per domain follow the plan's optimal-allocation path, so every intermediate point of the run
+      has seen about the optimal mix for its own budget (the fixed ``autoscale`` run sees the
+      target-budget mix throughout). The report compares the two at every evaluation point. When
+      the fitted allocations are not monotone there is no plan and the run is skipped (logged, and
+      the reason is in the report).
+    """
 
     budget: int = 10_000_000
     baselines: tuple[str, ...] = ("uniform", "natural", "ddo_n2")

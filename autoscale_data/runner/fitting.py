@@ -105,7 +105,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
                                        max_epochs=config.max_epochs,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2]})
         plan.save(out_dir / "mixture_plan.json")
+        (out_dir / "mixture_plan_error.json").unlink(missing_ok=True)  # from an earlier, failed fit
     except ValueError as exc:
+        (out_dir / "mixture_plan.json").unlink(missing_ok=True)  # a plan of earlier results is stale
         atomic_write_json(out_dir / "mixture_plan_error.json", {"error": str(exc)})
         log(f"no mixture plan saved: {exc}")
     for w in projection.warnings:

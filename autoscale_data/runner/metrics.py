@@ -1,4 +1,4 @@
-"""Numbers the report computes from curves: seed averages and tokens saved."""
+"""Numbers the report computes from curves: seed averages, tokens saved, and paired curve comparisons."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["mean_curve", "tokens_saved", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "tokens_saved", "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -74,3 +74,52 @@ def tokens_saved(autoscale: Mapping[str, Sequence[float]], baseline: Mapping[str
         out["baseline_saved_fraction"] = None if back is None else 1.0 - back / ta[-1]
         out["baseline_status"] = back_status
     return out
+
+
+def _ms(values: Sequence[float]) -> dict[str, float]:
+    v = np.asarray(values, dtype=float)
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0, "n": int(v.size)}
+
+
+def compare_curves(reference: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, Any]],
+                   key: str) -> dict[str, Any]:
+    """``other`` against ``reference`` at every evaluation point, paired by seed.
+
+    Both arguments are lists of run results (``{"seed", "curve"}``), one per seed. Only seeds
+    present in both, and evaluation points (tokens) present in all their curves, are compared.
+
+    Returns:
+        ``{"seeds": [...], "points": [...]}``; each point holds ``tokens``, ``reference``, ``other``
+        and ``difference`` (``other - reference``, per seed) as ``{"mean", "std", "n"}`` (std over
+        seeds, ddof 1; 0 with one seed) and, when the curves record them, ``reference_shares`` /
+        ``other_shares``: the seed-mean share of each domain in the training tokens seen so far.
+    """
+    ref = {int(r["seed"]): r["curve"] for r in reference}
+    oth = {int(r["seed"]): r["curve"] for r in other}
+    seeds = sorted(set(ref) & set(oth))
+    if not seeds:
+        return {"seeds": [], "points": []}
+    curves = [ref[s] for s in seeds] + [oth[s] for s in seeds]
+    tokens = sorted(set.intersection(*({int(p["tokens"]) for p in c} for c in curves)))
+
+    def at(curve: Sequence[Mapping[str, Any]], t: int) -> Mapping[str, Any]:
+        return next(p for p in curve if int(p["tokens"]) == t)
+
+    def shares(runs: list[Sequence[Mapping[str, Any]]], t: int) -> dict[str, float] | None:
+        seen = [at(c, t).get("domain_tokens") for c in runs]
+        if any(not s for s in seen):
+            return None
+        return {d: float(np.mean([s[d] / sum(s.values()) for s in seen])) for d in seen[0]}
+
+    points = []
+    for t in tokens:
+        a = [float(at(ref[s], t)[key]) for s in seeds]
+        b = [float(at(oth[s], t)[key]) for s in seeds]
+        point: dict[str, Any] = {"tokens": float(t), "reference": _ms(a), "other": _ms(b),
+                                 "difference": _ms([y - x for x, y in zip(a, b, strict=True)])}
+        for name, runs in (("reference_shares", [ref[s] for s in seeds]), ("other_shares", [oth[s] for s in seeds])):
+            found = shares(runs, t)
+            if found is not None:
+                point[name] = found
+        points.append(point)
+    return {"seeds": seeds, "points": points}

@@ -27,7 +27,7 @@ from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_sp
 __all__ = ["MixtureRunner", "TARGET_MIXES"]
 
 #: Mixes trained at the target budget (AutoScale first, then the configured baselines).
-TARGET_MIXES = ("autoscale", "ddo_n2", "natural", "reference", "uniform")
+TARGET_MIXES = ("autoscale", "autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 
 
 def _set_pdeathsig() -> None:  # runs in the child before exec: die with the runner
@@ -86,14 +86,20 @@ class MixtureRunner:
         return mixes
 
     def target_specs(self, mixes: dict[str, dict[str, float]]) -> list[RunSpec]:
+        """Fixed-schedule target runs: one per mix and target seed."""
         return [target_spec(self.config, self.domains, label, w, seed)
                 for label, w in mixes.items() for seed in self.config.target.seeds]
+
+    def anytime_specs(self, plan: Any) -> list[RunSpec]:
+        """The ``autoscale_anytime`` target runs (one per target seed) following ``plan``'s path."""
+        return [target_spec(self.config, self.domains, "autoscale_anytime", None, seed, plan=plan)
+                for seed in self.config.target.seeds]
 
     def describe(self) -> str:
         """The plan as text: every run, its tokens, and the totals with an estimated time."""
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
         fixed = self.target_specs(self.fixed_target_mixes())
-        later = ["autoscale"] + [b for b in self.config.target.baselines if b == "ddo_n2"]
+        later = ["autoscale"] + [b for b in self.config.target.baselines if b in ("ddo_n2", "autoscale_anytime")]
         cfg = self.config
         per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
         n_later = len(later) * len(cfg.target.seeds)
@@ -115,8 +121,10 @@ class MixtureRunner:
                          f"{seqs}{mark}")
         for label in later:
             for seed in cfg.target.seeds:
+                how = "anytime schedule on the mixture plan" if label == "autoscale_anytime" else \
+                    "weights from the solver"
                 lines.append(f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
-                             f"{per_target:>11}  weights from the solver")
+                             f"{per_target:>11}  {how}")
         source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
@@ -176,6 +184,14 @@ class MixtureRunner:
                 mixes["ddo_n2"] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
             mixes.update(self.fixed_target_mixes())
             targets = self.target_specs(mixes)
+            if "autoscale_anytime" in self.config.target.baselines:
+                if fits["plan"] is None:
+                    self.log("autoscale_anytime is not trained: no mixture plan could be fitted "
+                             "(see fits/mixture_plan_error.json)")
+                else:
+                    anytime = self.anytime_specs(fits["plan"])
+                    mixes["autoscale_anytime"] = anytime[0].weights  # the final mix; the path is the plan's
+                    targets += anytime
             atomic_write_json(self.out / "fits" / "target_mixes.json", mixes)
             atomic_write_json(self.out / "plan.json", {
                 "proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
@@ -186,6 +202,17 @@ class MixtureRunner:
         report = write_report(self.out)
         self.log(f"report written to {os.fspath(self.out / 'report.md')}")
         return report
+
+    def train_runs(self, specs: Sequence[RunSpec]) -> None:
+        """Train extra runs (held-out perturbations, another budget …) through this runner's ledger.
+
+        Finished runs are reused and unfinished ones resume, exactly as in :meth:`run`.
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        with Ledger(self.out) as ledger:
+            for s in specs:
+                ledger.register(s)
+            self._train_all(ledger, specs)
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
         unique = list({s.run_id: s for s in specs}.values())

@@ -5,6 +5,11 @@ sequence counts per domain, seed, the stores' manifests, evaluation settings, ba
 precision) and nothing else, so changing one part of a config changes only the affected ids, and
 two roles that need the very same run (say, a reference mix equal to uniform) share one training.
 
+A target run may follow the anytime schedule (``schedule="anytime"``: the dataset's cumulative
+per-domain counts track a :class:`~autoscale_data.solver.MixturePlan`'s optimal-allocation path);
+its spec then carries the plan's JSON, and the schedule and the plan enter the id. Fixed-schedule
+runs hash exactly what they always did, so adding the option changed no existing id.
+
 Token counts are whole sequences, and every run's total is a whole number of global batches, so
 the trainer consumes exactly the planned data. For a DDO perturbation the perturbed domain's count
 is rounded to the nearest value that keeps the total a multiple of the global batch (the fit uses
@@ -25,17 +30,22 @@ import numpy as np
 from .config import RunnerConfig, config_to_dict
 
 __all__ = [
+    "SCHEDULES",
     "DomainInfo",
     "RunSpec",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_plan",
+    "id_payload",
     "largest_remainder",
     "run_fingerprint",
+    "schedule_counts",
     "target_spec",
 ]
 
 _PLAN_VERSION = 1
+#: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
+SCHEDULES = ("fixed", "anytime")
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,9 @@ class RunSpec:
         perturbed: the perturbed domain of a DDO run (``None`` for base and target runs).
         multiplier: the planned multiplier of the perturbed domain.
         settings: the hashed training settings (model, optimiser, batches, backend, stores).
+        schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
+            per-domain counts follow :attr:`plan`'s allocation path).
+        plan: the :class:`~autoscale_data.solver.MixturePlan` JSON of an anytime run (else ``None``).
     """
 
     run_id: str
@@ -85,6 +98,16 @@ class RunSpec:
     perturbed: str | None = None
     multiplier: float = 1.0
     settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    schedule: str = "fixed"
+    plan: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"run {self.run_id}: schedule {self.schedule!r} is invalid: expected one of {SCHEDULES}")
+        if (self.schedule == "anytime") != (self.plan is not None):
+            raise ValueError(f"run {self.run_id}: an 'anytime' run needs its MixturePlan JSON as plan, and only "
+                             f"an anytime run has one (schedule {self.schedule!r}, plan "
+                             f"{'set' if self.plan is not None else 'None'})")
 
     @property
     def total_sequences(self) -> int:
@@ -111,7 +134,11 @@ class RunSpec:
         return f"{self.kind}@{self.scale} {self.label} s{self.seed}"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able dict; a fixed-schedule run's has no ``schedule``/``plan`` keys (as before they existed)."""
+        obj = asdict(self)
+        if self.schedule == "fixed":
+            del obj["schedule"], obj["plan"]
+        return obj
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> RunSpec:
@@ -158,21 +185,36 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
     return settings
 
 
-def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int) -> str:
-    """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of what determines the result."""
-    blob = json.dumps({"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
-                       "eval_points": eval_points}, sort_keys=True, separators=(",", ":"))
+def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
+               schedule: str = "fixed", plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule, so the ids
+    of fixed-schedule runs are those they had before the anytime schedule existed."""
+    payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
+                               "eval_points": eval_points}
+    if schedule != "fixed":
+        payload["schedule"] = schedule
+        payload["plan"] = plan
+    return payload
+
+
+def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
+                    schedule: str = "fixed", plan: Mapping[str, Any] | None = None) -> str:
+    """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
+    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan),
+                      sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, *, kind: str, scale: int, label: str,
-          sequences: dict[str, int], seed: int, perturbed: str | None = None, multiplier: float = 1.0) -> RunSpec:
+          sequences: dict[str, int], seed: int, perturbed: str | None = None, multiplier: float = 1.0,
+          schedule: str = "fixed", plan: dict[str, Any] | None = None) -> RunSpec:
     settings = _training_settings(config, domains)
     points = config.eval.proxy_points if kind == "proxy" else config.eval.target_points
     steps = sum(sequences.values()) // config.global_batch_size
     points = max(1, min(points, steps))
-    return RunSpec(run_fingerprint(settings, sequences, seed, points), kind, int(scale), label, dict(sequences),
-                   config.seq_len, int(seed), points, perturbed, float(multiplier), settings)
+    run_id = run_fingerprint(settings, sequences, seed, points, schedule=schedule, plan=plan)
+    return RunSpec(run_id, kind, int(scale), label, dict(sequences), config.seq_len, int(seed), points, perturbed,
+                   float(multiplier), settings, schedule, plan)
 
 
 def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
@@ -235,14 +277,45 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     return specs
 
 
-def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: Mapping[str, float],
-                seed: int) -> RunSpec:
-    """One run at the target budget with the given mixture ``weights`` (missing domains get 0)."""
+def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: int, seq_len: int) -> dict[str, int]:
+    """Sequences per domain of an anytime stream of ``total`` sequences (exactly what the dataset plans).
+
+    Raises:
+        ValueError: the plan JSON is not a MixturePlan, or its domains are not ``names``.
+    """
+    from ..mixing.schedule import anytime_counts_and_stream
+    from ..solver import MixturePlan
+
+    plan = MixturePlan.from_json(plan_json)
+    ordered = sorted(names, key=str)  # the dataset's domain order
+    if sorted(plan.domains, key=str) != ordered:
+        raise ValueError(f"the mixture plan covers domains {sorted(plan.domains)}, the stores hold {ordered}")
+    counts, _ = anytime_counts_and_stream(plan, ordered, total, seq_len)
+    by_name = {d: int(c) for d, c in zip(ordered, counts, strict=True)}
+    return {d: by_name[d] for d in names}
+
+
+def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: Mapping[str, float] | None,
+                seed: int, *, plan: Any = None) -> RunSpec:
+    """One run at the target budget with the given mixture ``weights`` (missing domains get 0).
+
+    With ``plan`` (a :class:`~autoscale_data.solver.MixturePlan` or its JSON) the run follows the
+    anytime schedule instead: ``weights`` is ignored, the final counts are the plan's allocation at
+    the target budget, and the plan's JSON is stored in the spec (and so in ``job.json``).
+    """
+    total = _batch_sequences(config, config.target.budget)
+    if plan is not None:
+        plan_json = plan.to_json() if hasattr(plan, "to_json") else dict(plan)
+        counts = schedule_counts(plan_json, domains.names, total, config.seq_len)
+        return _make(config, domains, kind="target", scale=config.target.budget, label=label, sequences=counts,
+                     seed=seed, schedule="anytime", plan=plan_json)
+    if weights is None:
+        raise ValueError(f"target run {label!r} needs mixture weights or a plan, got neither")
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
         raise ValueError(f"mix {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, _batch_sequences(config, config.target.budget))
+    counts = largest_remainder(full, total)
     return _make(config, domains, kind="target", scale=config.target.budget, label=label, sequences=counts,
                  seed=seed)
 

@@ -1,7 +1,8 @@
 """The experiment report: ``report.json``, ``report.md`` and PNG plots from an output directory.
 
 Works on a partial directory too (say, proxies finished but no target run yet): every section
-reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
+reports what exists. With ``autoscale_anytime`` target runs next to the fixed ``autoscale`` ones, the
+section "Anytime vs fixed schedule" compares the two at every evaluation point. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write_json, atomic_write_text
-from .metrics import mean_curve, tokens_saved
+from .metrics import compare_curves, mean_curve, tokens_saved
 
 __all__ = ["build_report", "write_report"]
 
@@ -93,6 +94,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                 "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label]}
         for label, rs in sorted(targets.items())}
     report["missing_targets"] = sorted(plan_targets - set(targets))
+    report["anytime_vs_fixed"] = _anytime(out, config, targets, runs, key)
     report["tokens_saved"] = {label: tokens_saved(curves["autoscale"], curve)
                               for label, curve in curves.items() if label != "autoscale" and "autoscale" in curves}
     done = [row["result"] for row in runs if row["result"]]
@@ -104,6 +106,35 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "devices": sorted({r["device"] for r in done}),
         "train_hours": sum(r["wall_time_s"] for r in done) / 3600}
     return report
+
+
+def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
+             runs: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
+    wanted = "autoscale_anytime" in ((config.get("target") or {}).get("baselines") or [])
+    if "autoscale_anytime" in targets and "autoscale" in targets:
+        comparison = compare_curves(targets["autoscale"], targets["autoscale_anytime"], key)
+        plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
+                     and row["spec"].get("plan")), None)
+        if plan is not None and comparison["points"]:
+            from ..solver import MixturePlan
+
+            mp = MixturePlan.from_json(plan)
+            for point in comparison["points"]:
+                point["plan_shares"] = mp.weights_for_budget(point["tokens"])
+        return {"available": bool(comparison["points"]), "objective": key, **comparison,
+                **({} if comparison["points"] else {"reason": "no seed has both an autoscale and an "
+                                                              "autoscale_anytime run"})}
+    if not wanted and "autoscale_anytime" not in targets:
+        return None
+    error = _read(out / "fits" / "mixture_plan_error.json")
+    if error:
+        reason = f"no mixture plan could be fitted, so autoscale_anytime was not trained: {error.get('error')}"
+    elif "autoscale_anytime" not in targets:
+        reason = "the autoscale_anytime runs are not finished yet"
+    else:
+        reason = "the fixed autoscale runs are not finished yet"
+    return {"available": False, "reason": reason}
 
 
 def write_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -208,7 +239,8 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
     for label, t in targets.items():
         c = t["curve"]
         mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
-        line, = ax.plot(c["tokens"], mean, "o-", label=label, markersize=3)
+        style = "s--" if label == "autoscale_anytime" else "o-"
+        line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3)
         if c["n"] > 1:
             ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
     ax.set_xscale("log")
@@ -297,6 +329,7 @@ def _markdown(r: dict[str, Any]) -> str:
                          f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
             lines.append(f"| {label} | {s['baseline_final']:.4f} | {reach} | {saved} |")
         lines.append("")
+    lines += _anytime_markdown(r.get("anytime_vs_fixed"), key)
     if r["missing_targets"]:
         lines += [f"Target runs not finished yet: {', '.join(r['missing_targets'])}.", ""]
     if r["failed_runs"]:
@@ -313,3 +346,31 @@ def _markdown(r: dict[str, Any]) -> str:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in r["plots"]] + [""]
     return "\n".join(lines)
 
+
+
+def _shares(shares: dict[str, float] | None) -> str:
+    return ", ".join(f"{d} {v:.2f}" for d, v in shares.items()) if shares else "–"
+
+
+def _anytime_markdown(a: dict[str, Any] | None, key: str) -> list[str]:
+    if a is None:
+        return []
+    lines = ["## Anytime vs fixed schedule", ""]
+    if not a.get("available"):
+        return lines + [f"Not available: {a.get('reason')}.", ""]
+    pts = a["points"]
+    better = sum(p["difference"]["mean"] < 0 for p in pts)
+    lines += [f"Validation {key} (mean over domains; mean ± std over seeds {a['seeds']}) at every evaluation point "
+              "of the fixed AutoScale mix and of the anytime schedule on the mixture plan (same budget, seeds and "
+              "evaluation points). Difference = anytime − fixed, paired by seed: negative means the anytime "
+              "schedule is better at that budget. Mix seen = share of each domain in the training tokens so far.",
+              "",
+              "| tokens | autoscale (fixed) | autoscale_anytime | anytime − fixed | anytime mix seen | plan optimum "
+              "for these tokens |", "|---:|---:|---:|---:|---|---|"]
+    for p in pts:
+        d = p["difference"]
+        diff = f"{d['mean']:+.4f} ± {d['std']:.4f}" if d["n"] > 1 else f"{d['mean']:+.4f}"
+        lines.append(f"| {p['tokens']:,.0f} | {_fmt(p['reference'])} | {_fmt(p['other'])} | {diff} | "
+                     f"{_shares(p.get('other_shares'))} | {_shares(p.get('plan_shares'))} |")
+    lines += ["", f"The anytime schedule has the lower mean at {better} of {len(pts)} evaluation points.", ""]
+    return lines

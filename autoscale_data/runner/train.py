@@ -6,7 +6,9 @@ the ``deepspeed`` launcher or ``torchrun`` starts it)::
     deepspeed --num_gpus 2 --module autoscale_data.runner.train --job OUT/runs/<id>/job.json
 
 Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the plan's
-weights and budget; every rank reads its strided slice. The run evaluates per-domain validation
+weights and budget (or, for an anytime run, with the spec's
+:class:`~autoscale_data.solver.MixturePlan` and ``schedule="anytime"``); every rank reads its strided
+slice. Each curve point records the training tokens seen per domain so far. The run evaluates per-domain validation
 loss at ``spec.eval_points`` evenly spaced steps (the last at the end), checkpoints every
 ``config.checkpoint_every`` steps (model, optimiser, schedule, RNG and the dataset state), resumes
 from the newest complete checkpoint, and writes ``result.json`` atomically when it finishes. A
@@ -81,9 +83,15 @@ def _parent_alive() -> bool:
 def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo) -> tuple[Any, Any]:
     from ..dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    ds = ScaleAwareMixtureDataset(domains.paths, spec.weights, spec.total_tokens, spec.seq_len, spec.seed,
+    weights: Any = spec.weights
+    if spec.schedule == "anytime":
+        from ..solver import MixturePlan
+
+        weights = MixturePlan.from_json(spec.plan or {})
+    ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   max_epochs=config.max_epochs, rank=info.rank, world_size=info.world_size,
-                                  output="compact", batch_size=config.micro_batch_size, verify="size")
+                                  output="compact", batch_size=config.micro_batch_size, schedule=spec.schedule,
+                                  verify="size")
     if ds.sequences_per_domain != spec.sequences:
         raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per domain, "
                          f"the run asked for {spec.sequences}")
@@ -273,7 +281,9 @@ class _Trainer:
                 te = time.perf_counter()
                 losses = self._evaluate(val_loader, names)
                 elapsed["eval_s"] += time.perf_counter() - te
+                seen = [sum(c) for c in zip(*all_gather_objects(counts.tolist(), info), strict=True)]
                 curve.append({"step": done, "tokens": done * config.global_batch_size * spec.seq_len,
+                              "domain_tokens": {d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
                               "train_loss": last_loss, "losses": losses,
                               "mean_loss": mean_objective(losses, "mean_loss"),
                               "mean_ppl": mean_objective(losses, "mean_ppl")})
@@ -303,7 +313,7 @@ class _Trainer:
         train_s = elapsed["train_s"]
         return {
             "run_id": spec.run_id, "name": spec.name, "kind": spec.kind, "scale": spec.scale,
-            "label": spec.label, "seed": spec.seed, "status": "done",
+            "label": spec.label, "seed": spec.seed, "status": "done", "schedule": spec.schedule,
             "tokens": tokens, "total_tokens": sum(tokens.values()), "planned_tokens": spec.tokens,
             "weights": spec.weights, "losses": final, "curve": curve,
             "mean_loss": mean_objective(final, "mean_loss") if final else math.nan,
