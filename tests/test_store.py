@@ -49,7 +49,7 @@ def test_written_tokens_read_back_exactly(tmp_path_factory: pytest.TempPathFacto
     # every shard but the last is full, and counts the documents whose EOS it holds
     shards = store.manifest.splits["train"].shards
     assert all(s.num_tokens == shard_tokens for s in shards[:-1])
-    for shard, arr in zip(shards, store.train.shards):
+    for shard, arr in zip(shards, store.train.shards, strict=True):
         assert shard.num_documents == int((np.asarray(arr) == 256).sum())
     assert store.manifest.splits["train"].num_documents == len(docs)
     start = data.draw(st.integers(0, everything.size))
