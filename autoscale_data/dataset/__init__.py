@@ -3,4 +3,4 @@
 from .mixture import OUTPUTS, ScaleAwareMixtureDataset
 from .validation import MixtureValidationDataset
 
-__all__ = ["OUTPUTS", "MixtureValidationDataset", "ScaleAwareMixtureDataset"]
+__all__ = ["MixtureValidationDataset", "OUTPUTS", "ScaleAwareMixtureDataset"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from .._io import atomic_write_json
 
-__all__ = ["DONE", "FAILED", "PENDING", "RUNNING", "Ledger", "RunRecord"]
+__all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord"]
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 

@@ -25,14 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
+from ..mixing.budget import largest_remainder as mixing_largest_remainder
 from .config import RunnerConfig, config_to_dict
 
 __all__ = [
-    "SCHEDULES",
     "DomainInfo",
     "RunSpec",
+    "SCHEDULES",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_plan",
@@ -147,16 +146,8 @@ class RunSpec:
 
 def largest_remainder(weights: Mapping[str, float], total: int) -> dict[str, int]:
     """Integer counts summing to ``total`` in proportion to ``weights`` (largest-remainder rounding)."""
-    names = list(weights)
-    w = np.asarray([float(weights[d]) for d in names])
-    if w.sum() <= 0:
-        raise ValueError(f"weights {dict(weights)} have no positive entry")
-    exact = w / w.sum() * total
-    counts = np.floor(exact).astype(np.int64)
-    short = int(total - counts.sum())
-    order = np.argsort(-(exact - counts), kind="stable")
-    counts[order[:short]] += 1
-    return {d: int(c) for d, c in zip(names, counts, strict=True)}
+    counts = mixing_largest_remainder([float(w) for w in weights.values()], total)
+    return {d: int(c) for d, c in zip(weights, counts, strict=True)}
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:

@@ -47,8 +47,8 @@ from .writer import DEFAULT_SHARD_TOKENS, StoreWriter
 
 __all__ = [
     "DEFAULT_HOLDOUT_EVERY",
-    "PREPARE_INDEX",
     "DomainResult",
+    "PREPARE_INDEX",
     "PrepareOptions",
     "find_domain_stores",
     "parse_domain_args",
