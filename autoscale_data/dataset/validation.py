@@ -10,6 +10,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ._source import DomainsArg, SplitReader, open_domains, resolve_distributed
 from ._state import to_output
+from .mixture import OUTPUTS
 
 __all__ = ["MixtureValidationDataset"]
 
@@ -49,8 +50,8 @@ class MixtureValidationDataset(IterableDataset):
             raise ValueError(f"seq_len must be a positive integer, got {seq_len!r}")
         if max_sequences_per_domain is not None and max_sequences_per_domain < 1:
             raise ValueError(f"max_sequences_per_domain must be >= 1 or None, got {max_sequences_per_domain}")
-        if output not in ("torch", "numpy", "compact"):
-            raise ValueError(f"output must be 'torch', 'numpy' or 'compact', got {output!r}")
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         stores = open_domains(domains, verify)
         self.domain_names: list[str] = list(stores)

@@ -100,15 +100,19 @@ class TokenStore:
         self.name = self.manifest.name
         self.dtype = np.dtype(self.manifest.dtype).newbyteorder("<")
         self._verify = verify
-        self.train = TokenSplit(self.path, self.manifest.splits["train"], self.dtype, verify)
+        self.train = self._open_split(self.manifest.splits["train"])
         self._val: TokenSplit | None = None
+
+    def _open_split(self, split: SplitInfo) -> TokenSplit:
+        """How this store reads a split (a remote store fetches shards on first touch instead)."""
+        return TokenSplit(self.path, split, self.dtype, self._verify)
 
     @property
     def val(self) -> TokenSplit:
         """The held-out split (opened on first use)."""
         if self._val is None:
             split = self.manifest.splits.get("val", SplitInfo())
-            self._val = TokenSplit(self.path, split, self.dtype, self._verify)
+            self._val = self._open_split(split)
         return self._val
 
     @property

@@ -305,16 +305,11 @@ class RemoteTokenStore(TokenStore):
         self.name = self.manifest.name
         self.dtype = np.dtype(self.manifest.dtype).newbyteorder("<")
         self._verify = verify
-        self.train = _LazySplit(remote, self.manifest.splits["train"], self.dtype, verify)
+        self.train = self._open_split(self.manifest.splits["train"])
         self._val = None
 
-    @property
-    def val(self) -> TokenSplit:
-        """The held-out split (shards fetched on first touch)."""
-        if self._val is None:
-            split = self.manifest.splits.get("val", SplitInfo())
-            self._val = _LazySplit(self.remote, split, self.dtype, self._verify)
-        return self._val
+    def _open_split(self, split: SplitInfo) -> TokenSplit:
+        return _LazySplit(self.remote, split, self.dtype, self._verify)
 
     def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> RemoteTokenStore:
         """Download (if needed) and map every shard of ``splits`` now; returns ``self``.
