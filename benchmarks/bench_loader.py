@@ -10,9 +10,11 @@ rotated each repetition; medians reported, with the range) because the machine i
   (``uint16``), vs the raw baseline: a loop that picks a domain per sample by weight, slices its
   memmap and converts to an int64 tensor;
 - tokens/s through ``DataLoader(num_workers=2)``: the raw int64 samples with
-  ``DataLoader(batch_size=8)`` (default collate) vs ours yielding whole batches of 8
-  (``batch_size=8``, loader ``batch_size=None``; compact and int64) and ours per sample (int64 and
-  compact, loader ``batch_size=8``);
+  ``DataLoader(batch_size=8)`` (default collate; as sample dicts like ours, and as bare
+  ``input_ids`` tensors, the cheapest thing to collate and ship) vs ours yielding whole batches of 8
+  (``batch_size=8``, loader ``batch_size=None``; compact and int64; they cross from the workers as
+  raw bytes, see ``autoscale_data/dataset/_batch.py``) and ours per sample (int64 and compact,
+  loader ``batch_size=8``);
 - time to first batch (from ``iter(loader)``), and dataset construction time;
 - resume at early/middle/late positions of a 10B-token budget: ``load_state_dict`` + first sample
   on an already-constructed dataset (the index build is reported separately);
@@ -65,7 +67,8 @@ def write_stores(root: Path, total_tokens: int) -> dict[str, Path]:
 class RawMemmap(IterableDataset):
     """The baseline: per-sample weighted domain pick, random sequence, memmap slice, int64 tensor."""
 
-    def __init__(self, stores: dict[str, Path], num_samples: int, seed: int = 0) -> None:
+    def __init__(self, stores: dict[str, Path], num_samples: int, seed: int = 0, bare: bool = False) -> None:
+        self.bare = bare  # yield the bare input_ids tensor (no dict: the cheapest thing a loader can ship)
         self.files = [next(p.glob("train-*.bin")) for p in stores.values()]
         self.weights = np.asarray(list(LLAMA1.values()))
         self.num_samples = num_samples
@@ -82,7 +85,7 @@ class RawMemmap(IterableDataset):
         seqs = (rng.random(n) * nseq[picks]).astype(np.int64)
         for d, s in zip(picks.tolist(), seqs.tolist(), strict=False):
             x = torch.from_numpy(maps[d][s * SEQ_LEN : (s + 1) * SEQ_LEN].astype(np.int64))
-            yield {"input_ids": x, "labels": x, "domain": d, "seq_index": s}
+            yield x if self.bare else {"input_ids": x, "labels": x, "domain": d, "seq_index": s}
 
 
 def _rate(iterable: Any, tokens_of: Any, limit: int) -> tuple[float, float]:
@@ -103,8 +106,8 @@ def _rate(iterable: Any, tokens_of: Any, limit: int) -> tuple[float, float]:
     return tokens / (t2 - t1), t1 - t0
 
 
-def _sample_tokens(x: dict[str, Any]) -> int:
-    return int(x["input_ids"].numel())
+def _sample_tokens(x: dict[str, Any] | torch.Tensor) -> int:
+    return int((x if isinstance(x, torch.Tensor) else x["input_ids"]).numel())
 
 
 def interleaved(contenders: dict[str, Any], reps: int) -> dict[str, list[tuple[float, float]]]:
@@ -180,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
         dl = interleaved({
             "raw": lambda: loader_rate(RawMemmap(stores, batches * 8 + 64), 8),
+            "raw bare": lambda: loader_rate(RawMemmap(stores, batches * 8 + 64, bare=True), 8),
             "compact batches": lambda: loader_rate(dsb, None),
             "int64 batches": lambda: loader_rate(dsb64, None),
             "int64 samples": lambda: loader_rate(ds, 8),
@@ -190,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
             r = med(dl[name])
             rows.append((f"DataLoader(2 workers), 8x2048: ours {name} vs raw int64 samples", f"{r / 1e6:.1f}M",
                          f"{raw_dl / 1e6:.1f}M", f"{r / raw_dl:.2f}x", f"{spread(dl[name])} / {spread(dl['raw'])}"))
+        raw_bare = med(dl["raw bare"])
+        for name in ("compact batches", "int64 batches"):
+            r = med(dl[name])
+            rows.append((f"DataLoader(2 workers), 8x2048: ours {name} vs raw bare int64 tensors", f"{r / 1e6:.1f}M",
+                         f"{raw_bare / 1e6:.1f}M", f"{r / raw_bare:.2f}x",
+                         f"{spread(dl[name])} / {spread(dl['raw bare'])}"))
         rows.append(("time to first batch, DataLoader(2 workers) (ours compact batches / raw)",
                      f"{med(dl['compact batches'], 1) * 1e3:.0f} ms", f"{med(dl['raw'], 1) * 1e3:.0f} ms", "", ""))
         rows.append(("time to first sample, in process (ours int64 / raw)",

@@ -185,6 +185,22 @@ def test_anytime_schedule_dataset(root: Path) -> None:
         make(root, Plan(), seqs=400).load_state_dict(ds.state_dict(consumed=3))
 
 
+@pytest.mark.timeout(60)
+def test_anytime_schedule_of_a_plan_with_a_decreasing_domain(root: Path) -> None:
+    from autoscale_data.solver import MixturePlan
+
+    n1, n2 = 40 * L, 160 * L  # c's optimum shrinks from N1 to N2: the schedule follows the monotone envelope
+    plan = MixturePlan.from_scales([(n1, {"a": 0.3 * n1, "b": 0.3 * n1, "c": 0.4 * n1}),
+                                    (n2, {"a": 0.6 * n2, "b": 0.35 * n2, "c": 0.05 * n2})], allow_decreasing=True)
+    ds = make(root, plan, seqs=400, schedule="anytime")
+    fixed = make(root, plan, seqs=400)
+    assert ds.sequences_per_domain == fixed.sequences_per_domain  # same end point as the fixed schedule
+    full = keys(ds)
+    assert Counter(d for d, _ in full) == Counter({i: n for i, n in enumerate(fixed.sequences_per_domain.values())})
+    assert len(set(full)) == 400
+    assert_resume_equals_suffix(lambda: make(root, plan, seqs=400, schedule="anytime"), ks=[0, 7, 150, 399])
+
+
 # ------------------------------------------------------------------------------ DataLoader
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("workers", [0, 1, 2, 4])
@@ -464,3 +480,54 @@ def test_budget_smaller_than_one_sequence(root: Path) -> None:
 def test_bad_options(root: Path, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make(root, **kwargs)
+
+
+def test_worker_batches_cross_as_bytes_and_arrive_as_plain_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import copy
+    import multiprocessing.reduction
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401  (registers the tensor reductions)
+
+    from autoscale_data.dataset._batch import PIPE_MAX_BYTES, WireBatch, new_batch
+
+    batch, ids, dom, seq = new_batch(3, 5, torch.uint16, in_worker=True)
+    assert isinstance(batch, WireBatch) and not ids.is_shared()
+    ids.copy_(torch.arange(15, dtype=torch.int32).view(3, 5).to(torch.uint16))
+    dom.copy_(torch.tensor([2, 0, 1]))
+    seq.copy_(torch.tensor([7, 8, 9]))
+    assert isinstance(copy.copy(batch), WireBatch)  # what DataLoader's default_convert makes
+    fds: list[int] = []
+    dup = multiprocessing.reduction.DupFd
+    monkeypatch.setattr(multiprocessing.reduction, "DupFd", lambda fd: fds.append(fd) or dup(fd))
+    ForkingPickler.dumps(batch)
+    assert fds == []  # no shared-memory segment: the bytes travel in the pickle
+    batch["attention_mask"] = torch.ones(3, 5, dtype=torch.bool)  # an entry added by a transform
+    got = pickle.loads(ForkingPickler.dumps(batch))
+    assert type(got) is dict and got.keys() == batch.keys()
+    assert got["labels"] is got["input_ids"] and len(_storage_ptrs(got)) == 1
+    assert got["input_ids"].dtype == torch.uint16 and torch.equal(got["input_ids"], ids)
+    assert got["domain"].tolist() == [2, 0, 1] and got["seq_index"].tolist() == [7, 8, 9]
+    assert torch.equal(got["attention_mask"], batch["attention_mask"])
+    got["input_ids"][0, 0] = 99  # writable, and no longer tied to the worker's buffer
+    assert int(ids[0, 0]) == 0
+    # an entry replaced in the worker: pickled as a plain dict of what it now holds
+    batch["input_ids"] = ids.long()
+    got = pickle.loads(ForkingPickler.dumps(batch))
+    assert type(got) is dict and got["input_ids"].dtype == torch.int64 and got["labels"].dtype == torch.uint16
+    # above the pipe limit a worker's batch is one shared-memory storage
+    rows = PIPE_MAX_BYTES // (8 * 64) + 1
+    big, ids, _, _ = new_batch(rows, 64, torch.int64, in_worker=True)
+    assert type(big) is dict and ids.is_shared() and len(_storage_ptrs(big)) == 1
+
+
+@pytest.mark.timeout(60)
+def test_large_worker_batches_go_through_shared_memory(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import autoscale_data.dataset._batch as batch_mod
+
+    expected = [item_key(x) for x in make(root, seqs=60)]
+    monkeypatch.setattr(batch_mod, "PIPE_MAX_BYTES", 64)  # workers are forked: they see it too
+    got = list(DataLoader(make(root, seqs=60, batch_size=7), batch_size=None, num_workers=2))
+    assert all(type(b) is dict and b["labels"] is b["input_ids"] for b in got)
+    assert [(int(d), int(i)) for b in got for d, i in zip(b["domain"], b["seq_index"], strict=True)] == expected

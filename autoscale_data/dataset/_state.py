@@ -1,4 +1,4 @@
-"""The mixture's config fingerprint, JSON-able resume states, and sample/batch conversion."""
+"""The mixture's config fingerprint, JSON-able resume states, and sample conversion."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import torch
 
 from ..store import TokenStore
 
-__all__ = ["STATE_FORMAT", "batch_tensors", "compact_dtype", "config_diff", "fingerprint", "store_summary",
-           "to_output"]
+__all__ = ["STATE_FORMAT", "compact_dtype", "config_diff", "fingerprint", "store_summary", "to_output"]
 
 STATE_FORMAT = "autoscale-mixture-state"
 
@@ -68,26 +67,3 @@ def to_output(tokens: np.ndarray, output: str, *, owned: bool) -> Any:
 def compact_dtype(store_dtype: np.dtype) -> torch.dtype:
     """The tensor dtype of ``output="compact"`` tokens: ``uint16`` as is, ``uint32`` as ``int32`` (same bits)."""
     return torch.int32 if np.dtype(store_dtype).itemsize == 4 else torch.uint16
-
-
-def batch_tensors(rows: int, seq_len: int, token_dtype: torch.dtype, *,
-                  shared: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Uninitialized ``input_ids [rows, seq_len]``, ``domain [rows]``, ``seq_index [rows]`` in ONE storage.
-
-    ``input_ids`` (``token_dtype``) starts at byte 0; the two ``int64`` vectors follow (8-byte
-    aligned). Because the three tensors are views of one :class:`torch.UntypedStorage`, torch's
-    multiprocessing pickler shares that storage once, so a batch crosses from a DataLoader worker to
-    the main process as one shared-memory segment (one fd) instead of three. With ``shared=True``
-    (inside a worker) the storage is allocated in shared memory directly, as the DataLoader's own
-    collate does, which saves the copy into shared memory when the batch is sent.
-    """
-    item = torch.empty((), dtype=token_dtype).element_size()
-    tok_bytes = rows * seq_len * item
-    meta_at = -(-tok_bytes // 8) * 8
-    nbytes = meta_at + 2 * rows * 8
-    storage = torch.UntypedStorage._new_shared(nbytes) if shared else torch.UntypedStorage(nbytes)
-    # set_(storage, offset, size, stride): offsets count elements of the new tensor's dtype
-    ids = torch.empty(0, dtype=token_dtype).set_(storage, 0, (rows, seq_len), (seq_len, 1))
-    domain = torch.empty(0, dtype=torch.int64).set_(storage, meta_at // 8, (rows,), (1,))
-    seq_index = torch.empty(0, dtype=torch.int64).set_(storage, meta_at // 8 + rows, (rows,), (1,))
-    return ids, domain, seq_index

@@ -11,10 +11,10 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ..mixing import build_index, check_supply, sequence_budget, validate_weights
+from ._batch import new_batch
 from ._source import DomainsArg, SplitReader, open_domains, resolve_distributed
 from ._state import (
     STATE_FORMAT,
-    batch_tensors,
     compact_dtype,
     config_diff,
     fingerprint,
@@ -89,9 +89,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
     - Batches (``batch_size=B``): ``input_ids`` is a ``[B, seq_len]`` tensor (``int64`` for
       ``"torch"``, ``torch.uint16`` / ``torch.int32`` for ``"compact"``), ``domain`` and ``seq_index``
       are ``int64`` tensors ``[B]`` (the last batch may be shorter). All three are views of ONE
-      storage (``input_ids`` at its start), so a batch crosses from a DataLoader worker to the main
-      process as a single shared-memory segment; inside a worker that storage is allocated in shared
-      memory directly. ``pin_memory=True`` pins each of the three tensors (only ``input_ids`` is
+      storage (``input_ids`` at its start). From a DataLoader worker a batch of up to 1 MiB crosses
+      to the main process as raw bytes through the worker's pipe (a ``dict`` subclass that
+      unpickles as a plain ``dict``), a larger one as a single shared-memory segment; see
+      :mod:`autoscale_data.dataset._batch`. ``pin_memory=True`` pins each of the three tensors (only ``input_ids`` is
       large). With ``output="numpy"`` all three are ``int64`` numpy arrays.
     """
 
@@ -253,7 +254,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         numpy_out = self.output == "numpy"
         compact = self.output == "compact"
         token_dtype = compact_dtype(self._reader.dtype) if compact else torch.int64
-        shared = get_worker_info() is not None  # a worker's batches go to another process: use shm
+        in_worker = get_worker_info() is not None  # batches go to another process (see _batch)
         for u in range(unit, -(-n_local // size), step):
             i0, i1 = u * size, min(u * size + size, n_local)
             a, b = first + i0 * world, first + (i1 - 1) * world + 1
@@ -263,12 +264,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 arr = read(d, s, np.empty((d.size, seq_len), dtype=np.int64))
                 yield {"input_ids": arr, "labels": arr, "domain": d.astype(np.int64), "seq_index": s.astype(np.int64)}
                 continue
-            ids, dom, seq = batch_tensors(d.size, seq_len, token_dtype, shared=shared)
+            batch, ids, dom, seq = new_batch(d.size, seq_len, token_dtype, in_worker=in_worker)
             dom.numpy()[:] = d
             seq.numpy()[:] = s
             rows = ids.numpy()
             read(d, s, rows.view(self._reader.dtype) if compact else rows)
-            yield {"input_ids": ids, "labels": ids, "domain": dom, "seq_index": seq}
+            yield batch
 
     # ------------------------------------------------------------------- state
     def state_dict(self, consumed: int | None = None) -> dict[str, Any]:
