@@ -137,7 +137,6 @@ def _ms(values: list[float]) -> str:
 def main() -> int:
     args = _parse()
     from autoscale_data.runner import MixtureRunner
-    from autoscale_data.runner.metrics import tokens_saved
     from autoscale_data.runner.plan import ddo_proxy_specs
     from autoscale_data.solver import fit_ddo, project
     from autoscale_data.solver.design import run_objective
@@ -183,14 +182,7 @@ def main() -> int:
             dom = next(s.perturbed for s in held if s.run_id == run.run_id)
             x = run.tokens[dom] / fits[n2].base_tokens[dom]
             rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
-        seed_curves = {}
-        for label in ("autoscale", "uniform", "natural", "ddo_n2"):
-            rid = next(s["run_id"] for s in json.loads((out / "run" / "plan.json").read_text())["targets"]
-                       if s["label"] == label and s["seed"] == seed)
-            res = json.loads((out / "run" / "runs" / rid / "result.json").read_text())
-            seed_curves[label] = {"tokens": [p["tokens"] for p in res["curve"]],
-                                  "mean": [p["mean_loss"] for p in res["curve"]]}
-        saved = {b: tokens_saved(seed_curves["autoscale"], seed_curves[b]) for b in ("uniform", "natural", "ddo_n2")}
+        saved = {b: report["tokens_saved_per_seed"][b][str(seed)] for b in ("uniform", "natural", "ddo_n2")}
         per_seed[seed] = {"weights": {n: fits[n].weights for n in (n1, n2, n3)}, "projected_n3": proj.weights,
                           "projection_error_l1": float(sum(abs(v) for v in err.values())),
                           "projection_error_max": float(max(abs(v) for v in err.values())),
@@ -207,13 +199,6 @@ def main() -> int:
     (out / "results.md").write_text(markdown(results))
     print(markdown(results))
     return 0
-
-
-def _saved(s: dict[str, Any]) -> float | None:
-    if s.get("saved_fraction") is not None:
-        return float(s["saved_fraction"])
-    back = s.get("baseline_saved_fraction")
-    return None if back is None else -float(back)  # a loss shown as a negative saving
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -239,7 +224,7 @@ def markdown(r: dict[str, Any]) -> str:
               f"| (b) projection error at N3: L1 distance of weights | {_ms([s['projection_error_l1'] for s in seeds.values()])} |",
               f"| (b) projection error at N3: max abs weight difference | {_ms([s['projection_error_max'] for s in seeds.values()])} |"]
     for b in ("uniform", "natural", "ddo_n2"):
-        vals = [_saved(s["tokens_saved"][b]) for s in seeds.values()]
+        vals = [s["tokens_saved"][b].get("signed_fraction") for s in seeds.values()]
         shown = ", ".join("not reached" if v is None else f"{v:+.1%}" for v in vals)
         lines.append(f"| (c) tokens saved by AutoScale vs {b} at the target (per seed) | {shown} |")
     lines += ["", "Negative savings mean the baseline reached AutoScale's final loss with that many fewer tokens."]
@@ -265,6 +250,9 @@ def anytime_markdown(a: dict[str, Any] | None) -> list[str]:
                      f"{ms(p['difference'], signed=True)} |")
     better = sum(p["difference"]["mean"] < 0 for p in a["points"])
     lines += ["", f"The anytime schedule has the lower mean loss at {better} of {len(a['points'])} evaluation points."]
+    if a.get("plan_decreasing"):
+        lines.append(f"The DDO allocation of {', '.join(a['plan_decreasing'])} decreases from N1 to N2, so the anytime "
+                     "run followed the plan's monotone envelope (those domains never run ahead of their final counts).")
     return lines
 
 

@@ -18,7 +18,8 @@ def test_presets_make_valid_runner_configs(tmp_path) -> None:
         s = DEMO_PRESETS["quick" if quick else "full"]
         assert cfg.ddo.budgets == s.budgets and cfg.target.budget == s.target
         assert cfg.model.preset == "gpt2-tiny" and cfg.backend == "torch"
-        assert set(cfg.target.baselines) == {"uniform", "ddo_n2"}
+        assert set(cfg.target.baselines) == {"uniform", "ddo_n2", "autoscale_anytime"}
+        assert cfg.target.seeds == s.target_seeds
         assert cfg.resolve(cfg.domains) == (tmp_path / "data").resolve()
     assert len(DEMO_PRESETS["full"].domains) >= 4
 
@@ -70,6 +71,22 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "NOT distinguishable" in text
     assert "mean nothing" in text  # the quick preset says it is a smoke run
     assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
+    assert "per seed" not in text and "Anytime" not in text  # one seed, no anytime run: nothing to show
+
+
+def test_table_shows_seed_spread_and_the_anytime_comparison() -> None:
+    report = _report()
+    report["targets"]["autoscale"]["mean_loss"] = {"mean": 1.5, "std": 0.0123, "n": 2}
+    report["tokens_saved_per_seed"] = {"uniform": {"0": {"signed_fraction": 0.25}, "1": {"signed_fraction": -0.05}},
+                                       "ddo_n2": {"0": {"signed_fraction": None}, "1": {"signed_fraction": 0.1}}}
+    diff = {"mean": -0.02, "std": 0.01, "n": 2}
+    report["anytime_vs_fixed"] = {"available": True, "points": [{"tokens": 500.0, "difference": diff}]}
+    text = format_demo_table(report, DEMO_PRESETS["full"])
+    assert "1.5000 ± 0.0123" in text
+    assert "per seed: s0 +25.0%, s1 -5.0%" in text and "per seed: s0 n/a, s1 +10.0%" in text
+    assert "at    500 tokens: -0.0200 ± 0.0100" in text
+    report["anytime_vs_fixed"] = {"available": False, "reason": "no mixture plan could be fitted"}
+    assert "Anytime schedule: not available (no mixture plan could be fitted)" in format_demo_table(report)
 
 
 @pytest.mark.timeout(900)
@@ -83,7 +100,9 @@ def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
     for name in ("report.md", "report.json", "plots/weights.png", "plots/curves.png", "fits/projection.json"):
         assert (out / name).is_file(), name
     trained = first.stdout.count("] done ")
-    assert 2 * 7 + 1 <= trained <= 2 * 7 + 3  # 2m+1 proxies at two budgets (m = 3); target mixes that coincide share a run
+    # 2m+1 proxies at two budgets (m = 3); fixed target mixes that coincide share a run; + the anytime run
+    assert 2 * 7 + 1 <= trained <= 2 * 7 + 4
+    assert "Anytime schedule" in first.stdout
     start = time.monotonic()
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -260,3 +260,37 @@ def test_anytime_report_worst_path_deviation(capsys: pytest.CaptureFixture[str])
               f"shares first 200 {np.round(shares_early, 3).tolist()} -> final {np.round(shares_late, 3).tolist()}")
     assert dev.max() < 2.0
     assert shares_early[0] < 0.4 < shares_late[0]  # the growing domain ramps up along the path
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(50, 20_000), st.floats(0.05, 0.6), st.floats(0.3, 0.95))
+def test_anytime_schedule_follows_the_monotone_envelope_of_a_decreasing_plan(total: int, a1: float,
+                                                                               drop: float) -> None:
+    from autoscale_data.solver import MixturePlan
+
+    seq_len = 16
+    n1, n2 = total * seq_len / 10, total * seq_len / 2
+    b1 = (1 - a1) * n1
+    b2 = b1 * drop  # domain b's optimum shrinks from N1 to N2 (noisy DDO optima can do that)
+    plan = MixturePlan.from_scales([(n1, {"a": a1 * n1, "b": b1}), (n2, {"a": n2 - b2, "b": b2})],
+                                   allow_decreasing=True)
+    names = ["a", "b"]
+    counts, stream = anytime_counts_and_stream(plan, names, total, seq_len)
+    final = plan.allocation_for_budget(total * seq_len)
+    assert counts.sum() == total == stream.size
+    assert np.bincount(stream, minlength=2).tolist() == counts.tolist()
+    assert np.all(np.abs(counts - np.asarray([final[n] for n in names]) / seq_len) < 1.0 + 1e-6)
+    grid, targets = allocation_path(plan, names, total, seq_len)
+    assert np.all(np.diff(targets, axis=0) >= -1e-9)  # monotone in every domain
+    assert np.allclose(targets.sum(axis=1), grid, rtol=1e-6, atol=1e-6)  # ... and the rows still sum to s
+    assert targets[:, 1].max() <= final["b"] / seq_len * (1 + 1e-9)  # b never runs ahead of what it ends with
+    assert path_deviation(stream, grid, targets).max() < 2.0
+
+
+def test_the_envelope_of_a_monotone_plan_is_its_path() -> None:
+    total, seq_len = 5_000, 16
+    plan = _plan(total, 0.3, 0.8, seq_len)
+    grid, targets = allocation_path(plan, ["d0", "d1"], total, seq_len)
+    for s, row in zip(grid[1:], targets[1:], strict=True):
+        alloc = plan.allocation_for_budget(s * seq_len)
+        assert row == pytest.approx([alloc["d0"] / seq_len, alloc["d1"] / seq_len], rel=1e-9)

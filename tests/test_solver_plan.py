@@ -45,7 +45,7 @@ def test_json_round_trip(tmp_path):
 
 
 def test_bad_plans(tmp_path):
-    with pytest.raises(ValueError, match="decrease"):
+    with pytest.raises(ValueError, match="decrease.*allow_decreasing=True"):
         MixturePlan.from_scales([(200, {"a": 100, "b": 100}), (500, {"a": 420, "b": 80})])
     with pytest.raises(ValueError, match="tokenizer"):
         MixturePlan.from_scales(SCALES, tokenizer=3)
@@ -56,3 +56,17 @@ def test_bad_plans(tmp_path):
     plan = MixturePlan.from_scales(SCALES)
     with pytest.raises(ValueError, match="> 0"):
         plan.weights_for_budget(0)
+
+
+def test_a_plan_may_accept_decreasing_domains(tmp_path):
+    scales = [(200, {"a": 100, "b": 100}), (500, {"a": 420, "b": 80})]
+    plan = MixturePlan.from_scales(scales, allow_decreasing=True)
+    assert plan.path.decreasing == ["b"] and 0 < plan.min_budget < 200
+    assert plan.allocation_for_budget(500) == pytest.approx({"a": 420, "b": 80}, rel=1e-9)
+    assert plan.weights_for_budget(2000)["b"] < 80 / 2000  # b keeps shrinking past N2, as projected
+    with pytest.raises(ValueError, match="below the smallest total"):
+        plan.allocation_for_budget(plan.min_budget * 0.99)
+    plan.save(tmp_path / "p.json")
+    back = MixturePlan.load(tmp_path / "p.json")
+    assert back.allow_decreasing and back.min_budget == pytest.approx(plan.min_budget)
+    assert MixturePlan.from_scales(SCALES).min_budget == 0.0

@@ -48,7 +48,9 @@ class DemoSettings:
         model: overrides of the ``gpt2-tiny`` preset (2 layers x 128 wide).
         heldout_tokens: held-out tokens per domain used for every evaluation.
         target_points: evaluations along each target run (the curve behind "tokens saved").
-        seeds: training seeds of every proxy and target run.
+        seeds: training seeds of the proxy runs.
+        target_seeds: training seeds of every target run (two or more give the seed spread).
+        anytime: also train the AutoScale plan with the anytime schedule (``autoscale_anytime``).
         min_weight: lower bound on every DDO weight.
         meaningful: whether the budgets are large enough for the weights to mean something;
             when ``False`` the demo says that it only shows the procedure.
@@ -67,6 +69,8 @@ class DemoSettings:
     heldout_tokens: int = 16_384
     target_points: int = 8
     seeds: tuple[int, ...] = (0,)
+    target_seeds: tuple[int, ...] = (0,)
+    anytime: bool = False
     min_weight: float = 0.05
     meaningful: bool = True
 
@@ -84,9 +88,9 @@ class DemoSettings:
 #: CPU cores and --quick in about 2 (see the README for the measured times).
 DEMO_PRESETS: dict[str, DemoSettings] = {
     "full": DemoSettings(mode="full", domains=DEMO_DOMAINS, bytes_per_domain=2_000_000,
-                         budgets=(81_920, 163_840), target=655_360),
+                         budgets=(81_920, 163_840), target=655_360, target_seeds=(0, 1), anytime=True),
     "quick": DemoSettings(mode="quick", domains=("encyclopedia", "code", "web"), bytes_per_domain=400_000,
-                          budgets=(16_384, 32_768), target=98_304, heldout_tokens=4_096, target_points=6,
+                          budgets=(16_384, 32_768), target=98_304, heldout_tokens=4_096, target_points=6, anytime=True,
                           meaningful=False),
 }
 
@@ -118,7 +122,8 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
         "dropout": 0.0,
         "ddo": {"budgets": list(s.budgets), "multipliers": [3, 3], "base_weights": "uniform",
                 "objective": "mean_loss", "min_weight": s.min_weight},
-        "target": {"budget": s.target, "baselines": ["uniform", "ddo_n2"], "seeds": list(s.seeds)},
+        "target": {"budget": s.target, "baselines": ["uniform", "ddo_n2"] + (["autoscale_anytime"] if s.anytime else []),
+                   "seeds": list(s.target_seeds)},
         "seeds": list(s.seeds),
         "eval": {"heldout_tokens_per_domain": s.heldout_tokens, "proxy_points": 1,
                  "target_points": s.target_points, "batch_size": 32},
@@ -218,6 +223,23 @@ def _saved_text(s: Mapping[str, Any]) -> str:
     return f"not reached (AutoScale ended at {s['autoscale_final']:.4f} > {s['baseline_final']:.4f}{tail})"
 
 
+def _anytime_lines(a: Mapping[str, Any] | None) -> list[str]:
+    if a is None:
+        return []
+    if not a.get("available"):
+        return ["", f"Anytime schedule: not available ({a.get('reason')})"]
+    lines = ["", "Anytime schedule vs the fixed AutoScale mix along the target run (anytime - fixed mean loss; "
+                 "negative = anytime better)"]
+    for p in a["points"]:
+        d = p["difference"]
+        spread = f" ± {d['std']:.4f}" if d["n"] > 1 else ""
+        lines.append(f"  at {_k(p['tokens']):>6} tokens: {d['mean']:+.4f}{spread}")
+    if a.get("plan_decreasing"):
+        lines.append(f"  ({', '.join(a['plan_decreasing'])}: DDO allocation decreases from N1 to N2; the anytime run "
+                     "followed the plan's monotone envelope)")
+    return lines
+
+
 def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None = None) -> str:
     """The demo's summary: weights at N1, N2 and the target, target losses per mix, tokens saved.
 
@@ -257,7 +279,7 @@ def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None =
         key = "mean_ppl" if report.get("objective") == "mean_ppl" else "mean_loss"
         lines += ["", f"Validation loss at the target budget ({_k(tokens)} tokens, nats/token"
                   + (", mean ± std over seeds" if any(t[key]["n"] > 1 for t in targets.values()) else "") + ")"]
-        lines.append(f"{'mix':<10}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}")
+        lines.append(f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}")
         for label in ["autoscale"] + sorted(t for t in targets if t != "autoscale"):
             if label not in targets:
                 continue
@@ -266,12 +288,21 @@ def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None =
             for d in domains:
                 ms = t["losses"][d]
                 cells.append(f"{ms['mean']:>{max(len(d), 8)}.4f}")
-            lines.append(f"{label:<10}  " + "  ".join(cells) + f"  {t[key]['mean']:>8.4f}")
+            spread = f" ± {t[key]['std']:.4f}" if t[key]["n"] > 1 else ""
+            lines.append(f"{label:<17}  " + "  ".join(cells) + f"  {t[key]['mean']:>8.4f}{spread}")
     saved = report.get("tokens_saved") or {}
     if saved:
-        lines += ["", "Tokens saved by the AutoScale mix at the target budget"]
+        from ..runner.metrics import signed_per_seed
+
+        per_seed = report.get("tokens_saved_per_seed") or {}
+        several = any(len(v) > 1 for v in per_seed.values())
+        lines += ["", "Tokens saved by the AutoScale mix at the target budget"
+                  + (" (seed-mean curves, then each seed's own)" if several else "")]
         for label, s in sorted(saved.items()):
-            lines.append(f"  vs {label:<8} {_saved_text(s)}")
+            seeds = per_seed.get(label) or {}
+            tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
+            lines.append(f"  vs {label:<17} {_saved_text(s)}{tail}")
+    lines += _anytime_lines(report.get("anytime_vs_fixed"))
     missing = report.get("missing_targets") or []
     if missing:
         lines.append(f"  target runs not finished: {', '.join(missing)}")

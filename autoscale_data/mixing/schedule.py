@@ -4,10 +4,18 @@ With a plan exposing ``allocation_for_budget(N) -> {domain: tokens}`` (the optim
 domain had training stopped at ``N`` tokens; summing to ``N`` and monotone in ``N``), the
 cumulative target of domain ``i`` at stream position ``s`` is
 ``C_i(s) = allocation_for_budget(s * seq_len)[i] / seq_len``. ``C_i`` is evaluated on a grid of
-log-spaced positions, made monotone, interpolated linearly, and domain ``i``'s ``k``-th sequence is
-placed where ``C_i`` crosses ``k + 0.5``; a stable sort of those places gives the stream. The
-final counts are the largest-remainder rounding of the allocation at the full budget, so they
-are exact.
+log-spaced positions, interpolated linearly, and domain ``i``'s ``k``-th sequence is placed where
+``C_i`` crosses ``k + 0.5``; a stable sort of those places gives the stream. The final counts are
+the largest-remainder rounding of the allocation at the full budget, so they are exact.
+
+A plan whose allocation of some domain decreases with the budget (a
+:class:`~autoscale_data.solver.MixturePlan` built with ``allow_decreasing=True``; it answers
+budgets above its ``min_budget`` only) is followed through its monotone envelope: below
+``min_budget`` the mix at ``min_budget`` scaled down; each domain held at the smallest allocation
+it has at any later budget up to the full one (so it never runs ahead of what it ends with); the
+rows rescaled to sum to ``s`` (and, where that rescaling would make a domain step back, re-indexed
+by their own totals). For a monotone plan the envelope is the plan's path itself, and in every case
+the path ends at the plan's allocation for the full budget, the fixed schedule's counts.
 """
 
 from __future__ import annotations
@@ -32,16 +40,29 @@ def allocation_path(plan: Any, names: Sequence[str], total: int, seq_len: int,
         ValueError: the plan returns unknown/missing domains or non-finite/negative tokens.
     """
     grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, float(total), points), [float(total)]]))
+    lowest = float(getattr(plan, "min_budget", 0.0) or 0.0) * (1.0 + 1e-6)  # tokens; the plan answers above it
     targets = np.zeros((grid.size, len(names)))
     for row, s in enumerate(grid[1:], start=1):
-        alloc = plan.allocation_for_budget(float(s) * seq_len)
+        budget = max(float(s) * seq_len, lowest)
+        alloc = plan.allocation_for_budget(budget)
         if set(alloc) != set(names):
             raise ValueError(f"allocation_for_budget returned domains {sorted(alloc)}, expected {sorted(names)}")
         v = np.asarray([float(alloc[n]) for n in names])
         if not np.all(np.isfinite(v)) or np.any(v < 0) or v.sum() <= 0:
-            raise ValueError(f"allocation_for_budget({s * seq_len:g}) returned invalid tokens {v.tolist()}")
+            raise ValueError(f"allocation_for_budget({budget:g}) returned invalid tokens {v.tolist()}")
         targets[row] = v / v.sum() * s  # in sequences, summing to s
-    return grid, np.maximum.accumulate(targets, axis=0)
+    # the monotone envelope (a no-op for a monotone plan): hold each domain at its smallest later
+    # value, rescale the rows to sum to s, restore monotonicity the rescaling may break without going
+    # past the final counts, and index the rows by their own totals (a slight warp of s where needed)
+    final = targets[-1].copy()
+    envelope = np.minimum.accumulate(targets[::-1], axis=0)[::-1]
+    sums = envelope.sum(axis=1)
+    envelope *= np.divide(grid, sums, out=np.zeros_like(grid), where=sums > 0)[:, None]
+    envelope = np.minimum(np.maximum.accumulate(envelope, axis=0), final)
+    position = envelope.sum(axis=1)
+    position[-1] = grid[-1]
+    keep = np.concatenate([[True], np.diff(position) > 0])
+    return position[keep], envelope[keep]
 
 
 def anytime_stream(grid: np.ndarray, targets: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -172,8 +172,9 @@ class TargetConfig:
       per domain follow the plan's optimal-allocation path, so every intermediate point of the run
       has seen about the optimal mix for its own budget (the fixed ``autoscale`` run sees the
       target-budget mix throughout). The report compares the two at every evaluation point. When
-      the fitted allocations are not monotone there is no plan and the run is skipped (logged, and
-      the reason is in the report).
+      some domain's fitted allocation decreases from N1 to N2 (impossible under Theorem 1; noisy
+      proxies), the run follows the plan's monotone envelope and ends at the same counts as the
+      fixed run (logged, and noted in the report).
     """
 
     budget: int = 10_000_000

@@ -58,7 +58,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     """DDO at both budgets, bootstrap verdicts, the projection to the target and the mixture plan.
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` and
-    ``mixture_plan.json`` (when the allocations are monotone) under ``out_dir``.
+    ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json`` when no plan can be fitted).
 
     Returns:
         ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection, "plan": MixturePlan | None}``.
@@ -102,8 +102,12 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     plan = None
     try:
         plan = MixturePlan.from_scales([results[n1], results[n2]], tokenizer=domains.tokenizer, token_caps=caps,
-                                       max_epochs=config.max_epochs,
+                                       max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2]})
+        if plan.path.decreasing:
+            log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "
+                "rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the anytime "
+                "schedule follows its monotone envelope")
         plan.save(out_dir / "mixture_plan.json")
         (out_dir / "mixture_plan_error.json").unlink(missing_ok=True)  # from an earlier, failed fit
     except ValueError as exc:

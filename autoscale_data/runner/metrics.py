@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "tokens_saved", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "signed_per_seed", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -57,7 +57,9 @@ def tokens_saved(autoscale: Mapping[str, Sequence[float]], baseline: Mapping[str
     ``1 - T / T_b``. When it never does, the saving is reported as ``None`` ("not reached"), and the
     opposite comparison is given instead: ``baseline_saved_fraction`` is how many fewer tokens the
     baseline needed to reach AutoScale's final value (the ``saved_fraction`` the baseline would
-    claim; a negative result for AutoScale).
+    claim; a negative result for AutoScale). ``signed_fraction`` puts both on one axis: the saving
+    when AutoScale reaches the baseline, minus ``baseline_saved_fraction`` when it does not (``None``
+    when neither curve reaches the other's final value).
     """
     ta, ya = list(autoscale["tokens"]), list(autoscale["mean"])
     tb, yb = list(baseline["tokens"]), list(baseline["mean"])
@@ -73,7 +75,26 @@ def tokens_saved(autoscale: Mapping[str, Sequence[float]], baseline: Mapping[str
         out["baseline_tokens_to_autoscale_final"] = back
         out["baseline_saved_fraction"] = None if back is None else 1.0 - back / ta[-1]
         out["baseline_status"] = back_status
+    out["signed_fraction"] = out["saved_fraction"] if reach is not None else \
+        (None if out["baseline_saved_fraction"] is None else -out["baseline_saved_fraction"])
     return out
+
+
+def tokens_saved_per_seed(autoscale: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]],
+                          key: str) -> dict[str, dict[str, Any]]:
+    """:func:`tokens_saved` seed by seed (runs ``{"seed", "curve"}``; seeds present in both), keyed by seed."""
+    ref = {int(r["seed"]): r["curve"] for r in autoscale}
+    oth = {int(r["seed"]): r["curve"] for r in baseline}
+    return {str(s): tokens_saved(mean_curve([ref[s]], key), mean_curve([oth[s]], key))
+            for s in sorted(set(ref) & set(oth))}
+
+
+def signed_per_seed(per_seed: Mapping[str, Mapping[str, Any]]) -> str:
+    """``"s0 +9.9%, s1 -3.1%"`` from :func:`tokens_saved_per_seed` (``n/a`` where neither curve reaches)."""
+    def one(s: Mapping[str, Any]) -> str:
+        v = s.get("signed_fraction")
+        return "n/a" if v is None else f"{v:+.1%}"
+    return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
 
 
 def _ms(values: Sequence[float]) -> dict[str, float]:

@@ -3,7 +3,13 @@
 A plan holds the Theorem-1 path fitted on optimal allocations at two or more budgets (see
 :mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, including budgets
 below the smallest fitted one (t < 0, the same path run backwards), so per-domain allocations are
-non-decreasing in N and sum to N. A plan whose fitted allocations decrease in some domain is rejected.
+non-decreasing in N and sum to N.
+
+Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows; at small proxy
+budgets noisy DDO optima can still show one. Such a plan is rejected unless built with
+``allow_decreasing=True``: it then gives the projection for every budget from :attr:`MixturePlan.min_budget`
+(the smallest total on the path) up, and the dataset's anytime schedule follows its monotone
+envelope (see :func:`autoscale_data.mixing.schedule.allocation_path`).
 """
 
 from __future__ import annotations
@@ -37,16 +43,21 @@ class MixturePlan:
         scales: the ``(budget_tokens, allocation)`` pairs the plan was fitted on.
         token_caps: per-domain token caps (tokens available × epoch cap), or None.
         metadata: free JSON-able information (objective, run ids, ...).
+        allow_decreasing: whether domains whose allocation falls with the budget are accepted.
+        min_budget: the smallest budget the plan answers (0 unless some allocation decreases).
     """
 
     def __init__(self, path: AllocationPath, scales: Sequence[tuple[float, dict[str, float]]], *,
                  tokenizer: str | None = None, token_caps: Mapping[str, float] | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> None:
-        if path.decreasing:
+                 metadata: Mapping[str, Any] | None = None, allow_decreasing: bool = False) -> None:
+        if path.decreasing and not allow_decreasing:
             raise ValueError(
                 f"allocations of {path.decreasing} decrease as the budget grows; an AutoScale plan "
-                "needs non-decreasing allocations (check the DDO fits / use project() to inspect)"
+                "needs non-decreasing allocations (check the DDO fits / use project() to inspect, or pass "
+                "allow_decreasing=True to accept them)"
             )
+        self.allow_decreasing = bool(allow_decreasing)
+        self.min_budget = 0.0 if not np.isfinite(path.t_min) else float(path.allocation_at_t(path.t_min).sum())
         if tokenizer is not None and not isinstance(tokenizer, str):
             raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {tokenizer!r}")
         self.path = path
@@ -61,7 +72,7 @@ class MixturePlan:
     def from_scales(cls, scales: Sequence[Any], *, tokenizer: str | None = None,
                     token_caps: Mapping[str, float] | None = None,
                     max_epochs: float | Mapping[str, float] | None = None,
-                    metadata: Mapping[str, Any] | None = None) -> MixturePlan:
+                    metadata: Mapping[str, Any] | None = None, allow_decreasing: bool = False) -> MixturePlan:
         """Fit a plan on optimal allocations at two or more budgets.
 
         Args:
@@ -72,9 +83,11 @@ class MixturePlan:
                 :meth:`warnings_for_budget` reports budgets that exceed them.
             max_epochs: epoch cap applied to ``token_caps``.
             metadata: extra JSON-able information stored with the plan.
+            allow_decreasing: accept domains whose allocation decreases (see the module docstring).
 
         Raises:
-            ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains.
+            ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains
+                (unless ``allow_decreasing``).
         """
         from .ddo import token_caps_array
 
@@ -82,7 +95,8 @@ class MixturePlan:
         pairs = [(float(n), dict(zip(domains, a.tolist(), strict=False))) for n, a in zip(budgets, allocs, strict=False)]
         caps = token_caps_array(domains, token_caps, max_epochs)
         return cls(fit_path(pairs), pairs, tokenizer=tokenizer,
-                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=False)), metadata=metadata)
+                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=False)), metadata=metadata,
+                   allow_decreasing=allow_decreasing)
 
     # ------------------------------------------------------------ queries
     def allocations_for_budgets(self, budgets: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -90,7 +104,11 @@ class MixturePlan:
         return self.path.allocations(np.asarray(budgets, dtype=np.float64))
 
     def allocation_for_budget(self, budget_tokens: float) -> dict[str, float]:
-        """Optimal tokens per domain for ``budget_tokens`` (sums to it; cached)."""
+        """Optimal tokens per domain for ``budget_tokens`` (sums to it; cached).
+
+        Raises:
+            ValueError: ``budget_tokens`` <= 0, or not above :attr:`min_budget`.
+        """
         n = float(budget_tokens)
         row = self._cache.get(n)
         if row is None:
@@ -120,7 +138,7 @@ class MixturePlan:
             "scales": [{"budget_tokens": n, "allocation_tokens": a} for n, a in self.scales],
             "path": {"log_origin": self.path.log_origin.tolist(), "direction": self.path.direction.tolist(),
                      "residual": self.path.residual},
-            "token_caps": self.token_caps, "metadata": self.metadata,
+            "token_caps": self.token_caps, "metadata": self.metadata, "allow_decreasing": self.allow_decreasing,
         }
 
     @classmethod
@@ -135,7 +153,8 @@ class MixturePlan:
         if obj.get("version") != _VERSION:
             raise ValueError(f"unsupported MixturePlan version {obj.get('version')!r} (expected {_VERSION})")
         return cls.from_scales(obj["scales"], tokenizer=obj.get("tokenizer"),
-                               token_caps=obj.get("token_caps"), metadata=obj.get("metadata"))
+                               token_caps=obj.get("token_caps"), metadata=obj.get("metadata"),
+                               allow_decreasing=bool(obj.get("allow_decreasing", False)))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the plan as JSON (atomically)."""
