@@ -258,7 +258,7 @@ def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None =
     cols = [f"DDO@{_k(int(s))}" for s in scales]
     if proj:
         cols.append(f"AutoScale@{_k(proj['budget_tokens'])}")
-    extra = [m for m in mixes if m not in ("autoscale", "ddo_n2")]
+    extra = [m for m in mixes if m not in ("autoscale", "ddo_n2", "autoscale_anytime")]  # anytime ends at AutoScale's
     cols += extra
     lines.append("Mixture weights (DDO optimum at N1 and N2, AutoScale projection to the target, baselines)")
     lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
@@ -299,6 +299,8 @@ def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None =
         lines += ["", "Tokens saved by the AutoScale mix at the target budget"
                   + (" (seed-mean curves, then each seed's own)" if several else "")]
         for label, s in sorted(saved.items()):
+            if label == "autoscale_anytime":  # same final mix: compared along the run below
+                continue
             seeds = per_seed.get(label) or {}
             tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
             lines.append(f"  vs {label:<17} {_saved_text(s)}{tail}")
