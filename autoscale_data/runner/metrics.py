@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "signed_per_seed", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "mean_std", "signed_per_seed", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -97,7 +97,8 @@ def signed_per_seed(per_seed: Mapping[str, Mapping[str, Any]]) -> str:
     return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
 
 
-def _ms(values: Sequence[float]) -> dict[str, float]:
+def mean_std(values: Sequence[float]) -> dict[str, float]:
+    """``{"mean", "std", "n"}`` of values over seeds (std with ddof 1; 0 for a single value)."""
     v = np.asarray(values, dtype=float)
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0, "n": int(v.size)}
 
@@ -136,8 +137,8 @@ def compare_curves(reference: Sequence[Mapping[str, Any]], other: Sequence[Mappi
     for t in tokens:
         a = [float(at(ref[s], t)[key]) for s in seeds]
         b = [float(at(oth[s], t)[key]) for s in seeds]
-        point: dict[str, Any] = {"tokens": float(t), "reference": _ms(a), "other": _ms(b),
-                                 "difference": _ms([y - x for x, y in zip(a, b, strict=True)])}
+        point: dict[str, Any] = {"tokens": float(t), "reference": mean_std(a), "other": mean_std(b),
+                                 "difference": mean_std([y - x for x, y in zip(a, b, strict=True)])}
         for name, runs in (("reference_shares", [ref[s] for s in seeds]), ("other_shares", [oth[s] for s in seeds])):
             found = shares(runs, t)
             if found is not None:

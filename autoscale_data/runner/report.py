@@ -14,10 +14,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._io import atomic_write_json, atomic_write_text
-from .metrics import compare_curves, mean_curve, signed_per_seed, tokens_saved, tokens_saved_per_seed
+from .metrics import (
+    compare_curves,
+    mean_curve,
+    mean_std,
+    signed_per_seed,
+    tokens_saved,
+    tokens_saved_per_seed,
+)
+from .plots import write_plots
 
 __all__ = ["build_report", "write_report"]
 
@@ -38,11 +44,6 @@ def _runs(out: Path) -> list[dict[str, Any]]:
         rows.append({"spec": spec, "result": _read(run_dir / "result.json"),
                      "failure": _read(run_dir / "failure.json")})
     return rows
-
-
-def _mean_std(values: list[float]) -> dict[str, float]:
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
-            "n": len(values)}
 
 
 def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -77,8 +78,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                               "domains": (_read(out / "domains.json") or {}).get("names", []),
                               "failed_runs": failed}
     report["proxies"] = {
-        scale: {label: {"losses": {d: _mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
-                        key: _mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
+        scale: {label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
+                        key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
                         "seeds": [r["seed"] for r in rs]}
                 for label, rs in sorted(by_label.items())}
         for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))}
@@ -89,8 +90,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     report["target_mixes"] = _read(fits / "target_mixes.json")
     curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
     report["targets"] = {
-        label: {"losses": {d: _mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
-                key: _mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
+        label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
+                key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
                 "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label]}
         for label, rs in sorted(targets.items())}
     report["missing_targets"] = sorted(plan_targets - set(targets))
@@ -145,115 +146,10 @@ def write_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and ``plots/*.png`` into ``out_dir``; returns the report."""
     out = Path(out_dir)
     report = build_report(out)
-    report["plots"] = _plots(out, report)
+    report["plots"] = write_plots(out, report)
     atomic_write_json(out / "report.json", report)
     atomic_write_text(out / "report.md", _markdown(report))
     return report
-
-
-# ---------------------------------------------------------------------------------------- plots
-def _plots(out: Path, report: dict[str, Any]) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plots_dir = out / "plots"
-    plots_dir.mkdir(exist_ok=True)
-    written = []
-    for name, draw in (("weights.png", _plot_weights), ("target_losses.png", _plot_losses),
-                       ("curves.png", _plot_curves)):
-        fig = draw(plt, report)
-        if fig is None:
-            continue
-        tmp = plots_dir / f".{name}.tmp.png"
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        os.replace(tmp, plots_dir / name)
-        written.append(f"plots/{name}")
-    return written
-
-
-def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
-    ddo = report["ddo"]
-    if not ddo:
-        return None
-    from ..solver import project
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    scales = sorted(ddo, key=int)
-    domains = list(ddo[scales[0]]["weights"])
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    proj = report.get("projection")
-    grid = None
-    if proj and len(scales) >= 2:
-        pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
-        grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
-        curve = [project(pairs, float(n)).weights for n in grid]
-    for k, d in enumerate(domains):
-        c = colors[k % len(colors)]
-        xs = [int(s) for s in scales]
-        ys = [ddo[s]["weights"][d] for s in scales]
-        boot = [report["bootstrap"].get(s) or {} for s in scales]
-        if all(b.get("available") for b in boot):
-            lo = [y - b["ci_low"][d] for y, b in zip(ys, boot, strict=True)]
-            hi = [b["ci_high"][d] - y for y, b in zip(ys, boot, strict=True)]
-            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
-        else:
-            ax.plot(xs, ys, "o", color=c)
-        if grid is not None:
-            ax.plot(grid, [w[d] for w in curve], "-", color=c, label=d)
-            ax.plot([proj["budget_tokens"]], [proj["weights"][d]], "*", color=c, markersize=11)
-    ax.set_xscale("log")
-    ax.set_xlabel("training tokens (budget)")
-    ax.set_ylabel("weight")
-    ax.set_title("DDO optima (points, bootstrap CI) and AutoScale projection (line, * = target)")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
-    targets = report["targets"]
-    if not targets:
-        return None
-    labels = list(targets)
-    domains = list(next(iter(targets.values()))["losses"])
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(domains) + 2), 4.2))
-    width = 0.8 / len(labels)
-    x = np.arange(len(domains))
-    for k, label in enumerate(labels):
-        losses = targets[label]["losses"]
-        ax.bar(x + k * width - 0.4 + width / 2, [losses[d]["mean"] for d in domains], width,
-               yerr=[losses[d]["std"] for d in domains], capsize=2, label=label)
-    lo = min(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
-    hi = max(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
-    ax.set_ylim(max(0.0, lo - 0.15 * (hi - lo + 1e-9) - 0.05), hi + 0.1 * (hi - lo + 1e-9) + 0.02)
-    ax.set_xticks(x, domains)
-    ax.set_ylabel("validation loss (nats/token)")
-    ax.set_title("per-domain validation loss at the target budget (error bars: std over seeds)")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
-    targets = report["targets"]
-    if not targets:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, t in targets.items():
-        c = t["curve"]
-        mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
-        style = "s--" if label == "autoscale_anytime" else "o-"
-        line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3)
-        if c["n"] > 1:
-            ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
-    ax.set_xscale("log")
-    ax.set_xlabel("training tokens")
-    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report["objective"] == "mean_ppl"
-                                   else "loss (mean over domains)"))
-    ax.set_title("validation vs tokens at the target budget")
-    ax.legend(fontsize=8)
-    return fig
 
 
 # ------------------------------------------------------------------------------------- markdown
