@@ -1,0 +1,240 @@
+"""The sections of the runner's configuration (model, optimizer, DDO, target, eval, DeepSpeed, data).
+
+Every section is a frozen dataclass checked in ``__post_init__``; a bad value raises ``ValueError``
+naming the field, the value and what was expected. :class:`~autoscale_data.runner.config.RunnerConfig`
+holds one of each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BASELINES",
+    "DDOConfig",
+    "DataConfig",
+    "DeepSpeedConfig",
+    "EvalConfig",
+    "ModelConfig",
+    "OptimizerConfig",
+    "TargetConfig",
+]
+
+
+#: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
+BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
+_OBJECTIVES = ("mean_loss", "mean_ppl")
+
+
+def field_error(section: str, name: str, value: Any, expected: str) -> ValueError:
+    """The error for a bad config value: names the field, the value and what was expected."""
+    return ValueError(f"config {section}.{name} = {value!r} is invalid: expected {expected}")
+
+
+def check_pos_int(section: str, name: str, value: Any) -> None:
+    """Raise :func:`field_error` unless ``value`` is a positive ``int`` (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise field_error(section, name, value, "a positive integer")
+
+
+def check_pos_float(section: str, name: str, value: Any) -> None:
+    """Raise :func:`field_error` unless ``value`` is a positive finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise field_error(section, name, value, "a positive finite number")
+
+
+def _check_weights(section: str, name: str, weights: Mapping[str, float]) -> None:
+    if not isinstance(weights, Mapping) or not weights:
+        raise field_error(section, name, weights, "a non-empty mapping domain -> weight")
+    for key, w in weights.items():
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise field_error(section, f"{name}[{key!r}]", w, "a finite weight >= 0")
+    total = float(sum(weights.values()))
+    if total <= 0:
+        raise field_error(section, name, weights, "weights with a positive sum")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which model to train: a preset name plus optional overrides of its fields.
+
+    Presets (``autoscale_data.runner.models.PRESETS``): ``gpt2-tiny``, ``gpt2-small``,
+    ``gpt2-medium``, ``gpt2-large``, ``bert-tiny``, ``bert-base``. Overrides are the
+    transformers config fields (``n_layer``, ``n_embd``, ``hidden_size`` …).
+    """
+
+    preset: str = "gpt2-tiny"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    mlm_probability: float = 0.15
+
+    def __post_init__(self) -> None:
+        from .models import PRESETS
+
+        if self.preset not in PRESETS:
+            raise field_error("model", "preset", self.preset, f"one of {sorted(PRESETS)}")
+        if not isinstance(self.overrides, dict):
+            raise field_error("model", "overrides", self.overrides, "a mapping of model config fields")
+        if not 0.0 < float(self.mlm_probability) < 1.0:
+            raise field_error("model", "mlm_probability", self.mlm_probability, "a number in (0, 1)")
+
+    @property
+    def family(self) -> str:
+        """``"gpt2"`` (causal LM) or ``"bert"`` (masked LM)."""
+        return self.preset.split("-", 1)[0]
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """AdamW with linear decay after a linear warm-up (the paper's defaults: 10% warm-up, wd 0.01)."""
+
+    lr: float = 2e-4
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    min_lr_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_pos_float("optimizer", "lr", self.lr)
+        if not 0.0 <= float(self.weight_decay) < 1.0:
+            raise field_error("optimizer", "weight_decay", self.weight_decay, "a number in [0, 1)")
+        if not 0.0 <= float(self.warmup_fraction) < 1.0:
+            raise field_error("optimizer", "warmup_fraction", self.warmup_fraction, "a number in [0, 1)")
+        betas = tuple(self.betas)
+        if len(betas) != 2 or not all(0.0 <= float(b) < 1.0 for b in betas):
+            raise field_error("optimizer", "betas", self.betas, "two numbers in [0, 1)")
+        object.__setattr__(self, "betas", (float(betas[0]), float(betas[1])))
+        check_pos_float("optimizer", "eps", self.eps)
+        if float(self.grad_clip) < 0:
+            raise field_error("optimizer", "grad_clip", self.grad_clip, "a number >= 0 (0 disables clipping)")
+        if not 0.0 <= float(self.min_lr_ratio) <= 1.0:
+            raise field_error("optimizer", "min_lr_ratio", self.min_lr_ratio, "a number in [0, 1]")
+
+
+@dataclass(frozen=True)
+class DDOConfig:
+    """The two small budgets where DDO runs, and how its perturbations are made."""
+
+    budgets: tuple[int, int] = (1_000_000, 3_000_000)
+    multiplier_up: float = 3.0
+    multiplier_down: float = 3.0
+    base_weights: str | dict[str, float] = "uniform"
+    objective: str = "mean_loss"
+    min_weight: float = 0.0
+    max_weight: float = 1.0
+    law: str = "3p"
+
+    def __post_init__(self) -> None:
+        budgets = tuple(self.budgets)
+        if len(budgets) != 2:
+            raise field_error("ddo", "budgets", self.budgets, "two budgets [N1, N2] in tokens")
+        for b in budgets:
+            check_pos_int("ddo", "budgets", b)
+        if not budgets[0] < budgets[1]:
+            raise field_error("ddo", "budgets", list(budgets), "N1 < N2")
+        object.__setattr__(self, "budgets", budgets)
+        for name in ("multiplier_up", "multiplier_down"):
+            value = getattr(self, name)
+            check_pos_float("ddo", name, value)
+            if float(value) <= 1.0:
+                raise field_error("ddo", name, value, "a multiplier > 1 (down divides by it)")
+        if isinstance(self.base_weights, str):
+            if self.base_weights != "uniform":
+                raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
+        else:
+            _check_weights("ddo", "base_weights", self.base_weights)
+        if self.objective not in _OBJECTIVES:
+            raise field_error("ddo", "objective", self.objective, f"one of {_OBJECTIVES}")
+        if not 0.0 <= self.min_weight < self.max_weight <= 1.0:
+            raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
+                       "0 <= min_weight < max_weight <= 1")
+        if self.law not in ("3p", "4p"):
+            raise field_error("ddo", "law", self.law, "'3p' or '4p'")
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """The target budget and the mixes trained there (AutoScale is always trained).
+
+    ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points:
+
+    - ``uniform``: equal weights; ``natural``: each domain's share of the training tokens;
+      ``reference``: ``reference_weights``; ``ddo_n2``: the DDO optimum at N2 (no projection).
+    - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
+      ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
+      per domain follow the plan's optimal-allocation path, so every intermediate point of the run
+      has seen about the optimal mix for its own budget (the fixed ``autoscale`` run sees the
+      target-budget mix throughout). The report compares the two at every evaluation point. When
+      some domain's fitted allocation decreases from N1 to N2 (impossible under Theorem 1; noisy
+      proxies), the run follows the plan's monotone envelope and ends at the same counts as the
+      fixed run (logged, and noted in the report).
+    """
+
+    budget: int = 10_000_000
+    baselines: tuple[str, ...] = ("uniform", "natural", "ddo_n2")
+    reference_weights: dict[str, float] | None = None
+    seeds: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        check_pos_int("target", "budget", self.budget)
+        baselines = tuple(self.baselines)
+        for b in baselines:
+            if b not in BASELINES:
+                raise field_error("target", "baselines", b, f"names from {BASELINES}")
+        if len(set(baselines)) != len(baselines):
+            raise field_error("target", "baselines", list(baselines), "each baseline at most once")
+        object.__setattr__(self, "baselines", baselines)
+        if "reference" in baselines and self.reference_weights is None:
+            raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
+        if self.reference_weights is not None:
+            _check_weights("target", "reference_weights", self.reference_weights)
+        seeds = tuple(self.seeds)
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+            raise field_error("target", "seeds", self.seeds, "a non-empty list of integers >= 0")
+        object.__setattr__(self, "seeds", seeds)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Held-out evaluation: how many held-out tokens per domain and how often."""
+
+    heldout_tokens_per_domain: int = 65_536
+    proxy_points: int = 1
+    target_points: int = 10
+    batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        check_pos_int("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
+        check_pos_int("eval", "proxy_points", self.proxy_points)
+        check_pos_int("eval", "target_points", self.target_points)
+        check_pos_int("eval", "batch_size", self.batch_size)
+
+
+@dataclass(frozen=True)
+class DeepSpeedConfig:
+    """DeepSpeed settings used when ``backend: deepspeed``."""
+
+    zero_stage: int = 1
+    launcher: str = "deepspeed"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
+        if self.launcher not in ("deepspeed", "torchrun"):
+            raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Optional: build a synthetic demo corpus into ``domains`` when that path is missing."""
+
+    synthetic: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.synthetic is not None and not isinstance(self.synthetic, dict):
+            raise field_error("data", "synthetic", self.synthetic, "a mapping of generator options")
