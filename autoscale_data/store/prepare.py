@@ -28,9 +28,8 @@ import json
 import os
 import re
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write_json
+from ._encode import encoded_batches, init_worker
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 from .reader import TokenStore
 from .sources import input_files, iter_documents
@@ -59,8 +59,6 @@ __all__ = [
 DEFAULT_HOLDOUT_EVERY = 100
 PREPARE_INDEX = "prepare.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_BATCH_CHARS = 1 << 20
-_BATCH_DOCS = 1024
 
 
 @dataclass(frozen=True)
@@ -139,70 +137,6 @@ def _source_fingerprint(path: Path, tokenizer: Tokenizer, opts: PrepareOptions) 
             "fingerprint": digest}
 
 
-_WORKER_TOKENIZER: Tokenizer | None = None
-
-
-def _init_worker(tokenizer: Tokenizer) -> None:
-    global _WORKER_TOKENIZER
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # processes give the parallelism
-    _WORKER_TOKENIZER = tokenizer
-
-
-def _encode_in_worker(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    assert _WORKER_TOKENIZER is not None, "worker was not initialised"  # internal invariant
-    return _encode(_WORKER_TOKENIZER, texts)
-
-
-def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Encode ``texts``; return all tokens (each document followed by EOS) and each one's length."""
-    ids = tokenizer.encode_batch(texts)
-    lengths = np.fromiter((a.size + 1 for a in ids), dtype=np.int64, count=len(ids))
-    dtype = np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.uint32
-    out = np.empty(int(lengths.sum()), dtype=dtype)
-    pos = 0
-    for a in ids:
-        out[pos : pos + a.size] = a
-        pos += a.size
-        out[pos] = tokenizer.eos_id
-        pos += 1
-    return out, lengths
-
-
-def _batches(docs: Iterator[str]) -> Iterator[list[str]]:
-    batch: list[str] = []
-    chars = 0
-    for text in docs:
-        if not text:
-            continue
-        batch.append(text)
-        chars += len(text)
-        if chars >= _BATCH_CHARS or len(batch) >= _BATCH_DOCS:
-            yield batch
-            batch, chars = [], 0
-    if batch:
-        yield batch
-
-
-def _encoded(tokenizer: Tokenizer, pool: Executor | None, docs: Iterator[str],
-             ahead: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Encoded batches in input order; up to ``ahead`` batches in flight in the pool."""
-    if pool is None:
-        for batch in _batches(docs):
-            yield _encode(tokenizer, batch)
-        return
-    pending: deque[Future[tuple[np.ndarray, np.ndarray]]] = deque()
-    try:
-        for batch in _batches(docs):
-            pending.append(pool.submit(_encode_in_worker, batch))
-            if len(pending) >= ahead:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for fut in pending:
-            fut.cancel()
-
-
 def _clear_store_dir(store_dir: Path) -> None:
     """Make ``store_dir`` hold no (partial) store: manifest first, then shards and temporaries."""
     (store_dir / MANIFEST_NAME).unlink(missing_ok=True)
@@ -240,7 +174,7 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
     try:
-        for tokens, lengths in _encoded(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.workers):
+        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.workers):
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())
@@ -330,7 +264,7 @@ def prepare_domains(
     def pool() -> Executor | None:  # started on first use: nothing to start when every domain is done
         if opts.workers > 1 and not pools:
             pools.append(ProcessPoolExecutor(opts.workers, mp_context=get_context("spawn"),
-                                             initializer=_init_worker, initargs=(tok,)))
+                                             initializer=init_worker, initargs=(tok,)))
         return pools[0] if pools else None
 
     results: dict[str, DomainResult] = {}
