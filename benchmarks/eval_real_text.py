@@ -11,7 +11,7 @@ with the weights projected from N1 and N2. It also tabulates the validation loss
 intermediate evaluation point of the anytime and the fixed AutoScale runs. Results go to ``OUT/results.md`` and
 ``OUT/results.json``; every run is resumable (re-running the command reuses finished runs).
 
-Usage (defaults are sized for about 40-60 minutes on 2 otherwise idle CPU cores):
+Usage (the defaults took 86 minutes on a 2-core CPU, one training thread per run):
 
     python benchmarks/eval_real_text.py --out runs/real-text
     python benchmarks/eval_real_text.py --out /tmp/rt --max-mb-per-domain 2 --budgets 16384,32768,65536 \\
