@@ -10,14 +10,22 @@ Token-store fixtures (see ``tests/helpers_store.py`` for the writer behind them)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers_store import write_synthetic_store
+from hypothesis import settings
 
 from autoscale_data.store import TokenStore
+
+# Property tests draw the same examples on every run (a red CI is then a regression, not a new
+# random draw); HYPOTHESIS_PROFILE=explore searches fresh examples.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
