@@ -130,6 +130,14 @@ def spread(runs: list[tuple[float, float]]) -> str:
     return f"{v[0]:.1f}-{v[-1]:.1f}"
 
 
+def ratio_rows(runs: dict[str, list[tuple[float, float]]], baseline: str, names: tuple[str, ...],
+               label: str) -> list[tuple[str, str, str, str, str]]:
+    """Table rows: each contender's median tokens/s against ``baseline``'s (``label`` formats the name)."""
+    base = med(runs[baseline])
+    return [(label.format(name), f"{med(runs[name]) / 1e6:.1f}M", f"{base / 1e6:.1f}M", f"{med(runs[name]) / base:.2f}x",
+             f"{spread(runs[name])} / {spread(runs[baseline])}") for name in names]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller stores and fewer samples")
@@ -170,11 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             "int64 batches": lambda: _rate(dsb64, _sample_tokens, samples // 8),
             "compact batches": lambda: _rate(dsb, _sample_tokens, samples // 8),
         }, args.reps)
-        raw_r = med(inproc["raw"])
-        for name in ("int64 samples", "compact samples", "int64 batches", "compact batches"):
-            r = med(inproc[name])
-            rows.append((f"in process: ours {name} vs raw int64 samples", f"{r / 1e6:.1f}M",
-                         f"{raw_r / 1e6:.1f}M", f"{r / raw_r:.2f}x", f"{spread(inproc[name])} / {spread(inproc['raw'])}"))
+        rows += ratio_rows(inproc, "raw", ("int64 samples", "compact samples", "int64 batches", "compact batches"),
+                           "in process: ours {} vs raw int64 samples")
 
         # --------------------------------------------------------- through DataLoader
         def loader_rate(dataset: Any, batch_size: int | None) -> tuple[float, float]:
@@ -189,17 +194,10 @@ def main(argv: list[str] | None = None) -> int:
             "int64 samples": lambda: loader_rate(ds, 8),
             "compact samples": lambda: loader_rate(ds_c, 8),
         }, args.reps)
-        raw_dl = med(dl["raw"])
-        for name in ("compact batches", "int64 batches", "int64 samples", "compact samples"):
-            r = med(dl[name])
-            rows.append((f"DataLoader(2 workers), 8x2048: ours {name} vs raw int64 samples", f"{r / 1e6:.1f}M",
-                         f"{raw_dl / 1e6:.1f}M", f"{r / raw_dl:.2f}x", f"{spread(dl[name])} / {spread(dl['raw'])}"))
-        raw_bare = med(dl["raw bare"])
-        for name in ("compact batches", "int64 batches"):
-            r = med(dl[name])
-            rows.append((f"DataLoader(2 workers), 8x2048: ours {name} vs raw bare int64 tensors", f"{r / 1e6:.1f}M",
-                         f"{raw_bare / 1e6:.1f}M", f"{r / raw_bare:.2f}x",
-                         f"{spread(dl[name])} / {spread(dl['raw bare'])}"))
+        rows += ratio_rows(dl, "raw", ("compact batches", "int64 batches", "int64 samples", "compact samples"),
+                           "DataLoader(2 workers), 8x2048: ours {} vs raw int64 samples")
+        rows += ratio_rows(dl, "raw bare", ("compact batches", "int64 batches"),
+                           "DataLoader(2 workers), 8x2048: ours {} vs raw bare int64 tensors")
         rows.append(("time to first batch, DataLoader(2 workers) (ours compact batches / raw)",
                      f"{med(dl['compact batches'], 1) * 1e3:.0f} ms", f"{med(dl['raw'], 1) * 1e3:.0f} ms", "", ""))
         rows.append(("time to first sample, in process (ours int64 / raw)",

@@ -79,17 +79,16 @@ class WireBatch(dict):  # type: ignore[type-arg]
 
     def __init__(self, ids: torch.Tensor, domain: torch.Tensor, seq_index: torch.Tensor) -> None:
         super().__init__(input_ids=ids, labels=ids, domain=domain, seq_index=seq_index)
-        self._tensors = (ids, ids, domain, seq_index)
+        self._tensors = (ids, domain, seq_index)
 
     def __copy__(self) -> WireBatch:
-        ids, _, domain, seq_index = self._tensors
-        out = WireBatch(ids, domain, seq_index)
+        out = WireBatch(*self._tensors)
         dict.update(out, self)
         return out
 
     def __reduce__(self) -> tuple[Any, ...]:
-        ids, _, domain, seq_index = self._tensors
-        if any(self.get(k) is not t for k, t in zip(_KEYS, self._tensors, strict=True)):
+        ids, domain, seq_index = self._tensors
+        if any(self.get(k) is not t for k, t in zip(_KEYS, (ids, ids, domain, seq_index), strict=True)):
             return dict, (dict(self),)
         raw = torch.empty(0, dtype=torch.uint8).set_(ids.untyped_storage())
         extra = {k: v for k, v in self.items() if k not in _KEYS}

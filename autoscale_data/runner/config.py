@@ -1,4 +1,4 @@
-"""The runner's configuration: validated dataclasses loaded from YAML or JSON.
+"""The runner's configuration: validated dataclasses loaded from YAML or JSON (sections in :mod:`.sections`).
 
 Every section is a frozen dataclass checked in ``__post_init__``; a bad value raises ``ValueError``
 naming the field, the value and what was expected. Paths in a config file are relative to the file.
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .sections import (
-    BASELINES,
     DataConfig,
     DDOConfig,
     DeepSpeedConfig,
@@ -28,20 +27,7 @@ from .sections import (
     field_error,
 )
 
-__all__ = [
-    "BASELINES",
-    "DDOConfig",
-    "DataConfig",
-    "DeepSpeedConfig",
-    "EvalConfig",
-    "ModelConfig",
-    "OptimizerConfig",
-    "RunnerConfig",
-    "TargetConfig",
-    "config_from_dict",
-    "config_to_dict",
-    "load_config",
-]
+__all__ = ["RunnerConfig", "config_from_dict", "config_to_dict", "load_config"]
 
 @dataclass(frozen=True)
 class RunnerConfig:

@@ -57,7 +57,7 @@ class MixturePlan:
                 "allow_decreasing=True to accept them)"
             )
         self.allow_decreasing = bool(allow_decreasing)
-        self.min_budget = 0.0 if not np.isfinite(path.t_min) else float(path.allocation_at_t(path.t_min).sum())
+        self.min_budget = path.min_total
         if tokenizer is not None and not isinstance(tokenizer, str):
             raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {tokenizer!r}")
         self.path = path

@@ -130,6 +130,11 @@ class AllocationPath:
         """Domains whose allocation falls as the budget grows (impossible under Theorem 1)."""
         return [d for d, v in zip(self.domains, self.direction, strict=False) if v < 0]
 
+    @property
+    def min_total(self) -> float:
+        """The smallest total on the path (0 when no domain decreases: the path reaches every budget)."""
+        return 0.0 if not np.isfinite(self.t_min) else float(np.exp(_logsumexp(self.log_origin + self.t_min * self.direction)))
+
     def allocation_at_t(self, t: np.ndarray | float) -> np.ndarray:
         """Allocations at path parameter(s) ``t``, shape ``(..., m)``."""
         t = np.asarray(t, dtype=np.float64)
@@ -147,12 +152,11 @@ class AllocationPath:
         p0, d = self.log_origin, self.direction
         logn = np.log(nb)
         if np.isfinite(self.t_min):
-            floor = float(_logsumexp(p0 + self.t_min * d))
-            low = logn <= floor
+            low = nb <= self.min_total
             if low.any():
                 raise ValueError(
                     f"target {nb[low][0]:g} tokens is below the smallest total on this path "
-                    f"({np.exp(floor):g}): a domain's allocation decreases between the budgets"
+                    f"({self.min_total:g}): a domain's allocation decreases between the budgets"
                 )
         pos = d > 0
         if not pos.any():
