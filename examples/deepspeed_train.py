@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -147,4 +148,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    # Skip interpreter finalisation: destroying DeepSpeed's and gloo's C++ objects there can abort
+    # the process on some machines after everything was saved ("terminate called ...", exit -6).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -34,7 +34,7 @@ import torch
 from .._io import atomic_write_json
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RunnerConfig, config_from_dict, config_to_dict
-from .dist import DistInfo, all_gather_objects, all_reduce_sum, setup_distributed, teardown
+from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
 from .evaluate import evaluate, mean_objective
 from .models import build_model, mask_tokens, parameter_count
 from .plan import DomainInfo, RunSpec
@@ -358,4 +358,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
