@@ -518,6 +518,22 @@ def test_bad_options(root: Path, kwargs: dict[str, Any], message: str) -> None:
         make(root, **kwargs)
 
 
+@pytest.mark.timeout(30)
+def test_options_object_and_keyword_settings(root: Path) -> None:
+    from autoscale_data.dataset import MixtureOptions
+
+    opts = MixtureOptions(batch_size=7, verify="size", shuffle_window=5)
+    a = ScaleAwareMixtureDataset(root, W3, 60 * L, L, 3, options=opts)
+    b = make(root, seqs=60, seed=3, batch_size=7, shuffle_window=5)
+    assert (a.fingerprint, keys(a)) == (b.fingerprint, keys(b))
+    c = ScaleAwareMixtureDataset(root, W3, 60 * L, L, 3, options=opts, batch_size=None)  # keywords override
+    assert c.options == MixtureOptions(verify="size", shuffle_window=5) and c.fingerprint == a.fingerprint
+    with pytest.raises(TypeError, match=r"unknown setting\(s\) \['batchsize'\]; MixtureOptions has"):
+        make(root, batchsize=8)
+    with pytest.raises(ValueError, match="shuffle_window must be a non-negative integer"):
+        MixtureOptions(shuffle_window=-1)
+
+
 def test_worker_batches_cross_as_bytes_and_arrive_as_plain_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
     import copy
     import multiprocessing.reduction

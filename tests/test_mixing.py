@@ -52,6 +52,15 @@ def test_largest_remainder_is_exact(w: np.ndarray, total: int) -> None:
     assert np.all(counts[w == 0] == 0)
 
 
+@FAST
+@given(weight_vectors(), st.integers(0, 10_000))
+def test_largest_remainder_of_a_mapping_is_a_dict_in_its_order(w: np.ndarray, total: int) -> None:
+    named = {f"d{i}": float(x) for i, x in reversed(list(enumerate(w)))}
+    counts = largest_remainder(named, total)
+    assert list(counts) == list(named) and all(type(c) is int for c in counts.values())
+    assert list(counts.values()) == largest_remainder(list(named.values()), total).tolist()
+
+
 def test_sequence_budget_uses_whole_sequences() -> None:
     total, counts = sequence_budget([0.7, 0.3], 50_000_000, 2048)
     assert total == 50_000_000 // 2048

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -10,8 +9,11 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .._checks import check_int
+from .._options import build_options
 from ..mixing import build_index, check_supply, sequence_budget, validate_weights
 from ._batch import new_batch
+from ._options import MixtureOptions, epoch_caps
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
     STATE_FORMAT,
@@ -22,28 +24,10 @@ from ._state import (
     to_output,
 )
 
-__all__ = ["OUTPUTS", "ScaleAwareMixtureDataset"]
+__all__ = ["ScaleAwareMixtureDataset"]
 
-OUTPUTS = ("torch", "numpy", "compact")
 _STATE_VERSION = 1
 _CHUNK = 256  # samples sliced from the index at once in per-sample mode
-
-
-def _epoch_caps(max_epochs: float | Mapping[str, float] | None, names: list[str]) -> dict[str, float | None]:
-    if max_epochs is None:
-        return dict.fromkeys(names)
-    if isinstance(max_epochs, Mapping):
-        unknown = sorted(set(max_epochs) - set(names))
-        if unknown:
-            raise ValueError(f"max_epochs names unknown domain(s) {unknown}; the domains are {names}")
-        caps = {n: max_epochs.get(n) for n in names}
-    else:
-        caps = dict.fromkeys(names, max_epochs)
-    for name, cap in caps.items():
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
-                                or not cap > 0 or math.isnan(cap)):
-            raise ValueError(f"max_epochs for domain {name!r} must be a positive number, got {cap!r}")
-    return {n: (None if c is None else float(c)) for n, c in caps.items()}
 
 
 class ScaleAwareMixtureDataset(IterableDataset):
@@ -60,26 +44,18 @@ class ScaleAwareMixtureDataset(IterableDataset):
     rank's slice, so all consumers together yield the stream exactly once.
 
     Args:
-        domains: name -> store directory (or :class:`~autoscale_data.store.TokenStore`), or a
+        domains: name -> store directory, URL (see :func:`~autoscale_data.store.open_store`) or
+            :class:`~autoscale_data.store.TokenStore`, or a
             directory with one store per sub-directory. Domains are ordered by name; a sample's
             ``domain`` is an index into :attr:`domain_names`.
         weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``.
         budget_tokens: total training tokens.
         seq_len: tokens per sequence.
         seed: seeds the per-domain permutations and the window shuffle.
-        max_epochs: allow a domain to repeat up to this many epochs (a number for every domain, or
-            a mapping name -> cap). By default a domain too small for its share is an error.
-        shuffle_window: if > 1, shuffle positions inside consecutive windows of this many positions
-            (the prefix bound then holds at window boundaries, and within the window size between).
-        rank, world_size: this process's slice; default from ``torch.distributed`` when initialized.
-        output: ``"torch"`` (int64 tensors), ``"numpy"`` (int64 arrays) or ``"compact"`` (tensors
-            of the store dtype: ``uint16``, or ``int32`` for 32-bit vocabularies; convert on device).
-        batch_size: if set, yield stacked batches of this many samples (the last may be shorter);
-            use with ``DataLoader(ds, batch_size=None, num_workers=N)``: workers then take whole
-            batches in turn, so the loader delivers this rank's stream in exact order.
-        schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (the cumulative counts follow the
-            plan's ``allocation_for_budget`` path; needs such a plan as ``weights``).
-        verify: shard check on open: ``"checksum"``, ``"size"`` or ``"none"``.
+        options: a :class:`MixtureOptions` (``max_epochs``, ``shuffle_window``, ``rank``,
+            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``).
+        **settings: the same settings as keywords (``ScaleAwareMixtureDataset(..., batch_size=8)``);
+            they override ``options``.
 
     Samples are dicts ``{"input_ids", "labels", "domain", "seq_index"}``; ``labels`` is the same
     tensor object as ``input_ids`` (models shift labels internally; clone before editing in place).
@@ -104,29 +80,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
         seq_len: int,
         seed: int = 0,
         *,
-        max_epochs: float | Mapping[str, float] | None = None,
-        shuffle_window: int = 0,
-        rank: int | None = None,
-        world_size: int | None = None,
-        output: str = "torch",
-        batch_size: int | None = None,
-        schedule: str = "fixed",
-        verify: str = "checksum",
+        options: MixtureOptions | None = None,
+        **settings: Any,
     ) -> None:
         super().__init__()
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
-            raise ValueError(f"seq_len must be a positive integer, got {seq_len!r}")
-        if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-        if schedule not in ("fixed", "anytime"):
-            raise ValueError(f"schedule must be 'fixed' or 'anytime', got {schedule!r}")
-        if isinstance(shuffle_window, bool) or not isinstance(shuffle_window, int) or shuffle_window < 0:
-            raise ValueError(f"shuffle_window must be an integer >= 0, got {shuffle_window!r}")
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                       or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
-        if verify not in ("checksum", "size", "none"):
-            raise ValueError(f"verify must be 'checksum', 'size' or 'none', got {verify!r}")
+        opts = build_options(MixtureOptions, options, settings, caller="ScaleAwareMixtureDataset")
+        check_int("seq_len", seq_len)
+        seq_len, seed = int(seq_len), int(seed)
+        self.options = opts
+        rank, world_size, verify, schedule = opts.rank, opts.world_size, opts.verify, opts.schedule
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         stores = open_domains(domains, verify)
         self.domain_names: list[str] = list(stores)
@@ -145,11 +107,11 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.seq_len = seq_len
         self.seed = seed
         self.budget_tokens = int(budget_tokens)
-        self.output = output
-        self.batch_size = batch_size
+        self.output = opts.output
+        self.batch_size = opts.batch_size
         self.schedule = schedule
-        self.shuffle_window = shuffle_window
-        self.max_epochs = _epoch_caps(max_epochs, self.domain_names)
+        self.shuffle_window = opts.shuffle_window
+        self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         available = self._reader.num_sequences
         for name, need, avail in zip(self.domain_names, counts, available, strict=False):
@@ -157,7 +119,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.sequences_per_domain: dict[str, int] = {n: int(c) for n, c in zip(self.domain_names, counts, strict=False)}
         self.total_sequences = int(total)
         self._index = build_index(self.domain_names, counts, available, seed,
-                                  shuffle_window=shuffle_window, stream=stream)
+                                  shuffle_window=self.shuffle_window, stream=stream)
         self.config: dict[str, Any] = {
             "domains": self.domain_names,
             "stores": {n: store_summary(s) for n, s in stores.items()},
@@ -165,12 +127,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
             "sequences": self.sequences_per_domain,
             "budget_tokens": self.budget_tokens,
             "seq_len": seq_len,
-            "seed": int(seed),
-            "shuffle_window": shuffle_window,
+            "seed": seed,
+            "shuffle_window": self.shuffle_window,
             "schedule": schedule,
         }
         self.fingerprint: str = fingerprint(self.config)
-        self._block = batch_size or 1
+        self._block = self.batch_size or 1
         self._origin = 0  # resume cursor from the last load_state_dict
         self._pending = False  # the next __iter__ starts at _origin (else at 0)
         self._start_unit: int | None = None  # a DataLoader worker's own next unit, from its saved state
