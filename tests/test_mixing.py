@@ -189,7 +189,7 @@ def test_window_permutation_stays_in_window(total: int, window: int, seed: int) 
 
 @FAST
 @given(weight_vectors(max_domains=5), st.integers(1, 20_000), st.sampled_from([0, 7, 64]))
-def test_index_counts_and_consumed(w: np.ndarray, total: int, window: int) -> None:
+def test_index_counts_and_domain_counts(w: np.ndarray, total: int, window: int) -> None:
     counts = largest_remainder(w, total)
     available = [max(1, int(c) // 2 + 1) for c in counts]  # forces repetition epochs
     names = [f"d{i}" for i in range(w.size)]
@@ -200,7 +200,7 @@ def test_index_counts_and_consumed(w: np.ndarray, total: int, window: int) -> No
         assert np.array_equal(seqs, domain_order(names[d], available[d], int(counts[d]), 3))
     for cursor in {0, total // 3, total - 1, total, 4096, 4097} - {c for c in (4096, 4097) if c > total}:
         expected = np.bincount(index.domains[:cursor], minlength=w.size)[: w.size]
-        assert index.consumed(cursor).tolist() == expected.tolist()
+        assert index.domain_counts(cursor).tolist() == expected.tolist()
     if window > 1:  # the prefix bound still holds at window boundaries
         dev = prefix_deviation(index.domains, counts / total)
         assert dev.max() < 2.0 + window
