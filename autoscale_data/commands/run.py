@@ -10,8 +10,8 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 Proxies at the two DDO budgets -> DDO fits -> projection to the target budget -> target runs for
-the AutoScale mix and the baselines -> report (OUT/report.md, report.json, plots/). Re-running the
-same command skips finished runs and resumes unfinished ones.
+the AutoScale mix and the baselines -> report (OUT/report.md, report.json, plots/), then prints the
+summary table. Re-running the same command skips finished runs and resumes unfinished ones.
 
 examples:
   autoscale-data run examples/tiny-cpu.yaml --dry-run
@@ -34,8 +34,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``run`` verb."""
-    from ..runner.config import load_config
-    from ..runner.pipeline import MixtureRunner
+    from ..runner import MixtureRunner, format_summary, load_config
 
     config = load_config(args.config)
     out = Path(args.out) if args.out else Path("runs") / config.name
@@ -43,5 +42,6 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(runner.describe())
         return 0
-    runner.run()
+    report = runner.run()
+    print("\n" + format_summary(report))
     return 0
