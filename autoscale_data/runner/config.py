@@ -19,6 +19,7 @@ from .sections import (
     DDOConfig,
     DeepSpeedConfig,
     EvalConfig,
+    ExecutorConfig,
     ModelConfig,
     OptimizerConfig,
     TargetConfig,
@@ -65,6 +66,7 @@ class RunnerConfig:
     cpu_threads: int | None = None
     dropout: float | None = None
     data: DataConfig = field(default_factory=DataConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     name: str = "autoscale"
     base_dir: str = "."
 
@@ -128,6 +130,7 @@ _SECTIONS: dict[str, type] = {
     "eval": EvalConfig,
     "deepspeed": DeepSpeedConfig,
     "data": DataConfig,
+    "executor": ExecutorConfig,
 }
 
 
