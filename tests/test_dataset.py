@@ -402,8 +402,44 @@ def test_corrupted_shard(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[100] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match="corrupted"):
-        ScaleAwareMixtureDataset(tmp_path, {"a": 0.5, "b": 0.5}, 100 * L, L)
+    ds = ScaleAwareMixtureDataset(tmp_path, {"a": 1.0, "b": 0.0}, 1250 * L, L)  # sizes are right: opens
+    with pytest.raises(ValueError, match=r"a/train-00000.bin' is corrupted: its sha256 is"):
+        list(ds)  # the shard's checksum is checked when the stream first reads from it
+
+
+@pytest.mark.timeout(120)
+def test_each_shard_is_hashed_once_across_dataloader_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autoscale_data.store import reader
+
+    write_synthetic_stores(tmp_path / "s", {"a": 40_000, "b": 12_000})
+    log = tmp_path / "hashed.log"
+    real = reader._sha256_of
+
+    def logged(fh: Any) -> str:
+        with open(log, "a") as out:
+            out.write(f"{fh.name}\n")
+        return real(fh)
+
+    monkeypatch.setattr(reader, "_sha256_of", logged)
+    ds = ScaleAwareMixtureDataset(tmp_path / "s", {"a": 0.5, "b": 0.5}, 600 * L, L, batch_size=8)
+    assert not log.exists()  # opening hashes nothing
+    assert len(flat([item_key(b) for b in DataLoader(ds, batch_size=None, num_workers=2)])) == 600
+    hashed = log.read_text().split()
+    assert sorted(hashed) == sorted(str(p) for p in (tmp_path / "s").glob("*/train-*.bin"))  # each once
+    # the workers' verdicts are in memory shared with this process: its own reads hash nothing again
+    assert len(keys(ds)) == 75 and len(log.read_text().split()) == len(hashed)
+
+
+@pytest.mark.timeout(120)
+def test_spawned_workers_share_the_checksum_flags(tmp_path: Path) -> None:
+    write_synthetic_stores(tmp_path / "s", {"a": 40_000, "b": 12_000})
+    ds = ScaleAwareMixtureDataset(tmp_path / "s", {"a": 0.5, "b": 0.5}, 200 * L, L, batch_size=8)
+    expected = flat([item_key(b) for b in ds])
+    fresh = ScaleAwareMixtureDataset(tmp_path / "s", {"a": 0.5, "b": 0.5}, 200 * L, L, batch_size=8)
+    loader = DataLoader(fresh, batch_size=None, num_workers=1, multiprocessing_context="spawn")
+    assert flat([item_key(b) for b in loader]) == expected
+    flags = [bytes(split._checked) for split in fresh._reader.splits]
+    assert flags == [b"\x01" * split.num_shards for split in fresh._reader.splits]  # set by the spawned worker
 
 
 @pytest.mark.timeout(30)

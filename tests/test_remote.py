@@ -248,9 +248,11 @@ def test_mixture_dataset_takes_urls_and_lazy_remote_stores(tmp_path: Path, serve
     local = ScaleAwareMixtureDataset(str(tmp_path / "srv"), **kwargs)
     mixed = ScaleAwareMixtureDataset({"web": f"{base}/web", "code": lazy}, **kwargs)
     assert mixed.fingerprint == local.fingerprint
-    assert any((tmp_path / "env-cache").rglob("train-*.bin"))  # the URL went through the cache
+    assert not any((tmp_path / "env-cache").rglob("train-*.bin"))  # nothing fetched before the stream reads
+    assert not any((tmp_path / "cache").rglob("train-*.bin"))
     for a, b in zip(local, mixed, strict=True):
         assert (a["seq_index"], torch_equal(a["input_ids"], b["input_ids"])) == (b["seq_index"], True)
+    assert any((tmp_path / "env-cache").rglob("train-*.bin"))  # the URL went through the cache
 
 
 def torch_equal(a, b) -> bool:

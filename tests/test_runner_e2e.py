@@ -1,5 +1,5 @@
-"""End to end: a tiny plan (synthetic demo corpus prepared on the fly, tiny GPT, CPU) produces a
-complete report; a runner killed with SIGKILL mid-plan resumes without losing or retraining runs."""
+"""End to end: a tiny plan (the demo's synthetic stores, tiny GPT, CPU) produces a complete report; a
+runner killed with SIGKILL mid-plan resumes without losing or retraining runs."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from runner_helpers import tiny_config
 
 from autoscale_data.cli import main
+from autoscale_data.demo import prepare_synthetic_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
@@ -24,10 +25,9 @@ pytestmark = pytest.mark.slow
 
 
 def _demo_config(tmp_path: Path, **overrides) -> dict:
-    cfg = tiny_config("data/demo", **overrides)
-    cfg["data"] = {"synthetic": {"domains": ["encyclopedia", "web"], "bytes_per_domain": 60_000, "seed": 0,
-                                 "holdout_every": 10}}
-    return cfg
+    prepare_synthetic_stores(tmp_path / "data" / "demo", domains=["encyclopedia", "web"], bytes_per_domain=60_000,
+                             holdout_every=10)
+    return tiny_config("data/demo", **overrides)
 
 
 @pytest.mark.timeout(300)
@@ -41,7 +41,6 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
 
     runner = MixtureRunner(load_config(cfg_path), tmp_path / "out", log=lines.append, progress=False)
     report = runner.run()
-    assert (tmp_path / "data" / "demo" / "web" / "manifest.json").exists()  # generated + prepared
     out = tmp_path / "out"
     for name in ("report.json", "report.md", "plots/weights.png", "plots/target_losses.png", "plots/curves.png",
                  "fits/projection.json", "fits/ddo_4096.json", "fits/ddo_8192.json", "fits/bootstrap_8192.json"):
@@ -120,9 +119,26 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, ex
     assert json.loads((out / "report.json").read_text())["targets"].keys() == {"autoscale", "uniform"}
 
 
-def test_run_refuses_a_missing_store_without_a_data_section(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_run_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     cfg_path = tmp_path / "c.json"
     cfg_path.write_text(json.dumps(tiny_config("missing")))
     assert main(["run", str(cfg_path), "--out", str(tmp_path / "o")]) == 2
-    assert "autoscale-data prepare" in capsys.readouterr().err
-    assert config_from_dict(tiny_config("missing")).data.synthetic is None
+    err = capsys.readouterr().err
+    assert "autoscale-data prepare" in err and "autoscale-data demo --stores" in err
+
+
+def test_old_data_section_is_refused_with_the_way_to_build_the_stores(tmp_path: Path) -> None:
+    raw = {**tiny_config("missing"), "data": {"synthetic": {"domains": ["web", "code"]}}}
+    with pytest.raises(ValueError, match=r"no longer read.*autoscale-data demo --stores DIR"):
+        config_from_dict(raw)
+
+
+@pytest.mark.timeout(120)
+def test_demo_stores_verb_builds_what_the_tiny_example_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "stores"
+    assert main(["demo", "--stores", str(out), "--domains", "web,code", "--bytes-per-domain", "20000"]) == 0
+    assert "ready under" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["code", "web"]
+    assert (tmp_path / "stores.corpus" / "web.jsonl").is_file()
+    example = tiny_config(str(out))
+    assert MixtureRunner(config_from_dict(example), tmp_path / "o").domains.names == ("code", "web")

@@ -49,7 +49,7 @@ def test_written_tokens_read_back_exactly(tmp_path_factory: pytest.TempPathFacto
     # every shard but the last is full, and counts the documents whose EOS it holds
     shards = store.manifest.splits["train"].shards
     assert all(s.num_tokens == shard_tokens for s in shards[:-1])
-    for shard, arr in zip(shards, store.train.shards, strict=True):
+    for shard, arr in zip(shards, [store.train.shard(k) for k in range(store.train.num_shards)], strict=True):
         assert shard.num_documents == int((np.asarray(arr) == 256).sum())
     assert store.manifest.splits["train"].num_documents == len(docs)
     start = data.draw(st.integers(0, everything.size))
@@ -63,7 +63,7 @@ def test_written_tokens_read_back_exactly(tmp_path_factory: pytest.TempPathFacto
 def test_synthetic_store_helper(tmp_path: Path, make_store) -> None:  # type: ignore[no-untyped-def]
     a = make_store("web", 5000, val_tokens=300, shard_tokens=1000)
     again = write_synthetic_store(tmp_path / "again", "web", 5000, val_tokens=300, shard_tokens=1000)
-    assert (a.num_tokens, a.val.num_tokens, len(a.train.shards)) == (5000, 300, 5)
+    assert (a.num_tokens, a.val.num_tokens, a.train.num_shards) == (5000, 300, 5)
     assert a.manifest.tokenizer == load_tokenizer("bytes").info
     np.testing.assert_array_equal(a.train.tokens(0, 5000), again.train.tokens(0, 5000))
     b = make_store("code", 5000)
@@ -118,9 +118,15 @@ def test_flipped_byte_caught_by_checksum(make_store) -> None:  # type: ignore[no
     data = bytearray(shard.read_bytes())
     data[123] ^= 0x01
     shard.write_bytes(bytes(data))
-    TokenStore(store.path, verify="size")  # same size: only the checksum can tell
-    with pytest.raises(ValueError, match="train-00002.bin.*corrupted"):
-        TokenStore(store.path, verify="checksum")
+    TokenStore(store.path, verify="size").train.tokens(2000, 3000)  # same size: only the checksum can tell
+    opened = TokenStore(store.path, verify="checksum")  # opening checks sizes; a checksum is checked on first read
+    np.testing.assert_array_equal(opened.train.tokens(0, 2000), store.train.tokens(0, 2000))
+    expected = store.manifest.splits["train"].shards[2].sha256
+    message = rf"train-00002.bin.*corrupted: its sha256 is [0-9a-f]{{64}}, the manifest says {expected}"
+    with pytest.raises(ValueError, match=message):
+        opened.train.sequence(2, 1000)
+    with pytest.raises(ValueError, match=message):
+        TokenStore(store.path, verify="none").verify()  # the explicit full check, whatever the mode
 
 
 def test_truncated_shard(make_store) -> None:  # type: ignore[no-untyped-def]

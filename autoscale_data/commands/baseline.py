@@ -8,7 +8,7 @@ from typing import Any
 
 from ..solver.baselines import BASELINES, PRESETS, baseline_weights
 from ..solver.runs import RunTable
-from ._solver_args import parse_tokens, read_json
+from ._args import parse_tokens, read_json
 
 __all__ = ["register", "run"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..solver.ddo import DDOResult, fit_ddo
 from ..solver.runs import RunTable
-from ._solver_args import parse_tokens, weight_float
+from ._args import add_supply_args, parse_tokens, weight_float
 
 __all__ = ["format_ddo", "register", "run"]
 
@@ -35,9 +35,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W", help="upper bound on every weight")
     p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")
     p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is ambiguous")
-    p.add_argument("--available", action="append", metavar="DOMAIN=TOKENS",
-                   help="tokens available per domain (caps the allocation; repeatable or comma-separated)")
-    p.add_argument("--max-epochs", type=float, default=None, metavar="E", help="epoch cap applied to --available")
+    add_supply_args(p, effect="caps the allocation")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 

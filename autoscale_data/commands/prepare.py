@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..store.prepare import DEFAULT_HOLDOUT_EVERY, prepare_domains
+from ._args import positive_int
 
 __all__ = ["register", "run"]
 
@@ -41,7 +42,7 @@ def register(subparsers: Any) -> None:
                    help="field/column holding the text (default: text)")
     p.add_argument("--holdout-every", type=int, default=DEFAULT_HOLDOUT_EVERY, metavar="K",
                    help=f"hold out every K-th document for validation (default: {DEFAULT_HOLDOUT_EVERY})")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="tokenizing processes (default: number of CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--shard-tokens", type=int, default=None, help=argparse.SUPPRESS)

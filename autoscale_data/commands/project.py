@@ -11,7 +11,7 @@ import numpy as np
 
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
-from ._solver_args import parse_tokens, positive_float, read_json
+from ._args import add_supply_args, parse_tokens, positive_float, read_json
 
 __all__ = ["plot_weights", "register", "run", "scales_from_json"]
 
@@ -33,9 +33,7 @@ def register(subparsers: Any) -> None:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scales", metavar="SCALES.json", help="optimal mixes at two or more budgets")
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="N", help="target budget")
-    p.add_argument("--available", action="append", metavar="DOMAIN=TOKENS",
-                   help="tokens available per domain (warns when the projection needs more)")
-    p.add_argument("--max-epochs", type=float, default=None, metavar="E", help="epoch cap applied to --available")
+    add_supply_args(p, effect="warns when the projection needs more")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the weights over budgets (stacked area)")
     p.add_argument("--save-plan", default=None, metavar="JSON", help="also write a MixturePlan file")

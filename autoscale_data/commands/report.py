@@ -19,14 +19,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``report`` verb."""
-    from ..runner.report import write_report
+    from ..runner import format_summary, write_report
 
     report = write_report(args.out_dir)
     out = Path(args.out_dir)
-    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(report.get('plots', []))} plots")
-    for label, s in report["tokens_saved"].items():
-        if s.get("saved_fraction") is not None:
-            print(f"  tokens saved vs {label}: {s['saved_fraction']:.1%}")
-        else:
-            print(f"  tokens saved vs {label}: not reached")
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(report.get('plots', []))} plots\n")
+    print(format_summary(report))
     return 0

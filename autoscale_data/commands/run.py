@@ -11,8 +11,8 @@ __all__ = ["register", "run", "with_executor"]
 
 _EPILOG = """\
 Proxies at the two DDO budgets -> DDO fits -> projection to the target budget -> target runs for
-the AutoScale mix and the baselines -> report (OUT/report.md, report.json, plots/). Re-running the
-same command skips finished runs and resumes unfinished ones.
+the AutoScale mix and the baselines -> report (OUT/report.md, report.json, plots/), then prints the
+summary table. Re-running the same command skips finished runs and resumes unfinished ones.
 
 examples:
   autoscale-data run examples/tiny-cpu.yaml --dry-run
@@ -59,8 +59,7 @@ def with_executor(config: Any, *, kind: str | None = None, max_parallel: int | s
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``run`` verb."""
-    from ..runner.config import load_config
-    from ..runner.pipeline import MixtureRunner
+    from ..runner import MixtureRunner, format_summary, load_config
 
     config = with_executor(load_config(args.config), kind=args.executor, max_parallel=args.max_parallel,
                            retries=args.retries)
@@ -69,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(runner.describe())
         return 0
-    runner.run()
+    report = runner.run()
+    print("\n" + format_summary(report))
     return 0

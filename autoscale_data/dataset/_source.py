@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores
-from ..store.remote import RemoteTokenStore, open_store
+from ..store import MANIFEST_NAME, TokenSplit, TokenStore, check_compatible, find_domain_stores
+from ..store.remote import open_store
 
-__all__ = ["DomainsArg", "SplitReader", "open_domains", "resolve_distributed"]
+__all__ = ["DomainSplits", "DomainsArg", "open_domains", "resolve_distributed"]
 
 DomainsArg = Mapping[str, str | os.PathLike | TokenStore] | str | os.PathLike
 
@@ -46,11 +44,7 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"domain names must be non-empty strings, got {name!r}")
         value = domains[name]
-        if isinstance(value, RemoteTokenStore):
-            value.prefetch()  # the reader maps shard files by path: fetch them into the cache first
-        elif not isinstance(value, TokenStore):
-            value = open_store(value, verify=verify, prefetch=True)  # type: ignore[arg-type]
-        stores[name] = value
+        stores[name] = value if isinstance(value, TokenStore) else open_store(value, verify=verify)  # type: ignore[arg-type]
     check_compatible(stores)
     return stores
 
@@ -72,66 +66,23 @@ def resolve_distributed(rank: int | None, world_size: int | None) -> tuple[int, 
     return rank, world_size
 
 
-class SplitReader:
-    """Reads fixed-length sequences from one split of several stores.
+class DomainSplits:
+    """One split (``train`` or ``val``) of every domain, read through the stores' own :class:`TokenSplit`.
 
-    Holds only file paths and sizes; the memory maps are opened lazily in the process that reads
-    (so pickling to DataLoader workers copies no token data).
+    Holds the stores' split objects (one memory map per shard per process, made on first touch, so
+    a remote store fetches a shard when the stream first reads from it); pickling to DataLoader
+    workers sends no token data.
     """
 
     def __init__(self, stores: Mapping[str, TokenStore], split: str, seq_len: int) -> None:
         self.seq_len = seq_len
-        first = next(iter(stores.values()))
-        self.dtype = np.dtype(first.manifest.dtype).newbyteorder("<")
-        self.files: list[list[tuple[str, int]]] = []
-        self.offsets: list[list[int]] = []
-        for store in stores.values():
-            split_obj = store.train if split == "train" else store.val
-            info = store.manifest.splits.get(split)
-            shards = [] if info is None else [s for s in info.shards if s.num_tokens]
-            self.files.append([(os.fspath(store.path / s.file), s.num_tokens) for s in shards])
-            self.offsets.append([int(x) for x in split_obj.offsets])
-        self.num_sequences = [off[-1] // seq_len for off in self.offsets]
-        self._maps: list[list[np.ndarray]] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_maps"] = None
-        return state
-
-    def _open(self) -> list[list[np.ndarray]]:
-        # plain-ndarray views of the memory maps (the map stays alive as their base): slicing an
-        # np.memmap builds a memmap subclass object each time, a few microseconds per sequence
-        maps = [[np.memmap(path, dtype=self.dtype, mode="r", shape=(n,)).view(np.ndarray) for path, n in files]
-                for files in self.files]
-        self._maps = maps
-        return maps
-
-    def single_shard_maps(self) -> list[np.ndarray | None]:
-        """Per domain, the memmap of its only shard (the fast path), or ``None`` if it has several."""
-        maps = self._maps or self._open()
-        return [m[0] if len(m) == 1 else None for m in maps]
+        self.splits: list[TokenSplit] = [s.train if split == "train" else s.val for s in stores.values()]
+        self.dtype = next(iter(stores.values())).dtype
+        self.num_sequences = [s.num_tokens // seq_len for s in self.splits]
 
     def view(self, domain: int, index: int) -> np.ndarray:
-        """Sequence ``index`` of ``domain``: a read-only view of its shard's map, or a copy if it crosses shards."""
-        maps = self._maps or self._open()
-        shards = maps[domain]
-        start = index * self.seq_len
-        stop = start + self.seq_len
-        if len(shards) == 1:
-            return shards[0][start:stop]
-        offs = self.offsets[domain]
-        k = bisect.bisect_right(offs, start) - 1
-        base = offs[k]
-        if stop <= offs[k + 1]:
-            return shards[k][start - base : stop - base]
-        parts = []
-        while start < stop:
-            k = bisect.bisect_right(offs, start) - 1
-            end = min(stop, offs[k + 1])
-            parts.append(shards[k][start - offs[k] : end - offs[k]])
-            start = end
-        return np.concatenate(parts)
+        """Sequence ``index`` of ``domain``: a read-only view of its shard's map, or a copy across shards."""
+        return self.splits[domain].sequence(index, self.seq_len)
 
     def read_batch(self, domains: np.ndarray, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Copy the sequences ``(domains[r], indices[r])`` into the rows of a ``[n, seq_len]`` array.
@@ -150,8 +101,7 @@ class SplitReader:
         n = self.seq_len
         if out is None:
             out = np.empty((len(domains), n), dtype=self.dtype)
-        view, single = self.view, self.single_shard_maps()
+        sequence = [s.sequence for s in self.splits]
         for row, (d, i) in enumerate(zip(domains.tolist(), indices.tolist(), strict=False)):
-            m = single[d]
-            out[row] = view(d, i) if m is None else m[i * n : i * n + n]
+            out[row] = sequence[d](i, n)
         return out

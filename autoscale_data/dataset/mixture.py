@@ -12,7 +12,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ..mixing import build_index, check_supply, sequence_budget, validate_weights
 from ._batch import new_batch
-from ._source import DomainsArg, SplitReader, open_domains, resolve_distributed
+from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
     STATE_FORMAT,
     compact_dtype,
@@ -150,7 +150,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.schedule = schedule
         self.shuffle_window = shuffle_window
         self.max_epochs = _epoch_caps(max_epochs, self.domain_names)
-        self._reader = SplitReader(stores, "train", seq_len)
+        self._reader = DomainSplits(stores, "train", seq_len)
         available = self._reader.num_sequences
         for name, need, avail in zip(self.domain_names, counts, available, strict=False):
             check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
@@ -228,8 +228,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                  live: dict[str, int]) -> Iterator[dict[str, Any]]:
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
-        view = self._reader.view
-        single = self._reader.single_shard_maps()  # per domain: its only shard's memmap, else None
+        sequence = [split.sequence for split in self._reader.splits]
         domains, sequences = self._index.domains, self._index.sequences
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
@@ -238,8 +237,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             b = first + min(n_local - 1, chunk + step * (_CHUNK - 1)) * self.world_size + 1
             u = chunk
             for d, s in zip(domains[a:b:stride].tolist(), sequences[a:b:stride].tolist(), strict=False):
-                m = single[d]
-                tokens = view(d, s) if m is None else m[s * seq_len : s * seq_len + seq_len]
+                tokens = sequence[d](s, seq_len)
                 ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output, owned=False)
                 u += step
                 live["next_unit"] = u

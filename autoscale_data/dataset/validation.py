@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ._source import DomainsArg, SplitReader, open_domains, resolve_distributed
+from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import to_output
 from .mixture import OUTPUTS
 
@@ -57,7 +57,7 @@ class MixtureValidationDataset(IterableDataset):
         self.domain_names: list[str] = list(stores)
         self.seq_len = seq_len
         self.output = output
-        self._reader = SplitReader(stores, "val", seq_len)
+        self._reader = DomainSplits(stores, "val", seq_len)
         cap = max_sequences_per_domain
         counts = [n if cap is None else min(n, cap) for n in self._reader.num_sequences]
         empty = [name for name, n in zip(self.domain_names, counts, strict=False) if n == 0]

@@ -1,14 +1,20 @@
-"""The built-in demo: a synthetic multi-domain corpus and the AutoScale pipeline run on it."""
+"""The built-in demo: a synthetic multi-domain corpus, its prepared stores, and the AutoScale pipeline run on them.
+
+Needs the runner (``pip install 'autoscale-data[runner]'``): the demo hands the runner a config that
+points at the stores it prepared.
+"""
 
 from __future__ import annotations
 
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SyntheticWorld, generate_corpus, generate_documents
 from .demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, prepare_demo_data, run_demo
+from .stores import STORES_DOMAINS, prepare_synthetic_stores
 
 __all__ = [
     "DEMO_DOMAINS",
     "DEMO_PRESETS",
     "DOMAIN_DESCRIPTIONS",
+    "STORES_DOMAINS",
     "DemoSettings",
     "SyntheticWorld",
     "demo_config",
@@ -16,5 +22,6 @@ __all__ = [
     "generate_corpus",
     "generate_documents",
     "prepare_demo_data",
+    "prepare_synthetic_stores",
     "run_demo",
 ]

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
-from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_corpus
+from ..runner import MixtureRunner, RunnerConfig, config_from_dict, format_summary
+from ..store.tokenizers import train_bpe_tokenizer
+from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_documents
+from .stores import prepare_synthetic_stores
 
 __all__ = ["DEMO_PRESETS", "DemoSettings", "demo_config", "format_demo_table", "prepare_demo_data", "run_demo"]
 
@@ -96,7 +99,7 @@ DEMO_PRESETS: dict[str, DemoSettings] = {
 
 
 def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
-                settings: DemoSettings | None = None) -> Any:
+                settings: DemoSettings | None = None) -> RunnerConfig:
     """The runner config the demo runs on the prepared stores under ``OUT/data`` (see :func:`prepare_demo_data`).
 
     Args:
@@ -107,8 +110,6 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
     Returns:
         A validated :class:`~autoscale_data.runner.RunnerConfig`.
     """
-    from ..runner import config_from_dict
-
     s = settings or DEMO_PRESETS["quick" if quick else "full"]
     out = Path(out_dir).resolve()
     raw = {
@@ -145,12 +146,7 @@ def prepare_demo_data(out_dir: str | os.PathLike[str], settings: DemoSettings, *
     Returns:
         The prepared-store directory ``OUT/data``.
     """
-    from ..store.prepare import prepare
-    from ..store.tokenizers import train_bpe_tokenizer
-    from .corpus import generate_documents
-
     out = Path(out_dir)
-    paths = generate_corpus(out / "corpus", bytes_per_domain=settings.bytes_per_domain, domains=settings.domains)
     tok_file = out / "tokenizer" / "tokenizer.json"
     if not tok_file.is_file():
         # A fixed, seeded sample of every domain (not the corpus files), so the tokenizer is the
@@ -158,10 +154,8 @@ def prepare_demo_data(out_dir: str | os.PathLike[str], settings: DemoSettings, *
         texts = [doc for d in settings.domains for doc in generate_documents(d, 200_000, seed=0)]
         train_bpe_tokenizer(texts, settings.vocab_size, out / "tokenizer")
         log(f"trained a {settings.vocab_size}-token byte-level BPE on the synthetic corpus: {os.fspath(tok_file)}")
-    stores = out / "data"
-    prepare({d: os.fspath(p) for d, p in paths.items()}, stores, os.fspath(out / "tokenizer"), workers=1,
-            holdout_every=20, progress=False)
-    return stores
+    return prepare_synthetic_stores(out / "data", domains=settings.domains, bytes_per_domain=settings.bytes_per_domain,
+                                    tokenizer=out / "tokenizer", holdout_every=20, corpus_dir=out / "corpus")
 
 
 def _check_mode(out: Path, mode: str) -> None:
@@ -192,8 +186,6 @@ def run_demo(out_dir: str | os.PathLike[str] = "autoscale-demo", *, quick: bool 
     Returns:
         The runner's report (as written to ``OUT/report.json``).
     """
-    from ..runner import MixtureRunner
-
     s = settings or DEMO_PRESETS["quick" if quick else "full"]
     out = Path(out_dir)
     _check_mode(out, s.mode)
@@ -205,116 +197,19 @@ def run_demo(out_dir: str | os.PathLike[str] = "autoscale-demo", *, quick: bool 
     return report
 
 
-def _k(n: float) -> str:
-    if n >= 1e6:
-        return f"{n / 1e6:.2f}M"
-    return f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
-
-
-def _saved_text(s: Mapping[str, Any]) -> str:
-    if s.get("status") == "no_data":
-        return "no data"
-    if s.get("saved_fraction") is not None:
-        bound = "at least " if s["status"] == "at_first_eval" else ""
-        return (f"{bound}{s['saved_fraction']:+.1%} (AutoScale reached the baseline's final loss "
-                f"{s['baseline_final']:.4f} after {_k(s['tokens_to_baseline_final'])} of {_k(s['baseline_tokens'])} "
-                f"tokens)")
-    back = s.get("baseline_saved_fraction")
-    tail = "" if back is None else f"; the baseline reached AutoScale's final loss with {back:.1%} fewer tokens"
-    return f"not reached (AutoScale ended at {s['autoscale_final']:.4f} > {s['baseline_final']:.4f}{tail})"
-
-
-def _anytime_lines(a: Mapping[str, Any] | None) -> list[str]:
-    if a is None:
-        return []
-    if not a.get("available"):
-        return ["", f"Anytime schedule: not available ({a.get('reason')})"]
-    lines = ["", "Anytime schedule vs the fixed AutoScale mix along the target run (anytime - fixed mean loss; "
-                 "negative = anytime better)"]
-    for p in a["points"]:
-        d = p["difference"]
-        spread = f" ± {d['std']:.4f}" if d["n"] > 1 else ""
-        lines.append(f"  at {_k(p['tokens']):>6} tokens: {d['mean']:+.4f}{spread}")
-    if a.get("plan_decreasing"):
-        lines.append(f"  ({', '.join(a['plan_decreasing'])}: DDO allocation decreases from N1 to N2; the anytime run "
-                     "followed the plan's monotone envelope)")
-    return lines
-
-
 def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None = None) -> str:
-    """The demo's summary: weights at N1, N2 and the target, target losses per mix, tokens saved.
+    """The runner's summary table (:func:`~autoscale_data.runner.format_summary`) plus the demo's notes.
 
     Args:
         report: the runner's report dict.
         settings: the demo settings (to say whether the run is statistically meaningful).
     """
-    domains = list(report.get("domains") or [])
-    ddo = report.get("ddo") or {}
-    proj = report.get("projection") or {}
-    targets = report.get("targets") or {}
-    mixes = report.get("target_mixes") or {}
-    lines: list[str] = []
-    width = max([len(d) for d in domains] + [8])
-    scales = sorted(ddo, key=int)
-    cols = [f"DDO@{_k(int(s))}" for s in scales]
-    if proj:
-        cols.append(f"AutoScale@{_k(proj['budget_tokens'])}")
-    extra = [m for m in mixes if m not in ("autoscale", "ddo_n2", "autoscale_anytime")]  # anytime ends at AutoScale's
-    cols += extra
-    lines.append("Mixture weights (DDO optimum at N1 and N2, AutoScale projection to the target, baselines)")
-    lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
-    for d in domains:
-        vals = [ddo[s]["weights"][d] for s in scales]
-        if proj:
-            vals.append(proj["weights"][d])
-        vals += [mixes[m][d] for m in extra]
-        lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
-    boot = report.get("bootstrap") or {}
-    for s in scales:
-        b = boot.get(s) or {}
-        if b.get("available"):
-            verdict = "distinguishable" if b.get("distinguishable_from_base") else "NOT distinguishable"
-            lines.append(f"  bootstrap at {_k(int(s))}: DDO weights {verdict} from uniform")
-    if targets:
-        tokens = next(iter(targets.values()))["tokens"]
-        key = "mean_ppl" if report.get("objective") == "mean_ppl" else "mean_loss"
-        lines += ["", f"Validation loss at the target budget ({_k(tokens)} tokens, nats/token"
-                  + (", mean ± std over seeds" if any(t[key]["n"] > 1 for t in targets.values()) else "") + ")"]
-        lines.append(f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}")
-        for label in ["autoscale"] + sorted(t for t in targets if t != "autoscale"):
-            if label not in targets:
-                continue
-            t = targets[label]
-            cells = []
-            for d in domains:
-                ms = t["losses"][d]
-                cells.append(f"{ms['mean']:>{max(len(d), 8)}.4f}")
-            spread = f" ± {t[key]['std']:.4f}" if t[key]["n"] > 1 else ""
-            lines.append(f"{label:<17}  " + "  ".join(cells) + f"  {t[key]['mean']:>8.4f}{spread}")
-    saved = report.get("tokens_saved") or {}
-    if saved:
-        from ..runner.metrics import signed_per_seed
-
-        per_seed = report.get("tokens_saved_per_seed") or {}
-        several = any(len(v) > 1 for v in per_seed.values())
-        lines += ["", "Tokens saved by the AutoScale mix at the target budget"
-                  + (" (seed-mean curves, then each seed's own)" if several else "")]
-        for label, s in sorted(saved.items()):
-            if label == "autoscale_anytime":  # same final mix: compared along the run below
-                continue
-            seeds = per_seed.get(label) or {}
-            tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
-            lines.append(f"  vs {label:<17} {_saved_text(s)}{tail}")
-    lines += _anytime_lines(report.get("anytime_vs_fixed"))
-    missing = report.get("missing_targets") or []
-    if missing:
-        lines.append(f"  target runs not finished: {', '.join(missing)}")
+    lines = [format_summary(report)]
     if settings is not None and not settings.meaningful:
         lines += ["", "Note: --quick runs tiny budgets to show the procedure end to end; its weights and savings "
                       "are within seed noise and mean nothing. Run the full demo for the real comparison."]
+    domains = list(report.get("domains") or [])
+    width = max([len(d) for d in domains] + [8])
     lines += ["", "Domains (all synthetic, generated in-package; no downloads):"]
     lines += [f"  {d:<{width}}  {DOMAIN_DESCRIPTIONS[d]}" for d in domains if d in DOMAIN_DESCRIPTIONS]
-    out = report.get("out_dir")
-    if out:
-        lines += ["", f"Report: {os.path.join(out, 'report.md')} (plots in {os.path.join(out, 'plots')})"]
     return "\n".join(lines)

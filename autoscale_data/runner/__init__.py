@@ -13,6 +13,7 @@ from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
 from .plan import RunSpec
 from .report import build_report, write_report
+from .summary import format_summary
 
 __all__ = [
     "Ledger",
@@ -21,6 +22,7 @@ __all__ = [
     "RunnerConfig",
     "build_report",
     "config_from_dict",
+    "format_summary",
     "load_config",
     "tokens_saved",
     "tokens_to_reach",

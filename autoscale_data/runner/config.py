@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .sections import (
-    DataConfig,
     DDOConfig,
     DeepSpeedConfig,
     EvalConfig,
@@ -65,7 +64,6 @@ class RunnerConfig:
     num_workers: int = 0
     cpu_threads: int | None = None
     dropout: float | None = None
-    data: DataConfig = field(default_factory=DataConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     name: str = "autoscale"
     base_dir: str = "."
@@ -129,7 +127,6 @@ _SECTIONS: dict[str, type] = {
     "target": TargetConfig,
     "eval": EvalConfig,
     "deepspeed": DeepSpeedConfig,
-    "data": DataConfig,
     "executor": ExecutorConfig,
 }
 
@@ -178,6 +175,10 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
                     raise field_error("ddo", "multipliers", mult, "[up, down], e.g. [3, 3] for x3 and /3")
                 section["multiplier_up"], section["multiplier_down"] = mult
             top[name] = _build(cls, section, name)
+    if "data" in top:
+        raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads prepared stores "
+                         "only. Build the synthetic demo stores with `autoscale-data demo --stores DIR` (or "
+                         "autoscale_data.demo.prepare_synthetic_stores) and point 'domains' at DIR")
     if "base_dir" in top:
         raise ValueError("config key 'base_dir' is set from the config file's location; remove it")
     top["base_dir"] = os.fspath(base_dir)

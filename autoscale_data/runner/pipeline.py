@@ -16,7 +16,7 @@ from typing import Any
 
 from .._io import atomic_write_json
 from .config import RunnerConfig, config_to_dict
-from .data import ensure_data, inspect_domains
+from .data import inspect_domains
 from .estimate import estimate_seconds, format_duration, startup_seconds
 from .ledger import DONE, Ledger
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_spec
@@ -50,8 +50,6 @@ class MixtureRunner:
     @property
     def domains(self) -> DomainInfo:
         if self._domains is None:
-            for line in ensure_data(self.config, progress=bool(self.progress)):
-                self.log(line)
             self._domains = inspect_domains(self.config)
         return self._domains
 

@@ -1,4 +1,4 @@
-"""The sections of the runner's configuration (model, optimizer, DDO, target, eval, DeepSpeed, data).
+"""The sections of the runner's configuration (model, optimizer, DDO, target, eval, DeepSpeed).
 
 Every section is a frozen dataclass checked in ``__post_init__``; a bad value raises ``ValueError``
 naming the field, the value and what was expected. :class:`~autoscale_data.runner.config.RunnerConfig`
@@ -15,7 +15,6 @@ from typing import Any
 __all__ = [
     "BASELINES",
     "DDOConfig",
-    "DataConfig",
     "DeepSpeedConfig",
     "EXECUTORS",
     "EvalConfig",
@@ -231,17 +230,6 @@ class DeepSpeedConfig:
             raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
         if self.launcher not in ("deepspeed", "torchrun"):
             raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    """Optional: build a synthetic demo corpus into ``domains`` when that path is missing."""
-
-    synthetic: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.synthetic is not None and not isinstance(self.synthetic, dict):
-            raise field_error("data", "synthetic", self.synthetic, "a mapping of generator options")
 
 
 #: Where the runs of a plan are trained (``executor.kind``).

@@ -39,8 +39,6 @@ import os
 import tempfile
 import time
 import warnings
-import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +48,12 @@ import numpy as np
 from .._io import atomic_write_bytes, atomic_write_text
 from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, pin
 from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
-from .manifest import MANIFEST_NAME, Manifest, SplitInfo
-from .reader import TokenSplit, TokenStore, Verify, _check_shard
+from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from .reader import ShardFiles, TokenStore, Verify
 
 __all__ = [
     "CACHE_ENV",
+    "CachedShards",
     "RemoteConfig",
     "RemoteStore",
     "RemoteTokenStore",
@@ -219,74 +218,27 @@ class RemoteStore:
         return store
 
 
-class _LazyShards(list):  # type: ignore[type-arg]
-    """The memory maps of a split's shards, each created (and downloaded) on first access."""
+class CachedShards(ShardFiles):
+    """A remote store's shard files: downloaded into the cache when first asked for, pinned while mapped."""
 
-    def __init__(self, remote: RemoteStore, infos: list[Any], dtype: np.dtype, verify: Verify,
-                 on_complete: Any = None) -> None:
-        super().__init__([None] * len(infos))
-        self._remote, self._infos, self._dtype, self._verify = remote, infos, dtype, verify
-        self._missing = len(infos)
-        self._on_complete = on_complete  # called once every shard is mapped
+    refetches = True
 
-    def _load(self, k: int) -> np.ndarray:
-        info = self._infos[k]
-        for attempt in range(2):  # another process may evict the file between fetch and map
-            was_cached = self._remote.is_cached(info.file, info.sha256)
-            path = self._remote.fetch(info.file, info.sha256, info.num_tokens)
-            try:
-                if was_cached:  # a fresh download was just verified; a cached one is checked like a local store
-                    _check_shard(path, info.num_tokens, self._dtype.itemsize, info.sha256, self._verify)
-                mm = np.memmap(path, dtype=self._dtype, mode="r", shape=(info.num_tokens,))
-                break
-            except FileNotFoundError:
-                if attempt:
-                    raise
-        pin(path, mm)
+    def __init__(self, remote: RemoteStore) -> None:
+        super().__init__(remote.local_dir)
+        self.remote = remote
+
+    def check_on_open(self, shards: Any, itemsize: int, verify: Verify) -> None:
+        """Nothing to check before a shard is touched (the cache may not hold it yet)."""
+
+    def local_path(self, shard: ShardInfo) -> tuple[Path, bool]:
+        was_cached = self.remote.is_cached(shard.file, shard.sha256)
+        return self.remote.fetch(shard.file, shard.sha256, shard.num_tokens), not was_cached
+
+    def opened(self, path: Path, mapping: np.ndarray) -> None:
+        pin(path, mapping)
         with contextlib.suppress(OSError):  # mark as recently used (coarsely: keeps the checksum memo valid)
             if time.time() - path.stat().st_mtime > _TOUCH_S:
                 os.utime(path)
-        list.__setitem__(self, k, mm)
-        self._missing -= 1
-        if self._missing == 0 and self._on_complete is not None:
-            self._on_complete(list.copy(self))
-        return mm
-
-    def __getitem__(self, k: Any) -> Any:  # type: ignore[override]
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
-        value = list.__getitem__(self, k)
-        return value if value is not None else self._load(k if k >= 0 else k + len(self))
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        return (self[i] for i in range(len(self)))
-
-    def loaded(self) -> int:
-        """How many shards of this split are mapped."""
-        return sum(1 for i in range(len(self)) if list.__getitem__(self, i) is not None)
-
-
-class _LazySplit(TokenSplit):
-    """A :class:`TokenSplit` whose shards are fetched on first touch."""
-
-    def __init__(self, remote: RemoteStore, split: SplitInfo, dtype: np.dtype, verify: Verify) -> None:
-        self.dtype = dtype
-        infos = [s for s in split.shards if s.num_tokens]
-        me = weakref.ref(self)
-
-        def complete(maps: list[np.ndarray]) -> None:  # all mapped: plain list, no per-access overhead
-            split_ = me()
-            if split_ is not None:
-                split_.shards = maps
-
-        self.shards: list[np.ndarray] = _LazyShards(remote, infos, dtype, verify, complete)
-        self.offsets = np.concatenate([[0], np.cumsum([s.num_tokens for s in infos], dtype=np.int64)])
-        self.offsets = self.offsets.astype(np.int64)
-        self.num_tokens = int(self.offsets[-1])
-
-
-def _reopen(url: str, config: RemoteConfig, manifest_json: bytes, verify: Verify) -> RemoteTokenStore:
-    return RemoteStore(url, config, manifest_json=manifest_json).open(verify=verify)
 
 
 class RemoteTokenStore(TokenStore):
@@ -297,34 +249,25 @@ class RemoteTokenStore(TokenStore):
     """
 
     def __init__(self, remote: RemoteStore, *, verify: Verify = "checksum") -> None:
-        if verify not in ("checksum", "size", "none"):
-            raise ValueError(f"verify must be 'checksum', 'size' or 'none', got {verify!r}")
         self.remote = remote
-        self.path = remote.local_dir
-        self.manifest = remote.manifest
-        self.name = self.manifest.name
-        self.dtype = np.dtype(self.manifest.dtype).newbyteorder("<")
-        self._verify = verify
-        self.train = self._open_split(self.manifest.splits["train"])
-        self._val = None
+        super().__init__(remote.local_dir, verify=verify)
 
-    def _open_split(self, split: SplitInfo) -> TokenSplit:
-        return _LazySplit(self.remote, split, self.dtype, self._verify)
+    def _load_manifest(self) -> Manifest:
+        return self.remote.manifest
+
+    def _shard_files(self) -> ShardFiles:
+        return CachedShards(self.remote)
 
     def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> RemoteTokenStore:
         """Download (if needed) and map every shard of ``splits`` now; returns ``self``.
 
-        Needed before handing the store to code that opens the shard files by path (under
-        ``self.path``) rather than through ``.train``/``.val``; the shards stay pinned in the cache
-        while this object lives.
+        The shards stay pinned in the cache while this object lives.
         """
         for split in splits:
-            for _ in (self.train if split == "train" else self.val).shards:
-                pass
+            data = self.train if split == "train" else self.val
+            for k in range(data.num_shards):
+                data.shard(k)
         return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen, (self.remote.url, self.remote.config, self.remote.manifest_json, self._verify))
 
     def __repr__(self) -> str:
         return (f"RemoteTokenStore({self.remote.url!r}, name={self.name!r}, tokens={self.num_tokens}, "

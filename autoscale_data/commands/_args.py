@@ -1,4 +1,4 @@
-"""Argument helpers shared by the solver verbs (ddo, project, baseline)."""
+"""Argument pieces shared by the CLI verbs: argparse value types, the supply options, JSON input."""
 
 from __future__ import annotations
 
@@ -7,7 +7,19 @@ import json
 import os
 from typing import Any
 
-__all__ = ["parse_tokens", "positive_float", "read_json", "weight_float"]
+from .._checks import check_int
+
+__all__ = ["add_supply_args", "parse_tokens", "positive_float", "positive_int", "read_json", "weight_float"]
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (accepts 400_000)."""
+    try:
+        value = int(text.replace("_", ""))
+        check_int("value", value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    return value
 
 
 def positive_float(text: str) -> float:
@@ -30,6 +42,19 @@ def weight_float(text: str) -> float:
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a weight in [0, 1], got {text!r}")
     return v
+
+
+def add_supply_args(parser: argparse.ArgumentParser, *, effect: str) -> None:
+    """``--available DOMAIN=TOKENS`` (repeatable) and ``--max-epochs E``: what each domain can supply.
+
+    Args:
+        parser: the verb's parser.
+        effect: what the supply does in this verb (ends the ``--available`` help in parentheses).
+    """
+    parser.add_argument("--available", action="append", metavar="DOMAIN=TOKENS",
+                        help=f"tokens available per domain ({effect}; repeatable or comma-separated)")
+    parser.add_argument("--max-epochs", type=positive_float, default=None, metavar="E",
+                        help="epoch cap applied to --available")
 
 
 def read_json(path: str) -> Any:

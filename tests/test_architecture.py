@@ -1,0 +1,122 @@
+"""The layer picture holds: imports only point down, and the pure layers never import torch.
+
+Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`, wherever it sits
+(module level or inside a function: a lazy import is still a dependency). Layers, top to bottom::
+
+    cli.py, commands/  ->  demo/  ->  runner/  ->  dataset/  ->  mixing/ | store/ | solver/
+
+The three bottom packages are independent of each other. The package root's private helpers
+(``_checks``, ``_io``, ``_extras``) sit below everything; ``autoscale_data/__init__.py`` is the
+lazy facade and names its exports as strings, not imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import autoscale_data
+
+PACKAGE = Path(autoscale_data.__file__).parent
+
+#: Layer rank of each top-level part: a module may import parts of a strictly lower rank (and its own part).
+RANKS: dict[str, int] = {
+    "cli": 5, "commands": 5,
+    "demo": 4,
+    "runner": 3,
+    "dataset": 2,
+    "mixing": 1, "store": 1, "solver": 1,
+    "_checks": 0, "_io": 0, "_extras": 0,
+}
+PURE = ("mixing", "solver")  # never torch, not even lazily
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(text: str, module: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``text`` (the source of ``module``), lazy ones too."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            if node.module is None:  # `from . import x`: x may be a submodule
+                yield from ((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+            else:
+                yield node.lineno, target
+
+
+def _part(module: str) -> str | None:
+    """``autoscale_data.runner.plan`` -> ``runner``; ``None`` outside the package or for the root itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "autoscale_data" and len(parts) > 1 else None
+
+
+def _sources() -> list[tuple[str, str, bool]]:
+    """(module name, source text, is a package) of every module of the package."""
+    return [(_module_name(f), f.read_text(encoding="utf-8"), f.name == "__init__.py")
+            for f in sorted(PACKAGE.rglob("*.py"))]
+
+
+def _upward_imports(sources: list[tuple[str, str, bool]]) -> list[str]:
+    wrong = []
+    for module, text, is_package in sources:
+        source = _part(module)
+        if source is None:  # the facade: autoscale_data/__init__.py
+            continue
+        for line, target in _imports(text, module, is_package=is_package):
+            if target.split(".")[0] != "autoscale_data":
+                continue
+            dest = _part(target)
+            if dest is None or dest.startswith("__"):  # the facade itself or one of its dunders
+                if source != "cli":  # only the CLI reads __version__
+                    wrong.append(f"{module}:{line} imports the package facade")
+                continue
+            if dest != source and RANKS.get(dest, 99) >= RANKS[source]:
+                wrong.append(f"{module}:{line} ({source}) imports {target} ({dest})")
+    return wrong
+
+
+def _torch_imports(sources: list[tuple[str, str, bool]], part: str) -> list[str]:
+    return [f"{module}:{line} imports {target}" for module, text, is_package in sources if _part(module) == part
+            for line, target in _imports(text, module, is_package=is_package) if target.split(".")[0] == "torch"]
+
+
+def test_every_part_has_a_rank() -> None:
+    parts = {_part(module) for module, _, _ in _sources()} - {None}
+    assert parts <= set(RANKS), f"parts without a layer: {sorted(parts - set(RANKS))}; add them to RANKS"
+
+
+def test_imports_only_point_down() -> None:
+    wrong = _upward_imports(_sources())
+    assert not wrong, "imports that do not point down:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("part", PURE)
+def test_pure_layers_never_import_torch(part: str) -> None:
+    found = _torch_imports(_sources(), part)
+    assert not found, "\n".join(found)
+
+
+def test_the_checks_see_lazy_relative_and_sibling_imports() -> None:
+    probe = "import numpy\n\ndef f():\n    from ..runner import plan\n    from ..store import reader\n    import torch.nn\n"
+    fake = [("autoscale_data.solver.probe", probe, False)]
+    assert _upward_imports(fake) == [
+        "autoscale_data.solver.probe:4 (solver) imports autoscale_data.runner (runner)",
+        "autoscale_data.solver.probe:5 (solver) imports autoscale_data.store (store)"]
+    assert _torch_imports(fake, "solver") == ["autoscale_data.solver.probe:6 imports torch.nn"]
+    fine = [("autoscale_data.runner.x", "from ..dataset import mixture\nfrom . import plan\nfrom .._io import a\n", False)]
+    assert _upward_imports(fine) == []
