@@ -62,7 +62,7 @@ def test_executor_section_is_validated_and_never_enters_a_run_id(stores: Path) -
 
 def test_auto_parallelism_and_the_executor_picked(stores: Path) -> None:
     cfg = config_from_dict(tiny_config(stores, device="cpu"))
-    assert isinstance(make_executor(cfg), InProcessExecutor)  # max_parallel 1: as before executors
+    assert isinstance(make_executor(cfg, stores), InProcessExecutor)  # max_parallel 1: as before executors
     auto = with_executor(cfg, max_parallel="auto")
     assert resolve_max_parallel(auto) == max(1, len(os.sched_getaffinity(0)))  # cpu_threads 1 per run
     threads = config_from_dict(tiny_config(stores, device="cpu", cpu_threads=None, executor={"max_parallel": "auto"}))

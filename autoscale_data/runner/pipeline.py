@@ -205,7 +205,7 @@ class MixtureRunner:
         from .executors import make_executor, train_specs
 
         if self._executor is None:  # one executor (and its warm workers) for every phase of the plan
-            self._executor = make_executor(self.config, progress=self.progress)
+            self._executor = make_executor(self.config, self.out, progress=self.progress)
         train_specs(self._executor, ledger, specs, self.config, self.domains, log=self.log,
                     progress=bool(self.progress) and self._executor.capacity > 1)
 

@@ -6,6 +6,8 @@ list of runs through it with the ledger as the record of every submission.
 
 from __future__ import annotations
 
+import os
+
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command
 from .driver import train_specs
@@ -23,8 +25,9 @@ __all__ = [
 ]
 
 
-def make_executor(config: RunnerConfig, *, progress: bool | None = None) -> Executor:
-    """The executor ``config.executor`` asks for.
+def make_executor(config: RunnerConfig, out_dir: str | os.PathLike[str], *,
+                  progress: bool | None = None) -> Executor:
+    """The executor ``config.executor`` asks for (``out_dir``: the experiment directory).
 
     ``local`` with one slot trains a one-process plain-torch run in the runner's own process (as
     before executors existed); every other local setting starts processes per slot.
@@ -33,7 +36,7 @@ def make_executor(config: RunnerConfig, *, progress: bool | None = None) -> Exec
     if ex.kind == "slurm":
         from .slurm import SlurmExecutor
 
-        return SlurmExecutor(config)
+        return SlurmExecutor(config, out_dir)
     if ex.kind == "ray":
         from .ray import RayExecutor
 
