@@ -6,7 +6,7 @@ Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`,
     cli.py, commands/  ->  demo/  ->  runner/  ->  dataset/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. The package root's private helpers
-(``_checks``, ``_io``, ``_extras``) sit below everything; ``autoscale_data/__init__.py`` is the
+(``_checks``, ``_io``, ``_extras``, ``_options``) sit below everything; ``autoscale_data/__init__.py`` is the
 lazy facade and names its exports as strings, not imports.
 """
 
@@ -32,7 +32,7 @@ RANKS: dict[str, int] = {
     "runner": 3,
     "dataset": 2,
     "mixing": 1, "store": 1, "solver": 1,
-    "_checks": 0, "_io": 0, "_extras": 0,
+    "_checks": 0, "_io": 0, "_extras": 0, "_options": 0,
 }
 PURE = ("mixing", "solver")  # never torch, not even lazily
 
