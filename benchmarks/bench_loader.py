@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         rss1 = proc.memory_info().rss
         total = big.total_sequences
         resume_ms = {}
-        states = {label: json.dumps(big.state_dict(consumed=int(frac * total)))
+        states = {label: json.dumps(big.state_dict(samples_taken=int(frac * total)))
                   for label, frac in (("early", 0.01), ("middle", 0.5), ("late", 0.99))}
         for label, text in states.items():
             state = json.loads(text)

@@ -9,7 +9,7 @@ The pattern is three lines around an ordinary DeepSpeed loop:
 
 * the dataset finds its rank and world size from ``torch.distributed`` (each rank reads its own
   strided slice of one global stream);
-* ``engine.save_checkpoint(dir, client_state={"dataset": ds.state_dict(consumed=k)})`` where
+* ``engine.save_checkpoint(dir, client_state={"dataset": ds.state_dict(samples_taken=k)})`` where
   ``k`` is the number of samples this rank has taken;
 * after ``engine.load_checkpoint(dir)``, ``ds.load_state_dict(client_state["dataset"])``: the next
   batch is the one that would have followed (even with a different number of ranks).
@@ -83,9 +83,9 @@ def run(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
         losses[step] = out.loss.item()
         step += 1
         if step == save_at:
-            consumed = step * MICRO_BATCH  # samples this rank has taken (resumed from 0 here)
+            taken = step * MICRO_BATCH  # samples this rank has taken (resumed from 0 here)
             engine.save_checkpoint(ckpt_dir, client_state={
-                "dataset": ds.state_dict(consumed=consumed), "step": step,
+                "dataset": ds.state_dict(samples_taken=taken), "step": step,
                 "param_checksum": param_checksum(engine.module)})
     return {"ids": ids, "losses": losses, "restored": restored, "steps": step}
 

@@ -129,11 +129,11 @@ def test_partition_resume_and_resize(root: Path, raw: tuple[float, ...], seqs: i
     it = iter(ranks[0])
     take(it, k)
     state = json.loads(json.dumps(ranks[0].state_dict()))
-    other = ranks[1 % world].state_dict(consumed=k)
-    assert (state["cursor"], state["consumed"]) == (other["cursor"], other["consumed"])
+    other = ranks[1 % world].state_dict(samples_taken=k)
+    assert (state["cursor"], state["domain_counts"]) == (other["cursor"], other["domain_counts"])
     cursor = state["cursor"]
     assert cursor == min(k * world, len(full))
-    assert list(state["consumed"].values()) == [sum(1 for d, _ in full[:cursor] if d == i) for i in range(3)]
+    assert list(state["domain_counts"].values()) == [sum(1 for d, _ in full[:cursor] if d == i) for i in range(3)]
     resumed = []
     for r in range(world2):
         ds = make(root, w, seqs, rank=r, world_size=world2, **opts)
@@ -149,11 +149,92 @@ def test_resume_at_every_k_in_process(root: Path) -> None:
     assert_resume_equals_suffix(lambda: make(root, seqs=60, rank=1, world_size=3), ks=range(0, 21, 4))
 
 
+class _AllRanks:
+    """The ranks ``0..W-1`` of one mixture read together in stream order (a stateful iterable for the
+    resume helper; its state, after a multiple of ``W`` items, is the ranks' common state)."""
+
+    def __init__(self, root: Path, world: int, **kw: Any) -> None:
+        self.ranks = [make(root, seqs=60, rank=r, world_size=world, **kw) for r in range(world)]
+        self.cursor = 0
+        self.taken = 0
+
+    def __iter__(self) -> Any:
+        world = len(self.ranks)
+        order = sorted(range(world), key=lambda r: (r - self.cursor) % world)  # who owns the next position
+        for item in interleave_ranks([list(self.ranks[r]) for r in order]):
+            self.taken += 1
+            yield item
+
+    def state_dict(self) -> dict[str, Any]:
+        world = len(self.ranks)
+        assert self.taken % world == 0, "ranks are in step only after whole rounds"
+        states = [ds.state_dict(samples_taken=self.taken // world) for ds in self.ranks]
+        assert all(st == states[0] for st in states[1:]) or all(  # the same, but for the rank field
+            {**st, "rank": 0} == {**states[0], "rank": 0} for st in states)
+        return states[0]
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for ds in self.ranks:
+            ds.load_state_dict(state)
+        self.cursor = state["cursor"]
+
+
+class _Loader:
+    """A mixture read through ``DataLoader(num_workers=workers)`` in batches, its state by samples taken."""
+
+    def __init__(self, root: Path, workers: int, **kw: Any) -> None:
+        self.ds = make(root, seqs=60, batch_size=4, **kw)
+        self.workers = workers
+        self.taken = 0
+
+    def __iter__(self) -> Any:
+        for batch in DataLoader(self.ds, batch_size=None, num_workers=self.workers):
+            self.taken += len(batch["domain"])
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.ds.state_dict(samples_taken=self.taken)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.ds.load_state_dict(state)
+
+
+@pytest.mark.timeout(120)
+def test_resume_at_every_k_across_ranks_workers_and_world_sizes(root: Path) -> None:
+    full = keys(make(root, seqs=60, seed=2))
+    # 3 ranks saved after each whole round, resumed by 3, 2 and 5 ranks: the rest of the stream
+    for world2 in (3, 2, 5):
+        got = assert_resume_equals_suffix(lambda: _AllRanks(root, 3, seed=2), ks=range(0, 61, 3),
+                                          make_resumed=lambda w=world2: _AllRanks(root, w, seed=2))
+        assert got == full
+    # through DataLoader workers: saved with 2 workers, resumed with 2 and with 3
+    batches = assert_resume_equals_suffix(lambda: _Loader(root, 2, seed=2), ks=[0, 1, 6, 15])
+    assert [k for b in batches for k in b] == full
+    assert_resume_equals_suffix(lambda: _Loader(root, 2, seed=2), ks=[3, 14],
+                                make_resumed=lambda: _Loader(root, 3, seed=2))
+
+
+@pytest.mark.timeout(60)
+def test_version_1_states_and_the_former_parameter_name(root: Path) -> None:
+    ds = make(root, seqs=50)
+    full = keys(ds)
+    state = ds.state_dict(samples_taken=20)
+    assert state["version"] == 2 and sum(state["domain_counts"].values()) == 20
+    old = {k: v for k, v in state.items() if k != "domain_counts"} | {"version": 1, "consumed": state["domain_counts"]}
+    resumed = make(root, seqs=50)
+    resumed.load_state_dict(json.loads(json.dumps(old)))
+    assert keys(resumed) == full[20:]
+    with pytest.warns(DeprecationWarning, match="samples_taken"):
+        assert ds.state_dict(consumed=20) == state
+    with pytest.raises(ValueError, match=r"unsupported state version 3, expected one of \[1, 2\]"):
+        resumed.load_state_dict(dict(state, version=3))
+
+
 @pytest.mark.timeout(60)
 def test_resume_is_one_shot(root: Path) -> None:
     ds = make(root, seqs=50)
     full = keys(ds)
-    ds.load_state_dict(ds.state_dict(consumed=20))
+    ds.load_state_dict(ds.state_dict(samples_taken=20))
     assert len(ds) == 30
     assert keys(ds) == full[20:]
     assert ds.state_dict()["cursor"] == 50
@@ -182,7 +263,7 @@ def test_anytime_schedule_dataset(root: Path) -> None:
     assert sum(1 for d, _ in full[:10] if d == 0) < 5  # early prefix follows the small-budget mix (fixed: 7)
     assert_resume_equals_suffix(lambda: make(root, Plan(), seqs=400, schedule="anytime"), ks=[0, 13, 200, 399])
     with pytest.raises(ValueError, match="different mixture .*schedule: saved 'anytime', now 'fixed'"):
-        make(root, Plan(), seqs=400).load_state_dict(ds.state_dict(consumed=3))
+        make(root, Plan(), seqs=400).load_state_dict(ds.state_dict(samples_taken=3))
 
 
 @pytest.mark.timeout(60)
@@ -273,7 +354,7 @@ def test_plain_dataloader_resume_with_new_worker_count(root: Path) -> None:
     it = iter(DataLoader(ds, batch_size=None, num_workers=2))
     prefix = flat(take(it, 5))
     del it
-    state = json.loads(json.dumps(ds.state_dict(consumed=5 * 8)))
+    state = json.loads(json.dumps(ds.state_dict(samples_taken=5 * 8)))
     ds2 = make(root, seqs=300, batch_size=4)
     ds2.load_state_dict(state)
     rest = flat([item_key(b) for b in DataLoader(ds2, batch_size=None, num_workers=3)])
@@ -461,7 +542,7 @@ def test_mixed_tokenizers(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(30)
 def test_wrong_fingerprint_on_resume(root: Path) -> None:
-    state = make(root, seed=0).state_dict(consumed=3)
+    state = make(root, seed=0).state_dict(samples_taken=3)
     with pytest.raises(ValueError, match=r"different mixture .*seed: saved 0, now 1"):
         make(root, seed=1).load_state_dict(state)
     with pytest.raises(ValueError, match=r"sequences.a: saved 240, now 200"):
@@ -471,16 +552,16 @@ def test_wrong_fingerprint_on_resume(root: Path) -> None:
 @pytest.mark.timeout(30)
 def test_tampered_state(root: Path) -> None:
     ds = make(root)
-    state = ds.state_dict(consumed=10)
-    bad = dict(state, consumed=dict(state["consumed"], a=state["consumed"]["a"] + 1))
+    state = ds.state_dict(samples_taken=10)
+    bad = dict(state, domain_counts=dict(state["domain_counts"], a=state["domain_counts"]["a"] + 1))
     with pytest.raises(ValueError, match="do not match the stream at cursor 10"):
         ds.load_state_dict(bad)
     with pytest.raises(ValueError, match="outside the stream"):
         ds.load_state_dict(dict(state, cursor=10**9))
     with pytest.raises(ValueError, match="not a autoscale-mixture-state state"):
         ds.load_state_dict({"cursor": 3})
-    with pytest.raises(ValueError, match="consumed=401 is outside"):
-        ds.state_dict(consumed=401)
+    with pytest.raises(ValueError, match="samples_taken=401 is outside"):
+        ds.state_dict(samples_taken=401)
     worker = dict(state, worker={"id": 1, "num_workers": 2, "base": 0, "next_unit": 5, "block": 1,
                                  "rank": 0, "world_size": 1})
     with pytest.raises(ValueError, match="one DataLoader worker's progress"):
@@ -516,6 +597,22 @@ def test_budget_smaller_than_one_sequence(root: Path) -> None:
 def test_bad_options(root: Path, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make(root, **kwargs)
+
+
+@pytest.mark.timeout(30)
+def test_options_object_and_keyword_settings(root: Path) -> None:
+    from autoscale_data.dataset import MixtureOptions
+
+    opts = MixtureOptions(batch_size=7, verify="size", shuffle_window=5)
+    a = ScaleAwareMixtureDataset(root, W3, 60 * L, L, 3, options=opts)
+    b = make(root, seqs=60, seed=3, batch_size=7, shuffle_window=5)
+    assert (a.fingerprint, keys(a)) == (b.fingerprint, keys(b))
+    c = ScaleAwareMixtureDataset(root, W3, 60 * L, L, 3, options=opts, batch_size=None)  # keywords override
+    assert c.options == MixtureOptions(verify="size", shuffle_window=5) and c.fingerprint == a.fingerprint
+    with pytest.raises(TypeError, match=r"unknown setting\(s\) \['batchsize'\]; MixtureOptions has"):
+        make(root, batchsize=8)
+    with pytest.raises(ValueError, match="shuffle_window must be a non-negative integer"):
+        MixtureOptions(shuffle_window=-1)
 
 
 def test_worker_batches_cross_as_bytes_and_arrive_as_plain_dicts(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,6 +52,15 @@ def test_largest_remainder_is_exact(w: np.ndarray, total: int) -> None:
     assert np.all(counts[w == 0] == 0)
 
 
+@FAST
+@given(weight_vectors(), st.integers(0, 10_000))
+def test_largest_remainder_of_a_mapping_is_a_dict_in_its_order(w: np.ndarray, total: int) -> None:
+    named = {f"d{i}": float(x) for i, x in reversed(list(enumerate(w)))}
+    counts = largest_remainder(named, total)
+    assert list(counts) == list(named) and all(type(c) is int for c in counts.values())
+    assert list(counts.values()) == largest_remainder(list(named.values()), total).tolist()
+
+
 def test_sequence_budget_uses_whole_sequences() -> None:
     total, counts = sequence_budget([0.7, 0.3], 50_000_000, 2048)
     assert total == 50_000_000 // 2048
@@ -180,7 +189,7 @@ def test_window_permutation_stays_in_window(total: int, window: int, seed: int) 
 
 @FAST
 @given(weight_vectors(max_domains=5), st.integers(1, 20_000), st.sampled_from([0, 7, 64]))
-def test_index_counts_and_consumed(w: np.ndarray, total: int, window: int) -> None:
+def test_index_counts_and_domain_counts(w: np.ndarray, total: int, window: int) -> None:
     counts = largest_remainder(w, total)
     available = [max(1, int(c) // 2 + 1) for c in counts]  # forces repetition epochs
     names = [f"d{i}" for i in range(w.size)]
@@ -191,7 +200,7 @@ def test_index_counts_and_consumed(w: np.ndarray, total: int, window: int) -> No
         assert np.array_equal(seqs, domain_order(names[d], available[d], int(counts[d]), 3))
     for cursor in {0, total // 3, total - 1, total, 4096, 4097} - {c for c in (4096, 4097) if c > total}:
         expected = np.bincount(index.domains[:cursor], minlength=w.size)[: w.size]
-        assert index.consumed(cursor).tolist() == expected.tolist()
+        assert index.domain_counts(cursor).tolist() == expected.tolist()
     if window > 1:  # the prefix bound still holds at window boundaries
         dev = prefix_deviation(index.domains, counts / total)
         assert dev.max() < 2.0 + window

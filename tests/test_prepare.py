@@ -17,6 +17,7 @@ import pytest
 
 from autoscale_data.cli import main
 from autoscale_data.store import (
+    PrepareOptions,
     TokenStore,
     find_domain_stores,
     iter_documents,
@@ -181,7 +182,8 @@ def test_holdout_fallback_and_empty_documents(tmp_path: Path) -> None:
             holdout_every=3, workers=1, progress=False)
     five = TokenStore(tmp_path / "out" / "five")
     assert _documents(five.train) == ["a", "b", "d", "e"] and _documents(five.val) == ["c"]
-    prepare({"five": tmp_path / "five.jsonl"}, tmp_path / "o2", holdout_every=10, workers=1, progress=False)
+    opts = PrepareOptions(holdout_every=10, workers=1, progress=False)
+    prepare({"five": tmp_path / "five.jsonl"}, tmp_path / "o2", options=opts)
     five = TokenStore(tmp_path / "o2" / "five")  # no 10th document: the last one is held out
     assert _documents(five.train) == ["a", "b", "c", "d"] and _documents(five.val) == ["e"]
     one = TokenStore(tmp_path / "out" / "one")
@@ -273,7 +275,7 @@ def test_cli_prepare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     (["--domain", "a=x.txt", "--domain", "a=y.txt"], "domain 'a' is given twice"),
     (["--domain", "a=x.txt", "--tokenizer", "nonsense"], "unknown tokenizer spec 'nonsense'"),
     (["--domain", "a=missing.jsonl"], "input of domain 'a' does not exist"),
-    (["--domain", "a=x.txt", "--holdout-every", "1"], "holdout_every must be at least 2"),
+    (["--domain", "a=x.txt", "--holdout-every", "1"], r"holdout_every must be an integer >= 2, got 1"),
 ])
 def test_cli_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                               message: str) -> None:

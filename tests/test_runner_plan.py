@@ -7,31 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import ddo_proxy_specs, largest_remainder, target_spec
+from autoscale_data.runner.plan import ddo_proxy_specs, target_spec
 
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Path:
     return tiny_stores(tmp_path / "stores", ("a", "b", "c"))
-
-
-@given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=8).filter(lambda w: sum(w) > 0.01),
-       st.integers(0, 10_000))
-@settings(max_examples=200, deadline=None)
-def test_largest_remainder_is_exact_and_close(weights: list[float], total: int) -> None:
-    named = {f"d{i}": w for i, w in enumerate(weights)}
-    counts = largest_remainder(named, total)
-    assert sum(counts.values()) == total
-    s = sum(weights)
-    for k, w in named.items():
-        assert abs(counts[k] - w / s * total) < 1.0
 
 
 def test_ddo_design_shape_and_whole_batches(stores: Path) -> None:

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from ..store.prepare import DEFAULT_HOLDOUT_EVERY, prepare_domains
+from ..store.prepare import DEFAULT_HOLDOUT_EVERY, PrepareOptions, prepare_domains
 from ._args import positive_int
 
 __all__ = ["register", "run"]
@@ -55,10 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from ..store.writer import DEFAULT_SHARD_TOKENS
 
     domains = parse_domain_args(args.domain)
-    results = prepare_domains(
-        domains, args.out, args.tokenizer, eos=args.eos, text_field=args.text_field,
-        holdout_every=args.holdout_every, workers=args.workers,
-        shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
+    options = PrepareOptions(text_field=args.text_field, holdout_every=args.holdout_every, workers=args.workers,
+                             shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
+    results = prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options)
     if args.quiet:
         return 0
     for name, r in results.items():

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extras import require
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
 from ._args import add_supply_args, parse_tokens, positive_float, read_json
@@ -51,6 +52,7 @@ def scales_from_json(obj: Any) -> list[dict]:
 
 def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     """Stacked-area plot of the plan's weights from the smallest budget to beyond ``target`` (log x)."""
+    require("plots", "autoscale-data project --plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,6 +1,7 @@
 """The PyTorch side: the mixture stream for training and the per-domain validation stream."""
 
-from .mixture import OUTPUTS, ScaleAwareMixtureDataset
+from ._options import OUTPUTS, MixtureOptions
+from .mixture import ScaleAwareMixtureDataset
 from .validation import MixtureValidationDataset
 
-__all__ = ["MixtureValidationDataset", "OUTPUTS", "ScaleAwareMixtureDataset"]
+__all__ = ["MixtureOptions", "MixtureValidationDataset", "OUTPUTS", "ScaleAwareMixtureDataset"]

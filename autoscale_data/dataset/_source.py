@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_int, is_int
 from ..store import MANIFEST_NAME, TokenSplit, TokenStore, check_compatible, find_domain_stores
 from ..store.remote import open_store
 
@@ -59,11 +60,10 @@ def resolve_distributed(rank: int | None, world_size: int | None) -> tuple[int, 
         if dist.is_available() and dist.is_initialized():
             return int(dist.get_rank()), int(dist.get_world_size())
         return 0, 1
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive integer, got {world_size!r}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+    check_int("world_size", world_size)
+    if not is_int(rank) or not 0 <= rank < world_size:  # type: ignore[operator]
         raise ValueError(f"rank must be an integer in [0, {world_size}), got {rank!r}")
-    return rank, world_size
+    return int(rank), int(world_size)  # type: ignore[arg-type]
 
 
 class DomainSplits:

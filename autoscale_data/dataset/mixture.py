@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -10,8 +10,12 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .._checks import check_int, is_int
+from .._options import build_options
 from ..mixing import build_index, check_supply, sequence_budget, validate_weights
 from ._batch import new_batch
+from ._options import MixtureOptions, epoch_caps
+from ._position import StreamPosition, StreamState
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
     STATE_FORMAT,
@@ -22,28 +26,24 @@ from ._state import (
     to_output,
 )
 
-__all__ = ["OUTPUTS", "ScaleAwareMixtureDataset"]
+__all__ = ["STATE_VERSION", "ScaleAwareMixtureDataset"]
 
-OUTPUTS = ("torch", "numpy", "compact")
-_STATE_VERSION = 1
+STATE_VERSION = 2
+_COUNTS_KEY = {1: "consumed", 2: "domain_counts"}  # where each state version keeps the per-domain counts
 _CHUNK = 256  # samples sliced from the index at once in per-sample mode
 
 
-def _epoch_caps(max_epochs: float | Mapping[str, float] | None, names: list[str]) -> dict[str, float | None]:
-    if max_epochs is None:
-        return dict.fromkeys(names)
-    if isinstance(max_epochs, Mapping):
-        unknown = sorted(set(max_epochs) - set(names))
-        if unknown:
-            raise ValueError(f"max_epochs names unknown domain(s) {unknown}; the domains are {names}")
-        caps = {n: max_epochs.get(n) for n in names}
-    else:
-        caps = dict.fromkeys(names, max_epochs)
-    for name, cap in caps.items():
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
-                                or not cap > 0 or math.isnan(cap)):
-            raise ValueError(f"max_epochs for domain {name!r} must be a positive number, got {cap!r}")
-    return {n: (None if c is None else float(c)) for n, c in caps.items()}
+def _renamed_samples_taken(samples_taken: int | None, deprecated: Mapping[str, int]) -> int | None:
+    """``state_dict``'s ``samples_taken``, also accepted under its former name ``consumed`` (with a warning)."""
+    unknown = sorted(set(deprecated) - {"consumed"})
+    if unknown:
+        raise TypeError(f"state_dict() got unexpected keyword argument(s) {unknown}")
+    if "consumed" not in deprecated:
+        return samples_taken
+    if samples_taken is not None:
+        raise TypeError("state_dict() got both samples_taken and its former name consumed")
+    warnings.warn("state_dict(consumed=k) is now state_dict(samples_taken=k)", DeprecationWarning, stacklevel=3)
+    return deprecated["consumed"]
 
 
 class ScaleAwareMixtureDataset(IterableDataset):
@@ -60,26 +60,18 @@ class ScaleAwareMixtureDataset(IterableDataset):
     rank's slice, so all consumers together yield the stream exactly once.
 
     Args:
-        domains: name -> store directory (or :class:`~autoscale_data.store.TokenStore`), or a
+        domains: name -> store directory, URL (see :func:`~autoscale_data.store.open_store`) or
+            :class:`~autoscale_data.store.TokenStore`, or a
             directory with one store per sub-directory. Domains are ordered by name; a sample's
             ``domain`` is an index into :attr:`domain_names`.
         weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``.
         budget_tokens: total training tokens.
         seq_len: tokens per sequence.
         seed: seeds the per-domain permutations and the window shuffle.
-        max_epochs: allow a domain to repeat up to this many epochs (a number for every domain, or
-            a mapping name -> cap). By default a domain too small for its share is an error.
-        shuffle_window: if > 1, shuffle positions inside consecutive windows of this many positions
-            (the prefix bound then holds at window boundaries, and within the window size between).
-        rank, world_size: this process's slice; default from ``torch.distributed`` when initialized.
-        output: ``"torch"`` (int64 tensors), ``"numpy"`` (int64 arrays) or ``"compact"`` (tensors
-            of the store dtype: ``uint16``, or ``int32`` for 32-bit vocabularies; convert on device).
-        batch_size: if set, yield stacked batches of this many samples (the last may be shorter);
-            use with ``DataLoader(ds, batch_size=None, num_workers=N)``: workers then take whole
-            batches in turn, so the loader delivers this rank's stream in exact order.
-        schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (the cumulative counts follow the
-            plan's ``allocation_for_budget`` path; needs such a plan as ``weights``).
-        verify: shard check on open: ``"checksum"``, ``"size"`` or ``"none"``.
+        options: a :class:`MixtureOptions` (``max_epochs``, ``shuffle_window``, ``rank``,
+            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``).
+        **settings: the same settings as keywords (``ScaleAwareMixtureDataset(..., batch_size=8)``);
+            they override ``options``.
 
     Samples are dicts ``{"input_ids", "labels", "domain", "seq_index"}``; ``labels`` is the same
     tensor object as ``input_ids`` (models shift labels internally; clone before editing in place).
@@ -104,29 +96,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
         seq_len: int,
         seed: int = 0,
         *,
-        max_epochs: float | Mapping[str, float] | None = None,
-        shuffle_window: int = 0,
-        rank: int | None = None,
-        world_size: int | None = None,
-        output: str = "torch",
-        batch_size: int | None = None,
-        schedule: str = "fixed",
-        verify: str = "checksum",
+        options: MixtureOptions | None = None,
+        **settings: Any,
     ) -> None:
         super().__init__()
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
-            raise ValueError(f"seq_len must be a positive integer, got {seq_len!r}")
-        if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-        if schedule not in ("fixed", "anytime"):
-            raise ValueError(f"schedule must be 'fixed' or 'anytime', got {schedule!r}")
-        if isinstance(shuffle_window, bool) or not isinstance(shuffle_window, int) or shuffle_window < 0:
-            raise ValueError(f"shuffle_window must be an integer >= 0, got {shuffle_window!r}")
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                       or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
-        if verify not in ("checksum", "size", "none"):
-            raise ValueError(f"verify must be 'checksum', 'size' or 'none', got {verify!r}")
+        opts = build_options(MixtureOptions, options, settings, caller="ScaleAwareMixtureDataset")
+        check_int("seq_len", seq_len)
+        seq_len, seed = int(seq_len), int(seed)
+        self.options = opts
+        rank, world_size, verify, schedule = opts.rank, opts.world_size, opts.verify, opts.schedule
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         stores = open_domains(domains, verify)
         self.domain_names: list[str] = list(stores)
@@ -145,11 +123,11 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.seq_len = seq_len
         self.seed = seed
         self.budget_tokens = int(budget_tokens)
-        self.output = output
-        self.batch_size = batch_size
+        self.output = opts.output
+        self.batch_size = opts.batch_size
         self.schedule = schedule
-        self.shuffle_window = shuffle_window
-        self.max_epochs = _epoch_caps(max_epochs, self.domain_names)
+        self.shuffle_window = opts.shuffle_window
+        self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         available = self._reader.num_sequences
         for name, need, avail in zip(self.domain_names, counts, available, strict=False):
@@ -157,7 +135,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.sequences_per_domain: dict[str, int] = {n: int(c) for n, c in zip(self.domain_names, counts, strict=False)}
         self.total_sequences = int(total)
         self._index = build_index(self.domain_names, counts, available, seed,
-                                  shuffle_window=shuffle_window, stream=stream)
+                                  shuffle_window=self.shuffle_window, stream=stream)
         self.config: dict[str, Any] = {
             "domains": self.domain_names,
             "stores": {n: store_summary(s) for n, s in stores.items()},
@@ -165,16 +143,13 @@ class ScaleAwareMixtureDataset(IterableDataset):
             "sequences": self.sequences_per_domain,
             "budget_tokens": self.budget_tokens,
             "seq_len": seq_len,
-            "seed": int(seed),
-            "shuffle_window": shuffle_window,
+            "seed": seed,
+            "shuffle_window": self.shuffle_window,
             "schedule": schedule,
         }
         self.fingerprint: str = fingerprint(self.config)
-        self._block = batch_size or 1
-        self._origin = 0  # resume cursor from the last load_state_dict
-        self._pending = False  # the next __iter__ starts at _origin (else at 0)
-        self._start_unit: int | None = None  # a DataLoader worker's own next unit, from its saved state
-        self._live: dict[str, int] | None = None  # progress of the most recent iterator in this process
+        self._block = self.batch_size or 1
+        self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block)
 
     # ------------------------------------------------------------------ layout
     @property
@@ -182,50 +157,21 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """Bytes of the in-memory global index (about 5 per sequence)."""
         return self._index.nbytes
 
-    def _layout(self, base: int) -> tuple[int, int]:
-        """This rank's first global position at or after ``base`` and how many positions it owns."""
-        first = base + (self.rank - base) % self.world_size
-        n_local = 0 if first >= self.total_sequences else -(-(self.total_sequences - first) // self.world_size)
-        return first, n_local
-
-    def _cursor(self, base: int, k: int) -> int:
-        """Global cursor after this rank took ``k`` samples of its slice from ``base``.
-
-        Ranks consume in step, so after each took ``k`` samples the positions ``[base, base + k W)``
-        are consumed, whichever rank reports it.
-        """
-        _, n_local = self._layout(base)
-        if not 0 <= k <= n_local:
-            raise ValueError(f"consumed={k} is outside [0, {n_local}]: this rank has {n_local} samples "
-                             f"from position {base}")
-        return min(self.total_sequences, base + k * self.world_size)
-
-    def _current_base(self) -> int:
-        if self._live is not None:
-            return self._live["base"]
-        return self._origin if self._pending else 0
-
     def __len__(self) -> int:
         """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers)."""
-        _, n_local = self._layout(self._origin if self._pending else 0)
-        return -(-n_local // self._block)
+        return self._state.units()
 
     # --------------------------------------------------------------- iteration
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         num_workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
-        base = self._origin if self._pending else 0
-        unit = self._start_unit if (self._pending and self._start_unit is not None) else worker
-        self._pending, self._start_unit = False, None
-        live = {"base": base, "next_unit": unit, "num_workers": num_workers, "worker": worker}
-        self._live = live
-        first, n_local = self._layout(base)
+        pos = self._state.start(num_workers, worker)
         if self.batch_size is None:
-            return self._samples(first, n_local, unit, num_workers, live)
-        return self._batches(first, n_local, unit, num_workers, live)
+            return self._samples(pos)
+        return self._batches(pos)
 
-    def _samples(self, first: int, n_local: int, unit: int, step: int,
-                 live: dict[str, int]) -> Iterator[dict[str, Any]]:
+    def _samples(self, pos: StreamPosition) -> Iterator[dict[str, Any]]:
+        first, n_local, unit, step = pos.slice.first, pos.slice.size, pos.next_unit, pos.num_workers
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
         sequence = [split.sequence for split in self._reader.splits]
@@ -240,12 +186,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 tokens = sequence[d](s, seq_len)
                 ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output, owned=False)
                 u += step
-                live["next_unit"] = u
+                pos.next_unit = u
                 yield {"input_ids": ids, "labels": ids, "domain": d, "seq_index": s}
-        live["next_unit"] = max(live["next_unit"], n_local)
+        pos.next_unit = max(pos.next_unit, n_local)
 
-    def _batches(self, first: int, n_local: int, unit: int, step: int,
-                 live: dict[str, int]) -> Iterator[dict[str, Any]]:
+    def _batches(self, pos: StreamPosition) -> Iterator[dict[str, Any]]:
+        first, n_local, unit, step = pos.slice.first, pos.slice.size, pos.next_unit, pos.num_workers
         world, size, seq_len = self.world_size, self._block, self.seq_len
         domains, sequences = self._index.domains, self._index.sequences
         read = self._reader.read_batch
@@ -257,7 +203,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             i0, i1 = u * size, min(u * size + size, n_local)
             a, b = first + i0 * world, first + (i1 - 1) * world + 1
             d, s = domains[a:b:world], sequences[a:b:world]
-            live["next_unit"] = u + step
+            pos.next_unit = u + step
             if numpy_out:
                 arr = read(d, s, np.empty((d.size, seq_len), dtype=np.int64))
                 yield {"input_ids": arr, "labels": arr, "domain": d.astype(np.int64), "seq_index": s.astype(np.int64)}
@@ -270,58 +216,45 @@ class ScaleAwareMixtureDataset(IterableDataset):
             yield batch
 
     # ------------------------------------------------------------------- state
-    def state_dict(self, consumed: int | None = None) -> dict[str, Any]:
-        """The resume state (plain JSON-able values).
+    def state_dict(self, samples_taken: int | None = None, **deprecated: int) -> dict[str, Any]:
+        """The resume state (plain JSON-able values); the ``get_state`` of :class:`StreamState`.
 
         Args:
-            consumed: samples (not batches) this rank has taken since the start of the current pass
-                (the loaded resume point, or 0). Needed with a plain ``DataLoader`` with workers,
+            samples_taken: samples (not batches) this rank has taken since the start of the current
+                pass (the loaded resume point, or 0). Needed with a plain ``DataLoader`` with workers,
                 where the iteration runs in other processes. Without it the state follows the most
                 recent iterator of this process; inside a DataLoader worker (torchdata's
                 ``StatefulDataLoader`` calls it there) it describes that worker's own progress.
+                (``consumed=`` is its former, deprecated name.)
 
         Returns:
-            ``{"format", "version", "fingerprint", "config", "cursor", "consumed", "total_sequences",
+            ``{"format", "version", "fingerprint", "config", "cursor", "domain_counts", "total_sequences",
             "rank", "world_size", "worker"}``: ``cursor`` is the global stream position before which
-            every sample has been yielded; ``consumed`` the per-domain counts of that prefix.
+            every sample has been yielded; ``domain_counts`` the per-domain sample counts of that prefix.
         """
-        worker_state = None
-        live = self._live
-        if consumed is not None:
-            cursor = self._cursor(self._current_base(), int(consumed))
-        elif live is None:
-            cursor = self._origin if self._pending else 0
-            if self._pending and self._start_unit is not None:
-                raise ValueError("this dataset holds a DataLoader worker's state that has not been iterated; "
-                                 "call state_dict(consumed=...) or iterate first")
-        else:
-            _, n_local = self._layout(live["base"])
-            k = min(live["next_unit"] * self._block, n_local)
-            cursor = self._cursor(live["base"], k)
-            if get_worker_info() is not None:
-                worker_state = {"id": live["worker"], "num_workers": live["num_workers"],
-                                "base": live["base"], "next_unit": live["next_unit"], "block": self._block,
-                                "rank": self.rank, "world_size": self.world_size}
-        counts = self._index.consumed(cursor)
+        samples_taken = _renamed_samples_taken(samples_taken, deprecated)
+        position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
+        counts = self._index.domain_counts(position["cursor"])
         return {
             "format": STATE_FORMAT,
-            "version": _STATE_VERSION,
+            "version": STATE_VERSION,
             "fingerprint": self.fingerprint,
             "config": self.config,
-            "cursor": int(cursor),
-            "consumed": {n: int(c) for n, c in zip(self.domain_names, counts, strict=False)},
+            "cursor": int(position["cursor"]),
+            "domain_counts": {n: int(c) for n, c in zip(self.domain_names, counts, strict=True)},
             "total_sequences": self.total_sequences,
             "rank": self.rank,
             "world_size": self.world_size,
-            "worker": worker_state,
+            "worker": position["worker"],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a state: the next iteration starts at its cursor (once; later passes start at 0).
 
-        The world size, rank and number of workers may differ from when the state was saved (the
-        stream is global), except for a per-worker state saved inside a DataLoader worker, which only
-        the same worker of the same layout can resume.
+        The ``reset(initial_state)`` of :class:`StreamState`. The world size, rank and number of
+        workers may differ from when the state was saved (the stream is global), except for a
+        per-worker state saved inside a DataLoader worker, which only the same worker of the same
+        layout can resume. States of version 1 (per-domain counts under ``"consumed"``) load too.
 
         Raises:
             ValueError: not a state of this class, a different mixture (the message names every
@@ -331,35 +264,24 @@ class ScaleAwareMixtureDataset(IterableDataset):
         if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not a {STATE_FORMAT} state: {type(state).__name__} with keys "
                              f"{sorted(state) if isinstance(state, Mapping) else '-'}")
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"unsupported state version {state.get('version')!r}, expected {_STATE_VERSION}")
+        version = state.get("version")
+        if version not in _COUNTS_KEY:
+            raise ValueError(f"unsupported state version {version!r}, expected one of {sorted(_COUNTS_KEY)}")
         if state.get("fingerprint") != self.fingerprint:
             diff = config_diff(state.get("config") or {}, self.config) or ["(config not recorded)"]
             raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
                              f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff))
         cursor = state.get("cursor")
-        if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= self.total_sequences:
+        if not is_int(cursor) or not 0 <= cursor <= self.total_sequences:
             raise ValueError(f"state cursor {cursor!r} is outside the stream [0, {self.total_sequences}]")
-        expected = {n: int(c) for n, c in zip(self.domain_names, self._index.consumed(cursor), strict=False)}
-        if dict(state.get("consumed") or {}) != expected:
-            raise ValueError(f"per-domain consumed counts in the state {dict(state.get('consumed') or {})} do "
-                             f"not match the stream at cursor {cursor}: expected {expected}")
-        worker = state.get("worker")
-        if worker:
-            info = get_worker_info()
-            here = None if info is None else {"id": info.id, "num_workers": info.num_workers,
-                                              "block": self._block, "rank": self.rank,
-                                              "world_size": self.world_size}
-            saved = {k: worker.get(k) for k in ("id", "num_workers", "block", "rank", "world_size")}
-            if here != saved:
-                raise ValueError(f"this state describes one DataLoader worker's progress ({saved}) and can only "
-                                 f"be resumed by that same worker, not here ({here}); for a new layout save "
-                                 "the state with state_dict(consumed=...) from the main process")
-            self._origin, self._start_unit = int(worker["base"]), int(worker["next_unit"])
-        else:
-            self._origin, self._start_unit = cursor, None
-        self._pending = True
-        self._live = None
+        expected = {n: int(c) for n, c in zip(self.domain_names, self._index.domain_counts(cursor), strict=True)}
+        saved = dict(state.get(_COUNTS_KEY[version]) or {})
+        if saved != expected:
+            raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "
+                             f"{cursor}: expected {expected}")
+        info = get_worker_info()
+        here = None if info is None else {"id": info.id, "num_workers": info.num_workers}
+        self._state.reset(int(cursor), state.get("worker"), here)
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}={c}" for n, c in self.sequences_per_domain.items())

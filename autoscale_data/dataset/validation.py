@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .._checks import check_int
+from ..store.reader import check_verify
+from ._options import check_output
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import to_output
-from .mixture import OUTPUTS
 
 __all__ = ["MixtureValidationDataset"]
 
@@ -46,12 +48,10 @@ class MixtureValidationDataset(IterableDataset):
         verify: str = "checksum",
     ) -> None:
         super().__init__()
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
-            raise ValueError(f"seq_len must be a positive integer, got {seq_len!r}")
-        if max_sequences_per_domain is not None and max_sequences_per_domain < 1:
-            raise ValueError(f"max_sequences_per_domain must be >= 1 or None, got {max_sequences_per_domain}")
-        if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+        check_int("seq_len", seq_len)
+        check_int("max_sequences_per_domain", max_sequences_per_domain, allow_none=True)
+        check_output(output)
+        check_verify(verify)
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         stores = open_domains(domains, verify)
         self.domain_names: list[str] = list(stores)

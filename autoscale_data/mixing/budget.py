@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 import numpy as np
+
+from .._checks import check_int, is_int
 
 __all__ = [
     "WEIGHT_SUM_TOLERANCE",
@@ -58,24 +61,36 @@ def validate_weights(weights: Mapping[str, float], domain_names: Sequence[str]) 
     return out
 
 
-def largest_remainder(weights: Sequence[float], total: int) -> np.ndarray:
+@overload
+def largest_remainder(weights: Mapping[str, float], total: int) -> dict[str, int]: ...
+
+
+@overload
+def largest_remainder(weights: Sequence[float] | np.ndarray, total: int) -> np.ndarray: ...
+
+
+def largest_remainder(weights: Mapping[str, float] | Sequence[float] | np.ndarray,
+                      total: int) -> dict[str, int] | np.ndarray:
     """Integer counts proportional to ``weights`` that sum to ``total`` exactly.
 
     Each domain gets ``floor(w_i * total)``; the leftover units go to the largest fractional
     remainders (ties broken by the lower index), so ``|count_i - w_i * total| < 1``.
 
     Args:
-        weights: non-negative weights summing to (about) 1; they are renormalized.
+        weights: non-negative weights (renormalized): a vector, or a mapping name -> weight.
         total: the number of units to distribute (>= 0).
 
     Returns:
-        ``int64`` array of counts, same length as ``weights``.
+        For a mapping, ``{name: count}`` in its order; for a vector, an ``int64`` array of counts.
     """
+    if isinstance(weights, Mapping):
+        counts = largest_remainder([float(v) for v in weights.values()], total)
+        return {name: int(c) for name, c in zip(weights, counts, strict=True)}
     w = np.asarray(weights, dtype=np.float64)
-    if total < 0:
-        raise ValueError(f"total must be >= 0, got {total}")
+    check_int("total", total, minimum=0)
     if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(f"weights must be a non-empty vector of finite non-negative numbers, got {list(w)}")
+    total = int(total)
     w = w / w.sum()
     exact = w * total
     counts = np.floor(exact).astype(np.int64)
@@ -100,9 +115,8 @@ def sequence_budget(weights: Sequence[float], budget_tokens: int, seq_len: int) 
     Raises:
         ValueError: ``seq_len <= 0``, a negative budget, or a budget smaller than one sequence.
     """
-    if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len <= 0:
-        raise ValueError(f"seq_len must be a positive integer, got {seq_len!r}")
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, (int, np.integer)):
+    check_int("seq_len", seq_len)
+    if not is_int(budget_tokens):
         raise ValueError(f"budget_tokens must be an integer, got {budget_tokens!r}")
     total = int(budget_tokens) // int(seq_len)
     if total < 1:

@@ -44,7 +44,7 @@ class MixtureIndex:
         """Bytes held by the index arrays."""
         return int(self.domains.nbytes + self.sequences.nbytes + self.checkpoints.nbytes + self.counts.nbytes)
 
-    def consumed(self, cursor: int) -> np.ndarray:
+    def domain_counts(self, cursor: int) -> np.ndarray:
         """Per-domain counts of the prefix ``[0, cursor)`` (``int64``)."""
         if not 0 <= cursor <= len(self):
             raise ValueError(f"cursor {cursor} is outside the stream [0, {len(self)}]")

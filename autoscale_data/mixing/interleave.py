@@ -19,13 +19,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._checks import check_int
+
 __all__ = ["christoffel_mask", "domain_id_dtype", "interleave", "prefix_deviation"]
 
 
 def domain_id_dtype(num_domains: int) -> np.dtype:
     """``uint8`` for up to 256 domains, else ``uint16`` (up to 65536)."""
-    if num_domains <= 0:
-        raise ValueError(f"num_domains must be positive, got {num_domains}")
+    check_int("num_domains", num_domains)
     if num_domains <= 1 << 8:
         return np.dtype(np.uint8)
     if num_domains <= 1 << 16:

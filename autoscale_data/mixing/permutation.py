@@ -6,6 +6,8 @@ import hashlib
 
 import numpy as np
 
+from .._checks import check_int
+
 __all__ = ["domain_order", "name_seed", "sequence_id_dtype", "window_permutation"]
 
 
@@ -14,8 +16,7 @@ def name_seed(seed: int, name: str, purpose: str = "order") -> np.random.SeedSeq
 
     Python's ``hash()`` is salted per process; a SHA-256 of the name is not.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_int("seed", seed, minimum=0)
     digest = hashlib.sha256(f"{purpose}\0{name}".encode()).digest()
     return np.random.SeedSequence([int(seed), int.from_bytes(digest[:16], "little")])
 
@@ -41,8 +42,8 @@ def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarra
     Returns:
         ``uint32`` (or ``uint64``) array of length ``needed``.
     """
-    if needed < 0 or available < 0:
-        raise ValueError(f"needed and available must be >= 0, got {needed}, {available}")
+    check_int("needed", needed, minimum=0)
+    check_int("available", available, minimum=0)
     dtype = sequence_id_dtype(available)
     if needed == 0:
         return np.zeros(0, dtype=dtype)
@@ -64,8 +65,7 @@ def window_permutation(total: int, window: int, seed: int) -> np.ndarray:
 
     Window ``k`` covers positions ``[k*window, (k+1)*window)`` (the last may be shorter).
     """
-    if window <= 0:
-        raise ValueError(f"window must be positive, got {window}")
+    check_int("window", window)
     index_dtype = np.uint32 if total <= 1 << 32 else np.int64
     if window == 1 or total <= 1:
         return np.arange(total, dtype=index_dtype)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._extras import require
 from .sections import (
     DDOConfig,
     DeepSpeedConfig,
@@ -89,6 +90,8 @@ class RunnerConfig:
         object.__setattr__(self, "seeds", seeds)
         if self.backend not in ("torch", "deepspeed"):
             raise field_error("", "backend", self.backend, "'torch' or 'deepspeed'")
+        if self.backend == "deepspeed":
+            require("deepspeed", "config backend 'deepspeed'")
         if self.precision not in ("fp32", "bf16"):
             raise field_error("", "precision", self.precision, "'fp32' or 'bf16' (DeepSpeed bf16 mode / torch autocast)")
         if self.device not in ("auto", "cpu", "cuda"):

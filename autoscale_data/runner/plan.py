@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..mixing.budget import largest_remainder as mixing_largest_remainder
+from ..mixing.budget import largest_remainder
 from .config import RunnerConfig, config_to_dict
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "ddo_proxy_specs",
     "describe_plan",
     "id_payload",
-    "largest_remainder",
     "run_fingerprint",
     "schedule_counts",
     "target_spec",
@@ -142,12 +141,6 @@ class RunSpec:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> RunSpec:
         return cls(**dict(obj))
-
-
-def largest_remainder(weights: Mapping[str, float], total: int) -> dict[str, int]:
-    """Integer counts summing to ``total`` in proportion to ``weights`` (largest-remainder rounding)."""
-    counts = mixing_largest_remainder([float(w) for w in weights.values()], total)
-    return {d: int(c) for d, c in zip(weights, counts, strict=True)}
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:

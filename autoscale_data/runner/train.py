@@ -306,7 +306,7 @@ class _Trainer:
             if done % config.checkpoint_every == 0 and done < self.steps:
                 save_checkpoint(ckpt_dir, self, info, {
                     "step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
-                    "dataset": ds.state_dict(consumed=(done - start) * self.gas * micro_total),
+                    "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
                     "counts": all_gather_objects(counts.tolist(), info)})
         bar.close()
         total = all_reduce_sum(counts.clone(), info)

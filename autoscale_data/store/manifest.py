@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int
 from .._io import atomic_write_json
 
 __all__ = [
@@ -43,8 +44,7 @@ _DTYPES = ("uint16", "uint32")
 
 def dtype_for_vocab(vocab_size: int) -> str:
     """The smallest supported token dtype that holds ids ``0 .. vocab_size-1``."""
-    if vocab_size <= 0:
-        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
+    check_int("vocab_size", vocab_size)
     if vocab_size <= 1 << 16:
         return "uint16"
     if vocab_size <= 1 << 32:
@@ -62,8 +62,7 @@ class TokenizerInfo:
     eos_id: int
 
     def __post_init__(self) -> None:
-        if self.vocab_size <= 0:
-            raise ValueError(f"tokenizer vocab_size must be positive, got {self.vocab_size}")
+        check_int("tokenizer vocab_size", self.vocab_size)
         if not 0 <= self.eos_id < self.vocab_size:
             raise ValueError(f"tokenizer eos_id {self.eos_id} is outside the vocabulary [0, {self.vocab_size})")
         if not self.fingerprint:
@@ -80,9 +79,8 @@ class ShardInfo:
     sha256: str
 
     def __post_init__(self) -> None:
-        if self.num_tokens < 0 or self.num_documents < 0:
-            raise ValueError(f"shard {self.file!r} has negative counts: {self.num_tokens} tokens, "
-                             f"{self.num_documents} documents")
+        check_int(f"shard {self.file!r} num_tokens", self.num_tokens, minimum=0)
+        check_int(f"shard {self.file!r} num_documents", self.num_documents, minimum=0)
         if os.path.basename(self.file) != self.file:
             raise ValueError(f"shard file name must not contain a directory, got {self.file!r}")
 

@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import atomic_write_json
+from .._options import build_options
 from ._encode import encoded_batches, init_worker
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 from .reader import TokenStore
@@ -63,24 +65,33 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 @dataclass(frozen=True)
 class PrepareOptions:
-    """Settings of one ``prepare`` call (validated on creation)."""
+    """Settings of one ``prepare`` call (validated on creation).
+
+    Args:
+        text_field: the field / column holding the text (JSONL, parquet, datasets, tar ``.json``).
+        holdout_every: every k-th document goes to validation (module docstring); at least 2.
+        workers: tokenizing processes (None: the number of CPUs); 1 tokenizes in this process.
+        shard_tokens: tokens per shard file.
+        progress: show a progress bar (only on a terminal).
+    """
 
     text_field: str = "text"
     holdout_every: int = DEFAULT_HOLDOUT_EVERY
-    workers: int = 1
+    workers: int | None = None
     shard_tokens: int = DEFAULT_SHARD_TOKENS
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if not self.text_field:
-            raise ValueError("text_field must be a non-empty field name")
-        if self.holdout_every < 2:
-            raise ValueError(f"holdout_every must be at least 2 (1 would hold out everything), "
-                             f"got {self.holdout_every}")
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
-        if self.shard_tokens < 1:
-            raise ValueError(f"shard_tokens must be positive, got {self.shard_tokens}")
+        if not self.text_field or not isinstance(self.text_field, str):
+            raise ValueError(f"text_field must be a non-empty field name, got {self.text_field!r}")
+        check_int("holdout_every", self.holdout_every, minimum=2)  # 1 would hold out everything
+        check_int("workers", self.workers, allow_none=True)
+        check_int("shard_tokens", self.shard_tokens)
+
+    @property
+    def processes(self) -> int:
+        """How many processes tokenize: ``workers``, else the number of CPUs."""
+        return self.workers or os.cpu_count() or 1
 
     @property
     def holdout(self) -> dict[str, Any]:
@@ -174,7 +185,7 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
     try:
-        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.workers):
+        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.processes):
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())
@@ -235,14 +246,11 @@ def prepare_domains(
     tokenizer: str | os.PathLike[str] | Tokenizer = "bytes",
     *,
     eos: str | int | None = None,
-    text_field: str = "text",
-    holdout_every: int = DEFAULT_HOLDOUT_EVERY,
-    workers: int | None = None,
-    shard_tokens: int = DEFAULT_SHARD_TOKENS,
-    progress: bool = True,
+    options: PrepareOptions | None = None,
+    **settings: Any,
 ) -> dict[str, DomainResult]:
     """Like :func:`prepare`, but returns per-domain results (skipped or not, seconds taken)."""
-    opts = PrepareOptions(text_field, holdout_every, workers or os.cpu_count() or 1, shard_tokens, progress)
+    opts = build_options(PrepareOptions, options, settings, caller="prepare")
     if not domains:
         raise ValueError("no domains given: pass at least one NAME=PATH")
     paths: dict[str, Path] = {}
@@ -262,8 +270,8 @@ def prepare_domains(
     pools: list[ProcessPoolExecutor] = []
 
     def pool() -> Executor | None:  # started on first use: nothing to start when every domain is done
-        if opts.workers > 1 and not pools:
-            pools.append(ProcessPoolExecutor(opts.workers, mp_context=get_context("spawn"),
+        if opts.processes > 1 and not pools:
+            pools.append(ProcessPoolExecutor(opts.processes, mp_context=get_context("spawn"),
                                              initializer=init_worker, initargs=(tok,)))
         return pools[0] if pools else None
 
@@ -286,11 +294,8 @@ def prepare(
     tokenizer: str | os.PathLike[str] | Tokenizer = "bytes",
     *,
     eos: str | int | None = None,
-    text_field: str = "text",
-    holdout_every: int = DEFAULT_HOLDOUT_EVERY,
-    workers: int | None = None,
-    shard_tokens: int = DEFAULT_SHARD_TOKENS,
-    progress: bool = True,
+    options: PrepareOptions | None = None,
+    **settings: Any,
 ) -> dict[str, Manifest]:
     """Tokenize each domain's documents into ``out_dir/NAME/`` (one token store per domain).
 
@@ -301,11 +306,10 @@ def prepare(
         tokenizer: a spec for :func:`~autoscale_data.store.tokenizers.load_tokenizer` or a loaded
             tokenizer.
         eos: EOS token (text or id) for a path tokenizer whose files name none.
-        text_field: the field / column holding the text (JSONL, parquet, datasets, tar ``.json``).
-        holdout_every: every k-th document goes to validation (module docstring).
-        workers: tokenizing processes (default: the number of CPUs); 1 tokenizes in this process.
-        shard_tokens: tokens per shard file.
-        progress: show a progress bar (only on a terminal).
+        options: a :class:`PrepareOptions` (``text_field``, ``holdout_every``, ``workers``,
+            ``shard_tokens``, ``progress``).
+        **settings: the same settings as keywords (``prepare(..., workers=4)``); they override
+            ``options``.
 
     Returns:
         Each domain's manifest, in the order given.
@@ -315,9 +319,7 @@ def prepare(
             domain, or an output directory holding domains of another tokenizer.
         FileNotFoundError: a missing input path.
     """
-    results = prepare_domains(domains, out_dir, tokenizer, eos=eos, text_field=text_field,
-                              holdout_every=holdout_every, workers=workers, shard_tokens=shard_tokens,
-                              progress=progress)
+    results = prepare_domains(domains, out_dir, tokenizer, eos=eos, options=options, **settings)
     return {name: r.manifest for name, r in results.items()}
 
 

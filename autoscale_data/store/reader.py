@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._checks import check_int
 from .manifest import Manifest, ShardInfo, SplitInfo, read_manifest
 
 try:  # POSIX: one process hashes a shard while the others wait for its verdict
@@ -233,8 +234,7 @@ class TokenSplit:
     # ----------------------------------------------------------------- tokens
     def num_sequences(self, seq_len: int) -> int:
         """How many whole sequences of ``seq_len`` tokens the split holds."""
-        if seq_len <= 0:
-            raise ValueError(f"seq_len must be positive, got {seq_len}")
+        check_int("seq_len", seq_len)
         return self.num_tokens // seq_len
 
     def tokens(self, start: int, stop: int) -> np.ndarray:

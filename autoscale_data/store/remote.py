@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_int, check_number
 from .._io import atomic_write_bytes, atomic_write_text
 from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, pin
 from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
@@ -85,14 +86,12 @@ class RemoteConfig:
     timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.cache_limit_bytes is not None and self.cache_limit_bytes <= 0:
-            raise ValueError(f"cache_limit_bytes must be positive or None, got {self.cache_limit_bytes}")
-        if self.retries < 0:
-            raise ValueError(f"retries must be >= 0, got {self.retries}")
+        check_int("cache_limit_bytes", self.cache_limit_bytes, allow_none=True)
+        check_int("retries", self.retries, minimum=0)
+        check_number("backoff_s", self.backoff_s, positive=False)
         if self.backoff_s < 0:
             raise ValueError(f"backoff_s must be >= 0, got {self.backoff_s}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+        check_number("timeout_s", self.timeout_s)
 
     @property
     def root(self) -> Path:

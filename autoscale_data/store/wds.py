@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import atomic_write_json, atomic_write_text, fsync_dir
 from .manifest import MANIFEST_NAME, Manifest, ShardInfo
 from .reader import TokenStore
@@ -134,10 +135,8 @@ def export_webdataset(
     Returns:
         The tar names per split and the number of samples written.
     """
-    if sample_tokens <= 0:
-        raise ValueError(f"sample_tokens must be positive, got {sample_tokens}")
-    if tar_bytes <= 0:
-        raise ValueError(f"tar_bytes must be positive, got {tar_bytes}")
+    check_int("sample_tokens", sample_tokens)
+    check_int("tar_bytes", tar_bytes)
     ts = store if isinstance(store, TokenStore) else TokenStore(store)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import fsync_dir
 from .manifest import Manifest, ShardInfo, SplitInfo, TokenizerInfo, dtype_for_vocab, write_manifest
 
@@ -72,8 +73,7 @@ class StoreWriter:
         holdout: dict[str, Any] | None = None,
         source: dict[str, Any] | None = None,
     ) -> None:
-        if shard_tokens <= 0:
-            raise ValueError(f"shard_tokens must be positive, got {shard_tokens}")
+        check_int("shard_tokens", shard_tokens)
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"invalid domain name {name!r}: expected a plain non-empty name")
         self.dir = Path(out_dir)

@@ -94,10 +94,11 @@ class SlurmExecutor(Executor):
     kind = "slurm"
 
     def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str]) -> None:
-        try:
-            import submitit
-        except ImportError:
-            raise ValueError("executor.kind 'slurm' needs submitit: pip install 'autoscale-data[slurm]'") from None
+        from ..._extras import require
+
+        require("slurm", "executor.kind 'slurm'")
+        import submitit
+
         s = config.executor.slurm
         if config.procs % s.nodes:
             raise ValueError(f"executor.slurm.nodes = {s.nodes} must divide procs = {config.procs}")

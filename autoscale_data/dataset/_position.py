@@ -1,0 +1,155 @@
+"""Where a mixture dataset is in its stream: the one object behind ``state_dict`` / ``load_state_dict``.
+
+The stream has positions ``0 .. total-1``. Rank ``r`` of ``W`` owns the positions ``p >= base``
+with ``p % W == r`` (:class:`RankSlice`); its samples, in that order, are grouped in units of
+``block`` samples (a batch, or one sample), and DataLoader worker ``w`` of ``N`` takes the units
+``w, w + N, ...`` (:class:`StreamPosition` is one iterator's progress through them). Ranks consume
+in step, so when every rank has taken ``k`` samples from ``base`` the positions ``[base, base + k W)``
+are done: that global *cursor* is the resume point, valid for any world size and worker count.
+
+Contract of :class:`StreamState` (modelled on torchdata.nodes' ``reset(initial_state)`` /
+``get_state()``):
+
+* ``reset(cursor)`` — the next pass starts at ``cursor`` (once; later passes start at 0);
+  ``reset(cursor, worker=saved)`` — a DataLoader worker resumes its own saved progress (only the
+  same worker of the same layout may); ``reset()`` — the next pass starts at 0.
+* ``start(num_workers, worker)`` — called by ``__iter__``: takes the pending start, returns the
+  :class:`StreamPosition` the new iterator advances (and which ``get_state`` then reads).
+* ``get_state(samples_taken=None, in_worker=False)`` — ``{"cursor": int, "worker": dict | None}``:
+  with ``samples_taken`` (this rank's samples since the pass started, as the training loop counts
+  them) the cursor follows from it; else from the latest iterator of this process; inside a
+  DataLoader worker the worker's own progress is recorded too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RankSlice", "StreamPosition", "StreamState"]
+
+_WORKER_LAYOUT = ("id", "num_workers", "block", "rank", "world_size")
+
+
+@dataclass(frozen=True)
+class RankSlice:
+    """Rank ``rank`` of ``world_size``'s positions of a ``total``-position stream from cursor ``base``."""
+
+    base: int
+    total: int
+    rank: int
+    world_size: int
+
+    @property
+    def first(self) -> int:
+        """The rank's first position at or after ``base``."""
+        return self.base + (self.rank - self.base) % self.world_size
+
+    @property
+    def size(self) -> int:
+        """How many positions the rank owns from ``base``."""
+        first = self.first
+        return 0 if first >= self.total else -(-(self.total - first) // self.world_size)
+
+    def cursor_after(self, samples_taken: int) -> int:
+        """The global cursor once every rank has taken ``samples_taken`` samples of its slice."""
+        size = self.size
+        if not 0 <= samples_taken <= size:
+            raise ValueError(f"samples_taken={samples_taken} is outside [0, {size}]: this rank has {size} "
+                             f"samples from position {self.base}")
+        return min(self.total, self.base + samples_taken * self.world_size)
+
+
+class StreamPosition:
+    """One iterator's progress: its rank slice, the next unit it yields, its worker layout."""
+
+    __slots__ = ("next_unit", "num_workers", "slice", "worker")
+
+    def __init__(self, slice_: RankSlice, next_unit: int, num_workers: int, worker: int) -> None:
+        self.slice = slice_
+        self.next_unit = next_unit  # advanced by the iterator as it yields
+        self.num_workers = num_workers
+        self.worker = worker
+
+
+class StreamState:
+    """Where the next pass starts and how far the current one got (see the module docstring).
+
+    Args:
+        total: positions in the stream.
+        rank, world_size: this process's rank slice.
+        block: samples per unit (the batch size, or 1).
+    """
+
+    def __init__(self, total: int, rank: int, world_size: int, block: int) -> None:
+        self.total, self.rank, self.world_size, self.block = total, rank, world_size, block
+        self._pending: tuple[int, int | None] | None = None  # (cursor, a worker's own next unit) of the next pass
+        self.live: StreamPosition | None = None  # the latest iterator of this process
+
+    def slice_at(self, base: int) -> RankSlice:
+        return RankSlice(base, self.total, self.rank, self.world_size)
+
+    @property
+    def next_start(self) -> int:
+        """The cursor the next pass starts at."""
+        return self._pending[0] if self._pending else 0
+
+    def units(self) -> int:
+        """Units (samples or batches) the next pass yields on this rank, all workers together."""
+        return -(-self.slice_at(self.next_start).size // self.block)
+
+    def reset(self, cursor: int = 0, worker: dict[str, Any] | None = None,
+              here: dict[str, Any] | None = None) -> None:
+        """Start the next pass at ``cursor``, or at a DataLoader worker's saved progress.
+
+        Args:
+            cursor: a global stream position in ``[0, total]``.
+            worker: a worker state from :meth:`get_state` (``None`` for a global cursor).
+            here: this process's worker id and count (``{"id", "num_workers"}``), None outside one.
+
+        Raises:
+            ValueError: a worker state resumed anywhere but the same worker of the same layout.
+        """
+        self.live = None
+        if not worker:
+            self._pending = (cursor, None) if cursor else None
+            return
+        now = None if here is None else {**here, "block": self.block, "rank": self.rank,
+                                          "world_size": self.world_size}
+        saved = {k: worker.get(k) for k in _WORKER_LAYOUT}
+        if now != saved:
+            raise ValueError(f"this state describes one DataLoader worker's progress ({saved}) and can only "
+                             f"be resumed by that same worker, not here ({now}); for a new layout save "
+                             "the state with state_dict(samples_taken=...) from the main process")
+        self._pending = (int(worker["base"]), int(worker["next_unit"]))
+
+    def start(self, num_workers: int, worker: int) -> StreamPosition:
+        """A new iterator's position (taking the pending start, if any)."""
+        base, unit = self._pending or (0, None)
+        self._pending = None
+        self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker)
+        return self.live
+
+    def get_state(self, samples_taken: int | None = None, *, in_worker: bool = False) -> dict[str, Any]:
+        """``{"cursor", "worker"}`` (see the module docstring).
+
+        Raises:
+            ValueError: ``samples_taken`` outside this rank's slice, or a loaded worker state that
+                was not iterated yet (its cursor is unknown without ``samples_taken``).
+        """
+        live = self.live
+        if samples_taken is not None:
+            base = live.slice.base if live is not None else self.next_start
+            return {"cursor": self.slice_at(base).cursor_after(int(samples_taken)), "worker": None}
+        if live is None:
+            if self._pending is not None and self._pending[1] is not None:
+                raise ValueError("this dataset holds a DataLoader worker's state that has not been iterated; "
+                                 "call state_dict(samples_taken=...) or iterate first")
+            return {"cursor": self.next_start, "worker": None}
+        taken = min(live.next_unit * self.block, live.slice.size)
+        worker = None
+        if in_worker:
+            worker = {"id": live.worker, "num_workers": live.num_workers, "base": live.slice.base,
+                      "next_unit": live.next_unit, "block": self.block, "rank": self.rank,
+                      "world_size": self.world_size}
+        return {"cursor": live.slice.cursor_after(taken), "worker": worker}
