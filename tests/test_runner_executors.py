@@ -145,3 +145,38 @@ def test_local_slots_need_enough_gpus(stores: Path, monkeypatch: pytest.MonkeyPa
         LocalExecutor(cfg, 2)
     one = LocalExecutor(cfg, 1)
     assert one._gpus == [["0", "1"]]
+
+
+def _same_as_sequential(cfg, specs, tmp_path: Path, executor: dict, name: str) -> list[str]:
+    MixtureRunner(cfg, tmp_path / "seq", log=lambda _: None, progress=False).train_runs(specs)
+    lines: list[str] = []
+    other = config_from_dict({**tiny_config(cfg.domains, device="cpu"), "executor": executor})
+    MixtureRunner(other, tmp_path / name, log=lines.append, progress=False).train_runs(specs)
+    for s in specs:
+        assert _trained(tmp_path / name / "runs" / s.run_id / "result.json") == \
+            _trained(tmp_path / "seq" / "runs" / s.run_id / "result.json"), s.name
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_submitit_local_jobs_train_exactly_what_one_process_trains(stores: Path, tmp_path: Path) -> None:
+    pytest.importorskip("submitit")
+    cfg = config_from_dict(tiny_config(stores, device="cpu"))
+    specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[:3]
+    _same_as_sequential(cfg, specs, tmp_path, {"kind": "slurm", "max_parallel": 2,
+                                                "slurm": {"cluster": "local", "time_min": 10}}, "slurm")
+    submitted = [e for e in Ledger(tmp_path / "slurm", lock=False).events() if e["status"] == "submitted"]
+    assert len(submitted) == 3 and {e["executor"] for e in submitted} == {"slurm"}
+    assert all((tmp_path / "slurm" / "slurm" / e["job_id"]).is_dir() for e in submitted)  # submitit's job folders
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_ray_actors_train_exactly_what_one_process_trains(stores: Path, tmp_path: Path, ray_address: str) -> None:
+    cfg = config_from_dict(tiny_config(stores, device="cpu"))
+    specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[:3]
+    _same_as_sequential(cfg, specs, tmp_path, {"kind": "ray", "max_parallel": 2, "ray": {"address": ray_address}},
+                        "ray")
+    submitted = [e for e in Ledger(tmp_path / "ray", lock=False).events() if e["status"] == "submitted"]
+    assert len(submitted) == 3 and {e["executor"] for e in submitted} == {"ray"}
