@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ._args import add_verb
+
 __all__ = ["register", "run"]
 
 _EPILOG = """\
@@ -21,15 +23,13 @@ examples:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` sub-command."""
-    p = subparsers.add_parser("run", help="run an AutoScale experiment (proxies, fits, targets, report)",
-                              description="Run the AutoScale pipeline described by a YAML/JSON config.",
-                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "run", run, help="run an AutoScale experiment (proxies, fits, targets, report)",
+                 description="Run the AutoScale pipeline described by a YAML/JSON config.", epilog=_EPILOG)
     p.add_argument("config", metavar="CONFIG", help="runner config (.yaml/.yml/.json)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory (default: ./runs/<config name>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, its total tokens and an estimated time")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
