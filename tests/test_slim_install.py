@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -70,9 +71,14 @@ def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
 def slim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv holding the wheel and the core dependencies only; returns its ``bin`` folder."""
     tmp = tmp_path_factory.mktemp("slim")
+    source = tmp / "source"  # a copy: building in the checkout would leave build/ there (stale files included)
+    shutil.copytree(ROOT / "autoscale_data", source / "autoscale_data",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "setup.cfg", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
     wheels = tmp / "wheels"
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                  "-w", str(wheels), str(ROOT)])
+                  "-w", str(wheels), str(source)])
     assert built.returncode == 0, built.stderr[-3000:]
     wheel = next(wheels.glob("autoscale_data-*.whl"))
     venv = tmp / "venv"

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ._args import add_verb
+
 __all__ = ["register", "run", "with_executor"]
 
 _EPILOG = """\
@@ -23,9 +25,8 @@ examples:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` sub-command."""
-    p = subparsers.add_parser("run", help="run an AutoScale experiment (proxies, fits, targets, report)",
-                              description="Run the AutoScale pipeline described by a YAML/JSON config.",
-                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "run", run, help="run an AutoScale experiment (proxies, fits, targets, report)",
+                 description="Run the AutoScale pipeline described by a YAML/JSON config.", epilog=_EPILOG)
     p.add_argument("config", metavar="CONFIG", help="runner config (.yaml/.yml/.json)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory (default: ./runs/<config name>)")
@@ -37,7 +38,6 @@ def register(subparsers: Any) -> None:
                    help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
     p.add_argument("--retries", type=int, default=None, metavar="N",
                    help="resubmissions of a run whose job died (default: the config's executor.retries)")
-    p.set_defaults(func=run)
 
 
 def with_executor(config: Any, *, kind: str | None = None, max_parallel: int | str | None = None,
