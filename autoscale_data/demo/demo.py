@@ -134,7 +134,8 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
                  "target_points": s.target_points, "batch_size": 32},
         "backend": "torch",
         "checkpoint_every": 500,
-        "cpu_threads": max(1, min(2, os.cpu_count() or 1)),
+        "cpu_threads": 1,
+        "executor": {"max_parallel": "auto"},  # one one-thread run per core (two at once on 2 cores)
     }
     return config_from_dict(raw, base_dir=out)
 

@@ -19,6 +19,7 @@ from .sections import (
     DDOConfig,
     DeepSpeedConfig,
     EvalConfig,
+    ExecutorConfig,
     ModelConfig,
     OptimizerConfig,
     TargetConfig,
@@ -65,6 +66,7 @@ class RunnerConfig:
     num_workers: int = 0
     cpu_threads: int | None = None
     dropout: float | None = None
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     name: str = "autoscale"
     base_dir: str = "."
 
@@ -123,6 +125,7 @@ _SECTIONS: dict[str, type] = {
     "target": TargetConfig,
     "eval": EvalConfig,
     "deepspeed": DeepSpeedConfig,
+    "executor": ExecutorConfig,
 }
 
 

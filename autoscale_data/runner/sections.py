@@ -16,9 +16,13 @@ from .._checks import check_int, check_number, is_int, is_number
 __all__ = [
     "DDOConfig",
     "DeepSpeedConfig",
+    "EXECUTORS",
     "EvalConfig",
+    "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "RayConfig",
+    "SlurmConfig",
     "TARGET_BASELINES",
     "TargetConfig",
 ]
@@ -236,3 +240,113 @@ class DeepSpeedConfig:
             raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
         if self.launcher not in ("deepspeed", "torchrun"):
             raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
+
+
+#: Where the runs of a plan are trained (``executor.kind``).
+EXECUTORS = ("local", "slurm", "ray")
+
+
+def _subsection(cls: type, raw: Any, name: str) -> Any:
+    import dataclasses
+
+    if isinstance(raw, cls):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise field_error("executor", name, raw, "a mapping")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise field_error("executor", name, dict(raw), f"keys from {sorted(known)} (unknown: {unknown})")
+    return cls(**dict(raw))
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Slurm settings of ``executor: {kind: slurm}`` (jobs submitted through submitit).
+
+    ``cluster: local`` runs the same jobs through submitit's local executor (no Slurm needed: tests
+    and a quick check of a plan). ``gpus_per_node`` defaults to ``procs`` (one node) or
+    ``procs / nodes``; ``extra`` is passed to sbatch as further ``#SBATCH --key=value`` lines
+    (``{"qos": "high", "constraint": "a100"}``). ``array_parallelism`` caps the jobs of one array
+    running at once. ``requeue`` lets Slurm requeue a preempted job (it resumes from its checkpoint).
+    """
+
+    cluster: str = "slurm"
+    partition: str | None = None
+    time_min: int = 60
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    mem_gb: float | None = None
+    account: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    array_parallelism: int = 64
+    requeue: bool = True
+    folder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster not in ("slurm", "local"):
+            raise field_error("executor.slurm", "cluster", self.cluster, "'slurm' or 'local'")
+        check_int_field("executor.slurm", "time_min", self.time_min)
+        check_int_field("executor.slurm", "nodes", self.nodes)
+        check_int_field("executor.slurm", "array_parallelism", self.array_parallelism)
+        for name in ("gpus_per_node", "cpus_per_task"):
+            if getattr(self, name) is not None:
+                check_int_field("executor.slurm", name, getattr(self, name), minimum=0)
+        if self.mem_gb is not None:
+            check_number_field("executor.slurm", "mem_gb", self.mem_gb)
+        if not isinstance(self.extra, dict):
+            raise field_error("executor.slurm", "extra", self.extra, "a mapping of sbatch options")
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """Ray settings of ``executor: {kind: ray}``: the cluster address (``None``: start a local Ray)
+    and the resources of one run (default: ``cpu_threads`` CPUs and ``procs`` GPUs on a GPU machine)."""
+
+    address: str | None = None
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_cpus", "num_gpus"):
+            value = getattr(self, name)
+            if value is not None and (not is_number(value) or value < 0):
+                raise field_error("executor.ray", name, value, "a number >= 0 or null")
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """Where and how many runs train at once. Not part of any run id: changing it retrains nothing.
+
+    - ``local`` (default): up to ``max_parallel`` runs at once on this machine, each pinned to its
+      own ``procs`` GPUs (``CUDA_VISIBLE_DEVICES``) or, on CPU, to ``cpu_threads`` threads.
+      ``max_parallel: auto`` = GPUs // procs on a GPU machine, else cores // cpu_threads.
+      ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
+      one process) as before executors existed.
+    - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
+    - ``ray``: one Ray task per run (:class:`RayConfig`).
+
+    ``retries``: how often one runner call resubmits a run whose job died (it resumes from its
+    checkpoint); a diverged run is never retried. ``max_parallel`` also caps slurm and ray.
+    """
+
+    kind: str = "local"
+    max_parallel: int | str = 1
+    retries: int = 1
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise field_error("executor", "kind", self.kind, f"one of {EXECUTORS}")
+        mp = self.max_parallel
+        if isinstance(mp, str):
+            if mp != "auto" and not mp.isdigit():
+                raise field_error("executor", "max_parallel", mp, "a positive integer or 'auto'")
+            if mp.isdigit():
+                object.__setattr__(self, "max_parallel", int(mp))
+        check_int_field("executor", "max_parallel", 1 if self.max_parallel == "auto" else self.max_parallel)
+        check_int_field("executor", "retries", self.retries, minimum=0)
+        object.__setattr__(self, "slurm", _subsection(SlurmConfig, self.slurm, "slurm"))
+        object.__setattr__(self, "ray", _subsection(RayConfig, self.ray, "ray"))
