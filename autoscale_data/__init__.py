@@ -1,7 +1,9 @@
 """autoscale_data: scale-aware data mixing for LLM pre-training.
 
-Public names are imported lazily (PEP 562), so ``import autoscale_data`` stays cheap and the pure
-numpy/scipy parts (``solver``, ``mixing``, ``store``) never pull in torch.
+The top level holds what a user of the sampler and the solver needs; everything else lives in the
+subpackages (``store``, ``mixing``, ``solver``, ``dataset``; ``runner`` and ``demo`` with the
+``runner`` extra). Names are imported lazily (PEP 562): ``import autoscale_data`` stays cheap, and a
+solver or store name never pulls in torch.
 """
 
 from __future__ import annotations
@@ -11,86 +13,43 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (add new exports here AND to __all__, keeping both sorted)
-_EXPORTS: dict[str, str] = {
-    "BootstrapResult": "autoscale_data.solver",
-    "DDOResult": "autoscale_data.solver",
-    "MixturePlan": "autoscale_data.solver",
-    "MixtureRunner": "autoscale_data.runner",
-    "MixtureValidationDataset": "autoscale_data.dataset",
-    "PowerLawFit": "autoscale_data.solver",
-    "Projection": "autoscale_data.solver",
-    "Run": "autoscale_data.solver",
-    "RunTable": "autoscale_data.solver",
-    "RunnerConfig": "autoscale_data.runner",
-    "ScaleAwareMixtureDataset": "autoscale_data.dataset",
-    "StoreWriter": "autoscale_data.store",
-    "TokenStore": "autoscale_data.store",
-    "Tokenizer": "autoscale_data.store",
-    "TokenizerInfo": "autoscale_data.store",
-    "baseline_weights": "autoscale_data.solver",
-    "bootstrap_ddo": "autoscale_data.solver",
-    "bootstrap_projection": "autoscale_data.solver",
-    "check_compatible": "autoscale_data.store",
-    "ddo_runs_plan": "autoscale_data.solver",
-    "export_webdataset": "autoscale_data.store",
-    "find_domain_stores": "autoscale_data.store",
-    "fit_ddo": "autoscale_data.solver",
-    "fit_power_law": "autoscale_data.solver",
-    "heldout_scale_check": "autoscale_data.solver",
-    "import_webdataset": "autoscale_data.store",
-    "load_tokenizer": "autoscale_data.store",
-    "open_store": "autoscale_data.store",
-    "prepare": "autoscale_data.store",
-    "project": "autoscale_data.solver",
-    "sample_mixtures": "autoscale_data.solver",
-    "train_bpe_tokenizer": "autoscale_data.store",
-}
-
 __all__ = [
     "BootstrapResult",
     "DDOResult",
+    "MissingExtraError",
     "MixturePlan",
-    "MixtureRunner",
     "MixtureValidationDataset",
-    "PowerLawFit",
     "Projection",
     "Run",
     "RunTable",
-    "RunnerConfig",
     "ScaleAwareMixtureDataset",
-    "StoreWriter",
     "TokenStore",
-    "Tokenizer",
-    "TokenizerInfo",
     "__version__",
     "baseline_weights",
     "bootstrap_ddo",
-    "bootstrap_projection",
-    "check_compatible",
     "ddo_runs_plan",
-    "export_webdataset",
-    "find_domain_stores",
     "fit_ddo",
-    "fit_power_law",
-    "heldout_scale_check",
-    "import_webdataset",
     "load_tokenizer",
     "open_store",
     "prepare",
     "project",
-    "sample_mixtures",
-    "train_bpe_tokenizer",
 ]
+
+# Where a name of __all__ is looked up: the first of these modules whose own __all__ lists it.
+# Cheapest first, so that a store or solver name never imports torch (the dataset does).
+_PARTS = ("autoscale_data._extras", "autoscale_data.store", "autoscale_data.solver", "autoscale_data.dataset")
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name not in __all__:
         raise AttributeError(f"module 'autoscale_data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    for part in _PARTS:
+        module = importlib.import_module(part)
+        if name in module.__all__:
+            value = getattr(module, name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"autoscale_data.__all__ lists {name!r} but none of {_PARTS} exports it")
 
 
 def __dir__() -> list[str]:

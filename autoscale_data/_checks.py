@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["check_int", "check_number", "is_int"]
+__all__ = ["check_int", "check_number", "is_int", "is_number"]
 
 
 def is_int(value: Any) -> bool:
@@ -37,9 +37,13 @@ def check_int(name: str, value: Any, *, minimum: int = 1, allow_none: bool = Fal
         raise ValueError(f"{name} must be {kind}, got {value!r}")
 
 
+def is_number(value: Any) -> bool:
+    """True for a finite ``int`` or ``float`` that is not a ``bool``."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def check_number(name: str, value: Any, *, positive: bool = True) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite real number (``> 0`` when ``positive``)."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-    if not ok or (positive and value <= 0):
+    if not is_number(value) or (positive and value <= 0):
         kind = "a positive finite number" if positive else "a finite number"
         raise ValueError(f"{name} must be {kind}, got {value!r}")

@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ._extras import MissingExtraError
+
 __all__ = ["build_parser", "main"]
 
 # Verb modules, in the order ``--help`` lists them.
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, MissingExtraError) as exc:
         print(f"autoscale-data {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `autoscale-data ddo runs.csv --json | head`

@@ -52,6 +52,8 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads per run (1 is robust on a shared 2-core machine)")
+    p.add_argument("--max-parallel", default="auto", metavar="N|auto",
+                   help="runs at once (default auto: cores // threads, so two one-thread runs on 2 cores)")
     return p.parse_args()
 
 
@@ -95,7 +97,8 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
-                  multipliers: tuple[float, float] = (3.0, 3.0), threads: int = 1) -> Any:
+                  multipliers: tuple[float, float] = (3.0, 3.0), threads: int = 1,
+                  max_parallel: int | str = 1) -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -109,6 +112,7 @@ def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int
                    "seeds": seeds},
         "seeds": seeds, "eval": {"heldout_tokens_per_domain": 32_768, "target_points": 8, "batch_size": 32},
         "backend": "torch", "checkpoint_every": 500, "cpu_threads": threads,
+        "executor": {"max_parallel": max_parallel},
     }
     return config_from_dict(raw)
 
@@ -151,7 +155,8 @@ def main() -> int:
     stores = ensure_stores(out, corpus, domains, args.vocab)
     t_data = time.time() - t0
 
-    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, threads=args.threads), out / "run")
+    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, threads=args.threads,
+                                         max_parallel=args.max_parallel), out / "run")
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
@@ -159,14 +164,13 @@ def main() -> int:
 
     # (b) DDO at a third budget, same design, same ledger
     specs3 = ddo_proxy_specs(runner.config, d, n3)
-    runner.train_runs(specs3)
     # (a) held-out perturbations at N2 (multipliers the fit never saw)
     held: list[Any] = []
     for m in (float(x) for x in args.heldout_multipliers.split(",")):
         alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m),
                             threads=args.threads)
         held += [s for s in ddo_proxy_specs(alt, d, n2) if s.perturbed is not None]
-    runner.train_runs(held)
+    runner.train_runs(specs3 + held)  # one batch: the executor's slots stay busy across both sets
 
     specs = runner.proxy_specs()
     per_seed: dict[int, dict[str, Any]] = {}

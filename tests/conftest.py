@@ -42,3 +42,14 @@ def make_store(store_root: Path) -> Callable[..., TokenStore]:
         return write_synthetic_store(store_root, name, num_tokens, **kwargs)
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Any:
+    """The address of a local Ray cluster owned by this test session (shut down at its end)."""
+    ray = pytest.importorskip("ray")
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
+    try:
+        yield context.address_info["address"]
+    finally:
+        ray.shutdown()

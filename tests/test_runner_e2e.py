@@ -79,13 +79,15 @@ def _done_events(out: Path) -> list[dict]:
     return [e for e in Ledger(out, lock=False).events() if e["status"] == "done"]
 
 
-@pytest.mark.timeout(300)
-def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path) -> None:
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("executor", [[], ["--executor", "local", "--max-parallel", "2"]], ids=["inprocess", "local2"])
+def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, executor: list[str]) -> None:
     raw = _demo_config(tmp_path, target={"baselines": ["uniform"]}, checkpoint_every=2)
     cfg_path = tmp_path / "kill.json"
     cfg_path.write_text(json.dumps(raw))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
+    cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress",
+           *executor]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 200
@@ -112,6 +114,7 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path) ->
     assert len(done) == len(set(done))  # every run finished exactly once
     records = Ledger(out, lock=False).records()
     assert all(r.status == "done" for r in records.values())
+    assert all(records[run_id].attempts == 1 for run_id in finished)  # submitted once, never again
     assert len(records) == 2 * 5 + 2  # proxies at two budgets + autoscale + uniform
     assert json.loads((out / "report.json").read_text())["targets"].keys() == {"autoscale", "uniform"}
 

@@ -5,11 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from .._checks import check_int
 
-__all__ = ["add_supply_args", "parse_tokens", "positive_float", "positive_int", "read_json", "weight_float"]
+__all__ = ["add_json_flag", "add_supply_args", "add_verb", "parse_tokens", "positive_float", "positive_int",
+           "read_json", "weight_float"]
+
+
+def add_verb(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
+             description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """Add the sub-command ``name`` whose ``func`` is ``run``; ``epilog`` keeps its line breaks."""
+    parser = subparsers.add_parser(name, help=help, description=description, epilog=epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def add_json_flag(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    """``--json``: print ``what`` as JSON instead of the table."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 
 def positive_int(text: str) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..solver.baselines import BASELINES, PRESETS, baseline_weights
 from ..solver.runs import RunTable
-from ._args import parse_tokens, read_json
+from ._args import add_json_flag, add_verb, parse_tokens, read_json
 
 __all__ = ["register", "run"]
 
@@ -25,9 +25,8 @@ baselines: {', '.join(BASELINES)}; presets for 'reference': {', '.join(PRESETS)}
 
 def register(subparsers: Any) -> None:
     """Add the ``baseline`` sub-command."""
-    p = subparsers.add_parser("baseline", help="weights of a baseline mixture",
-                              description="Compute the weights of a baseline mixture.",
-                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "baseline", run, help="weights of a baseline mixture",
+                 description="Compute the weights of a baseline mixture.", epilog=_EPILOG)
     p.add_argument("name", choices=BASELINES, help="which baseline")
     p.add_argument("--runs", default=None, metavar="RUNS.csv", help="runs table (regmix, mixing_law)")
     p.add_argument("--tokens", action="append", metavar="DOMAIN=TOKENS", help="tokens available per domain")
@@ -40,8 +39,7 @@ def register(subparsers: Any) -> None:
                    help="objective for regmix/mixing_law")
     p.add_argument("--model", choices=("auto", "linear", "lightgbm"), default="auto", help="regmix regressor")
     p.add_argument("--seed", type=int, default=0, help="RNG seed (regmix, mixing_law)")
-    p.add_argument("--json", action="store_true", help="print {\"weights\": {...}} as JSON")
-    p.set_defaults(func=run)
+    add_json_flag(p, '{"weights": {...}}')
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..solver.ddo import DDOResult, fit_ddo
 from ..solver.runs import RunTable
-from ._args import add_supply_args, parse_tokens, weight_float
+from ._args import add_json_flag, add_supply_args, add_verb, parse_tokens, weight_float
 
 __all__ = ["format_ddo", "register", "run"]
 
@@ -24,10 +24,9 @@ example:
 
 def register(subparsers: Any) -> None:
     """Add the ``ddo`` sub-command."""
-    p = subparsers.add_parser(
-        "ddo", help="fit DDO to proxy runs at one budget and print the optimal weights",
-        description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "ddo", run, help="fit DDO to proxy runs at one budget and print the optimal weights",
+                 description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
+                 epilog=_EPILOG)
     p.add_argument("runs", metavar="RUNS.csv", help="runs table")
     p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
                    help="mean per-domain perplexity / base (default, as the authors' code) or mean loss")
@@ -36,8 +35,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")
     p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is ambiguous")
     add_supply_args(p, effect="caps the allocation")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run)
+    add_json_flag(p)
 
 
 def format_ddo(res: DDOResult) -> str:

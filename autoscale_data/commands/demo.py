@@ -10,7 +10,7 @@ import argparse
 import os
 from typing import Any
 
-from ._args import positive_int
+from ._args import add_verb, positive_int
 
 __all__ = ["register", "run"]
 
@@ -34,9 +34,8 @@ examples:
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` sub-command."""
-    p = subparsers.add_parser("demo", help="run AutoScale end to end on the built-in synthetic corpus",
-                              description="Run the AutoScale pipeline on the embedded synthetic corpus.",
-                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "demo", run, help="run AutoScale end to end on the built-in synthetic corpus",
+                 description="Run the AutoScale pipeline on the embedded synthetic corpus.", epilog=_EPILOG)
     p.add_argument("--quick", action="store_true", help="tiny budgets (about 2 minutes; shows the procedure only)")
     p.add_argument("--out", default="autoscale-demo", metavar="DIR",
                    help="output directory (default: ./autoscale-demo)")
@@ -48,7 +47,6 @@ def register(subparsers: Any) -> None:
                         help="with --stores: which synthetic domains (default: encyclopedia,code,web)")
     stores.add_argument("--bytes-per-domain", type=positive_int, default=400_000, metavar="N",
                         help="with --stores: text bytes generated per domain (default: 400000)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..store.prepare import DEFAULT_HOLDOUT_EVERY, PrepareOptions, prepare_domains
-from ._args import positive_int
+from ._args import add_verb, positive_int
 
 __all__ = ["register", "run"]
 
@@ -28,10 +28,9 @@ example:
 
 def register(subparsers: Any) -> None:
     """Add the ``prepare`` sub-command."""
-    p = subparsers.add_parser(
-        "prepare", help="tokenize each domain's documents into a token store",
-        description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "prepare", run, help="tokenize each domain's documents into a token store",
+                 description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
+                 epilog=_EPILOG)
     p.add_argument("--domain", action="append", required=True, metavar="NAME=PATH",
                    help="a domain and its input (repeat for each domain)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per domain)")
@@ -46,7 +45,6 @@ def register(subparsers: Any) -> None:
                    help="tokenizing processes (default: number of CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--shard-tokens", type=int, default=None, help=argparse.SUPPRESS)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from .._extras import require
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
-from ._args import add_supply_args, parse_tokens, positive_float, read_json
+from ._args import add_json_flag, add_supply_args, add_verb, parse_tokens, positive_float, read_json
 
 __all__ = ["plot_weights", "register", "run", "scales_from_json"]
 
@@ -27,18 +28,15 @@ example:
 
 def register(subparsers: Any) -> None:
     """Add the ``project`` sub-command."""
-    p = subparsers.add_parser(
-        "project", help="project optimal mixes at two budgets to any target budget (AutoScale)",
-        description="N*(t) = N*(N1) (N*(N2)/N*(N1))^t with sum N*(t) = target.",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "project", run, help="project optimal mixes at two budgets to any target budget (AutoScale)",
+                 description="N*(t) = N*(N1) (N*(N2)/N*(N1))^t with sum N*(t) = target.", epilog=_EPILOG)
     p.add_argument("scales", metavar="SCALES.json", help="optimal mixes at two or more budgets")
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="N", help="target budget")
     add_supply_args(p, effect="warns when the projection needs more")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_flag(p)
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the weights over budgets (stacked area)")
     p.add_argument("--save-plan", default=None, metavar="JSON", help="also write a MixturePlan file")
     p.add_argument("--tokenizer", default=None, metavar="SPEC", help="tokenizer recorded in --save-plan")
-    p.set_defaults(func=run)
 
 
 def scales_from_json(obj: Any) -> list[dict]:
@@ -51,6 +49,7 @@ def scales_from_json(obj: Any) -> list[dict]:
 
 def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     """Stacked-area plot of the plan's weights from the smallest budget to beyond ``target`` (log x)."""
+    require("plots", "autoscale-data project --plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -6,15 +6,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ._args import add_verb
+
 __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
     """Add the ``report`` sub-command."""
-    p = subparsers.add_parser("report", help="write report.md/report.json/plots of an `autoscale-data run` output",
-                              description="Summarise the runs, fits, target curves and tokens saved.")
+    p = add_verb(subparsers, "report", run, help="write report.md/report.json/plots of an `autoscale-data run` output",
+                 description="Summarise the runs, fits, target curves and tokens saved; print the summary table.")
     p.add_argument("out_dir", metavar="OUT_DIR", help="the --out directory of `autoscale-data run`")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

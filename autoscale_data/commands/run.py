@@ -1,4 +1,5 @@
-"""``autoscale-data run CONFIG [--out DIR] [--dry-run]``: the whole AutoScale experiment."""
+"""``autoscale-data run CONFIG [--out DIR] [--dry-run] [--executor KIND] [--max-parallel N|auto]``:
+the whole AutoScale experiment."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register", "run"]
+from ._args import add_verb
+
+__all__ = ["register", "run", "with_executor"]
 
 _EPILOG = """\
 Proxies at the two DDO budgets -> DDO fits -> projection to the target budget -> target runs for
@@ -16,27 +19,50 @@ summary table. Re-running the same command skips finished runs and resumes unfin
 examples:
   autoscale-data run examples/tiny-cpu.yaml --dry-run
   autoscale-data run examples/tiny-cpu.yaml --out runs/tiny
+  autoscale-data run examples/tiny-cpu.yaml --out runs/tiny --executor local --max-parallel 2
 """
 
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` sub-command."""
-    p = subparsers.add_parser("run", help="run an AutoScale experiment (proxies, fits, targets, report)",
-                              description="Run the AutoScale pipeline described by a YAML/JSON config.",
-                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_verb(subparsers, "run", run, help="run an AutoScale experiment (proxies, fits, targets, report)",
+                 description="Run the AutoScale pipeline described by a YAML/JSON config.", epilog=_EPILOG)
     p.add_argument("config", metavar="CONFIG", help="runner config (.yaml/.yml/.json)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory (default: ./runs/<config name>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, its total tokens and an estimated time")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
+    p.add_argument("--executor", choices=("local", "slurm", "ray"), default=None,
+                   help="where runs train (default: the config's executor.kind, else local)")
+    p.add_argument("--max-parallel", default=None, metavar="N|auto",
+                   help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
+    p.add_argument("--retries", type=int, default=None, metavar="N",
+                   help="resubmissions of a run whose job died (default: the config's executor.retries)")
+
+
+def with_executor(config: Any, *, kind: str | None = None, max_parallel: int | str | None = None,
+                  retries: int | None = None) -> Any:
+    """``config`` with the executor settings that are not ``None`` replaced (validated again)."""
+    import dataclasses
+
+    changes: dict[str, Any] = {}
+    if kind is not None:
+        changes["kind"] = kind
+    if max_parallel is not None:
+        changes["max_parallel"] = max_parallel
+    if retries is not None:
+        changes["retries"] = retries
+    if not changes:
+        return config
+    return dataclasses.replace(config, executor=dataclasses.replace(config.executor, **changes))
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``run`` verb."""
     from ..runner import MixtureRunner, format_summary, load_config
 
-    config = load_config(args.config)
+    config = with_executor(load_config(args.config), kind=args.executor, max_parallel=args.max_parallel,
+                           retries=args.retries)
     out = Path(args.out) if args.out else Path("runs") / config.name
     runner = MixtureRunner(config, out, progress=False if args.no_progress else None)
     if args.dry_run:

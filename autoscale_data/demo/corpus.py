@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import atomic_write_text
 
 __all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SyntheticWorld", "generate_corpus", "generate_documents"]
@@ -296,8 +297,7 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
     Returns:
         Mapping from domain name to its JSONL path.
     """
-    if bytes_per_domain <= 0:
-        raise ValueError(f"bytes_per_domain must be positive, got {bytes_per_domain}")
+    check_int("bytes_per_domain", bytes_per_domain)
     unknown = [d for d in domains if d not in _GENERATORS]
     if unknown or not domains:
         raise ValueError(f"unknown or empty demo domains {list(domains)!r}: expected a subset of "

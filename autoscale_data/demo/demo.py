@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int, check_number
 from .._io import atomic_write_json
 from ..runner import MixtureRunner, RunnerConfig, config_from_dict, format_summary
 from ..store.tokenizers import train_bpe_tokenizer
@@ -85,6 +86,9 @@ class DemoSettings:
             raise ValueError(f"demo domains {list(self.domains)} are invalid: expected >= 2 of {DEMO_DOMAINS}")
         if not 0 < self.budgets[0] < self.budgets[1] < self.target:
             raise ValueError(f"demo budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 < target")
+        for name in ("bytes_per_domain", "vocab_size", "seq_len", "batch_size", "heldout_tokens", "target_points"):
+            check_int(f"demo {name}", getattr(self, name))
+        check_number("demo lr", self.lr)
 
 
 #: The two demo sizes. Budgets were chosen so that the full demo finishes in about 10 minutes on two
@@ -130,7 +134,8 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
                  "target_points": s.target_points, "batch_size": 32},
         "backend": "torch",
         "checkpoint_every": 500,
-        "cpu_threads": max(1, min(2, os.cpu_count() or 1)),
+        "cpu_threads": 1,
+        "executor": {"max_parallel": "auto"},  # one one-thread run per core (two at once on 2 cores)
     }
     return config_from_dict(raw, base_dir=out)
 

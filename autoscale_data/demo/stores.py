@@ -11,7 +11,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._checks import check_int
 from ..store.prepare import prepare
 from .corpus import DEMO_DOMAINS, generate_corpus
 
@@ -49,10 +48,9 @@ def prepare_synthetic_stores(
         ``out_dir`` as a :class:`~pathlib.Path`.
 
     Raises:
-        ValueError: an unknown domain or a non-positive size.
+        ValueError: an unknown domain, a non-positive size or a bad ``holdout_every`` (from
+            ``generate_corpus`` and ``prepare``).
     """
-    check_int("bytes_per_domain", bytes_per_domain)
-    check_int("holdout_every", holdout_every)
     out = Path(out_dir)
     text_dir = Path(corpus_dir) if corpus_dir is not None else out.with_name(out.name + ".corpus")
     paths = generate_corpus(text_dir, bytes_per_domain=bytes_per_domain, seed=seed, domains=tuple(domains))

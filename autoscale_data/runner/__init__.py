@@ -1,11 +1,17 @@
 """MixtureRunner: plan -> proxy runs (torch or DeepSpeed) -> DDO fits -> projection -> target runs -> report.
 
-The only layer that knows about models, optimisers and DeepSpeed. Start with
+The only layer that knows about models, optimisers and DeepSpeed; installed by the ``runner`` extra
+(``pip install 'autoscale-data[runner]'``: transformers, matplotlib), and importing it without them
+raises :class:`~autoscale_data._extras.MissingExtraError`. Start with
 ``MixtureRunner(load_config("examples/tiny-cpu.yaml"), "runs/tiny").run()`` or the CLI
 ``autoscale-data run CONFIG``.
 """
 
 from __future__ import annotations
+
+from .._extras import require
+
+require("runner", "autoscale_data.runner")
 
 from .config import RunnerConfig, config_from_dict, load_config
 from .ledger import Ledger

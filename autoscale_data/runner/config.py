@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._extras import require
 from .sections import (
     DDOConfig,
     DeepSpeedConfig,
     EvalConfig,
+    ExecutorConfig,
     ModelConfig,
     OptimizerConfig,
     TargetConfig,
-    check_pos_float,
-    check_pos_int,
+    check_int_field,
+    check_number_field,
+    check_seeds,
     field_error,
 )
 
@@ -63,6 +66,7 @@ class RunnerConfig:
     num_workers: int = 0
     cpu_threads: int | None = None
     dropout: float | None = None
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     name: str = "autoscale"
     base_dir: str = "."
 
@@ -72,32 +76,28 @@ class RunnerConfig:
                 raise field_error("", "domains", self.domains, "a prepared-store directory or a mapping")
         elif not isinstance(self.domains, dict) or len(self.domains) < 2:
             raise field_error("", "domains", self.domains, "a store directory or a mapping of >= 2 domains -> store paths")
-        check_pos_int("", "seq_len", self.seq_len)
-        check_pos_int("", "micro_batch_size", self.micro_batch_size)
-        check_pos_int("", "global_batch_size", self.global_batch_size)
-        check_pos_int("", "procs", self.procs)
+        check_int_field("", "seq_len", self.seq_len)
+        check_int_field("", "micro_batch_size", self.micro_batch_size)
+        check_int_field("", "global_batch_size", self.global_batch_size)
+        check_int_field("", "procs", self.procs)
         if self.global_batch_size % (self.micro_batch_size * self.procs):
             raise field_error("", "global_batch_size", self.global_batch_size,
                        f"a multiple of micro_batch_size x procs = {self.micro_batch_size * self.procs}")
-        seeds = tuple(self.seeds)
-        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-            raise field_error("", "seeds", self.seeds, "a non-empty list of integers >= 0")
-        if len(set(seeds)) != len(seeds):
-            raise field_error("", "seeds", list(seeds), "distinct seeds")
-        object.__setattr__(self, "seeds", seeds)
+        object.__setattr__(self, "seeds", check_seeds("", self.seeds))
         if self.backend not in ("torch", "deepspeed"):
             raise field_error("", "backend", self.backend, "'torch' or 'deepspeed'")
+        if self.backend == "deepspeed":
+            require("deepspeed", "config backend 'deepspeed'")
         if self.precision not in ("fp32", "bf16"):
             raise field_error("", "precision", self.precision, "'fp32' or 'bf16' (DeepSpeed bf16 mode / torch autocast)")
         if self.device not in ("auto", "cpu", "cuda"):
             raise field_error("", "device", self.device, "'auto', 'cpu' or 'cuda'")
         if self.max_epochs is not None:
-            check_pos_float("", "max_epochs", self.max_epochs)
-        check_pos_int("", "checkpoint_every", self.checkpoint_every)
-        if isinstance(self.num_workers, bool) or not isinstance(self.num_workers, int) or self.num_workers < 0:
-            raise field_error("", "num_workers", self.num_workers, "an integer >= 0")
+            check_number_field("", "max_epochs", self.max_epochs)
+        check_int_field("", "checkpoint_every", self.checkpoint_every)
+        check_int_field("", "num_workers", self.num_workers, minimum=0)
         if self.cpu_threads is not None:
-            check_pos_int("", "cpu_threads", self.cpu_threads)
+            check_int_field("", "cpu_threads", self.cpu_threads)
         if self.dropout is not None and not 0.0 <= float(self.dropout) < 1.0:
             raise field_error("", "dropout", self.dropout, "a number in [0, 1)")
         for b in self.ddo.budgets + (self.target.budget,):
@@ -125,6 +125,7 @@ _SECTIONS: dict[str, type] = {
     "target": TargetConfig,
     "eval": EvalConfig,
     "deepspeed": DeepSpeedConfig,
+    "executor": ExecutorConfig,
 }
 
 

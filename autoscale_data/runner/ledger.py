@@ -2,7 +2,7 @@
 
 Layout of ``OUT/``::
 
-    ledger.jsonl              one event per line: planned / running / done / failed
+    ledger.jsonl              one event per line: pending / submitted / running / done / failed
     runs/<run_id>/spec.json   the run's spec (atomic)
     runs/<run_id>/result.json the run's result (atomic; written by the trainer before "done")
     runs/<run_id>/ckpt/       resumable checkpoint of an unfinished run
@@ -11,7 +11,12 @@ Each event is one ``write`` of a whole line on an ``O_APPEND`` descriptor follow
 a line torn by a crash is skipped when reading. A run counts as finished only when its
 ``result.json`` exists and parses, so ``kill -9`` at any moment can lose at most the run in
 progress: a result written just before the kill (but not yet logged) is adopted on the next start,
-never retrained. One runner at a time holds ``OUT/.lock``.
+never retrained. One runner at a time holds ``OUT/.lock``, and one training process at a time
+holds a run's ``runs/<run_id>/.train.lock`` (:func:`hold_run_lock`).
+
+``submitted`` and ``running`` events carry the attempt number (1, 2, … over the run's whole
+history), the executor and its job id (a pid, a Slurm job id, a Ray task), so a runner started
+after the previous one was killed can re-attach to a job that is still alive (Slurm) or resubmit it.
 """
 
 from __future__ import annotations
@@ -27,14 +32,28 @@ from typing import Any
 
 from .._io import atomic_write_json
 
-__all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord"]
+__all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]
 
-PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+PENDING, SUBMITTED, RUNNING, DONE, FAILED = "pending", "submitted", "running", "done", "failed"
+
+
+def hold_run_lock(run_dir: str | os.PathLike[str]) -> int | None:
+    """Take ``run_dir/.train.lock`` for this process (released when it exits); ``None`` if another holds it."""
+    path = Path(run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / ".train.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 @dataclass
 class RunRecord:
-    """The folded state of one run: status, failure reason, attempts, and whether it may be retried."""
+    """The folded state of one run: status, failure reason, attempts, whether it may be retried, and
+    the executor and job id of its latest submission."""
 
     run_id: str
     status: str = PENDING
@@ -42,6 +61,8 @@ class RunRecord:
     attempts: int = 0
     terminal: bool = False
     name: str = ""
+    executor: str = ""
+    job_id: str = ""
 
 
 class Ledger:
@@ -127,8 +148,15 @@ class Ledger:
         if spec.run_id not in self.records():
             self._append({"run_id": spec.run_id, "status": PENDING, "name": spec.name})
 
-    def mark_running(self, run_id: str, attempt: int) -> None:
-        self._append({"run_id": run_id, "status": RUNNING, "attempt": attempt, "pid": os.getpid()})
+    def mark_submitted(self, run_id: str, attempt: int, *, executor: str, job_id: str) -> None:
+        """Log that attempt ``attempt`` of the run was handed to ``executor`` as job ``job_id``."""
+        self._append({"run_id": run_id, "status": SUBMITTED, "attempt": attempt, "executor": executor,
+                      "job_id": str(job_id)})
+
+    def mark_running(self, run_id: str, attempt: int, *, executor: str = "", job_id: str = "") -> None:
+        """Log that attempt ``attempt`` started training (``job_id`` defaults to this process)."""
+        self._append({"run_id": run_id, "status": RUNNING, "attempt": attempt, "pid": os.getpid(),
+                      "executor": executor or "inprocess", "job_id": str(job_id or os.getpid())})
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Log a finished run; its ``result.json`` must already exist."""
@@ -148,8 +176,10 @@ class Ledger:
             rec = out.setdefault(e["run_id"], RunRecord(e["run_id"]))
             rec.status = e["status"]
             rec.name = e.get("name", rec.name)
-            if e["status"] == RUNNING:
-                rec.attempts += 1
+            if e["status"] in (SUBMITTED, RUNNING):
+                rec.attempts = max(rec.attempts, int(e.get("attempt", rec.attempts + 1)))
+                rec.executor = str(e.get("executor", rec.executor))
+                rec.job_id = str(e.get("job_id", rec.job_id))
             rec.reason = e.get("reason", "") if e["status"] == FAILED else ""
             rec.terminal = bool(e.get("terminal", False)) if e["status"] == FAILED else False
         for rec in out.values():

@@ -8,12 +8,9 @@ runs' results every time (they take milliseconds) and written under ``OUT/fits/`
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
-import subprocess
-import sys
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +18,13 @@ from .._io import atomic_write_json
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
 from .estimate import estimate_seconds, format_duration, startup_seconds
-from .ledger import DONE, FAILED, Ledger
+from .ledger import DONE, Ledger
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_spec
 
 __all__ = ["MixtureRunner", "TARGET_MIXES"]
 
 #: Mixes trained at the target budget (AutoScale first, then the configured baselines).
 TARGET_MIXES = ("autoscale", "autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
-
-
-def _set_pdeathsig() -> None:  # runs in the child before exec: die with the runner
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class MixtureRunner:
@@ -56,6 +44,7 @@ class MixtureRunner:
         self.log = log
         self.progress = progress
         self._domains: DomainInfo | None = None
+        self._executor: Any = None
 
     # ------------------------------------------------------------------ plan
     @property
@@ -163,7 +152,7 @@ class MixtureRunner:
         from .report import write_report
 
         self.out.mkdir(parents=True, exist_ok=True)
-        with Ledger(self.out) as ledger:
+        with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
             atomic_write_json(self.out / "config.json", config_to_dict(self.config))
             atomic_write_json(self.out / "domains.json", config_to_dict(d))
@@ -207,107 +196,30 @@ class MixtureRunner:
         Finished runs are reused and unfinished ones resume, exactly as in :meth:`run`.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        with Ledger(self.out) as ledger:
+        with Ledger(self.out) as ledger, self._executor_scope():
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
-        unique = list({s.run_id: s for s in specs}.values())
-        for i, spec in enumerate(unique, 1):
-            self._train_one(ledger, spec, f"[{i}/{len(unique)}]")
+        from .executors import make_executor, train_specs
 
-    def _train_one(self, ledger: Ledger, spec: RunSpec, counter: str) -> None:
-        rec = ledger.records().get(spec.run_id)
-        if rec is not None and rec.status == DONE:
-            if not any(e["status"] == DONE for e in ledger.events() if e["run_id"] == spec.run_id):
-                ledger.mark_done(spec.run_id, self._summary(ledger.result(spec.run_id) or {}))  # adopt
-            return
-        if rec is not None and rec.status == FAILED and rec.terminal:
-            warnings.warn(f"run {spec.name} ({spec.run_id}) failed earlier and is not retried: {rec.reason}",
-                          stacklevel=2)
-            return
-        run_dir = ledger.run_dir(spec.run_id)
-        (run_dir / "failure.json").unlink(missing_ok=True)
-        ledger.mark_running(spec.run_id, (rec.attempts if rec else 0) + 1)
-        ok, reason, terminal = self._execute(spec, run_dir)
-        if ok:
-            result = ledger.result(spec.run_id) or {}
-            ledger.mark_done(spec.run_id, self._summary(result))
-            self.log(f"{counter} done {spec.name} ({spec.run_id}): {result.get('total_tokens', 0):,} tokens, "
-                     f"val loss {result.get('mean_loss', float('nan')):.4f}, {result.get('wall_time_s', 0):.1f} s, "
-                     f"{result.get('tokens_per_s', 0):,.0f} tok/s, data wait {result.get('data_wait_fraction', 0):.1%}"
-                     f", {result.get('device', '?')}")
-        else:
-            ledger.mark_failed(spec.run_id, reason, terminal=terminal)
-            self.log(f"{counter} FAILED {spec.name} ({spec.run_id}): {reason}")
+        if self._executor is None:  # one executor (and its warm workers) for every phase of the plan
+            self._executor = make_executor(self.config, self.out, progress=self.progress)
+        train_specs(self._executor, ledger, specs, self.config, self.domains, log=self.log,
+                    progress=bool(self.progress) and self._executor.capacity > 1)
 
-    @staticmethod
-    def _summary(result: dict[str, Any]) -> dict[str, Any]:
-        keys = ("name", "mean_loss", "total_tokens", "wall_time_s", "device", "tokens_per_s")
-        return {k: result[k] for k in keys if k in result}
-
-    def _execute(self, spec: RunSpec, run_dir: Path) -> tuple[bool, str, bool]:
-        """Train one run; returns ``(finished, failure reason, failure is terminal)``."""
-        from .train import Diverged, train_run
-
-        cfg = self.config
-        if cfg.backend == "torch" and cfg.procs == 1:
-            try:
-                train_run(cfg, spec, self.domains, run_dir, progress=self.progress)
-            except Diverged as exc:
-                return False, str(exc), True
-            except (RuntimeError, ValueError, OSError) as exc:
-                return False, f"{type(exc).__name__}: {exc}", False
-            return True, "", False
-        return self._execute_subprocess(spec, run_dir)
+    @contextlib.contextmanager
+    def _executor_scope(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            if self._executor is not None:
+                self._executor.close()
+                self._executor = None
 
     def launch_command(self, job: Path) -> list[str]:
-        """The command that trains ``job`` in its own process(es)."""
-        from .dist import free_port
+        """The command that trains ``job`` in its own process(es) on this machine."""
+        from .executors import launch_command
 
-        cfg = self.config
-        module = ["autoscale_data.runner.train", "--job", os.fspath(job)]
-        if self.progress:
-            module.append("--progress")
-        if cfg.procs == 1:
-            return [sys.executable, "-m", *module]
-        port = str(free_port())
-        if cfg.backend == "deepspeed" and cfg.deepspeed.launcher == "deepspeed":
-            # the launcher's module under this interpreter (not the `deepspeed` script): every rank then
-            # runs the same sys.executable, so DeepSpeed's cached op builds see identical paths
-            return [sys.executable, "-m", "deepspeed.launcher.runner", "--num_gpus", str(cfg.procs),
-                    "--master_port", port, "--module", *module]
-        return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(cfg.procs),
-                "--master_port", port, "-m", *module]
-
-    def _execute_subprocess(self, spec: RunSpec, run_dir: Path) -> tuple[bool, str, bool]:
-        from .train import DIVERGED_EXIT, write_job
-
-        job = run_dir / "job.json"
-        write_job(job, self.config, spec, self.domains)
-        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
-        env.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if self.config.cpu_threads is not None:
-            env["OMP_NUM_THREADS"] = str(self.config.cpu_threads)
-        cmd = self.launch_command(job)
-        log_path = run_dir / "train.log"
-        with open(log_path, "ab") as log:
-            log.write(("$ " + " ".join(cmd) + "\n").encode())
-            log.flush()
-            tty = bool(self.progress) and sys.stderr.isatty()
-            proc = subprocess.Popen(cmd, env=env, stdout=None if tty else log, stderr=None if tty else log,
-                                    preexec_fn=_set_pdeathsig)
-            code = proc.wait()
-        if code == 0 and (run_dir / "result.json").exists():
-            return True, "", False
-        failure = run_dir / "failure.json"
-        if code == DIVERGED_EXIT or failure.exists():
-            import json
-
-            try:
-                return False, json.loads(failure.read_text())["reason"], True
-            except (FileNotFoundError, ValueError, KeyError):
-                return False, f"diverged (exit {code})", True
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
-        return False, f"training process exited with code {code}: {' | '.join(tail)}", False
+        return launch_command(self.config, job, progress=bool(self.progress))

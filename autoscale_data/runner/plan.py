@@ -189,16 +189,30 @@ def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], s
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def _make(config: RunnerConfig, domains: DomainInfo, *, kind: str, scale: int, label: str,
-          sequences: dict[str, int], seed: int, perturbed: str | None = None, multiplier: float = 1.0,
-          schedule: str = "fixed", plan: dict[str, Any] | None = None) -> RunSpec:
+@dataclass(frozen=True)
+class _Role:
+    """What a run is in the plan (not what it trains on): kind, budget, label, seed, perturbation."""
+
+    kind: str
+    scale: int
+    label: str
+    seed: int
+    perturbed: str | None = None
+    multiplier: float = 1.0
+
+
+def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
+          plan: dict[str, Any] | None = None) -> RunSpec:
+    """The spec of one run; ``plan`` (a MixturePlan's JSON) makes it follow the anytime schedule."""
     settings = _training_settings(config, domains)
-    points = config.eval.proxy_points if kind == "proxy" else config.eval.target_points
-    steps = sum(sequences.values()) // config.global_batch_size
-    points = max(1, min(points, steps))
-    run_id = run_fingerprint(settings, sequences, seed, points, schedule=schedule, plan=plan)
-    return RunSpec(run_id, kind, int(scale), label, dict(sequences), config.seq_len, int(seed), points, perturbed,
-                   float(multiplier), settings, schedule, plan)
+    points = config.eval.proxy_points if role.kind == "proxy" else config.eval.target_points
+    points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
+    schedule = "fixed" if plan is None else "anytime"
+    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan)
+    return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
+                   sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
+                   perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
+                   schedule=schedule, plan=plan)
 
 
 def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
@@ -250,14 +264,14 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     batch = config.global_batch_size
     up, down = config.ddo.multiplier_up, config.ddo.multiplier_down
     for seed in config.seeds:
-        specs.append(_make(config, domains, kind="proxy", scale=budget, label="base", sequences=base, seed=seed))
+        specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base))
         for d in domains.names:
             others = sum(base.values()) - base[d]
             for is_up, factor, tag in ((True, up, f"x{up:g}"), (False, 1.0 / down, f"/{down:g}")):
                 counts = dict(base)
                 counts[d] = _perturbed_count(base[d], factor, others, batch, is_up)
-                specs.append(_make(config, domains, kind="proxy", scale=budget, label=f"{d} {tag}",
-                                   sequences=counts, seed=seed, perturbed=d, multiplier=factor))
+                role = _Role("proxy", budget, f"{d} {tag}", seed, perturbed=d, multiplier=factor)
+                specs.append(_make(config, domains, role, counts))
     return specs
 
 
@@ -291,8 +305,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     if plan is not None:
         plan_json = plan.to_json() if hasattr(plan, "to_json") else dict(plan)
         counts = schedule_counts(plan_json, domains.names, total, config.seq_len)
-        return _make(config, domains, kind="target", scale=config.target.budget, label=label, sequences=counts,
-                     seed=seed, schedule="anytime", plan=plan_json)
+        return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, plan=plan_json)
     if weights is None:
         raise ValueError(f"target run {label!r} needs mixture weights or a plan, got neither")
     unknown = sorted(set(weights) - set(domains.names))
@@ -300,8 +313,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
         raise ValueError(f"mix {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
     counts = largest_remainder(full, total)
-    return _make(config, domains, kind="target", scale=config.target.budget, label=label, sequences=counts,
-                 seed=seed)
+    return _make(config, domains, _Role("target", config.target.budget, label, seed), counts)
 
 
 def describe_plan(specs: Sequence[RunSpec]) -> dict[str, Any]:

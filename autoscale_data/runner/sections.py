@@ -7,49 +7,66 @@ holds one of each.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._checks import check_int, check_number, is_int, is_number
+
 __all__ = [
-    "BASELINES",
     "DDOConfig",
     "DeepSpeedConfig",
+    "EXECUTORS",
     "EvalConfig",
+    "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "RayConfig",
+    "SlurmConfig",
+    "TARGET_BASELINES",
     "TargetConfig",
 ]
 
 
 #: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
-BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
+TARGET_BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 _OBJECTIVES = ("mean_loss", "mean_ppl")
+
+
+def _field(section: str, name: str) -> str:
+    return f"config {section}.{name}" if section else f"config {name}"
 
 
 def field_error(section: str, name: str, value: Any, expected: str) -> ValueError:
     """The error for a bad config value: names the field, the value and what was expected."""
-    return ValueError(f"config {section}.{name} = {value!r} is invalid: expected {expected}")
+    return ValueError(f"{_field(section, name)} = {value!r} is invalid: expected {expected}")
 
 
-def check_pos_int(section: str, name: str, value: Any) -> None:
-    """Raise :func:`field_error` unless ``value`` is a positive ``int`` (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise field_error(section, name, value, "a positive integer")
+def check_int_field(section: str, name: str, value: Any, *, minimum: int = 1) -> None:
+    """``ValueError`` naming the field unless ``value`` is an integer ``>= minimum`` (:func:`check_int`)."""
+    check_int(_field(section, name), value, minimum=minimum)
 
 
-def check_pos_float(section: str, name: str, value: Any) -> None:
-    """Raise :func:`field_error` unless ``value`` is a positive finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise field_error(section, name, value, "a positive finite number")
+def check_number_field(section: str, name: str, value: Any) -> None:
+    """``ValueError`` naming the field unless ``value`` is a positive finite number (:func:`check_number`)."""
+    check_number(_field(section, name), value)
+
+
+def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int, ...]:
+    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of integers >= 0 (distinct)."""
+    values = tuple(seeds)
+    if not values or not all(is_int(s) and s >= 0 for s in values):
+        raise field_error(section, "seeds", seeds, "a non-empty list of integers >= 0")
+    if distinct and len(set(values)) != len(values):
+        raise field_error(section, "seeds", list(values), "distinct seeds")
+    return values
 
 
 def _check_weights(section: str, name: str, weights: Mapping[str, float]) -> None:
     if not isinstance(weights, Mapping) or not weights:
         raise field_error(section, name, weights, "a non-empty mapping domain -> weight")
     for key, w in weights.items():
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+        if not is_number(w) or w < 0:
             raise field_error(section, f"{name}[{key!r}]", w, "a finite weight >= 0")
     total = float(sum(weights.values()))
     if total <= 0:
@@ -98,7 +115,7 @@ class OptimizerConfig:
     min_lr_ratio: float = 0.0
 
     def __post_init__(self) -> None:
-        check_pos_float("optimizer", "lr", self.lr)
+        check_number_field("optimizer", "lr", self.lr)
         if not 0.0 <= float(self.weight_decay) < 1.0:
             raise field_error("optimizer", "weight_decay", self.weight_decay, "a number in [0, 1)")
         if not 0.0 <= float(self.warmup_fraction) < 1.0:
@@ -107,7 +124,7 @@ class OptimizerConfig:
         if len(betas) != 2 or not all(0.0 <= float(b) < 1.0 for b in betas):
             raise field_error("optimizer", "betas", self.betas, "two numbers in [0, 1)")
         object.__setattr__(self, "betas", (float(betas[0]), float(betas[1])))
-        check_pos_float("optimizer", "eps", self.eps)
+        check_number_field("optimizer", "eps", self.eps)
         if float(self.grad_clip) < 0:
             raise field_error("optimizer", "grad_clip", self.grad_clip, "a number >= 0 (0 disables clipping)")
         if not 0.0 <= float(self.min_lr_ratio) <= 1.0:
@@ -132,13 +149,13 @@ class DDOConfig:
         if len(budgets) != 2:
             raise field_error("ddo", "budgets", self.budgets, "two budgets [N1, N2] in tokens")
         for b in budgets:
-            check_pos_int("ddo", "budgets", b)
+            check_int_field("ddo", "budgets", b)
         if not budgets[0] < budgets[1]:
             raise field_error("ddo", "budgets", list(budgets), "N1 < N2")
         object.__setattr__(self, "budgets", budgets)
         for name in ("multiplier_up", "multiplier_down"):
             value = getattr(self, name)
-            check_pos_float("ddo", name, value)
+            check_number_field("ddo", name, value)
             if float(value) <= 1.0:
                 raise field_error("ddo", name, value, "a multiplier > 1 (down divides by it)")
         if isinstance(self.base_weights, str):
@@ -179,11 +196,11 @@ class TargetConfig:
     seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
-        check_pos_int("target", "budget", self.budget)
+        check_int_field("target", "budget", self.budget)
         baselines = tuple(self.baselines)
         for b in baselines:
-            if b not in BASELINES:
-                raise field_error("target", "baselines", b, f"names from {BASELINES}")
+            if b not in TARGET_BASELINES:
+                raise field_error("target", "baselines", b, f"names from {TARGET_BASELINES}")
         if len(set(baselines)) != len(baselines):
             raise field_error("target", "baselines", list(baselines), "each baseline at most once")
         object.__setattr__(self, "baselines", baselines)
@@ -191,10 +208,7 @@ class TargetConfig:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if self.reference_weights is not None:
             _check_weights("target", "reference_weights", self.reference_weights)
-        seeds = tuple(self.seeds)
-        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-            raise field_error("target", "seeds", self.seeds, "a non-empty list of integers >= 0")
-        object.__setattr__(self, "seeds", seeds)
+        object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
 
 
 @dataclass(frozen=True)
@@ -207,10 +221,10 @@ class EvalConfig:
     batch_size: int = 16
 
     def __post_init__(self) -> None:
-        check_pos_int("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
-        check_pos_int("eval", "proxy_points", self.proxy_points)
-        check_pos_int("eval", "target_points", self.target_points)
-        check_pos_int("eval", "batch_size", self.batch_size)
+        check_int_field("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
+        check_int_field("eval", "proxy_points", self.proxy_points)
+        check_int_field("eval", "target_points", self.target_points)
+        check_int_field("eval", "batch_size", self.batch_size)
 
 
 @dataclass(frozen=True)
@@ -226,3 +240,113 @@ class DeepSpeedConfig:
             raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
         if self.launcher not in ("deepspeed", "torchrun"):
             raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
+
+
+#: Where the runs of a plan are trained (``executor.kind``).
+EXECUTORS = ("local", "slurm", "ray")
+
+
+def _subsection(cls: type, raw: Any, name: str) -> Any:
+    import dataclasses
+
+    if isinstance(raw, cls):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise field_error("executor", name, raw, "a mapping")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise field_error("executor", name, dict(raw), f"keys from {sorted(known)} (unknown: {unknown})")
+    return cls(**dict(raw))
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Slurm settings of ``executor: {kind: slurm}`` (jobs submitted through submitit).
+
+    ``cluster: local`` runs the same jobs through submitit's local executor (no Slurm needed: tests
+    and a quick check of a plan). ``gpus_per_node`` defaults to ``procs`` (one node) or
+    ``procs / nodes``; ``extra`` is passed to sbatch as further ``#SBATCH --key=value`` lines
+    (``{"qos": "high", "constraint": "a100"}``). ``array_parallelism`` caps the jobs of one array
+    running at once. ``requeue`` lets Slurm requeue a preempted job (it resumes from its checkpoint).
+    """
+
+    cluster: str = "slurm"
+    partition: str | None = None
+    time_min: int = 60
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    mem_gb: float | None = None
+    account: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    array_parallelism: int = 64
+    requeue: bool = True
+    folder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster not in ("slurm", "local"):
+            raise field_error("executor.slurm", "cluster", self.cluster, "'slurm' or 'local'")
+        check_int_field("executor.slurm", "time_min", self.time_min)
+        check_int_field("executor.slurm", "nodes", self.nodes)
+        check_int_field("executor.slurm", "array_parallelism", self.array_parallelism)
+        for name in ("gpus_per_node", "cpus_per_task"):
+            if getattr(self, name) is not None:
+                check_int_field("executor.slurm", name, getattr(self, name), minimum=0)
+        if self.mem_gb is not None:
+            check_number_field("executor.slurm", "mem_gb", self.mem_gb)
+        if not isinstance(self.extra, dict):
+            raise field_error("executor.slurm", "extra", self.extra, "a mapping of sbatch options")
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """Ray settings of ``executor: {kind: ray}``: the cluster address (``None``: start a local Ray)
+    and the resources of one run (default: ``cpu_threads`` CPUs and ``procs`` GPUs on a GPU machine)."""
+
+    address: str | None = None
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_cpus", "num_gpus"):
+            value = getattr(self, name)
+            if value is not None and (not is_number(value) or value < 0):
+                raise field_error("executor.ray", name, value, "a number >= 0 or null")
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """Where and how many runs train at once. Not part of any run id: changing it retrains nothing.
+
+    - ``local`` (default): up to ``max_parallel`` runs at once on this machine, each pinned to its
+      own ``procs`` GPUs (``CUDA_VISIBLE_DEVICES``) or, on CPU, to ``cpu_threads`` threads.
+      ``max_parallel: auto`` = GPUs // procs on a GPU machine, else cores // cpu_threads.
+      ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
+      one process) as before executors existed.
+    - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
+    - ``ray``: one Ray task per run (:class:`RayConfig`).
+
+    ``retries``: how often one runner call resubmits a run whose job died (it resumes from its
+    checkpoint); a diverged run is never retried. ``max_parallel`` also caps slurm and ray.
+    """
+
+    kind: str = "local"
+    max_parallel: int | str = 1
+    retries: int = 1
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise field_error("executor", "kind", self.kind, f"one of {EXECUTORS}")
+        mp = self.max_parallel
+        if isinstance(mp, str):
+            if mp != "auto" and not mp.isdigit():
+                raise field_error("executor", "max_parallel", mp, "a positive integer or 'auto'")
+            if mp.isdigit():
+                object.__setattr__(self, "max_parallel", int(mp))
+        check_int_field("executor", "max_parallel", 1 if self.max_parallel == "auto" else self.max_parallel)
+        check_int_field("executor", "retries", self.retries, minimum=0)
+        object.__setattr__(self, "slurm", _subsection(SlurmConfig, self.slurm, "slurm"))
+        object.__setattr__(self, "ray", _subsection(RayConfig, self.ray, "ray"))

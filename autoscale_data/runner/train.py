@@ -39,14 +39,22 @@ from .evaluate import evaluate, mean_objective
 from .models import build_model, mask_tokens, parameter_count
 from .plan import DomainInfo, RunSpec
 
-__all__ = ["DIVERGED_EXIT", "Diverged", "eval_steps", "lr_lambda", "main", "train_run", "write_job"]
+__all__ = [
+    "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
+    "run_job", "train_run", "write_job",
+]
 
 DIVERGED_EXIT = 3
+LOCKED_EXIT = 4
 _ORPHAN_EXIT = 17
 
 
 class Diverged(RuntimeError):
     """The training loss became NaN or infinite."""
+
+
+class RunLocked(RuntimeError):
+    """Another process is training this run (it holds ``runs/<id>/.train.lock``)."""
 
 
 def eval_steps(total_steps: int, points: int) -> list[int]:
@@ -138,13 +146,21 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
 
     Raises:
         Diverged: the training loss became NaN/inf (``failure.json`` written).
+        RunLocked: another process is training this run.
     """
+    from .ledger import hold_run_lock
+
     if config.cpu_threads is not None:
         torch.set_num_threads(config.cpu_threads)
     info = setup_distributed(config.backend, config.device)
+    lock = hold_run_lock(run_dir) if info.is_main else None
     try:
+        if info.is_main and lock is None:
+            raise RunLocked(f"run {spec.run_id}: another process is training it (its .train.lock is held)")
         return _Trainer(config, spec, domains, Path(run_dir), info).run(progress)
     finally:
+        if lock is not None:
+            os.close(lock)
         teardown(info)
 
 
@@ -337,24 +353,37 @@ def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec,
                              "domains": config_to_dict(domains)})
 
 
+def load_job(path: str | os.PathLike[str]) -> tuple[RunnerConfig, RunSpec, DomainInfo]:
+    """Read a ``job.json`` written by :func:`write_job`."""
+    job = json.loads(Path(path).read_text())
+    config = config_from_dict(job["config"], job["base_dir"])
+    d = job["domains"]
+    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in d.items()})
+    return config, RunSpec.from_json(job["spec"]), domains
+
+
+def run_job(path: str | os.PathLike[str], *, progress: bool | None = None) -> int:
+    """Train the run of ``job.json`` in this process: exit code 0 done, 3 diverged, 4 locked."""
+    config, spec, domains = load_job(path)
+    try:
+        train_run(config, spec, domains, Path(path).parent, progress=progress)
+    except Diverged as exc:
+        print(f"run {spec.run_id} {exc}", file=sys.stderr)
+        return DIVERGED_EXIT
+    except RunLocked as exc:
+        print(exc, file=sys.stderr)
+        return LOCKED_EXIT
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Program entry: train the run described by ``--job`` (exit 0 done, 3 diverged)."""
+    """Program entry: train the run described by ``--job`` (exit 0 done, 3 diverged, 4 locked)."""
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.train")
     parser.add_argument("--job", required=True, help="job.json written by the runner")
     parser.add_argument("--progress", action="store_true", help="show a progress bar")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    job = json.loads(Path(args.job).read_text())
-    config = config_from_dict(job["config"], job["base_dir"])
-    spec = RunSpec.from_json(job["spec"])
-    d = job["domains"]
-    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in d.items()})
-    try:
-        train_run(config, spec, domains, Path(args.job).parent, progress=args.progress or None)
-    except Diverged as exc:
-        print(f"run {spec.run_id} {exc}", file=sys.stderr)
-        return DIVERGED_EXIT
-    return 0
+    return run_job(args.job, progress=args.progress or None)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,242 @@
+"""Training on this machine: in the runner's own process, or up to ``max_parallel`` runs at once.
+
+With ``max_parallel`` slots, slot ``i`` owns GPUs ``[i*procs, (i+1)*procs)`` of the visible ones
+(``CUDA_VISIBLE_DEVICES``; the DeepSpeed launcher gets them as ``--include``) or, on CPU,
+``cpu_threads`` threads (``OMP_NUM_THREADS`` and ``torch.set_num_threads``). A one-process plain
+torch run goes to the slot's long-lived worker (:mod:`.worker`); other runs start their launcher
+(``deepspeed`` / ``torchrun``) per run. Every process dies with the runner (``PR_SET_PDEATHSIG``,
+and the trainer checks the runner's pid every step); its checkpoint stays for the next runner.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO
+
+from ..config import RunnerConfig
+from .base import Executor, Job, launch_command, uses_cuda, visible_gpus
+
+__all__ = ["InProcessExecutor", "LocalExecutor", "resolve_max_parallel"]
+
+
+def _set_pdeathsig() -> None:  # runs in the child before exec: die with the runner
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def resolve_max_parallel(config: RunnerConfig) -> int:
+    """``executor.max_parallel`` as a number: ``auto`` is GPUs // procs on a GPU machine, else
+    cores // cpu_threads (1 when ``cpu_threads`` is not set: one run then uses every core)."""
+    mp = config.executor.max_parallel
+    if mp != "auto":
+        return int(mp)
+    if uses_cuda(config):
+        return max(1, len(visible_gpus()) // config.procs)
+    if config.cpu_threads is None:
+        return 1
+    return max(1, _cpu_count() // (config.cpu_threads * config.procs))
+
+
+class InProcessExecutor(Executor):
+    """One run at a time in the runner's own process (plain torch, one process: no start-up cost)."""
+
+    kind = "inprocess"
+    capacity = 1
+
+    def __init__(self, *, progress: bool | None = None) -> None:
+        self.progress = progress
+
+    def submit(self, job: Job) -> None:
+        job.job_id = str(os.getpid())
+
+    def poll(self, job: Job) -> int | None:
+        from ..train import DIVERGED_EXIT, Diverged, load_job, train_run
+
+        config, spec, domains = load_job(job.job_file)
+        try:
+            train_run(config, spec, domains, job.run_dir, progress=self.progress)
+        except Diverged:
+            return DIVERGED_EXIT
+        except (RuntimeError, ValueError, OSError) as exc:
+            job.error = f"{type(exc).__name__}: {exc}"
+            return 1
+        return 0
+
+    def cancel(self, job: Job) -> None:
+        pass
+
+
+class _Worker:
+    """A worker process of one slot and the thread that reads its answers."""
+
+    def __init__(self, env: dict[str, str], wake: threading.Event, family: str) -> None:
+        cmd = [sys.executable, "-m", "autoscale_data.runner.executors.worker", "--family", family]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     preexec_fn=_set_pdeathsig, start_new_session=True)
+        self.codes: list[int] = []
+        self.ended = False
+        self._wake = wake
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            if line.startswith("exit "):
+                self.codes.append(int(line.split()[1]))
+                self._wake.set()
+        self.ended = True
+        self._wake.set()
+
+    def send(self, job_file: Path) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(os.fspath(job_file) + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+class LocalExecutor(Executor):
+    """Up to ``capacity`` runs at once on this machine, each in its own slot of devices or threads.
+
+    Args:
+        config: the experiment config (procs, backend, device, cpu_threads).
+        capacity: how many runs at once (``executor.max_parallel`` resolved).
+        progress: show each trainer's progress bar (launcher runs only).
+    """
+
+    kind = "local"
+
+    def __init__(self, config: RunnerConfig, capacity: int, *, progress: bool | None = None) -> None:
+        self.config, self.capacity, self.progress = config, capacity, bool(progress)
+        self._gpus: list[list[str]] | None = None
+        if uses_cuda(config):
+            gpus = visible_gpus()
+            if capacity * config.procs > len(gpus):
+                raise ValueError(f"executor.max_parallel = {capacity} runs of procs = {config.procs} GPUs each "
+                                 f"need {capacity * config.procs} GPUs; {len(gpus)} are visible ({gpus})")
+            self._gpus = [gpus[i * config.procs:(i + 1) * config.procs] for i in range(capacity)]
+        self._free = list(range(capacity))[::-1]
+        self._workers: dict[int, _Worker] = {}
+        self._wake = threading.Event()
+        self._in_worker = config.backend == "torch" and config.procs == 1
+        if self._in_worker:  # start (and warm up) every slot's worker now: imports overlap other work
+            for slot in range(capacity):
+                self._start_worker(slot)
+
+    def _start_worker(self, slot: int) -> _Worker:
+        worker = self._workers[slot] = _Worker(self._env(slot), self._wake, self.config.model.family)
+        return worker
+
+    def describe(self) -> str:
+        return f"local x{self.capacity}"
+
+    def _env(self, slot: int, *, launcher_gpus: bool = False) -> dict[str, str]:
+        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
+        env.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if self.config.cpu_threads is not None:
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.config.cpu_threads)
+        if self._gpus is not None:
+            if launcher_gpus:  # the DeepSpeed launcher sets each rank's devices from --include
+                env.pop("CUDA_VISIBLE_DEVICES", None)
+            else:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(self._gpus[slot])
+        return env
+
+    def submit(self, job: Job) -> None:
+        slot = self._free.pop()
+        if self._in_worker:
+            worker = self._workers.get(slot)
+            if worker is None or worker.ended or worker.proc.poll() is not None:
+                worker = self._start_worker(slot)
+            worker.send(job.job_file)
+            job.handle = (slot, worker, len(worker.codes))
+            job.job_id = f"{worker.proc.pid}"
+            return
+        ds_launcher = self.config.backend == "deepspeed" and self.config.deepspeed.launcher == "deepspeed" \
+            and self.config.procs > 1
+        gpus = self._gpus[slot] if (self._gpus is not None and ds_launcher) else None
+        cmd = launch_command(self.config, job.job_file, progress=self.progress, gpus=gpus)
+        with open(job.log_path, "ab") as log:
+            log.write(("$ " + " ".join(cmd) + "\n").encode())
+            log.flush()
+            proc = subprocess.Popen(cmd, env=self._env(slot, launcher_gpus=gpus is not None), stdout=log,
+                                    stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_set_pdeathsig,
+                                    start_new_session=True)
+        job.handle = (slot, proc, 0)
+        job.job_id = str(proc.pid)
+
+    def poll(self, job: Job) -> int | None:
+        slot, proc, index = job.handle
+        if isinstance(proc, _Worker):
+            if len(proc.codes) > index:
+                code: int | None = proc.codes[index]
+            elif proc.ended or proc.proc.poll() is not None:
+                code = proc.proc.wait()
+                code = code if code != 0 else 1  # the worker ended in the middle of the run
+                self._workers.pop(slot, None)
+            else:
+                return None
+        else:
+            code = proc.poll()
+            if code is None:
+                return None
+        self._free.append(slot)
+        return int(code)
+
+    def cancel(self, job: Job) -> None:
+        if job.handle is None:
+            return
+        slot, proc, _ = job.handle
+        if isinstance(proc, _Worker):
+            proc.stop()
+            self._workers.pop(slot, None)
+        else:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+    def wait(self, timeout: float) -> None:
+        if self._in_worker:
+            self._wake.wait(timeout)
+            self._wake.clear()
+        else:
+            super().wait(timeout)
+
+    def close(self) -> None:
+        for worker in self._workers.values():
+            if worker.proc.stdin is not None:
+                try:
+                    worker.proc.stdin.close()  # the worker leaves at the end of its input
+                except OSError:
+                    pass
+        for worker in self._workers.values():
+            try:
+                worker.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.stop()
+        self._workers.clear()
+
+

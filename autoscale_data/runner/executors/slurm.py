@@ -1,0 +1,233 @@
+"""Slurm through submitit: one job per run (submitted as job arrays), re-attached by job id.
+
+``executor: {kind: slurm, slurm: {partition: gpu, time_min: 240, nodes: 1, account: lab,
+extra: {qos: high}}}``. Each job runs the run's launch command on its node(s): one node -> the
+same command as the local executor (``deepspeed`` launcher with the job's GPUs as ``--include``,
+``torchrun``, or plain python); several nodes -> ``torch.distributed.run`` on every node with the
+first node as rendezvous (both backends: DeepSpeed joins the group torchrun describes). The job
+folder is ``OUT/slurm`` (``slurm.folder`` to change it; it must be visible from the nodes, and so
+must the package, the stores and ``OUT``).
+
+A runner killed while jobs are queued or running leaves them alone; the next runner finds their
+ids in the ledger and waits for them (``sacct``/``squeue`` through submitit). With
+``requeue: true`` a preempted or timed-out job is requeued by submitit and resumes from its
+checkpoint. ``cluster: local`` runs the same jobs through submitit's local executor (processes on
+this machine, no Slurm), which is what the default test suite uses.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import RunnerConfig
+from .base import Executor, Job, launch_command
+
+__all__ = ["SlurmExecutor", "TrainJob"]
+
+_WAITING = ("PENDING", "REQUEUED", "CONFIGURING", "RESIZING", "SUSPENDED", "QUEUED", "UNKNOWN")
+
+
+class TrainJob:
+    """The function a Slurm job runs: train one run with its launcher, return the exit code.
+
+    Picklable (submitit sends it to the node); the training processes end through
+    :func:`~autoscale_data.runner.dist.exit_process` as everywhere else.
+    """
+
+    def __init__(self, config: RunnerConfig, job_file: str) -> None:
+        self.config, self.job_file = config, job_file
+
+    def command(self) -> list[str]:
+        import submitit
+
+        config = self.config
+        nodes = config.executor.slurm.nodes
+        gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()] or None
+        if nodes == 1:
+            return launch_command(config, self.job_file, gpus=gpus)
+        env = submitit.JobEnvironment()
+        port = 20000 + zlib.crc32(str(env.job_id).encode()) % 20000
+        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes),
+                "--node_rank", str(env.node), "--nproc_per_node", str(config.procs // nodes),
+                "--master_addr", env.hostnames[0], "--master_port", str(port),
+                "-m", "autoscale_data.runner.train", "--job", self.job_file]
+
+    def __call__(self) -> int:
+        cmd = self.command()
+        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
+        env.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if self.config.cpu_threads is not None:
+            env["OMP_NUM_THREADS"] = str(self.config.cpu_threads)
+        if cmd[2] == "deepspeed.launcher.runner":
+            env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher gets the job's GPUs as --include
+        log = Path(self.job_file).parent / "train.log"
+        with open(log, "ab") as fh:
+            fh.write(("$ " + " ".join(cmd) + "\n").encode())
+            fh.flush()
+            return subprocess.run(cmd, env=env, stdout=fh, stderr=fh, stdin=subprocess.DEVNULL).returncode
+
+
+def _requeueing() -> type:
+    from submitit.helpers import Checkpointable
+
+    class RequeueingTrainJob(TrainJob, Checkpointable):
+        """A :class:`TrainJob` that submitit requeues on preemption or time-out (it resumes from its
+        checkpoint)."""
+
+    return RequeueingTrainJob
+
+
+class SlurmExecutor(Executor):
+    """One submitit job per run on Slurm (or on this machine with ``slurm.cluster: local``).
+
+    Args:
+        config: the experiment config (``executor.slurm`` settings, procs, cpu_threads).
+        out_dir: the experiment directory (job folder ``OUT/slurm`` unless ``slurm.folder`` is set).
+    """
+
+    kind = "slurm"
+
+    def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str]) -> None:
+        from ..._extras import require
+
+        require("slurm", "executor.kind 'slurm'")
+        import submitit
+
+        s = config.executor.slurm
+        if config.procs % s.nodes:
+            raise ValueError(f"executor.slurm.nodes = {s.nodes} must divide procs = {config.procs}")
+        self.config = config
+        self.folder = Path(config.resolve(s.folder)) if s.folder else Path(out_dir) / "slurm"
+        self.cluster = s.cluster
+        self.capacity = config.executor.max_parallel if config.executor.max_parallel != "auto" else s.array_parallelism
+        self._ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster=s.cluster)
+        per_node = config.procs // s.nodes
+        gpus = s.gpus_per_node if s.gpus_per_node is not None else (per_node if config.device == "cuda" else 0)
+        params: dict[str, Any] = {"timeout_min": s.time_min, "tasks_per_node": 1, "name": config.name,
+                                  "slurm_array_parallelism": s.array_parallelism}
+        if gpus:
+            params["gpus_per_node"] = gpus
+        cpus = s.cpus_per_task or ((config.cpu_threads or 1) * per_node)
+        params["cpus_per_task"] = cpus
+        if s.nodes > 1:
+            params["nodes"] = s.nodes
+        if s.mem_gb is not None:
+            params["mem_gb"] = s.mem_gb
+        if s.partition:
+            params["slurm_partition"] = s.partition
+        if s.account:
+            params["slurm_account"] = s.account
+        if s.extra:
+            params["slurm_additional_parameters"] = dict(s.extra)
+        self._ex.update_parameters(**params)
+        self._job_class = _requeueing() if s.requeue else TrainJob
+
+    def describe(self) -> str:
+        return f"slurm{'(local)' if self.cluster == 'local' else ''} x{self.capacity}"
+
+    def submit_many(self, jobs: Sequence[Job]) -> None:
+        if len(jobs) > 1 and self.cluster != "local":  # one sbatch: a job array
+            with self._ex.batch():
+                handles = [self._ex.submit(self._job_class(self.config, os.fspath(j.job_file))) for j in jobs]
+        else:
+            handles = [self._ex.submit(self._job_class(self.config, os.fspath(j.job_file))) for j in jobs]
+        for job, handle in zip(jobs, handles, strict=True):
+            job.handle, job.job_id = handle, str(handle.job_id)
+
+    def submit(self, job: Job) -> None:
+        self.submit_many([job])
+
+    def is_started(self, job: Job) -> bool:
+        if isinstance(job.handle, _Orphan):
+            return True
+        try:
+            return str(job.handle.state).upper() not in _WAITING
+        except Exception:  # noqa: BLE001 - sacct hiccups: ask again at the next poll
+            return False
+
+    def poll(self, job: Job) -> int | None:
+        handle = job.handle
+        if isinstance(handle, _Orphan):
+            if handle.alive():
+                return None
+            handle = handle.finished()
+        if not handle.done():
+            return None
+        try:
+            return int(handle.result())
+        except Exception as exc:  # noqa: BLE001 - the job failed, timed out or was cancelled
+            job.error = f"slurm job {job.job_id} ended in state {handle.state}: {str(exc).strip()[-500:]}"
+            return 1
+
+    def attach(self, job: Job, job_id: str) -> bool:
+        if self.cluster == "local":  # a local job is a process that outlived the previous runner
+            orphan = _Orphan(self.folder, job_id)
+            if not orphan.alive() and not orphan.finished().paths.result_pickle.exists():
+                return False
+            job.handle = orphan
+            return True
+        import submitit
+
+        handle = submitit.SlurmJob(self.folder / "%j", job_id)
+        try:
+            state = str(handle.state).upper()
+        except Exception:  # noqa: BLE001
+            return False
+        if state in ("UNKNOWN", "CANCELLED", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"):
+            return False
+        job.handle = handle
+        return True
+
+    def cancel(self, job: Job) -> None:
+        if job.handle is None:
+            return
+        if isinstance(job.handle, _Orphan):
+            job.handle.kill()
+            return
+        try:
+            job.handle.cancel(check=False)
+        except Exception:  # noqa: BLE001 - it may have ended meanwhile
+            pass
+
+    def wait(self, timeout: float) -> None:
+        import time
+
+        time.sleep(max(timeout, 0.5 if self.cluster == "local" else 5.0))
+
+
+class _Orphan:
+    """A submitit local job (a process) started by an earlier runner, watched by its pid."""
+
+    def __init__(self, folder: Path, job_id: str) -> None:
+        self.folder, self.job_id = folder, job_id
+
+    def alive(self) -> bool:
+        try:
+            os.kill(int(self.job_id), 0)
+        except (ProcessLookupError, ValueError):
+            return False
+        except PermissionError:
+            return True
+        try:  # a zombie is not alive
+            return Path(f"/proc/{self.job_id}/stat").read_text().split()[2] != "Z"
+        except (FileNotFoundError, IndexError):
+            return False
+
+    def finished(self) -> Any:
+        from submitit.local.local import LocalJob
+
+        return LocalJob(self.folder / "%j", self.job_id)
+
+    def kill(self) -> None:
+        import signal
+
+        try:
+            os.kill(int(self.job_id), signal.SIGINT)
+        except (ProcessLookupError, ValueError):
+            pass
