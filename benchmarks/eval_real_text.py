@@ -50,6 +50,8 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds (>= 2 for a spread)")
     p.add_argument("--heldout-multipliers", default="2", help="extra multipliers at N2 for the held-out AAR")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--heldout-tokens", type=int, default=16_384,
+                   help="held-out validation tokens per domain, evaluated at the end of every proxy run")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads per run (1 is robust on a shared 2-core machine)")
     p.add_argument("--max-parallel", default="auto", metavar="N|auto",
@@ -98,7 +100,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
                   multipliers: tuple[float, float] = (3.0, 3.0), threads: int = 1,
-                  max_parallel: int | str = 1) -> Any:
+                  max_parallel: int | str = 1, heldout_tokens: int = 16_384) -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -110,7 +112,7 @@ def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int
         "ddo": {"budgets": budgets, "multipliers": list(multipliers), "objective": "mean_loss", "min_weight": 0.02},
         "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2", "autoscale_anytime"],
                    "seeds": seeds},
-        "seeds": seeds, "eval": {"heldout_tokens_per_domain": 32_768, "target_points": 8, "batch_size": 32},
+        "seeds": seeds, "eval": {"heldout_tokens_per_domain": heldout_tokens, "target_points": 8, "batch_size": 32},
         "backend": "torch", "checkpoint_every": 500, "cpu_threads": threads,
         "executor": {"max_parallel": max_parallel},
     }
@@ -156,7 +158,7 @@ def main() -> int:
     t_data = time.time() - t0
 
     runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, threads=args.threads,
-                                         max_parallel=args.max_parallel), out / "run")
+                                         max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens), out / "run")
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
@@ -168,7 +170,7 @@ def main() -> int:
     held: list[Any] = []
     for m in (float(x) for x in args.heldout_multipliers.split(",")):
         alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m),
-                            threads=args.threads)
+                            threads=args.threads, heldout_tokens=args.heldout_tokens)
         held += [s for s in ddo_proxy_specs(alt, d, n2) if s.perturbed is not None]
     runner.train_runs(specs3 + held)  # one batch: the executor's slots stay busy across both sets
 
