@@ -97,6 +97,20 @@ def test_http_store_reads_same_tokens_on_demand(tmp_path: Path, serve) -> None:
     assert TokenStore(again.path).num_tokens == local.num_tokens
 
 
+def test_concurrent_first_touches_download_a_shard_once(tmp_path: Path, serve) -> None:
+    local = make_store(tmp_path / "srv" / "web")
+    base, handler = serve(tmp_path / "srv")
+    stores = [open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0) for _ in range(4)]
+    got: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda st=st: got.append(st.train.sequence(1, 500))) for st in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(np.array_equal(g, local.train.sequence(1, 500)) for g in got)
+    assert handler.requests.count("web/train-00000.bin") == 1  # the others waited for the first download
+
+
 def test_corrupted_download_is_retried(tmp_path: Path, serve) -> None:
     make_store(tmp_path / "srv" / "web")
     base, handler = serve(tmp_path / "srv", corrupt={"train-00001.bin": 2})
@@ -253,6 +267,22 @@ def test_mixture_dataset_takes_urls_and_lazy_remote_stores(tmp_path: Path, serve
     for a, b in zip(local, mixed, strict=True):
         assert (a["seq_index"], torch_equal(a["input_ids"], b["input_ids"])) == (b["seq_index"], True)
     assert any((tmp_path / "env-cache").rglob("train-*.bin"))  # the URL went through the cache
+
+
+@pytest.mark.timeout(60)
+def test_the_first_sample_fetches_only_the_shard_it_reads(tmp_path: Path, serve) -> None:
+    from autoscale_data.dataset import ScaleAwareMixtureDataset
+
+    local = make_store(tmp_path / "srv" / "web", seed=3)  # 5 shards
+    base, handler = serve(tmp_path / "srv")
+    ds = ScaleAwareMixtureDataset({"web": f"{base}/web"}, {"web": 1.0}, budget_tokens=40 * 100, seq_len=100,
+                                  seed=1, options=None, verify="checksum")
+    assert handler.requests == ["web/manifest.json"]
+    first = next(iter(ds))
+    shard = first["seq_index"] * 100 // SHARD_TOKENS
+    assert handler.requests == ["web/manifest.json", f"web/train-{shard:05d}.bin"]
+    assert torch_equal(first["input_ids"], local.train.sequence(first["seq_index"], 100).astype(np.int64))
+    assert len(list(ds)) == 40 and 1 < len(handler.requests) - 1 <= 5  # the rest as the stream reaches them
 
 
 def torch_equal(a, b) -> bool:

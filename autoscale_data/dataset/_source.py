@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,10 +80,20 @@ class DomainSplits:
         self.splits: list[TokenSplit] = [s.train if split == "train" else s.val for s in stores.values()]
         self.dtype = next(iter(stores.values())).dtype
         self.num_sequences = [s.num_tokens // seq_len for s in self.splits]
+        # per domain, its only shard's array once :meth:`view` has mapped it (the loops' fast path:
+        # one slice, no call), else None; domains with several shards always go through view()
+        self.single: list[np.ndarray | None] = [None] * len(self.splits)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "single": [None] * len(self.splits)}  # maps are made again where read
 
     def view(self, domain: int, index: int) -> np.ndarray:
         """Sequence ``index`` of ``domain``: a read-only view of its shard's map, or a copy across shards."""
-        return self.splits[domain].sequence(index, self.seq_len)
+        split = self.splits[domain]
+        tokens = split.sequence(index, self.seq_len)
+        if split.num_shards == 1:
+            self.single[domain] = split.shard(0)
+        return tokens
 
     def read_batch(self, domains: np.ndarray, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Copy the sequences ``(domains[r], indices[r])`` into the rows of a ``[n, seq_len]`` array.
@@ -101,7 +112,8 @@ class DomainSplits:
         n = self.seq_len
         if out is None:
             out = np.empty((len(domains), n), dtype=self.dtype)
-        sequence = [s.sequence for s in self.splits]
+        view, single = self.view, self.single
         for row, (d, i) in enumerate(zip(domains.tolist(), indices.tolist(), strict=False)):
-            out[row] = sequence[d](i, n)
+            m = single[d]
+            out[row] = view(d, i) if m is None else m[i * n : i * n + n]
         return out

@@ -174,7 +174,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         first, n_local, unit, step = pos.slice.first, pos.slice.size, pos.next_unit, pos.num_workers
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
-        sequence = [split.sequence for split in self._reader.splits]
+        view, single = self._reader.view, self._reader.single  # single: per domain, its one shard's array once mapped
         domains, sequences = self._index.domains, self._index.sequences
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
@@ -183,7 +183,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
             b = first + min(n_local - 1, chunk + step * (_CHUNK - 1)) * self.world_size + 1
             u = chunk
             for d, s in zip(domains[a:b:stride].tolist(), sequences[a:b:stride].tolist(), strict=False):
-                tokens = sequence[d](s, seq_len)
+                m = single[d]
+                tokens = view(d, s) if m is None else m[s * seq_len : s * seq_len + seq_len]
                 ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output, owned=False)
                 u += step
                 pos.next_unit = u

@@ -17,7 +17,7 @@ try:  # POSIX only; without it concurrent processes may evict each other's fresh
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CACHE_ENV", "cache_lock", "cache_usage_bytes", "default_cache_dir", "evict_for", "pin"]
+__all__ = ["CACHE_ENV", "cache_lock", "cache_usage_bytes", "default_cache_dir", "evict_for", "locked", "pin"]
 
 CACHE_ENV = "AUTOSCALE_DATA_CACHE"
 _SHARD_SUFFIX = ".bin"
@@ -59,17 +59,22 @@ def cache_usage_bytes(cache_dir: str | os.PathLike[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def cache_lock(root: Path) -> Iterator[None]:
-    """An exclusive lock on the cache root, across processes (``flock`` on ``root/.lock``)."""
+def locked(path: Path, *, create: bool = False) -> Iterator[None]:
+    """An exclusive lock on the file ``path`` across processes (``flock``; created first if ``create``)."""
     if fcntl is None:  # pragma: no cover
         yield
         return
-    with open(root / ".lock", "a+b") as fh:
+    with open(path, "a+b" if create else "rb") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def cache_lock(root: Path) -> contextlib.AbstractContextManager[None]:
+    """An exclusive lock on the cache root, across processes (``root/.lock``)."""
+    return locked(root / ".lock", create=True)
 
 
 def evict_for(root: Path, limit: int | None, incoming: int) -> None:

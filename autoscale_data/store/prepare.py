@@ -288,15 +288,8 @@ def prepare_domains(
     return results
 
 
-def prepare(
-    domains: Mapping[str, str | os.PathLike[str]],
-    out_dir: str | os.PathLike[str],
-    tokenizer: str | os.PathLike[str] | Tokenizer = "bytes",
-    *,
-    eos: str | int | None = None,
-    options: PrepareOptions | None = None,
-    **settings: Any,
-) -> dict[str, Manifest]:
+def prepare(domains: Mapping[str, str | os.PathLike[str]], out_dir: str | os.PathLike[str],
+            tokenizer: str | os.PathLike[str] | Tokenizer = "bytes", **kwargs: Any) -> dict[str, Manifest]:
     """Tokenize each domain's documents into ``out_dir/NAME/`` (one token store per domain).
 
     Args:
@@ -305,11 +298,10 @@ def prepare(
         out_dir: the output directory; afterwards it can be passed as ``domains=`` to the dataset.
         tokenizer: a spec for :func:`~autoscale_data.store.tokenizers.load_tokenizer` or a loaded
             tokenizer.
-        eos: EOS token (text or id) for a path tokenizer whose files name none.
-        options: a :class:`PrepareOptions` (``text_field``, ``holdout_every``, ``workers``,
-            ``shard_tokens``, ``progress``).
-        **settings: the same settings as keywords (``prepare(..., workers=4)``); they override
-            ``options``.
+        **kwargs: keywords of :func:`prepare_domains`: ``eos=`` (EOS token, text or id, for a path
+            tokenizer whose files name none), ``options=`` (a :class:`PrepareOptions`:
+            ``text_field``, ``holdout_every``, ``workers``, ``shard_tokens``, ``progress``), or those
+            settings as keywords (``prepare(..., workers=4)``; they override ``options``).
 
     Returns:
         Each domain's manifest, in the order given.
@@ -319,7 +311,7 @@ def prepare(
             domain, or an output directory holding domains of another tokenizer.
         FileNotFoundError: a missing input path.
     """
-    results = prepare_domains(domains, out_dir, tokenizer, eos=eos, options=options, **settings)
+    results = prepare_domains(domains, out_dir, tokenizer, **kwargs)
     return {name: r.manifest for name, r in results.items()}
 
 

@@ -22,25 +22,20 @@ Verification (``verify``):
 from __future__ import annotations
 
 import bisect
-import contextlib
 import ctypes
 import hashlib
 import multiprocessing
 import multiprocessing.context
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from .._checks import check_int
+from ._cache import locked
 from .manifest import Manifest, ShardInfo, SplitInfo, read_manifest
-
-try:  # POSIX: one process hashes a shard while the others wait for its verdict
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["ShardFiles", "TokenSplit", "TokenStore", "Verify"]
 
@@ -91,19 +86,6 @@ def check_checksum(path: Path, sha256: str) -> None:
             raise ValueError(f"shard {os.fspath(path)!r} is corrupted: its sha256 is {digest}, "
                              f"the manifest says {sha256}")
         _VERIFIED[key] = digest
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    with open(path, "rb") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 class ShardFiles:
@@ -212,7 +194,7 @@ class TokenSplit:
         flags = self._checked
         if flags is None or flags[k]:
             return
-        with _file_lock(path):
+        with locked(path):
             if not flags[k]:  # another worker may have checked it while this one waited
                 check_checksum(path, info.sha256)
                 flags[k] = 1

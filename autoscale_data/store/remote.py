@@ -47,7 +47,7 @@ import numpy as np
 
 from .._checks import check_int, check_number
 from .._io import atomic_write_bytes, atomic_write_text
-from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, pin
+from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, locked, pin
 from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
 from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
 from .reader import ShardFiles, TokenStore, Verify
@@ -186,6 +186,12 @@ class RemoteStore:
         path = self.local_dir / file
         if self.is_cached(file, sha256):
             return path
+        with locked(self.local_dir / f".{file}.lock", create=True):  # one process downloads, others wait
+            if not self.is_cached(file, sha256):
+                self._fetch_into(path, file, sha256, num_tokens)
+        return path
+
+    def _fetch_into(self, path: Path, file: str, sha256: str, num_tokens: int) -> None:
         size = num_tokens * self.itemsize
         url = join_url(self.url, file)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{file}.", suffix=".tmp", dir=self.local_dir)
@@ -201,7 +207,6 @@ class RemoteStore:
                 atomic_write_text(stamp, sha256 + "\n")  # the stamp commits the download
         finally:
             tmp.unlink(missing_ok=True)
-        return path
 
     def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> None:
         """Download every shard of ``splits`` now (instead of on first touch)."""
