@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -206,8 +207,10 @@ class MixtureRunner:
 
         if self._executor is None:  # one executor (and its warm workers) for every phase of the plan
             self._executor = make_executor(self.config, self.out, progress=self.progress)
+        show = sys.stderr.isatty() if self.progress is None else self.progress
+        # one live line per executor; in the runner's own process the trainer's bar shows the run instead
         train_specs(self._executor, ledger, specs, self.config, self.domains, log=self.log,
-                    progress=bool(self.progress) and self._executor.capacity > 1)
+                    progress=show and self._executor.kind != "inprocess")
 
     @contextlib.contextmanager
     def _executor_scope(self) -> Iterator[None]:

@@ -31,6 +31,9 @@ from .base import Executor, Job, launch_command
 __all__ = ["SlurmExecutor", "TrainJob"]
 
 _WAITING = ("PENDING", "REQUEUED", "CONFIGURING", "RESIZING", "SUSPENDED", "QUEUED", "UNKNOWN")
+_ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+          "PREEMPTED", "GONE")
+_GRACE_POLLS = 5  # an ended job's result file may reach this machine late (shared file systems)
 
 
 class TrainJob:
@@ -127,6 +130,11 @@ class SlurmExecutor(Executor):
             params["slurm_additional_parameters"] = dict(s.extra)
         self._ex.update_parameters(**params)
         self._job_class = _requeueing() if s.requeue else TrainJob
+        self._ended: dict[str, int] = {}
+        if s.cluster == "slurm":  # without accounting, submitit warns at every sacct call; squeue answers instead
+            import logging
+
+            logging.getLogger("submitit").setLevel(logging.ERROR)
 
     def describe(self) -> str:
         return f"slurm{'(local)' if self.cluster == 'local' else ''} x{self.capacity}"
@@ -143,13 +151,27 @@ class SlurmExecutor(Executor):
     def submit(self, job: Job) -> None:
         self.submit_many([job])
 
+    def _state(self, job_id: str, handle: Any) -> str:
+        """The job's Slurm state: sacct through submitit, else ``squeue`` (a cluster without
+        accounting), ``GONE`` when neither knows the job."""
+        try:
+            state = str(handle.state).upper()
+        except Exception:  # noqa: BLE001 - sacct hiccups
+            state = "UNKNOWN"
+        if state != "UNKNOWN" or self.cluster != "slurm":
+            return state.split()[0] if state else "UNKNOWN"
+        try:
+            out = subprocess.run(["squeue", "-h", "--states=all", "-j", job_id, "-o", "%T"], capture_output=True,
+                                 text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return "UNKNOWN"
+        words = out.stdout.split() if out.returncode == 0 else []
+        return words[0].upper() if words else "GONE"
+
     def is_started(self, job: Job) -> bool:
         if isinstance(job.handle, _Orphan):
             return True
-        try:
-            return str(job.handle.state).upper() not in _WAITING
-        except Exception:  # noqa: BLE001 - sacct hiccups: ask again at the next poll
-            return False
+        return self._state(job.job_id, job.handle) not in _WAITING
 
     def poll(self, job: Job) -> int | None:
         handle = job.handle
@@ -158,7 +180,13 @@ class SlurmExecutor(Executor):
                 return None
             handle = handle.finished()
         if not handle.done():
-            return None
+            if self.cluster != "slurm" or self._state(job.job_id, handle) not in _ENDED:
+                return None
+            self._ended[job.job_id] = self._ended.get(job.job_id, 0) + 1
+            if self._ended[job.job_id] < _GRACE_POLLS:
+                return None
+            job.error = f"slurm job {job.job_id} left the queue without a result (see its log in {self.folder})"
+            return 1
         try:
             return int(handle.result())
         except Exception as exc:  # noqa: BLE001 - the job failed, timed out or was cancelled
@@ -175,11 +203,7 @@ class SlurmExecutor(Executor):
         import submitit
 
         handle = submitit.SlurmJob(self.folder / "%j", job_id)
-        try:
-            state = str(handle.state).upper()
-        except Exception:  # noqa: BLE001
-            return False
-        if state in ("UNKNOWN", "CANCELLED", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"):
+        if not handle.paths.result_pickle.exists() and self._state(job_id, handle) in _ENDED + ("UNKNOWN",):
             return False
         job.handle = handle
         return True
