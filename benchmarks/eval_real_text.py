@@ -48,7 +48,11 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--budgets", default="98304,196608,393216", help="N1,N2,N3 in tokens (N3 checks the projection)")
     p.add_argument("--target", type=int, default=1_048_576, help="target budget in tokens")
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds (>= 2 for a spread)")
-    p.add_argument("--heldout-multipliers", default="2", help="extra multipliers at N2 for the held-out AAR")
+    p.add_argument("--multipliers", default="3,1.7",
+                   help="DDO multipliers, each applied up (x) and down (/) at every budget; one value is the "
+                        "paper's 2m+1 design, which does not identify the 3-parameter law")
+    p.add_argument("--heldout-multipliers", default="2",
+                   help="extra multipliers at N2 for the held-out AAR ('' for none)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--heldout-tokens", type=int, default=16_384,
                    help="held-out validation tokens per domain, evaluated at the end of every proxy run")
@@ -99,7 +103,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
-                  multipliers: tuple[float, float] = (3.0, 3.0), threads: int = 1,
+                  multipliers: tuple[float, ...] = (3.0,), threads: int = 1,
                   max_parallel: int | str = 1, heldout_tokens: int = 16_384) -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
@@ -109,7 +113,7 @@ def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int
         "model": {"preset": "gpt2-tiny"}, "seq_len": 128, "micro_batch_size": 16, "global_batch_size": 16,
         "optimizer": {"lr": lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
         "dropout": 0.0,
-        "ddo": {"budgets": budgets, "multipliers": list(multipliers), "objective": "mean_loss", "min_weight": 0.02},
+        "ddo": {"budgets": budgets, "multipliers": [list(multipliers), list(multipliers)], "objective": "mean_loss", "min_weight": 0.02},
         "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2", "autoscale_anytime"],
                    "seeds": seeds},
         "seeds": seeds, "eval": {"heldout_tokens_per_domain": heldout_tokens, "target_points": 8, "batch_size": 32},
@@ -157,7 +161,8 @@ def main() -> int:
     stores = ensure_stores(out, corpus, domains, args.vocab)
     t_data = time.time() - t0
 
-    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, threads=args.threads,
+    mults = tuple(float(x) for x in args.multipliers.split(",") if x.strip())
+    runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, mults, threads=args.threads,
                                          max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens), out / "run")
     report = runner.run()
     d = runner.domains
@@ -168,8 +173,8 @@ def main() -> int:
     specs3 = ddo_proxy_specs(runner.config, d, n3)
     # (a) held-out perturbations at N2 (multipliers the fit never saw)
     held: list[Any] = []
-    for m in (float(x) for x in args.heldout_multipliers.split(",")):
-        alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m, m),
+    for m in (float(x) for x in args.heldout_multipliers.split(",") if x.strip()):
+        alt = runner_config(stores, [n1, n2], args.target, seeds, args.lr, multipliers=(m,),
                             threads=args.threads, heldout_tokens=args.heldout_tokens)
         held += [s for s in ddo_proxy_specs(alt, d, n2) if s.perturbed is not None]
     runner.train_runs(specs3 + held)  # one batch: the executor's slots stay busy across both sets
@@ -181,19 +186,19 @@ def main() -> int:
                                                                             (n3, specs3))}
         proj = project([fits[n1], fits[n2]], n3, token_caps=caps)
         err = {k: proj.weights[k] - fits[n3].weights[k] for k in d.names}
-        held_tab = table_for(runner, held, seed)
-        actual = run_objective(held_tab, "mean_loss")
         rel = []
-        for run, y in zip(held_tab.runs, actual, strict=True):
-            dom = next(s.perturbed for s in held if s.run_id == run.run_id)
-            x = run.tokens[dom] / fits[n2].base_tokens[dom]
-            rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
+        if held:
+            held_tab = table_for(runner, held, seed)
+            for run, y in zip(held_tab.runs, run_objective(held_tab, "mean_loss"), strict=True):
+                dom = next(s.perturbed for s in held if s.run_id == run.run_id)
+                x = run.tokens[dom] / fits[n2].base_tokens[dom]
+                rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
         saved = {b: report["tokens_saved_per_seed"][b][str(seed)] for b in ("uniform", "natural", "ddo_n2")}
         per_seed[seed] = {"weights": {n: fits[n].weights for n in (n1, n2, n3)}, "projected_n3": proj.weights,
                           "projection_error_l1": float(sum(abs(v) for v in err.values())),
                           "projection_error_max": float(max(abs(v) for v in err.values())),
                           "fit_aar": {n: fits[n].aar for n in (n1, n2, n3)},
-                          "heldout_aar": float(np.mean(rel)), "tokens_saved": saved}
+                          "heldout_aar": float(np.mean(rel)) if rel else None, "tokens_saved": saved}
 
     results = {"domains": list(d.names), "budgets": [n1, n2, n3], "target": args.target, "seeds": seeds,
                "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,

@@ -24,7 +24,7 @@ def test_defaults_follow_the_paper() -> None:
     cfg = config_from_dict(_base())
     assert cfg.optimizer.weight_decay == 0.01
     assert cfg.optimizer.warmup_fraction == 0.1
-    assert (cfg.ddo.multiplier_up, cfg.ddo.multiplier_down) == (3.0, 3.0)
+    assert (cfg.ddo.multiplier_up, cfg.ddo.multiplier_down) == ((3.0,), (3.0,))
     assert cfg.ddo.base_weights == "uniform"
     assert cfg.grad_accum == 2
 
@@ -37,7 +37,7 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
                                 "optimizer: {lr: 1e-3}\n")
     cfg = load_config(sub / "c.yaml")
     assert cfg.resolve(cfg.domains) == (tmp_path / "stores").resolve()
-    assert cfg.ddo.multiplier_down == 5.0
+    assert cfg.ddo.multiplier_down == (5.0,)
     assert cfg.optimizer.lr == pytest.approx(1e-3)  # YAML's "1e-3" string is read as a number
     (sub / "c.json").write_text(json.dumps(_base()))
     assert load_config(sub / "c.json").seq_len == 32

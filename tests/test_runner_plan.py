@@ -37,6 +37,24 @@ def test_ddo_design_shape_and_whole_batches(stores: Path) -> None:
     assert len({s.run_id for s in specs}) == len(specs)
 
 
+def test_two_multipliers_each_way_give_4m_plus_1_runs_and_identify_the_law(stores: Path) -> None:
+    cfg = config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": [[3, 1.7], [3, 1.7]]}))
+    assert cfg.ddo.multiplier_up == (3.0, 1.7) and cfg.ddo.identifies_law
+    specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)
+    assert len(specs) == 4 * 3 + 1
+    assert sorted({s.label.split()[-1] for s in specs if s.perturbed}) == ["/1.7", "/3", "x1.7", "x3"]
+    single = config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": [3, 3]}))
+    assert not single.ddo.identifies_law
+    # the x3 and /3 runs are the same runs (same ids) in both designs: extending a design reuses them
+    assert {s.run_id for s in ddo_proxy_specs(single, inspect_domains(single), 4096)} <= {s.run_id for s in specs}
+
+
+@pytest.mark.parametrize("mult", [[[3, 3], [3]], [[3, 0.5], [3]], [[], [3]]])
+def test_bad_multiplier_lists_are_named(stores: Path, mult: list) -> None:
+    with pytest.raises(ValueError, match="multiplier_up"):
+        config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": mult}))
+
+
 def test_ids_change_only_with_what_determines_the_run(stores: Path) -> None:
     raw = tiny_config(stores)
     cfg = config_from_dict(raw)
@@ -77,6 +95,7 @@ def test_dry_run_lists_runs_tokens_and_time(stores: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "proxy" in out and "a x3" in out and "c /3" in out and "(after the fits)" in out
     assert "training tokens, estimated" in out
+    assert "the data may not determine the optimum" in out  # the paper's 2m+1 design: 3 points, 3 parameters
     assert not (stores.parent / "out" / "ledger.jsonl").exists()  # a dry run trains and records nothing
 
 

@@ -170,7 +170,8 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
             if cls is DDOConfig and "multipliers" in section:
                 mult = section.pop("multipliers")
                 if not isinstance(mult, (list, tuple)) or len(mult) != 2:
-                    raise field_error("ddo", "multipliers", mult, "[up, down], e.g. [3, 3] for x3 and /3")
+                    raise field_error("ddo", "multipliers", mult,
+                                      "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], [3, 1.7]]")
                 section["multiplier_up"], section["multiplier_down"] = mult
             top[name] = _build(cls, section, name)
     if "data" in top:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,20 @@ class MixtureRunner:
         source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
+        lines.append(self.design_note())
         return "\n".join(lines)
+
+    def design_note(self) -> str:
+        """One sentence: does the DDO design identify the per-domain law?"""
+        ddo = self.config.ddo
+        points = ", ".join(f"{x:.3g}" for x in ddo.design_points)
+        params = 3 if ddo.law == "3p" else 4
+        if ddo.identifies_law:
+            return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
+                    "law: the fit is over-determined, so the data identify the law (checked again after the fit)")
+        return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
+                "the law passes through every point, often in more than one way, so the data may not determine "
+                "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
 
     def _device_kind(self) -> str:
         import torch
@@ -163,6 +177,8 @@ class MixtureRunner:
             for s in all_proxies + fixed:
                 ledger.register(s)
             self.log(self.describe())
+            if not self.config.ddo.identifies_law:
+                warnings.warn(self.design_note(), UserWarning, stacklevel=2)
             self._train_all(ledger, all_proxies)
             from .fitting import fit_all
 

@@ -258,16 +258,21 @@ def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -
 
 
 def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> list[RunSpec]:
-    """The 2m+1 DDO runs at one budget, for every seed: base, then each domain up and down."""
+    """The DDO runs at one budget, for every seed: base, then each domain up and down by each multiplier.
+
+    With one multiplier each way this is the paper's 2m+1 design; ``k`` multipliers each way give
+    ``2km+1`` runs.
+    """
     base = ddo_base_counts(config, domains, budget)
     specs: list[RunSpec] = []
     batch = config.global_batch_size
-    up, down = config.ddo.multiplier_up, config.ddo.multiplier_down
+    steps = [(True, up, f"x{up:g}") for up in config.ddo.multiplier_up]
+    steps += [(False, 1.0 / down, f"/{down:g}") for down in config.ddo.multiplier_down]
     for seed in config.seeds:
         specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base))
         for d in domains.names:
             others = sum(base.values()) - base[d]
-            for is_up, factor, tag in ((True, up, f"x{up:g}"), (False, 1.0 / down, f"/{down:g}")):
+            for is_up, factor, tag in steps:
                 counts = dict(base)
                 counts[d] = _perturbed_count(base[d], factor, others, batch, is_up)
                 role = _Role("proxy", budget, f"{d} {tag}", seed, perturbed=d, multiplier=factor)

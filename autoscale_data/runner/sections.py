@@ -136,8 +136,8 @@ class DDOConfig:
     """The two small budgets where DDO runs, and how its perturbations are made."""
 
     budgets: tuple[int, int] = (1_000_000, 3_000_000)
-    multiplier_up: float = 3.0
-    multiplier_down: float = 3.0
+    multiplier_up: tuple[float, ...] = (3.0,)
+    multiplier_down: tuple[float, ...] = (3.0,)
     base_weights: str | dict[str, float] = "uniform"
     objective: str = "mean_loss"
     min_weight: float = 0.0
@@ -155,9 +155,16 @@ class DDOConfig:
         object.__setattr__(self, "budgets", budgets)
         for name in ("multiplier_up", "multiplier_down"):
             value = getattr(self, name)
-            check_number_field("ddo", name, value)
-            if float(value) <= 1.0:
-                raise field_error("ddo", name, value, "a multiplier > 1 (down divides by it)")
+            values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+            if not values:
+                raise field_error("ddo", name, value, "one or more multipliers > 1")
+            for v in values:
+                check_number_field("ddo", name, v)
+                if float(v) <= 1.0:
+                    raise field_error("ddo", name, value, "multipliers > 1 (down divides by them)")
+            if len(set(values)) != len(values):
+                raise field_error("ddo", name, value, "distinct multipliers")
+            object.__setattr__(self, name, tuple(float(v) for v in values))
         if isinstance(self.base_weights, str):
             if self.base_weights != "uniform":
                 raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
@@ -170,6 +177,21 @@ class DDOConfig:
                        "0 <= min_weight < max_weight <= 1")
         if self.law not in ("3p", "4p"):
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
+
+    @property
+    def design_points(self) -> tuple[float, ...]:
+        """The distinct multipliers each domain's law is fitted at (the base run's 1 included)."""
+        return tuple(sorted({1.0, *self.multiplier_up, *(1.0 / d for d in self.multiplier_down)}))
+
+    @property
+    def identifies_law(self) -> bool:
+        """Whether the design has more distinct points per domain than the law has parameters.
+
+        With exactly as many points as parameters (the paper's 2m+1 design and the 3-parameter law)
+        the law passes through every point, often in more than one way, so the optimum is not
+        determined by the data; see :func:`autoscale_data.solver.identifiability`.
+        """
+        return len(self.design_points) > (3 if self.law == "3p" else 4)
 
 
 @dataclass(frozen=True)
