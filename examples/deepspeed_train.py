@@ -41,6 +41,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset  # noqa: E402
+from autoscale_data.runner.dist import clear_stale_build_locks  # noqa: E402
 
 MICRO_BATCH = 4
 
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, default=257)
     args = parser.parse_args(argv)
     on_gpu = torch.cuda.is_available()
+    clear_stale_build_locks()  # a build killed earlier would make DeepSpeed wait forever for its lock
     deepspeed.init_distributed(dist_backend="nccl" if on_gpu else "gloo")
     if args.tiny:
         return _tiny(args)

@@ -5,14 +5,20 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
 
 __all__ = [
-    "DistInfo", "all_gather_objects", "all_reduce_sum", "exit_process", "free_port", "setup_distributed", "teardown",
+    "DistInfo", "all_gather_objects", "all_reduce_sum", "clear_stale_build_locks", "exit_process", "free_port",
+    "setup_distributed", "teardown",
 ]
+
+STALE_BUILD_S = 600.0  # an extension build that has written nothing for this long is dead (a build takes ~1 min)
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,33 @@ class DistInfo:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+
+def clear_stale_build_locks(max_idle_s: float = STALE_BUILD_S) -> list[Path]:
+    """Remove the ``lock`` files that killed builds of PyTorch C++ extensions left behind; return them.
+
+    DeepSpeed compiles its CPU communication op on first use, and PyTorch guards each build with a
+    ``lock`` file in the extension's build folder; every later process waits, forever, until that
+    file goes away. A build killed mid-way (Ctrl-C, SIGKILL, a machine restart) never removes it,
+    and every DeepSpeed run on the machine then hangs at start. A lock counts as stale when nothing
+    in its folder has changed for ``max_idle_s`` seconds, far longer than a build takes.
+    """
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    removed: list[Path] = []
+    for lock in [*root.glob("*/lock"), *root.glob("*/*/lock")]:
+        try:
+            newest = max(p.stat().st_mtime for p in lock.parent.iterdir())
+            if time.time() - newest > max_idle_s:
+                lock.unlink()
+                removed.append(lock)
+        except FileNotFoundError:  # another process finished or cleared it meanwhile
+            continue
+    if removed:
+        warnings.warn(f"removed stale extension build locks (a killed build left them): "
+                      f"{', '.join(map(str, removed))}", RuntimeWarning, stacklevel=2)
+    return removed
 
 
 def free_port() -> int:
@@ -83,6 +116,7 @@ def setup_distributed(backend: str, device: str = "auto") -> DistInfo:
     if backend == "deepspeed":
         import deepspeed
 
+        clear_stale_build_locks()
         if not dist.is_initialized():
             deepspeed.init_distributed(dist_backend="nccl" if dev.type == "cuda" else "gloo")
             here = True
