@@ -25,8 +25,9 @@ from .bootstrap import (
     bootstrap_projection,
     heldout_scale_check,
 )
-from .ddo import DDOResult, fit_ddo
+from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
+from .identify import Identifiability, identify
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
@@ -41,8 +42,10 @@ __all__ = [
     "BASELINES",
     "BootstrapResult",
     "DDODesign",
+    "DDOOptions",
     "DDOResult",
     "HeldoutCheck",
+    "Identifiability",
     "MixturePlan",
     "PRESETS",
     "PowerLawFit",
@@ -58,6 +61,7 @@ __all__ = [
     "fit_ddo",
     "fit_mixing_law",
     "fit_path",
+    "identify",
     "fit_power_law",
     "fit_power_law_batch",
     "heldout_scale_check",
