@@ -46,7 +46,9 @@ def _report() -> dict:
     losses = {"a": {"mean": 1.0, "std": 0.0, "n": 1}, "b": {"mean": 2.0, "std": 0.0, "n": 1}}
     return {
         "domains": ["a", "b"], "objective": "mean_loss", "out_dir": "/x",
-        "ddo": {"100": {"weights": {"a": 0.6, "b": 0.4}}, "200": {"weights": {"a": 0.55, "b": 0.45}}},
+        "ddo": {"100": {"weights": {"a": 0.6, "b": 0.4},
+                        "identifiability": {"identified": False, "summary": "NOT identified by the data: a b c."}},
+                "200": {"weights": {"a": 0.55, "b": 0.45}}},
         "bootstrap": {"100": {"available": True, "distinguishable_from_base": False}},
         "projection": {"budget_tokens": 1000.0, "weights": {"a": 0.45, "b": 0.55}},
         "target_mixes": {"autoscale": {"a": 0.45, "b": 0.55}, "ddo_n2": {"a": 0.55, "b": 0.45},
@@ -69,6 +71,7 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "+30.0%" in text  # saving vs uniform
     assert "not reached" in text and "20.0% fewer tokens" in text  # a loss against DDO(N2) is shown as such
     assert "NOT distinguishable" in text
+    assert "at 100: NOT identified by the data: a b c." in text
     assert "mean nothing" in text  # the quick preset says it is a smoke run
     assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
     assert "per seed" not in text and "Anytime" not in text  # one seed, no anytime run: nothing to show
@@ -103,6 +106,7 @@ def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
     # 2m+1 proxies at two budgets (m = 3); fixed target mixes that coincide share a run; + the anytime run
     assert 2 * 7 + 1 <= trained <= 2 * 7 + 4
     assert "Anytime schedule" in first.stdout
+    assert "NOT identified by the data" in first.stdout  # 2m+1 runs: 3 points for a 3-parameter law
     start = time.monotonic()
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -66,6 +66,7 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     assert weights == pytest.approx(report["projection"]["weights"], abs=2 / (16384 // 32))
     md = (out / "report.md").read_text()
     assert "Tokens saved" in md and "Bootstrap" in md and "data" in md and "## Anytime vs fixed schedule" in md
+    assert "- Identifiability at 4,096: NOT identified by the data" in md  # the 2m+1 design: 3 points per law
     target_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]}
     assert sum(" done " in line for line in lines) == 2 * 2 * 5 + len(target_ids)  # equal mixes train once
     # a second call trains nothing and reproduces the report

@@ -91,6 +91,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]
         log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
             f"{verdict.strip()}")
+        if result.identifiability is not None:
+            log(f"  {result.identifiability.describe()}")
     n1, n2 = config.ddo.budgets
     target = config.target.budget
     try:

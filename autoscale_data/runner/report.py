@@ -196,6 +196,10 @@ def _markdown(r: dict[str, Any]) -> str:
                              f"weights are **{verdict}** the base mix.")
             else:
                 lines.append(f"- Bootstrap at {int(scale):,}: not available ({boot.get('reason')}).")
+        for scale, fit in sorted(r["ddo"].items(), key=lambda kv: int(kv[0])):
+            ident = fit.get("identifiability") or {}
+            if ident.get("summary"):
+                lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
         for w in (proj or {}).get("warnings", []):
             lines.append(f"- Projection warning: {w}")
         lines.append("")

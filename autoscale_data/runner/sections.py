@@ -189,7 +189,7 @@ class DDOConfig:
 
         With exactly as many points as parameters (the paper's 2m+1 design and the 3-parameter law)
         the law passes through every point, often in more than one way, so the optimum is not
-        determined by the data; see :func:`autoscale_data.solver.identifiability`.
+        determined by the data; see :mod:`autoscale_data.solver.identify`.
         """
         return len(self.design_points) > (3 if self.law == "3p" else 4)
 

@@ -80,6 +80,9 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     boot = report.get("bootstrap") or {}
     for s in scales:
+        ident = ddo[s].get("identifiability") or {}
+        if ident.get("summary"):
+            lines.append(f"  at {_short(int(s))}: {ident['summary']}")
         b = boot.get(s) or {}
         if b.get("available"):
             verdict = "distinguishable" if b.get("distinguishable_from_base") else "NOT distinguishable"

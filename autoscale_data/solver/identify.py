@@ -220,7 +220,7 @@ class Identifiability:
             "domains": {d: {"points": f.points, "parameters": f.parameters, "consistent_fits": len(f.fits),
                             "b_range": list(f.b_range), "slope_range": list(f.slope_range)}
                         for d, f in self.domains.items()},
-            "level": self.level, "weight_tol": self.weight_tol,
+            "level": self.level, "weight_tol": self.weight_tol, "summary": self.describe(),
         }
 
     def describe(self) -> str:
