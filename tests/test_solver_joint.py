@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 
-from autoscale_data.solver import Run, RunTable, fit_joint
+from autoscale_data.solver import JointFit, Run, RunTable, fit_joint
 from autoscale_data.solver.joint import compare_projections, weight_distance
 from autoscale_data.solver.synthetic import synthetic_budget_runs
 
@@ -120,6 +120,12 @@ def test_mean_ppl_is_normalised_by_one_constant_and_json_round_trips():
     assert out["method"] == "joint" and set(out["law"]) == {"d0", "d1", "d2", "d3"}
     assert out["weights"] == fit.weights and len(out["per_budget"]) == 2
     assert fit.predict(base.tokens) == pytest.approx(1.0, rel=1e-9)
+    back = JointFit.from_json(out)
+    assert back == fit and back.weights_at(3e8) == fit.weights_at(3e8)
+    with pytest.raises(ValueError, match="lacks the key 'floor'"):
+        JointFit.from_json({k: v for k, v in out.items() if k != "floor"})
+    with pytest.raises(ValueError, match="method"):
+        JointFit.from_json({"weights": {}})
 
 
 def test_compare_projections_reports_held_out_error_of_both_methods():

@@ -306,6 +306,35 @@ class JointFit:
             "token_caps": None if self.token_caps is None else dict(self.token_caps),
         }
 
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> JointFit:
+        """The fit back from :meth:`to_json`'s dict.
+
+        Raises:
+            ValueError: not a joint fit's dict, or a key is missing.
+        """
+        if not isinstance(obj, Mapping) or obj.get("method") != "joint":
+            raise ValueError("expected the dict of JointFit.to_json() (with 'method': 'joint')")
+        try:
+            law = obj["law"]
+            domains = tuple(law)
+            return cls(
+                domains=domains, budgets=tuple(float(n) for n in obj["budgets"]),
+                **{k: {d: float(law[d][key]) for d in domains} for k, key in
+                   (("n0", "n0"), ("gamma", "gamma"), ("amplitude", "amplitude"), ("scale_tokens", "scale_tokens"))},
+                floor=float(obj["floor"]), objective=obj["objective"], normalizer=float(obj["normalizer"]),
+                per_budget=tuple(dict(b) for b in obj["per_budget"]), sse=float(obj["sse"]), aar=float(obj["aar"]),
+                n_points=int(obj["n_points"]), n_params=int(obj["n_params"]),
+                at_bound={d: list(v) for d, v in obj["at_bound"].items()}, starts=int(obj["starts"]),
+                target_tokens=float(obj["budget_tokens"]), weights=dict(obj["weights"]),
+                allocation_tokens=dict(obj["allocation_tokens"]), bounds_hit=dict(obj["bounds_hit"]),
+                status=obj["status"], kkt_residual=float(obj["kkt_residual"]),
+                min_weight=float(obj["min_weight"]), max_weight=float(obj["max_weight"]),
+                token_caps=None if obj["token_caps"] is None else dict(obj["token_caps"]),
+            )
+        except KeyError as exc:
+            raise ValueError(f"joint fit dict lacks the key {exc.args[0]!r}") from None
+
 
 def _at_bound(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, domains: Sequence[str]) -> dict[str, list[str]]:
     m = len(domains)
