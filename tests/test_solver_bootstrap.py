@@ -37,10 +37,15 @@ def test_weak_contrast_under_noise_is_reported_indistinguishable():
     assert sum(res.contains_base.values()) >= 2
 
 
-def test_single_seed_paper_design_cannot_be_bootstrapped_without_noise():
+def test_single_seed_paper_design_gives_the_range_over_exact_fits_without_noise():
     runs = synthetic_ddo_runs(BASE, [1, 2, 3], [0.5, 0.5, 0.5])
-    with pytest.raises(ValueError, match="no estimate of noise"):
-        bootstrap_ddo(runs, n_boot=10)
+    res = bootstrap_ddo(runs, n_boot=10)
+    ident = res.point.identifiability
+    assert res.method == "consistent_fits" and not res.distinguishable_from_base
+    assert res.samples.shape == (ident.combinations, 3)
+    for d, (lo, hi) in ident.weight_range.items():
+        assert res.ci_low[d] == lo and res.ci_high[d] == hi
+    assert "no estimate of noise" in res.summary()
     res = bootstrap_ddo(runs, n_boot=40, noise_std=0.01, objective="mean_loss")
     assert res.method == "parametric" and res.noise_std == 0.01 and res.samples.shape[1] == 3
     with pytest.raises(ValueError, match="replicate runs"):

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..solver.ddo import DDOResult, fit_ddo
+from ..solver.ddo import FIT_MODES, DDOResult, fit_ddo
 from ..solver.runs import RunTable
 from ._args import add_json_flag, add_supply_args, add_verb, parse_tokens, weight_float
 
@@ -17,8 +17,14 @@ RUNS.csv columns: run, tokens.<domain> (one per training domain), loss.<domain> 
 (one per validation domain), optional seed and label. One base run (or several seeds of it) and
 runs that change one domain's tokens each (e.g. x3 and /3).
 
-example:
+--fit default: bounded multi-start least squares; where several laws pass exactly through the
+points (3 points for 3 parameters), the one with the highest floor c. --fit paper: the authors'
+notebook, scipy's curve_fit from a = b = c = 1, unbounded. Either way the output says whether the
+data identify the weights and their range over every fit consistent with the data.
+
+examples:
   autoscale-data ddo runs.csv --objective mean_ppl --min-weight 0.02 --json
+  autoscale-data ddo examples/data/gpt2-large-1.2b-ddo-runs.csv --min-weight 0.0285714 --fit paper
 """
 
 
@@ -33,6 +39,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W", help="lower bound on every weight")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W", help="upper bound on every weight")
     p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")
+    p.add_argument("--fit", choices=FIT_MODES, default="default",
+                   help="how each law is fitted: ours (default) or the authors' procedure (paper)")
     p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is ambiguous")
     add_supply_args(p, effect="caps the allocation")
     add_json_flag(p)
@@ -48,6 +56,8 @@ def format_ddo(res: DDOResult) -> str:
         base_w = res.base_tokens[d] / sum(res.base_tokens.values())
         note = ",".join(filter(None, [res.bounds_hit.get(d, ""), *f.at_bound]))
         lines.append(f"  {d:>16}  {res.weights[d]:7.4f}  {base_w:7.4f}  {f.a:9.4g}  {f.b:8.4g}  {f.c:9.4g}  {note}")
+    if res.identifiability is not None:
+        lines.append("  " + res.identifiability.describe())
     return "\n".join(lines)
 
 
@@ -55,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``ddo`` from parsed arguments."""
     table = RunTable.from_csv(args.runs)
     res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
-                  law=args.law, base_run=args.base_run, token_caps=parse_tokens(args.available),
+                  law=args.law, fit=args.fit, base_run=args.base_run, token_caps=parse_tokens(args.available),
                   max_epochs=args.max_epochs)
     if args.json:
         out = res.to_json()

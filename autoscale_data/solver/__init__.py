@@ -25,8 +25,9 @@ from .bootstrap import (
     bootstrap_projection,
     heldout_scale_check,
 )
-from .ddo import DDOResult, fit_ddo
+from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
+from .identify import Identifiability, identify
 from .joint import JointFit, compare_projections, fit_joint, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
@@ -42,8 +43,10 @@ __all__ = [
     "BASELINES",
     "BootstrapResult",
     "DDODesign",
+    "DDOOptions",
     "DDOResult",
     "HeldoutCheck",
+    "Identifiability",
     "JointFit",
     "MixturePlan",
     "PRESETS",
@@ -62,6 +65,7 @@ __all__ = [
     "fit_joint",
     "fit_mixing_law",
     "fit_path",
+    "identify",
     "fit_power_law",
     "fit_power_law_batch",
     "heldout_scale_check",

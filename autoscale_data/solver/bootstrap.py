@@ -8,25 +8,29 @@ Methods (``method=``):
   for ``mean_ppl``) to every run; ``noise_std`` defaults to the pooled within-allocation seed std.
 * ``"residuals"`` — per domain, resample the fit's residuals (scaled by ``sqrt(n / dof)``) around
   the fitted curve; needs more points than parameters.
+* ``"consistent_fits"`` — no resampling: the optimal weights over every fit consistent with the
+  data (:mod:`.identify`); the interval is their range, not a confidence interval.
 * ``"auto"`` — seeds if every allocation has replicates, else parametric if some has (or
-  ``noise_std`` is given), else residuals if the fits have spare points; otherwise an error:
-  2m+1 single-seed runs with a 3-parameter law carry no information about noise.
+  ``noise_std`` is given), else residuals if the fits have spare points; otherwise
+  consistent_fits: 2m+1 single-seed runs with a 3-parameter law carry no information about noise,
+  but they do say how far the weights could move over the exact fits.
 
 Whether the weights differ from the base mix is judged per domain (does its CI contain the base
 weight?) and overall with Bonferroni-adjusted intervals (level ``1 - (1 - level)/m``), so that the
-flag ``distinguishable_from_base`` is not set by chance with many domains.
+flag ``distinguishable_from_base`` is not set by chance with many domains (never with
+``consistent_fits``, which has no noise estimate to judge by).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._options import build_options
 from .allocate import allocate, multiplier_bounds
-from .ddo import DDOResult, fit_ddo, token_caps_array
+from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
 from .design import read_design, run_objective
 from .laws import fit_power_law_batch
 from .projection import fit_path
@@ -67,14 +71,17 @@ class BootstrapResult:
 
     def summary(self) -> str:
         """A short human-readable table."""
-        lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, "
-                 f"{self.level:.0%} CI)"]
+        kind = "range" if self.method == "consistent_fits" else f"{self.level:.0%} CI"
+        lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, {kind})"]
         for d in self.domains:
             mark = "" if self.contains_base[d] else "  *differs from base*"
             lines.append(f"  {d:>16}: {self.point.weights[d]:.3f}  [{self.ci_low[d]:.3f}, {self.ci_high[d]:.3f}]"
                          f"  base {self.base_weights[d]:.3f}{mark}")
         verdict = ("distinguishable from the base mix" if self.distinguishable_from_base
                    else "NOT distinguishable from the base mix (more seeds or tokens needed)")
+        if self.method == "consistent_fits":
+            verdict = ("not judged: the runs carry no estimate of noise; the intervals are the range over the "
+                       "fits consistent with the data")
         lines.append(f"  weights are {verdict}")
         return "\n".join(lines)
 
@@ -130,34 +137,31 @@ def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
     return None if dof == 0 else float(np.sqrt(ss / dof))
 
 
+_METHODS = ("auto", "seeds", "parametric", "residuals", "consistent_fits")
+
+
 def bootstrap_ddo(
     runs: RunTable,
+    options: DDOOptions | None = None,
     *,
     n_boot: int = 1000,
     method: str = "auto",
     noise_std: float | None = None,
     level: float = 0.95,
     seed: int = 0,
-    objective: str = "mean_ppl",
-    min_weight: float = 0.0,
-    max_weight: float = 1.0,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-    law: str = "3p",
-    base_run: str | None = None,
-    val_domains: Sequence[str] | None = None,
+    **settings: Any,
 ) -> BootstrapResult:
     """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
 
     Args:
         runs: the DDO runs (as for :func:`~autoscale_data.solver.ddo.fit_ddo`).
+        options: the DDO settings (:class:`~autoscale_data.solver.ddo.DDOOptions`); its fields may
+            also be given as keywords, as for ``fit_ddo``.
         n_boot: replicates.
-        method: ``"auto"``, ``"seeds"``, ``"parametric"`` or ``"residuals"``.
+        method: ``"auto"``, ``"seeds"``, ``"parametric"``, ``"residuals"`` or ``"consistent_fits"``.
         noise_std: noise of one run's objective (parametric method).
         level: CI level in (0, 1).
         seed: RNG seed.
-        objective, min_weight, max_weight, token_caps, max_epochs, law, base_run, val_domains:
-            as for ``fit_ddo``.
 
     Raises:
         ValueError: bad options, or no source of noise information for the chosen method.
@@ -166,16 +170,15 @@ def bootstrap_ddo(
         raise ValueError(f"level must be in (0, 1), got {level}")
     if int(n_boot) < 2:
         raise ValueError(f"n_boot must be >= 2, got {n_boot}")
-    if method not in ("auto", "seeds", "parametric", "residuals"):
-        raise ValueError(f"method must be auto, seeds, parametric or residuals, got {method!r}")
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if noise_std is not None and not (np.isfinite(noise_std) and noise_std > 0):
         raise ValueError(f"noise_std must be > 0, got {noise_std}")
-    point = fit_ddo(runs, objective=objective, min_weight=min_weight, max_weight=max_weight,
-                    token_caps=token_caps, law=law, max_epochs=max_epochs, base_run=base_run,
-                    val_domains=val_domains)
-    design = read_design(runs, base_run)
-    y = run_objective(runs, objective, val_domains)
-    if objective == "mean_ppl":
+    o = build_options(DDOOptions, options, settings, caller="bootstrap_ddo")
+    point = fit_ddo(runs, o)
+    design = read_design(runs, o.base_run)
+    y = run_objective(runs, o.objective, o.val_domains)
+    if o.objective == "mean_ppl":
         y = y / y[design.base_runs].mean()
     sizes = np.bincount(design.point_of_run)
     pooled = _pooled_std(y, design.point_of_run)
@@ -187,14 +190,13 @@ def bootstrap_ddo(
             method = "seeds"
         elif pooled is not None:
             method = "parametric"
-        elif min_dof > 0:
-            method = "residuals"
         else:
-            raise ValueError(
-                "cannot bootstrap: every allocation has a single run and every fit interpolates its "
-                "points exactly, so the data carry no estimate of noise; add seeds, add multipliers, "
-                "or pass noise_std="
-            )
+            method = "residuals" if min_dof > 0 else "consistent_fits"
+    base_w = design.base_tokens / design.budget_tokens
+    if method == "consistent_fits":
+        assert point.identifiability is not None  # fit_ddo always sets it
+        samples = point.identifiability.samples
+        return _summarise(design.domains, point, samples, base_w, method, None, level, samples.shape[0])
     if method == "seeds" and not np.any(sizes >= 2):
         raise ValueError("method='seeds' needs replicate runs (several seeds) at some allocation")
     if method == "residuals" and min_dof <= 0:
@@ -204,36 +206,41 @@ def bootstrap_ddo(
         if noise_std is None:
             raise ValueError("method='parametric' needs noise_std= or replicate runs to estimate it")
     rng = np.random.default_rng(seed)
-    reps = _replicates(method, y, design, objective, point.fits, noise_std, int(n_boot), rng)
+    reps = _replicates(method, y, design, o.objective, point.fits, noise_std, int(n_boot), rng)
     m = len(design.domains)
     params = np.empty((3, int(n_boot), m))
     for j, (ys, ws) in enumerate(reps):
         f = point.fits[design.domains[j]]
         init = {"a": f.a, "b": f.b, "c": f.c, "amplitude": f.amplitude}
-        out = fit_power_law_batch(design.multiplier[design.domain_points(j)], ys, ws, law=law,
+        out = fit_power_law_batch(design.multiplier[design.domain_points(j)], ys, ws, law=o.law,
                                   n_starts=1, init=init, grid="coarse")
         params[0, :, j], params[1, :, j], params[2, :, j] = out["amplitude"], out["a"], out["b"]
     ok = np.all(np.isfinite(params), axis=(0, 2))
     base = design.base_tokens
     nb = design.budget_tokens
-    caps = token_caps_array(design.domains, token_caps, max_epochs)
-    lo, hi = multiplier_bounds(base, nb, min_weight, max_weight, caps)
+    caps = token_caps_array(design.domains, o.token_caps, o.max_epochs)
+    lo, hi = multiplier_bounds(base, nb, o.min_weight, o.max_weight, caps)
     ok &= np.all(hi[None, :] + params[1] > 0, axis=1)
     x = allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x
     samples = x * base / nb
-    return _summarise(design.domains, point, samples, base / nb, method,
+    return _summarise(design.domains, point, samples, base_w, method,
                       None if method != "parametric" else float(noise_std), level, int(n_boot))
 
 
 def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot) -> BootstrapResult:
     m = len(domains)
     alpha = 1 - level
-    lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
-    adj = alpha / m
-    blo, bhi = np.quantile(samples, [adj / 2, 1 - adj / 2], axis=0)
     tol = 1e-12
-    contains = (lo - tol <= base_w) & (base_w <= hi + tol)
-    distinct = bool(np.any((blo - tol > base_w) | (base_w > bhi + tol)))
+    if method == "consistent_fits":  # a range over fits, not a sampling distribution
+        lo, hi = samples.min(axis=0), samples.max(axis=0)
+        contains = (lo - tol <= base_w) & (base_w <= hi + tol)
+        distinct = False
+    else:
+        lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
+        adj = alpha / m
+        blo, bhi = np.quantile(samples, [adj / 2, 1 - adj / 2], axis=0)
+        contains = (lo - tol <= base_w) & (base_w <= hi + tol)
+        distinct = bool(np.any((blo - tol > base_w) | (base_w > bhi + tol)))
     return BootstrapResult(
         domains=tuple(domains), point=point, samples=samples,
         ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},

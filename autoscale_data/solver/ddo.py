@@ -4,21 +4,85 @@ For each training domain j, the runs that change only j's tokens (plus the base 
 points ``(x, y)`` of the objective y against j's multiplier x; ``L_j(x) = (x + a_j)^(-b_j) + c_j``
 is fitted to them (see :mod:`.laws`). The mix minimises ``Σ_j (x_j + a_j)^(-b_j)`` subject to
 ``Σ_j x_j base_j = N`` and bounds (see :mod:`.allocate`); weights are ``w_j = x_j base_j / N``.
+
+``fit="default"`` fits each law by bounded multi-start least squares and, where several fits tie
+(exact fits of too few points), takes the one with the highest floor (see :mod:`.laws`);
+``fit="paper"`` reproduces the authors' notebook (unbounded ``curve_fit`` from a = b = c = 1).
+Either way the result carries :class:`~.identify.Identifiability`: whether the data determine the
+weights, and their range over every fit consistent with the data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .._options import build_options
 from .allocate import allocate, kkt_violation, multiplier_bounds
 from .design import DDODesign, read_design, run_objective
-from .laws import PowerLawFit, fit_power_law, fit_power_law_batch
+from .identify import Identifiability, identify
+from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, fit_power_law_paper
 from .runs import RunTable
 
-__all__ = ["DDOResult", "fit_ddo", "token_caps_array"]
+__all__ = ["FIT_MODES", "DDOOptions", "DDOResult", "fit_ddo", "token_caps_array"]
+
+FIT_MODES = ("default", "paper")
+"""How each domain's law is fitted: ours (bounded, multi-start, fixed tie rule) or the authors'."""
+
+
+@dataclass(frozen=True)
+class DDOOptions:
+    """Settings of :func:`fit_ddo` (and of the bootstrap's refits).
+
+    Attributes:
+        objective: ``"mean_ppl"`` (mean over validation domains of exp(loss), divided by the base
+            runs' value; the authors' code) or ``"mean_loss"`` (mean loss in nats).
+        min_weight, max_weight: bounds on every weight.
+        token_caps: tokens available per training domain (times ``max_epochs``, default 1).
+        law: ``"3p"`` (paper) or ``"4p"`` (adds an amplitude; needs 4 distinct multipliers).
+        max_epochs: epoch cap applied to ``token_caps`` (number or per domain).
+        base_run: id of a base run, when the design is ambiguous.
+        budget_tokens: optimise at this budget instead of the base run's total.
+        val_domains: validation domains in the objective (default all).
+        fit: ``"default"`` or ``"paper"`` (see the module doc; ``"paper"`` needs ``law="3p"``).
+        profile_level: profile level of the fits counted as consistent with the data (identifiability).
+        weight_tol: largest weight movement over those fits that still counts as identified.
+    """
+
+    objective: str = "mean_ppl"
+    min_weight: float = 0.0
+    max_weight: float = 1.0
+    token_caps: Mapping[str, float] | None = None
+    law: str = "3p"
+    max_epochs: float | Mapping[str, float] | None = None
+    base_run: str | None = None
+    budget_tokens: float | None = None
+    val_domains: Sequence[str] | None = None
+    fit: str = "default"
+    profile_level: float = 0.95
+    weight_tol: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("mean_ppl", "mean_loss"):
+            raise ValueError(f"objective must be 'mean_ppl' or 'mean_loss', got {self.objective!r}")
+        if self.law not in ("3p", "4p"):
+            raise ValueError(f"law must be '3p' or '4p', got {self.law!r}")
+        if self.fit not in FIT_MODES:
+            raise ValueError(f"fit must be one of {FIT_MODES}, got {self.fit!r}")
+        if self.fit == "paper" and self.law != "3p":
+            raise ValueError(f"fit='paper' is the authors' 3-parameter fit; got law={self.law!r}")
+        if not (0.0 <= self.min_weight < 1.0) or not (0.0 < self.max_weight <= 1.0):
+            raise ValueError(f"weight bounds must satisfy 0 <= min_weight < 1 and 0 < max_weight <= 1, "
+                             f"got {self.min_weight} and {self.max_weight}")
+        if self.budget_tokens is not None and not (np.isfinite(self.budget_tokens) and self.budget_tokens > 0):
+            raise ValueError(f"budget_tokens must be > 0, got {self.budget_tokens}")
+        if not (0.0 < self.profile_level < 1.0):
+            raise ValueError(f"profile_level must be in (0, 1), got {self.profile_level}")
+        if not (self.weight_tol >= 0.0):
+            raise ValueError(f"weight_tol must be >= 0, got {self.weight_tol}")
 
 
 def token_caps_array(
@@ -75,6 +139,8 @@ class DDOResult:
         objective, law: settings used.
         predicted_change: fitted change of the objective from the base mix to the optimum.
         base_runs: ids of the base runs.
+        fit: how the laws were fitted (``"default"`` or ``"paper"``).
+        identifiability: whether the data determine the weights, and their range.
     """
 
     domains: tuple[str, ...]
@@ -97,6 +163,8 @@ class DDOResult:
     min_weight: float = 0.0
     max_weight: float = 1.0
     token_caps: dict[str, float] | None = field(default=None)
+    fit: str = "default"
+    identifiability: Identifiability | None = None
 
     def optimize_at(self, budget_tokens: float) -> dict[str, float]:
         """Optimal allocation (tokens) of the fitted law at another budget (the 'direct route').
@@ -130,6 +198,8 @@ class DDOResult:
             "law": self.law,
             "predicted_change": self.predicted_change,
             "base_runs": list(self.base_runs),
+            "fit_mode": self.fit,
+            "identifiability": None if self.identifiability is None else self.identifiability.to_json(),
             "diagnostics": {d: f.to_json() for d, f in self.fits.items()},
         }
 
@@ -166,54 +236,37 @@ def _loo_aar(design: DDODesign, y: np.ndarray, law: str, fits: Mapping[str, Powe
     return float(np.concatenate(errs).mean())
 
 
-def fit_ddo(
-    runs: RunTable,
-    *,
-    objective: str = "mean_ppl",
-    min_weight: float = 0.0,
-    max_weight: float = 1.0,
-    token_caps: Mapping[str, float] | None = None,
-    law: str = "3p",
-    max_epochs: float | Mapping[str, float] | None = None,
-    base_run: str | None = None,
-    budget_tokens: float | None = None,
-    val_domains: Sequence[str] | None = None,
-) -> DDOResult:
+def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) -> DDOResult:
     """Fit DDO's per-domain laws to the runs of one budget and return the optimal mix.
 
     Args:
         runs: base run(s) and one-domain perturbations (every seed is used).
-        objective: ``"mean_ppl"`` (mean over validation domains of exp(loss), divided by the base
-            runs' value; the authors' code) or ``"mean_loss"`` (mean loss in nats).
-        min_weight, max_weight: bounds on every weight.
-        token_caps: tokens available per training domain (times ``max_epochs``, default 1).
-        law: ``"3p"`` (paper) or ``"4p"`` (adds an amplitude; needs 4 distinct multipliers).
-        max_epochs: epoch cap applied to ``token_caps`` (number or per domain).
-        base_run: id of a base run, when the design is ambiguous.
-        budget_tokens: optimise at this budget instead of the base run's total.
-        val_domains: validation domains in the objective (default all).
+        options: a :class:`DDOOptions`; its fields may also be given (or overridden) as keywords,
+            e.g. ``fit_ddo(runs, objective="mean_loss", min_weight=0.02)``.
 
     Returns:
-        The :class:`DDOResult`.
+        The :class:`DDOResult`, with its identifiability.
 
     Raises:
         ValueError: bad design (see :func:`read_design`), too few multipliers for the law,
             infeasible bounds, or bad option values.
     """
-    design = read_design(runs, base_run)
+    o = build_options(DDOOptions, options, settings, caller="fit_ddo")
+    design = read_design(runs, o.base_run)
     domains = design.domains
-    y = objective_values(runs, design, objective, val_domains)
+    y = objective_values(runs, design, o.objective, o.val_domains)
     fits: dict[str, PowerLawFit] = {}
     for j, d in enumerate(domains):
         idx = design.domain_points(j)
         try:
-            fits[d] = fit_power_law(design.multiplier[idx], y[idx], law=law)
+            fits[d] = (fit_power_law_paper(design.multiplier[idx], y[idx]) if o.fit == "paper"
+                       else fit_power_law(design.multiplier[idx], y[idx], law=o.law))
         except ValueError as exc:
             raise ValueError(f"domain {d!r}: {exc}") from None
     base = design.base_tokens
-    n = design.budget_tokens if budget_tokens is None else float(budget_tokens)
-    caps = token_caps_array(domains, token_caps, max_epochs)
-    lo, hi = multiplier_bounds(base, n, min_weight, max_weight, caps)
+    n = design.budget_tokens if o.budget_tokens is None else float(o.budget_tokens)
+    caps = token_caps_array(domains, o.token_caps, o.max_epochs)
+    lo, hi = multiplier_bounds(base, n, o.min_weight, o.max_weight, caps)
     beta, a, b = _params(fits, domains)
     sol = allocate(beta, a, b, base, n, lo, hi)
     x = sol.x
@@ -223,6 +276,8 @@ def fit_ddo(
     change = float(sum(fits[d].predict(x[j]) - fits[d].predict(1.0) for j, d in enumerate(domains)))
     all_y = np.concatenate([np.asarray(f.y) for f in fits.values()])
     all_r = np.concatenate([np.asarray(f.residuals) for f in fits.values()])
+    ident = identify(fits, lambda amp, aa, bb: allocate(amp, aa, bb, base, n, lo, hi).x * base / n,
+                     at=dict(zip(domains, x.tolist(), strict=True)), level=o.profile_level, weight_tol=o.weight_tol)
     return DDOResult(
         domains=domains,
         weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)},
@@ -232,16 +287,18 @@ def fit_ddo(
         base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)},
         fits=fits,
         aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
-        loo_aar=_loo_aar(design, y, law, fits),
+        loo_aar=_loo_aar(design, y, o.law, fits),
         pinned=list(bounds_hit),
         bounds_hit=bounds_hit,
         status="degenerate" if bool(sol.degenerate) else "optimal",
         kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi),
-        objective=objective,
-        law=law,
+        objective=o.objective,
+        law=o.law,
         predicted_change=change,
         base_runs=[design.run_ids[i] for i in design.base_runs],
-        min_weight=float(min_weight),
-        max_weight=float(max_weight),
+        min_weight=float(o.min_weight),
+        max_weight=float(o.max_weight),
         token_caps=None if caps is None else {d: float(c) for d, c in zip(domains, caps, strict=False)},
+        fit=o.fit,
+        identifiability=ident,
     )

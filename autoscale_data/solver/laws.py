@@ -9,17 +9,28 @@ grid of the non-linear ones (``a``, ``b``); the best grid points seed a batched 
 refinement (vectorised over starts and over bootstrap replicates), and single fits are polished with
 ``scipy.optimize.least_squares``. Points may carry weights (seed multiplicities in a bootstrap,
 zero to leave a point out).
+
+A law with as many parameters as distinct points can pass through the points in more than one way
+(two exact fits of the same three points, with different optima). The single fit is then chosen by
+a fixed rule, never by the order in which starts happen to converge: among fits whose error ties
+with the best (within rounding), the one with the highest floor ``c``, i.e. the most conservative
+extrapolation. :func:`profile_over_b` and :func:`local_fits` expose the alternatives
+(see :mod:`.identify`). :func:`fit_power_law_paper` is the authors' own procedure, for comparison.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import curve_fit, least_squares
 
-__all__ = ["B_MAX", "PowerLawFit", "fit_power_law", "fit_power_law_batch", "power_law"]
+__all__ = [
+    "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "PowerLawFit", "fit_on_grid", "fit_power_law", "fit_power_law_batch",
+    "fit_power_law_paper", "local_fits", "power_law", "profile_over_b", "shift_frame",
+]
 
 B_MAX = 20.0
 """Upper bound of the saturation exponent ``b``."""
@@ -30,6 +41,15 @@ _GRIDS = {  # (number of shift values, b values); "fine" for single fits, "coars
     "coarse": (17, np.concatenate([[0.0], np.geomspace(0.05, 8.0, 12)])),
 }
 _SCREEN_ITERS = 30
+PROFILE_B = np.concatenate([[0.0], np.geomspace(1e-3, B_MAX, 200)])
+"""Exponents ``b`` of the profile (:func:`profile_over_b`) and of the consistent-fit grid."""
+PROFILE_SHIFTS = 300
+"""Log-shift grid points over the whole shift range (profile and consistent-fit grid)."""
+_GOLDEN_ITERS = 60
+_TIE_RTOL = 1e-9  # fits whose SSE differs by less than this (relative to Σ w y²) are tied
+
+PAPER_START = (1.0, 1.0, 1.0)
+"""Start ``(a, b, c)`` of the authors' fit: ``scipy.optimize.curve_fit``'s default."""
 
 
 def power_law(x: np.ndarray | float, a: float, b: float, c: float, amplitude: float = 1.0) -> np.ndarray:
@@ -297,39 +317,7 @@ def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tup
     return tuple(flags)
 
 
-def fit_power_law(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = "3p",
-    weights: Sequence[float] | np.ndarray | None = None,
-    n_starts: int = 6,
-) -> PowerLawFit:
-    """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
-
-    Args:
-        x: multipliers (x = 1 at the base run); repeated values (seeds) are all used.
-        y: objective values at those multipliers.
-        law: ``"3p"`` (A = 1, the paper's law) or ``"4p"`` (A >= 0 fitted; needs 4 distinct x).
-        weights: optional per-point weights (default 1).
-        n_starts: grid starts refined before the final polish.
-
-    Returns:
-        The fit with residuals, AAR and the parameters that sit at a bound.
-
-    Raises:
-        ValueError: non-finite values, negative multipliers, or fewer distinct multipliers than
-            the law has parameters.
-    """
-    xa = np.asarray(x, dtype=np.float64)
-    ya = np.asarray(y, dtype=np.float64)
-    wa = np.ones_like(ya) if weights is None else np.asarray(weights, dtype=np.float64)
-    if ya.shape != xa.shape:
-        raise ValueError(f"x and y must have the same length, got {xa.shape} and {ya.shape}")
-    out = fit_power_law_batch(xa, ya, wa, law=law, n_starts=n_starts, per_b_starts=True)
-    a, b, c, amp = (float(out[k][0]) for k in ("a", "b", "c", "amplitude"))
-    if out["sse"][0] > 1e-26 * float((wa * ya * ya).sum()):  # not already an exact interpolation
-        a, b, c, amp = _polish(xa, ya, wa, law, a, b, c, amp, float(out["sse"][0]))
+def _fit_from(xa, ya, wa, law, a, b, c, amp) -> PowerLawFit:
     span = power_law(np.array([xa.min(), xa.max()]), a, b, c, amp)
     if abs(span[0] - span[1]) <= 1e-12 * (1.0 + abs(span[0])):
         # A vanishing basis (huge a) is the flat law: write it as b = 0 so it reads as such.
@@ -347,6 +335,178 @@ def fit_power_law(
         dof=int(np.count_nonzero(wa > 0) - _n_params(law)),
         at_bound=_bound_flags(a, b, amp, xa, law),
     )
+
+
+def _points(x, y, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    wa = np.ones_like(ya) if weights is None else np.asarray(weights, dtype=np.float64)
+    if ya.shape != xa.shape:
+        raise ValueError(f"x and y must have the same length, got {xa.shape} and {ya.shape}")
+    return xa, ya, wa
+
+
+def shift_frame(x: np.ndarray) -> tuple[float, float, float]:
+    """``xmin`` and the bounds of the log shift ``s`` (``a = exp(s) - xmin``) for points ``x``."""
+    scale = max(float(np.max(np.abs(x))), 1e-12)
+    return float(np.min(x)), np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
+
+
+def fit_on_grid(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    log_shift: np.ndarray,
+    b: np.ndarray,
+    *,
+    law: str = "3p",
+    weights: Sequence[float] | np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The best fit with ``a = exp(log_shift) - min(x)`` and ``b`` fixed (arrays of one shape).
+
+    The linear parameters (``c``, and the amplitude for ``"4p"``) are solved in closed form.
+
+    Returns:
+        dict of arrays shaped like the inputs: ``a``, ``b``, ``c``, ``amplitude``, ``sse``.
+    """
+    xa, ya, wa = _points(x, y, weights)
+    s_, b_ = np.broadcast_arrays(np.asarray(log_shift, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    _, _, phi = _basis(xa, float(np.min(xa)), s_, b_)
+    amp, c = _profile(phi, ya, wa, law == "4p")
+    r = ya - amp[..., None] * phi - c[..., None]
+    return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp, "sse": (wa * r * r).sum(-1)}
+
+
+def profile_over_b(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    law: str = "3p",
+    weights: Sequence[float] | np.ndarray | None = None,
+    b_values: Sequence[float] | np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The best fit for every fixed exponent ``b``: the profile of the error over ``b``.
+
+    For each ``b`` the linear parameters are solved in closed form and the offset ``a`` by a grid
+    followed by golden-section search, so the profile is deterministic and cheap.
+
+    Returns:
+        dict of arrays shaped like ``b_values`` (default: 0 and 200 values from 1e-3 to ``B_MAX``):
+        ``b``, ``a``, ``c``, ``amplitude``, ``sse``.
+    """
+    xa, ya, wa = _points(x, y, weights)
+    _validate(xa, ya[None], wa[None], law)
+    b = PROFILE_B if b_values is None else np.asarray(b_values, dtype=np.float64)
+    if b.ndim != 1 or b.size == 0 or np.any(~np.isfinite(b)) or np.any(b < 0):
+        raise ValueError(f"b_values must be a non-empty 1-D array of finite values >= 0, got {b!r}")
+    _, s_lo, s_hi = shift_frame(xa)
+    grid = np.linspace(s_lo, s_hi, PROFILE_SHIFTS)
+    sse = fit_on_grid(xa, ya, grid[:, None], b[None, :], law=law, weights=wa)["sse"]
+    i = np.argmin(sse, axis=0)
+    lo, hi = grid[np.maximum(i - 1, 0)], grid[np.minimum(i + 1, grid.size - 1)]
+    ratio = (np.sqrt(5.0) - 1) / 2
+    for _ in range(_GOLDEN_ITERS):  # golden section on each b's bracket, all b at once
+        m1, m2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        left = fit_on_grid(xa, ya, m1, b, law=law, weights=wa)["sse"] <= fit_on_grid(xa, ya, m2, b, law=law,
+                                                                                       weights=wa)["sse"]
+        hi, lo = np.where(left, m2, hi), np.where(left, lo, m1)
+    return fit_on_grid(xa, ya, (lo + hi) / 2, b, law=law, weights=wa)
+
+
+def local_fits(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    law: str = "3p",
+    weights: Sequence[float] | np.ndarray | None = None,
+) -> list[PowerLawFit]:
+    """Every distinct local least-squares fit, best first (ties ordered by the highest floor ``c``).
+
+    The local minima of :func:`profile_over_b` and the multi-start batch's best fit are each
+    polished with ``least_squares``; fits that coincide are merged. With as many points as
+    parameters these are the exact fits through the points (there may be several).
+    """
+    xa, ya, wa = _points(x, y, weights)
+    prof = profile_over_b(xa, ya, law=law, weights=wa)
+    sse = prof["sse"]
+    interior = np.r_[sse[0] <= sse[1], (sse[1:-1] <= sse[:-2]) & (sse[1:-1] <= sse[2:]), sse[-1] <= sse[-2]]
+    starts = [(float(prof["a"][i]), float(prof["b"][i]), float(prof["c"][i]), float(prof["amplitude"][i]),
+               float(sse[i])) for i in np.flatnonzero(interior)]
+    out = fit_power_law_batch(xa, ya, wa, law=law, n_starts=6, per_b_starts=True)
+    starts.append(tuple(float(out[k][0]) for k in ("a", "b", "c", "amplitude", "sse")))
+    tiny = 1e-26 * float((wa * ya * ya).sum())
+    fits: list[PowerLawFit] = []
+    for a, b, c, amp, e in starts:
+        if e > tiny:
+            a, b, c, amp = _polish(xa, ya, wa, law, a, b, c, amp, e)
+        f = _fit_from(xa, ya, wa, law, a, b, c, amp)
+        if not any(_same_law(f, g) for g in fits):
+            fits.append(f)
+    tie = _TIE_RTOL * float((wa * ya * ya).sum())
+    best = min(f.sse for f in fits)
+    return sorted(fits, key=lambda f: (0, -f.c) if f.sse <= best + tie else (1, f.sse))
+
+
+def _same_law(f: PowerLawFit, g: PowerLawFit) -> bool:
+    """Two fits that predict the same values over the fitted range and one step beyond it."""
+    probe = np.geomspace(min(f.x), 2 * max(f.x), 9)
+    pf, pg = f.predict(probe), g.predict(probe)
+    return bool(np.all(np.abs(pf - pg) <= 1e-7 * (1 + np.abs(pf))))
+
+
+def fit_power_law(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    law: str = "3p",
+    weights: Sequence[float] | np.ndarray | None = None,
+) -> PowerLawFit:
+    """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
+
+    Args:
+        x: multipliers (x = 1 at the base run); repeated values (seeds) are all used.
+        y: objective values at those multipliers.
+        law: ``"3p"`` (A = 1, the paper's law) or ``"4p"`` (A >= 0 fitted; needs 4 distinct x).
+        weights: optional per-point weights (default 1).
+
+    Returns:
+        The best fit, with residuals, AAR and the parameters that sit at a bound; when several fits
+        tie (exact fits of too few points), the one with the highest floor ``c``.
+
+    Raises:
+        ValueError: non-finite values, negative multipliers, or fewer distinct multipliers than
+            the law has parameters.
+    """
+    return local_fits(x, y, law=law, weights=weights)[0]
+
+
+def fit_power_law_paper(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    start: tuple[float, float, float] = PAPER_START,
+    max_evals: int = 10000,
+) -> PowerLawFit:
+    """The authors' fit of the 3-parameter law: ``scipy.optimize.curve_fit`` from ``start``, unbounded.
+
+    Levenberg–Marquardt (MINPACK) with no bounds and no restarts, as in their public notebook. Its
+    answer for points that several laws pass through exactly is the root nearest the start in
+    MINPACK's sense; :func:`fit_power_law` is bounded, multi-start and picks ties by a fixed rule.
+
+    Raises:
+        ValueError: bad points, or the fit failed or left the law's domain (``x + a <= 0``).
+    """
+    xa, ya, wa = _points(x, y, None)
+    _validate(xa, ya[None], wa[None], "3p")
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "covariance could not be estimated": expected for exact fits
+            (a, b, c), _ = curve_fit(lambda t, a, b, c: np.power(t + a, -b) + c, xa, ya,
+                                     p0=list(start), maxfev=int(max_evals))
+    except RuntimeError as exc:
+        raise ValueError(f"the paper's fit did not converge from {start}: {exc}") from None
+    if not (np.isfinite([a, b, c]).all() and xa.min() + a > 0):
+        raise ValueError(f"the paper's fit left the law's domain: a={a}, b={b}, c={c} for x={xa.tolist()}")
+    return _fit_from(xa, ya, wa, "3p", float(a), float(b), float(c), 1.0)
 
 
 def _polish(x, y, w, law, a, b, c, amp, sse0):

@@ -1,0 +1,281 @@
+"""Are DDO's weights determined by the data? The range of optima over all fits consistent with it.
+
+Per domain, the fits *consistent* with the points are:
+
+* with no more points than parameters (the paper's 2m+1 design: x = 1/r, 1, r for a 3-parameter
+  law) every exact fit through the points: there may be several, with different optima, and the
+  points cannot tell them apart (nor check the law at all);
+* with spare points, the fits whose error stays within the noise,
+  ``SSE <= SSE_min + s² · χ²₁(level)`` with ``s²`` the pure-error variance of repeated runs
+  (seeds) when there are some, else ``SSE_min / dof`` (a profile-likelihood region). What moves
+  the optimum is a domain's marginal value, the slope ``-L'(x)`` at its optimal multiplier; the
+  fits with the smallest and the largest slope in the region stand for it.
+
+The weights are optimised for every combination of the domains' consistent fits (at most
+``MAX_COMBINATIONS`` combinations, else one domain at a time) and ``weight_range`` is the span per
+domain. The weights count as *identified*
+when every fit has spare points and no weight moves by more than ``weight_tol``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import chi2
+
+from .laws import B_MAX, PROFILE_B, PowerLawFit, fit_on_grid, local_fits, shift_frame
+
+__all__ = ["MAX_COMBINATIONS", "DomainFits", "Identifiability", "consistent_fits", "identify"]
+
+MAX_COMBINATIONS = 4096
+"""Most combinations of per-domain fits optimised jointly (beyond it: one domain at a time)."""
+
+Params = tuple[float, float, float, float]  # (amplitude, a, b, c)
+Optimum = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (amp, a, b), each (B, m) -> weights (B, m)
+
+
+@dataclass(frozen=True)
+class DomainFits:
+    """One domain's fits consistent with its points.
+
+    Attributes:
+        points: points with weight; ``parameters``: parameters of the law.
+        fits: ``(amplitude, a, b, c)`` of each consistent fit, the chosen fit first.
+        b_range: smallest and largest exponent ``b`` among them.
+        slope_range: smallest and largest marginal value ``-L'(x)`` at the optimum among them.
+        threshold: the SSE bound that defines "consistent" (exact fits: rounding level).
+    """
+
+    points: int
+    parameters: int
+    fits: tuple[Params, ...]
+    b_range: tuple[float, float]
+    slope_range: tuple[float, float]
+    threshold: float
+
+    @property
+    def checkable(self) -> bool:
+        """Whether there are spare points (a residual that can test the law)."""
+        return self.points > self.parameters
+
+
+def _pure_error(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, int]:
+    """Sum of squares and degrees of freedom of repeated runs at the same multiplier."""
+    ss, dof = 0.0, 0
+    for v in np.unique(x[w > 0]):
+        sel = (x == v) & (w > 0)
+        if np.count_nonzero(sel) > 1:
+            mean = np.average(y[sel], weights=w[sel])
+            ss += float((w[sel] * (y[sel] - mean) ** 2).sum())
+            dof += int(np.count_nonzero(sel)) - 1
+    return ss, dof
+
+
+def _params(f: PowerLawFit) -> Params:
+    return (f.amplitude, f.a, f.b, f.c)
+
+
+def _slope(p: Params, at: float) -> float:
+    amp, a, b, _ = p
+    return float(amp * b * (at + a) ** (-b - 1.0))
+
+
+_GRID = 41  # points per side of the local grids that scan the region
+_GROW = 20  # doublings of the local grid's extent at most
+
+
+def _slope_extremes(best: PowerLawFit, threshold: float, at: float) -> list[Params]:
+    """The fits with the smallest and largest slope at ``at`` among those with SSE <= threshold.
+
+    The slope depends on ``a`` and ``b`` only (and the amplitude, for the 4-parameter law, taken at
+    its best value for each ``a, b``), and the smallest SSE for given ``a, b`` has the floor in
+    closed form. So the region is scanned on a grid over (log shift, log b) centred on the best fit,
+    grown until no point on its border is inside the region, then on a finer grid around each
+    extreme.
+    """
+    x, y = np.asarray(best.x), np.asarray(best.y)
+    xmin, s_lo, s_hi = shift_frame(x)
+    if at < xmin:  # keep at + a > 0: exp(s) > xmin - at
+        s_lo = max(s_lo, float(np.log(xmin - at)) + 1e-9)
+    lb_lo, lb_hi = np.log(PROFILE_B[1]), np.log(B_MAX)
+    s0 = float(np.clip(np.log(max(best.a + xmin, 1e-300)), s_lo, s_hi))
+    lb0 = float(np.clip(np.log(max(best.b, PROFILE_B[1])), lb_lo, lb_hi))
+
+    def scan(cs: float, cb: float, es: float, eb: float):
+        sg = np.clip(cs + np.linspace(-es, es, _GRID), s_lo, s_hi)[:, None] + np.zeros((1, _GRID))
+        bg = np.exp(np.clip(cb + np.linspace(-eb, eb, _GRID), lb_lo, lb_hi))[None, :] + np.zeros((_GRID, 1))
+        g = fit_on_grid(x, y, sg, bg, law=best.law)
+        with np.errstate(all="ignore"):
+            slope = g["amplitude"] * g["b"] * np.power(at + g["a"], -g["b"] - 1.0)
+        return sg, bg, slope, (g["sse"] <= threshold) & np.isfinite(slope)
+
+    es, eb = 1e-3, 1e-3
+    for _ in range(_GROW):
+        sg, bg, slope, inside = scan(s0, lb0, es, eb)
+        grow_s = (inside[0].any() and sg[0, 0] > s_lo) or (inside[-1].any() and sg[-1, 0] < s_hi)
+        grow_b = ((inside[:, 0].any() and bg[0, 0] > np.exp(lb_lo)) or
+                  (inside[:, -1].any() and bg[0, -1] < np.exp(lb_hi)))
+        if not (grow_s or grow_b):
+            break
+        es, eb = es * (2 if grow_s else 1), eb * (2 if grow_b else 1)
+    out = []
+    for pick in (np.nanargmin, np.nanargmax):
+        if not inside.any():
+            break
+        k = pick(np.where(inside, slope, np.nan))
+        fs, fb, fslope, fin = scan(float(sg.flat[k]), float(np.log(bg.flat[k])), 2 * es / (_GRID - 1),
+                                   2 * eb / (_GRID - 1))
+        if fin.any():
+            k, sg_, bg_ = pick(np.where(fin, fslope, np.nan)), fs, fb
+        else:
+            sg_, bg_ = sg, bg
+        g = fit_on_grid(x, y, np.array(sg_.flat[k]), np.array(bg_.flat[k]), law=best.law)
+        out.append((float(g["amplitude"]), float(g["a"]), float(g["b"]), float(g["c"])))
+    return out
+
+
+def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0) -> DomainFits:
+    """The fits of ``best``'s points that the data cannot tell apart from ``best`` (see module doc).
+
+    Args:
+        best: the chosen fit.
+        level: profile level of the region, for fits with spare points.
+        at: the multiplier where slopes are compared (the domain's optimal multiplier).
+
+    Raises:
+        ValueError: ``level`` outside (0, 1).
+    """
+    if not (0.0 < level < 1.0):
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    x, y = np.asarray(best.x), np.asarray(best.y)
+    w = np.ones_like(y)
+    k = 3 if best.law == "3p" else 4
+    points = int(np.count_nonzero(w > 0))
+    scale = float((w * y * y).sum())
+    if points <= k:
+        threshold = 1e-9 * scale
+        fits = [_params(best)] + [_params(f) for f in local_fits(x, y, law=best.law) if f.sse <= threshold]
+    else:
+        ss, dof_pe = _pure_error(x, y, w)
+        s2 = ss / dof_pe if dof_pe > 0 else best.sse / (points - k)
+        threshold = best.sse + max(s2, 1e-12 * scale) * float(chi2.ppf(level, 1))
+        fits = [_params(best)] + _slope_extremes(best, threshold, at)
+        fits += [_params(f) for f in local_fits(x, y, law=best.law) if f.sse <= threshold]
+    unique: list[Params] = []
+    for p in fits:
+        if not any(np.allclose(p, q, rtol=1e-7, atol=1e-12) for q in unique):
+            unique.append(p)
+    bs = [p[2] for p in unique]
+    slopes = [_slope(p, at) for p in unique]
+    return DomainFits(points, k, tuple(unique), (min(bs), max(bs)), (min(slopes), max(slopes)), float(threshold))
+
+
+def _combinations(per_domain: Sequence[Sequence[Params]]) -> np.ndarray:
+    """Rows of per-domain fit indices: the full product, or one domain at a time when too many."""
+    sizes = [len(f) for f in per_domain]
+    if int(np.prod(sizes, dtype=np.float64)) <= MAX_COMBINATIONS:
+        return np.array(list(itertools.product(*[range(s) for s in sizes])), dtype=np.int64)
+    rows = [np.zeros(len(sizes), dtype=np.int64)]
+    for j, s in enumerate(sizes):
+        for i in range(1, s):
+            r = np.zeros(len(sizes), dtype=np.int64)
+            r[j] = i
+            rows.append(r)
+    return np.stack(rows)
+
+
+@dataclass(frozen=True)
+class Identifiability:
+    """Whether the data determine the optimal weights, and how far they could move.
+
+    Attributes:
+        identified: every fit has spare points and no weight moves by more than ``weight_tol``
+            over the consistent fits.
+        weight_range: ``{domain: (lo, hi)}`` of the optimal weight over the consistent fits.
+        spread: the largest ``hi - lo``.
+        domains: the consistent fits per domain.
+        combinations: how many combinations of fits were optimised.
+        level, weight_tol: settings used.
+        samples: optimal weights of every combination, shape ``(combinations, m)``.
+    """
+
+    identified: bool
+    weight_range: dict[str, tuple[float, float]]
+    spread: float
+    domains: dict[str, DomainFits]
+    combinations: int
+    level: float
+    weight_tol: float
+    samples: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
+
+    def to_json(self) -> dict:
+        """``{"identified", "weight_range": {domain: [lo, hi]}, "spread", "domains": {...}}``."""
+        return {
+            "identified": self.identified,
+            "weight_range": {d: [lo, hi] for d, (lo, hi) in self.weight_range.items()},
+            "spread": self.spread,
+            "domains": {d: {"points": f.points, "parameters": f.parameters, "consistent_fits": len(f.fits),
+                            "b_range": list(f.b_range), "slope_range": list(f.slope_range)}
+                        for d, f in self.domains.items()},
+            "level": self.level, "weight_tol": self.weight_tol,
+        }
+
+    def describe(self) -> str:
+        """One or two sentences for a report."""
+        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items() if hi - lo > 5e-4)
+        if self.identified:
+            return (f"Identified: every fit has spare points, and the fits within the noise move no weight "
+                    f"by more than {self.spread:.3f}.")
+        exact = [d for d, f in self.domains.items() if not f.checkable]
+        several = [d for d, f in self.domains.items() if len(f.fits) > 1]
+        if exact:
+            why = (f"{len(exact)} of {len(self.domains)} domains have no more points than the law has "
+                   f"parameters, so their fits pass through every point and nothing checks them"
+                   + (f"; {len(several)} of them have several exact fits" if several else ""))
+        else:
+            why = f"fits within the noise ({self.level:.0%} profile) give different optima"
+        move = (f" Over the consistent fits the weights could move by up to {self.spread:.3f}: {ranges}."
+                if ranges else " All of the consistent fits give the same weights.")
+        return f"NOT identified by the data: {why}.{move} More multipliers or seeds per domain narrow this."
+
+
+def identify(
+    fits: Mapping[str, PowerLawFit],
+    optimum: Optimum,
+    *,
+    at: Mapping[str, float] | None = None,
+    level: float = 0.95,
+    weight_tol: float = 0.01,
+) -> Identifiability:
+    """Range of the optimal weights over the fits consistent with each domain's points.
+
+    Args:
+        fits: the chosen fit per domain (domain order = the order of ``optimum``'s columns).
+        optimum: maps batched ``(amplitude, a, b)`` arrays of shape ``(B, m)`` to optimal weights.
+        at: each domain's optimal multiplier, where slopes are compared (default 1, the base).
+        level: profile level of the consistent set for fits with spare points.
+        weight_tol: largest weight movement that still counts as identified.
+
+    Raises:
+        ValueError: ``level`` outside (0, 1) or ``weight_tol`` < 0.
+    """
+    if not (weight_tol >= 0):
+        raise ValueError(f"weight_tol must be >= 0, got {weight_tol}")
+    domains = list(fits)
+    per = {d: consistent_fits(fits[d], level=level, at=1.0 if at is None else float(at[d])) for d in domains}
+    combos = _combinations([per[d].fits for d in domains])
+    table = [np.array(per[d].fits) for d in domains]  # (n_fits_j, 4)
+    chosen = np.stack([table[j][combos[:, j]] for j in range(len(domains))], axis=1)  # (B, m, 4)
+    weights = optimum(chosen[..., 0], chosen[..., 1], chosen[..., 2])
+    lo, hi = weights.min(axis=0), weights.max(axis=0)
+    spread = float(np.max(hi - lo))
+    ok = all(f.checkable for f in per.values()) and spread <= weight_tol
+    return Identifiability(
+        identified=bool(ok),
+        weight_range={d: (float(lo[j]), float(hi[j])) for j, d in enumerate(domains)},
+        spread=spread, domains=per, combinations=int(combos.shape[0]), level=float(level),
+        weight_tol=float(weight_tol), samples=weights,
+    )
