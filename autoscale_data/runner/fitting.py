@@ -13,7 +13,7 @@ from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
 
-__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "proxy_table"]
+__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "projection_json", "proxy_table"]
 
 BOOTSTRAP_REPLICATES = 400
 
@@ -55,15 +55,26 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
 
 def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
             out_dir: Path, *, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """DDO at both budgets, bootstrap verdicts, the projection to the target and the mixture plan.
+    """DDO at both budgets, bootstrap verdicts, both projections to the target and the mixture plan.
 
-    Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` and
-    ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json`` when no plan can be fitted).
+    The target mix comes from ``config.ddo.projection``: ``"geometric"`` (the Theorem-1 path through
+    the DDO optima) or ``"joint"`` (one law fitted to the runs of both budgets, optimised at the
+    target); the other is computed and reported too. With ``"joint"`` the mixture plan is the
+    Theorem-1 path through the joint law's optima at N1 and at the target.
+
+    Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
+    :func:`projection_json`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
+    when no plan can be fitted).
 
     Returns:
-        ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection, "plan": MixturePlan | None}``.
+        ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection | str,
+        "joint": JointFit | str, "method": str, "weights": {domain: weight}, "plan": MixturePlan | None}``
+        (a projection that failed and was not the one used is its error message).
+
+    Raises:
+        ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, project
+    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, fit_joint, project
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
@@ -71,10 +82,12 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     options = {"objective": ddo_cfg.objective, "min_weight": ddo_cfg.min_weight, "max_weight": ddo_cfg.max_weight,
                "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law}
     results: dict[int, Any] = {}
+    tables: dict[int, Any] = {}
     boots: dict[int, dict[str, Any]] = {}
     for scale, specs in proxies.items():
         table = proxy_table(ledger, specs, scale)
         table.to_csv(out_dir / f"runs_{scale}.csv")
+        tables[scale] = table
         try:
             result = fit_ddo(table, **options)
         except ValueError as exc:
@@ -95,17 +108,23 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             log(f"  {result.identifiability.describe()}")
     n1, n2 = config.ddo.budgets
     target = config.target.budget
-    try:
-        projection = project([results[n1], results[n2]], target, token_caps=caps, max_epochs=config.max_epochs,
-                             fit=results[n2])
-    except ValueError as exc:
-        raise ValueError(f"projection to {target} tokens failed: {exc}") from None
-    atomic_write_json(out_dir / "projection.json", projection.to_json())
+    method = ddo_cfg.projection
+    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs")}
+    geometric = _attempt(method == "geometric", f"projection to {target} tokens",
+                         lambda: project([results[n1], results[n2]], target, token_caps=caps,
+                                         max_epochs=config.max_epochs, fit=results[n2]))
+    joint = _attempt(method == "joint", f"joint projection to {target} tokens",
+                     lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
+    chosen = joint if method == "joint" else geometric
+    atomic_write_json(out_dir / "projection.json", projection_json(method, geometric, joint))
     plan = None
     try:
-        plan = MixturePlan.from_scales([results[n1], results[n2]], tokenizer=domains.tokenizer, token_caps=caps,
+        scales = ([(float(n1), chosen.optimize_at(n1)), (float(target), chosen.allocation_tokens)]
+                  if method == "joint" else [results[n1], results[n2]])
+        plan = MixturePlan.from_scales(scales, tokenizer=domains.tokenizer, token_caps=caps,
                                        max_epochs=config.max_epochs, allow_decreasing=True,
-                                       metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2]})
+                                       metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
+                                                 "projection": method})
         if plan.path.decreasing:
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "
                 "rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the anytime "
@@ -116,8 +135,45 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         (out_dir / "mixture_plan.json").unlink(missing_ok=True)  # a plan of earlier results is stale
         atomic_write_json(out_dir / "mixture_plan_error.json", {"error": str(exc)})
         log(f"no mixture plan saved: {exc}")
-    for w in projection.warnings:
+    for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")
-    weights = ", ".join(f"{d}={w:.3f}" for d, w in projection.weights.items())
-    log(f"AutoScale mix at {target:,} tokens (t={projection.t:.3f}): {weights}")
-    return {"ddo": results, "bootstrap": boots, "projection": projection, "plan": plan}
+    other = geometric if method == "joint" else joint
+    if isinstance(other, str):
+        log(f"the {'geometric' if method == 'joint' else 'joint'} projection (reported only) failed: {other}")
+    weights = ", ".join(f"{d}={w:.3f}" for d, w in chosen.weights.items())
+    how = f"joint law, AAR {chosen.aar:.4f}" if method == "joint" else f"geometric, t={chosen.t:.3f}"
+    log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
+    return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "method": method,
+            "weights": dict(chosen.weights), "plan": plan}
+
+
+def _attempt(required: bool, what: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``; its ValueError is raised when ``required``, else returned as text."""
+    try:
+        return compute()
+    except ValueError as exc:
+        if required:
+            raise ValueError(f"{what} failed: {exc}") from None
+        return str(exc)
+
+
+def projection_json(method: str, geometric: Any, joint: Any) -> dict[str, Any]:
+    """``fits/projection.json``: the weights used (``method``) and both projections (or their errors).
+
+    Top-level ``weights``/``budget_tokens``/``warnings`` are the chosen projection's; ``geometric``
+    and ``joint`` hold each one in full (``{"error": ...}`` when it failed) and ``disagreement`` the
+    distance between their weights.
+    """
+    from ..solver import weight_distance
+
+    parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
+             for name, p in (("geometric", geometric), ("joint", joint))}
+    chosen = parts[method]
+    out: dict[str, Any] = {"method": method, "weights": chosen["weights"], "budget_tokens": chosen["budget_tokens"],
+                           "allocation_tokens": chosen["allocation_tokens"],
+                           "warnings": list(chosen.get("warnings", [])), **parts}
+    if "t" in parts["geometric"]:
+        out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
+    if not any("error" in p for p in parts.values()):
+        out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
+    return out

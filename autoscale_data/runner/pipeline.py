@@ -118,7 +118,16 @@ class MixtureRunner:
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
         lines.append(self.design_note())
+        lines.append(self.projection_note())
         return "\n".join(lines)
+
+    def projection_note(self) -> str:
+        """One sentence: which projection sets the target mix (``ddo.projection``)."""
+        if self.config.ddo.projection == "joint":
+            return ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
+                    "target); the geometric projection is reported beside it (ddo.projection)")
+        return ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the joint "
+                "projection is reported beside it (ddo.projection)")
 
     def design_note(self) -> str:
         """One sentence: does the DDO design identify the per-domain law?"""
@@ -183,7 +192,7 @@ class MixtureRunner:
             from .fitting import fit_all
 
             fits = fit_all(self.config, d, ledger, proxies, self.out / "fits", log=self.log)
-            mixes = {"autoscale": fits["projection"].weights}
+            mixes = {"autoscale": fits["weights"]}
             if "ddo_n2" in self.config.target.baselines:
                 mixes["ddo_n2"] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
             mixes.update(self.fixed_target_mixes())

@@ -39,7 +39,7 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     ddo = report["ddo"]
     if not ddo:
         return None
-    from ..solver import project
+    from ..solver import JointFit, project
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)
@@ -48,9 +48,13 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     proj = report.get("projection")
     grid = None
     if proj and len(scales) >= 2:
-        pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
         grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
-        curve = [project(pairs, float(n)).weights for n in grid]
+        if proj.get("method") == "joint":
+            law = JointFit.from_json(proj["joint"])
+            curve = [law.weights_at(float(n)) for n in grid]
+        else:
+            pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
+            curve = [project(pairs, float(n)).weights for n in grid]
     for k, d in enumerate(domains):
         c = colors[k % len(colors)]
         xs = [int(s) for s in scales]
@@ -68,7 +72,8 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     ax.set_xscale("log")
     ax.set_xlabel("training tokens (budget)")
     ax.set_ylabel("weight")
-    ax.set_title("DDO optima (points, bootstrap CI) and AutoScale projection (line, * = target)")
+    method = (proj or {}).get("method", "geometric")
+    ax.set_title(f"DDO optima (points, bootstrap CI) and AutoScale {method} projection (line, * = target)")
     ax.legend(fontsize=8)
     return fig
 

@@ -25,7 +25,7 @@ from .metrics import (
 )
 from .plots import write_plots
 
-__all__ = ["build_report", "write_report"]
+__all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
 
 
 def _read(path: Path) -> Any:
@@ -185,9 +185,16 @@ def _markdown(r: dict[str, Any]) -> str:
             lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
         proj = r.get("projection")
         if proj:
-            lines.append(f"| **{proj['budget_tokens']:,.0f}** (projected, t={proj['t']:.3f}) | "
+            lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
                          + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r["domains"]) + " | | |")
+            other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
+            alt = proj.get(other) or {}
+            if "weights" in alt:
+                lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
+                             + " | ".join(f"{alt['weights'][d]:.3f}" for d in r["domains"]) + " | | |")
         lines.append("")
+        if proj:
+            lines.append(f"- {projection_sentence(proj)}")
         for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
             if boot.get("available"):
                 verdict = ("distinguishable from" if boot["distinguishable_from_base"] else
@@ -288,3 +295,27 @@ def _anytime_markdown(a: dict[str, Any] | None, key: str) -> list[str]:
                      "domains never run ahead of their final counts.")
     lines.append("")
     return lines
+
+
+def projection_label(proj: dict[str, Any]) -> str:
+    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585`` (older reports: geometric)."""
+    if proj.get("method", "geometric") == "joint":
+        aar = (proj.get("joint") or {}).get("aar")
+        return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
+    t = proj.get("t")
+    return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
+
+
+def projection_sentence(proj: dict[str, Any]) -> str:
+    """One sentence: which projection set the target mix, and how far the other one is from it."""
+    method = proj.get("method", "geometric")
+    how = {"geometric": "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
+           "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)"}
+    text = f"Target mix from {how[method]}; set by `ddo.projection`."
+    other = "joint" if method == "geometric" else "geometric"
+    if proj.get("disagreement"):
+        text += (f" The {other} projection differs by total variation {proj['disagreement']['total_variation']:.3f}"
+                 f" (max {proj['disagreement']['max_abs']:.3f} per domain).")
+    elif "error" in (proj.get(other) or {}):
+        text += f" The {other} projection failed: {proj[other]['error']}"
+    return text

@@ -21,6 +21,7 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "PROJECTIONS",
     "RayConfig",
     "SlurmConfig",
     "TARGET_BASELINES",
@@ -31,6 +32,9 @@ __all__ = [
 #: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
 TARGET_BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 _OBJECTIVES = ("mean_loss", "mean_ppl")
+#: How the target mix is projected (``ddo.projection``): the Theorem-1 path through the DDO optima at
+#: N1 and N2, or one law fitted to the runs of both budgets and optimised at the target (``fit_joint``).
+PROJECTIONS = ("geometric", "joint")
 
 
 def _field(section: str, name: str) -> str:
@@ -143,6 +147,7 @@ class DDOConfig:
     min_weight: float = 0.0
     max_weight: float = 1.0
     law: str = "3p"
+    projection: str = "geometric"
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -177,6 +182,8 @@ class DDOConfig:
                        "0 <= min_weight < max_weight <= 1")
         if self.law not in ("3p", "4p"):
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
+        if self.projection not in PROJECTIONS:
+            raise field_error("ddo", "projection", self.projection, f"one of {PROJECTIONS}")
 
     @property
     def design_points(self) -> tuple[float, ...]:

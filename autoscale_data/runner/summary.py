@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .metrics import signed_per_seed
+from .report import projection_label
 
 __all__ = ["format_summary"]
 
@@ -78,6 +79,8 @@ def format_summary(report: Mapping[str, Any]) -> str:
             vals.append(proj["weights"][d])
         vals += [mixes[m][d] for m in extra]
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
+    if proj:
+        lines.append(f"  AutoScale: {projection_label(proj)}")
     boot = report.get("bootstrap") or {}
     for s in scales:
         ident = ddo[s].get("identifiability") or {}

@@ -1,7 +1,7 @@
 """The embedded AutoScale solver: pure numpy/scipy (imports nothing from torch).
 
 Runs in (:class:`RunTable`), DDO at one budget (:func:`fit_ddo`), projection to any budget
-(:func:`project`, :class:`MixturePlan`), uncertainty (:func:`bootstrap_ddo`) and baselines
+(:func:`project`, :class:`MixturePlan`; a law fitted jointly over budgets: :func:`fit_joint`), uncertainty (:func:`bootstrap_ddo`) and baselines
 (:func:`baseline_weights`).
 """
 
@@ -28,13 +28,14 @@ from .bootstrap import (
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
 from .identify import Identifiability, identify
+from .joint import JointFit, compare_projections, fit_joint, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import AllocationPath, Projection, fit_path, project
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
 from .runs import Run, RunTable
-from .synthetic import synthetic_ddo_runs, synthetic_loss
+from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
 __all__ = [
     "Allocation",
@@ -46,6 +47,7 @@ __all__ = [
     "DDOResult",
     "HeldoutCheck",
     "Identifiability",
+    "JointFit",
     "MixturePlan",
     "PRESETS",
     "PowerLawFit",
@@ -57,8 +59,10 @@ __all__ = [
     "baseline_weights",
     "bootstrap_ddo",
     "bootstrap_projection",
+    "compare_projections",
     "ddo_runs_plan",
     "fit_ddo",
+    "fit_joint",
     "fit_mixing_law",
     "fit_path",
     "identify",
@@ -76,9 +80,11 @@ __all__ = [
     "reference_weights",
     "regmix_weights",
     "sample_mixtures",
+    "synthetic_budget_runs",
     "synthetic_ddo_runs",
     "synthetic_loss",
     "temperature_weights",
     "uniform_weights",
+    "weight_distance",
     "write_olmix",
 ]

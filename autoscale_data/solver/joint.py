@@ -1,0 +1,495 @@
+"""One loss law fitted jointly to the DDO runs of several budgets, optimised exactly at any budget.
+
+The paper's law ``L(w; N) = Σ_i (N0_i + w_i N)^(-γ_i) + ℓ`` holds at every budget with the same
+per-domain parameters. Written in tokens ``n_i = w_i N`` and with a per-domain amplitude (the
+``β_i`` of Theorem 1; without it the law's scale would be tied to the unit of tokens)::
+
+    L(n) = Σ_i A_i ((N0_i + n_i) / s_i)^(-γ_i) + ℓ
+
+``s_i`` is a fixed token scale (domain i's base tokens at the smallest budget), ``N0_i >= 0`` the
+"equivalent data" in tokens, ``γ_i in [0, B_MAX]``, ``A_i >= 0``, and one floor ``ℓ`` (per-domain
+floors only enter through their sum, so the data cannot tell them apart). Every run at every budget
+is a data point: its tokens per domain come from the run table, its value is the objective. The
+per-budget DDO fits use 3 points per domain and budget; here all budgets constrain the same
+exponents, which is what makes the projection robust to one noisy budget.
+
+The objective is ``mean_loss`` or ``mean_ppl``; ``mean_ppl`` is divided by one constant for all
+budgets (the base runs' mean at the smallest budget) so that the budgets stay comparable.
+
+The fit is bounded least squares (``scipy.optimize.least_squares``) from several deterministic
+starts: per-domain grid profiles of the perturbation effects (differences from the base runs, which
+depend on that domain's law only) and each budget's own DDO fit. The best SSE wins; near-ties are
+broken by the parameters, so the answer never depends on the order of starts, tables or runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares, lsq_linear
+
+from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
+from .ddo import DDOResult, fit_ddo, objective_values, token_caps_array
+from .design import DDODesign, read_design, run_objective
+from .laws import B_MAX, fit_power_law
+from .projection import project
+from .runs import RunTable
+
+__all__ = ["JointFit", "compare_projections", "fit_joint", "weight_distance"]
+
+_SHIFT_RANGE = (1e-4, 1e4)  # u_min + a >= 1e-4 u_max and a <= 1e4 u_max per domain (as in .laws)
+_GRID_A = np.geomspace(1e-3, 1e3, 31)
+_GRID_G = np.concatenate([[0.0], np.geomspace(0.02, 16.0, 30)])
+_GRID_STARTS = 3  # best grid points per domain that seed a joint start
+_TIE_RTOL = 1e-9
+_MAX_NFEV = 400  # per start: on data far from the law the fit crawls along a flat valley
+
+
+@dataclass(frozen=True)
+class _Data:
+    domains: tuple[str, ...]
+    budgets: np.ndarray  # (K,) increasing
+    scale: np.ndarray  # (m,) token scale s
+    u: np.ndarray  # (R, m) tokens / s
+    y: np.ndarray  # (R,) objective / normaliser
+    budget_of_run: np.ndarray  # (R,) index into budgets
+    designs: tuple[DDODesign, ...]  # per budget, in run-id order
+    tables: tuple[RunTable, ...]  # per budget, runs sorted by id
+    normalizer: float
+
+
+def _sorted_table(table: RunTable) -> RunTable:
+    return RunTable(sorted(table.runs, key=lambda r: r.run_id))
+
+
+def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | None,
+            base_runs: Sequence[str | None] | None) -> _Data:
+    if isinstance(tables, RunTable) or not isinstance(tables, Sequence):
+        raise ValueError(f"tables must be a sequence of RunTables (one per budget), got {type(tables).__name__}")
+    if len(tables) < 2:
+        raise ValueError(f"a joint fit needs the runs of >= 2 budgets, got {len(tables)} table(s)")
+    for k, t in enumerate(tables):
+        if not isinstance(t, RunTable):
+            raise ValueError(f"tables[{k}] must be a RunTable, got {type(t).__name__}")
+    bases = [None] * len(tables) if base_runs is None else list(base_runs)
+    if len(bases) != len(tables):
+        raise ValueError(f"base_runs has {len(bases)} entries for {len(tables)} tables")
+    domains = tables[0].train_domains
+    for k, t in enumerate(tables):
+        if set(t.train_domains) != set(domains):
+            raise ValueError(f"tables[{k}] has training domains {sorted(t.train_domains)}, "
+                             f"tables[0] has {sorted(domains)}")
+    sorted_tables, designs = [_sorted_table(t) for t in tables], []
+    for k, (t, b) in enumerate(zip(sorted_tables, bases, strict=True)):
+        try:
+            designs.append(read_design(t, b))
+        except ValueError as exc:
+            raise ValueError(f"tables[{k}]: {exc}") from None
+    budgets = np.array([d.budget_tokens for d in designs])
+    order = np.argsort(budgets, kind="stable")
+    for k0, k1 in zip(order[:-1], order[1:], strict=True):
+        if np.isclose(budgets[k0], budgets[k1], rtol=1e-9, atol=0.0):
+            raise ValueError(f"tables[{k0}] and tables[{k1}] have the same budget ({budgets[k0]:g} tokens); "
+                             "a joint fit needs one table per budget")
+    tabs = tuple(sorted_tables[k] for k in order)
+    designs = tuple(designs[k] for k in order)
+    raw = [run_objective(t, objective, val_domains) for t in tabs]
+    norm = float(raw[0][designs[0].base_runs].mean()) if objective == "mean_ppl" else 1.0
+    first = designs[0]
+    scale = np.array([first.base_tokens[first.domains.index(d)] for d in domains])
+    u = np.concatenate([t.tokens_matrix()[:, [t.train_domains.index(d) for d in domains]] for t in tabs]) / scale
+    return _Data(domains=domains, budgets=budgets[order], scale=scale, u=u, y=np.concatenate(raw) / norm,
+                 budget_of_run=np.concatenate([np.full(len(t), k) for k, t in enumerate(tabs)]),
+                 designs=designs, tables=tabs, normalizer=norm)
+
+
+def _bounds(data: _Data) -> tuple[np.ndarray, np.ndarray]:
+    m = len(data.domains)
+    umin, umax = data.u.min(axis=0), data.u.max(axis=0)
+    a_lo = np.maximum(0.0, _SHIFT_RANGE[0] * umax - umin)
+    a_hi = _SHIFT_RANGE[1] * umax
+    lo = np.concatenate([np.zeros(m), a_lo, np.zeros(m), [-np.inf]])
+    hi = np.concatenate([np.full(m, np.inf), a_hi, np.full(m, B_MAX), [np.inf]])
+    return lo, hi
+
+
+def _model(p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Predictions (R,) and Jacobian (R, 3m+1) for p = [A, a, γ, ℓ]."""
+    m = u.shape[1]
+    amp, a, g = p[:m], p[m:2 * m], p[2 * m:3 * m]
+    z = u + a
+    logz = np.log(z)
+    phi = np.exp(-g * logz)
+    jac = np.concatenate([phi, -amp * g * phi / z, -amp * phi * logz, np.ones((u.shape[0], 1))], axis=1)
+    return phi @ amp + p[-1], jac
+
+
+def _linear_part(data: _Data, a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The full parameter vector with amplitudes (>= 0) and floor solved by linear least squares."""
+    phi = np.power(data.u + a, -g)
+    design = np.concatenate([phi, np.ones((phi.shape[0], 1))], axis=1)
+    m = len(a)
+    lin = lsq_linear(design, data.y, bounds=(np.r_[np.zeros(m), -np.inf], np.full(m + 1, np.inf)),
+                     method="bvls").x
+    return np.concatenate([lin[:m], a, g, lin[m:]])
+
+
+def _grid_starts(data: _Data) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per domain, the best (a, γ) grid points for the effects of perturbing that domain alone."""
+    m = len(data.domains)
+    lo, hi = _bounds(data)
+    ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean()) for k, d in enumerate(data.designs)}
+    offsets = np.cumsum([0] + [len(t) for t in data.tables])
+    picks = np.zeros((_GRID_STARTS, 2, m))
+    for j in range(m):
+        rows, ub, dy = [], [], []
+        for k, d in enumerate(data.designs):
+            for i in np.flatnonzero(d.domain_of_run == j):
+                rows.append(offsets[k] + i)
+                ub.append(d.base_tokens[j] / data.scale[j])
+                dy.append(data.y[offsets[k] + i] - ybase[k])
+        a_grid = np.clip(_GRID_A * np.median(data.u[:, j]), lo[m + j], hi[m + j])
+        ag, gg = (v.ravel() for v in np.meshgrid(a_grid, _GRID_G, indexing="ij"))
+        if not rows:
+            picks[:, 0, j], picks[:, 1, j] = np.median(a_grid), 0.5
+            continue
+        u_run = data.u[np.array(rows), j]
+        df = np.power(u_run[None] + ag[:, None], -gg[:, None]) - np.power(np.array(ub)[None] + ag[:, None],
+                                                                        -gg[:, None])
+        dy_ = np.array(dy)
+        den = (df * df).sum(axis=1)
+        amp = np.where(den > 0, np.maximum((df @ dy_) / np.where(den > 0, den, 1.0), 0.0), 0.0)
+        sse = ((dy_[None] - amp[:, None] * df) ** 2).sum(axis=1)
+        best = np.argsort(sse, kind="stable")[:_GRID_STARTS]
+        best = np.pad(best, (0, _GRID_STARTS - best.size), mode="edge")
+        picks[:, 0, j], picks[:, 1, j] = ag[best], gg[best]
+    return [(picks[r, 0], picks[r, 1]) for r in range(_GRID_STARTS)]
+
+
+def _budget_starts(data: _Data, objective: str, val_domains: Sequence[str] | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each budget's own per-domain DDO fits, converted to the joint law's (a, γ)."""
+    starts = []
+    for t, d in zip(data.tables, data.designs, strict=True):
+        y = objective_values(t, d, objective, val_domains)
+        a, g = np.empty(len(data.domains)), np.empty(len(data.domains))
+        try:
+            for j, name in enumerate(data.domains):
+                jd = d.domains.index(name)
+                idx = d.domain_points(jd)
+                f = fit_power_law(d.multiplier[idx], y[idx])
+                a[j], g[j] = f.a * d.base_tokens[jd] / data.scale[j], f.b
+        except ValueError:
+            continue  # too few points at this budget for its own fit: the other starts remain
+        starts.append((a, g))
+    return starts
+
+
+def _solve(data: _Data, starts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, int]:
+    lo, hi = _bounds(data)
+    m = len(data.domains)
+    cands = []
+    for a, g in starts:
+        p0 = _linear_part(data, np.clip(a, lo[m:2 * m], hi[m:2 * m]), np.clip(g, 0.0, B_MAX))
+        p0 = np.clip(p0, lo, hi)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            sol = least_squares(lambda p: _model(p, data.u)[0] - data.y, p0,
+                                jac=lambda p: _model(p, data.u)[1], bounds=(lo, hi), method="trf",
+                                x_scale="jac", ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=_MAX_NFEV)
+        if np.isfinite(sol.cost):
+            cands.append((2.0 * float(sol.cost), sol.x))
+    if not cands:
+        raise ValueError("the joint fit failed from every start (non-finite residuals)")
+    best = min(s for s, _ in cands)
+    ties = [(s, p) for s, p in cands if s <= best * (1 + _TIE_RTOL) + 1e-300]
+    key = min(ties, key=lambda c: tuple(float(f"{v:.8g}") for v in c[1][m:3 * m]))
+    return key[1], len(cands)
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """The joint law over all budgets and its optimum at a target budget.
+
+    Attributes:
+        domains: training domains (order of the first table).
+        budgets: the budgets fitted (base totals), increasing.
+        n0: "equivalent data" per domain (tokens, >= 0).
+        gamma: exponent per domain.
+        amplitude: amplitude per domain (objective units at ``scale_tokens``).
+        scale_tokens: the token scale ``s_i`` of each domain's term.
+        floor: the common floor ``ℓ``.
+        objective: ``"mean_loss"`` or ``"mean_ppl"``; ``normalizer``: the constant the objective is divided by.
+        per_budget: per budget, ``{"budget_tokens", "runs", "sse", "aar"}``.
+        sse, aar: over all runs; ``n_points``, ``n_params``: runs and fitted parameters.
+        at_bound: per domain, the parameters that ended at a bound (``"gamma=0"``, ``"gamma=max"``,
+            ``"n0=min"``, ``"n0=max"``, ``"amplitude=0"``).
+        starts: starts that converged.
+        target_tokens: the budget ``weights`` are optimal for.
+        weights, allocation_tokens: the fitted law's exact optimum at ``target_tokens``.
+        bounds_hit: ``{domain: "lower" | "upper"}`` at the optimum.
+        status: ``"optimal"`` or ``"degenerate"`` (flat laws absorb budget; not unique).
+        kkt_residual: largest relative KKT violation at the optimum (0 = exact).
+        min_weight, max_weight, token_caps: the bounds of the optimisation.
+    """
+
+    domains: tuple[str, ...]
+    budgets: tuple[float, ...]
+    n0: dict[str, float]
+    gamma: dict[str, float]
+    amplitude: dict[str, float]
+    scale_tokens: dict[str, float]
+    floor: float
+    objective: str
+    normalizer: float
+    per_budget: tuple[dict[str, float], ...]
+    sse: float
+    aar: float
+    n_points: int
+    n_params: int
+    at_bound: dict[str, list[str]]
+    starts: int
+    target_tokens: float
+    weights: dict[str, float]
+    allocation_tokens: dict[str, float]
+    bounds_hit: dict[str, str]
+    status: str
+    kkt_residual: float
+    min_weight: float = 0.0
+    max_weight: float = 1.0
+    token_caps: dict[str, float] | None = field(default=None)
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        s = np.array([self.scale_tokens[d] for d in self.domains])
+        return (np.array([self.amplitude[d] for d in self.domains]),
+                np.array([self.n0[d] for d in self.domains]) / s, np.array([self.gamma[d] for d in self.domains]), s)
+
+    def predict(self, tokens: Mapping[str, float]) -> float:
+        """The fitted objective for a run with ``tokens`` per domain (``mean_ppl``: divided by ``normalizer``)."""
+        missing = sorted(set(self.domains) - set(tokens))
+        if missing:
+            raise ValueError(f"tokens lack domains {missing}")
+        amp, a, g, s = self._arrays()
+        u = np.array([float(tokens[d]) for d in self.domains]) / s
+        return float(amp @ np.power(u + a, -g) + self.floor)
+
+    def _allocation(self, budget_tokens: float) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
+        amp, a, g, s = self._arrays()
+        caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
+        lo, hi = multiplier_bounds(s, float(budget_tokens), self.min_weight, self.max_weight, caps)
+        return allocate(amp, a, g, s, float(budget_tokens), lo, hi), lo, hi, s
+
+    def optimize_at(self, budget_tokens: float) -> dict[str, float]:
+        """The law's optimal allocation (tokens) at ``budget_tokens``, with this fit's bounds."""
+        sol, _, _, s = self._allocation(budget_tokens)
+        return {d: float(v) for d, v in zip(self.domains, sol.x * s, strict=True)}
+
+    def weights_at(self, budget_tokens: float) -> dict[str, float]:
+        """The law's optimal weights at ``budget_tokens``."""
+        n = float(budget_tokens)
+        return {d: v / n for d, v in self.optimize_at(n).items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {
+            "method": "joint", "weights": dict(self.weights), "budget_tokens": self.target_tokens,
+            "allocation_tokens": dict(self.allocation_tokens), "budgets": list(self.budgets),
+            "law": {d: {"n0": self.n0[d], "gamma": self.gamma[d], "amplitude": self.amplitude[d],
+                        "scale_tokens": self.scale_tokens[d]} for d in self.domains},
+            "floor": self.floor, "objective": self.objective, "normalizer": self.normalizer,
+            "per_budget": [dict(b) for b in self.per_budget], "sse": self.sse, "aar": self.aar,
+            "n_points": self.n_points, "n_params": self.n_params,
+            "at_bound": {d: list(v) for d, v in self.at_bound.items()}, "starts": self.starts,
+            "bounds_hit": dict(self.bounds_hit), "status": self.status, "kkt_residual": self.kkt_residual,
+            "min_weight": self.min_weight, "max_weight": self.max_weight,
+            "token_caps": None if self.token_caps is None else dict(self.token_caps),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> JointFit:
+        """The fit back from :meth:`to_json`'s dict.
+
+        Raises:
+            ValueError: not a joint fit's dict, or a key is missing.
+        """
+        if not isinstance(obj, Mapping) or obj.get("method") != "joint":
+            raise ValueError("expected the dict of JointFit.to_json() (with 'method': 'joint')")
+        try:
+            law = obj["law"]
+            domains = tuple(law)
+            return cls(
+                domains=domains, budgets=tuple(float(n) for n in obj["budgets"]),
+                **{k: {d: float(law[d][key]) for d in domains} for k, key in
+                   (("n0", "n0"), ("gamma", "gamma"), ("amplitude", "amplitude"), ("scale_tokens", "scale_tokens"))},
+                floor=float(obj["floor"]), objective=obj["objective"], normalizer=float(obj["normalizer"]),
+                per_budget=tuple(dict(b) for b in obj["per_budget"]), sse=float(obj["sse"]), aar=float(obj["aar"]),
+                n_points=int(obj["n_points"]), n_params=int(obj["n_params"]),
+                at_bound={d: list(v) for d, v in obj["at_bound"].items()}, starts=int(obj["starts"]),
+                target_tokens=float(obj["budget_tokens"]), weights=dict(obj["weights"]),
+                allocation_tokens=dict(obj["allocation_tokens"]), bounds_hit=dict(obj["bounds_hit"]),
+                status=obj["status"], kkt_residual=float(obj["kkt_residual"]),
+                min_weight=float(obj["min_weight"]), max_weight=float(obj["max_weight"]),
+                token_caps=None if obj["token_caps"] is None else dict(obj["token_caps"]),
+            )
+        except KeyError as exc:
+            raise ValueError(f"joint fit dict lacks the key {exc.args[0]!r}") from None
+
+
+def _at_bound(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, domains: Sequence[str]) -> dict[str, list[str]]:
+    m = len(domains)
+    out = {}
+    for j, d in enumerate(domains):
+        flags = [name for name, hit in (
+            ("amplitude=0", p[j] <= 1e-12),
+            ("n0=min", p[m + j] <= lo[m + j] * (1 + 1e-6) + 1e-12),
+            ("n0=max", p[m + j] >= hi[m + j] * (1 - 1e-6)),
+            ("gamma=0", p[2 * m + j] <= 1e-8),
+            ("gamma=max", p[2 * m + j] >= B_MAX * (1 - 1e-8)),
+        ) if hit]
+        if flags:
+            out[d] = flags
+    return out
+
+
+def fit_joint(
+    tables: Sequence[RunTable],
+    *,
+    target_tokens: float | None = None,
+    objective: str = "mean_ppl",
+    min_weight: float = 0.0,
+    max_weight: float = 1.0,
+    token_caps: Mapping[str, float] | None = None,
+    max_epochs: float | Mapping[str, float] | None = None,
+    val_domains: Sequence[str] | None = None,
+    base_runs: Sequence[str | None] | None = None,
+) -> JointFit:
+    """Fit one law to the DDO runs of two or more budgets and optimise it at ``target_tokens``.
+
+    Args:
+        tables: one DDO run table per budget (any order; budgets must differ).
+        target_tokens: the budget to optimise at (default: the largest fitted budget).
+        objective: ``"mean_ppl"`` or ``"mean_loss"`` (see the module docstring).
+        min_weight, max_weight, token_caps, max_epochs: bounds of the optimisation, as in
+            :func:`~autoscale_data.solver.ddo.fit_ddo`.
+        val_domains: validation domains in the objective (default all).
+        base_runs: per table, the id of a base run when its design is ambiguous (or None).
+
+    Returns:
+        The :class:`JointFit`.
+
+    Raises:
+        ValueError: fewer than 2 tables, a table that is not a DDO design, equal budgets,
+            mismatched domains, fewer runs than parameters + 1, bad bounds or target.
+    """
+    data = _gather(tables, objective, val_domains, base_runs)
+    m = len(data.domains)
+    n_params = 3 * m + 1
+    if data.y.size <= n_params:
+        raise ValueError(f"a joint fit of {m} domains has {n_params} parameters and needs more runs, "
+                         f"got {data.y.size}")
+    target = float(data.budgets[-1]) if target_tokens is None else target_tokens
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
+        raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
+    caps = token_caps_array(data.domains, token_caps, max_epochs)
+    multiplier_bounds(data.scale, float(target), min_weight, max_weight, caps)  # fail early on bad bounds
+    p, n_ok = _solve(data, _grid_starts(data) + _budget_starts(data, objective, val_domains))
+    lo, hi = _bounds(data)
+    pred = _model(p, data.u)[0]
+    res = data.y - pred
+    rel = np.abs(res) / np.maximum(np.abs(data.y), 1e-300)
+    per_budget = tuple({"budget_tokens": float(n), "runs": int(np.sum(data.budget_of_run == k)),
+                        "sse": float(np.sum(res[data.budget_of_run == k] ** 2)),
+                        "aar": float(rel[data.budget_of_run == k].mean())} for k, n in enumerate(data.budgets))
+    s = data.scale
+    fit = JointFit(
+        domains=data.domains, budgets=tuple(float(n) for n in data.budgets),
+        n0={d: float(p[m + j] * s[j]) for j, d in enumerate(data.domains)},
+        gamma={d: float(p[2 * m + j]) for j, d in enumerate(data.domains)},
+        amplitude={d: float(p[j]) for j, d in enumerate(data.domains)},
+        scale_tokens={d: float(s[j]) for j, d in enumerate(data.domains)},
+        floor=float(p[-1]), objective=objective, normalizer=data.normalizer, per_budget=per_budget,
+        sse=float(np.sum(res ** 2)), aar=float(rel.mean()), n_points=int(data.y.size), n_params=n_params,
+        at_bound=_at_bound(p, lo, hi, data.domains), starts=n_ok, target_tokens=float(target),
+        weights={}, allocation_tokens={}, bounds_hit={}, status="optimal", kkt_residual=0.0,
+        min_weight=float(min_weight), max_weight=float(max_weight),
+        token_caps=None if caps is None else {d: float(c) for d, c in zip(data.domains, caps, strict=True)},
+    )
+    sol, lo_x, hi_x, _ = fit._allocation(target)
+    alloc = sol.x * s
+    amp, a, g, _ = fit._arrays()
+    return replace(fit, weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)},
+                    allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
+                    bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
+                                if sol.at_lower[j] or sol.at_upper[j]},
+                    status="degenerate" if bool(sol.degenerate) else "optimal",
+                    kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x))
+
+
+def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]) -> dict[str, float]:
+    """``{"l1", "total_variation", "max_abs"}`` distances between two mixes over the same domains.
+
+    Raises:
+        ValueError: the domains differ.
+    """
+    if set(weights) != set(reference):
+        raise ValueError(f"domains differ: {sorted(weights)} vs {sorted(reference)}")
+    diff = np.array([float(weights[d]) - float(reference[d]) for d in reference])
+    l1 = float(np.abs(diff).sum())
+    return {"l1": l1, "total_variation": 0.5 * l1, "max_abs": float(np.abs(diff).max())}
+
+
+def compare_projections(
+    tables: Sequence[RunTable],
+    target_tokens: float,
+    *,
+    heldout: RunTable | DDOResult | None = None,
+    ddo: Sequence[DDOResult] | None = None,
+    objective: str = "mean_ppl",
+    min_weight: float = 0.0,
+    max_weight: float = 1.0,
+    token_caps: Mapping[str, float] | None = None,
+    max_epochs: float | Mapping[str, float] | None = None,
+    law: str = "3p",
+    val_domains: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The geometric (Theorem-1 path through the DDO optima) and the joint projection at a target.
+
+    Args:
+        tables: the DDO runs, one table per budget (two or more).
+        target_tokens: the target budget.
+        heldout: the runs (or the DDO result) at a further budget that neither projection sees;
+            each projection's error against DDO there is reported.
+        ddo: the DDO results of ``tables`` when already fitted (else fitted with the options).
+        objective, min_weight, max_weight, token_caps, max_epochs, law, val_domains: as in
+            :func:`~autoscale_data.solver.ddo.fit_ddo` (``law`` for the per-budget fits only).
+
+    Returns:
+        ``{"target_tokens", "geometric": {"weights", "warnings"}, "joint": JointFit.to_json()}``, plus
+        ``"heldout": {"budget_tokens", "ddo_weights", "geometric": {...}, "joint": {...}}`` with
+        each method's weights at the held-out budget and their :func:`weight_distance` to DDO there.
+
+    Raises:
+        ValueError: as for :func:`fit_joint` and :func:`~autoscale_data.solver.projection.project`.
+    """
+    opts: dict[str, Any] = {"objective": objective, "min_weight": min_weight, "max_weight": max_weight,
+                            "token_caps": token_caps, "max_epochs": max_epochs, "val_domains": val_domains}
+    if ddo is None:
+        ddo = [fit_ddo(t, law=law, **opts) for t in tables]
+    elif len(ddo) != len(tables):
+        raise ValueError(f"ddo has {len(ddo)} results for {len(tables)} tables")
+    scales = sorted(ddo, key=lambda r: r.budget_tokens)
+    geo = project(scales, target_tokens, token_caps=token_caps, max_epochs=max_epochs)
+    joint = fit_joint(tables, target_tokens=target_tokens, **opts)
+    out: dict[str, Any] = {"target_tokens": float(target_tokens), "budgets": list(joint.budgets),
+                           "geometric": {"weights": dict(geo.weights), "warnings": list(geo.warnings)},
+                           "joint": joint.to_json()}
+    if heldout is not None:
+        ref = heldout if isinstance(heldout, DDOResult) else fit_ddo(heldout, law=law, **opts)
+        n3 = ref.budget_tokens
+        g3 = project(scales, n3, token_caps=token_caps, max_epochs=max_epochs).weights
+        j3 = joint.weights_at(n3)
+        out["heldout"] = {"budget_tokens": n3, "ddo_weights": dict(ref.weights),
+                          "geometric": {"weights": dict(g3), **weight_distance(g3, ref.weights)},
+                          "joint": {"weights": j3, **weight_distance(j3, ref.weights)}}
+    return out

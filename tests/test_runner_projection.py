@@ -1,0 +1,127 @@
+"""The runner's projection choice (``ddo.projection``): both projections in fits/projection.json, the
+chosen one sets the target mix and the mixture plan, the report and the dry run say which."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from runner_helpers import tiny_config, tiny_stores
+
+from autoscale_data.runner.config import config_from_dict
+from autoscale_data.runner.data import inspect_domains
+from autoscale_data.runner.fitting import fit_all
+from autoscale_data.runner.pipeline import MixtureRunner
+from autoscale_data.runner.plan import ddo_proxy_specs
+from autoscale_data.runner.report import projection_label, projection_sentence
+from autoscale_data.runner.summary import format_summary
+
+pytestmark = pytest.mark.timeout(120)
+
+N0 = {"a": 2000.0, "b": 500.0, "c": 8000.0}
+GAMMA = {"a": 0.4, "b": 0.9, "c": 0.6}
+AMP = {"a": 1.0, "b": 0.6, "c": 1.5}
+
+
+def _loss(tokens: dict[str, int]) -> float:
+    return 2.0 + sum(AMP[d] * ((N0[d] + tokens[d]) / 1000.0) ** -GAMMA[d] for d in N0)
+
+
+class _Ledger:
+    """Every proxy finished, with the losses of a known law (the one interface fit_all reads)."""
+
+    def __init__(self, specs: list[Any]) -> None:
+        self._specs = {s.run_id: s for s in specs}
+
+    def records(self) -> dict[str, Any]:
+        return {}
+
+    def result(self, run_id: str) -> dict[str, Any]:
+        s = self._specs[run_id]
+        loss = _loss(s.tokens)
+        return {"tokens": s.tokens, "losses": {d: loss for d in s.tokens}}
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Path:
+    return tiny_stores(tmp_path / "stores", ("a", "b", "c"))
+
+
+def _fit(stores: Path, tmp_path: Path, projection: str | None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    ddo = {"multipliers": [[3, 1.7], [3, 1.7]]} | ({} if projection is None else {"projection": projection})
+    cfg = config_from_dict(tiny_config(stores, ddo=ddo, target={"budget": 65536}))
+    domains = inspect_domains(cfg)
+    proxies = {n: ddo_proxy_specs(cfg, domains, n) for n in cfg.ddo.budgets}
+    lines: list[str] = []
+    fits = fit_all(cfg, domains, _Ledger([s for v in proxies.values() for s in v]), proxies, tmp_path / "fits",
+                   log=lines.append)
+    return fits, json.loads((tmp_path / "fits" / "projection.json").read_text()), lines
+
+
+def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, None)
+    assert fits["method"] == proj["method"] == "geometric"
+    assert proj["weights"] == fits["weights"] == proj["geometric"]["weights"] == fits["projection"].weights
+    assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
+    assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
+    assert proj["t"] == proj["geometric"]["t"] and proj["budget_tokens"] == 65536
+    assert "geometric, t=" in lines[-1]
+    assert "geometric" in projection_label(proj) and "The joint projection differs" in projection_sentence(proj)
+
+
+def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, "joint")
+    assert fits["method"] == proj["method"] == "joint"
+    assert fits["weights"] == proj["weights"] == proj["joint"]["weights"]
+    assert proj["weights"] != proj["geometric"]["weights"]
+    truth = _law_optimum(65536, 0.05)
+    assert [proj["weights"][d] for d in N0] == pytest.approx(truth, abs=1e-6)
+    plan = fits["plan"]
+    end = plan.allocation_for_budget(65536)
+    assert [end[d] / 65536 for d in N0] == pytest.approx([proj["weights"][d] for d in N0], abs=1e-9)  # anytime ends there
+    assert plan.metadata["projection"] == "joint"
+    assert "joint law" in lines[-1] and "joint law" in projection_label(proj)
+    report = {"domains": list(N0), "ddo": {}, "projection": proj}
+    assert "AutoScale: projected: joint law" in format_summary(report)
+
+
+def _law_optimum(n: float, lo: float) -> np.ndarray:
+    """Weights minimising the law at n tokens with weights >= lo (scipy, independent of the solver)."""
+    from scipy.optimize import minimize
+
+    doms = list(N0)
+
+    def f(w: np.ndarray) -> float:
+        return _loss({d: w[j] * n for j, d in enumerate(doms)})
+
+    r = minimize(f, np.full(3, 1 / 3), method="SLSQP", bounds=[(lo, 1.0)] * 3,
+                 constraints=({"type": "eq", "fun": lambda w: w.sum() - 1.0},), options={"ftol": 1e-15})
+    return r.x
+
+
+def test_bad_projection_is_named_and_the_dry_run_says_which(stores: Path) -> None:
+    with pytest.raises(ValueError, match=r"ddo.projection = 'line' is invalid: expected one of \('geometric', 'joint'\)"):
+        config_from_dict(tiny_config(stores, ddo={"projection": "line"}))
+    for method in ("geometric", "joint"):
+        runner = MixtureRunner(config_from_dict(tiny_config(stores, ddo={"projection": method})),
+                               stores.parent / "out", progress=False)
+        assert f"projection to the target: {method}" in runner.describe()
+
+
+def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path: Path) -> None:
+    from autoscale_data.runner.plots import write_plots
+    from autoscale_data.runner.report import _markdown
+
+    fits, proj, _ = _fit(stores, tmp_path, "joint")
+    report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
+              "tokens_saved": {}, "ddo": {str(n): r.to_json() for n, r in fits["ddo"].items()},
+              "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
+              "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
+    md = _markdown(report)
+    assert "(projected: joint law, AAR" in md and "(geometric, not used)" in md
+    assert "Target mix from the joint projection" in md and "differs by total variation" in md
+    pytest.importorskip("matplotlib")
+    assert "plots/weights.png" in write_plots(tmp_path, report)
