@@ -7,7 +7,9 @@ for AutoScale, uniform, natural share, DDO(N2) and AutoScale on the anytime sche
 cumulative per-domain tokens follow the fitted mixture plan's allocation path). It then trains, through the same runner and
 ledger, (a) extra held-out perturbation runs at N2 (multipliers not used by the fit) to measure the
 DDO loss model's AAR out of sample, and (b) the DDO runs at a third budget N3 to compare DDO(N3)
-with the weights projected from N1 and N2. It also tabulates the validation loss at every
+with the weights projected from N1 and N2 by both projections: geometric (the Theorem-1 path
+through the DDO optima) and joint (one law fitted to the runs of N1 and N2, optimised at N3;
+``--projection`` picks the one the runner's AutoScale target runs use). It also tabulates the validation loss at every
 intermediate evaluation point of the anytime and the fixed AutoScale runs. Results go to ``OUT/results.md`` and
 ``OUT/results.json``; every run is resumable (re-running the command reuses finished runs).
 
@@ -53,6 +55,8 @@ def _parse() -> argparse.Namespace:
                         "paper's 2m+1 design, which does not identify the 3-parameter law")
     p.add_argument("--heldout-multipliers", default="2",
                    help="extra multipliers at N2 for the held-out AAR ('' for none)")
+    p.add_argument("--projection", choices=("geometric", "joint"), default="geometric",
+                   help="projection that sets the AutoScale target mix (both are evaluated at N3 either way)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--heldout-tokens", type=int, default=16_384,
                    help="held-out validation tokens per domain, evaluated at the end of every proxy run")
@@ -104,7 +108,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
                   multipliers: tuple[float, ...] = (3.0,), threads: int = 1,
-                  max_parallel: int | str = 1, heldout_tokens: int = 16_384) -> Any:
+                  max_parallel: int | str = 1, heldout_tokens: int = 16_384, projection: str = "geometric") -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -113,7 +117,8 @@ def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int
         "model": {"preset": "gpt2-tiny"}, "seq_len": 128, "micro_batch_size": 16, "global_batch_size": 16,
         "optimizer": {"lr": lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
         "dropout": 0.0,
-        "ddo": {"budgets": budgets, "multipliers": [list(multipliers), list(multipliers)], "objective": "mean_loss", "min_weight": 0.02},
+        "ddo": {"budgets": budgets, "multipliers": [list(multipliers), list(multipliers)], "objective": "mean_loss", "min_weight": 0.02,
+                "projection": projection},
         "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2", "autoscale_anytime"],
                    "seeds": seeds},
         "seeds": seeds, "eval": {"heldout_tokens_per_domain": heldout_tokens, "target_points": 8, "batch_size": 32},
@@ -137,6 +142,33 @@ def table_for(runner: Any, specs: list[Any], seed: int | None = None) -> Any:
     return RunTable(runs)
 
 
+def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
+                      opts: dict[str, Any]) -> tuple[dict[int, Any], dict[str, Any]]:
+    """DDO at N1, N2, N3 and both projections from N1, N2 to N3, each with its error against DDO(N3).
+
+    Args:
+        tables: the DDO runs (one seed) per budget.
+        budgets: N1, N2 and the held-out N3.
+        opts: the DDO options (objective, bounds, token caps), shared by the joint fit.
+
+    Returns:
+        The DDO results per budget, and the per-seed entry of ``results.json``: DDO weights and fit
+        AAR per budget; the geometric (``projected_n3``, ``projection_error_*``) and the joint
+        (``joint_projected_n3``, ``joint_projection_error_*``, ``joint_fit_aar``) projections to N3.
+    """
+    from autoscale_data.solver import compare_projections, fit_ddo
+
+    n1, n2, n3 = budgets
+    fits = {n: fit_ddo(tables[n], **opts) for n in budgets}
+    both = compare_projections([tables[n1], tables[n2]], n3, heldout=fits[n3], ddo=[fits[n1], fits[n2]], **opts)
+    geo, joint = both["heldout"]["geometric"], both["heldout"]["joint"]
+    return fits, {"weights": {n: fits[n].weights for n in budgets}, "projected_n3": geo["weights"],
+                  "projection_error_l1": geo["l1"], "projection_error_max": geo["max_abs"],
+                  "joint_projected_n3": joint["weights"], "joint_projection_error_l1": joint["l1"],
+                  "joint_projection_error_max": joint["max_abs"], "joint_fit_aar": both["joint"]["aar"],
+                  "fit_aar": {n: fits[n].aar for n in budgets}}
+
+
 def _ms(values: list[float]) -> str:
     v = np.asarray([x for x in values if x is not None], dtype=float)
     if v.size == 0:
@@ -148,7 +180,6 @@ def main() -> int:
     args = _parse()
     from autoscale_data.runner import MixtureRunner
     from autoscale_data.runner.plan import ddo_proxy_specs
-    from autoscale_data.solver import fit_ddo, project
     from autoscale_data.solver.design import run_objective
 
     t0 = time.time()
@@ -163,7 +194,8 @@ def main() -> int:
 
     mults = tuple(float(x) for x in args.multipliers.split(",") if x.strip())
     runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, mults, threads=args.threads,
-                                         max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens), out / "run")
+                                         max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens,
+                                         projection=args.projection), out / "run")
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
@@ -182,10 +214,8 @@ def main() -> int:
     specs = runner.proxy_specs()
     per_seed: dict[int, dict[str, Any]] = {}
     for seed in seeds:
-        fits = {n: fit_ddo(table_for(runner, sp, seed), **opts) for n, sp in ((n1, specs[n1]), (n2, specs[n2]),
-                                                                            (n3, specs3))}
-        proj = project([fits[n1], fits[n2]], n3, token_caps=caps)
-        err = {k: proj.weights[k] - fits[n3].weights[k] for k in d.names}
+        tables = {n: table_for(runner, sp, seed) for n, sp in ((n1, specs[n1]), (n2, specs[n2]), (n3, specs3))}
+        fits, analysis = projection_errors(tables, (n1, n2, n3), opts)
         rel = []
         if held:
             held_tab = table_for(runner, held, seed)
@@ -194,13 +224,10 @@ def main() -> int:
                 x = run.tokens[dom] / fits[n2].base_tokens[dom]
                 rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
         saved = {b: report["tokens_saved_per_seed"][b][str(seed)] for b in ("uniform", "natural", "ddo_n2")}
-        per_seed[seed] = {"weights": {n: fits[n].weights for n in (n1, n2, n3)}, "projected_n3": proj.weights,
-                          "projection_error_l1": float(sum(abs(v) for v in err.values())),
-                          "projection_error_max": float(max(abs(v) for v in err.values())),
-                          "fit_aar": {n: fits[n].aar for n in (n1, n2, n3)},
-                          "heldout_aar": float(np.mean(rel)) if rel else None, "tokens_saved": saved}
+        per_seed[seed] = {**analysis, "heldout_aar": float(np.mean(rel)) if rel else None, "tokens_saved": saved}
 
     results = {"domains": list(d.names), "budgets": [n1, n2, n3], "target": args.target, "seeds": seeds,
+               "projection": args.projection,
                "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,
                "pooled_report_tokens_saved": report.get("tokens_saved"),
                "anytime_vs_fixed": report.get("anytime_vs_fixed"),
@@ -222,18 +249,24 @@ def markdown(r: dict[str, Any]) -> str:
     doms = r["domains"]
     lines = [f"Real text, {len(doms)} domains ({', '.join(doms)}), BPE {r['vocab']}, GPT-2 2x128, "
              f"seeds {r['seeds']}; budgets N1={n1:,}, N2={n2:,}, N3={n3:,}, target {r['target']:,} tokens; "
-             f"wall time {r['wall_time_s'] / 60:.1f} min.", "",
+             f"wall time {r['wall_time_s'] / 60:.1f} min; AutoScale target mix from the "
+             f"{r.get('projection', 'geometric')} projection.", "",
              "| quantity | " + " | ".join(doms) + " |", "|---|" + "---:|" * len(doms)]
     for n in (n1, n2, n3):
         lines.append(f"| DDO weight at {n:,} | "
                      + " | ".join(_ms([s["weights"][n][k] for s in seeds.values()]) for k in doms) + " |")
-    lines.append(f"| projected from N1, N2 to {n3:,} | "
-                 + " | ".join(_ms([s["projected_n3"][k] for s in seeds.values()]) for k in doms) + " |")
+    for name, key in (("geometric", "projected_n3"), ("joint", "joint_projected_n3")):
+        lines.append(f"| {name} projection from N1, N2 to {n3:,} | "
+                     + " | ".join(_ms([s[key][k] for s in seeds.values()]) for k in doms) + " |")
     lines += ["", "| metric | mean ± std over seeds |", "|---|---:|",
               f"| DDO fit AAR at N2 (in-sample) | {_ms([s['fit_aar'][n2] for s in seeds.values()])} |",
               f"| (a) DDO loss-model AAR on held-out perturbations at N2 | {_ms([s['heldout_aar'] for s in seeds.values()])} |",
-              f"| (b) projection error at N3: L1 distance of weights | {_ms([s['projection_error_l1'] for s in seeds.values()])} |",
-              f"| (b) projection error at N3: max abs weight difference | {_ms([s['projection_error_max'] for s in seeds.values()])} |"]
+              f"| joint law fit AAR over N1 and N2 (in-sample) | {_ms([s['joint_fit_aar'] for s in seeds.values()])} |"]
+    for name, pre in (("geometric", ""), ("joint", "joint_")):
+        lines += [f"| (b) {name} projection error at N3: L1 distance of weights | "
+                  f"{_ms([s[pre + 'projection_error_l1'] for s in seeds.values()])} |",
+                  f"| (b) {name} projection error at N3: max abs weight difference | "
+                  f"{_ms([s[pre + 'projection_error_max'] for s in seeds.values()])} |"]
     for b in ("uniform", "natural", "ddo_n2"):
         vals = [s["tokens_saved"][b].get("signed_fraction") for s in seeds.values()]
         shown = ", ".join("not reached" if v is None else f"{v:+.1%}" for v in vals)
