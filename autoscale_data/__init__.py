@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BootstrapResult",
     "DDOResult",
+    "JointFit",
     "MissingExtraError",
     "MixturePlan",
     "MixtureValidationDataset",
@@ -29,6 +30,7 @@ __all__ = [
     "bootstrap_ddo",
     "ddo_runs_plan",
     "fit_ddo",
+    "fit_joint",
     "load_tokenizer",
     "open_store",
     "prepare",

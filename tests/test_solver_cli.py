@@ -59,3 +59,34 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert "budgets must increase" in capsys.readouterr().err
     assert main(["ddo", str(tmp_path / "missing.csv")]) == 2
     assert main(["baseline", "temperature", "--tokens", "a=1"]) == 2
+
+
+def test_project_from_runs_with_both_methods(tmp_path, capsys):
+    from autoscale_data.solver import MixturePlan, fit_joint
+    from autoscale_data.solver.synthetic import synthetic_budget_runs
+
+    tabs = synthetic_budget_runs((4e6, 1.2e7), [2e5, 5e4, 1e6], [0.3, 0.8, 0.5], [1.0, 0.5, 2.0], scale=[1e6] * 3)
+    paths = []
+    for k, t in enumerate(tabs):
+        paths += ["--runs", str(tmp_path / f"runs{k}.csv")]
+        t.to_csv(tmp_path / f"runs{k}.csv")
+    plan = tmp_path / "plan.json"
+    args = ["project", *paths, "--target-tokens", "1e9", "--objective", "mean_loss", "--min-weight", "0.01"]
+    assert main([*args, "--method", "joint", "--json", "--save-plan", str(plan)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = fit_joint(tabs, target_tokens=1e9, objective="mean_loss", min_weight=0.01)
+    assert out["method"] == "joint" and out["weights"] == pytest.approx(ref.weights, abs=1e-9)
+    assert set(out["geometric"]["weights"]) == set(ref.weights) and out["disagreement"]["total_variation"] > 0
+    end = MixturePlan.load(plan).weights_for_budget(1e9)
+    assert end == pytest.approx(ref.weights, abs=1e-9)  # the plan runs through the joint optimum
+    assert main(args) == 0  # geometric by default, the joint one reported beside it
+    text = capsys.readouterr().out
+    assert "(geometric projection)" in text and "joint projection (not used)" in text
+
+
+def test_project_needs_scales_or_runs(tmp_path, capsys):
+    assert main(["project", "--target-tokens", "1e9"]) == 2
+    assert "either SCALES.json or --runs" in capsys.readouterr().err
+    (tmp_path / "s.json").write_text(json.dumps({"scales": []}))
+    assert main(["project", str(tmp_path / "s.json"), "--target-tokens", "1e9", "--method", "joint"]) == 2
+    assert "--method joint fits the runs themselves" in capsys.readouterr().err

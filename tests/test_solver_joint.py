@@ -168,3 +168,20 @@ def test_bad_inputs_name_the_value():
         fit_joint(tabs, base_runs=["b0r0s0"])
     with pytest.raises(ValueError, match="domains differ"):
         weight_distance({"a": 1.0}, {"b": 1.0})
+
+
+def test_projection_summary_uses_the_chosen_one_and_keeps_the_other_failure():
+    from autoscale_data.solver import project, projection_summary
+
+    tabs = _runs()
+    joint = fit_joint(tabs, objective="mean_loss", target_tokens=1e8)
+    geo = project([(BUDGETS[0], joint.optimize_at(BUDGETS[0])), (BUDGETS[1], joint.optimize_at(BUDGETS[1]))], 1e8)
+    both = projection_summary("joint", geo, joint)
+    assert both["weights"] == joint.weights and both["t"] == geo.t
+    assert both["disagreement"] == weight_distance(joint.weights, geo.weights)
+    only = projection_summary("joint", "path cannot reach the target", joint)
+    assert only["geometric"] == {"error": "path cannot reach the target"} and "disagreement" not in only
+    with pytest.raises(ValueError, match="the geometric projection failed: path cannot"):
+        projection_summary("geometric", "path cannot reach the target", joint)
+    with pytest.raises(ValueError, match="projection method must be one of .* got 'line'"):
+        projection_summary("line", geo, joint)

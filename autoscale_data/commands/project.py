@@ -1,4 +1,9 @@
-"""``autoscale-data project``: project optimal mixes at two budgets to a target budget."""
+"""``autoscale-data project``: project optimal mixes at two budgets to a target budget.
+
+From SCALES.json (the optimal mixes) the projection is the Theorem-1 path; from the DDO run tables
+(``--runs``, one per budget) it is either that path through the DDO optima (``--method geometric``)
+or the optimum of one law fitted to the runs of all budgets (``--method joint``); both are reported.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,20 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
+from ..solver.ddo import fit_ddo
+from ..solver.joint import PROJECTIONS, fit_joint, projection_summary
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
-from ._args import add_json_flag, add_supply_args, add_verb, parse_tokens, positive_float, read_json
+from ..solver.runs import RunTable
+from ._args import (
+    add_json_flag,
+    add_supply_args,
+    add_verb,
+    parse_tokens,
+    positive_float,
+    read_json,
+    weight_float,
+)
 
 __all__ = ["plot_weights", "register", "run", "scales_from_json"]
 
@@ -20,9 +36,12 @@ _EPILOG = """\
 SCALES.json: {"scales": [{"budget_tokens": N1, "weights": {...}},
                          {"budget_tokens": N2, "weights": {...}}]}   (N1 < N2; more scales allowed)
 Each scale may give "allocation_tokens" instead of "weights".
+--runs RUNS.csv (once per budget, the DDO runs as for `autoscale-data ddo`) instead of SCALES.json
+fits DDO at every budget and the joint law over all of them, and reports both projections.
 
-example:
+examples:
   autoscale-data project scales.json --target-tokens 1e10 --json --plot weights.png
+  autoscale-data project --runs runs_1M.csv --runs runs_4M.csv --target-tokens 1e10 --method joint
 """
 
 
@@ -30,8 +49,20 @@ def register(subparsers: Any) -> None:
     """Add the ``project`` sub-command."""
     p = add_verb(subparsers, "project", run, help="project optimal mixes at two budgets to any target budget (AutoScale)",
                  description="N*(t) = N*(N1) (N*(N2)/N*(N1))^t with sum N*(t) = target.", epilog=_EPILOG)
-    p.add_argument("scales", metavar="SCALES.json", help="optimal mixes at two or more budgets")
+    p.add_argument("scales", metavar="SCALES.json", nargs="?", default=None,
+                   help="optimal mixes at two or more budgets (or give --runs)")
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="N", help="target budget")
+    p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
+                   help="DDO runs of one budget (repeat for each budget, >= 2) instead of SCALES.json")
+    p.add_argument("--method", choices=PROJECTIONS, default="geometric",
+                   help="projection that gives the weights: the Theorem-1 path (default) or the joint law "
+                        "(needs --runs); with --runs both are reported")
+    p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
+                   help="objective of the fits to --runs (as for `ddo`)")
+    p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
+                   help="lower bound on every weight in the fits to --runs")
+    p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W",
+                   help="upper bound on every weight in the fits to --runs")
     add_supply_args(p, effect="warns when the projection needs more")
     add_json_flag(p)
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the weights over budgets (stacked area)")
@@ -76,11 +107,39 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
+def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any]]:
+    """Both projections from the run tables: the summary dict and the scales of the chosen one's plan."""
+    opts = {"objective": args.objective, "min_weight": args.min_weight, "max_weight": args.max_weight,
+            "token_caps": caps, "max_epochs": args.max_epochs}
+    tables = [RunTable.from_csv(path) for path in args.runs]
+    ddo = sorted((fit_ddo(t, **opts) for t in tables), key=lambda r: r.budget_tokens)
+    parts = {}
+    for name, compute in (("geometric", lambda: project(ddo, args.target_tokens, token_caps=caps,
+                                                         max_epochs=args.max_epochs)),
+                          ("joint", lambda: fit_joint(tables, target_tokens=args.target_tokens, **opts))):
+        try:
+            parts[name] = compute()
+        except ValueError as exc:
+            parts[name] = str(exc)
+    summary = projection_summary(args.method, parts["geometric"], parts["joint"])
+    return summary, parts["joint"].path_scales(ddo[0].budget_tokens) if args.method == "joint" else ddo
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``project`` from parsed arguments."""
-    scales = scales_from_json(read_json(args.scales))
+    if (args.scales is None) == (args.runs is None):
+        raise ValueError("give either SCALES.json or --runs RUNS.csv (one per budget), not both or neither")
+    if args.method == "joint" and args.runs is None:
+        raise ValueError("--method joint fits the runs themselves: pass --runs RUNS.csv for each budget")
     caps = parse_tokens(args.available)
-    res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
+    if args.runs is None:
+        scales = scales_from_json(read_json(args.scales))
+        res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
+        out = res.to_json()
+        text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
+    else:
+        out, scales = _from_runs(args, caps)
+        text = f"projected mix at {out['budget_tokens']:.4g} tokens ({args.method} projection):"
     if args.plot or args.save_plan:
         plan = MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs)
         if args.plot:
@@ -88,11 +147,18 @@ def run(args: argparse.Namespace) -> int:
         if args.save_plan:
             plan.save(args.save_plan)
     if args.json:
-        print(json.dumps(res.to_json(), indent=2))
+        print(json.dumps(out, indent=2))
     else:
-        print(f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):")
-        for d, w in res.weights.items():
-            print(f"  {d:>16}: {w:.4f}  ({res.allocation_tokens[d]:.4g} tokens)")
-    for w in res.warnings:
+        print(text)
+        for d, w in out["weights"].items():
+            print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
+        other = {"geometric": "joint", "joint": "geometric"}[args.method]
+        if args.runs is not None and "weights" in out[other]:
+            print(f"{other} projection (not used): "
+                  + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
+                  + f"; total variation {out['disagreement']['total_variation']:.4f}")
+        elif args.runs is not None:
+            print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
+    for w in out["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

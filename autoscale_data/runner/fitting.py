@@ -13,7 +13,7 @@ from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
 
-__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "projection_json", "proxy_table"]
+__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "proxy_table"]
 
 BOOTSTRAP_REPLICATES = 400
 
@@ -63,7 +63,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Theorem-1 path through the joint law's optima at N1 and at the target.
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
-    :func:`projection_json`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
+    :func:`~autoscale_data.solver.joint.projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
     when no plan can be fitted).
 
     Returns:
@@ -74,7 +74,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, fit_joint, project
+    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, fit_joint, project, projection_summary
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
@@ -116,11 +116,10 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     joint = _attempt(method == "joint", f"joint projection to {target} tokens",
                      lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
     chosen = joint if method == "joint" else geometric
-    atomic_write_json(out_dir / "projection.json", projection_json(method, geometric, joint))
+    atomic_write_json(out_dir / "projection.json", projection_summary(method, geometric, joint))
     plan = None
     try:
-        scales = ([(float(n1), chosen.optimize_at(n1)), (float(target), chosen.allocation_tokens)]
-                  if method == "joint" else [results[n1], results[n2]])
+        scales = chosen.path_scales(n1) if method == "joint" else [results[n1], results[n2]]
         plan = MixturePlan.from_scales(scales, tokenizer=domains.tokenizer, token_caps=caps,
                                        max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
@@ -155,25 +154,3 @@ def _attempt(required: bool, what: str, compute: Callable[[], Any]) -> Any:
         if required:
             raise ValueError(f"{what} failed: {exc}") from None
         return str(exc)
-
-
-def projection_json(method: str, geometric: Any, joint: Any) -> dict[str, Any]:
-    """``fits/projection.json``: the weights used (``method``) and both projections (or their errors).
-
-    Top-level ``weights``/``budget_tokens``/``warnings`` are the chosen projection's; ``geometric``
-    and ``joint`` hold each one in full (``{"error": ...}`` when it failed) and ``disagreement`` the
-    distance between their weights.
-    """
-    from ..solver import weight_distance
-
-    parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
-             for name, p in (("geometric", geometric), ("joint", joint))}
-    chosen = parts[method]
-    out: dict[str, Any] = {"method": method, "weights": chosen["weights"], "budget_tokens": chosen["budget_tokens"],
-                           "allocation_tokens": chosen["allocation_tokens"],
-                           "warnings": list(chosen.get("warnings", [])), **parts}
-    if "t" in parts["geometric"]:
-        out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
-    if not any("error" in p for p in parts.values()):
-        out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
-    return out

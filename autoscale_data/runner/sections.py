@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
+from ..solver.joint import PROJECTIONS
 
 __all__ = [
     "DDOConfig",
@@ -21,7 +22,6 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
-    "PROJECTIONS",
     "RayConfig",
     "SlurmConfig",
     "TARGET_BASELINES",
@@ -32,9 +32,6 @@ __all__ = [
 #: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
 TARGET_BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 _OBJECTIVES = ("mean_loss", "mean_ppl")
-#: How the target mix is projected (``ddo.projection``): the Theorem-1 path through the DDO optima at
-#: N1 and N2, or one law fitted to the runs of both budgets and optimised at the target (``fit_joint``).
-PROJECTIONS = ("geometric", "joint")
 
 
 def _field(section: str, name: str) -> str:

@@ -28,7 +28,7 @@ from .bootstrap import (
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
 from .identify import Identifiability, identify
-from .joint import JointFit, compare_projections, fit_joint, weight_distance
+from .joint import PROJECTIONS, JointFit, compare_projections, fit_joint, projection_summary, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
@@ -50,6 +50,7 @@ __all__ = [
     "JointFit",
     "MixturePlan",
     "PRESETS",
+    "PROJECTIONS",
     "PowerLawFit",
     "Projection",
     "ProjectionBootstrap",
@@ -65,16 +66,17 @@ __all__ = [
     "fit_joint",
     "fit_mixing_law",
     "fit_path",
-    "identify",
     "fit_power_law",
     "fit_power_law_batch",
     "heldout_scale_check",
+    "identify",
     "kkt_violation",
     "mixing_law_weights",
     "multiplier_bounds",
     "natural_weights",
     "power_law",
     "project",
+    "projection_summary",
     "read_design",
     "read_olmix",
     "reference_weights",

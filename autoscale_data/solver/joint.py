@@ -38,7 +38,11 @@ from .laws import B_MAX, fit_power_law
 from .projection import project
 from .runs import RunTable
 
-__all__ = ["JointFit", "compare_projections", "fit_joint", "weight_distance"]
+__all__ = ["PROJECTIONS", "JointFit", "compare_projections", "fit_joint", "projection_summary", "weight_distance"]
+
+PROJECTIONS = ("geometric", "joint")
+"""The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
+(:func:`~.projection.project`), or the optimum of the law fitted jointly to all budgets' runs."""
 
 _SHIFT_RANGE = (1e-4, 1e4)  # u_min + a >= 1e-4 u_max and a <= 1e4 u_max per domain (as in .laws)
 _GRID_A = np.geomspace(1e-3, 1e3, 31)
@@ -290,6 +294,11 @@ class JointFit:
         n = float(budget_tokens)
         return {d: v / n for d, v in self.optimize_at(n).items()}
 
+    def path_scales(self, first_budget: float) -> list[tuple[float, dict[str, float]]]:
+        """The law's optima at ``first_budget`` and at the target: a :class:`~.plan.MixturePlan`
+        built on them (``MixturePlan.from_scales``) runs through both exactly."""
+        return [(float(first_budget), self.optimize_at(first_budget)), (self.target_tokens, dict(self.allocation_tokens))]
+
     def to_json(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {
@@ -492,4 +501,38 @@ def compare_projections(
         out["heldout"] = {"budget_tokens": n3, "ddo_weights": dict(ref.weights),
                           "geometric": {"weights": dict(g3), **weight_distance(g3, ref.weights)},
                           "joint": {"weights": j3, **weight_distance(j3, ref.weights)}}
+    return out
+
+
+def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any]:
+    """Both projections to one target and which one is used (the runner's ``fits/projection.json``).
+
+    Args:
+        method: the one used, ``"geometric"`` or ``"joint"``.
+        geometric: the :class:`~.projection.Projection`, or the error text when it failed.
+        joint: the :class:`JointFit`, or the error text when it failed.
+
+    Returns:
+        Top-level ``method``, ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of
+        the projection used (plus the geometric path's ``t`` and ``residual`` when it exists);
+        ``geometric`` and ``joint`` in full (``{"error": ...}`` for a failed one) and
+        ``disagreement`` (:func:`weight_distance` between them) when both exist.
+
+    Raises:
+        ValueError: ``method`` unknown, or the projection used failed.
+    """
+    if method not in PROJECTIONS:
+        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
+    parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
+             for name, p in (("geometric", geometric), ("joint", joint))}
+    chosen = parts[method]
+    if "error" in chosen:
+        raise ValueError(f"the {method} projection failed: {chosen['error']}")
+    out: dict[str, Any] = {"method": method, "weights": chosen["weights"], "budget_tokens": chosen["budget_tokens"],
+                           "allocation_tokens": chosen["allocation_tokens"],
+                           "warnings": list(chosen.get("warnings", [])), **parts}
+    if "t" in parts["geometric"]:
+        out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
+    if not any("error" in p for p in parts.values()):
+        out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
     return out
