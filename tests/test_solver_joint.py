@@ -96,6 +96,15 @@ def test_answer_does_not_depend_on_table_or_run_order(data):
     assert got.gamma == ref.gamma and got.n0 == ref.n0 and got.weights == ref.weights
 
 
+def test_tables_may_list_their_domains_in_different_orders():
+    tabs = _runs(noise=1e-3, seeds=2)
+    flipped = RunTable([Run(r.run_id, dict(reversed(list(r.tokens.items()))), r.loss) for r in tabs[1].runs])
+    assert flipped.train_domains != tabs[0].train_domains
+    fit = fit_joint([tabs[0], flipped], objective="mean_loss")
+    ref = fit_joint(tabs, objective="mean_loss")
+    assert fit.domains == ref.domains and fit.gamma == ref.gamma and fit.weights == ref.weights
+
+
 def test_default_target_is_the_largest_budget_and_bounds_apply():
     fit = fit_joint(_runs(), objective="mean_loss", min_weight=0.2, max_weight=0.3)
     assert fit.target_tokens == BUDGETS[1]
