@@ -184,10 +184,13 @@ def _solve(data: _Data, starts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np
     for a, g in starts:
         p0 = _linear_part(data, np.clip(a, lo[m:2 * m], hi[m:2 * m]), np.clip(g, 0.0, B_MAX))
         p0 = np.clip(p0, lo, hi)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            sol = least_squares(lambda p: _model(p, data.u)[0] - data.y, p0,
-                                jac=lambda p: _model(p, data.u)[1], bounds=(lo, hi), method="trf",
-                                x_scale="jac", ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=_MAX_NFEV)
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                sol = least_squares(lambda p: _model(p, data.u)[0] - data.y, p0,
+                                    jac=lambda p: _model(p, data.u)[1], bounds=(lo, hi), method="trf",
+                                    x_scale="jac", ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=_MAX_NFEV)
+        except ValueError:  # residuals not finite at this start: the others remain
+            continue
         if np.isfinite(sol.cost):
             cands.append((2.0 * float(sol.cost), sol.x))
     if not cands:
