@@ -24,7 +24,7 @@ from .._options import build_options
 from .allocate import allocate, kkt_violation, multiplier_bounds
 from .design import DDODesign, read_design, run_objective
 from .identify import Identifiability, identify
-from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, fit_power_law_paper
+from .laws import PowerLawFit, fit_power_law_batch, fit_power_law_paper, local_fits
 from .runs import RunTable
 
 __all__ = ["FIT_MODES", "DDOOptions", "DDOResult", "fit_ddo", "token_caps_array"]
@@ -256,11 +256,12 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
     domains = design.domains
     y = objective_values(runs, design, o.objective, o.val_domains)
     fits: dict[str, PowerLawFit] = {}
+    local: dict[str, list[PowerLawFit]] = {}
     for j, d in enumerate(domains):
         idx = design.domain_points(j)
         try:
-            fits[d] = (fit_power_law_paper(design.multiplier[idx], y[idx]) if o.fit == "paper"
-                       else fit_power_law(design.multiplier[idx], y[idx], law=o.law))
+            local[d] = local_fits(design.multiplier[idx], y[idx], law=o.law)
+            fits[d] = fit_power_law_paper(design.multiplier[idx], y[idx]) if o.fit == "paper" else local[d][0]
         except ValueError as exc:
             raise ValueError(f"domain {d!r}: {exc}") from None
     base = design.base_tokens
@@ -277,7 +278,8 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
     all_y = np.concatenate([np.asarray(f.y) for f in fits.values()])
     all_r = np.concatenate([np.asarray(f.residuals) for f in fits.values()])
     ident = identify(fits, lambda amp, aa, bb: allocate(amp, aa, bb, base, n, lo, hi).x * base / n,
-                     at=dict(zip(domains, x.tolist(), strict=True)), level=o.profile_level, weight_tol=o.weight_tol)
+                     at=dict(zip(domains, x.tolist(), strict=True)), candidates=local, level=o.profile_level,
+                     weight_tol=o.weight_tol)
     return DDOResult(
         domains=domains,
         weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)},

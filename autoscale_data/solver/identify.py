@@ -137,13 +137,15 @@ def _slope_extremes(best: PowerLawFit, threshold: float, at: float) -> list[Para
     return out
 
 
-def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0) -> DomainFits:
+def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
+                    candidates: Sequence[PowerLawFit] | None = None) -> DomainFits:
     """The fits of ``best``'s points that the data cannot tell apart from ``best`` (see module doc).
 
     Args:
         best: the chosen fit.
         level: profile level of the region, for fits with spare points.
         at: the multiplier where slopes are compared (the domain's optimal multiplier).
+        candidates: :func:`~.laws.local_fits` of the same points, if already computed.
 
     Raises:
         ValueError: ``level`` outside (0, 1).
@@ -155,15 +157,16 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0) 
     k = 3 if best.law == "3p" else 4
     points = int(np.count_nonzero(w > 0))
     scale = float((w * y * y).sum())
+    local = list(candidates) if candidates is not None else local_fits(x, y, law=best.law)
     if points <= k:
         threshold = 1e-9 * scale
-        fits = [_params(best)] + [_params(f) for f in local_fits(x, y, law=best.law) if f.sse <= threshold]
+        fits = [_params(best)] + [_params(f) for f in local if f.sse <= threshold]
     else:
         ss, dof_pe = _pure_error(x, y, w)
         s2 = ss / dof_pe if dof_pe > 0 else best.sse / (points - k)
         threshold = best.sse + max(s2, 1e-12 * scale) * float(chi2.ppf(level, 1))
         fits = [_params(best)] + _slope_extremes(best, threshold, at)
-        fits += [_params(f) for f in local_fits(x, y, law=best.law) if f.sse <= threshold]
+        fits += [_params(f) for f in local if f.sse <= threshold]
     unique: list[Params] = []
     for p in fits:
         if not any(np.allclose(p, q, rtol=1e-7, atol=1e-12) for q in unique):
@@ -247,6 +250,7 @@ def identify(
     optimum: Optimum,
     *,
     at: Mapping[str, float] | None = None,
+    candidates: Mapping[str, Sequence[PowerLawFit]] | None = None,
     level: float = 0.95,
     weight_tol: float = 0.01,
 ) -> Identifiability:
@@ -256,6 +260,7 @@ def identify(
         fits: the chosen fit per domain (domain order = the order of ``optimum``'s columns).
         optimum: maps batched ``(amplitude, a, b)`` arrays of shape ``(B, m)`` to optimal weights.
         at: each domain's optimal multiplier, where slopes are compared (default 1, the base).
+        candidates: each domain's :func:`~.laws.local_fits`, if already computed.
         level: profile level of the consistent set for fits with spare points.
         weight_tol: largest weight movement that still counts as identified.
 
@@ -265,7 +270,8 @@ def identify(
     if not (weight_tol >= 0):
         raise ValueError(f"weight_tol must be >= 0, got {weight_tol}")
     domains = list(fits)
-    per = {d: consistent_fits(fits[d], level=level, at=1.0 if at is None else float(at[d])) for d in domains}
+    per = {d: consistent_fits(fits[d], level=level, at=1.0 if at is None else float(at[d]),
+                              candidates=None if candidates is None else candidates[d]) for d in domains}
     combos = _combinations([per[d].fits for d in domains])
     table = [np.array(per[d].fits) for d in domains]  # (n_fits_j, 4)
     chosen = np.stack([table[j][combos[:, j]] for j in range(len(domains))], axis=1)  # (B, m, 4)
