@@ -30,8 +30,8 @@ import numpy as np
 
 from .._options import build_options
 from .allocate import allocate, multiplier_bounds
-from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
-from .design import read_design, run_objective
+from .ddo import DDOOptions, DDOResult, fit_ddo, objective_values, token_caps_array
+from .design import read_design
 from .laws import fit_power_law_batch
 from .projection import fit_path
 from .runs import RunTable
@@ -177,9 +177,7 @@ def bootstrap_ddo(
     o = build_options(DDOOptions, options, settings, caller="bootstrap_ddo")
     point = fit_ddo(runs, o)
     design = read_design(runs, o.base_run)
-    y = run_objective(runs, o.objective, o.val_domains)
-    if o.objective == "mean_ppl":
-        y = y / y[design.base_runs].mean()
+    y = objective_values(runs, design, o.objective, o.val_domains)
     sizes = np.bincount(design.point_of_run)
     pooled = _pooled_std(y, design.point_of_run)
     min_dof = min(f.dof for f in point.fits.values())
