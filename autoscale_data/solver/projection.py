@@ -27,7 +27,8 @@ def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = No
     mx = np.max(z, axis=axis, keepdims=True)
     e = np.exp(z - mx) if b is None else b * np.exp(z - mx)
     tot = np.sum(e, axis=axis, keepdims=True)
-    out = np.log(np.abs(tot)) + mx
+    with np.errstate(divide="ignore"):  # a signed sum can cancel exactly: log 0 = -inf is the answer
+        out = np.log(np.abs(tot)) + mx
     out = out if axis is not None else out.reshape(())
     out = np.squeeze(out, axis=axis) if axis is not None else out
     if return_sign:
