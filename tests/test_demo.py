@@ -72,6 +72,9 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "not reached" in text and "20.0% fewer tokens" in text  # a loss against DDO(N2) is shown as such
     assert "NOT distinguishable" in text
     assert "at 100: NOT identified by the data: a b c." in text
+    report = _report()
+    report["bootstrap"]["100"]["method"] = "consistent_fits"
+    assert "bootstrap at 100: no estimate of noise" in format_demo_table(report, DEMO_PRESETS["full"])
     assert "mean nothing" in text  # the quick preset says it is a smoke run
     assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
     assert "per seed" not in text and "Anytime" not in text  # one seed, no anytime run: nothing to show
@@ -107,6 +110,7 @@ def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
     assert 2 * 7 + 1 <= trained <= 2 * 7 + 4
     assert "Anytime schedule" in first.stdout
     assert "NOT identified by the data" in first.stdout  # 2m+1 runs: 3 points for a 3-parameter law
+    assert "no estimate of noise" in first.stdout and "no verdict is given" in (out / "report.md").read_text()
     start = time.monotonic()
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -196,7 +196,11 @@ def _markdown(r: dict[str, Any]) -> str:
         if proj:
             lines.append(f"- {projection_sentence(proj)}")
         for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
-            if boot.get("available"):
+            if boot.get("available") and boot.get("method") == "consistent_fits":
+                lines.append(f"- Bootstrap at {int(scale):,}: the runs carry no estimate of noise (one run per "
+                             "point); the intervals above are the range over the fits consistent with the data, "
+                             "and no verdict is given.")
+            elif boot.get("available"):
                 verdict = ("distinguishable from" if boot["distinguishable_from_base"] else
                            "NOT distinguishable from")
                 lines.append(f"- Bootstrap at {int(scale):,} ({boot['method']}, {boot['level']:.0%} CI): the DDO "

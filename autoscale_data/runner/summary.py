@@ -87,7 +87,9 @@ def format_summary(report: Mapping[str, Any]) -> str:
         if ident.get("summary"):
             lines.append(f"  at {_short(int(s))}: {ident['summary']}")
         b = boot.get(s) or {}
-        if b.get("available"):
+        if b.get("available") and b.get("method") == "consistent_fits":
+            lines.append(f"  bootstrap at {_short(int(s))}: no estimate of noise (one run per point), so no verdict")
+        elif b.get("available"):
             verdict = "distinguishable" if b.get("distinguishable_from_base") else "NOT distinguishable"
             lines.append(f"  bootstrap at {_short(int(s))}: DDO weights {verdict} from uniform")
     if targets:
