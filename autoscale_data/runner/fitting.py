@@ -95,7 +95,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         results[scale] = result
         atomic_write_json(out_dir / f"ddo_{scale}.json", result.to_json())
         try:
-            boot = bootstrap_ddo(table, n_boot=BOOTSTRAP_REPLICATES, **options)
+            boot = bootstrap_ddo(table, n_boot=BOOTSTRAP_REPLICATES, point=result, **options)
             boots[scale] = {"available": True, **boot.to_json(), "summary": boot.summary()}
         except ValueError as exc:
             boots[scale] = {"available": False, "reason": str(exc)}

@@ -149,6 +149,7 @@ def bootstrap_ddo(
     noise_std: float | None = None,
     level: float = 0.95,
     seed: int = 0,
+    point: DDOResult | None = None,
     **settings: Any,
 ) -> BootstrapResult:
     """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
@@ -162,6 +163,7 @@ def bootstrap_ddo(
         noise_std: noise of one run's objective (parametric method).
         level: CI level in (0, 1).
         seed: RNG seed.
+        point: ``fit_ddo(runs, options)`` when the caller already has it (it is not fitted again).
 
     Raises:
         ValueError: bad options, or no source of noise information for the chosen method.
@@ -175,7 +177,7 @@ def bootstrap_ddo(
     if noise_std is not None and not (np.isfinite(noise_std) and noise_std > 0):
         raise ValueError(f"noise_std must be > 0, got {noise_std}")
     o = build_options(DDOOptions, options, settings, caller="bootstrap_ddo")
-    point = fit_ddo(runs, o)
+    point = fit_ddo(runs, o) if point is None else point
     design = read_design(runs, o.base_run)
     y = objective_values(runs, design, o.objective, o.val_domains)
     sizes = np.bincount(design.point_of_run)

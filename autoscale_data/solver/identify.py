@@ -42,7 +42,7 @@ class DomainFits:
     """One domain's fits consistent with its points.
 
     Attributes:
-        points: points with weight; ``parameters``: parameters of the law.
+        points: points fitted; ``parameters``: parameters of the law.
         fits: ``(amplitude, a, b, c)`` of each consistent fit, the chosen fit first.
         b_range: smallest and largest exponent ``b`` among them.
         slope_range: smallest and largest marginal value ``-L'(x)`` at the optimum among them.
@@ -62,15 +62,13 @@ class DomainFits:
         return self.points > self.parameters
 
 
-def _pure_error(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, int]:
+def _pure_error(x: np.ndarray, y: np.ndarray) -> tuple[float, int]:
     """Sum of squares and degrees of freedom of repeated runs at the same multiplier."""
     ss, dof = 0.0, 0
-    for v in np.unique(x[w > 0]):
-        sel = (x == v) & (w > 0)
-        if np.count_nonzero(sel) > 1:
-            mean = np.average(y[sel], weights=w[sel])
-            ss += float((w[sel] * (y[sel] - mean) ** 2).sum())
-            dof += int(np.count_nonzero(sel)) - 1
+    for v in np.unique(x):
+        rep = y[x == v]
+        ss += float(((rep - rep.mean()) ** 2).sum())
+        dof += rep.size - 1
     return ss, dof
 
 
@@ -153,16 +151,15 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
     if not (0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1), got {level}")
     x, y = np.asarray(best.x), np.asarray(best.y)
-    w = np.ones_like(y)
     k = 3 if best.law == "3p" else 4
-    points = int(np.count_nonzero(w > 0))
-    scale = float((w * y * y).sum())
+    points = y.size
+    scale = float(y @ y)
     local = list(candidates) if candidates is not None else local_fits(x, y, law=best.law)
     if points <= k:
         threshold = 1e-9 * scale
         fits = [_params(best)] + [_params(f) for f in local if f.sse <= threshold]
     else:
-        ss, dof_pe = _pure_error(x, y, w)
+        ss, dof_pe = _pure_error(x, y)
         s2 = ss / dof_pe if dof_pe > 0 else best.sse / (points - k)
         threshold = best.sse + max(s2, 1e-12 * scale) * float(chi2.ppf(level, 1))
         fits = [_params(best)] + _slope_extremes(best, threshold, at)

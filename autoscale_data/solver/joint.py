@@ -37,7 +37,7 @@ from scipy.optimize import least_squares, lsq_linear
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
 from .ddo import DDOResult, fit_ddo, token_caps_array
 from .design import DDODesign, read_design, run_objective
-from .laws import B_MAX
+from .laws import B_MAX, SHIFT_RANGE
 from .projection import project
 from .runs import RunTable
 
@@ -47,7 +47,6 @@ PROJECTIONS = ("geometric", "joint")
 """The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
 (:func:`~.projection.project`), or the optimum of the law fitted jointly to all budgets' runs."""
 
-_SHIFT_RANGE = (1e-4, 1e4)  # u_min + a >= 1e-4 u_max and a <= 1e4 u_max per domain (as in .laws)
 _GRID_A = np.geomspace(1e-3, 1e3, 31)
 _GRID_G = np.concatenate([[0.0], np.geomspace(0.02, 16.0, 30)])
 _GRID_STARTS = 3  # best grid points per domain that seed a joint start
@@ -116,8 +115,8 @@ def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[st
 def _bounds(data: _Data) -> tuple[np.ndarray, np.ndarray]:
     m = len(data.domains)
     umin, umax = data.u.min(axis=0), data.u.max(axis=0)
-    a_lo = np.maximum(0.0, _SHIFT_RANGE[0] * umax - umin)
-    a_hi = _SHIFT_RANGE[1] * umax
+    a_lo = np.maximum(0.0, SHIFT_RANGE[0] * umax - umin)  # as for one domain's law (.laws)
+    a_hi = SHIFT_RANGE[1] * umax
     lo = np.concatenate([np.zeros(m), a_lo, np.zeros(m), [-np.inf]])
     hi = np.concatenate([np.full(m, np.inf), a_hi, np.full(m, B_MAX), [np.inf]])
     return lo, hi

@@ -28,14 +28,16 @@ import numpy as np
 from scipy.optimize import curve_fit, least_squares
 
 __all__ = [
-    "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "PowerLawFit", "fit_on_grid", "fit_power_law", "fit_power_law_batch",
-    "fit_power_law_paper", "local_fits", "power_law", "profile_over_b", "shift_frame",
+    "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "SHIFT_RANGE", "PowerLawFit", "fit_on_grid",
+    "fit_power_law", "fit_power_law_batch", "fit_power_law_paper", "local_fits", "power_law", "profile_over_b",
+    "shift_frame",
 ]
 
 B_MAX = 20.0
 """Upper bound of the saturation exponent ``b``."""
 
-_SHIFT_RANGE = (1e-4, 1e4)  # x_min + a, relative to max |x|
+SHIFT_RANGE = (1e-4, 1e4)
+"""Bounds of ``x_min + a`` relative to ``max |x|`` (the offset ``a`` of a fit)."""
 _GRIDS = {  # (number of shift values, b values); "fine" for single fits, "coarse" for replicates
     "fine": (49, np.concatenate([[0.0], np.geomspace(0.02, 16.0, 28)])),
     "coarse": (17, np.concatenate([[0.0], np.geomspace(0.05, 8.0, 12)])),
@@ -106,6 +108,12 @@ def _n_params(law: str) -> int:
     if law == "4p":
         return 4
     raise ValueError(f"law must be '3p' or '4p', got {law!r}")
+
+
+def shift_frame(x: np.ndarray) -> tuple[float, float, float]:
+    """``xmin`` and the bounds of the log shift ``s`` (``a = exp(s) - xmin``) for points ``x``."""
+    scale = max(float(np.max(np.abs(x))), 1e-12)
+    return float(np.min(x)), np.log(SHIFT_RANGE[0] * scale), np.log(SHIFT_RANGE[1] * scale)
 
 
 def _basis(x: np.ndarray, xmin: float, s: np.ndarray, b: np.ndarray):
@@ -189,9 +197,7 @@ def fit_power_law_batch(
     _validate(x, y2, w2, law)
     four = law == "4p"
     nb = y2.shape[0]
-    scale = max(float(np.max(np.abs(x))), 1e-12)
-    xmin = float(np.min(x))
-    s_lo, s_hi = np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
+    xmin, s_lo, s_hi = shift_frame(x)
 
     # Grid over (s, b): profile SSE for every data set.
     if grid not in _GRIDS:
@@ -308,9 +314,9 @@ def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tup
         flags.append("b=0")
     if b >= B_MAX * (1 - 1e-8):
         flags.append("b=max")
-    if shift <= _SHIFT_RANGE[0] * (1 + 1e-6):
+    if shift <= SHIFT_RANGE[0] * (1 + 1e-6):
         flags.append("a=min")
-    if shift >= _SHIFT_RANGE[1] * (1 - 1e-6):
+    if shift >= SHIFT_RANGE[1] * (1 - 1e-6):
         flags.append("a=max")
     if law == "4p" and amp <= 1e-12:
         flags.append("amplitude=0")
@@ -344,12 +350,6 @@ def _points(x, y, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if ya.shape != xa.shape:
         raise ValueError(f"x and y must have the same length, got {xa.shape} and {ya.shape}")
     return xa, ya, wa
-
-
-def shift_frame(x: np.ndarray) -> tuple[float, float, float]:
-    """``xmin`` and the bounds of the log shift ``s`` (``a = exp(s) - xmin``) for points ``x``."""
-    scale = max(float(np.max(np.abs(x))), 1e-12)
-    return float(np.min(x)), np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
 
 
 def fit_on_grid(
@@ -518,9 +518,7 @@ def fit_power_law_paper(
 def _polish(x, y, w, law, a, b, c, amp, sse0):
     """Final bounded ``least_squares`` from the batched solution; kept only if it is better."""
     four = law == "4p"
-    scale = max(float(np.max(np.abs(x))), 1e-12)
-    xmin = float(np.min(x))
-    s_lo, s_hi = np.log(_SHIFT_RANGE[0] * scale), np.log(_SHIFT_RANGE[1] * scale)
+    xmin, s_lo, s_hi = shift_frame(x)
     sw = np.sqrt(w)
 
     def resid(p):
