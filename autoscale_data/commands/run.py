@@ -36,6 +36,10 @@ def register(subparsers: Any) -> None:
                    help="where runs train (default: the config's executor.kind, else local)")
     p.add_argument("--max-parallel", default=None, metavar="N|auto",
                    help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="continue in an --out folder that was run with another config: finished runs whose "
+                        "settings still match are reused, the report covers only this config (without the flag "
+                        "such a folder is refused, naming what changed)")
     p.add_argument("--retries", type=int, default=None, metavar="N",
                    help="resubmissions of a run whose job died (default: the config's executor.retries)")
 
@@ -64,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     config = with_executor(load_config(args.config), kind=args.executor, max_parallel=args.max_parallel,
                            retries=args.retries)
     out = Path(args.out) if args.out else Path("runs") / config.name
-    runner = MixtureRunner(config, out, progress=False if args.no_progress else None)
+    runner = MixtureRunner(config, out, progress=False if args.no_progress else None,
+                           allow_config_change=args.allow_config_change)
     if args.dry_run:
         print(runner.describe())
         return 0

@@ -9,6 +9,7 @@ runs' results every time (they take milliseconds) and written under ``OUT/fits/`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import warnings
@@ -20,6 +21,7 @@ from .._io import atomic_write_json
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
 from .estimate import estimate_seconds, format_duration, startup_seconds
+from .experiment import check_config, config_changes
 from .ledger import DONE, Ledger
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_spec
 
@@ -27,6 +29,13 @@ __all__ = ["MixtureRunner", "TARGET_MIXES"]
 
 #: Mixes trained at the target budget (AutoScale first, then the configured baselines).
 TARGET_MIXES = ("autoscale", "autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 class MixtureRunner:
@@ -37,14 +46,19 @@ class MixtureRunner:
         out_dir: where the ledger, runs, fits and report go.
         log: where progress lines go (default ``print``).
         progress: show progress bars (``None``: only on a terminal).
+        allow_config_change: continue in an ``out_dir`` that was run with another config (finished runs
+            whose ids still match are reused; the report covers only this config's plan). Without it such
+            a folder raises :class:`~autoscale_data.runner.experiment.ConfigChangedError`.
     """
 
     def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str], *,
-                 log: Callable[[str], None] = print, progress: bool | None = None) -> None:
+                 log: Callable[[str], None] = print, progress: bool | None = None,
+                 allow_config_change: bool = False) -> None:
         self.config = config
         self.out = Path(out_dir)
         self.log = log
         self.progress = progress
+        self.allow_config_change = allow_config_change
         self._domains: DomainInfo | None = None
         self._executor: Any = None
 
@@ -119,6 +133,12 @@ class MixtureRunner:
                      f"{format_duration(seconds)} ({source})")
         lines.append(self.design_note())
         lines.append(self.projection_note())
+        old = _read_json(self.out / "config.json")
+        changes = config_changes(old, config_to_dict(cfg)) if old else []
+        if changes:
+            lines.append(f"{os.fspath(self.out)} was run with another config (changed: {'; '.join(changes)}): `run` "
+                         "refuses it unless --allow-config-change (then runs whose settings still match are reused "
+                         "and the report covers only this config), or give a new --out")
         return "\n".join(lines)
 
     def projection_note(self) -> str:
@@ -178,11 +198,12 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
-            atomic_write_json(self.out / "config.json", config_to_dict(self.config))
+            self._check_config()
             atomic_write_json(self.out / "domains.json", config_to_dict(d))
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             fixed = self.target_specs(self.fixed_target_mixes())
+            self._write_plan(proxies, fixed)  # the report reads only this plan's runs, from the start
             for s in all_proxies + fixed:
                 ledger.register(s)
             self.log(self.describe())
@@ -206,9 +227,7 @@ class MixtureRunner:
                     mixes["autoscale_anytime"] = anytime[0].weights  # the final mix; the path is the plan's
                     targets += anytime
             atomic_write_json(self.out / "fits" / "target_mixes.json", mixes)
-            atomic_write_json(self.out / "plan.json", {
-                "proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
-                "targets": [s.to_json() for s in targets]})
+            self._write_plan(proxies, targets)
             for s in targets:
                 ledger.register(s)
             self._train_all(ledger, targets)
@@ -223,9 +242,32 @@ class MixtureRunner:
         """
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
+            self._check_config()
+            plan = _read_json(self.out / "plan.json") or {}
+            extra = {s["run_id"]: s for s in plan.get("extra", [])}
+            extra.update({s.run_id: s.to_json() for s in specs})
+            atomic_write_json(self.out / "plan.json", {**plan, "extra": list(extra.values())})
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
+
+    def _check_config(self) -> None:
+        """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config."""
+        changes = check_config(self.out, config_to_dict(self.config), allow_change=self.allow_config_change)
+        if changes:
+            self.log(f"continuing {os.fspath(self.out)} under a changed config ({'; '.join(changes)}): finished "
+                     "runs whose settings still match are reused; the report covers only the new plan "
+                     "(the old config is kept in config_history.jsonl)")
+
+    def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec]) -> None:
+        """``OUT/plan.json``: the current plan's runs (extra runs of :meth:`train_runs` are kept)."""
+        old = _read_json(self.out / "plan.json") or {}
+        plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
+                                "targets": [s.to_json() for s in targets]}
+        if old.get("extra") and not config_changes(old.get("config") or {}, config_to_dict(self.config)):
+            plan["extra"] = old["extra"]
+        plan["config"] = config_to_dict(self.config)
+        atomic_write_json(self.out / "plan.json", plan)
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
         from .executors import make_executor, train_specs

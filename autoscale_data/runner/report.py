@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
+from .experiment import plan_run_ids
 from .metrics import (
     compare_curves,
     mean_curve,
@@ -46,6 +47,24 @@ def _runs(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
+                  config: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
+
+    With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
+    the fits) keeps the runs at the config's DDO budgets and target budget.
+    """
+    ids = plan_run_ids(plan)
+    if ids is None:
+        scales = {int(n) for n in (config.get("ddo") or {}).get("budgets", [])}
+        target = (config.get("target") or {}).get("budget")
+        keep = [r for r in runs if (r["spec"]["kind"] == "proxy" and (not scales or int(r["spec"]["scale"]) in scales))
+                or (r["spec"]["kind"] != "proxy" and (target is None or int(r["spec"]["scale"]) == int(target)))]
+    else:
+        keep = [r for r in runs if r["spec"]["run_id"] in ids]
+    return keep, len(runs) - len(keep)
+
+
 def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Collect the experiment's results into one JSON-able dict (no files written)."""
     out = Path(out_dir)
@@ -54,9 +73,10 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     config = _read(out / "config.json") or {}
     objective = (config.get("ddo") or {}).get("objective", "mean_loss")
     key = "mean_ppl" if objective == "mean_ppl" else "mean_loss"
-    runs = _runs(out)
+    plan = _read(out / "plan.json") or {}
+    runs, stale = _current_runs(_runs(out), plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
-    for s in (_read(out / "plan.json") or {}).get("targets", []):
+    for s in plan.get("targets", []):
         labels[s["run_id"]].append(s["label"])
     proxies: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     targets: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -73,10 +93,11 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         else:
             for label in labels.get(spec["run_id"]) or [spec["label"]]:
                 targets[label].append(result)
-    plan_targets = {s["label"] for s in (_read(out / "plan.json") or {}).get("targets", [])}
+    plan_targets = {s["label"] for s in plan.get("targets", [])}
     report: dict[str, Any] = {"out_dir": os.fspath(out.resolve()), "name": config.get("name"), "objective": objective,
                               "domains": (_read(out / "domains.json") or {}).get("names", []),
-                              "failed_runs": failed}
+                              "failed_runs": failed, "stale_runs": stale,
+                              "target_budget": (config.get("target") or {}).get("budget")}
     report["proxies"] = {
         scale: {label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
                         key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
@@ -162,6 +183,9 @@ def _markdown(r: dict[str, Any]) -> str:
     lines = [f"# AutoScale report: {r.get('name') or ''}", "",
              f"Domains: {', '.join(r['domains'])}. Objective: {r['objective']}. Values are means over seeds "
              "(± std where there are several).", ""]
+    if r.get("stale_runs"):
+        lines += [f"{r['stale_runs']} runs in this folder belong to an earlier config of the experiment and are not "
+                  "reported (the old config is in config_history.jsonl).", ""]
     for scale, rows in r["proxies"].items():
         doms = list(next(iter(rows.values()))["losses"])
         lines += [f"## DDO proxies at {int(scale):,} tokens", "",

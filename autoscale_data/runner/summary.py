@@ -124,6 +124,8 @@ def format_summary(report: Mapping[str, Any]) -> str:
     missing = report.get("missing_targets") or []
     if missing:
         lines.append(f"  target runs not finished: {', '.join(missing)}")
+    if report.get("stale_runs"):
+        lines.append(f"  ({report['stale_runs']} runs in the folder belong to an earlier config and are not reported)")
     out = report.get("out_dir")
     if out:
         lines += ["", f"Report: {os.path.join(out, 'report.md')} (plots in {os.path.join(out, 'plots')})"]

@@ -1,0 +1,102 @@
+"""Which experiment an output folder belongs to: its config, the change check and the run ids it reports.
+
+An output folder holds one experiment. ``OUT/config.json`` records the config it was run with; a
+runner started on the same folder with a different config stops (:class:`ConfigChangedError`,
+naming every changed setting) unless told to continue (``allow_config_change=True``, CLI
+``--allow-config-change``). A continued experiment reuses every finished run whose id (a content
+hash of what determines its result) is still in the new plan, appends the old config to
+``OUT/config_history.jsonl`` and reports only the new plan: ``OUT/plan.json`` lists the run ids of
+the current plan, and the report reads no run outside it, so two experiments never pool.
+
+Settings that cannot change a result (``executor``, ``base_dir``: where the config file lives) are
+not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+
+__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "plan_run_ids"]
+
+#: Top-level config keys that do not affect any result, and so may change between invocations.
+IGNORED_SETTINGS = ("base_dir", "executor")
+
+
+class ConfigChangedError(ValueError):
+    """The output folder was run with another config (the message lists every changed setting)."""
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, Mapping) and obj:
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+def config_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``"target.budget: 131072 -> 262144"`` for every setting that differs (ignored settings left out)."""
+    def norm(cfg: Mapping[str, Any]) -> dict[str, Any]:
+        flat = _flatten({k: v for k, v in cfg.items() if k not in IGNORED_SETTINGS})
+        return json.loads(json.dumps(flat))  # tuples and lists compare alike
+
+    a, b = norm(old), norm(new)
+    def shown(flat: dict[str, Any], key: str) -> str:
+        return json.dumps(flat[key]) if key in flat else "(unset)"
+
+    return [f"{key}: {shown(a, key)} -> {shown(b, key)}"
+            for key in sorted(set(a) | set(b)) if key not in a or key not in b or a[key] != b[key]]
+
+
+def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) -> list[str]:
+    """Refuse (or, with ``allow_change``, record) a config that differs from the one ``out`` was run with.
+
+    Writes ``out/config.json`` with ``config``. A changed config that is allowed appends the old one to
+    ``out/config_history.jsonl`` first.
+
+    Returns:
+        The changed settings (empty for a new folder or the same config).
+
+    Raises:
+        ConfigChangedError: the config changed and ``allow_change`` is false.
+    """
+    path = out / "config.json"
+    try:
+        old = json.loads(path.read_text())
+    except FileNotFoundError:
+        old = None
+    except ValueError:
+        old = None  # a torn file from a crash before the atomic writer existed: nothing to compare
+    changes = [] if old is None else config_changes(old, config)
+    if changes and not allow_change:
+        shown = "\n  ".join(changes)
+        raise ConfigChangedError(
+            f"{os.fspath(out)!r} holds an experiment run with another config; changed settings:\n  {shown}\n"
+            "Finished runs there would be mixed with this config's runs. Either give a new output folder "
+            "(--out NEW_DIR), or continue in this one with --allow-config-change "
+            "(MixtureRunner(..., allow_config_change=True)): finished runs whose settings still match are "
+            "reused, and the report covers only the new config's runs.")
+    if changes:
+        with open(out / "config_history.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"config": old, "replaced_by_changes": changes}, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    atomic_write_json(path, dict(config))
+    return changes
+
+
+def plan_run_ids(plan: Mapping[str, Any] | None) -> set[str] | None:
+    """Every run id of ``OUT/plan.json`` (proxies, targets and extra runs); ``None`` without a plan."""
+    if not plan:
+        return None
+    specs: Iterable[Mapping[str, Any]] = [
+        *(s for specs in (plan.get("proxies") or {}).values() for s in specs),
+        *(plan.get("targets") or []), *(plan.get("extra") or [])]
+    return {str(s["run_id"]) for s in specs}
