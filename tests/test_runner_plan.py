@@ -12,7 +12,7 @@ from runner_helpers import tiny_config, tiny_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import ddo_proxy_specs, target_spec
+from autoscale_data.runner.plan import ddo_proxy_specs, design_rounding, faithful_budget, target_spec
 
 
 @pytest.fixture
@@ -42,11 +42,42 @@ def test_two_multipliers_each_way_give_4m_plus_1_runs_and_identify_the_law(store
     assert cfg.ddo.multiplier_up == (3.0, 1.7) and cfg.ddo.identifies_law
     specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)
     assert len(specs) == 4 * 3 + 1
-    assert sorted({s.label.split()[-1] for s in specs if s.perturbed}) == ["/1.7", "/3", "x1.7", "x3"]
+    planned = {s.label.split("planned ")[-1].rstrip(")") if "planned" in s.label else s.label.split()[-1]
+               for s in specs if s.perturbed}
+    assert sorted(planned) == ["/1.7", "/3", "x1.7", "x3"]
     single = config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": [3, 3]}))
     assert not single.ddo.identifies_law
     # the x3 and /3 runs are the same runs (same ids) in both designs: extending a design reuses them
     assert {s.run_id for s in ddo_proxy_specs(single, inspect_domains(single), 4096)} <= {s.run_id for s in specs}
+
+
+def test_labels_and_dry_run_show_the_multipliers_actually_trained(stores: Path, tmp_path: Path) -> None:
+    raw = tiny_config(stores, seq_len=128, global_batch_size=8, target={"budget": 131072},
+                      ddo={"budgets": [16384, 32768], "multipliers": [[3, 1.7], [3, 1.7]]})
+    cfg = config_from_dict(raw)
+    domains = inspect_domains(cfg)
+    specs = ddo_proxy_specs(cfg, domains, 16384)
+    base = next(s for s in specs if s.label == "base").sequences
+    for s in specs[1:]:
+        trained = s.sequences[s.perturbed] / base[s.perturbed]
+        assert s.multiplier == pytest.approx(trained)
+        if abs(trained * (3 if "planned /3" in s.label else 1) - 1) > 0.005 and "planned /3" in s.label:
+            assert s.label == f"{s.perturbed} /{1 / trained:.3g} (planned /3)"
+    labels = {s.label for s in specs if s.perturbed == "a"}
+    # 1,024 tokens a batch: /3 of 43 sequences cannot be kept; the label says what was trained
+    assert f"a /{43 / 11:.3g} (planned /3)" in labels
+    moved = design_rounding(cfg, domains, 16384)
+    assert ("a", pytest.approx(1 / 3), pytest.approx(11 / 43)) in moved
+    keep = faithful_budget(cfg, domains, 16384)
+    assert keep is not None and keep > 32768 and not design_rounding(cfg, domains, keep)
+    assert keep % (128 * 8) == 0 and design_rounding(cfg, domains, keep - 128 * 8)
+    text = MixtureRunner(cfg, tmp_path / "out").describe()
+    assert "DDO design at 16,384 tokens" in text and f"/{43 / 11:.3g} instead of /3 (a, b)" in text
+    assert f"about {keep:,} tokens" in text
+    fine = config_from_dict(tiny_config(stores, micro_batch_size=1, global_batch_size=1,
+                                        ddo={"budgets": [4096, 8192], "multipliers": [3, 3]}))
+    assert not design_rounding(fine, inspect_domains(fine), 4096)
+    assert "DDO design at" not in MixtureRunner(fine, tmp_path / "out2").describe()
 
 
 @pytest.mark.parametrize("mult", [[[3, 3], [3]], [[3, 0.5], [3]], [[], [3]]])
@@ -93,7 +124,7 @@ def test_dry_run_lists_runs_tokens_and_time(stores: Path, capsys: pytest.Capture
     cfg_path.write_text(json.dumps(tiny_config("stores")))
     assert main(["run", str(cfg_path), "--out", str(stores.parent / "out"), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "proxy" in out and "a x3" in out and "c /3" in out and "(after the fits)" in out
+    assert "proxy" in out and "a x3" in out and "c /2.33 (planned /3)" in out and "(after the fits)" in out
     assert "training tokens, estimated" in out
     assert "the data may not determine the optimum" in out  # the paper's 2m+1 design: 3 points, 3 parameters
     assert not (stores.parent / "out" / "ledger.jsonl").exists()  # a dry run trains and records nothing

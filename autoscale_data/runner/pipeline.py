@@ -23,12 +23,25 @@ from .data import inspect_domains
 from .estimate import estimate_seconds, format_duration, startup_seconds
 from .experiment import check_config, config_changes
 from .ledger import DONE, Ledger
-from .plan import DomainInfo, RunSpec, ddo_proxy_specs, describe_plan, target_spec
+from .plan import (
+    MULTIPLIER_TOLERANCE,
+    DomainInfo,
+    RunSpec,
+    ddo_proxy_specs,
+    describe_plan,
+    design_rounding,
+    faithful_budget,
+    target_spec,
+)
 
 __all__ = ["MixtureRunner", "TARGET_MIXES"]
 
 #: Mixes trained at the target budget (AutoScale first, then the configured baselines).
 TARGET_MIXES = ("autoscale", "autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
+
+
+def _tag(multiplier: float) -> str:
+    return f"x{multiplier:.3g}" if multiplier >= 1 else f"/{1 / multiplier:.3g}"
 
 
 def _read_json(path: Path) -> Any:
@@ -132,6 +145,7 @@ class MixtureRunner:
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
         lines.append(self.design_note())
+        lines += self.rounding_notes()
         lines.append(self.projection_note())
         old = _read_json(self.out / "config.json")
         changes = config_changes(old, config_to_dict(cfg)) if old else []
@@ -160,6 +174,27 @@ class MixtureRunner:
         return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
                 "the law passes through every point, often in more than one way, so the data may not determine "
                 "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
+
+    def rounding_notes(self) -> list[str]:
+        """One line per DDO budget whose whole global batches move a multiplier by more than 5%."""
+        cfg = self.config
+        notes = []
+        for n in cfg.ddo.budgets:
+            moved = design_rounding(cfg, self.domains, n)
+            if not moved:
+                continue
+            groups: dict[tuple[str, str], list[str]] = {}
+            for d, planned, trained in moved:
+                groups.setdefault((_tag(trained), _tag(planned)), []).append(d)
+            what = ", ".join(f"{t} instead of {p} ({'every domain' if len(ds) == len(self.domains.names) else ', '.join(ds)})"
+                             for (t, p), ds in groups.items())
+            keep = faithful_budget(cfg, self.domains, n)
+            hint = (f"a budget of about {keep:,} tokens or more keeps every multiplier within "
+                    f"{MULTIPLIER_TOLERANCE:.0%}" if keep else "no budget keeps them within the tolerance")
+            notes.append(f"DDO design at {n:,} tokens: runs are whole global batches ({cfg.global_batch_size} x "
+                         f"{cfg.seq_len} tokens), so it trains {what} (the fit uses the tokens actually trained); "
+                         f"{hint}, or lower global_batch_size")
+        return notes
 
     def _device_kind(self) -> str:
         import torch
@@ -209,6 +244,8 @@ class MixtureRunner:
             self.log(self.describe())
             if not self.config.ddo.identifies_law:
                 warnings.warn(self.design_note(), UserWarning, stacklevel=2)
+            for note in self.rounding_notes():
+                warnings.warn(note, UserWarning, stacklevel=2)
             self._train_all(ledger, all_proxies)
             from .fitting import fit_all
 

@@ -30,11 +30,14 @@ from .config import RunnerConfig, config_to_dict
 
 __all__ = [
     "DomainInfo",
+    "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_plan",
+    "design_rounding",
+    "faithful_budget",
     "id_payload",
     "run_fingerprint",
     "schedule_counts",
@@ -78,7 +81,8 @@ class RunSpec:
         seed: model-initialisation and data-order seed.
         eval_points: how many evaluations along the run (the last is at the end).
         perturbed: the perturbed domain of a DDO run (``None`` for base and target runs).
-        multiplier: the planned multiplier of the perturbed domain.
+        multiplier: the multiplier of the perturbed domain actually trained (its sequences over the base
+            run's; whole global batches can move it from the configured one).
         settings: the hashed training settings (model, optimiser, batches, backend, stores).
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
@@ -257,26 +261,102 @@ def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -
     return min(candidates, key=lambda c: (abs(c - want), -c))
 
 
+#: A DDO multiplier that whole global batches move by more than this (relative) is reported.
+MULTIPLIER_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class _Perturbation:
+    domain: str
+    planned: float  # the configured multiplier (< 1 for a division)
+    base: int  # the domain's sequences in the base run
+    counts: dict[str, int]  # sequences per domain actually trained
+
+    @property
+    def trained(self) -> float:
+        """The multiplier actually trained: perturbed sequences over the base run's."""
+        return self.counts[self.domain] / self.base
+
+    @property
+    def off_by(self) -> float:
+        """Relative distance of the trained multiplier from the planned one."""
+        return abs(self.trained / self.planned - 1.0)
+
+    @property
+    def label(self) -> str:
+        """``"web x3"``; ``"web x1.75 (planned x1.7)"`` when rounding moved it by more than 0.5%."""
+        def tag(x: float) -> str:
+            return f"x{x:.3g}" if x >= 1 else f"/{1 / x:.3g}"
+
+        text = f"{self.domain} {tag(self.planned)}"
+        return text if self.off_by <= 0.005 else f"{self.domain} {tag(self.trained)} (planned {tag(self.planned)})"
+
+
+def _perturbations(config: RunnerConfig, domains: DomainInfo, budget: int) -> tuple[dict[str, int], list[_Perturbation]]:
+    """The base counts and every perturbation of the DDO design at ``budget`` (whole global batches)."""
+    base = ddo_base_counts(config, domains, budget)
+    batch = config.global_batch_size
+    steps = [(True, up) for up in config.ddo.multiplier_up] + [(False, 1.0 / down) for down in config.ddo.multiplier_down]
+    out = []
+    for d in domains.names:
+        others = sum(base.values()) - base[d]
+        for is_up, factor in steps:
+            counts = dict(base)
+            counts[d] = _perturbed_count(base[d], factor, others, batch, is_up)
+            out.append(_Perturbation(d, factor, base[d], counts))
+    return base, out
+
+
+def design_rounding(config: RunnerConfig, domains: DomainInfo, budget: int) -> list[tuple[str, float, float]]:
+    """``(domain, planned, trained)`` multipliers of the design at ``budget`` that whole global batches move
+    by more than :data:`MULTIPLIER_TOLERANCE`."""
+    _, perturbations = _perturbations(config, domains, budget)
+    return [(p.domain, p.planned, p.trained) for p in perturbations if p.off_by > MULTIPLIER_TOLERANCE]
+
+
+def faithful_budget(config: RunnerConfig, domains: DomainInfo, budget: int) -> int | None:
+    """About the smallest budget >= ``budget`` (whole global batches) whose design keeps every multiplier
+    within :data:`MULTIPLIER_TOLERANCE` (``None`` if none up to 2^30 times ``budget``)."""
+    step = config.seq_len * config.global_batch_size
+
+    def ok(n: int) -> bool:
+        try:
+            return not design_rounding(config, domains, n)
+        except ValueError:
+            return False
+
+    lo, hi = budget, budget
+    for _ in range(30):
+        if ok(hi):
+            break
+        lo, hi = hi, hi * 2
+    else:
+        return None
+    if hi == budget:
+        return budget
+    while hi - lo > step:  # bisect in whole batches (the rounding error shrinks as the budget grows)
+        mid = (lo + hi) // 2 // step * step
+        if mid <= lo:
+            break
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
 def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> list[RunSpec]:
     """The DDO runs at one budget, for every seed: base, then each domain up and down by each multiplier.
 
     With one multiplier each way this is the paper's 2m+1 design; ``k`` multipliers each way give
-    ``2km+1`` runs.
+    ``2km+1`` runs. Run sizes are whole global batches, so a perturbed domain's count is rounded: the
+    spec's ``multiplier`` is the one actually trained, and its label shows it beside the planned one
+    when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``).
     """
-    base = ddo_base_counts(config, domains, budget)
+    base, perturbations = _perturbations(config, domains, budget)
     specs: list[RunSpec] = []
-    batch = config.global_batch_size
-    steps = [(True, up, f"x{up:g}") for up in config.ddo.multiplier_up]
-    steps += [(False, 1.0 / down, f"/{down:g}") for down in config.ddo.multiplier_down]
     for seed in config.seeds:
         specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base))
-        for d in domains.names:
-            others = sum(base.values()) - base[d]
-            for is_up, factor, tag in steps:
-                counts = dict(base)
-                counts[d] = _perturbed_count(base[d], factor, others, batch, is_up)
-                role = _Role("proxy", budget, f"{d} {tag}", seed, perturbed=d, multiplier=factor)
-                specs.append(_make(config, domains, role, counts))
+        for p in perturbations:
+            role = _Role("proxy", budget, p.label, seed, perturbed=p.domain, multiplier=p.trained)
+            specs.append(_make(config, domains, role, p.counts))
     return specs
 
 
