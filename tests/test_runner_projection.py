@@ -50,8 +50,9 @@ def stores(tmp_path: Path) -> Path:
     return tiny_stores(tmp_path / "stores", ("a", "b", "c"))
 
 
-def _fit(stores: Path, tmp_path: Path, projection: str | None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    ddo = {"multipliers": [[3, 1.7], [3, 1.7]]} | ({} if projection is None else {"projection": projection})
+def _fit(stores: Path, tmp_path: Path, projection: str | None,
+         **ddo_extra: Any) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    ddo = {"multipliers": [[3, 1.7], [3, 1.7]], **ddo_extra} | ({} if projection is None else {"projection": projection})
     cfg = config_from_dict(tiny_config(stores, ddo=ddo, target={"budget": 65536}))
     domains = inspect_domains(cfg)
     proxies = {n: ddo_proxy_specs(cfg, domains, n) for n in cfg.ddo.budgets}
@@ -64,12 +65,34 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None) -> tuple[dict[str
 def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, None)
     assert fits["method"] == proj["method"] == "geometric"
-    assert proj["weights"] == fits["weights"] == proj["geometric"]["weights"] == fits["projection"].weights
+    assert proj["weights"] == fits["weights"]
+    assert proj["unbounded_weights"] == proj["geometric"]["weights"] == fits["projection"].weights
+    assert min(fits["weights"].values()) >= 0.05 - 1e-12  # tiny_config's ddo.min_weight holds at the target
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
     assert proj["t"] == proj["geometric"]["t"] and proj["budget_tokens"] == 65536
     assert "geometric, t=" in lines[-1]
     assert "geometric" in projection_label(proj) and "The joint projection differs" in projection_sentence(proj)
+
+
+def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, tmp_path: Path) -> None:
+    bound = 0.05
+    fits, proj, lines = _fit(stores, tmp_path / "bounded", None, min_weight=bound)
+    low = min(proj["unbounded_weights"], key=proj["unbounded_weights"].get)
+    assert min(fits["weights"].values()) >= bound - 1e-12 and sum(fits["weights"].values()) == pytest.approx(1)
+    assert proj["weights"] == fits["weights"] and proj["unbounded_weights"] == proj["geometric"]["weights"]
+    assert proj["geometric"]["weights"][low] < bound  # the projection itself left the bound
+    assert set(proj["bounds_applied"]) >= {low} and proj["bounds_applied"][low][1] == pytest.approx(bound)
+    assert any("left the weight bounds" in line and low in line for line in lines)
+    others = [d for d in fits["weights"] if d not in proj["bounds_applied"]]
+    if len(others) == 2:  # the untouched domains keep their ratio
+        a, b = others
+        assert fits["weights"][a] / fits["weights"][b] == pytest.approx(
+            proj["unbounded_weights"][a] / proj["unbounded_weights"][b])
+    report = {"domains": list(fits["weights"]), "ddo": {}, "projection": proj, "targets": {}}
+    assert "applied at the target" in format_summary(report)
+    cfg = config_from_dict(tiny_config(stores, ddo={"min_weight": bound}))
+    assert "bound the DDO optima and the target mix" in MixtureRunner(cfg, tmp_path / "o").describe()
 
 
 def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:

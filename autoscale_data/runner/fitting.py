@@ -116,7 +116,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     joint = _attempt(method == "joint", f"joint projection to {target} tokens",
                      lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
     chosen = joint if method == "joint" else geometric
-    atomic_write_json(out_dir / "projection.json", projection_summary(method, geometric, joint))
+    summary = projection_summary(method, geometric, joint)
+    weights_used = _bounded(summary, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
+    atomic_write_json(out_dir / "projection.json", summary)
     plan = None
     try:
         scales = chosen.path_scales(n1) if method == "joint" else [results[n1], results[n2]]
@@ -139,11 +141,29 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     other = geometric if method == "joint" else joint
     if isinstance(other, str):
         log(f"the {'geometric' if method == 'joint' else 'joint'} projection (reported only) failed: {other}")
-    weights = ", ".join(f"{d}={w:.3f}" for d, w in chosen.weights.items())
+    weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
     how = f"joint law, AAR {chosen.aar:.4f}" if method == "joint" else f"geometric, t={chosen.t:.3f}"
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
     return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "method": method,
-            "weights": dict(chosen.weights), "plan": plan}
+            "weights": weights_used, "plan": plan}
+
+
+def _bounded(summary: dict[str, Any], min_weight: float, max_weight: float, *,
+             log: Callable[[str], None]) -> dict[str, float]:
+    """The target mix with ``ddo.min_weight`` / ``max_weight`` applied; ``summary`` (projection.json) records
+    the projection's own weights as ``unbounded_weights`` and the domains moved as ``bounds_applied``."""
+    from ..solver import apply_weight_bounds
+
+    raw = {d: float(w) for d, w in summary["weights"].items()}
+    bounded = apply_weight_bounds(raw, min_weight, max_weight)
+    moved = {d: [raw[d], bounded[d]] for d in raw if abs(raw[d] - bounded[d]) > 1e-9}
+    summary.update(weights=bounded, unbounded_weights=raw, bounds_applied=moved,
+                   weight_bounds=[min_weight, max_weight])
+    if moved:
+        what = ", ".join(f"{d} {a:.3f} -> {b:.3f}" for d, (a, b) in moved.items())
+        log(f"the {summary['method']} projection left the weight bounds [{min_weight:g}, {max_weight:g}] "
+            f"(ddo.min_weight / max_weight); the target mix applies them, the others keep their ratios: {what}")
+    return bounded
 
 
 def _attempt(required: bool, what: str, compute: Callable[[], Any]) -> Any:

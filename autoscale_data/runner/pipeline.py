@@ -156,12 +156,19 @@ class MixtureRunner:
         return "\n".join(lines)
 
     def projection_note(self) -> str:
-        """One sentence: which projection sets the target mix (``ddo.projection``)."""
-        if self.config.ddo.projection == "joint":
-            return ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
+        """Which projection sets the target mix (``ddo.projection``) and how the weight bounds apply to it."""
+        ddo = self.config.ddo
+        if ddo.projection == "joint":
+            text = ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
                     "target); the geometric projection is reported beside it (ddo.projection)")
-        return ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the joint "
-                "projection is reported beside it (ddo.projection)")
+        else:
+            text = ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the "
+                    "joint projection is reported beside it (ddo.projection)")
+        if ddo.min_weight > 0 or ddo.max_weight < 1:
+            text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
+                     "the DDO optima and the target mix: a projected weight outside them is moved to the bound "
+                     "(the others keep their ratios) and the log and report say so")
+        return text
 
     def design_note(self) -> str:
         """One sentence: does the DDO design identify the per-domain law?"""

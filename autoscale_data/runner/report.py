@@ -219,6 +219,12 @@ def _markdown(r: dict[str, Any]) -> str:
         lines.append("")
         if proj:
             lines.append(f"- {projection_sentence(proj)}")
+            if proj.get("bounds_applied"):
+                lo, hi = proj["weight_bounds"]
+                moved = ", ".join(f"{d} {a:.3f} → {b:.3f}" for d, (a, b) in proj["bounds_applied"].items())
+                lines.append(f"- The projection left the weight bounds [{lo:g}, {hi:g}] (`ddo.min_weight` / "
+                             f"`max_weight`; the paper's projection is unbounded): the target mix applies them and "
+                             f"the other domains keep their ratios: {moved}.")
         for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
             if boot.get("available") and boot.get("method") == "consistent_fits":
                 lines.append(f"- Bootstrap at {int(scale):,}: the runs carry no estimate of noise (one run per "

@@ -81,6 +81,11 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
         lines.append(f"  AutoScale: {projection_label(proj)}")
+        if proj.get("bounds_applied"):
+            lo, hi = proj["weight_bounds"]
+            moved = ", ".join(f"{d} {a:.3f} -> {b:.3f}" for d, (a, b) in proj["bounds_applied"].items())
+            lines.append(f"  the projection left the bounds [{lo:g}, {hi:g}] (ddo.min_weight/max_weight), "
+                         f"applied at the target: {moved}")
     boot = report.get("bootstrap") or {}
     for s in scales:
         ident = ddo[s].get("identifiability") or {}

@@ -25,6 +25,7 @@ from .bootstrap import (
     bootstrap_projection,
     heldout_scale_check,
 )
+from .bounds import apply_weight_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
 from .identify import Identifiability, identify
@@ -57,6 +58,7 @@ __all__ = [
     "Run",
     "RunTable",
     "allocate",
+    "apply_weight_bounds",
     "baseline_weights",
     "bootstrap_ddo",
     "bootstrap_projection",
