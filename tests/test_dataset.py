@@ -463,6 +463,14 @@ def test_short_domain_names_tokens(root: Path) -> None:
 
 
 @pytest.mark.timeout(30)
+def test_every_short_domain_is_named(tmp_path: Path) -> None:
+    write_synthetic_stores(tmp_path, {"a": 40_000, "b": 3000, "c": 2000})
+    with pytest.raises(ValueError, match=r"2 domains cannot supply their share: domain 'b' is too short.*; "
+                                         r"domain 'c' is too short"):
+        ScaleAwareMixtureDataset(tmp_path, {"a": 0.4, "b": 0.3, "c": 0.3}, 1000 * L, L)
+
+
+@pytest.mark.timeout(30)
 def test_missing_shard(tmp_path: Path) -> None:
     write_synthetic_stores(tmp_path, {"a": 40_000, "b": 5000})
     (tmp_path / "a" / "train-00001.bin").unlink()

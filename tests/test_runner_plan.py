@@ -195,3 +195,21 @@ def test_anytime_spec_carries_its_plan_and_hashes_it(stores: Path) -> None:
         RunSpec(**{**spec.to_json(), "plan": None})
     with pytest.raises(ValueError, match="schedule"):
         RunSpec(**{**spec.to_json(), "schedule": "sometimes"})
+
+
+def test_data_availability_is_checked_at_plan_time_naming_every_domain(stores: Path, tmp_path: Path) -> None:
+    # each tiny store holds 40,000 tokens: a 10M-token target cannot give any domain 5% of it
+    cfg = config_from_dict(tiny_config(stores, target={"budget": 10_000_000, "baselines": ["uniform"]}))
+    runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
+    text = runner.describe()
+    for d in ("a", "b", "c"):
+        assert f"DATA: domain {d!r} has" in text
+    assert "ddo.min_weight 0.05 x target budget 10,000,000" in text and "uniform" in text
+    assert "exceeds all the training data" in text and "max_epochs" in text
+    with pytest.raises(ValueError, match=r"cannot supply this plan(.|\n)*'a'(.|\n)*'b'(.|\n)*'c'"):
+        runner.run()
+    assert not list((tmp_path / "out" / "runs").glob("*"))  # nothing was trained
+    fine = config_from_dict(tiny_config(stores))
+    assert "DATA:" not in MixtureRunner(fine, tmp_path / "fine").describe()
+    repeat = config_from_dict(tiny_config(stores, max_epochs=400.0, target={"budget": 10_000_000}))
+    assert "DATA:" not in MixtureRunner(repeat, tmp_path / "rep").describe()

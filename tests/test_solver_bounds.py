@@ -57,3 +57,14 @@ def test_result_is_a_mix_inside_the_bounds(raw: list[float], a: float, b: float)
             assert out[d] / out[e] == pytest.approx(w[d] / w[e], rel=1e-6)
     if all(lo <= x / total <= hi for x in raw):
         assert out == pytest.approx({d: x / total for d, x in w.items()})
+
+
+def test_infeasible_floor_names_every_short_domain() -> None:
+    import numpy as np
+
+    from autoscale_data.solver import multiplier_bounds
+
+    with pytest.raises(ValueError, match=r"2 domains cannot supply(.|\n)*'web' \(4,433,040 tokens\), 'code' "
+                                         r"(.|\n)*max_epochs"):
+        multiplier_bounds(np.ones(3), 1e8, 0.05, 1.0, np.array([4_433_040.0, 1_000_000.0, 1e9]),
+                          ["web", "code", "books"])

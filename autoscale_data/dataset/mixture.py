@@ -130,8 +130,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         available = self._reader.num_sequences
+        short = []
         for name, need, avail in zip(self.domain_names, counts, available, strict=False):
-            check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
+            try:
+                check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
+            except ValueError as exc:
+                short.append(str(exc))
+        if short:  # every domain that cannot supply its share, not only the first
+            raise ValueError("; ".join(short) if len(short) == 1 else
+                             f"{len(short)} domains cannot supply their share: " + "; ".join(short))
         self.sequences_per_domain: dict[str, int] = {n: int(c) for n, c in zip(self.domain_names, counts, strict=False)}
         self.total_sequences = int(total)
         self._index = build_index(self.domain_names, counts, available, seed,

@@ -31,6 +31,7 @@ from .plan import (
     describe_plan,
     design_rounding,
     faithful_budget,
+    supply_problems,
     target_spec,
 )
 
@@ -144,6 +145,7 @@ class MixtureRunner:
         source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
+        lines += [f"DATA: {p}" for p in supply_problems(cfg, d, proxies + fixed)]
         lines.append(self.design_note())
         lines += self.rounding_notes()
         lines.append(self.projection_note())
@@ -177,7 +179,9 @@ class MixtureRunner:
         params = 3 if ddo.law == "3p" else 4
         if ddo.identifies_law:
             return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
-                    "law: the fit is over-determined, so the data identify the law (checked again after the fit)")
+                    "law: spare points, so the design CAN identify the law; whether these runs DO is known only after "
+                    "the fits (noise larger than the domain contrasts can still leave the optimum undetermined: the "
+                    "log and report then say 'NOT identified' and how far the weights could move)")
         return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
                 "the law passes through every point, often in more than one way, so the data may not determine "
                 "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
@@ -245,6 +249,9 @@ class MixtureRunner:
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             fixed = self.target_specs(self.fixed_target_mixes())
+            problems = supply_problems(self.config, d, all_proxies + fixed)
+            if problems:  # before training anything: every domain that cannot supply its runs, by name
+                raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
             self._write_plan(proxies, fixed)  # the report reads only this plan's runs, from the start
             for s in all_proxies + fixed:
                 ledger.register(s)

@@ -41,6 +41,7 @@ __all__ = [
     "id_payload",
     "run_fingerprint",
     "schedule_counts",
+    "supply_problems",
     "target_spec",
 ]
 
@@ -399,6 +400,44 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
     counts = largest_remainder(full, total)
     return _make(config, domains, _Role("target", config.target.budget, label, seed), counts)
+
+
+def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:
+    """What the stores cannot supply, found before any training: every planned run's per-domain tokens,
+    and the target budget's least needs (``ddo.min_weight`` x budget of every domain; the budget itself).
+
+    Each domain has ``train_tokens // seq_len`` whole sequences, each usable ``max_epochs`` times
+    (default once). Returns one line per problem, naming the domain (empty when all is well).
+    """
+    epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
+    have = {d: domains.train_tokens[d] // config.seq_len for d in domains.names}
+    allowed = {d: math.floor(epochs * have[d] + 1e-9) for d in domains.names}
+    hint = "raise max_epochs" if config.max_epochs is not None else "allow repetition with max_epochs"
+    problems: dict[str, list[str]] = {}
+    for s in specs:
+        for d, need in s.sequences.items():
+            if need > allowed[d]:
+                problems.setdefault(d, []).append(f"{s.kind} {s.label!r} at {s.scale:,} tokens asks "
+                                                  f"{need * config.seq_len:,}")
+    target = config.target.budget
+    floor = config.ddo.min_weight * target
+    for d in domains.names:
+        if floor > allowed[d] * config.seq_len:
+            problems.setdefault(d, []).append(
+                f"every target mix asks at least {floor:,.0f} (ddo.min_weight {config.ddo.min_weight:g} x target "
+                f"budget {target:,})")
+    lines = [f"domain {d!r} has {have[d] * config.seq_len:,} training tokens ({epochs:g} epoch"
+             f"{'s' if epochs != 1 else ''} allowed), but " + "; ".join(sorted(set(what))[:3])
+             + (f" and {len(set(what)) - 3} more runs" if len(set(what)) > 3 else "")
+             for d, what in problems.items()]
+    total = sum(allowed.values()) * config.seq_len
+    if total < target:
+        lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens within "
+                     "the epoch cap)")
+    if lines:
+        lines.append(f"lower the budgets or ddo.min_weight, add data, or {hint} (max_epochs: 2 lets every sequence "
+                     "be seen twice)")
+    return lines
 
 
 def describe_plan(specs: Sequence[RunSpec]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ room (any split is optimal: the answer is then not unique, and the status says s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +42,8 @@ class Allocation:
 
 
 def multiplier_bounds(
-    base: np.ndarray, budget: float, min_weight: float, max_weight: float, caps: np.ndarray | None
+    base: np.ndarray, budget: float, min_weight: float, max_weight: float, caps: np.ndarray | None,
+    names: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds on the multipliers from weight bounds and per-domain token caps.
 
@@ -50,6 +52,7 @@ def multiplier_bounds(
         budget: total tokens N.
         min_weight, max_weight: bounds on ``w_j = base_j x_j / N``.
         caps: maximum tokens per domain (tokens available × epoch cap), or None.
+        names: the domains' names, for the messages (default ``#0``, ``#1`` …).
 
     Returns:
         ``(lo, hi)`` multiplier bounds.
@@ -72,8 +75,12 @@ def multiplier_bounds(
     bottom = np.full(m, min_weight * budget)
     bad = np.flatnonzero(top < bottom * (1 - 1e-12))
     if bad.size:
-        j = int(bad[0])
-        raise ValueError(f"domain #{j}: cap {top[j]:g} tokens is below min_weight x budget = {bottom[j]:g}")
+        label = [repr(n) for n in names] if names is not None else [f"#{j}" for j in range(m)]
+        short = ", ".join(f"{label[j]} ({top[j]:,.0f} tokens)" for j in bad)
+        raise ValueError(f"min_weight {min_weight:g} x budget {budget:,.0f} = {min_weight * budget:,.0f} tokens per "
+                         f"domain, but {len(bad)} domain{'s' if bad.size > 1 else ''} cannot supply that within "
+                         f"the epoch cap: {short}; lower min_weight or the budget, or allow repetition with "
+                         "max_epochs")
     if bottom.sum() > budget * (1 + 1e-12):
         raise ValueError(f"min_weight {min_weight} x {m} domains exceeds 1: no feasible mix")
     if top.sum() < budget * (1 - 1e-12):

@@ -219,7 +219,7 @@ def bootstrap_ddo(
     base = design.base_tokens
     nb = design.budget_tokens
     caps = token_caps_array(design.domains, o.token_caps, o.max_epochs)
-    lo, hi = multiplier_bounds(base, nb, o.min_weight, o.max_weight, caps)
+    lo, hi = multiplier_bounds(base, nb, o.min_weight, o.max_weight, caps, design.domains)
     ok &= np.all(hi[None, :] + params[1] > 0, axis=1)
     x = allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x
     samples = x * base / nb

@@ -173,7 +173,8 @@ class DDOResult:
         """
         base = np.array([self.base_tokens[d] for d in self.domains])
         caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
-        lo, hi = multiplier_bounds(base, float(budget_tokens), self.min_weight, self.max_weight, caps)
+        lo, hi = multiplier_bounds(base, float(budget_tokens), self.min_weight, self.max_weight, caps,
+                                   self.domains)
         p = _params(self.fits, self.domains)
         x = allocate(p[0], p[1], p[2], base, float(budget_tokens), lo, hi).x
         return {d: float(v) for d, v in zip(self.domains, x * base, strict=False)}
@@ -267,7 +268,7 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
     base = design.base_tokens
     n = design.budget_tokens if o.budget_tokens is None else float(o.budget_tokens)
     caps = token_caps_array(domains, o.token_caps, o.max_epochs)
-    lo, hi = multiplier_bounds(base, n, o.min_weight, o.max_weight, caps)
+    lo, hi = multiplier_bounds(base, n, o.min_weight, o.max_weight, caps, domains)
     beta, a, b = _params(fits, domains)
     sol = allocate(beta, a, b, base, n, lo, hi)
     x = sol.x

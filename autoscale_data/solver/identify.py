@@ -236,7 +236,8 @@ class Identifiability:
                    f"parameters, so their fits pass through every point and nothing checks them"
                    + (f"; {len(several)} of them have several exact fits" if several else ""))
         else:
-            why = f"fits within the noise ({self.level:.0%} profile) give different optima"
+            why = (f"the design could identify the law, but these runs do not: laws that fit them within their "
+                   f"noise ({self.level:.0%} profile) put the optimum at different mixes")
         move = (f" Over the consistent fits the weights could move by up to {self.spread:.3f}: {ranges}."
                 if ranges else " All of the consistent fits give the same weights.")
         return f"NOT identified by the data: {why}.{move} More multipliers or seeds per domain narrow this."

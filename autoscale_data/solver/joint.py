@@ -269,7 +269,7 @@ class JointFit:
     def _allocation(self, budget_tokens: float) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
         amp, a, g, s = self._arrays()
         caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
-        lo, hi = multiplier_bounds(s, float(budget_tokens), self.min_weight, self.max_weight, caps)
+        lo, hi = multiplier_bounds(s, float(budget_tokens), self.min_weight, self.max_weight, caps, self.domains)
         return allocate(amp, a, g, s, float(budget_tokens), lo, hi), lo, hi, s
 
     def optimize_at(self, budget_tokens: float) -> dict[str, float]:
@@ -389,7 +389,7 @@ def fit_joint(
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
     caps = token_caps_array(data.domains, token_caps, max_epochs)
-    multiplier_bounds(data.scale, float(target), min_weight, max_weight, caps)  # fail early on bad bounds
+    multiplier_bounds(data.scale, float(target), min_weight, max_weight, caps, data.domains)  # fail early on bad bounds
     p, n_ok = _solve(data, _grid_starts(data))
     lo, hi = _bounds(data)
     pred = _model(p, data.u)[0]
