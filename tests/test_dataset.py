@@ -361,6 +361,25 @@ def test_plain_dataloader_resume_with_new_worker_count(root: Path) -> None:
     assert prefix + rest == full
 
 
+@pytest.mark.timeout(60)
+def test_batch_mode_takes_batches_taken_and_refuses_a_step_count_as_samples(root: Path) -> None:
+    ds = make(root, seqs=100, batch_size=8)
+    assert len(ds) == 13  # batches: 12 of 8 and one of 4
+    assert ds.state_dict(batches_taken=5)["cursor"] == ds.state_dict(samples_taken=40)["cursor"] == 40
+    assert ds.state_dict(batches_taken=13)["cursor"] == ds.state_dict(samples_taken=100)["cursor"] == 100
+    with pytest.raises(ValueError, match=r"samples_taken=12 is not a whole number of batches of 8.*batches_taken=12"):
+        ds.state_dict(samples_taken=12)  # a step count passed as samples: refused, not a mid-batch cursor
+    with pytest.raises(ValueError, match=r"batches_taken=14 is outside \[0, 13\]"):
+        ds.state_dict(batches_taken=14)
+    with pytest.raises(TypeError, match="both"):
+        ds.state_dict(samples_taken=8, batches_taken=1)
+    with pytest.raises(ValueError, match="needs batch mode"):
+        make(root, seqs=100).state_dict(batches_taken=1)
+    resumed = make(root, seqs=100, batch_size=8)
+    resumed.load_state_dict(ds.state_dict(batches_taken=5))
+    assert flat([item_key(b) for b in resumed]) == flat([item_key(b) for b in ds])[40:]
+
+
 @pytest.mark.timeout(120)
 def test_persistent_workers_repeat_the_pass(root: Path) -> None:
     full = sorted(keys(make(root, seqs=100)))

@@ -130,6 +130,15 @@ class StreamState:
         self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker)
         return self.live
 
+    def samples_of(self, batches_taken: int) -> int:
+        """The samples of ``batches_taken`` whole batches of this rank (the last one may be short)."""
+        base = self.live.slice.base if self.live is not None else self.next_start
+        size = self.slice_at(base).size
+        if not 0 <= batches_taken <= -(-size // self.block):
+            raise ValueError(f"batches_taken={batches_taken} is outside [0, {-(-size // self.block)}]: this rank has "
+                             f"{-(-size // self.block)} batches of {self.block} in this pass")
+        return min(size, batches_taken * self.block)
+
     def get_state(self, samples_taken: int | None = None, *, in_worker: bool = False) -> dict[str, Any]:
         """``{"cursor", "worker"}`` (see the module docstring).
 
@@ -140,7 +149,14 @@ class StreamState:
         live = self.live
         if samples_taken is not None:
             base = live.slice.base if live is not None else self.next_start
-            return {"cursor": self.slice_at(base).cursor_after(int(samples_taken)), "worker": None}
+            rank_slice = self.slice_at(base)
+            if self.block > 1 and samples_taken % self.block and samples_taken != rank_slice.size:
+                raise ValueError(
+                    f"samples_taken={samples_taken} is not a whole number of batches of {self.block}: it counts "
+                    f"samples (sequences), while len() and the loader count batches in batch mode; pass "
+                    f"batches_taken={samples_taken} if that is a number of batches (steps), or samples_taken="
+                    f"{samples_taken * self.block} for that many batches of {self.block}")
+            return {"cursor": rank_slice.cursor_after(int(samples_taken)), "worker": None}
         if live is None:
             if self._pending is not None and self._pending[1] is not None:
                 raise ValueError("this dataset holds a DataLoader worker's state that has not been iterated; "

@@ -165,7 +165,11 @@ class ScaleAwareMixtureDataset(IterableDataset):
         return self._index.nbytes
 
     def __len__(self) -> int:
-        """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers)."""
+        """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers).
+
+        In batch mode this counts batches, while ``state_dict(samples_taken=...)`` counts samples: use
+        ``state_dict(batches_taken=...)`` to give a number of batches (steps).
+        """
         return self._state.units()
 
     # --------------------------------------------------------------- iteration
@@ -224,16 +228,20 @@ class ScaleAwareMixtureDataset(IterableDataset):
             yield batch
 
     # ------------------------------------------------------------------- state
-    def state_dict(self, samples_taken: int | None = None, **deprecated: int) -> dict[str, Any]:
+    def state_dict(self, samples_taken: int | None = None, *, batches_taken: int | None = None,
+                   **deprecated: int) -> dict[str, Any]:
         """The resume state (plain JSON-able values); the ``get_state`` of :class:`StreamState`.
 
         Args:
-            samples_taken: samples (not batches) this rank has taken since the start of the current
-                pass (the loaded resume point, or 0). Needed with a plain ``DataLoader`` with workers,
-                where the iteration runs in other processes. Without it the state follows the most
-                recent iterator of this process; inside a DataLoader worker (torchdata's
+            samples_taken: samples (sequences, not batches) this rank has taken since the start of the
+                current pass (the loaded resume point, or 0). Needed with a plain ``DataLoader`` with
+                workers, where the iteration runs in other processes. Without it the state follows the
+                most recent iterator of this process; inside a DataLoader worker (torchdata's
                 ``StatefulDataLoader`` calls it there) it describes that worker's own progress.
+                In batch mode it must be a whole number of batches (or all of this rank's samples).
                 (``consumed=`` is its former, deprecated name.)
+            batches_taken: batch mode only: batches this rank has taken (the unit of ``len()`` and of
+                a training loop's steps); instead of ``samples_taken``.
 
         Returns:
             ``{"format", "version", "fingerprint", "config", "cursor", "domain_counts", "total_sequences",
@@ -241,6 +249,13 @@ class ScaleAwareMixtureDataset(IterableDataset):
             every sample has been yielded; ``domain_counts`` the per-domain sample counts of that prefix.
         """
         samples_taken = _renamed_samples_taken(samples_taken, deprecated)
+        if batches_taken is not None:
+            if self.batch_size is None:
+                raise ValueError(f"batches_taken={batches_taken} needs batch mode (batch_size=...); this dataset "
+                                 "yields single samples: pass samples_taken")
+            if samples_taken is not None:
+                raise TypeError("state_dict() got both samples_taken and batches_taken: pass one")
+            samples_taken = self._state.samples_of(int(batches_taken))
         position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
         counts = self._index.domain_counts(position["cursor"])
         return {
