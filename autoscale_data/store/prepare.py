@@ -28,6 +28,7 @@ import json
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -43,7 +44,7 @@ from .._options import build_options
 from ._encode import encoded_batches, init_worker
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 from .reader import TokenStore
-from .sources import input_files, iter_documents
+from .sources import input_files, iter_documents, text_extensions
 from .tokenizers import Tokenizer, load_tokenizer
 from .writer import DEFAULT_SHARD_TOKENS, StoreWriter
 
@@ -69,6 +70,8 @@ class PrepareOptions:
 
     Args:
         text_field: the field / column holding the text (JSONL, parquet, datasets, tar ``.json``).
+        text_ext: extra file extensions read as plain text, one document per file (``(".py", ".md")``;
+            a comma-separated string is accepted).
         holdout_every: every k-th document goes to validation (module docstring); at least 2.
         workers: tokenizing processes (None: the number of CPUs); 1 tokenizes in this process.
         shard_tokens: tokens per shard file.
@@ -76,6 +79,7 @@ class PrepareOptions:
     """
 
     text_field: str = "text"
+    text_ext: tuple[str, ...] = ()
     holdout_every: int = DEFAULT_HOLDOUT_EVERY
     workers: int | None = None
     shard_tokens: int = DEFAULT_SHARD_TOKENS
@@ -84,6 +88,7 @@ class PrepareOptions:
     def __post_init__(self) -> None:
         if not self.text_field or not isinstance(self.text_field, str):
             raise ValueError(f"text_field must be a non-empty field name, got {self.text_field!r}")
+        object.__setattr__(self, "text_ext", text_extensions(self.text_ext))
         check_int("holdout_every", self.holdout_every, minimum=2)  # 1 would hold out everything
         check_int("workers", self.workers, allow_none=True)
         check_int("shard_tokens", self.shard_tokens)
@@ -109,6 +114,32 @@ class DomainResult:
     manifest: Manifest
     skipped: bool
     seconds: float
+
+    @property
+    def val_tokens(self) -> int:
+        """Tokens held out for validation."""
+        val = self.manifest.splits.get("val")
+        return val.num_tokens if val else 0
+
+    def holdout_warning(self, holdout_every: int) -> str | None:
+        """A sentence when the held-out share of tokens is far (over 3x either way) from the rule's
+        ``1 / holdout_every`` (holding out by documents, a few long documents skew it), else ``None``."""
+        val = self.val_tokens
+        total = self.manifest.splits["train"].num_tokens + val
+        intended = 1.0 / holdout_every
+        share = val / total if total else 0.0
+        if intended / 3 <= share <= 3 * intended:
+            return None
+        docs = self.manifest.splits["train"].num_documents + (self.manifest.splits["val"].num_documents
+                                                              if "val" in self.manifest.splits else 0)
+        why = ("so its validation loss will be noisy" if share < intended
+               else "which takes that much from training and weighs a few documents heavily")
+        cause = (f"only {docs:,} documents, fewer than --holdout-every {holdout_every}, so the last one is held out"
+                 if docs < holdout_every else
+                 f"every {holdout_every}-th of {docs:,} documents, and the documents differ in length")
+        return (f"domain {self.name!r}: {val:,} of {total:,} tokens ({share:.2%}) are held out for validation, "
+                f"far from the rule's {intended:.2%} ({cause}), {why}: split long documents into several, or "
+                "choose --holdout-every")
 
 
 def parse_domain_args(items: Sequence[str]) -> dict[str, str]:
@@ -138,7 +169,7 @@ def _check_name(name: str) -> None:
 
 def _source_fingerprint(path: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> dict[str, Any]:
     files = []
-    for f in input_files(path):
+    for f in input_files(path, opts.text_ext):
         st = f.stat()
         files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
@@ -185,7 +216,7 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
     try:
-        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field), 2 * opts.processes):
+        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field, opts.text_ext), 2 * opts.processes):
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())
@@ -282,6 +313,10 @@ def prepare_domains(
     finally:
         for p in pools:
             p.shutdown(wait=True, cancel_futures=True)
+    for r in results.values():
+        note = r.holdout_warning(opts.holdout_every)
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=2)
     index = {"format": "autoscale-data-prepare", "version": 1, "tokenizer": asdict(tok.info),
              "holdout": opts.holdout, "domains": {**kept, **{n: n for n in results}}}
     atomic_write_json(out / PREPARE_INDEX, index)

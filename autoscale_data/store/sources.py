@@ -15,6 +15,8 @@ Supported inputs (the order documents come out in is fixed, so the held-out spli
   the ``text_field`` column (needs ``datasets``).
 - any other directory: every supported file and dataset directory under it, recursively, in sorted
   path order (hidden entries are ignored).
+- files with an extension named in ``text_ext`` (e.g. ``(".py", ".md")``, ``prepare --text-ext``):
+  read like ``.txt``, one document per file (source code, docs, logs ...).
 """
 
 from __future__ import annotations
@@ -22,22 +24,44 @@ from __future__ import annotations
 import json
 import os
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SUPPORTED_SUFFIXES", "input_files", "iter_documents", "list_sources"]
+__all__ = ["SUPPORTED_SUFFIXES", "input_files", "iter_documents", "list_sources", "text_extensions"]
 
 SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".parquet", ".tar", ".tar.gz", ".tgz")
 _FORMATS_HINT = "pip install 'autoscale-data[formats]'"
 
 
-def _suffix(path: Path) -> str | None:
+def text_extensions(spec: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Normalise extra plain-text extensions: ``".py,md"`` or ``[".py", "md"]`` -> ``(".md", ".py")``.
+
+    Raises:
+        ValueError: an empty or path-like extension, or one of the structured formats (``.jsonl`` ...).
+    """
+    if spec is None:
+        return ()
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out = set()
+    for item in items:
+        ext = str(item).strip().lower()
+        ext = ext if ext.startswith(".") else "." + ext
+        if ext == "." or "/" in ext or os.sep in ext or any(c.isspace() for c in ext):
+            raise ValueError(f"text extension {item!r} is invalid: expected a file extension such as '.py'")
+        if ext in SUPPORTED_SUFFIXES and ext != ".txt":
+            raise ValueError(f"text extension {item!r} names a structured format read on its own; "
+                             f"expected a plain-text extension such as '.py'")
+        out.add(ext)
+    return tuple(sorted(out))
+
+
+def _suffix(path: Path, text_ext: tuple[str, ...] = ()) -> str | None:
     name = path.name.lower()
     for suffix in sorted(SUPPORTED_SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
             return suffix
-    return None
+    return ".txt" if any(name.endswith(e) for e in text_ext) else None
 
 
 def _is_hf_dataset(path: Path) -> bool:
@@ -46,34 +70,41 @@ def _is_hf_dataset(path: Path) -> bool:
         or (path / "dataset_dict.json").is_file())
 
 
-def list_sources(path: str | os.PathLike[str]) -> list[Path]:
+def list_sources(path: str | os.PathLike[str], text_ext: Iterable[str] | str | None = None) -> list[Path]:
     """The readable sources under ``path``: files and dataset directories, in reading order.
+
+    ``text_ext``: extra extensions read as plain text, one document per file (:func:`text_extensions`).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: an unsupported file, or a directory holding no supported input.
     """
     root = Path(path)
+    ext = text_extensions(text_ext)
     if not root.exists():
         raise FileNotFoundError(f"input path {os.fspath(root)!r} does not exist")
     if root.is_file():
-        if _suffix(root) is None:
+        if _suffix(root, ext) is None:
             raise ValueError(f"input file {os.fspath(root)!r} has an unsupported type: expected one of "
                              f"{', '.join(SUPPORTED_SUFFIXES)}, a dataset saved with save_to_disk, or a "
-                             "directory of these")
+                             "directory of these; to read it as plain text, one document per file, name its "
+                             f"extension with --text-ext {root.suffix or '.EXT'} (text_ext=)")
         return [root]
     if _is_hf_dataset(root):
         return [root]
     if not root.is_dir():
         raise ValueError(f"input path {os.fspath(root)!r} is neither a regular file nor a directory")
-    found = _walk(root)
+    found = _walk(root, ext)
     if not found:
+        seen = sorted({p.suffix.lower() for p in root.rglob("*") if p.is_file() and p.suffix})[:8]
+        hint = (f"; it has {', '.join(seen)} files: read them as plain text, one document per file, with "
+                f"--text-ext {','.join(seen)} (text_ext=)" if seen else "")
         raise ValueError(f"input directory {os.fspath(root)!r} holds no supported input "
-                         f"({', '.join(SUPPORTED_SUFFIXES)} files or save_to_disk datasets)")
+                         f"({', '.join(SUPPORTED_SUFFIXES)} files or save_to_disk datasets){hint}")
     return found
 
 
-def _walk(directory: Path) -> list[Path]:
+def _walk(directory: Path, ext: tuple[str, ...]) -> list[Path]:
     try:
         entries = sorted(directory.iterdir(), key=lambda p: p.name)
     except OSError as exc:
@@ -83,16 +114,16 @@ def _walk(directory: Path) -> list[Path]:
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            found.extend([entry] if _is_hf_dataset(entry) else _walk(entry))
-        elif entry.is_file() and _suffix(entry) is not None:
+            found.extend([entry] if _is_hf_dataset(entry) else _walk(entry, ext))
+        elif entry.is_file() and _suffix(entry, ext) is not None:
             found.append(entry)
     return found
 
 
-def input_files(path: str | os.PathLike[str]) -> list[Path]:
+def input_files(path: str | os.PathLike[str], text_ext: Iterable[str] | str | None = None) -> list[Path]:
     """Every file whose content determines the documents of ``path`` (for change detection)."""
     files: list[Path] = []
-    for source in list_sources(path):
+    for source in list_sources(path, text_ext):
         if source.is_dir():
             files.extend(sorted((p for p in source.rglob("*") if p.is_file()), key=lambda p: p.as_posix()))
         else:
@@ -235,18 +266,22 @@ def _iter_tar(path: Path, field: str) -> Iterator[str]:
         yield text
 
 
-def iter_documents(path: str | os.PathLike[str], text_field: str = "text") -> Iterator[str]:
+def iter_documents(path: str | os.PathLike[str], text_field: str = "text",
+                   text_ext: Iterable[str] | str | None = None) -> Iterator[str]:
     """Yield the text of every document under ``path``, in a fixed order (see the module docstring).
+
+    ``text_ext``: extra extensions read as plain text, one document per file.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: unsupported or unreadable input; malformed records (message names file and line).
     """
-    for source in list_sources(path):
+    ext = text_extensions(text_ext)
+    for source in list_sources(path, ext):
         if source.is_dir():
             yield from _iter_hf(source, text_field)
             continue
-        suffix = _suffix(source)
+        suffix = _suffix(source, ext)
         if suffix == ".jsonl":
             yield from _iter_jsonl(source, text_field)
         elif suffix == ".txt":
