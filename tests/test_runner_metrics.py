@@ -136,3 +136,47 @@ def test_report_has_the_anytime_section(tmp_path) -> None:
     for run_id in ("a0", "a1"):
         (out / "runs" / run_id / "result.json").unlink()
     assert "no mixture plan could be fitted" in write_report(out)["anytime_vs_fixed"]["reason"]
+
+
+def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path) -> None:
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autoscale_data.runner.plots import _plot_curves, _plot_losses
+    from autoscale_data.runner.report import write_report
+
+    out = tmp_path / "out"
+    for run_id, label, seed, values in (("m0", "autoscale", 0, [5.0, 4.5, 4.00]), ("m1", "autoscale", 1, [5.1, 4.6, 4.30]),
+                                        ("u0", "uniform", 0, [5.2, 4.6, 4.05]), ("u1", "uniform", 1, [5.2, 4.7, 4.25])):
+        _fake_run(out, run_id, label, seed, values)
+    (out / "config.json").write_text(json.dumps({"target": {"baselines": ["uniform"]}}))
+    (out / "ledger.jsonl").write_text("")
+    report = write_report(out)
+    final = report["vs_uniform"]["autoscale"]["final"]
+    assert final["mean_loss"]["mean"] == pytest.approx(0.0) and final["mean_loss"]["n"] == 2  # -0.05, +0.05
+    assert final["mean_loss"]["std"] == pytest.approx(0.1 / 2 ** 0.5)
+    assert [p["difference"]["mean"] for p in report["vs_uniform"]["autoscale"]["curve"]["points"]] == \
+        pytest.approx([-0.15, -0.1, 0.0])
+    fig = _plot_losses(plt, report)
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo <= 0 <= hi and "minus uniform" in ax.get_ylabel() and "std over seeds" in ax.get_title()
+    curves = _plot_curves(plt, report)
+    assert len(curves.axes) == 2 and "minus uniform" in curves.axes[1].get_title()
+    plt.close("all")
+    for run_id in ("m1", "u1"):  # one seed: no error bars, and the plots say so
+        (out / "runs" / run_id / "result.json").unlink()
+    report = write_report(out)
+    assert "one seed: no error bars" in _plot_losses(plt, report).axes[0].get_title()
+    assert "one seed: no band" in _plot_curves(plt, report).axes[1].get_title()
+    plt.close("all")
+    (out / "runs" / "u0" / "result.json").unlink()  # no uniform: the losses themselves, on an axis from 0
+    report = write_report(out)
+    assert report["vs_uniform"] == {}
+    ax = _plot_losses(plt, report).axes[0]
+    assert ax.get_ylim()[0] <= 0 and ax.get_ylabel() == "validation loss (nats/token)"
+    plt.close("all")

@@ -78,39 +78,64 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     return fig
 
 
+def _seeds_note(n: int) -> str:
+    return "error bars: std over seeds" if n > 1 else "one seed: no error bars"
+
+
 def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
+    """Per-domain validation loss at the target: each mix minus uniform (paired by seed) when uniform was
+    trained, so differences of a few hundredths are not drawn as bars on a cut axis; else the losses
+    themselves on an axis from 0."""
     targets = report["targets"]
     if not targets:
         return None
-    labels = list(targets)
+    key = "mean_ppl" if report.get("objective") == "mean_ppl" else "mean_loss"
+    versus = report.get("vs_uniform") or {}
     domains = list(next(iter(targets.values()))["losses"])
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(domains) + 2), 4.2))
+    cols = domains + [key]
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cols) + 2), 4.2))
+    x = np.arange(len(cols))
+    if versus:
+        labels = list(versus)
+        n = max(v["final"][key]["n"] for v in versus.values())
+        values = {label: [versus[label]["final"][c] for c in cols] for label in labels}
+        ylabel = "loss minus uniform's (nats/token; < 0: better than uniform)"
+        title = f"validation loss at the target budget, each mix minus uniform, paired by seed ({_seeds_note(n)})"
+    else:
+        labels = list(targets)
+        n = max(t[key]["n"] for t in targets.values())
+        values = {label: [targets[label]["losses"][d] for d in domains] + [targets[label][key]] for label in labels}
+        ylabel = "validation loss (nats/token)"
+        title = f"validation loss at the target budget ({_seeds_note(n)})"
     width = 0.8 / len(labels)
-    x = np.arange(len(domains))
     for k, label in enumerate(labels):
-        losses = targets[label]["losses"]
-        ax.bar(x + k * width - 0.4 + width / 2, [losses[d]["mean"] for d in domains], width,
-               yerr=[losses[d]["std"] for d in domains], capsize=2, label=label)
-    lo = min(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
-    hi = max(targets[label]["losses"][d]["mean"] for label in labels for d in domains)
-    ax.set_ylim(max(0.0, lo - 0.15 * (hi - lo + 1e-9) - 0.05), hi + 0.1 * (hi - lo + 1e-9) + 0.02)
-    ax.set_xticks(x, domains)
-    ax.set_ylabel("validation loss (nats/token)")
-    ax.set_title("per-domain validation loss at the target budget (error bars: std over seeds)")
+        ms = values[label]
+        yerr = [v["std"] for v in ms] if n > 1 else None
+        ax.bar(x + k * width - 0.4 + width / 2, [v["mean"] for v in ms], width, yerr=yerr, capsize=2, label=label)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, domains + [f"{key} (all)"])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return fig
 
 
 def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
+    """Validation vs tokens of every target mix (seed band) and, when uniform was trained, a second panel
+    of each mix minus uniform, paired by seed (the curves themselves overlap at this resolution)."""
     targets = report["targets"]
     if not targets:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    versus = report.get("vs_uniform") or {}
+    fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 7, 4.2), squeeze=False)
+    ax = axes[0][0]
+    colors = {}
     for label, t in targets.items():
         c = t["curve"]
         mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
         style = "s--" if label == "autoscale_anytime" else "o-"
         line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3)
+        colors[label] = line.get_color()
         if c["n"] > 1:
             ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
     ax.set_xscale("log")
@@ -119,4 +144,26 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
                                    else "loss (mean over domains)"))
     ax.set_title("validation vs tokens at the target budget")
     ax.legend(fontsize=8)
+    if versus:
+        dx = axes[0][1]
+        n = 0
+        for label, v in versus.items():
+            pts = v["curve"]["points"]
+            if not pts:
+                continue
+            tokens = [p["tokens"] for p in pts]
+            mean = np.array([p["difference"]["mean"] for p in pts])
+            std = np.array([p["difference"]["std"] for p in pts])
+            n = max(n, pts[0]["difference"]["n"])
+            style = "s--" if label == "autoscale_anytime" else "o-"
+            dx.plot(tokens, mean, style, label=label, markersize=3, color=colors.get(label))
+            if pts[0]["difference"]["n"] > 1:
+                dx.fill_between(tokens, mean - std, mean + std, color=colors.get(label), alpha=0.2)
+        dx.axhline(0.0, color="black", linewidth=0.8, label="uniform")
+        dx.set_xscale("log")
+        dx.set_xlabel("training tokens")
+        dx.set_ylabel("minus uniform's, paired by seed (< 0: better)")
+        band = "band: std over seeds" if n > 1 else "one seed: no band"
+        dx.set_title(f"each mix minus uniform ({band})", fontsize=9)
+        dx.legend(fontsize=8)
     return fig

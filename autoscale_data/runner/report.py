@@ -117,6 +117,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         for label, rs in sorted(targets.items())}
     report["missing_targets"] = sorted(plan_targets - set(targets))
     report["anytime_vs_fixed"] = _anytime(out, config, targets, runs, key)
+    report["vs_uniform"] = _versus_uniform(targets, key)
     report["tokens_saved"] = {label: tokens_saved(curves["autoscale"], curve)
                               for label, curve in curves.items() if label != "autoscale" and "autoscale" in curves}
     report["tokens_saved_per_seed"] = {label: tokens_saved_per_seed(targets["autoscale"], rs, key)
@@ -130,6 +131,27 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "devices": sorted({r["device"] for r in done}),
         "train_hours": sum(r["wall_time_s"] for r in done) / 3600}
     return report
+
+
+def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, Any]:
+    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
+
+    Returns:
+        ``{label: {"curve": compare_curves(...), "final": {domain or key: {"mean", "std", "n"}}}}``
+        (empty without uniform runs).
+    """
+    if "uniform" not in targets:
+        return {}
+    base = {int(r["seed"]): r for r in targets["uniform"]}
+    out: dict[str, Any] = {}
+    for label, rs in targets.items():
+        pairs = [(r, base[int(r["seed"])]) for r in rs if int(r["seed"]) in base]
+        if label == "uniform" or not pairs:
+            continue
+        final = {d: mean_std([r["losses"][d] - u["losses"][d] for r, u in pairs]) for d in pairs[0][0]["losses"]}
+        final[key] = mean_std([r[key] - u[key] for r, u in pairs])
+        out[label] = {"curve": compare_curves(targets["uniform"], rs, key), "final": final}
+    return out
 
 
 def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
