@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -164,3 +165,14 @@ def test_cli_reports_non_identification_and_paper_fit():
         assert out["weights"][d] == pytest.approx(w, abs=1e-4)
     text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     assert "NOT identified" in text and "could move by up to" in text
+
+
+def test_a_consistent_fit_undefined_at_the_optimum_is_left_out() -> None:
+    # an optimum below the smallest design point (x = 0.2 < 1/3): a candidate law with a = -0.25 fits the
+    # points (x + a > 0 for every x >= 1/3) but is undefined at 0.2; it used to make the slope complex
+    x = np.array([1 / 3, 1.0, 1.7, 3.0])
+    y = power_law(x, 0.5, 0.6, 2.0)
+    best = fit_power_law(x, y)
+    bad = dataclasses.replace(best, a=-0.25, b=0.5)
+    fits = consistent_fits(best, at=0.2, candidates=[bad])
+    assert all(p[1] + 0.2 > 0 for p in fits.fits) and np.all(np.isfinite(fits.slope_range))

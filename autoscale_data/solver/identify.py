@@ -165,7 +165,9 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
         fits = [_params(best)] + _slope_extremes(best, threshold, at)
         fits += [_params(f) for f in local if f.sse <= threshold]
     unique: list[Params] = []
-    for p in fits:
+    for i, p in enumerate(fits):
+        if i > 0 and p[1] + at <= 0:  # the law is undefined at the optimum ((x + a)^-b needs x + a > 0)
+            continue
         if not any(np.allclose(p, q, rtol=1e-7, atol=1e-12) for q in unique):
             unique.append(p)
     bs = [p[2] for p in unique]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -20,7 +21,7 @@ from typing import Any
 from ..config import RunnerConfig
 from ..plan import RunSpec
 
-__all__ = ["Executor", "Job", "launch_command", "outcome", "uses_cuda", "visible_gpus"]
+__all__ = ["Executor", "Job", "launch_command", "outcome", "set_pdeathsig", "uses_cuda", "visible_gpus", "worker_env"]
 
 
 @dataclass
@@ -114,6 +115,33 @@ def outcome(job: Job, code: int) -> tuple[bool, str, bool]:
     except FileNotFoundError:
         tail = []
     return False, f"training process exited with code {code}: {' | '.join(tail)}", False
+
+
+def worker_env(config: RunnerConfig, *, gpus: Sequence[str] | None = None,
+               launcher_gpus: bool = False) -> dict[str, str]:
+    """The environment of a training process (every executor): this one's, plus the runner's pid (the
+    trainer stops when the runner dies), one tokenizer thread, ``cpu_threads`` intra-op threads and
+    the slot's GPUs (``gpus``; ``launcher_gpus``: none, since the deepspeed launcher gets them as
+    ``--include``)."""
+    env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if config.cpu_threads is not None:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(config.cpu_threads)
+    if launcher_gpus:
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+    elif gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+    return env
+
+
+def set_pdeathsig() -> None:
+    """In a child before exec (``preexec_fn``): die with the runner (Linux ``PR_SET_PDEATHSIG``)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def uses_cuda(config: RunnerConfig) -> bool:

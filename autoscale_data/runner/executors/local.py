@@ -19,18 +19,9 @@ from pathlib import Path
 from typing import IO
 
 from ..config import RunnerConfig
-from .base import Executor, Job, launch_command, uses_cuda, visible_gpus
+from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, visible_gpus, worker_env
 
 __all__ = ["InProcessExecutor", "LocalExecutor", "resolve_max_parallel"]
-
-
-def _set_pdeathsig() -> None:  # runs in the child before exec: die with the runner
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _cpu_count() -> int:
@@ -89,7 +80,7 @@ class _Worker:
         cmd = [sys.executable, "-m", "autoscale_data.runner.executors.worker", "--family", family]
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, bufsize=1,
-                                     preexec_fn=_set_pdeathsig, start_new_session=True)
+                                     preexec_fn=set_pdeathsig, start_new_session=True)
         self.codes: list[int] = []
         self.ended = False
         self._wake = wake
@@ -152,16 +143,10 @@ class LocalExecutor(Executor):
         return f"local x{self.capacity}"
 
     def _env(self, slot: int, *, launcher_gpus: bool = False) -> dict[str, str]:
-        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
-        env.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if self.config.cpu_threads is not None:
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.config.cpu_threads)
-        if self._gpus is not None:
-            if launcher_gpus:  # the DeepSpeed launcher sets each rank's devices from --include
-                env.pop("CUDA_VISIBLE_DEVICES", None)
-            else:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(self._gpus[slot])
-        return env
+        if self._gpus is None:
+            return worker_env(self.config)
+        # the DeepSpeed launcher sets each rank's devices from --include
+        return worker_env(self.config, gpus=self._gpus[slot], launcher_gpus=launcher_gpus)
 
     def submit(self, job: Job) -> None:
         slot = self._free.pop()
@@ -181,7 +166,7 @@ class LocalExecutor(Executor):
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()
             proc = subprocess.Popen(cmd, env=self._env(slot, launcher_gpus=gpus is not None), stdout=log,
-                                    stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_set_pdeathsig,
+                                    stderr=log, stdin=subprocess.DEVNULL, preexec_fn=set_pdeathsig,
                                     start_new_session=True)
         job.handle = (slot, proc, 0)
         job.job_id = str(proc.pid)

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from ..config import RunnerConfig
-from .base import Executor, Job, launch_command, uses_cuda
+from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, worker_env
 
 __all__ = ["RayExecutor", "SlotActor"]
 
@@ -31,25 +31,16 @@ class SlotActor:
         self.config = config
         self.worker: subprocess.Popen[str] | None = None
 
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
-        env.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if self.config.cpu_threads is not None:
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.config.cpu_threads)
-        return env
-
     def train(self, job_file: str) -> int:
         """Train ``job_file``'s run; its exit code (0 done, 3 diverged, other: died)."""
-        from .local import _set_pdeathsig
-
         config = self.config
         if config.backend == "torch" and config.procs == 1:
             if self.worker is None or self.worker.poll() is not None:
                 cmd = [sys.executable, "-m", "autoscale_data.runner.executors.worker", "--family",
                        config.model.family]
-                self.worker = subprocess.Popen(cmd, env=self._env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self.worker = subprocess.Popen(cmd, env=worker_env(config), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                stderr=subprocess.DEVNULL, text=True, bufsize=1,
-                                               preexec_fn=_set_pdeathsig)
+                                               preexec_fn=set_pdeathsig)
             assert self.worker.stdin is not None and self.worker.stdout is not None
             self.worker.stdin.write(job_file + "\n")
             self.worker.stdin.flush()
@@ -58,7 +49,7 @@ class SlotActor:
                 return int(line.split()[1])
             code = self.worker.wait()
             return code if code != 0 else 1
-        env = self._env()
+        env = worker_env(config)
         gpus = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()] or None
         ds = config.backend == "deepspeed" and config.deepspeed.launcher == "deepspeed" and config.procs > 1
         cmd = launch_command(config, job_file, gpus=gpus if ds else None)
@@ -68,7 +59,7 @@ class SlotActor:
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()
             return subprocess.run(cmd, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                  preexec_fn=_set_pdeathsig).returncode
+                                  preexec_fn=set_pdeathsig).returncode
 
     def stop(self) -> None:
         """End the worker (it leaves at the end of its input)."""

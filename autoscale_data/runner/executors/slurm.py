@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RunnerConfig
-from .base import Executor, Job, launch_command
+from .base import Executor, Job, launch_command, worker_env
 
 __all__ = ["SlurmExecutor", "TrainJob"]
 
@@ -63,12 +63,8 @@ class TrainJob:
 
     def __call__(self) -> int:
         cmd = self.command()
-        env = dict(os.environ, AUTOSCALE_PARENT_PID=str(os.getpid()))
-        env.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if self.config.cpu_threads is not None:
-            env["OMP_NUM_THREADS"] = str(self.config.cpu_threads)
-        if cmd[2] == "deepspeed.launcher.runner":
-            env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher gets the job's GPUs as --include
+        # the deepspeed launcher gets the job's GPUs as --include
+        env = worker_env(self.config, launcher_gpus=cmd[2] == "deepspeed.launcher.runner")
         log = Path(self.job_file).parent / "train.log"
         with open(log, "ab") as fh:
             fh.write(("$ " + " ".join(cmd) + "\n").encode())
