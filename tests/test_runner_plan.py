@@ -45,6 +45,8 @@ def test_two_multipliers_each_way_give_4m_plus_1_runs_and_identify_the_law(store
     planned = {s.label.split("planned ")[-1].rstrip(")") if "planned" in s.label else s.label.split()[-1]
                for s in specs if s.perturbed}
     assert sorted(planned) == ["/1.7", "/3", "x1.7", "x3"]
+    note = MixtureRunner(cfg, stores.parent / "o").design_note()  # can identify, not "did identify"
+    assert "the design CAN identify the law; whether these runs DO is known only after the fits" in note
     single = config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": [3, 3]}))
     assert not single.ddo.identifies_law
     # the x3 and /3 runs are the same runs (same ids) in both designs: extending a design reuses them

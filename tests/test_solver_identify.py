@@ -142,6 +142,14 @@ def test_weight_range_covers_the_true_optimum_of_noisy_laws(level, at_least):
     assert hits / 30 >= at_least, f"coverage {hits}/30 at level {level}"
 
 
+def test_noisy_runs_of_an_identifying_design_say_the_runs_do_not_identify_it():
+    runs = synthetic_ddo_runs({"web": 1e6, "code": 1e6}, np.array([1.0, 1.2]), np.array([0.5, 0.55]),
+                              multipliers=(3.0, 1.7, 1 / 1.7, 1 / 3), seeds=1, noise=0.05, rng_seed=3)
+    ident = fit_ddo(runs, objective="mean_loss", min_weight=0.02).identifiability
+    assert not ident.identified
+    assert "the design could identify the law, but these runs do not" in ident.describe()
+
+
 def test_identify_checks_its_options():
     f = fit_power_law(X3, _books_points())
     with pytest.raises(ValueError, match="level"):
