@@ -126,6 +126,8 @@ class MixtureRunner:
         seconds = estimate_seconds(proxies + fixed, measured, device=self._device_kind())
         seconds *= tokens / max(1, info["tokens"])
         seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
+        at_once = self._runs_at_once()
+        seconds /= at_once  # wall time: the executor trains that many runs side by side
         d = self.domains
         lines = [f"plan for {cfg.name}: {len(d.names)} domains ({', '.join(d.names)}), model {cfg.model.preset}, "
                  f"backend {cfg.backend} x{cfg.procs}",
@@ -143,6 +145,7 @@ class MixtureRunner:
                 lines.append(f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
                              f"{per_target:>11}  {how}")
         source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
+        source += f", {at_once} runs at once" if at_once > 1 else ""
         lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                      f"{format_duration(seconds)} ({source})")
         lines += [f"DATA: {p}" for p in supply_problems(cfg, d, proxies + fixed)]
@@ -206,6 +209,12 @@ class MixtureRunner:
                          f"{cfg.seq_len} tokens), so it trains {what} (the fit uses the tokens actually trained); "
                          f"{hint}, or lower global_batch_size")
         return notes
+
+    def _runs_at_once(self) -> int:
+        """Runs the configured executor trains side by side (local: its slots; Slurm/Ray: max_parallel)."""
+        from .executors.local import resolve_max_parallel
+
+        return max(1, resolve_max_parallel(self.config))
 
     def _device_kind(self) -> str:
         import torch
