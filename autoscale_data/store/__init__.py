@@ -1,5 +1,14 @@
 """Token shards on disk: the writer used by ``prepare``, the memory-mapped reader, the manifest."""
 
+from .inplace import (
+    InPlaceSource,
+    hf_source,
+    megatron_source,
+    read_megatron_index,
+    register_domains,
+    register_hf_dataset,
+    register_megatron,
+)
 from .manifest import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -48,6 +57,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "HFTokenizer",
+    "InPlaceSource",
     "MANIFEST_NAME",
     "MAX_FILE_NAME_BYTES",
     "Manifest",
@@ -70,16 +80,22 @@ __all__ = [
     "dtype_for_vocab",
     "export_webdataset",
     "find_domain_stores",
+    "hf_source",
     "import_webdataset",
     "is_remote_url",
     "iter_documents",
     "list_sources",
     "load_tokenizer",
+    "megatron_source",
     "open_store",
     "parse_domain_args",
     "prepare",
     "prepare_domains",
     "read_manifest",
+    "read_megatron_index",
+    "register_domains",
+    "register_hf_dataset",
+    "register_megatron",
     "train_bpe_tokenizer",
     "write_manifest",
 ]
