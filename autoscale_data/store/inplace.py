@@ -416,6 +416,9 @@ def register_in_place(
         raise ValueError(f"train data has {train.dtype} tokens but validation data has {val.dtype}")
     if train.num_tokens == 0:
         raise ValueError(f"domain {name!r} has no tokens in {os.fspath(train.directory)!r}")
+    if tok.vocab_size > int(np.iinfo(train.dtype).max) + 1:  # before reading any token (the manifest checks it too)
+        raise ValueError(f"vocab_size {tok.vocab_size} does not fit dtype {train.dtype} of the data in "
+                         f"{os.fspath(train.directory)!r}: was it tokenized by tokenizer {tok.spec!r}?")
     out = Path(store_dir)
     holdout = _holdout_rule(val, holdout_every)
     fingerprint = _fingerprint(train, val, tok, holdout, shard_tokens)
