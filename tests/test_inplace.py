@@ -341,3 +341,10 @@ def test_int64_in_place_domain_mixes_with_a_uint16_store(tmp_path: Path, output:
             assert np.array_equal(row, source[k * seq_len : (k + 1) * seq_len])
             rows_seen += 1
     assert rows_seen == 200
+
+
+def test_registration_does_not_depend_on_the_number_of_threads(tmp_path: Path) -> None:
+    prefix = write_megatron(tmp_path / "data" / "web", documents(18, 300))
+    one = register_megatron(prefix, tmp_path / "a" / "web", "bytes", shard_tokens=700, workers=1)
+    four = register_megatron(prefix, tmp_path / "b" / "web", "bytes", shard_tokens=700, workers=4)
+    assert one == four and len(one.splits["train"].shards) > 8

@@ -23,8 +23,9 @@ Re-running skips domains already prepared from unchanged inputs and finishes int
 already tokenized data is read in place, not copied (OUT/NAME/ then holds only a manifest):
 --from-megatron NAME=PREFIX for PREFIX.bin/PREFIX.idx (Megatron's preprocess_data.py), and
 --from-hf NAME=DIR for a datasets save_to_disk directory with an input_ids column (see
---column). --tokenizer must be the tokenizer that made them (its vocabulary is checked). Their
-validation split is a DatasetDict's 'validation' split, else the last 1/K of the documents.
+--column). --tokenizer must be the tokenizer that made them (its vocabulary is checked);
+--workers threads read every token once (SHA-256 per shard). Their validation split is a
+DatasetDict's 'validation' split, else the last 1/K of the documents (K = --holdout-every).
 
 examples:
   autoscale-data prepare --domain web=data/web.jsonl --domain code=data/code/ \\
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if megatron or hf:
         results.update(register_domains(args.out, args.tokenizer, megatron=megatron, hf=hf, column=args.column,
                                         eos=args.eos, holdout_every=options.holdout_every,
-                                        shard_tokens=options.shard_tokens, progress=options.progress))
+                                        shard_tokens=options.shard_tokens, progress=options.progress,
+                                        workers=args.workers))
     if args.quiet:
         return 0
     for name, r in results.items():

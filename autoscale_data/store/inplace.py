@@ -52,6 +52,7 @@ import struct
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,43 +317,56 @@ def _take_documents(segments: Sequence[Segment], first: int, stop: int, itemsize
     return out
 
 
-def _shards(segments: Sequence[Segment], dtype: np.dtype, shard_tokens: int, progress: Any,
-            tokenizer: Tokenizer, directory: Path) -> tuple[list[ShardInfo], int]:
-    """Cut ``segments`` into shards of at most ``shard_tokens``, reading every token once.
+@dataclass(frozen=True)
+class _Range:
+    """A shard to be: ``num_tokens`` tokens of ``path`` from byte ``offset``; ``ends`` are its documents' ends."""
 
-    Returns the shards and how many documents end with the tokenizer's EOS.
-    """
-    shards: list[ShardInfo] = []
-    eos_ended = 0
-    itemsize = dtype.itemsize
+    path: Path
+    offset: int
+    num_tokens: int
+    num_documents: int
+    file_bytes: int
+    ends: np.ndarray
+
+
+def _plan(segments: Sequence[Segment], itemsize: int, shard_tokens: int, directory: Path) -> list[_Range]:
+    """Cut ``segments`` into ranges of at most ``shard_tokens`` tokens (a document counts where it ends)."""
+    ranges: list[_Range] = []
     for seg in segments:
         ends = np.cumsum(seg.doc_lengths)
         total = int(ends[-1]) if ends.size else 0
-        path = directory / seg.file
         for a in range(0, total, shard_tokens):
             b = min(a + shard_tokens, total)
             docs = int(np.searchsorted(ends, b, side="right") - np.searchsorted(ends, a, side="right"))
             if a == 0:
                 docs += int(np.searchsorted(ends, 0, side="right"))
-            offset = seg.offset + a * itemsize
-            tokens = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(b - a,))
-            digest = hashlib.sha256()
-            local_ends = ends[(ends > a) & (ends <= b)] - a
-            for c in range(0, b - a, _SCAN_TOKENS):
-                chunk = tokens[c : c + _SCAN_TOKENS]
-                digest.update(memoryview(np.ascontiguousarray(chunk)).cast("B"))
-                lo, hi = int(chunk.min()), int(chunk.max())
-                if lo < 0 or hi >= tokenizer.vocab_size:
-                    bad = hi if hi >= tokenizer.vocab_size else lo
-                    raise ValueError(f"{os.fspath(path)!r} holds token id {bad} (bytes {offset}..{offset + (b - a) * itemsize}),"
-                                     f" outside the vocabulary [0, {tokenizer.vocab_size}) of tokenizer "
-                                     f"{tokenizer.spec!r}: was it tokenized by another tokenizer?")
-                progress.update(chunk.size)
-            if local_ends.size:
-                eos_ended += int(np.count_nonzero(tokens[local_ends - 1] == tokenizer.eos_id))
-            del tokens
-            shards.append(ShardInfo(seg.file, b - a, docs, digest.hexdigest(), offset, seg.file_bytes))
-    return shards, eos_ended
+            ranges.append(_Range(directory / seg.file, seg.offset + a * itemsize, b - a, docs, seg.file_bytes,
+                                 ends[(ends > a) & (ends <= b)] - a))
+    return ranges
+
+
+def _scan(r: _Range, dtype: np.dtype, tokenizer: Tokenizer, progress: Any) -> tuple[ShardInfo, int]:
+    """Read a range once: its shard (with SHA-256) and how many of its documents end with EOS.
+
+    Raises:
+        ValueError: a token id outside the tokenizer's vocabulary.
+    """
+    tokens = np.memmap(r.path, dtype=dtype, mode="r", offset=r.offset, shape=(r.num_tokens,))
+    digest = hashlib.sha256()
+    for c in range(0, r.num_tokens, _SCAN_TOKENS):
+        chunk = tokens[c : c + _SCAN_TOKENS]
+        digest.update(memoryview(np.ascontiguousarray(chunk)).cast("B"))  # hashlib and numpy release the GIL
+        lo, hi = int(chunk.min()), int(chunk.max())
+        if lo < 0 or hi >= tokenizer.vocab_size:
+            bad = hi if hi >= tokenizer.vocab_size else lo
+            raise ValueError(f"{os.fspath(r.path)!r} holds token id {bad} (bytes {r.offset}.."
+                             f"{r.offset + r.num_tokens * dtype.itemsize}), outside the vocabulary "
+                             f"[0, {tokenizer.vocab_size}) of tokenizer {tokenizer.spec!r}: was it tokenized by "
+                             "another tokenizer?")
+        progress.update(chunk.size)
+    eos_ended = int(np.count_nonzero(tokens[r.ends - 1] == tokenizer.eos_id)) if r.ends.size else 0
+    shard = ShardInfo(r.path.name, r.num_tokens, r.num_documents, digest.hexdigest(), r.offset, r.file_bytes)
+    return shard, eos_ended
 
 
 def _relative_dir(directory: Path, store_dir: Path) -> str:
@@ -396,9 +410,11 @@ def register_in_place(
     shard_tokens: int = DEFAULT_SHARD_TOKENS,
     progress: bool = False,
     eos: str | int | None = None,
+    workers: int | None = None,
 ) -> DomainResult:
     """Write ``store_dir/manifest.json`` describing ``train`` (and ``val``) in place; see the module docstring.
 
+    Shards are read (hashed, their ids checked) by ``workers`` threads (default: the number of CPUs).
     Re-running with unchanged inputs and settings keeps the existing manifest (``skipped``).
 
     Raises:
@@ -439,17 +455,20 @@ def register_in_place(
                  "val": (train, _take_documents(train.segments, n - n_val, n, dtype.itemsize))}
     else:
         parts = {"train": (train, list(train.segments)), "val": (val, list(val.segments))}
-    total = sum(sum(s.num_tokens for s in segs) for _, segs in parts.values())
+    plans = {split: (src, _plan(segs, dtype.itemsize, shard_tokens, src.directory))
+             for split, (src, segs) in parts.items()}
+    total = sum(r.num_tokens for _, ranges in plans.values() for r in ranges)
     bar = tqdm(desc=f"register {name}", total=total, unit="tok", unit_scale=True,
                disable=None if progress else True)
     splits: dict[str, SplitInfo] = {}
     eos_ended = num_docs = 0
     try:
-        for split, (src, segs) in parts.items():
-            shards, ended = _shards(segs, dtype, shard_tokens, bar, tok, src.directory)
-            eos_ended += ended
-            num_docs += sum(int(s.doc_lengths.size) for s in segs)
-            splits[split] = SplitInfo(tuple(shards), _relative_dir(src.directory, out))
+        with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+            for split, (src, ranges) in plans.items():
+                scanned = list(pool.map(lambda r: _scan(r, dtype, tok, bar), ranges))
+                eos_ended += sum(ended for _, ended in scanned)
+                num_docs += sum(r.num_documents for r in ranges)
+                splits[split] = SplitInfo(tuple(shard for shard, _ in scanned), _relative_dir(src.directory, out))
     finally:
         bar.close()
     source = {**train.description, "fingerprint": fingerprint, "documents": num_docs,
@@ -485,7 +504,7 @@ def register_megatron(
             its vocabulary bounds the ids, its fingerprint decides which stores mix.
         name: the domain name (default: ``store_dir``'s name).
         val_prefix: a separate Megatron dataset to validate on (default: hold out the last documents).
-        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos`` of :func:`register_in_place`.
+        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos``, ``workers`` of :func:`register_in_place`.
 
     Returns:
         The manifest written (or kept, when the data and settings are unchanged).
@@ -513,7 +532,7 @@ def register_hf_dataset(
         tokenizer: the tokenizer that made ``column`` (see :func:`register_megatron`).
         name: the domain name (default: ``store_dir``'s name).
         column: the token-id column (a list of integers per row).
-        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos`` of :func:`register_in_place`.
+        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos``, ``workers`` of :func:`register_in_place`.
 
     Returns:
         The manifest written (or kept, when the data and settings are unchanged).
@@ -544,7 +563,7 @@ def register_domains(
         megatron: domain name -> Megatron path prefix.
         hf: domain name -> ``save_to_disk`` directory.
         column: the token-id column of the ``datasets`` domains.
-        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos`` of :func:`register_in_place`.
+        **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos``, ``workers`` of :func:`register_in_place`.
     """
     megatron, hf = dict(megatron or {}), dict(hf or {})
     both = sorted(set(megatron) & set(hf))
