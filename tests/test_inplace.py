@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers_store import write_synthetic_store
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.store import (
@@ -348,3 +350,24 @@ def test_registration_does_not_depend_on_the_number_of_threads(tmp_path: Path) -
     one = register_megatron(prefix, tmp_path / "a" / "web", "bytes", shard_tokens=700, workers=1)
     four = register_megatron(prefix, tmp_path / "b" / "web", "bytes", shard_tokens=700, workers=4)
     assert one == four and len(one.splits["train"].shards) > 8
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(1, 60), min_size=1, max_size=60), shard_tokens=st.integers(1, 400),
+       holdout_every=st.integers(2, 12))
+def test_any_cut_keeps_every_token_and_document_in_order(tmp_path: Path, lengths: list[int], shard_tokens: int,
+                                                         holdout_every: int) -> None:
+    rng = np.random.default_rng(len(lengths))
+    docs = [np.append(rng.integers(0, 256, n - 1), EOS) for n in lengths]
+    case = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    prefix = write_megatron(case / "data", docs)
+    manifest = register_megatron(prefix, case / "store", "bytes", shard_tokens=shard_tokens,
+                                 holdout_every=holdout_every, workers=2)
+    store = TokenStore(case / "store")
+    n_val = len(docs) // holdout_every or (1 if len(docs) >= 2 else 0)
+    assert np.array_equal(store_tokens(store, "train"), np.concatenate(docs[: len(docs) - n_val]))
+    assert np.array_equal(store_tokens(store, "val"), np.concatenate(docs[len(docs) - n_val :] or [np.zeros(0)]))
+    assert manifest.splits["train"].num_documents == len(docs) - n_val
+    assert manifest.splits["val"].num_documents == n_val
+    assert all(0 < s.num_tokens <= shard_tokens for split in manifest.splits.values() for s in split.shards)
+    assert manifest.source["documents_ending_with_eos"] == len(docs)
