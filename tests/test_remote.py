@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import pickle
 import shlex
 import threading
@@ -287,3 +288,75 @@ def test_the_first_sample_fetches_only_the_shard_it_reads(tmp_path: Path, serve)
 
 def torch_equal(a, b) -> bool:
     return bool((a == b).all())
+
+
+def _serve_manifest_with_shard_name(tmp_path: Path, serve, name: str) -> tuple[str, type[_Handler]]:
+    """A served store whose first train shard is renamed to ``name`` in the manifest (the file is not)."""
+    make_store(tmp_path / "srv" / "web")
+    path = tmp_path / "srv" / "web" / "manifest.json"
+    obj = json.loads(path.read_text("utf-8"))
+    obj["splits"]["train"]["shards"][0]["file"] = name
+    path.write_text(json.dumps(obj), "utf-8")
+    return serve(tmp_path / "srv")
+
+
+@pytest.mark.parametrize(("name", "why"), [
+    (".", "names a directory"),
+    ("..", "names a directory"),
+    ("../val-00000.bin", "path separator"),
+    ("sub/train-00000.bin", "path separator"),
+    ("..\\train-00000.bin", "path separator"),
+    ("train\n-00000.bin", "control"),
+    ("train\x00.bin", "control"),
+    ("train\x7f.bin", "control"),
+    ("t" * 300 + ".bin", "304 bytes long"),
+    ("é" * 121 + ".bin", "246 bytes long"),  # 125 characters, but 246 bytes of UTF-8
+    ("", "non-empty"),
+])
+def test_remote_manifest_with_unsafe_shard_name_is_refused_before_any_fetch(
+        tmp_path: Path, serve, name: str, why: str) -> None:
+    base, handler = _serve_manifest_with_shard_name(tmp_path, serve, name)
+    with pytest.raises(ValueError, match=why) as info:
+        open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0)
+    assert f"manifest at {base}/web/manifest.json is refused" in str(info.value)
+    assert handler.requests == ["web/manifest.json"]  # nothing else was fetched (no directory listing)
+    cache = next((tmp_path / "cache").iterdir())
+    assert sorted(p.name for p in cache.iterdir()) == ["manifest.json"]
+
+
+def test_longest_allowed_shard_name_is_cached_and_read(tmp_path: Path, serve) -> None:
+    from autoscale_data.store import MAX_FILE_NAME_BYTES
+
+    expected = make_store(tmp_path / "srv" / "web").train.tokens(0, 1000).copy()
+    name = "t" * (MAX_FILE_NAME_BYTES - 4) + ".bin"
+    (tmp_path / "srv" / "web" / "train-00000.bin").rename(tmp_path / "srv" / "web" / name)
+    base, _ = serve(tmp_path / "srv")
+    path = tmp_path / "srv" / "web" / "manifest.json"
+    obj = json.loads(path.read_text("utf-8"))
+    obj["splits"]["train"]["shards"][0]["file"] = name
+    path.write_text(json.dumps(obj), "utf-8")
+    store = open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0)
+    assert np.array_equal(store.train.tokens(0, 1000), expected)
+    assert (store.path / name).is_file() and (store.path / (name + ".sha256")).is_file()
+
+
+def test_local_manifest_with_unsafe_shard_name_is_refused(tmp_path: Path) -> None:
+    make_store(tmp_path / "web")
+    path = tmp_path / "web" / "manifest.json"
+    obj = json.loads(path.read_text("utf-8"))
+    obj["splits"]["val"]["shards"][0]["file"] = ".."
+    path.write_text(json.dumps(obj), "utf-8")
+    with pytest.raises(ValueError, match="'..' names a directory"):
+        TokenStore(tmp_path / "web")
+
+
+def test_remote_manifest_of_data_read_in_place_is_refused(tmp_path: Path, serve) -> None:
+    make_store(tmp_path / "srv" / "web")
+    path = tmp_path / "srv" / "web" / "manifest.json"
+    obj = json.loads(path.read_text("utf-8"))
+    obj["splits"]["train"]["data_dir"] = "/etc"
+    path.write_text(json.dumps(obj), "utf-8")
+    base, handler = serve(tmp_path / "srv")
+    with pytest.raises(ValueError, match="read in place"):
+        open_store(f"{base}/web", cache_dir=tmp_path / "cache", backoff_s=0)
+    assert handler.requests == ["web/manifest.json"]

@@ -22,9 +22,18 @@ a domain that would get none gives its last document (if it has two or more). Th
 each domain's held-out tokens and warns when their share is far from 1/K (long documents).
 Re-running skips domains already prepared from unchanged inputs and finishes interrupted ones.
 
-example:
+already tokenized data is read in place, not copied (OUT/NAME/ then holds only a manifest):
+--from-megatron NAME=PREFIX for PREFIX.bin/PREFIX.idx (Megatron's preprocess_data.py), and
+--from-hf NAME=DIR for a datasets save_to_disk directory with an input_ids column (see
+--column). --tokenizer must be the tokenizer that made them (its vocabulary is checked);
+--workers threads read every token once (SHA-256 per shard). Their validation split is a
+DatasetDict's 'validation' split, else the last 1/K of the documents (K = --holdout-every).
+
+examples:
   autoscale-data prepare --domain web=data/web.jsonl --domain code=data/code/ \\
       --out store/ --tokenizer gpt2
+  autoscale-data prepare --from-megatron web=/data/web_text_document \\
+      --from-hf code=/data/code_tok --out store/ --tokenizer /data/tokenizer.json
 """
 
 
@@ -33,8 +42,14 @@ def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "prepare", run, help="tokenize each domain's documents into a token store",
                  description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
                  epilog=_EPILOG)
-    p.add_argument("--domain", action="append", required=True, metavar="NAME=PATH",
+    p.add_argument("--domain", action="append", default=[], metavar="NAME=PATH",
                    help="a domain and its input (repeat for each domain)")
+    p.add_argument("--from-megatron", action="append", default=[], metavar="NAME=PREFIX",
+                   help="a domain read in place from a Megatron dataset PREFIX.bin / PREFIX.idx (repeatable)")
+    p.add_argument("--from-hf", action="append", default=[], metavar="NAME=DIR",
+                   help="a domain read in place from a tokenized datasets save_to_disk directory (repeatable)")
+    p.add_argument("--column", default="input_ids", metavar="COLUMN",
+                   help="token-id column of --from-hf data (default: input_ids)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per domain)")
     p.add_argument("--tokenizer", required=True, metavar="SPEC", help="'bytes', 'gpt2', or a tokenizer path")
     p.add_argument("--eos", default=None, metavar="TOKEN",
@@ -54,14 +69,28 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``prepare`` from parsed arguments; print one line per domain."""
+    from ..store.inplace import register_domains
     from ..store.prepare import parse_domain_args
     from ..store.writer import DEFAULT_SHARD_TOKENS
 
+    if not (args.domain or args.from_megatron or args.from_hf):
+        raise ValueError("give at least one --domain NAME=PATH, --from-megatron NAME=PREFIX or --from-hf NAME=DIR")
     domains = parse_domain_args(args.domain)
+    megatron, hf = parse_domain_args(args.from_megatron), parse_domain_args(args.from_hf)
+    clash = sorted((set(domains) & (set(megatron) | set(hf))) | (set(megatron) & set(hf)))
+    if clash:
+        raise ValueError(f"domains {clash} are given twice")
     options = PrepareOptions(text_field=args.text_field, text_ext=args.text_ext or (),
                              holdout_every=args.holdout_every, workers=args.workers,
                              shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
-    results = prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options)
+    results = {}
+    if domains:
+        results.update(prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options))
+    if megatron or hf:
+        results.update(register_domains(args.out, args.tokenizer, megatron=megatron, hf=hf, column=args.column,
+                                        eos=args.eos, holdout_every=options.holdout_every,
+                                        shard_tokens=options.shard_tokens, progress=options.progress,
+                                        workers=args.workers))
     if args.quiet:
         return 0
     for name, r in results.items():
@@ -75,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{train.num_tokens:,} train + {val_tokens:,} validation tokens ({share:.1%} held out), "
                 f"{len(train.shards)} train + {val_shards} validation shard{'s' if val_shards != 1 else ''}, "
                 f"{m.dtype}")
+        if m.in_place:
+            line += f", read in place ({m.source.get('format')})"
         if r.skipped:
             line += " (already prepared, skipped)"
         else:

@@ -78,7 +78,11 @@ class DomainSplits:
     def __init__(self, stores: Mapping[str, TokenStore], split: str, seq_len: int) -> None:
         self.seq_len = seq_len
         self.splits: list[TokenSplit] = [s.train if split == "train" else s.val for s in stores.values()]
-        self.dtype = next(iter(stores.values())).dtype
+        # one dtype for every domain's rows; stores read in place may differ (int32 / int64 next to
+        # uint16): the widest, and equal fingerprints mean one vocabulary, so every id fits it
+        dtypes = {s.dtype for s in stores.values()}
+        self.dtype = next(iter(stores.values())).dtype if len(dtypes) == 1 else max(
+            dtypes, key=lambda t: (t.itemsize, t.kind == "u"))
         self.num_sequences = [s.num_tokens // seq_len for s in self.splits]
         # per domain, its only shard's array once :meth:`view` has mapped it (the loops' fast path:
         # one slice, no call), else None; domains with several shards always go through view()

@@ -50,7 +50,7 @@ def to_output(tokens: np.ndarray, output: str, *, owned: bool) -> Any:
     """Convert a token array to the requested output type (copying only when needed).
 
     ``torch``: ``int64`` tensor; ``numpy``: ``int64`` array; ``compact``: a tensor of the store's
-    dtype (``torch.uint16``) or ``int32`` for ``uint32`` stores. ``owned`` says whether ``tokens``
+    dtype (``torch.uint16``, ``int32``, ``int64``) or ``int32`` for ``uint32`` stores. ``owned`` says whether ``tokens``
     is a fresh array (else a read-only memmap view that must be copied for ``compact``).
     """
     if output == "torch":
@@ -65,5 +65,6 @@ def to_output(tokens: np.ndarray, output: str, *, owned: bool) -> Any:
 
 
 def compact_dtype(store_dtype: np.dtype) -> torch.dtype:
-    """The tensor dtype of ``output="compact"`` tokens: ``uint16`` as is, ``uint32`` as ``int32`` (same bits)."""
-    return torch.int32 if np.dtype(store_dtype).itemsize == 4 else torch.uint16
+    """The tensor dtype of ``output="compact"`` tokens: ``uint16``, ``int32``, ``int64`` as is, ``uint32`` as ``int32``
+    (same bits)."""
+    return {2: torch.uint16, 4: torch.int32, 8: torch.int64}[np.dtype(store_dtype).itemsize]

@@ -10,12 +10,25 @@ Layout of ``DIR/`` (one domain)::
 Documents are concatenated, each followed by the tokenizer's EOS id. A training sequence ``k`` of
 length ``L`` is the token range ``[k*L, (k+1)*L)`` of the concatenated train split (it may cross a
 shard boundary); the last ``num_tokens % L`` tokens are never used.
+
+Data read in place (:mod:`autoscale_data.store.inplace`: a Megatron ``.bin``, a ``datasets`` Arrow
+file) uses three optional fields that our own stores leave at their defaults (and out of the JSON):
+a split's ``data_dir`` (where its files are: absolute, or relative to the manifest's directory;
+``""`` = beside the manifest), a shard's ``offset`` (the byte where its tokens start in the file)
+and ``file_bytes`` (the whole file's size, checked instead of ``num_tokens * itemsize``). A shard is
+then a token range of a file; several shards may be ranges of one file.
+
+Shard file names are plain names: not ``.`` or ``..``, no ``/`` or ``\\``, no control characters,
+at most :data:`MAX_FILE_NAME_BYTES` bytes of UTF-8 (the file system allows 255; the writer and the
+remote cache add up to 21 bytes: ``.NAME.sha256.<random>.tmp``). A manifest breaking this is
+refused when it is read, before any file is opened or fetched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +40,12 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "MANIFEST_NAME",
+    "MAX_FILE_NAME_BYTES",
     "Manifest",
     "ShardInfo",
     "SplitInfo",
     "TokenizerInfo",
+    "check_file_name",
     "dtype_for_vocab",
     "read_manifest",
     "write_manifest",
@@ -39,15 +54,36 @@ __all__ = [
 FORMAT_NAME = "autoscale-data-store"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-_DTYPES = ("uint16", "uint32")
+MAX_FILE_NAME_BYTES = 224
+# uint16 / uint32: what the writer produces; int32 / int64: tokens read in place (Megatron, Arrow)
+_DTYPES = ("uint16", "uint32", "int32", "int64")
+_DTYPE_LIMIT = {"uint16": 1 << 16, "uint32": 1 << 32, "int32": 1 << 31, "int64": 1 << 63}
+
+
+def check_file_name(name: object, what: str = "shard file name") -> str:
+    """Return ``name`` if it is a plain file name (see the module docstring), else raise ``ValueError``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+    if name in (".", ".."):
+        raise ValueError(f"{what} {name!r} names a directory, not a file")
+    if "/" in name or "\\" in name:
+        raise ValueError(f"{what} {name!r} must not contain a path separator ('/' or '\\')")
+    bad = sorted({c for c in name if unicodedata.category(c) in ("Cc", "Cs")})
+    if bad:
+        raise ValueError(f"{what} {name!r} contains control or unencodable characters {bad!r}")
+    size = len(name.encode("utf-8"))
+    if size > MAX_FILE_NAME_BYTES:
+        raise ValueError(f"{what} {name[:40]!r}… is {size} bytes long; at most {MAX_FILE_NAME_BYTES} bytes "
+                         "are allowed (file systems allow 255, and suffixes are added to it)")
+    return name
 
 
 def dtype_for_vocab(vocab_size: int) -> str:
     """The smallest supported token dtype that holds ids ``0 .. vocab_size-1``."""
     check_int("vocab_size", vocab_size)
-    if vocab_size <= 1 << 16:
+    if vocab_size <= _DTYPE_LIMIT["uint16"]:
         return "uint16"
-    if vocab_size <= 1 << 32:
+    if vocab_size <= _DTYPE_LIMIT["uint32"]:
         return "uint32"
     raise ValueError(f"vocab_size {vocab_size} does not fit in uint32 tokens")
 
@@ -71,25 +107,48 @@ class TokenizerInfo:
 
 @dataclass(frozen=True)
 class ShardInfo:
-    """One shard file of a split."""
+    """One shard of a split: a whole file, or (data read in place) ``num_tokens`` tokens from byte ``offset``.
+
+    ``sha256`` is the digest of the shard's bytes (the whole file, or its range); ``file_bytes`` is
+    the file's size when the shard is a range of it (None: the file holds exactly this shard).
+    """
 
     file: str
     num_tokens: int
     num_documents: int
     sha256: str
+    offset: int = 0
+    file_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        check_file_name(self.file)
         check_int(f"shard {self.file!r} num_tokens", self.num_tokens, minimum=0)
         check_int(f"shard {self.file!r} num_documents", self.num_documents, minimum=0)
-        if os.path.basename(self.file) != self.file:
-            raise ValueError(f"shard file name must not contain a directory, got {self.file!r}")
+        check_int(f"shard {self.file!r} offset", self.offset, minimum=0)
+        check_int(f"shard {self.file!r} file_bytes", self.file_bytes, minimum=0, allow_none=True)
+        if not isinstance(self.sha256, str) or len(self.sha256) != 64:
+            raise ValueError(f"shard {self.file!r} sha256 must be 64 hex digits, got {self.sha256!r}")
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the shard is a range of a larger file (data read in place)."""
+        return self.offset != 0 or self.file_bytes is not None
+
+    def expected_file_bytes(self, itemsize: int) -> int:
+        """The size the shard's file must have."""
+        return self.file_bytes if self.file_bytes is not None else self.offset + self.num_tokens * itemsize
 
 
 @dataclass(frozen=True)
 class SplitInfo:
-    """A split (``train`` or ``val``): an ordered list of shards."""
+    """A split (``train`` or ``val``): an ordered list of shards, in ``data_dir`` (module docstring)."""
 
     shards: tuple[ShardInfo, ...] = ()
+    data_dir: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data_dir, str) or "\x00" in self.data_dir:
+            raise ValueError(f"split data_dir must be a path string, got {self.data_dir!r}")
 
     @property
     def num_tokens(self) -> int:
@@ -121,10 +180,21 @@ class Manifest:
             raise ValueError(f"unsupported store format version {self.version}, expected {FORMAT_VERSION}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"unsupported token dtype {self.dtype!r}, expected one of {_DTYPES}")
-        if self.tokenizer.vocab_size > (1 << 16) and self.dtype == "uint16":
-            raise ValueError(f"vocab_size {self.tokenizer.vocab_size} does not fit dtype uint16")
+        if self.tokenizer.vocab_size > _DTYPE_LIMIT[self.dtype]:
+            raise ValueError(f"vocab_size {self.tokenizer.vocab_size} does not fit dtype {self.dtype}")
         if "train" not in self.splits:
             raise ValueError(f"store {self.name!r} manifest has no 'train' split")
+        itemsize = 8 if self.dtype == "int64" else 4 if self.dtype.endswith("32") else 2
+        for split in self.splits.values():
+            for s in split.shards:
+                if s.offset + s.num_tokens * itemsize > s.expected_file_bytes(itemsize):
+                    raise ValueError(f"shard {s.file!r}: {s.num_tokens} {self.dtype} tokens from byte {s.offset} "
+                                     f"overrun the file's {s.file_bytes} bytes")
+
+    @property
+    def in_place(self) -> bool:
+        """Whether any split reads files elsewhere or ranges of files (data read in place)."""
+        return any(split.data_dir or any(s.in_place for s in split.shards) for split in self.splits.values())
 
     @property
     def num_tokens(self) -> int:
@@ -132,13 +202,23 @@ class Manifest:
         return self.splits["train"].num_tokens
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON object; the in-place fields are left out where they have their defaults."""
+        obj = asdict(self)
+        for split in obj["splits"].values():
+            if not split["data_dir"]:
+                del split["data_dir"]
+            for shard in split["shards"]:
+                if shard["offset"] == 0:
+                    del shard["offset"]
+                if shard["file_bytes"] is None:
+                    del shard["file_bytes"]
+        return obj
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Manifest:
         try:
             splits = {
-                name: SplitInfo(tuple(ShardInfo(**s) for s in split["shards"]))
+                name: SplitInfo(tuple(ShardInfo(**s) for s in split["shards"]), split.get("data_dir", ""))
                 for name, split in obj["splits"].items()
             }
             return cls(

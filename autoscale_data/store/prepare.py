@@ -53,6 +53,8 @@ __all__ = [
     "DomainResult",
     "PREPARE_INDEX",
     "PrepareOptions",
+    "check_domain_name",
+    "check_out_dir",
     "find_domain_stores",
     "parse_domain_args",
     "prepare",
@@ -154,14 +156,15 @@ def parse_domain_args(items: Sequence[str]) -> dict[str, str]:
         name = name.strip()
         if not sep or not name or not path:
             raise ValueError(f"bad --domain {item!r}: expected NAME=PATH, e.g. web=data/web.jsonl")
-        _check_name(name)
+        check_domain_name(name)
         if name in out:
             raise ValueError(f"domain {name!r} is given twice: {out[name]!r} and {path!r}")
         out[name] = path
     return out
 
 
-def _check_name(name: str) -> None:
+def check_domain_name(name: str) -> None:
+    """Refuse a domain name that is not a plain directory name (it names ``OUT/NAME/``)."""
     if not _NAME_RE.match(name):
         raise ValueError(f"invalid domain name {name!r}: use letters, digits, '.', '_' and '-', "
                          "starting with a letter or digit")
@@ -250,7 +253,7 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     return DomainResult(name, manifest, False, time.perf_counter() - start)
 
 
-def _check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict[str, Any]:
+def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict[str, Any]:
     """Other domains already in ``out`` must share the tokenizer; returns their index entries."""
     kept: dict[str, Any] = {}
     existing = sorted(p for p in out.iterdir() if (p / MANIFEST_NAME).is_file()) if out.is_dir() else []
@@ -287,7 +290,7 @@ def prepare_domains(
     paths: dict[str, Path] = {}
     lowered: dict[str, str] = {}
     for name, path in domains.items():
-        _check_name(name)
+        check_domain_name(name)
         if name.lower() in lowered:
             raise ValueError(f"domain names {lowered[name.lower()]!r} and {name!r} differ only in case")
         lowered[name.lower()] = name
@@ -296,7 +299,7 @@ def prepare_domains(
             raise FileNotFoundError(f"input of domain {name!r} does not exist: {os.fspath(path)!r}")
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer, eos=eos)
     out = Path(out_dir)
-    kept = _check_out_dir(out, list(paths), tok)
+    kept = check_out_dir(out, list(paths), tok)
     out.mkdir(parents=True, exist_ok=True)
     pools: list[ProcessPoolExecutor] = []
 

@@ -11,7 +11,8 @@ Verification (``verify``):
 * ``"none"``: a local store's shard files must exist (checked on open);
 * ``"size"``: and have the manifest's size (checked on open for a local store, on first touch for a
   cached remote shard);
-* ``"checksum"`` (default): and, on a shard's first read, the manifest's SHA-256. A mismatch raises
+* ``"checksum"`` (default): and, on a shard's first read, the manifest's SHA-256 (of the file, or of
+  the shard's byte range for data read in place). A mismatch raises
   ``ValueError`` naming the shard, the expected and the actual digest. Each shard is hashed once:
   per process (a memo keyed by path, size and mtime) and across the DataLoader workers of one
   reader (flags in shared memory, and a lock on the shard file while it is hashed). A freshly
@@ -41,7 +42,8 @@ __all__ = ["ShardFiles", "TokenSplit", "TokenStore", "Verify"]
 
 Verify = Literal["checksum", "size", "none"]
 VERIFY_MODES = ("checksum", "size", "none")
-_VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, per process
+# (path, size, mtime_ns, offset, nbytes) -> sha256, per process
+_VERIFIED: dict[tuple[str, int, int, int, int], str] = {}
 _HASH_CHUNK = 1 << 22
 
 
@@ -57,35 +59,51 @@ def _check_file(path: Path, shard: ShardInfo, itemsize: int, verify: Verify) -> 
         size = path.stat().st_size
     except FileNotFoundError:
         raise FileNotFoundError(f"shard {os.fspath(path)!r} listed in the manifest is missing") from None
-    expected = shard.num_tokens * itemsize
+    expected = shard.expected_file_bytes(itemsize)
     if verify != "none" and size != expected:
         raise ValueError(f"shard {os.fspath(path)!r} is truncated or has the wrong size: {size} bytes on disk, "
-                         f"manifest says {expected} ({shard.num_tokens} tokens)")
+                         f"manifest says {expected} ({shard.num_tokens} tokens from byte {shard.offset})")
 
 
-def _sha256_of(fh: Any) -> str:
+def _sha256_of(fh: Any, nbytes: int | None = None) -> str:
+    """SHA-256 of the next ``nbytes`` bytes of ``fh`` (all of the rest when None)."""
     digest = hashlib.sha256()
-    while chunk := fh.read(_HASH_CHUNK):
+    left = -1 if nbytes is None else nbytes
+    while left and (chunk := fh.read(_HASH_CHUNK if left < 0 else min(_HASH_CHUNK, left))):
         digest.update(chunk)
+        left -= len(chunk) if left > 0 else 0
     return digest.hexdigest()
 
 
-def check_checksum(path: Path, sha256: str) -> None:
-    """Raise ``ValueError`` unless the file's SHA-256 is ``sha256`` (hashed at most once per process).
+def check_checksum(path: Path, sha256: str, offset: int = 0, nbytes: int | None = None) -> None:
+    """Raise ``ValueError`` unless the SHA-256 of the file (or of ``nbytes`` bytes from ``offset``) is ``sha256``.
 
-    While hashing, the file is locked (``flock``), so processes checking the same shard at the same
-    time hash it once between them when they share flags (see :class:`TokenSplit`).
+    Each (file, range) is hashed at most once per process. While hashing, the file is locked
+    (``flock``), so processes checking the same shard at the same time hash it once between them
+    when they share flags (see :class:`TokenSplit`).
     """
     with open(path, "rb") as fh:
         stat = os.fstat(fh.fileno())
-        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None else nbytes)
         digest = _VERIFIED.get(key)
         if digest is None:
-            digest = _sha256_of(fh)
+            if nbytes is None:
+                digest = _sha256_of(fh)
+            else:
+                fh.seek(offset)
+                digest = _sha256_of(fh, nbytes)
         if digest != sha256:
-            raise ValueError(f"shard {os.fspath(path)!r} is corrupted: its sha256 is {digest}, "
+            where = "" if nbytes is None else f" (bytes {offset}..{offset + nbytes})"
+            raise ValueError(f"shard {os.fspath(path)!r}{where} is corrupted: its sha256 is {digest}, "
                              f"the manifest says {sha256}")
         _VERIFIED[key] = digest
+
+
+def _check_shard_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
+    if shard.in_place:
+        check_checksum(path, shard.sha256, shard.offset, shard.num_tokens * itemsize)
+    else:
+        check_checksum(path, shard.sha256)
 
 
 class ShardFiles:
@@ -171,7 +189,7 @@ class TokenSplit:
                     self._mark_checked(k)
                 else:
                     self._check(k, path, info)
-                mm = np.memmap(path, dtype=self.dtype, mode="r", shape=(info.num_tokens,))
+                mm = np.memmap(path, dtype=self.dtype, mode="r", shape=(info.num_tokens,), offset=info.offset)
                 break
             except FileNotFoundError:
                 if attempt or not self._files.refetches:
@@ -196,7 +214,7 @@ class TokenSplit:
             return
         with locked(path):
             if not flags[k]:  # another worker may have checked it while this one waited
-                check_checksum(path, info.sha256)
+                _check_shard_checksum(path, info, self.dtype.itemsize)
                 flags[k] = 1
 
     def verify(self) -> None:
@@ -210,7 +228,7 @@ class TokenSplit:
             path, fresh = self._files.local_path(info)
             if not fresh:
                 _check_file(path, info, self.dtype.itemsize, "size")
-                check_checksum(path, info.sha256)
+                _check_shard_checksum(path, info, self.dtype.itemsize)
             self._mark_checked(k)
 
     # ----------------------------------------------------------------- tokens
@@ -293,7 +311,11 @@ class TokenStore:
         return ShardFiles(self.path)
 
     def _open_split(self, name: str) -> TokenSplit:
-        return TokenSplit(self._files, self.manifest.splits.get(name, SplitInfo()), self.dtype, self._verify)
+        split = self.manifest.splits.get(name, SplitInfo())
+        files = self._files
+        if split.data_dir:  # data read in place: the split's files are elsewhere (relative to the manifest)
+            files = ShardFiles(self.path / split.data_dir)
+        return TokenSplit(files, split, self.dtype, self._verify)
 
     @property
     def val(self) -> TokenSplit:

@@ -6,6 +6,11 @@ consumer — the mixture dataset included — takes it unchanged). A shard is do
 time one of its tokens is read, verified against the manifest's SHA-256, and memory-mapped from the
 cache; once cached it is read exactly like a local store (the same ``np.memmap`` slices).
 
+The manifest is input from elsewhere: it is checked when read, before anything else is fetched
+(shard names must be plain file names, see :func:`~autoscale_data.store.manifest.check_file_name`;
+``.``, ``..``, separators, control characters and over-long names are refused with a ``ValueError``
+naming the manifest's URL).
+
 URLs: ``http://`` and ``https://`` (urllib), ``pipe:COMMAND`` with a ``{file}`` placeholder (the
 webdataset convention: the command writes the file to stdout, e.g. ``pipe:aws s3 cp
 s3://bucket/web/{file} -``), and any other ``scheme://`` through fsspec (``s3://``, ``gs://``, …;
@@ -118,10 +123,16 @@ class RemoteStore:
         self.local_dir = self.root / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
         self.local_dir.mkdir(parents=True, exist_ok=True)
         self.manifest_json = manifest_json if manifest_json is not None else self._fetch_manifest()
+        where = join_url(url, MANIFEST_NAME)
         try:
             self.manifest = Manifest.from_json(json.loads(self.manifest_json))
         except json.JSONDecodeError as exc:
-            raise ValueError(f"manifest at {join_url(url, MANIFEST_NAME)} is not valid JSON: {exc}") from exc
+            raise ValueError(f"manifest at {where} is not valid JSON: {exc}") from exc
+        except ValueError as exc:  # a bad field, e.g. a shard name that is no plain file name
+            raise ValueError(f"manifest at {where} is refused: {exc}") from exc
+        if self.manifest.in_place:
+            raise ValueError(f"manifest at {where} describes data read in place (a split data_dir or shard "
+                             "byte ranges); only stores written by `autoscale-data prepare` can be remote")
         self.itemsize = np.dtype(self.manifest.dtype).itemsize
 
     # -- downloading ----------------------------------------------------------------------------
