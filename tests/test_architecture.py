@@ -146,3 +146,24 @@ def test_top_level_names_load_lazily_and_solver_names_never_import_torch() -> No
     assert done.returncode == 0, done.stderr[-2000:]
     with pytest.raises(AttributeError, match="no attribute 'MixtureRunner'"):
         autoscale_data.MixtureRunner  # noqa: B018  (the runner is a subpackage behind an extra)
+
+
+def test_no_module_but_the_layout_spells_an_output_file_name() -> None:
+    """Every path of the runner's output folder comes from ``runner/layout.py`` (runner, demo, CLI)."""
+    from autoscale_data.runner import layout
+
+    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
+             and k not in ("AUTOSCALE", "ANYTIME", "DDO_N2", "NATURAL", "REFERENCE", "UNIFORM", "RUNS_CSV", "DDO",
+                           "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR")}
+    prefixes = tuple(f"{p}_" for p in (layout.RUNS_CSV, layout.DDO, layout.BOOTSTRAP))
+    offenders = []
+    for part in ("runner", "demo", "commands"):
+        for path in sorted((PACKAGE / part).rglob("*.py")):
+            if path.name == "layout.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    text = node.value
+                    if text in names or (text.startswith(prefixes) and text.endswith((".json", ".csv"))):
+                        offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {text!r}")
+    assert not offenders, "output file names spelt outside runner/layout.py:\n" + "\n".join(offenders)

@@ -20,10 +20,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``report`` verb."""
-    from ..runner import format_summary, write_report
+    from ..runner import format_summary, layout, write_report
 
     report = write_report(args.out_dir)
     out = Path(args.out_dir)
-    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(report.get('plots', []))} plots\n")
+    print(f"wrote {out / layout.REPORT_MD}, {out / layout.REPORT_JSON} and {len(report.get('plots', []))} plots\n")
     print(format_summary(report))
     return 0

@@ -14,6 +14,7 @@ from .._extras import require
 require("runner", "autoscale_data.runner")
 
 from .config import RunnerConfig, config_from_dict, load_config
+from .experiment import ConfigChangedError
 from .ledger import Ledger
 from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
@@ -22,6 +23,7 @@ from .report import build_report, write_report
 from .summary import format_summary
 
 __all__ = [
+    "ConfigChangedError",
     "Ledger",
     "MixtureRunner",
     "RunSpec",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from . import layout
 
 __all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "plan_run_ids"]
 
@@ -67,7 +68,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
     Raises:
         ConfigChangedError: the config changed and ``allow_change`` is false.
     """
-    path = out / "config.json"
+    path = out / layout.CONFIG
     try:
         old = json.loads(path.read_text())
     except FileNotFoundError:
@@ -84,7 +85,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             "(MixtureRunner(..., allow_config_change=True)): finished runs whose settings still match are "
             "reused, and the report covers only the new config's runs.")
     if changes:
-        with open(out / "config_history.jsonl", "a", encoding="utf-8") as fh:
+        with open(out / layout.CONFIG_HISTORY, "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"config": old, "replaced_by_changes": changes}, sort_keys=True) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

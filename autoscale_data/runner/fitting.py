@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
@@ -86,20 +87,20 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     boots: dict[int, dict[str, Any]] = {}
     for scale, specs in proxies.items():
         table = proxy_table(ledger, specs, scale)
-        table.to_csv(out_dir / f"runs_{scale}.csv")
+        table.to_csv(out_dir / layout.per_budget(layout.RUNS_CSV, scale, ".csv"))
         tables[scale] = table
         try:
             result = fit_ddo(table, **options)
         except ValueError as exc:
             raise ValueError(f"DDO fit at budget {scale} failed: {exc}") from None
         results[scale] = result
-        atomic_write_json(out_dir / f"ddo_{scale}.json", result.to_json())
+        atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
         try:
             boot = bootstrap_ddo(table, n_boot=BOOTSTRAP_REPLICATES, point=result, **options)
             boots[scale] = {"available": True, **boot.to_json(), "summary": boot.summary()}
         except ValueError as exc:
             boots[scale] = {"available": False, "reason": str(exc)}
-        atomic_write_json(out_dir / f"bootstrap_{scale}.json", boots[scale])
+        atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boots[scale])
         weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
         verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]
         log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
@@ -118,7 +119,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     chosen = joint if method == "joint" else geometric
     summary = projection_summary(method, geometric, joint)
     weights_used = _bounded(summary, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
-    atomic_write_json(out_dir / "projection.json", summary)
+    atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = None
     try:
         scales = chosen.path_scales(n1) if method == "joint" else [results[n1], results[n2]]
@@ -130,11 +131,11 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "
                 "rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the anytime "
                 "schedule follows its monotone envelope")
-        plan.save(out_dir / "mixture_plan.json")
-        (out_dir / "mixture_plan_error.json").unlink(missing_ok=True)  # from an earlier, failed fit
+        plan.save(out_dir / layout.MIXTURE_PLAN)
+        (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
     except ValueError as exc:
-        (out_dir / "mixture_plan.json").unlink(missing_ok=True)  # a plan of earlier results is stale
-        atomic_write_json(out_dir / "mixture_plan_error.json", {"error": str(exc)})
+        (out_dir / layout.MIXTURE_PLAN).unlink(missing_ok=True)  # a plan of earlier results is stale
+        atomic_write_json(out_dir / layout.MIXTURE_PLAN_ERROR, {"error": str(exc)})
         log(f"no mixture plan saved: {exc}")
     for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")

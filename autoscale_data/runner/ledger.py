@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from . import layout
 
 __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]
 
@@ -41,7 +42,7 @@ def hold_run_lock(run_dir: str | os.PathLike[str]) -> int | None:
     """Take ``run_dir/.train.lock`` for this process (released when it exits); ``None`` if another holds it."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path / ".train.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path / layout.TRAIN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -76,11 +77,11 @@ class Ledger:
     def __init__(self, out_dir: str | os.PathLike[str], *, lock: bool = True) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "runs").mkdir(exist_ok=True)
-        self.path = self.dir / "ledger.jsonl"
+        (self.dir / layout.RUNS).mkdir(exist_ok=True)
+        self.path = self.dir / layout.LEDGER
         self._lock_fd: int | None = None
         if lock:
-            fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.dir / layout.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -103,10 +104,10 @@ class Ledger:
     # ---- paths -------------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Path:
         """``OUT/runs/<run_id>``."""
-        return self.dir / "runs" / run_id
+        return self.dir / layout.RUNS / run_id
 
     def result_path(self, run_id: str) -> Path:
-        return self.run_dir(run_id) / "result.json"
+        return self.run_dir(run_id) / layout.RESULT
 
     # ---- events ------------------------------------------------------------------------------
     def _append(self, event: Mapping[str, Any]) -> None:
@@ -142,7 +143,7 @@ class Ledger:
 
     def register(self, spec: Any) -> None:
         """Record a planned run (its spec file is written once; the event only if new)."""
-        path = self.run_dir(spec.run_id) / "spec.json"
+        path = self.run_dir(spec.run_id) / layout.SPEC
         if not path.exists():
             atomic_write_json(path, spec.to_json())
         if spec.run_id not in self.records():

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from . import layout
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
 from .estimate import estimate_seconds, format_duration, startup_seconds
@@ -35,10 +36,7 @@ from .plan import (
     target_spec,
 )
 
-__all__ = ["MixtureRunner", "TARGET_MIXES"]
-
-#: Mixes trained at the target budget (AutoScale first, then the configured baselines).
-TARGET_MIXES = ("autoscale", "autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
+__all__ = ["MixtureRunner"]
 
 
 def _tag(multiplier: float) -> str:
@@ -94,11 +92,11 @@ class MixtureRunner:
         d = self.domains
         mixes: dict[str, dict[str, float]] = {}
         for name in self.config.target.baselines:
-            if name == "uniform":
+            if name == layout.UNIFORM:
                 mixes[name] = uniform_weights(d.names)
-            elif name == "natural":
+            elif name == layout.NATURAL:
                 mixes[name] = natural_weights(d.train_tokens)
-            elif name == "reference":
+            elif name == layout.REFERENCE:
                 mixes[name] = reference_weights(d.names, weights=self.config.target.reference_weights)
         return mixes
 
@@ -109,14 +107,14 @@ class MixtureRunner:
 
     def anytime_specs(self, plan: Any) -> list[RunSpec]:
         """The ``autoscale_anytime`` target runs (one per target seed) following ``plan``'s path."""
-        return [target_spec(self.config, self.domains, "autoscale_anytime", None, seed, plan=plan)
+        return [target_spec(self.config, self.domains, layout.ANYTIME, None, seed, plan=plan)
                 for seed in self.config.target.seeds]
 
     def describe(self) -> str:
         """The plan as text: every run, its tokens, and the totals with an estimated time."""
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
         fixed = self.target_specs(self.fixed_target_mixes())
-        later = ["autoscale"] + [b for b in self.config.target.baselines if b in ("ddo_n2", "autoscale_anytime")]
+        later = [layout.AUTOSCALE] + [b for b in self.config.target.baselines if b in layout.FITTED_MIXES]
         cfg = self.config
         per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
         n_later = len(later) * len(cfg.target.seeds)
@@ -140,7 +138,7 @@ class MixtureRunner:
                          f"{seqs}{mark}")
         for label in later:
             for seed in cfg.target.seeds:
-                how = "anytime schedule on the mixture plan" if label == "autoscale_anytime" else \
+                how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else \
                     "weights from the solver"
                 lines.append(f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
                              f"{per_target:>11}  {how}")
@@ -152,7 +150,7 @@ class MixtureRunner:
         lines.append(self.design_note())
         lines += self.rounding_notes()
         lines.append(self.projection_note())
-        old = _read_json(self.out / "config.json")
+        old = _read_json(self.out / layout.CONFIG)
         changes = config_changes(old, config_to_dict(cfg)) if old else []
         if changes:
             lines.append(f"{os.fspath(self.out)} was run with another config (changed: {'; '.join(changes)}): `run` "
@@ -223,12 +221,12 @@ class MixtureRunner:
             else "cpu"
 
     def _ledger_states(self) -> dict[str, str]:
-        if not (self.out / "ledger.jsonl").exists():
+        if not (self.out / layout.LEDGER).exists():
             return {}
         return {k: r.status for k, r in Ledger(self.out, lock=False).records().items()}
 
     def _measured_rates(self) -> list[float]:
-        if not (self.out / "ledger.jsonl").exists():
+        if not (self.out / layout.LEDGER).exists():
             return []
         ledger = Ledger(self.out, lock=False)
         rates = []
@@ -254,7 +252,7 @@ class MixtureRunner:
         with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
             self._check_config()
-            atomic_write_json(self.out / "domains.json", config_to_dict(d))
+            atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             fixed = self.target_specs(self.fixed_target_mixes())
@@ -272,27 +270,27 @@ class MixtureRunner:
             self._train_all(ledger, all_proxies)
             from .fitting import fit_all
 
-            fits = fit_all(self.config, d, ledger, proxies, self.out / "fits", log=self.log)
-            mixes = {"autoscale": fits["weights"]}
-            if "ddo_n2" in self.config.target.baselines:
-                mixes["ddo_n2"] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
+            fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
+            mixes = {layout.AUTOSCALE: fits["weights"]}
+            if layout.DDO_N2 in self.config.target.baselines:
+                mixes[layout.DDO_N2] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
             mixes.update(self.fixed_target_mixes())
             targets = self.target_specs(mixes)
-            if "autoscale_anytime" in self.config.target.baselines:
+            if layout.ANYTIME in self.config.target.baselines:
                 if fits["plan"] is None:
-                    self.log("autoscale_anytime is not trained: no mixture plan could be fitted "
+                    self.log(f"{layout.ANYTIME} is not trained: no mixture plan could be fitted "
                              "(see fits/mixture_plan_error.json)")
                 else:
                     anytime = self.anytime_specs(fits["plan"])
-                    mixes["autoscale_anytime"] = anytime[0].weights  # the final mix; the path is the plan's
+                    mixes[layout.ANYTIME] = anytime[0].weights  # the final mix; the path is the plan's
                     targets += anytime
-            atomic_write_json(self.out / "fits" / "target_mixes.json", mixes)
+            atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
             self._write_plan(proxies, targets)
             for s in targets:
                 ledger.register(s)
             self._train_all(ledger, targets)
         report = write_report(self.out)
-        self.log(f"report written to {os.fspath(self.out / 'report.md')}")
+        self.log(f"report written to {os.fspath(self.out / layout.REPORT_MD)}")
         return report
 
     def train_runs(self, specs: Sequence[RunSpec]) -> None:
@@ -303,10 +301,10 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             self._check_config()
-            plan = _read_json(self.out / "plan.json") or {}
+            plan = _read_json(self.out / layout.PLAN) or {}
             extra = {s["run_id"]: s for s in plan.get("extra", [])}
             extra.update({s.run_id: s.to_json() for s in specs})
-            atomic_write_json(self.out / "plan.json", {**plan, "extra": list(extra.values())})
+            atomic_write_json(self.out / layout.PLAN, {**plan, "extra": list(extra.values())})
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
@@ -321,13 +319,13 @@ class MixtureRunner:
 
     def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec]) -> None:
         """``OUT/plan.json``: the current plan's runs (extra runs of :meth:`train_runs` are kept)."""
-        old = _read_json(self.out / "plan.json") or {}
+        old = _read_json(self.out / layout.PLAN) or {}
         plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
                                 "targets": [s.to_json() for s in targets]}
         if old.get("extra") and not config_changes(old.get("config") or {}, config_to_dict(self.config)):
             plan["extra"] = old["extra"]
         plan["config"] = config_to_dict(self.config)
-        atomic_write_json(self.out / "plan.json", plan)
+        atomic_write_json(self.out / layout.PLAN, plan)
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
         from .executors import make_executor, train_specs

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from . import layout
+
 __all__ = ["write_plots"]
 
 
@@ -19,11 +21,11 @@ def write_plots(out: Path, report: dict[str, Any]) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plots_dir = out / "plots"
+    plots_dir = out / layout.PLOTS
     plots_dir.mkdir(exist_ok=True)
     written = []
-    for name, draw in (("weights.png", _plot_weights), ("target_losses.png", _plot_losses),
-                       ("curves.png", _plot_curves)):
+    for name, draw in ((layout.PLOT_WEIGHTS, _plot_weights), (layout.PLOT_TARGET_LOSSES, _plot_losses),
+                       (layout.PLOT_CURVES, _plot_curves)):
         fig = draw(plt, report)
         if fig is None:
             continue
@@ -31,7 +33,7 @@ def write_plots(out: Path, report: dict[str, Any]) -> list[str]:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
         plt.close(fig)
         os.replace(tmp, plots_dir / name)
-        written.append(f"plots/{name}")
+        written.append(f"{layout.PLOTS}/{name}")
     return written
 
 
@@ -133,7 +135,7 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
     for label, t in targets.items():
         c = t["curve"]
         mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
-        style = "s--" if label == "autoscale_anytime" else "o-"
+        style = "s--" if label == layout.ANYTIME else "o-"
         line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3)
         colors[label] = line.get_color()
         if c["n"] > 1:
@@ -155,7 +157,7 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
             mean = np.array([p["difference"]["mean"] for p in pts])
             std = np.array([p["difference"]["std"] for p in pts])
             n = max(n, pts[0]["difference"]["n"])
-            style = "s--" if label == "autoscale_anytime" else "o-"
+            style = "s--" if label == layout.ANYTIME else "o-"
             dx.plot(tokens, mean, style, label=label, markersize=3, color=colors.get(label))
             if pts[0]["difference"]["n"] > 1:
                 dx.fill_between(tokens, mean - std, mean + std, color=colors.get(label), alpha=0.2)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
+from . import layout
 from .experiment import plan_run_ids
 from .metrics import (
     compare_curves,
@@ -38,12 +39,12 @@ def _read(path: Path) -> Any:
 
 def _runs(out: Path) -> list[dict[str, Any]]:
     rows = []
-    for run_dir in sorted((out / "runs").glob("*")):
-        spec = _read(run_dir / "spec.json")
+    for run_dir in sorted((out / layout.RUNS).glob("*")):
+        spec = _read(run_dir / layout.SPEC)
         if spec is None:
             continue
-        rows.append({"spec": spec, "result": _read(run_dir / "result.json"),
-                     "failure": _read(run_dir / "failure.json")})
+        rows.append({"spec": spec, "result": _read(run_dir / layout.RESULT),
+                     "failure": _read(run_dir / layout.FAILURE)})
     return rows
 
 
@@ -68,12 +69,12 @@ def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
 def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Collect the experiment's results into one JSON-able dict (no files written)."""
     out = Path(out_dir)
-    if not (out / "ledger.jsonl").exists() and not (out / "runs").is_dir():
+    if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
-    config = _read(out / "config.json") or {}
+    config = _read(out / layout.CONFIG) or {}
     objective = (config.get("ddo") or {}).get("objective", "mean_loss")
     key = "mean_ppl" if objective == "mean_ppl" else "mean_loss"
-    plan = _read(out / "plan.json") or {}
+    plan = _read(out / layout.PLAN) or {}
     runs, stale = _current_runs(_runs(out), plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.get("targets", []):
@@ -95,7 +96,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
     report: dict[str, Any] = {"out_dir": os.fspath(out.resolve()), "name": config.get("name"), "objective": objective,
-                              "domains": (_read(out / "domains.json") or {}).get("names", []),
+                              "domains": (_read(out / layout.DOMAINS) or {}).get("names", []),
                               "failed_runs": failed, "stale_runs": stale,
                               "target_budget": (config.get("target") or {}).get("budget")}
     report["proxies"] = {
@@ -104,11 +105,11 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                         "seeds": [r["seed"] for r in rs]}
                 for label, rs in sorted(by_label.items())}
         for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))}
-    fits = out / "fits"
-    report["ddo"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob("ddo_*.json"))}
-    report["bootstrap"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob("bootstrap_*.json"))}
-    report["projection"] = _read(fits / "projection.json")
-    report["target_mixes"] = _read(fits / "target_mixes.json")
+    fits = out / layout.FITS
+    report["ddo"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))}
+    report["bootstrap"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))}
+    report["projection"] = _read(fits / layout.PROJECTION)
+    report["target_mixes"] = _read(fits / layout.TARGET_MIXES_FILE)
     curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
     report["targets"] = {
         label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
@@ -157,9 +158,9 @@ def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[
 def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
              runs: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
-    wanted = "autoscale_anytime" in ((config.get("target") or {}).get("baselines") or [])
-    if "autoscale_anytime" in targets and "autoscale" in targets:
-        comparison = compare_curves(targets["autoscale"], targets["autoscale_anytime"], key)
+    wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
+    if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
+        comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
         plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
                      and row["spec"].get("plan")), None)
         if plan is not None and comparison["points"]:
@@ -173,12 +174,12 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str
         return {"available": bool(comparison["points"]), "objective": key, **comparison,
                 **({} if comparison["points"] else {"reason": "no seed has both an autoscale and an "
                                                               "autoscale_anytime run"})}
-    if not wanted and "autoscale_anytime" not in targets:
+    if not wanted and layout.ANYTIME not in targets:
         return None
-    error = _read(out / "fits" / "mixture_plan_error.json")
+    error = _read(out / layout.FITS / layout.MIXTURE_PLAN_ERROR)
     if error:
         reason = f"no mixture plan could be fitted, so autoscale_anytime was not trained: {error.get('error')}"
-    elif "autoscale_anytime" not in targets:
+    elif layout.ANYTIME not in targets:
         reason = "the autoscale_anytime runs are not finished yet"
     else:
         reason = "the fixed autoscale runs are not finished yet"
@@ -190,8 +191,8 @@ def write_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     out = Path(out_dir)
     report = build_report(out)
     report["plots"] = write_plots(out, report)
-    atomic_write_json(out / "report.json", report)
-    atomic_write_text(out / "report.md", _markdown(report))
+    atomic_write_json(out / layout.REPORT_JSON, report)
+    atomic_write_text(out / layout.REPORT_MD, _markdown(report))
     return report
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
 from ..solver.joint import PROJECTIONS
+from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
     "DDOConfig",
@@ -24,13 +25,11 @@ __all__ = [
     "OptimizerConfig",
     "RayConfig",
     "SlurmConfig",
-    "TARGET_BASELINES",
     "TargetConfig",
 ]
 
 
 #: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
-TARGET_BASELINES = ("autoscale_anytime", "ddo_n2", "natural", "reference", "uniform")
 _OBJECTIVES = ("mean_loss", "mean_ppl")
 
 
@@ -217,7 +216,7 @@ class TargetConfig:
     """
 
     budget: int = 10_000_000
-    baselines: tuple[str, ...] = ("uniform", "natural", "ddo_n2")
+    baselines: tuple[str, ...] = (UNIFORM, NATURAL, DDO_N2)
     reference_weights: dict[str, float] | None = None
     seeds: tuple[int, ...] = (0,)
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from . import layout
 from .metrics import signed_per_seed
 from .report import projection_label
 
@@ -69,7 +70,7 @@ def format_summary(report: Mapping[str, Any]) -> str:
     cols = [f"DDO@{_short(int(s))}" for s in scales]
     if proj:
         cols.append(f"AutoScale@{_short(proj['budget_tokens'])}")
-    extra = [m for m in mixes if m not in ("autoscale", "ddo_n2", "autoscale_anytime")]  # anytime ends at AutoScale's
+    extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
     cols += extra
     lines.append("Mixture weights (DDO optimum at N1 and N2, AutoScale projection to the target, baselines)")
     lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
@@ -120,7 +121,7 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines += ["", "Tokens saved by the AutoScale mix at the target budget"
                   + (" (seed-mean curves, then each seed's own)" if several else "")]
         for label, s in sorted(saved.items()):
-            if label == "autoscale_anytime":  # same final mix: compared along the run below
+            if label == layout.ANYTIME:  # same final mix: compared along the run below
                 continue
             seeds = per_seed.get(label) or {}
             tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
@@ -133,5 +134,5 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"  ({report['stale_runs']} runs in the folder belong to an earlier config and are not reported)")
     out = report.get("out_dir")
     if out:
-        lines += ["", f"Report: {os.path.join(out, 'report.md')} (plots in {os.path.join(out, 'plots')})"]
+        lines += ["", f"Report: {os.path.join(out, layout.REPORT_MD)} (plots in {os.path.join(out, layout.PLOTS)})"]
     return "\n".join(lines)

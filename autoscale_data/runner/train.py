@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from .._io import atomic_write_json
+from . import layout
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RunnerConfig, config_from_dict, config_to_dict
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
@@ -254,7 +255,7 @@ class _Trainer:
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._build()
-        ckpt_dir = self.dir / "ckpt"
+        ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state = load_checkpoint(ckpt_dir, self, info)
         start = int(state["step"]) if state else 0
         curve: list[dict[str, Any]] = list(state["curve"]) if state else []
@@ -312,13 +313,13 @@ class _Trainer:
         total = all_reduce_sum(counts.clone(), info)
         result = self._result(names, total, curve, elapsed, resumed, last_loss)
         if info.is_main:
-            atomic_write_json(self.dir / "result.json", result)
+            atomic_write_json(self.dir / layout.RESULT, result)
             shutil.rmtree(ckpt_dir, ignore_errors=True)
         return result
 
     def _fail(self, reason: str) -> None:
         if self.info.is_main:
-            atomic_write_json(self.dir / "failure.json", {"run_id": self.spec.run_id, "reason": reason})
+            atomic_write_json(self.dir / layout.FAILURE, {"run_id": self.spec.run_id, "reason": reason})
         raise Diverged(reason)
 
     def _result(self, names: list[str], total: torch.Tensor, curve: list[dict[str, Any]],

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import layout
 from ..config import RunnerConfig
 from ..plan import RunSpec
 
@@ -39,12 +40,12 @@ class Job:
     @property
     def job_file(self) -> Path:
         """``runs/<id>/job.json``: what the training process reads."""
-        return self.run_dir / "job.json"
+        return self.run_dir / layout.JOB
 
     @property
     def log_path(self) -> Path:
         """``runs/<id>/train.log``: the training process's output."""
-        return self.run_dir / "train.log"
+        return self.run_dir / layout.TRAIN_LOG
 
 
 class Executor(ABC):
@@ -100,9 +101,9 @@ def outcome(job: Job, code: int) -> tuple[bool, str, bool]:
     """``(finished, failure reason, failure is terminal)`` of a job that ended with ``code``."""
     from ..train import DIVERGED_EXIT
 
-    if code == 0 and (job.run_dir / "result.json").exists():
+    if code == 0 and (job.run_dir / layout.RESULT).exists():
         return True, "", False
-    failure = job.run_dir / "failure.json"
+    failure = job.run_dir / layout.FAILURE
     if code == DIVERGED_EXIT or failure.exists():
         try:
             return False, json.loads(failure.read_text())["reason"], True

@@ -16,6 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import layout
 from ..ledger import DONE, FAILED, RUNNING, SUBMITTED, Ledger
 from ..plan import DomainInfo, RunSpec
 from .base import Executor, Job, outcome
@@ -125,7 +126,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
                 job.attempt += 1
                 job.running, job.error, job.handle = False, "", None
                 tries[job.spec.run_id] += 1
-                (job.run_dir / "failure.json").unlink(missing_ok=True)
+                (job.run_dir / layout.FAILURE).unlink(missing_ok=True)
                 write_job(job.job_file, config, job.spec, domains)
                 batch.append(job)
             if batch:

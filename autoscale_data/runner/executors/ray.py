@@ -18,6 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
+from .. import layout
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, worker_env
 
@@ -55,7 +56,7 @@ class SlotActor:
         cmd = launch_command(config, job_file, gpus=gpus if ds else None)
         if ds and gpus:
             env.pop("CUDA_VISIBLE_DEVICES", None)
-        with open(os.path.join(os.path.dirname(job_file), "train.log"), "ab") as log:
+        with open(os.path.join(os.path.dirname(job_file), layout.TRAIN_LOG), "ab") as log:
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()
             return subprocess.run(cmd, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,

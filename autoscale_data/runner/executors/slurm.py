@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import layout
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, worker_env
 
@@ -65,7 +66,7 @@ class TrainJob:
         cmd = self.command()
         # the deepspeed launcher gets the job's GPUs as --include
         env = worker_env(self.config, launcher_gpus=cmd[2] == "deepspeed.launcher.runner")
-        log = Path(self.job_file).parent / "train.log"
+        log = Path(self.job_file).parent / layout.TRAIN_LOG
         with open(log, "ab") as fh:
             fh.write(("$ " + " ".join(cmd) + "\n").encode())
             fh.flush()

@@ -16,6 +16,8 @@ import os
 import sys
 import traceback
 
+from .. import layout
+
 __all__ = ["main"]
 
 
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         path = line.strip()
         if not path:
             continue
-        _redirect(os.path.join(os.path.dirname(path), "train.log"))
+        _redirect(os.path.join(os.path.dirname(path), layout.TRAIN_LOG))
         print(f"$ worker pid {os.getpid()}: {path}", flush=True)
         try:
             code = run_job(path)

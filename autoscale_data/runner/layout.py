@@ -1,0 +1,112 @@
+"""The runner's output folder, defined once: every file name, and the labels of the target mixes.
+
+Every module that reads or writes ``OUT/`` spells its paths through this module (a test checks that
+no other module of the runner, the demo or the CLI spells an output file name)::
+
+    OUT/config.json              the config the folder was run with (see :mod:`.experiment`)
+    OUT/config_history.jsonl     configs it was run with before (``--allow-config-change``)
+    OUT/domains.json             the stores: names, paths, tokens, fingerprints
+    OUT/plan.json                the current plan: run ids of proxies, targets and extra runs
+    OUT/ledger.jsonl             the event log (see :mod:`.ledger`); OUT/.lock: one runner at a time
+    OUT/runs/<run_id>/           spec.json, job.json, result.json | failure.json, ckpt/, train.log
+    OUT/fits/                    runs_<N>.csv, ddo_<N>.json, bootstrap_<N>.json, projection.json,
+                                 target_mixes.json, mixture_plan.json | mixture_plan_error.json
+    OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ANYTIME",
+    "AUTOSCALE",
+    "BOOTSTRAP",
+    "CHECKPOINT_DIR",
+    "CONFIG",
+    "CONFIG_HISTORY",
+    "DDO",
+    "DDO_N2",
+    "DOMAINS",
+    "FAILURE",
+    "FITS",
+    "FITTED_MIXES",
+    "JOB",
+    "LEDGER",
+    "LOCK",
+    "MIXTURE_PLAN",
+    "MIXTURE_PLAN_ERROR",
+    "NATURAL",
+    "PLAN",
+    "PLOTS",
+    "PLOT_CURVES",
+    "PLOT_TARGET_LOSSES",
+    "PLOT_WEIGHTS",
+    "PROJECTION",
+    "REFERENCE",
+    "REPORT_JSON",
+    "REPORT_MD",
+    "RESULT",
+    "RUNS",
+    "RUNS_CSV",
+    "SPEC",
+    "TARGET_BASELINES",
+    "TARGET_MIXES",
+    "TARGET_MIXES_FILE",
+    "TRAIN_LOCK",
+    "TRAIN_LOG",
+    "UNIFORM",
+    "per_budget",
+]
+
+# ---- the folder itself
+CONFIG = "config.json"
+CONFIG_HISTORY = "config_history.jsonl"
+DOMAINS = "domains.json"
+PLAN = "plan.json"
+LEDGER = "ledger.jsonl"
+LOCK = ".lock"
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+PLOTS = "plots"
+PLOT_WEIGHTS = "weights.png"
+PLOT_TARGET_LOSSES = "target_losses.png"
+PLOT_CURVES = "curves.png"
+
+# ---- one run: OUT/runs/<run_id>/
+RUNS = "runs"
+SPEC = "spec.json"
+JOB = "job.json"
+RESULT = "result.json"
+FAILURE = "failure.json"
+CHECKPOINT_DIR = "ckpt"
+TRAIN_LOCK = ".train.lock"
+TRAIN_LOG = "train.log"
+
+# ---- the fits: OUT/fits/
+FITS = "fits"
+RUNS_CSV = "runs"  # runs_<N>.csv
+DDO = "ddo"  # ddo_<N>.json
+BOOTSTRAP = "bootstrap"  # bootstrap_<N>.json
+PROJECTION = "projection.json"
+TARGET_MIXES_FILE = "target_mixes.json"
+MIXTURE_PLAN = "mixture_plan.json"
+MIXTURE_PLAN_ERROR = "mixture_plan_error.json"
+
+
+def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:
+    """``per_budget(DDO, 40000)`` -> ``"ddo_40000.json"``; ``per_budget(RUNS_CSV, N, ".csv")``."""
+    return f"{kind}_{budget}{suffix}"
+
+
+# ---- target mixes (labels of the target runs)
+AUTOSCALE = "autoscale"
+ANYTIME = "autoscale_anytime"
+DDO_N2 = "ddo_n2"
+NATURAL = "natural"
+REFERENCE = "reference"
+UNIFORM = "uniform"
+#: Every target mix: AutoScale first, then the baselines a config may ask for.
+TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM)
+#: What ``target.baselines`` may name.
+TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM)
+#: Mixes known only after the fits (the rest are known from the stores).
+FITTED_MIXES = (AUTOSCALE, ANYTIME, DDO_N2)
