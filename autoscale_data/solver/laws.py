@@ -238,10 +238,10 @@ def fit_power_law_batch(
     lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
     hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
     if n_starts > 1:  # screen every start briefly, keep the best per data set
-        params, fsse = _lm(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
+        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
         best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
         params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
-    params, fsse = _lm(x, xmin, y2, w2, params, lo, hi, four, max_iter)
+    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
     s, b = params[:, 0], params[:, 1]
     return {
         "a": np.exp(s) - xmin,
@@ -252,7 +252,9 @@ def fit_power_law_batch(
     }
 
 
-def _model_jac(x, xmin, p, four):
+def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The law and its Jacobian for a batch of parameter rows ``p`` = (log shift, b, [amplitude,] c):
+    predictions ``(batch, n)`` and derivatives ``(batch, n, k)`` at the multipliers ``x``."""
     s, b = p[:, 0], p[:, 1]
     amp = p[:, 2] if four else np.ones(len(p))
     z, logz, phi = _basis(x, xmin, s, b)
@@ -264,46 +266,63 @@ def _model_jac(x, xmin, p, four):
     return f, np.stack(cols, axis=-1)  # (B, n), (B, n, k)
 
 
-def _lm(x, xmin, y, w, p, lo, hi, four, max_iter):
+def _levenberg_marquardt(
+    x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
+    lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Batched, box-projected Levenberg–Marquardt on weighted squared residuals.
 
-    Rows that converge are written back and dropped from the working arrays.
+    Args:
+        x: the multipliers, shape ``(n,)``, shared by every problem; ``xmin`` their shift frame.
+        y, weights: each problem's targets and weights, shape ``(batch, n)``.
+        start: each problem's starting parameters (log shift, b, [amplitude,] c), shape ``(batch, k)``.
+        lower, upper: the parameters' box, shape ``(k,)``; every step is clipped into it.
+        four: the 4-parameter law (a fitted amplitude column).
+        max_iter: iterations at most.
+
+    Returns:
+        ``(parameters, weighted SSE)`` per problem. A problem stops when a step gains nothing, moves
+        nothing, its damping runs away or its fit is exact; stopped problems are written back and
+        dropped from the working set, so late iterations touch only the slow ones.
     """
-    p = p.copy()
-    f, jac = _model_jac(x, xmin, p, four)
-    r = y - f
-    sse = (w * r * r).sum(-1)
-    tiny = 1e-26 * (w * y * y).sum(-1)  # an exact interpolation: nothing left to gain
-    out_p, out_sse = p.copy(), sse.copy()
-    rows = np.flatnonzero(sse > tiny)
-    cp, cj, cr, cs, cy, cw, ct = p[rows], jac[rows], r[rows], sse[rows], y[rows], w[rows], tiny[rows]
-    lam = np.full(rows.size, 1e-3)
-    eye = np.eye(p.shape[1])
+    params = start.copy()
+    pred, jac = _model_jac(x, xmin, params, four)
+    resid = y - pred
+    sse = (weights * resid * resid).sum(-1)
+    exact = 1e-26 * (weights * y * y).sum(-1)  # an exact interpolation: nothing left to gain
+    out_params, out_sse = params.copy(), sse.copy()
+    active = np.flatnonzero(sse > exact)  # indices (into the batch) of the problems still iterating
+    p, j, r, s, t, w, floor = (v[active] for v in (params, jac, resid, sse, y, weights, exact))
+    damping = np.full(active.size, 1e-3)
+    eye = np.eye(params.shape[1])
     for _ in range(max_iter):
-        if rows.size == 0:
+        if active.size == 0:
             break
-        jw = cj * cw[..., None]
-        jtj = np.einsum("bnk,bnl->bkl", jw, cj)
-        jtr = np.einsum("bnk,bn->bk", jw, cr)
+        jw = j * w[..., None]
+        jtj = np.einsum("bnk,bnl->bkl", jw, j)
+        jtr = np.einsum("bnk,bn->bk", jw, r)
         diag = np.einsum("bkk->bk", jtj)
-        damp = lam[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
+        damp = damping[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
         step = np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
-        trial = np.clip(cp + step, lo, hi)
-        ft, jt = _model_jac(x, xmin, trial, four)
-        rt = cy - ft
-        st = (cw * rt * rt).sum(-1)
-        ok = np.isfinite(st) & (st <= cs)
-        gain = np.where(ok, cs - st, 0.0)
-        moved = np.abs(trial - cp).max(-1)
-        cp[ok], cj[ok], cr[ok], cs[ok] = trial[ok], jt[ok], rt[ok], st[ok]
-        lam = np.where(ok, np.maximum(lam / 3.0, 1e-12), lam * 4.0)
-        done = (ok & ((gain <= 1e-15 * (cs + 1e-300)) | (moved < 1e-13))) | (lam > 1e12) | (cs <= ct)
+        trial = np.clip(p + step, lower, upper)
+        trial_pred, trial_jac = _model_jac(x, xmin, trial, four)
+        trial_resid = t - trial_pred
+        trial_sse = (w * trial_resid * trial_resid).sum(-1)
+        better = np.isfinite(trial_sse) & (trial_sse <= s)
+        gain = np.where(better, s - trial_sse, 0.0)
+        moved = np.abs(trial - p).max(-1)
+        p[better], j[better], r[better], s[better] = (trial[better], trial_jac[better], trial_resid[better],
+                                                      trial_sse[better])
+        damping = np.where(better, np.maximum(damping / 3.0, 1e-12), damping * 4.0)
+        done = ((better & ((gain <= 1e-15 * (s + 1e-300)) | (moved < 1e-13))) | (damping > 1e12)
+                | (s <= floor))
         if done.any():
-            out_p[rows[done]], out_sse[rows[done]] = cp[done], cs[done]
+            out_params[active[done]], out_sse[active[done]] = p[done], s[done]
             keep = ~done
-            rows, cp, cj, cr, cs, cy, cw, ct, lam = (v[keep] for v in (rows, cp, cj, cr, cs, cy, cw, ct, lam))
-    out_p[rows], out_sse[rows] = cp, cs
-    return out_p, out_sse
+            active, p, j, r, s, t, w, floor, damping = (
+                v[keep] for v in (active, p, j, r, s, t, w, floor, damping))
+    out_params[active], out_sse[active] = p, s
+    return out_params, out_sse
 
 
 def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tuple[str, ...]:
@@ -437,7 +456,7 @@ def local_fits(
     lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
     hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
     ys, ws = np.broadcast_to(ya, (idx.size, ya.size)), np.broadcast_to(wa, (idx.size, ya.size))
-    params, out_sse = _lm(xa, xmin, ys, ws, np.stack(cols, axis=1), lo, hi, four, 200)  # all minima at once
+    params, out_sse = _levenberg_marquardt(xa, xmin, ys, ws, np.stack(cols, axis=1), lo, hi, four, 200)  # all minima at once
     fits: list[PowerLawFit] = []
     for p in params[np.argsort(out_sse, kind="stable")]:
         f = _fit_from(xa, ya, wa, law, float(np.exp(p[0]) - xmin), float(p[1]), float(p[-1]),
