@@ -74,7 +74,7 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "at 100: NOT identified by the data: a b c." in text
     report = _report()
     report["bootstrap"]["100"]["method"] = "consistent_fits"
-    assert "bootstrap at 100: no estimate of noise" in format_demo_table(report, DEMO_PRESETS["full"])
+    assert "bootstrap at 100: the runs carry no estimate of noise" in format_demo_table(report, DEMO_PRESETS["full"])
     assert "mean nothing" in text  # the quick preset says it is a smoke run
     assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
     assert "per seed" not in text and "Anytime" not in text  # one seed, no anytime run: nothing to show

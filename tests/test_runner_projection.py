@@ -90,7 +90,7 @@ def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, t
         assert fits["weights"][a] / fits["weights"][b] == pytest.approx(
             proj["unbounded_weights"][a] / proj["unbounded_weights"][b])
     report = {"domains": list(fits["weights"]), "ddo": {}, "projection": proj, "targets": {}}
-    assert "applied at the target" in format_summary(report)
+    assert "the target mix applies them" in format_summary(report)
     cfg = config_from_dict(tiny_config(stores, ddo={"min_weight": bound}))
     assert "bound the DDO optima and the target mix" in MixtureRunner(cfg, tmp_path / "o").describe()
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import layout
+from .wording import objective_key
 
 __all__ = ["write_plots"]
 
@@ -91,7 +92,7 @@ def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
     targets = report["targets"]
     if not targets:
         return None
-    key = "mean_ppl" if report.get("objective") == "mean_ppl" else "mean_loss"
+    key = objective_key(report.get("objective"))
     versus = report.get("vs_uniform") or {}
     domains = list(next(iter(targets.values()))["losses"])
     cols = domains + [key]

@@ -26,6 +26,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .wording import bootstrap_verdict, bounds_moved, objective_key, stale_runs
 
 __all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
 
@@ -73,7 +74,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
     config = _read(out / layout.CONFIG) or {}
     objective = (config.get("ddo") or {}).get("objective", "mean_loss")
-    key = "mean_ppl" if objective == "mean_ppl" else "mean_loss"
+    key = objective_key(objective)
     plan = _read(out / layout.PLAN) or {}
     runs, stale = _current_runs(_runs(out), plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
@@ -202,13 +203,12 @@ def _fmt(ms: dict[str, float]) -> str:
 
 
 def _markdown(r: dict[str, Any]) -> str:
-    key = "mean_ppl" if r["objective"] == "mean_ppl" else "mean_loss"
+    key = objective_key(r["objective"])
     lines = [f"# AutoScale report: {r.get('name') or ''}", "",
              f"Domains: {', '.join(r['domains'])}. Objective: {r['objective']}. Values are means over seeds "
              "(± std where there are several).", ""]
-    if r.get("stale_runs"):
-        lines += [f"{r['stale_runs']} runs in this folder belong to an earlier config of the experiment and are not "
-                  "reported (the old config is in config_history.jsonl).", ""]
+    if stale_runs(r.get("stale_runs", 0)):
+        lines += [stale_runs(r["stale_runs"]) + ".", ""]
     for scale, rows in r["proxies"].items():
         doms = list(next(iter(rows.values()))["losses"])
         lines += [f"## DDO proxies at {int(scale):,} tokens", "",
@@ -242,24 +242,11 @@ def _markdown(r: dict[str, Any]) -> str:
         lines.append("")
         if proj:
             lines.append(f"- {projection_sentence(proj)}")
-            if proj.get("bounds_applied"):
-                lo, hi = proj["weight_bounds"]
-                moved = ", ".join(f"{d} {a:.3f} → {b:.3f}" for d, (a, b) in proj["bounds_applied"].items())
-                lines.append(f"- The projection left the weight bounds [{lo:g}, {hi:g}] (`ddo.min_weight` / "
-                             f"`max_weight`; the paper's projection is unbounded): the target mix applies them and "
-                             f"the other domains keep their ratios: {moved}.")
+            if bounds_moved(proj):
+                lines.append(f"- {bounds_moved(proj, '→').capitalize()}.")
         for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
-            if boot.get("available") and boot.get("method") == "consistent_fits":
-                lines.append(f"- Bootstrap at {int(scale):,}: the runs carry no estimate of noise (one run per "
-                             "point); the intervals above are the range over the fits consistent with the data, "
-                             "and no verdict is given.")
-            elif boot.get("available"):
-                verdict = ("distinguishable from" if boot["distinguishable_from_base"] else
-                           "NOT distinguishable from")
-                lines.append(f"- Bootstrap at {int(scale):,} ({boot['method']}, {boot['level']:.0%} CI): the DDO "
-                             f"weights are **{verdict}** the base mix.")
-            else:
-                lines.append(f"- Bootstrap at {int(scale):,}: not available ({boot.get('reason')}).")
+            verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
+            lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
         for scale, fit in sorted(r["ddo"].items(), key=lambda kv: int(kv[0])):
             ident = fit.get("identifiability") or {}
             if ident.get("summary"):

@@ -9,6 +9,7 @@ from typing import Any
 from . import layout
 from .metrics import signed_per_seed
 from .report import projection_label
+from .wording import bootstrap_verdict, bounds_moved, objective_key, stale_runs
 
 __all__ = ["format_summary"]
 
@@ -82,25 +83,18 @@ def format_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
         lines.append(f"  AutoScale: {projection_label(proj)}")
-        if proj.get("bounds_applied"):
-            lo, hi = proj["weight_bounds"]
-            moved = ", ".join(f"{d} {a:.3f} -> {b:.3f}" for d, (a, b) in proj["bounds_applied"].items())
-            lines.append(f"  the projection left the bounds [{lo:g}, {hi:g}] (ddo.min_weight/max_weight), "
-                         f"applied at the target: {moved}")
+        if bounds_moved(proj):
+            lines.append(f"  {bounds_moved(proj)}")
     boot = report.get("bootstrap") or {}
     for s in scales:
         ident = ddo[s].get("identifiability") or {}
         if ident.get("summary"):
             lines.append(f"  at {_short(int(s))}: {ident['summary']}")
-        b = boot.get(s) or {}
-        if b.get("available") and b.get("method") == "consistent_fits":
-            lines.append(f"  bootstrap at {_short(int(s))}: no estimate of noise (one run per point), so no verdict")
-        elif b.get("available"):
-            verdict = "distinguishable" if b.get("distinguishable_from_base") else "NOT distinguishable"
-            lines.append(f"  bootstrap at {_short(int(s))}: DDO weights {verdict} from uniform")
+        if s in boot:
+            lines.append(f"  bootstrap at {_short(int(s))}: {bootstrap_verdict(boot[s])}")
     if targets:
         tokens = next(iter(targets.values()))["tokens"]
-        key = "mean_ppl" if report.get("objective") == "mean_ppl" else "mean_loss"
+        key = objective_key(report.get("objective"))
         lines += ["", f"Validation loss at the target budget ({_short(tokens)} tokens, nats/token"
                   + (", mean ± std over seeds" if any(t[key]["n"] > 1 for t in targets.values()) else "") + ")"]
         lines.append(f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}")
@@ -130,8 +124,8 @@ def format_summary(report: Mapping[str, Any]) -> str:
     missing = report.get("missing_targets") or []
     if missing:
         lines.append(f"  target runs not finished: {', '.join(missing)}")
-    if report.get("stale_runs"):
-        lines.append(f"  ({report['stale_runs']} runs in the folder belong to an earlier config and are not reported)")
+    if stale_runs(report.get("stale_runs", 0)):
+        lines.append(f"  ({stale_runs(report['stale_runs'])})")
     out = report.get("out_dir")
     if out:
         lines += ["", f"Report: {os.path.join(out, layout.REPORT_MD)} (plots in {os.path.join(out, layout.PLOTS)})"]
