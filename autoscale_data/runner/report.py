@@ -203,12 +203,25 @@ def _fmt(ms: dict[str, float]) -> str:
 
 
 def _markdown(r: dict[str, Any]) -> str:
+    """``report.md``: one function per section, in reading order."""
     key = objective_key(r["objective"])
+    sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
+                _anytime_markdown(r.get("anytime_vs_fixed"), key), _unfinished_md(r), _throughput_md(r),
+                _plots_md(r))
+    return "\n".join(line for section in sections for line in section)
+
+
+def _header_md(r: dict[str, Any]) -> list[str]:
     lines = [f"# AutoScale report: {r.get('name') or ''}", "",
              f"Domains: {', '.join(r['domains'])}. Objective: {r['objective']}. Values are means over seeds "
              "(± std where there are several).", ""]
     if stale_runs(r.get("stale_runs", 0)):
         lines += [stale_runs(r["stale_runs"]) + ".", ""]
+    return lines
+
+
+def _proxies_md(r: dict[str, Any], key: str) -> list[str]:
+    lines: list[str] = []
     for scale, rows in r["proxies"].items():
         doms = list(next(iter(rows.values()))["losses"])
         lines += [f"## DDO proxies at {int(scale):,} tokens", "",
@@ -218,94 +231,115 @@ def _markdown(r: dict[str, Any]) -> str:
             lines.append(f"| {label} | {row['tokens']:,} | {row['seeds']} | "
                          + " | ".join(_fmt(row["losses"][d]) for d in doms) + f" | {_fmt(row[key])} |")
         lines.append("")
-    if r["ddo"]:
-        lines += ["## DDO weights and projection", "", "| budget | " + " | ".join(r["domains"]) + " | status | AAR |",
-                  "|---:|" + "---:|" * len(r["domains"]) + "---|---:|"]
-        for scale, fit in sorted(r["ddo"].items(), key=lambda kv: int(kv[0])):
-            boot = r["bootstrap"].get(scale) or {}
-            cells = []
-            for d in r["domains"]:
-                cell = f"{fit['weights'][d]:.3f}"
-                if boot.get("available"):
-                    cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
-                cells.append(cell)
-            lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
-        proj = r.get("projection")
-        if proj:
-            lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
-                         + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r["domains"]) + " | | |")
-            other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
-            alt = proj.get(other) or {}
-            if "weights" in alt:
-                lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
-                             + " | ".join(f"{alt['weights'][d]:.3f}" for d in r["domains"]) + " | | |")
-        lines.append("")
-        if proj:
-            lines.append(f"- {projection_sentence(proj)}")
-            if bounds_moved(proj):
-                lines.append(f"- {bounds_moved(proj, '→').capitalize()}.")
-        for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
-            verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
-            lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
-        for scale, fit in sorted(r["ddo"].items(), key=lambda kv: int(kv[0])):
-            ident = fit.get("identifiability") or {}
-            if ident.get("summary"):
-                lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
-        for w in (proj or {}).get("warnings", []):
-            lines.append(f"- Projection warning: {w}")
-        lines.append("")
-    if r["targets"]:
-        doms = r["domains"]
-        lines += [f"## Target runs at {next(iter(r['targets'].values()))['tokens']:,} tokens", "",
-                  "| mix | weights | " + " | ".join(doms) + f" | {key} |",
-                  "|---|---|" + "---:|" * (len(doms) + 1)]
-        for label, t in r["targets"].items():
-            w = ", ".join(f"{t['weights'][d]:.2f}" for d in doms)
-            lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t["losses"][d]) for d in doms)
-                         + f" | {_fmt(t[key])} |")
-        lines.append("")
-    if r["tokens_saved"]:
-        lines += ["## Tokens saved by the AutoScale mix", "",
-                  "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
-                  "seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each seed's own "
-                  "pair of curves, signed (negative: the baseline reached AutoScale's final value with that many "
-                  "fewer tokens; n/a: neither reached the other's).", "",
-                  "| baseline | baseline final | AutoScale tokens to reach it | saved | per seed |",
-                  "|---|---:|---:|---:|---|"]
-        per_seed = r.get("tokens_saved_per_seed") or {}
-        for label, s in r["tokens_saved"].items():
-            if s["status"] == "no_data":
-                lines.append(f"| {label} | – | – | no data | – |")
-                continue
-            if s["saved_fraction"] is not None:
-                bound = "≤ " if s["status"] == "at_first_eval" else ""
-                saved = f"{'≥ ' if bound else ''}{s['saved_fraction']:.1%}"
-                reach = f"{bound}{s['tokens_to_baseline_final']:,.0f}"
-            else:
-                reach = "not reached"
-                back = s.get("baseline_saved_fraction")
-                saved = ("not reached" if back is None else
-                         f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
-            lines.append(f"| {label} | {s['baseline_final']:.4f} | {reach} | {saved} | "
-                         f"{signed_per_seed(per_seed.get(label) or {})} |")
-        lines.append("")
-    lines += _anytime_markdown(r.get("anytime_vs_fixed"), key)
+    return lines
+
+
+def _ddo_md(r: dict[str, Any]) -> list[str]:
+    if not r["ddo"]:
+        return []
+    lines = ["## DDO weights and projection", "", "| budget | " + " | ".join(r["domains"]) + " | status | AAR |",
+             "|---:|" + "---:|" * len(r["domains"]) + "---|---:|"]
+    by_budget = sorted(r["ddo"].items(), key=lambda kv: int(kv[0]))
+    for scale, fit in by_budget:
+        boot = r["bootstrap"].get(scale) or {}
+        cells = []
+        for d in r["domains"]:
+            cell = f"{fit['weights'][d]:.3f}"
+            if boot.get("available"):
+                cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
+            cells.append(cell)
+        lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
+    proj = r.get("projection")
+    if proj:
+        lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
+                     + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r["domains"]) + " | | |")
+        other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
+        alt = proj.get(other) or {}
+        if "weights" in alt:
+            lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
+                         + " | ".join(f"{alt['weights'][d]:.3f}" for d in r["domains"]) + " | | |")
+    lines.append("")
+    if proj:
+        lines.append(f"- {projection_sentence(proj)}")
+        if bounds_moved(proj):
+            lines.append(f"- {bounds_moved(proj, '→').capitalize()}.")
+    for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
+        verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
+        lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
+    for scale, fit in by_budget:
+        ident = fit.get("identifiability") or {}
+        if ident.get("summary"):
+            lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
+    lines += [f"- Projection warning: {w}" for w in (proj or {}).get("warnings", [])]
+    return lines + [""]
+
+
+def _targets_md(r: dict[str, Any], key: str) -> list[str]:
+    if not r["targets"]:
+        return []
+    doms = r["domains"]
+    lines = [f"## Target runs at {next(iter(r['targets'].values()))['tokens']:,} tokens", "",
+             "| mix | weights | " + " | ".join(doms) + f" | {key} |",
+             "|---|---|" + "---:|" * (len(doms) + 1)]
+    for label, t in r["targets"].items():
+        w = ", ".join(f"{t['weights'][d]:.2f}" for d in doms)
+        lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t["losses"][d]) for d in doms) + f" | {_fmt(t[key])} |")
+    return lines + [""]
+
+
+def _saved_md(r: dict[str, Any]) -> list[str]:
+    if not r["tokens_saved"]:
+        return []
+    lines = ["## Tokens saved by the AutoScale mix", "",
+             "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
+             "seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each seed's own "
+             "pair of curves, signed (negative: the baseline reached AutoScale's final value with that many "
+             "fewer tokens; n/a: neither reached the other's).", "",
+             "| baseline | baseline final | AutoScale tokens to reach it | saved | per seed |",
+             "|---|---:|---:|---:|---|"]
+    per_seed = r.get("tokens_saved_per_seed") or {}
+    for label, s in r["tokens_saved"].items():
+        if s["status"] == "no_data":
+            lines.append(f"| {label} | – | – | no data | – |")
+            continue
+        if s["saved_fraction"] is not None:
+            bound = "≤ " if s["status"] == "at_first_eval" else ""
+            saved = f"{'≥ ' if bound else ''}{s['saved_fraction']:.1%}"
+            reach = f"{bound}{s['tokens_to_baseline_final']:,.0f}"
+        else:
+            reach = "not reached"
+            back = s.get("baseline_saved_fraction")
+            saved = ("not reached" if back is None else
+                     f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
+        lines.append(f"| {label} | {s['baseline_final']:.4f} | {reach} | {saved} | "
+                     f"{signed_per_seed(per_seed.get(label) or {})} |")
+    return lines + [""]
+
+
+def _unfinished_md(r: dict[str, Any]) -> list[str]:
+    lines = []
     if r["missing_targets"]:
         lines += [f"Target runs not finished yet: {', '.join(r['missing_targets'])}.", ""]
     if r["failed_runs"]:
         lines += ["## Failed runs (left out of the fits)", ""]
-        lines += [f"- {f['name']} ({f['run_id']}): {f['reason']}" for f in r["failed_runs"]]
-        lines.append("")
-    tp = r["throughput"]
-    if tp["runs"]:
-        lines += ["## Throughput", "",
-                  f"{tp['runs']} finished runs on {', '.join(tp['devices'])}: median {tp['tokens_per_s_median']:,.0f} "
-                  f"training tokens/s; time waiting for data: median {tp['data_wait_fraction_median']:.2%} of step "
-                  f"time (max {tp['data_wait_fraction_max']:.2%}); {tp['train_hours'] * 60:.1f} min of training.", ""]
-    if r.get("plots"):
-        lines += ["## Plots", ""] + [f"![{p}]({p})" for p in r["plots"]] + [""]
-    return "\n".join(lines)
+        lines += [f"- {f['name']} ({f['run_id']}): {f['reason']}" for f in r["failed_runs"]] + [""]
+    return lines
 
+
+def _throughput_md(r: dict[str, Any]) -> list[str]:
+    tp = r["throughput"]
+    if not tp["runs"]:
+        return []
+    return ["## Throughput", "",
+            f"{tp['runs']} finished runs on {', '.join(tp['devices'])}: median {tp['tokens_per_s_median']:,.0f} "
+            f"training tokens/s; time waiting for data: median {tp['data_wait_fraction_median']:.2%} of step "
+            f"time (max {tp['data_wait_fraction_max']:.2%}); {tp['train_hours'] * 60:.1f} min of training.", ""]
+
+
+def _plots_md(r: dict[str, Any]) -> list[str]:
+    if not r.get("plots"):
+        return []
+    return ["## Plots", ""] + [f"![{p}]({p})" for p in r["plots"]] + [""]
 
 
 def _shares(shares: dict[str, float] | None) -> str:
