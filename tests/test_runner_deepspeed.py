@@ -20,6 +20,7 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.data import inspect_domains
+from autoscale_data.runner.executors import launch_command
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import target_spec
 from autoscale_data.runner.train import write_job
@@ -77,7 +78,7 @@ def test_two_processes_under_the_deepspeed_launcher(tmp_path: Path) -> None:
     runner = MixtureRunner(cfg, tmp_path / "out")
     run_dir = tmp_path / "out" / "runs" / spec.run_id
     run_dir.mkdir(parents=True)
-    assert "deepspeed.launcher.runner" in runner.launch_command(run_dir / "job.json")
+    assert "deepspeed.launcher.runner" in launch_command(cfg, run_dir / "job.json")
     lines: list[str] = []
     runner.log = lines.append
     runner.train_runs([spec])  # one slot: the launcher in its own process group

@@ -11,6 +11,7 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.data import inspect_domains
+from autoscale_data.runner.describe import design_note
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import ddo_proxy_specs, design_rounding, faithful_budget, target_spec
 
@@ -45,7 +46,7 @@ def test_two_multipliers_each_way_give_4m_plus_1_runs_and_identify_the_law(store
     planned = {s.label.split("planned ")[-1].rstrip(")") if "planned" in s.label else s.label.split()[-1]
                for s in specs if s.perturbed}
     assert sorted(planned) == ["/1.7", "/3", "x1.7", "x3"]
-    note = MixtureRunner(cfg, stores.parent / "o").design_note()  # can identify, not "did identify"
+    note = design_note(cfg)  # can identify, not "did identify"
     assert "the design CAN identify the law; whether these runs DO is known only after the fits" in note
     single = config_from_dict(tiny_config(stores, ddo={"budgets": [4096, 8192], "multipliers": [3, 3]}))
     assert not single.ddo.identifies_law

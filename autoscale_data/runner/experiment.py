@@ -23,7 +23,7 @@ from typing import Any
 from .._io import atomic_write_json
 from . import layout
 
-__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "plan_run_ids"]
+__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "plan_run_ids", "read_json"]
 
 #: Top-level config keys that do not affect any result, and so may change between invocations.
 IGNORED_SETTINGS = ("base_dir", "executor")
@@ -91,6 +91,14 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             os.fsync(fh.fileno())
     atomic_write_json(path, dict(config))
     return changes
+
+
+def read_json(path: Path) -> Any:
+    """The parsed JSON file, or ``None`` when it is missing or does not parse (a torn write)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def plan_run_ids(plan: Mapping[str, Any] | None) -> set[str] | None:

@@ -9,7 +9,6 @@ runs' results every time (they take milliseconds) and written under ``OUT/fits/`
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import warnings
@@ -21,33 +20,12 @@ from .._io import atomic_write_json
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
-from .estimate import estimate_seconds, format_duration, startup_seconds
-from .experiment import check_config, config_changes
-from .ledger import DONE, Ledger
-from .plan import (
-    MULTIPLIER_TOLERANCE,
-    DomainInfo,
-    RunSpec,
-    ddo_proxy_specs,
-    describe_plan,
-    design_rounding,
-    faithful_budget,
-    supply_problems,
-    target_spec,
-)
+from .describe import design_note, rounding_notes
+from .experiment import check_config, config_changes, read_json
+from .ledger import Ledger
+from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
 
 __all__ = ["MixtureRunner"]
-
-
-def _tag(multiplier: float) -> str:
-    return f"x{multiplier:.3g}" if multiplier >= 1 else f"/{1 / multiplier:.3g}"
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 class MixtureRunner:
@@ -111,130 +89,12 @@ class MixtureRunner:
                 for seed in self.config.target.seeds]
 
     def describe(self) -> str:
-        """The plan as text: every run, its tokens, and the totals with an estimated time."""
+        """The plan as text (``--dry-run``): every run, its tokens, the totals with an estimated time, and
+        what the plan checks before training (:func:`~autoscale_data.runner.describe.plan_text`)."""
+        from .describe import plan_text
+
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
-        fixed = self.target_specs(self.fixed_target_mixes())
-        later = [layout.AUTOSCALE] + [b for b in self.config.target.baselines if b in layout.FITTED_MIXES]
-        cfg = self.config
-        per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
-        n_later = len(later) * len(cfg.target.seeds)
-        info = describe_plan(proxies + fixed)
-        tokens = info["tokens"] + n_later * per_target
-        measured = self._measured_rates()
-        seconds = estimate_seconds(proxies + fixed, measured, device=self._device_kind())
-        seconds *= tokens / max(1, info["tokens"])
-        seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
-        at_once = self._runs_at_once()
-        seconds /= at_once  # wall time: the executor trains that many runs side by side
-        d = self.domains
-        lines = [f"plan for {cfg.name}: {len(d.names)} domains ({', '.join(d.names)}), model {cfg.model.preset}, "
-                 f"backend {cfg.backend} x{cfg.procs}",
-                 f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
-        ledger_state = self._ledger_states()
-        for s in proxies + fixed:
-            seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
-            mark = f"  [{ledger_state[s.run_id]}]" if s.run_id in ledger_state else ""
-            lines.append(f"{s.run_id:16}  {s.kind:6} {s.scale:>11}  {s.label:24} {s.seed:>4} {s.total_tokens:>11}  "
-                         f"{seqs}{mark}")
-        for label in later:
-            for seed in cfg.target.seeds:
-                how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else \
-                    "weights from the solver"
-                lines.append(f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
-                             f"{per_target:>11}  {how}")
-        source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
-        source += f", {at_once} runs at once" if at_once > 1 else ""
-        lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
-                     f"{format_duration(seconds)} ({source})")
-        lines += [f"DATA: {p}" for p in supply_problems(cfg, d, proxies + fixed)]
-        lines.append(self.design_note())
-        lines += self.rounding_notes()
-        lines.append(self.projection_note())
-        old = _read_json(self.out / layout.CONFIG)
-        changes = config_changes(old, config_to_dict(cfg)) if old else []
-        if changes:
-            lines.append(f"{os.fspath(self.out)} was run with another config (changed: {'; '.join(changes)}): `run` "
-                         "refuses it unless --allow-config-change (then runs whose settings still match are reused "
-                         "and the report covers only this config), or give a new --out")
-        return "\n".join(lines)
-
-    def projection_note(self) -> str:
-        """Which projection sets the target mix (``ddo.projection``) and how the weight bounds apply to it."""
-        ddo = self.config.ddo
-        if ddo.projection == "joint":
-            text = ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
-                    "target); the geometric projection is reported beside it (ddo.projection)")
-        else:
-            text = ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the "
-                    "joint projection is reported beside it (ddo.projection)")
-        if ddo.min_weight > 0 or ddo.max_weight < 1:
-            text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
-                     "the DDO optima and the target mix: a projected weight outside them is moved to the bound "
-                     "(the others keep their ratios) and the log and report say so")
-        return text
-
-    def design_note(self) -> str:
-        """One sentence: does the DDO design identify the per-domain law?"""
-        ddo = self.config.ddo
-        points = ", ".join(f"{x:.3g}" for x in ddo.design_points)
-        params = 3 if ddo.law == "3p" else 4
-        if ddo.identifies_law:
-            return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
-                    "law: spare points, so the design CAN identify the law; whether these runs DO is known only after "
-                    "the fits (noise larger than the domain contrasts can still leave the optimum undetermined: the "
-                    "log and report then say 'NOT identified' and how far the weights could move)")
-        return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
-                "the law passes through every point, often in more than one way, so the data may not determine "
-                "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
-
-    def rounding_notes(self) -> list[str]:
-        """One line per DDO budget whose whole global batches move a multiplier by more than 5%."""
-        cfg = self.config
-        notes = []
-        for n in cfg.ddo.budgets:
-            moved = design_rounding(cfg, self.domains, n)
-            if not moved:
-                continue
-            groups: dict[tuple[str, str], list[str]] = {}
-            for d, planned, trained in moved:
-                groups.setdefault((_tag(trained), _tag(planned)), []).append(d)
-            what = ", ".join(f"{t} instead of {p} ({'every domain' if len(ds) == len(self.domains.names) else ', '.join(ds)})"
-                             for (t, p), ds in groups.items())
-            keep = faithful_budget(cfg, self.domains, n)
-            hint = (f"a budget of about {keep:,} tokens or more keeps every multiplier within "
-                    f"{MULTIPLIER_TOLERANCE:.0%}" if keep else "no budget keeps them within the tolerance")
-            notes.append(f"DDO design at {n:,} tokens: runs are whole global batches ({cfg.global_batch_size} x "
-                         f"{cfg.seq_len} tokens), so it trains {what} (the fit uses the tokens actually trained); "
-                         f"{hint}, or lower global_batch_size")
-        return notes
-
-    def _runs_at_once(self) -> int:
-        """Runs the configured executor trains side by side (local: its slots; Slurm/Ray: max_parallel)."""
-        from .executors.local import resolve_max_parallel
-
-        return max(1, resolve_max_parallel(self.config))
-
-    def _device_kind(self) -> str:
-        import torch
-
-        return "cuda" if self.config.device == "cuda" or (self.config.device == "auto" and torch.cuda.is_available()) \
-            else "cpu"
-
-    def _ledger_states(self) -> dict[str, str]:
-        if not (self.out / layout.LEDGER).exists():
-            return {}
-        return {k: r.status for k, r in Ledger(self.out, lock=False).records().items()}
-
-    def _measured_rates(self) -> list[float]:
-        if not (self.out / layout.LEDGER).exists():
-            return []
-        ledger = Ledger(self.out, lock=False)
-        rates = []
-        for run_id, rec in ledger.records().items():
-            result = ledger.result(run_id) if rec.status == DONE else None
-            if result and result.get("tokens_per_s"):
-                rates.append(float(result["tokens_per_s"]))
-        return rates
+        return plan_text(self.config, self.domains, self.out, proxies, self.target_specs(self.fixed_target_mixes()))
 
     # ------------------------------------------------------------------- run
     def run(self) -> dict[str, Any]:
@@ -264,8 +124,8 @@ class MixtureRunner:
                 ledger.register(s)
             self.log(self.describe())
             if not self.config.ddo.identifies_law:
-                warnings.warn(self.design_note(), UserWarning, stacklevel=2)
-            for note in self.rounding_notes():
+                warnings.warn(design_note(self.config), UserWarning, stacklevel=2)
+            for note in rounding_notes(self.config, d):
                 warnings.warn(note, UserWarning, stacklevel=2)
             self._train_all(ledger, all_proxies)
             from .fitting import fit_all
@@ -301,7 +161,7 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             self._check_config()
-            plan = _read_json(self.out / layout.PLAN) or {}
+            plan = read_json(self.out / layout.PLAN) or {}
             extra = {s["run_id"]: s for s in plan.get("extra", [])}
             extra.update({s.run_id: s.to_json() for s in specs})
             atomic_write_json(self.out / layout.PLAN, {**plan, "extra": list(extra.values())})
@@ -319,7 +179,7 @@ class MixtureRunner:
 
     def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec]) -> None:
         """``OUT/plan.json``: the current plan's runs (extra runs of :meth:`train_runs` are kept)."""
-        old = _read_json(self.out / layout.PLAN) or {}
+        old = read_json(self.out / layout.PLAN) or {}
         plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
                                 "targets": [s.to_json() for s in targets]}
         if old.get("extra") and not config_changes(old.get("config") or {}, config_to_dict(self.config)):
@@ -345,9 +205,3 @@ class MixtureRunner:
             if self._executor is not None:
                 self._executor.close()
                 self._executor = None
-
-    def launch_command(self, job: Path) -> list[str]:
-        """The command that trains ``job`` in its own process(es) on this machine."""
-        from .executors import launch_command
-
-        return launch_command(self.config, job, progress=bool(self.progress))

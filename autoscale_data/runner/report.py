@@ -7,7 +7,6 @@ section "Anytime vs fixed schedule" compares the two at every evaluation point. 
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections import defaultdict
@@ -16,7 +15,7 @@ from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
 from . import layout
-from .experiment import plan_run_ids
+from .experiment import plan_run_ids, read_json
 from .metrics import (
     compare_curves,
     mean_curve,
@@ -31,21 +30,14 @@ from .wording import bootstrap_verdict, bounds_moved, objective_key, stale_runs
 __all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 def _runs(out: Path) -> list[dict[str, Any]]:
     rows = []
     for run_dir in sorted((out / layout.RUNS).glob("*")):
-        spec = _read(run_dir / layout.SPEC)
+        spec = read_json(run_dir / layout.SPEC)
         if spec is None:
             continue
-        rows.append({"spec": spec, "result": _read(run_dir / layout.RESULT),
-                     "failure": _read(run_dir / layout.FAILURE)})
+        rows.append({"spec": spec, "result": read_json(run_dir / layout.RESULT),
+                     "failure": read_json(run_dir / layout.FAILURE)})
     return rows
 
 
@@ -72,10 +64,10 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     out = Path(out_dir)
     if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
-    config = _read(out / layout.CONFIG) or {}
+    config = read_json(out / layout.CONFIG) or {}
     objective = (config.get("ddo") or {}).get("objective", "mean_loss")
     key = objective_key(objective)
-    plan = _read(out / layout.PLAN) or {}
+    plan = read_json(out / layout.PLAN) or {}
     runs, stale = _current_runs(_runs(out), plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.get("targets", []):
@@ -97,7 +89,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
     report: dict[str, Any] = {"out_dir": os.fspath(out.resolve()), "name": config.get("name"), "objective": objective,
-                              "domains": (_read(out / layout.DOMAINS) or {}).get("names", []),
+                              "domains": (read_json(out / layout.DOMAINS) or {}).get("names", []),
                               "failed_runs": failed, "stale_runs": stale,
                               "target_budget": (config.get("target") or {}).get("budget")}
     report["proxies"] = {
@@ -107,10 +99,10 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
                 for label, rs in sorted(by_label.items())}
         for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))}
     fits = out / layout.FITS
-    report["ddo"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))}
-    report["bootstrap"] = {p.stem.split("_", 1)[1]: _read(p) for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))}
-    report["projection"] = _read(fits / layout.PROJECTION)
-    report["target_mixes"] = _read(fits / layout.TARGET_MIXES_FILE)
+    report["ddo"] = {p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))}
+    report["bootstrap"] = {p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))}
+    report["projection"] = read_json(fits / layout.PROJECTION)
+    report["target_mixes"] = read_json(fits / layout.TARGET_MIXES_FILE)
     curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
     report["targets"] = {
         label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
@@ -177,7 +169,7 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str
                                                               "autoscale_anytime run"})}
     if not wanted and layout.ANYTIME not in targets:
         return None
-    error = _read(out / layout.FITS / layout.MIXTURE_PLAN_ERROR)
+    error = read_json(out / layout.FITS / layout.MIXTURE_PLAN_ERROR)
     if error:
         reason = f"no mixture plan could be fitted, so autoscale_anytime was not trained: {error.get('error')}"
     elif layout.ANYTIME not in targets:

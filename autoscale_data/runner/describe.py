@@ -1,0 +1,169 @@
+"""The plan as text (``autoscale-data run --dry-run``) and the notes the runner also logs or warns.
+
+:func:`plan_text` lists every run with its tokens, the totals with an estimated time (the median
+rate of finished runs in the folder, else an assumed FLOP rate, over the runs the executor trains at
+once), and what the plan checks before training: data supply, whether the design can identify the
+law, how whole batches round its multipliers, the projection and the weight bounds, and whether the
+folder holds another config.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import layout
+from .config import RunnerConfig, config_to_dict
+from .estimate import estimate_seconds, format_duration, startup_seconds
+from .experiment import config_changes, read_json
+from .ledger import DONE, Ledger
+from .plan import (
+    MULTIPLIER_TOLERANCE,
+    DomainInfo,
+    RunSpec,
+    describe_plan,
+    design_rounding,
+    faithful_budget,
+    supply_problems,
+)
+
+__all__ = ["design_note", "plan_text", "projection_note", "rounding_notes"]
+
+
+def _tag(multiplier: float) -> str:
+    return f"x{multiplier:.3g}" if multiplier >= 1 else f"/{1 / multiplier:.3g}"
+
+
+def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Sequence[RunSpec],
+              fixed: Sequence[RunSpec]) -> str:
+    """The plan as text: every run known before the fits (``proxies``, ``fixed`` targets), the runs that
+    follow the fits, the totals with an estimated time, and the notes of :func:`plan_notes`."""
+    cfg = config
+    later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines if b in layout.FITTED_MIXES]
+    per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
+    n_later = len(later) * len(cfg.target.seeds)
+    known = [*proxies, *fixed]
+    info = describe_plan(known)
+    tokens = info["tokens"] + n_later * per_target
+    measured = _measured_rates(out)
+    seconds = estimate_seconds(known, measured, device=_device_kind(cfg))
+    seconds *= tokens / max(1, info["tokens"])
+    seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
+    at_once = _runs_at_once(cfg)
+    seconds /= at_once  # wall time: the executor trains that many runs side by side
+    lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
+             f"{cfg.model.preset}, backend {cfg.backend} x{cfg.procs}",
+             f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
+    ledger_state = _ledger_states(out)
+    for s in known:
+        seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
+        mark = f"  [{ledger_state[s.run_id]}]" if s.run_id in ledger_state else ""
+        lines.append(f"{s.run_id:16}  {s.kind:6} {s.scale:>11}  {s.label:24} {s.seed:>4} {s.total_tokens:>11}  "
+                     f"{seqs}{mark}")
+    for label in later:
+        how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else "weights from the solver"
+        lines += [f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} {per_target:>11}  "
+                  f"{how}" for seed in cfg.target.seeds]
+    source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
+    source += f", {at_once} runs at once" if at_once > 1 else ""
+    lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
+                 f"{format_duration(seconds)} ({source})")
+    return "\n".join(lines + plan_notes(cfg, domains, out, known))
+
+
+def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec]) -> list[str]:
+    """What the plan checks before training: data supply (``DATA:`` lines), the design, the rounding of
+    its multipliers, the projection and bounds, and another config in ``out``."""
+    notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
+    notes += [design_note(config), *rounding_notes(config, domains), projection_note(config)]
+    old = read_json(out / layout.CONFIG)
+    changes = config_changes(old, config_to_dict(config)) if old else []
+    if changes:
+        notes.append(f"{os.fspath(out)} was run with another config (changed: {'; '.join(changes)}): `run` refuses "
+                     "it unless --allow-config-change (then runs whose settings still match are reused and the "
+                     "report covers only this config), or give a new --out")
+    return notes
+
+
+def projection_note(config: RunnerConfig) -> str:
+    """Which projection sets the target mix (``ddo.projection``) and how the weight bounds apply to it."""
+    ddo = config.ddo
+    if ddo.projection == "joint":
+        text = ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
+                "target); the geometric projection is reported beside it (ddo.projection)")
+    else:
+        text = ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the "
+                "joint projection is reported beside it (ddo.projection)")
+    if ddo.min_weight > 0 or ddo.max_weight < 1:
+        text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
+                 "the DDO optima and the target mix: a projected weight outside them is moved to the bound "
+                 "(the others keep their ratios) and the log and report say so")
+    return text
+
+
+def design_note(config: RunnerConfig) -> str:
+    """One sentence: can the DDO design identify the per-domain law (whether the runs do comes later)?"""
+    ddo = config.ddo
+    points = ", ".join(f"{x:.3g}" for x in ddo.design_points)
+    params = 3 if ddo.law == "3p" else 4
+    if ddo.identifies_law:
+        return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
+                "law: spare points, so the design CAN identify the law; whether these runs DO is known only after "
+                "the fits (noise larger than the domain contrasts can still leave the optimum undetermined: the "
+                "log and report then say 'NOT identified' and how far the weights could move)")
+    return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
+            "the law passes through every point, often in more than one way, so the data may not determine "
+            "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
+
+
+def rounding_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
+    """One line per DDO budget whose whole global batches move a multiplier by more than 5%."""
+    notes = []
+    for n in config.ddo.budgets:
+        moved = design_rounding(config, domains, n)
+        if not moved:
+            continue
+        groups: dict[tuple[str, str], list[str]] = {}
+        for d, planned, trained in moved:
+            groups.setdefault((_tag(trained), _tag(planned)), []).append(d)
+        what = ", ".join(f"{t} instead of {p} ({'every domain' if len(ds) == len(domains.names) else ', '.join(ds)})"
+                         for (t, p), ds in groups.items())
+        keep = faithful_budget(config, domains, n)
+        hint = (f"a budget of about {keep:,} tokens or more keeps every multiplier within {MULTIPLIER_TOLERANCE:.0%}"
+                if keep else "no budget keeps them within the tolerance")
+        notes.append(f"DDO design at {n:,} tokens: runs are whole global batches ({config.global_batch_size} x "
+                     f"{config.seq_len} tokens), so it trains {what} (the fit uses the tokens actually trained); "
+                     f"{hint}, or lower global_batch_size")
+    return notes
+
+
+def _runs_at_once(config: RunnerConfig) -> int:
+    """Runs the configured executor trains side by side (local: its slots; Slurm/Ray: max_parallel)."""
+    from .executors.local import resolve_max_parallel
+
+    return max(1, resolve_max_parallel(config))
+
+
+def _device_kind(config: RunnerConfig) -> str:
+    import torch
+
+    return "cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu"
+
+
+def _ledger_states(out: Path) -> dict[str, str]:
+    if not (out / layout.LEDGER).exists():
+        return {}
+    return {k: r.status for k, r in Ledger(out, lock=False).records().items()}
+
+
+def _measured_rates(out: Path) -> list[float]:
+    if not (out / layout.LEDGER).exists():
+        return []
+    ledger = Ledger(out, lock=False)
+    rates = []
+    for run_id, rec in ledger.records().items():
+        result = ledger.result(run_id) if rec.status == DONE else None
+        if result and result.get("tokens_per_s"):
+            rates.append(float(result["tokens_per_s"]))
+    return rates
