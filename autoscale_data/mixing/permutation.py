@@ -1,4 +1,12 @@
-"""Seeded orders: each domain's sequences without replacement, and the optional window shuffle."""
+"""Seeded random-access orders: each domain's sequences without replacement, and the window shuffle.
+
+Both are keyed bijections of ``[0, n)`` evaluated per index in O(1) memory: a Feistel network on
+the ``b`` bits of the smallest power of two ``2**b >= n`` (6 rounds, alternating parts of
+``ceil(b/2)`` and ``floor(b/2)`` bits, a multiply-xorshift round function), with cycle-walking (an
+output ``>= n`` is encrypted again until it falls inside; the cipher's domain is under ``2 n``, so
+that takes under 2 passes on average). Every function here is
+vectorized over numpy arrays whose elements may each have their own ``n`` and key.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,25 @@ import numpy as np
 
 from .._checks import check_int
 
-__all__ = ["domain_order", "name_seed", "sequence_id_dtype", "window_permutation"]
+__all__ = [
+    "FEISTEL_ROUNDS",
+    "DomainOrders",
+    "domain_order",
+    "feistel_permute",
+    "name_key",
+    "name_seed",
+    "sequence_id_dtype",
+    "window_permutation",
+    "window_sources",
+]
+
+FEISTEL_ROUNDS = 6
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_ONE = np.uint64(1)
+_ROUND_CONSTANTS = [np.uint64((r + 1) * 0x9E3779B97F4A7C15 % (1 << 64)) for r in range(FEISTEL_ROUNDS)]
 
 
 def name_seed(seed: int, name: str, purpose: str = "order") -> np.random.SeedSequence:
@@ -21,20 +47,126 @@ def name_seed(seed: int, name: str, purpose: str = "order") -> np.random.SeedSeq
     return np.random.SeedSequence([int(seed), int.from_bytes(digest[:16], "little")])
 
 
+def name_key(seed: int, name: str, purpose: str = "order") -> int:
+    """A 64-bit key from ``(seed, name, purpose)``, stable across processes and runs."""
+    return int(name_seed(seed, name, purpose).generate_state(1, np.uint64)[0])
+
+
 def sequence_id_dtype(num_sequences: int) -> np.dtype:
     """``uint32`` when every id fits, else ``uint64``."""
     return np.dtype(np.uint32) if num_sequences <= 1 << 32 else np.dtype(np.uint64)
 
 
-def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
-    """The ids of the ``needed`` sequences of domain ``name``, in visiting order.
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer (a bijective 64-bit mixer), elementwise on ``uint64`` arrays."""
+    x = x ^ (x >> _S30)
+    x = x * _M1
+    x = x ^ (x >> _S27)
+    x = x * _M2
+    return x ^ (x >> _S31)
 
-    Epoch ``e`` is a fresh seeded permutation of ``range(available)``; epochs are concatenated and
-    the last one is cut short, so no sequence repeats before every sequence has been used. The
-    caller checks that the repetition is allowed (see :func:`~autoscale_data.mixing.budget.check_supply`).
+
+def _cipher_bits(n: np.ndarray) -> np.ndarray:
+    """Per element, the bits ``b >= 2`` of the smallest power of two ``2**b >= n``."""
+    bits = np.ceil(np.log2(np.maximum(n, 4).astype(np.float64))).astype(np.uint64)
+    bits = bits + ((_ONE << bits) < n)  # float log2 may round down near 2**k
+    return bits - (((_ONE << (bits - _ONE)) >= n) & (bits > 2))  # ... or up
+
+
+def _round_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``FEISTEL_ROUNDS`` round keys per distinct key: ``(table [rounds, distinct], which [size])``."""
+    if keys.size and keys.strides == (0,):  # one key for every element
+        distinct, which = keys[:1], np.zeros(keys.size, dtype=np.intp)
+    else:
+        distinct, which = np.unique(keys, return_inverse=True)
+    table = np.stack([_mix(distinct + c) for c in _ROUND_CONSTANTS])
+    return table, which.reshape(-1)
+
+
+def _encrypt(x: np.ndarray, round_keys: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """One pass of the alternating (unbalanced when ``bits`` is odd) Feistel network on ``bits`` bits.
+
+    Round ``r`` splits ``x`` into a top part of ``t`` bits and a bottom part of ``u = bits - t``
+    bits and returns ``(bottom << t) | (top ^ F(bottom))`` (invertible: the bottom is kept), so
+    the widths alternate between rounds.
+    """
+    top = (bits + _ONE) >> _ONE
+    bottom = bits - top
+    widths = ((top, bottom, (_ONE << bottom) - _ONE), (bottom, top, (_ONE << top) - _ONE))
+    for r in range(FEISTEL_ROUNDS):
+        t, u, low_mask = widths[r % 2]
+        hi, lo = x >> u, x & low_mask
+        f = (lo ^ round_keys[r]) * _M1
+        f = (f ^ (f >> _S31)) * _M2
+        x = (lo << t) | (hi ^ (f >> (np.uint64(64) - t)))
+    return x
+
+
+def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | int) -> np.ndarray:
+    """Image of ``index`` under the keyed bijection of ``[0, n)`` (elementwise ``n`` and keys allowed).
 
     Args:
-        name: domain name (part of the seed).
+        index: integers in ``[0, n)``.
+        n: the size of each element's domain (> 0), a scalar or an array like ``index``.
+        keys: 64-bit keys, a scalar or an array like ``index``.
+
+    Returns:
+        ``uint64`` array of the permuted indices, each in ``[0, n)``.
+    """
+    x = np.asarray(index).astype(np.uint64, copy=True).reshape(-1)
+    size = x.size
+    n_arr = np.broadcast_to(np.asarray(n, dtype=np.uint64), (size,))
+    key_arr = np.broadcast_to(np.asarray(keys, dtype=np.uint64), (size,))
+    if size and np.any(x >= n_arr):
+        raise ValueError("feistel_permute: an index is outside [0, n)")
+    bits = _cipher_bits(n_arr)
+    table, which = _round_keys(key_arr)
+    out = _encrypt(x, table[:, which], bits)
+    todo = np.flatnonzero(out >= n_arr)
+    while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
+        y = _encrypt(out[todo], table[:, which[todo]], bits[todo])
+        out[todo] = y
+        todo = todo[y >= n_arr[todo]]
+    return out.reshape(np.shape(index))
+
+
+def _epoch_keys(base: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+    return _mix(base ^ _mix(epoch.astype(np.uint64) + _GOLDEN))
+
+
+class DomainOrders:
+    """Each domain's visiting order: draw ``k`` of domain ``d`` is a sequence id, in O(1) memory.
+
+    Epoch ``e = k // available[d]`` is a fresh keyed permutation of ``range(available[d])``, so no
+    sequence repeats before every sequence of the domain has been used once.
+
+    Args:
+        names: domain names (part of the key).
+        available: whole sequences each domain holds.
+        seed: the dataset seed.
+    """
+
+    def __init__(self, names: list[str], available: list[int], seed: int) -> None:
+        self.available = np.asarray([int(a) for a in available], dtype=np.int64)
+        self.keys = np.asarray([name_key(seed, n) for n in names], dtype=np.uint64)
+
+    def __call__(self, domains: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Sequence ids (``uint64``) of draw ``draws[i]`` of domain ``domains[i]``."""
+        d = np.asarray(domains, dtype=np.intp)
+        k = np.asarray(draws, dtype=np.int64)
+        avail = self.available[d]
+        if np.any(avail <= 0):
+            raise ValueError("a draw was asked of a domain with no sequences")
+        epoch = k // avail
+        keys = _epoch_keys(self.keys[d], epoch)
+        return feistel_permute(k - epoch * avail, avail.astype(np.uint64), keys)
+
+
+def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
+    """The ids of the first ``needed`` draws of domain ``name`` (a materialized :class:`DomainOrders`).
+
+    Args:
+        name: domain name (part of the key).
         available: whole sequences the domain holds.
         needed: sequences to draw.
         seed: the dataset seed.
@@ -49,34 +181,33 @@ def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarra
         return np.zeros(0, dtype=dtype)
     if available == 0:
         raise ValueError(f"domain {name!r} has no sequences but {needed} are needed")
-    rng = np.random.default_rng(name_seed(seed, name))
-    full, rest = divmod(needed, available)
-    out = np.empty(needed, dtype=dtype)
-    for epoch in range(full):
-        out[epoch * available : (epoch + 1) * available] = rng.permutation(available)
-    if rest:
-        # choice without replacement avoids materializing a permutation of a huge domain
-        out[full * available :] = rng.choice(available, size=rest, replace=False, shuffle=True)
-    return out
+    orders = DomainOrders([name], [available], seed)
+    return orders(np.zeros(needed, dtype=np.intp), np.arange(needed, dtype=np.int64)).astype(dtype)
+
+
+def window_sources(positions: np.ndarray, origin: int, end: int, window: int, seed: int) -> np.ndarray:
+    """Where each position of a window-shuffled stream takes its content from (``int64``).
+
+    Windows of ``window`` positions start at ``origin`` (the last one, up to ``end``, may be
+    shorter); window ``k`` is a keyed permutation of its own positions.
+    """
+    p = np.asarray(positions, dtype=np.int64)
+    if window <= 1 or p.size == 0:
+        return p.copy()
+    rel = p - origin
+    k = rel // window
+    start = k * window
+    size = np.minimum(window, end - origin - start)
+    base = np.uint64(name_key(seed, "", "window"))
+    keys = _epoch_keys(np.full(p.shape, base, dtype=np.uint64), k)
+    return origin + start + feistel_permute(rel - start, size.astype(np.uint64), keys).astype(np.int64)
 
 
 def window_permutation(total: int, window: int, seed: int) -> np.ndarray:
     """A permutation of ``range(total)`` that only moves positions within windows of ``window``.
 
-    Window ``k`` covers positions ``[k*window, (k+1)*window)`` (the last may be shorter).
+    Window ``k`` covers positions ``[k*window, (k+1)*window)`` (the last may be shorter); position
+    ``p`` of the result holds ``window_sources(p)``.
     """
     check_int("window", window)
-    index_dtype = np.uint32 if total <= 1 << 32 else np.int64
-    if window == 1 or total <= 1:
-        return np.arange(total, dtype=index_dtype)
-    rng = np.random.default_rng(name_seed(seed, "", "window"))
-    full = total // window
-    out = np.empty(total, dtype=np.int64)
-    if full:
-        order = np.argsort(rng.random((full, window), dtype=np.float32), axis=1)
-        out[: full * window] = (order + np.arange(full, dtype=np.int64)[:, None] * window).ravel()
-    tail = total - full * window
-    if tail:
-        out[full * window :] = full * window + rng.permutation(tail)
-    return out.astype(index_dtype) if index_dtype != np.int64 else out
-
+    return window_sources(np.arange(total, dtype=np.int64), 0, total, window, seed)
