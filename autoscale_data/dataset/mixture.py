@@ -30,7 +30,7 @@ __all__ = ["STATE_VERSION", "ScaleAwareMixtureDataset"]
 
 STATE_VERSION = 3
 STREAM_FORMAT = "closed-form-1"  # the stream's construction, part of the config (and so of the fingerprint)
-_CHUNK = 1024  # stream positions looked up at once
+_CHUNK = 8192  # stream positions looked up at once
 _FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", "stream")
 
 
@@ -159,10 +159,11 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._follow(opts.continue_from, True)
             self._resume(opts.continue_from)
         else:
+            if phase_config["phases"] is not None:  # name the phase where a domain runs out
+                check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
+                            seq_len, self.max_epochs)
             for name, need, avail in zip(self.domain_names, segments.totals, self._available, strict=False):
                 check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
-            check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
-                        seq_len, self.max_epochs)
             self._start_stream(segments, None)
 
     def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:

@@ -68,17 +68,25 @@ def _huffman(c: np.ndarray) -> object:
     return heap[0][2]
 
 
-def floor_share(p: np.ndarray, n_a: int, n: int) -> np.ndarray:
-    """``floor((2 p n_A + n) / (2 n))`` elementwise, exact for any ``p <= n < 2**62``.
+def _floor_share_residual(p: np.ndarray, n_a: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``q = floor((2 p n_A + n) / (2 n))`` and the residual ``2 p n_A + n - 2 n q`` (in ``[0, 2n)``).
 
-    The quotient is estimated in floating point (off by at most one) and corrected with the
-    residual ``2 p n_A + n - 2 n q``, which is small and so exact in wrapping 64-bit arithmetic.
+    ``q`` is estimated in floating point (off by at most one) and corrected with the residual,
+    which is small and so exact in wrapping 64-bit arithmetic, for any ``p <= n < 2**62``.
     """
     p = np.asarray(p, dtype=np.int64)
-    q = np.floor((p.astype(np.float64) * (n_a / n)) + 0.5).astype(np.int64)
-    pu, qu = p.astype(np.uint64), q.astype(np.uint64)
-    r = (np.uint64(2 * n_a) * pu + np.uint64(n) - np.uint64(2 * n) * qu).view(np.int64)
-    return q + (r >= 2 * n) - (r < 0)
+    q = np.floor(p * (n_a / n) + 0.5).astype(np.int64)
+    r = (np.uint64(2 * n_a) * p.astype(np.uint64) + np.uint64(n) - np.uint64(2 * n) * q.astype(np.uint64)).view(np.int64)
+    high, low = r >= 2 * n, r < 0
+    if high.any() or low.any():
+        q = q + high - low
+        r = r - 2 * n * high.astype(np.int64) + 2 * n * low.astype(np.int64)
+    return q, r
+
+
+def floor_share(p: np.ndarray, n_a: int, n: int) -> np.ndarray:
+    """``floor((2 p n_A + n) / (2 n))`` elementwise, exact for any ``p <= n < 2**62``."""
+    return _floor_share_residual(p, n_a, n)[0]
 
 
 class InterleaveTree:
@@ -125,8 +133,8 @@ class InterleaveTree:
             p = local if sel is None else local[sel]
             if p.size == 0:
                 continue
-            f0 = floor_share(p, n_a, n)
-            in_a = floor_share(p + 1, n_a, n) > f0
+            f0, r0 = _floor_share_residual(p, n_a, n)
+            in_a = r0 >= 2 * (n - n_a)  # f(p + 1) = f(p) + 1: the residual crosses 2n when 2 n_A is added
             rank = np.where(in_a, f0, p - f0)
             child = np.where(in_a, a, b)
             if sel is None:

@@ -1,11 +1,12 @@
 """Seeded random-access orders: each domain's sequences without replacement, and the window shuffle.
 
 Both are keyed bijections of ``[0, n)`` evaluated per index in O(1) memory: a Feistel network on
-the ``b`` bits of the smallest power of two ``2**b >= n`` (6 rounds, alternating parts of
-``ceil(b/2)`` and ``floor(b/2)`` bits, a multiply-xorshift round function), with cycle-walking (an
+the ``b`` bits of the smallest power of two ``2**b >= n`` (6 rounds, two more than Luby-Rackoff's
+strong pseudo-random permutation needs, which evens out tiny domains; alternating parts of
+``ceil(b/2)`` and ``floor(b/2)`` bits; a multiply-xorshift round function), with cycle-walking (an
 output ``>= n`` is encrypted again until it falls inside; the cipher's domain is under ``2 n``, so
-that takes under 2 passes on average). Every function here is
-vectorized over numpy arrays whose elements may each have their own ``n`` and key.
+that takes under 2 passes on average). Every function here is vectorized over numpy arrays whose
+elements may each have their own ``n`` and key.
 """
 
 from __future__ import annotations
@@ -66,6 +67,16 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _S31)
 
 
+def _mix_int(x: int) -> int:
+    """:func:`_mix` of one Python integer (no numpy scalar overflow warnings)."""
+    mask = (1 << 64) - 1
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & mask
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & mask
+    return x ^ (x >> 31)
+
+
 def _cipher_bits(n: np.ndarray) -> np.ndarray:
     """Per element, the bits ``b >= 2`` of the smallest power of two ``2**b >= n``."""
     bits = np.ceil(np.log2(np.maximum(n, 4).astype(np.float64))).astype(np.uint64)
@@ -115,6 +126,20 @@ def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | i
     """
     x = np.asarray(index).astype(np.uint64, copy=True).reshape(-1)
     size = x.size
+    if np.ndim(n) == 0 and np.ndim(keys) == 0:  # one size and key: scalar operands throughout
+        n_int = int(n)
+        if size and int(x.max()) >= n_int:
+            raise ValueError("feistel_permute: an index is outside [0, n)")
+        bits = np.uint64(max(2, (n_int - 1).bit_length()))
+        round_keys = [np.uint64(_mix_int((int(keys) + int(c)) % (1 << 64))) for c in _ROUND_CONSTANTS]
+        limit = np.uint64(n_int)
+        out = _encrypt(x, round_keys, bits)
+        todo = np.flatnonzero(out >= limit)
+        while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
+            y = _encrypt(out[todo], round_keys, bits)
+            out[todo] = y
+            todo = todo[y >= limit]
+        return out.reshape(np.shape(index))
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.uint64), (size,))
     key_arr = np.broadcast_to(np.asarray(keys, dtype=np.uint64), (size,))
     if size and np.any(x >= n_arr):
@@ -152,14 +177,31 @@ class DomainOrders:
 
     def __call__(self, domains: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """Sequence ids (``uint64``) of draw ``draws[i]`` of domain ``domains[i]``."""
-        d = np.asarray(domains, dtype=np.intp)
-        k = np.asarray(draws, dtype=np.int64)
-        avail = self.available[d]
-        if np.any(avail <= 0):
-            raise ValueError("a draw was asked of a domain with no sequences")
-        epoch = k // avail
-        keys = _epoch_keys(self.keys[d], epoch)
-        return feistel_permute(k - epoch * avail, avail.astype(np.uint64), keys)
+        d = np.asarray(domains, dtype=np.intp).reshape(-1)
+        k = np.asarray(draws, dtype=np.int64).reshape(-1)
+        out = np.empty(k.size, dtype=np.uint64)
+        present = np.flatnonzero(np.bincount(d, minlength=self.keys.size)) if d.size else []
+        for dom in present:  # one domain at a time: scalar sizes and keys (a chunk rarely spans two epochs)
+            sel = None if len(present) == 1 else np.flatnonzero(d == dom)
+            kd = k if sel is None else k[sel]
+            avail = int(self.available[dom])
+            if avail <= 0:
+                raise ValueError("a draw was asked of a domain with no sequences")
+            epoch = kd // avail
+            first, last = int(epoch.min()), int(epoch.max())
+            if first == last:
+                res = feistel_permute(kd - first * avail, avail, self.epoch_key(int(dom), first))
+            else:
+                res = feistel_permute(kd - epoch * avail, avail, _epoch_keys(np.full(kd.size, self.keys[dom]), epoch))
+            if sel is None:
+                out[:] = res
+            else:
+                out[sel] = res
+        return out.reshape(np.shape(draws))
+
+    def epoch_key(self, domain: int, epoch: int) -> int:
+        """The key of epoch ``epoch`` of domain ``domain``."""
+        return int(_epoch_keys(self.keys[domain : domain + 1], np.asarray([epoch]))[0])
 
 
 def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:

@@ -171,6 +171,9 @@ def plan_segments(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
         and weights as JSON, or None for a single phase}``.
     """
     phases = _phase_list(weights)
+    if phases is not None and len(phases) == 1:  # one phase is the plain dataset
+        phase_bounds([phases[0].budget_tokens], seq_len, budget_tokens)
+        weights, phases = phases[0].weights, None
     if phases is None:
         w = _weights_of(weights, names, budget_tokens)
         total, _ = sequence_budget(list(w.values()), budget_tokens, seq_len)
