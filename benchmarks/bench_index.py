@@ -9,7 +9,7 @@ Three parts, each in fresh subprocesses (so memory growth and first-sample time 
    seq_len 2048, 7 domains at the LLaMA-1 weights, each domain holding exactly its share
    (``commoncrawl`` 4.9B sequences at 15T): no store that large can exist on this disk, so the
    domains' sizes are given as numbers (the stream never reads tokens). Reported: the stream's
-   tables, the process's RSS growth while building it and looking up the first 1024 positions,
+   tables, the process's peak RSS growth while building it and looking up the first 1024 positions,
    time to the first position, and resume (per-domain counts of a late cursor + the next 1024
    positions; best of 5).
 2. The dataset (``ScaleAwareMixtureDataset``) end to end at the same budgets on 7 small real stores
@@ -50,6 +50,12 @@ def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
+def _peak() -> int:
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
 def worker_stream(budget: int) -> dict[str, Any]:
     """Part 1, in a fresh process: the stream of ``budget`` tokens with fake domain sizes."""
     from autoscale_data.mixing import MixtureStream, largest_remainder
@@ -62,7 +68,7 @@ def worker_stream(budget: int) -> dict[str, Any]:
     stream = MixtureStream(names, counts.tolist(), 0, [0, total], counts[None, :])
     d, s = stream.lookup(np.arange(CHUNK, dtype=np.int64))
     first = time.perf_counter() - t0
-    rss1 = _rss()
+    rss1 = _peak()
     resume = []
     for _ in range(5):
         t = time.perf_counter()
@@ -84,7 +90,7 @@ def worker_dataset(stores: str, budget: int) -> dict[str, Any]:
     ds = ScaleAwareMixtureDataset(paths, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10**7)
     x = next(iter(ds))
     first = time.perf_counter() - t0
-    rss1 = _rss()
+    rss1 = _peak()
     assert x["input_ids"].shape == (SEQ_LEN,)
     total = ds.total_sequences
     resume = {}
@@ -149,20 +155,20 @@ def main(argv: list[str] | None = None) -> int:
     for label, budget in budgets.items():
         r = run("stream", [str(budget)], repo)
         lines.append(f"stream {label:>4} ({r['total']:,} seqs, largest domain {r['largest_domain']:,}): tables "
-                     f"{r['nbytes']} B, RSS growth {r['rss_growth'] / 2**20:.1f} MiB, first position "
+                     f"{r['nbytes']} B, peak RSS growth {r['rss_growth'] / 2**20:.1f} MiB, first position "
                      f"{r['first_s'] * 1e3:.1f} ms, resume {r['resume_s'] * 1e3:.2f} ms")
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
         stores = json.dumps({k: str(v) for k, v in write_stores(Path(tmp), 20_000_000).items()})
         for label, budget in budgets.items():
             r = run("dataset", [stores, str(budget)], repo)
             lines.append(f"dataset {label:>4} ({r['total']:,} seqs): first sample {r['first_s'] * 1e3:.0f} ms, "
-                         f"RSS growth {r['rss_growth'] / 2**20:.1f} MiB, resume early / middle / late "
+                         f"peak RSS growth {r['rss_growth'] / 2**20:.1f} MiB, resume early / middle / late "
                          + " / ".join(f"{v * 1e3:.1f}" for v in r["resume_s"].values()) + " ms")
         if args.baseline is not None:
             for label, budget in (("1B", 10**9), ("10B", 10**10)):
                 r = run("dataset", [stores, str(budget)], args.baseline)
                 lines.append(f"baseline dataset {label:>4} ({r['total']:,} seqs): first sample "
-                             f"{r['first_s'] * 1e3:.0f} ms, RSS growth {r['rss_growth'] / 2**20:.1f} MiB, resume "
+                             f"{r['first_s'] * 1e3:.0f} ms, peak RSS growth {r['rss_growth'] / 2**20:.1f} MiB, resume "
                              "early / middle / late " + " / ".join(f"{v * 1e3:.1f}" for v in r["resume_s"].values())
                              + " ms")
         batches = 600 if args.quick else 2500

@@ -225,3 +225,35 @@ def test_continue_errors(root: Path) -> None:
     with pytest.raises(ValueError):
         ds.load_state_dict(state | {"cursor": 10**6}, continue_run=True)
     assert keys(ds) == before and "continued_from" not in ds.config
+
+
+# ------------------------------------------------------------------------- at a large budget
+@pytest.mark.timeout(120)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(frac=st.floats(0, 1), world=st.integers(1, 4), phased=st.booleans(), window=st.sampled_from([0, 64]))
+def test_resume_anywhere_in_a_trillion_token_stream(root: Path, frac: float, world: int, phased: bool,
+                                                    window: int) -> None:
+    seqs = 10**12 // L
+    weights = [Phase(seqs // 2 * L, W3), Phase(seqs // 2 * L, ANNEAL)] if phased else W3
+    opts = {"max_epochs": 10**10, "shuffle_window": window}
+    ds = make(root, weights, seqs, **opts)
+    assert ds.index_nbytes < 4096
+    cursor = min(seqs - 8 * world, int(frac * seqs))
+    state = json.loads(json.dumps(ds.state_dict(samples_taken=cursor)))
+    counts = np.asarray(list(state["domain_counts"].values()))
+    assert counts.sum() == cursor and state["phase"] == (int(cursor >= seqs // 2) if phased else 0)
+    ds.load_state_dict(state)
+    it = iter(ds)
+    expected = [item_key(next(it)) for _ in range(8 * world)]
+    parts = []
+    for r in range(world):
+        part = make(root, weights, seqs, rank=r, world_size=world, **opts)
+        part.load_state_dict(state)
+        pit = iter(part)
+        parts.append(((r - cursor) % world, [item_key(next(pit)) for _ in range(8)]))
+    merged = [k for group in zip(*[p for _, p in sorted(parts)], strict=True) for k in group]
+    assert merged == expected
+    after = ds.state_dict(samples_taken=8 * world)  # the counts move on by what those samples hold
+    moved = np.asarray(list(after["domain_counts"].values())) - counts
+    assert moved.tolist() == np.bincount([d for d, _ in expected], minlength=3).tolist()
