@@ -16,8 +16,9 @@ Three parts, each in fresh subprocesses (so memory growth and first-sample time 
    (``max_epochs`` high enough to allow the repetition): construction + first sample, RSS growth,
    resume (``load_state_dict`` + first sample at 1% / 50% / 99%; best of 5).
 3. In-process throughput of compact batches of 8 x 2048 (the ``bench_loader`` measure) of this
-   checkout against ``--baseline`` (a checkout with the materialized index; default: none), and the
-   baseline's first-sample time and RSS growth at 1B and 10B tokens; interleaved repetitions, medians.
+   checkout against ``--baseline`` (a checkout with the materialized index, its package copied
+   under another name and imported into the same process; default: none), alternating, medians; and
+   the baseline's first-sample time and peak RSS growth at 1B and 10B tokens.
 """
 
 from __future__ import annotations
@@ -50,17 +51,31 @@ def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
-def _peak() -> int:
-    import resource
+def _reset_peak() -> int:
+    """Reset the kernel's peak-RSS mark of this process (Linux ``clear_refs`` 5); returns the RSS now."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return _rss()
 
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+def _peak() -> int:
+    """Peak RSS since the last :func:`_reset_peak` (``VmHWM``), else the RSS now."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return _rss()
 
 
 def worker_stream(budget: int) -> dict[str, Any]:
     """Part 1, in a fresh process: the stream of ``budget`` tokens with fake domain sizes."""
     from autoscale_data.mixing import MixtureStream, largest_remainder
 
-    rss0 = _rss()
+    rss0 = _reset_peak()
     t0 = time.perf_counter()
     total = budget // SEQ_LEN
     counts = largest_remainder(list(LLAMA1.values()), total)
@@ -85,7 +100,7 @@ def worker_dataset(stores: str, budget: int) -> dict[str, Any]:
     from autoscale_data.dataset import ScaleAwareMixtureDataset
 
     paths = json.loads(stores)
-    rss0 = _rss()
+    rss0 = _reset_peak()
     t0 = time.perf_counter()
     ds = ScaleAwareMixtureDataset(paths, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10**7)
     x = next(iter(ds))
@@ -108,23 +123,45 @@ def worker_dataset(stores: str, budget: int) -> dict[str, Any]:
     return {"total": total, "first_s": first, "rss_growth": rss1 - rss0, "resume_s": resume}
 
 
-def worker_throughput(stores: str, batches: int) -> dict[str, Any]:
-    """Part 3, in a fresh process: compact batches of 8 x 2048 in process, tokens/s after the first."""
-    import torch
-
-    from autoscale_data.dataset import ScaleAwareMixtureDataset
-
-    torch.set_num_threads(1)
-    paths = json.loads(stores)
-    ds = ScaleAwareMixtureDataset(paths, LLAMA1, batches * 8 * SEQ_LEN * 4, SEQ_LEN, seed=0, verify="size",
-                                  max_epochs=10, batch_size=8, output="compact")
+def _batch_rate(ds: Any, batches: int) -> float:
+    """Tokens/s of ``batches`` compact batches after the first (in process)."""
     it = iter(ds)
     next(it)
     tokens = 0
     t = time.perf_counter()
     for _, b in zip(range(batches - 1), it, strict=False):
         tokens += b["input_ids"].numel()
-    return {"tokens_per_s": tokens / (time.perf_counter() - t)}
+    return tokens / (time.perf_counter() - t)
+
+
+def worker_throughput(stores: str, batches: int, baseline: str, reps: int) -> dict[str, Any]:
+    """Part 3, in one process: compact batches of 8 x 2048 of this checkout and of the baseline
+    (its package copied under another name), alternating, ``reps`` times each; tokens/s."""
+    import shutil
+
+    import torch
+
+    from autoscale_data.dataset import ScaleAwareMixtureDataset
+
+    torch.set_num_threads(1)
+    paths = json.loads(stores)
+    contenders = {"this checkout": ScaleAwareMixtureDataset}
+    if baseline:
+        tmp = tempfile.mkdtemp(prefix="bench-index-baseline-")
+        shutil.copytree(Path(baseline) / "autoscale_data", Path(tmp) / "autoscale_data_baseline")
+        sys.path.insert(0, tmp)
+        from autoscale_data_baseline.dataset import ScaleAwareMixtureDataset as Baseline  # type: ignore[import-not-found]
+
+        contenders["baseline"] = Baseline
+    budget = batches * 8 * SEQ_LEN * 4
+    datasets = {name: cls(paths, LLAMA1, budget, SEQ_LEN, seed=0, verify="size", max_epochs=10, batch_size=8,
+                          output="compact") for name, cls in contenders.items()}
+    rates: dict[str, list[float]] = {name: [] for name in datasets}
+    names = list(datasets)
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            rates[name].append(_batch_rate(datasets[name], batches))
+    return rates
 
 
 def run(mode: str, args: list[str], pythonpath: Path) -> dict[str, Any]:
@@ -146,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         mode, *rest = args.worker
         fn = {"stream": lambda: worker_stream(int(rest[0])), "dataset": lambda: worker_dataset(rest[0], int(rest[1])),
-              "throughput": lambda: worker_throughput(rest[0], int(rest[1]))}[mode]
+              "throughput": lambda: worker_throughput(rest[0], int(rest[1]), rest[2], int(rest[3]))}[mode]
         print(json.dumps(fn()))
         return 0
     repo = HERE.parent
@@ -172,18 +209,15 @@ def main(argv: list[str] | None = None) -> int:
                              "early / middle / late " + " / ".join(f"{v * 1e3:.1f}" for v in r["resume_s"].values())
                              + " ms")
         batches = 600 if args.quick else 2500
-        contenders = {"this checkout": repo} | ({"baseline": args.baseline} if args.baseline else {})
-        rates: dict[str, list[float]] = {k: [] for k in contenders}
-        names = list(contenders)
-        for rep in range(args.reps):
-            for name in names[rep % len(names):] + names[: rep % len(names)]:
-                rates[name].append(run("throughput", [stores, str(batches)], contenders[name])["tokens_per_s"])
+        rates = run("throughput", [stores, str(batches), str(args.baseline or ""), str(args.reps)], repo)
         for name, v in rates.items():
             lines.append(f"compact batches 8x2048 in process, {name}: median {np.median(v) / 1e9:.3f}G tokens/s "
                          f"(range {min(v) / 1e9:.3f}-{max(v) / 1e9:.3f}, {len(v)} reps)")
         if args.baseline is not None:
-            lines.append(f"throughput ratio this checkout / baseline: "
-                         f"{np.median(rates['this checkout']) / np.median(rates['baseline']):.2f}x")
+            ratios = [a / b for a, b in zip(rates["this checkout"], rates["baseline"], strict=True)]
+            ratio = np.median(rates["this checkout"]) / np.median(rates["baseline"])
+            lines.append(f"throughput ratio this checkout / baseline: {ratio:.2f}x (per repetition: "
+                         + " ".join(f"{r:.2f}" for r in ratios) + ")")
     print(f"# bench_index  {time.strftime('%Y-%m-%d')}  {platform.machine()}  {os.cpu_count()} CPUs  "
           f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f}")
     print("\n".join(lines))

@@ -164,6 +164,10 @@ def test_a_continued_run_resumes_and_continues_again(root: Path) -> None:
     again = make(root, ANNEAL, 300)
     again.load_state_dict(state2)
     assert keys(again) == rest[40:]
+    built = make(root, ANNEAL, 300, continue_from=state2)  # the same through the constructor
+    assert keys(built) == rest[40:] and built.fingerprint == second.fingerprint
+    with pytest.raises(ValueError, match="budget of this configuration"):  # its record cannot apply here
+        make(root, ANNEAL, 100, continue_from=state2)
     assert_resume_equals_suffix(lambda: _continued(root, state), ks=[0, 1, 77, 150])
     # and a continued run continued once more (a larger budget at the weights of the start)
     third = make(root, W3, 420)
@@ -197,6 +201,11 @@ def test_a_longer_budget_with_a_plan_takes_the_plans_weights_for_it(root: Path) 
     longer.load_state_dict(state, continue_run=True)
     assert longer.weights == ANNEAL and len(longer) == 100
     assert Counter(d for d, _ in keys(longer)) == Counter({0: 20, 1: 50, 2: 30})
+    same = make(root, [Phase(100 * L, W3), Phase(100 * L, ANNEAL)], 200)  # nothing left: an empty stream
+    same.load_state_dict(state, continue_run=True)
+    assert len(same) == 0 and keys(same) == []
+    end = same.state_dict()
+    assert (end["cursor"], end["domain_counts"], end["phase"]) == (200, state["domain_counts"], 1)
 
 
 @pytest.mark.timeout(60)

@@ -69,7 +69,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
     largest-remainder share of them. Domains are interleaved so that every prefix of length ``t``
     holds within 2 (measured: 1.5) sequences of ``share_i * t`` of each domain, and each domain's
     sequences are visited in a seeded permutation without replacement. The stream depends only on
-    the stores, the weights, the budget, ``seq_len``, ``seed``, ``shuffle_window`` and ``schedule``.
+    the stores, the weights, the budget, ``seq_len``, ``seed``, ``shuffle_window`` and ``schedule``
+    (and, for a run continued under this configuration, the state it continued from). It is
+    computed per position on demand (:class:`~autoscale_data.mixing.MixtureStream`): no memory
+    grows with the budget.
 
     Ranks take strided slices of it (rank ``r`` of ``W`` gets positions ``r, r+W, ...``), and
     DataLoader workers take strided items (samples, or whole batches with ``batch_size``) of their
@@ -80,12 +83,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
             :class:`~autoscale_data.store.TokenStore`, or a
             directory with one store per sub-directory. Domains are ordered by name; a sample's
             ``domain`` is an index into :attr:`domain_names`.
-        weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``.
+        weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``,
+            or a list of :class:`~autoscale_data.mixing.Phase` (each a token budget and a mix or a
+            plan evaluated at that budget; the budgets sum to ``budget_tokens``): exact and
+            low-discrepancy inside each phase, each domain's order continuing across them.
         budget_tokens: total training tokens.
         seq_len: tokens per sequence.
         seed: seeds the per-domain permutations and the window shuffle.
         options: a :class:`MixtureOptions` (``max_epochs``, ``shuffle_window``, ``rank``,
-            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``).
+            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``, ``continue_from``).
         **settings: the same settings as keywords (``ScaleAwareMixtureDataset(..., batch_size=8)``);
             they override ``options``.
 
@@ -353,7 +359,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                     self._continue_at(record)
                 except ValueError:
                     pass
-                if self.fingerprint == state.get("fingerprint"):
+                if getattr(self, "fingerprint", None) == state.get("fingerprint"):
                     return  # a later state of a run continued under this configuration
             if not continue_run:
                 self._restore(before)

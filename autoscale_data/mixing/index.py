@@ -120,6 +120,8 @@ class MixtureStream:
         """Per-domain draws (``int64``) of the prefix ``[0, cursor)`` (``base`` included)."""
         if not self.origin <= cursor <= self.end:
             raise ValueError(f"cursor {cursor} is outside the stream [{self.origin}, {self.end}]")
+        if not self.trees:  # an empty stream (a run continued at its very end)
+            return self.offsets[0].copy()
         w = self.shuffle_window
         edge = cursor if not w else self.origin + (cursor - self.origin) // w * w
         j = min(int(np.searchsorted(self.starts, edge, side="right")) - 1, len(self.trees) - 1)
@@ -132,7 +134,7 @@ class MixtureStream:
     def phase_at(self, cursor: int) -> int:
         """The phase of position ``cursor`` (the last phase at the end of the stream)."""
         j = int(np.searchsorted(self.starts, cursor, side="right")) - 1
-        return int(self.phases[min(max(j, 0), len(self.trees) - 1)])
+        return int(self.phases[min(max(j, 0), self.phases.size - 1)]) if self.phases.size else 0
 
 
 def build_index(names: Sequence[str], counts: Sequence[int], available: Sequence[int], seed: int, *,

@@ -174,30 +174,65 @@ class DomainOrders:
     def __init__(self, names: list[str], available: list[int], seed: int) -> None:
         self.available = np.asarray([int(a) for a in available], dtype=np.int64)
         self.keys = np.asarray([name_key(seed, n) for n in names], dtype=np.uint64)
+        bits = np.asarray([max(2, (int(a) - 1).bit_length()) for a in self.available], dtype=np.uint64)
+        self._top = (bits + _ONE) >> _ONE  # per domain: the cipher's top and bottom widths
+        self._bottom = bits - self._top
+        self._first_epoch = self._round_keys(np.zeros(self.keys.size, dtype=np.int64))
+
+    def _round_keys(self, epochs: np.ndarray) -> np.ndarray:
+        """``[D, rounds]`` round keys of epoch ``epochs[d]`` of each domain ``d``."""
+        keys = [self.epoch_key(d, int(e)) for d, e in enumerate(epochs.tolist())]
+        return np.asarray([[_mix_int((k + int(c)) % (1 << 64)) for c in _ROUND_CONSTANTS] for k in keys],
+                          dtype=np.uint64)
+
+    def _encrypt(self, x: np.ndarray, d: np.ndarray, round_keys: np.ndarray) -> np.ndarray:
+        """:func:`_encrypt` with each element's widths and round keys gathered from per-domain tables."""
+        top, bottom = self._top[d], self._bottom[d]
+        widths = ((top, bottom, (_ONE << bottom) - _ONE, np.uint64(64) - top),
+                  (bottom, top, (_ONE << top) - _ONE, np.uint64(64) - bottom))
+        keys = round_keys[d]  # [n, rounds]: one row gather
+        for r in range(FEISTEL_ROUNDS):
+            t, u, low_mask, shift = widths[r % 2]
+            hi, lo = x >> u, x & low_mask
+            f = (lo ^ keys[:, r]) * _M1
+            f ^= f >> _S31
+            f *= _M2
+            x = (lo << t) | (hi ^ (f >> shift))
+        return x
 
     def __call__(self, domains: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """Sequence ids (``uint64``) of draw ``draws[i]`` of domain ``domains[i]``."""
         d = np.asarray(domains, dtype=np.intp).reshape(-1)
         k = np.asarray(draws, dtype=np.int64).reshape(-1)
-        out = np.empty(k.size, dtype=np.uint64)
-        present = np.flatnonzero(np.bincount(d, minlength=self.keys.size)) if d.size else []
-        for dom in present:  # one domain at a time: scalar sizes and keys (a chunk rarely spans two epochs)
-            sel = None if len(present) == 1 else np.flatnonzero(d == dom)
-            kd = k if sel is None else k[sel]
-            avail = int(self.available[dom])
-            if avail <= 0:
-                raise ValueError("a draw was asked of a domain with no sequences")
-            epoch = kd // avail
-            first, last = int(epoch.min()), int(epoch.max())
-            if first == last:
-                res = feistel_permute(kd - first * avail, avail, self.epoch_key(int(dom), first))
-            else:
-                res = feistel_permute(kd - epoch * avail, avail, _epoch_keys(np.full(kd.size, self.keys[dom]), epoch))
-            if sel is None:
-                out[:] = res
-            else:
-                out[sel] = res
+        if not d.size:
+            return np.zeros(np.shape(draws), dtype=np.uint64)
+        avail = self.available[d]
+        if np.any(avail <= 0):
+            raise ValueError("a draw was asked of a domain with no sequences")
+        epoch = k // avail
+        if int(epoch.max()) == 0:
+            round_keys = self._first_epoch
+        else:  # one epoch per domain in this chunk (else the slower per-element keys)
+            count = np.bincount(d, minlength=self.keys.size)
+            s1 = np.bincount(d, weights=epoch, minlength=self.keys.size)
+            s2 = np.bincount(d, weights=epoch.astype(np.float64) ** 2, minlength=self.keys.size)
+            if np.any(s2 * count != s1 * s1):
+                return self._mixed_epochs(d, k, epoch, avail).reshape(np.shape(draws))
+            round_keys = self._round_keys(np.rint(s1 / np.maximum(count, 1)).astype(np.int64))
+        x = (k - epoch * avail).astype(np.uint64)
+        limit = avail.astype(np.uint64)
+        out = self._encrypt(x, d, round_keys)
+        todo = np.flatnonzero(out >= limit)
+        while todo.size:  # cycle-walking: re-encrypt until inside [0, available)
+            y = self._encrypt(out[todo], d[todo], round_keys)
+            out[todo] = y
+            todo = todo[y >= limit[todo]]
         return out.reshape(np.shape(draws))
+
+    def _mixed_epochs(self, d: np.ndarray, k: np.ndarray, epoch: np.ndarray, avail: np.ndarray) -> np.ndarray:
+        """Draws whose chunk crosses an epoch boundary of some domain: a key per element."""
+        keys = _epoch_keys(self.keys[d], epoch)
+        return feistel_permute(k - epoch * avail, avail.astype(np.uint64), keys)
 
     def epoch_key(self, domain: int, epoch: int) -> int:
         """The key of epoch ``epoch`` of domain ``domain``."""

@@ -62,7 +62,8 @@ def phase_bounds(budgets: Sequence[int], seq_len: int, budget_tokens: int) -> li
 
 @dataclass(frozen=True)
 class SegmentPlan:
-    """Segments of a stream: ``starts`` (``J + 1``), ``counts [J, D]``, ``weights [J, D]``, ``phases [J]``."""
+    """Segments of a stream: ``starts`` (``J + 1``), ``counts [J, D]``, ``weights [J, D]``, ``phases [J]``
+    (an empty plan, the rest of a stream cut at its end, keeps the last phase: ``phases [1]``)."""
 
     starts: np.ndarray
     counts: np.ndarray
@@ -102,7 +103,7 @@ class SegmentPlan:
             raise ValueError(f"cursor {cursor} is outside the planned stream [0, {self.total}]")
         if cursor == self.total:
             return SegmentPlan(np.asarray([cursor], dtype=np.int64), self.counts[:0], self.weights[:0],
-                               self.phases[:0])
+                               self.phases[-1:])  # no segment left; the phase it ended in
         j = int(np.searchsorted(self.starts, cursor, side="right")) - 1
         counts = self.counts[j:].copy()
         if cursor > self.starts[j]:
