@@ -1,17 +1,19 @@
 """Seeded random-access orders: each domain's sequences without replacement, and the window shuffle.
 
 Both are keyed bijections of ``[0, n)`` evaluated per index in O(1) memory: a Feistel network on
-the ``b`` bits of the smallest power of two ``2**b >= n`` (6 rounds, two more than Luby-Rackoff's
-strong pseudo-random permutation needs, which evens out tiny domains; alternating parts of
-``ceil(b/2)`` and ``floor(b/2)`` bits; a multiply-xorshift round function), with cycle-walking (an
-output ``>= n`` is encrypted again until it falls inside; the cipher's domain is under ``2 n``, so
-that takes under 2 passes on average). Every function here is vectorized over numpy arrays whose
-elements may each have their own ``n`` and key.
+the mixed radix ``Z_a x Z_b`` with ``a = ceil(sqrt(n))``, ``b = ceil(n / a)`` (so ``a b - n < a``):
+``x = L b + R``; a round maps ``(L, R)`` to ``(R, (L + F(R)) mod |L|)``, the sizes swapping each
+round (6 rounds, two more than Luby-Rackoff's strong pseudo-random permutation needs; ``F`` a
+splitmix64-style hash of ``R`` and the round key, reduced to ``[0, |L|)`` by a multiply-shift).
+An output ``>= n`` is encrypted again until it falls inside (cycle-walking), which happens to
+fewer than ``1 / b ~ 1 / sqrt(n)`` of the indices. Every function here is vectorized over numpy
+arrays whose elements may each have their own ``n`` and key.
 """
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +35,7 @@ FEISTEL_ROUNDS = 6
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
 _ONE = np.uint64(1)
 _ROUND_CONSTANTS = [np.uint64((r + 1) * 0x9E3779B97F4A7C15 % (1 << 64)) for r in range(FEISTEL_ROUNDS)]
 
@@ -77,11 +79,14 @@ def _mix_int(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _cipher_bits(n: np.ndarray) -> np.ndarray:
-    """Per element, the bits ``b >= 2`` of the smallest power of two ``2**b >= n``."""
-    bits = np.ceil(np.log2(np.maximum(n, 4).astype(np.float64))).astype(np.uint64)
-    bits = bits + ((_ONE << bits) < n)  # float log2 may round down near 2**k
-    return bits - (((_ONE << (bits - _ONE)) >= n) & (bits > 2))  # ... or up
+def _radix(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per element, ``(a, b)`` with ``a = ceil(sqrt(n))`` and ``b = ceil(n / a)`` (``uint64``)."""
+    n = np.asarray(n, dtype=np.uint64)
+    a = np.ceil(np.sqrt(n.astype(np.float64))).astype(np.uint64)
+    a = np.maximum(a, _ONE)
+    a = a + (a * a < n) - ((a > _ONE) & ((a - _ONE) * (a - _ONE) >= n))  # exact near squares
+    b = (n + a - _ONE) // a
+    return a, np.maximum(b, _ONE)
 
 
 def _round_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,23 +99,23 @@ def _round_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return table, which.reshape(-1)
 
 
-def _encrypt(x: np.ndarray, round_keys: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """One pass of the alternating (unbalanced when ``bits`` is odd) Feistel network on ``bits`` bits.
+def _encrypt(x: np.ndarray, a: Any, b: Any, round_keys: Any) -> np.ndarray:
+    """One pass of the mixed-radix Feistel network on ``[0, a b)`` (see the module docstring).
 
-    Round ``r`` splits ``x`` into a top part of ``t`` bits and a bottom part of ``u = bits - t``
-    bits and returns ``(bottom << t) | (top ^ F(bottom))`` (invertible: the bottom is kept), so
-    the widths alternate between rounds.
+    ``a``, ``b`` and each ``round_keys[r]`` are scalars or arrays like ``x``.
     """
-    top = (bits + _ONE) >> _ONE
-    bottom = bits - top
-    widths = ((top, bottom, (_ONE << bottom) - _ONE), (bottom, top, (_ONE << top) - _ONE))
+    left = x // b
+    right = x - left * b
+    size_left = a
     for r in range(FEISTEL_ROUNDS):
-        t, u, low_mask = widths[r % 2]
-        hi, lo = x >> u, x & low_mask
-        f = (lo ^ round_keys[r]) * _M1
-        f = (f ^ (f >> _S31)) * _M2
-        x = (lo << t) | (hi ^ (f >> (np.uint64(64) - t)))
-    return x
+        f = (right ^ round_keys[r]) * _M1
+        f ^= f >> _S31
+        f *= _M2
+        f = ((f >> _S32) * size_left) >> _S32  # in [0, size_left)
+        s = left + f
+        s -= size_left * (s >= size_left)
+        left, right, size_left = right, s, (b if size_left is a else a)
+    return left * b + right  # an even number of rounds: back to (Z_a, Z_b)
 
 
 def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | int) -> np.ndarray:
@@ -130,13 +135,14 @@ def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | i
         n_int = int(n)
         if size and int(x.max()) >= n_int:
             raise ValueError("feistel_permute: an index is outside [0, n)")
-        bits = np.uint64(max(2, (n_int - 1).bit_length()))
-        round_keys = [np.uint64(_mix_int((int(keys) + int(c)) % (1 << 64))) for c in _ROUND_CONSTANTS]
+        a_arr, b_arr = _radix(np.asarray([n_int]))
+        a, b = a_arr[0], b_arr[0]
+        round_keys: Any = [np.uint64(_mix_int((int(keys) + int(c)) % (1 << 64))) for c in _ROUND_CONSTANTS]
         limit = np.uint64(n_int)
-        out = _encrypt(x, round_keys, bits)
+        out = _encrypt(x, a, b, round_keys)
         todo = np.flatnonzero(out >= limit)
         while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
-            y = _encrypt(out[todo], round_keys, bits)
+            y = _encrypt(out[todo], a, b, round_keys)
             out[todo] = y
             todo = todo[y >= limit]
         return out.reshape(np.shape(index))
@@ -144,12 +150,12 @@ def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | i
     key_arr = np.broadcast_to(np.asarray(keys, dtype=np.uint64), (size,))
     if size and np.any(x >= n_arr):
         raise ValueError("feistel_permute: an index is outside [0, n)")
-    bits = _cipher_bits(n_arr)
+    a_all, b_all = _radix(n_arr)
     table, which = _round_keys(key_arr)
-    out = _encrypt(x, table[:, which], bits)
+    out = _encrypt(x, a_all, b_all, table[:, which])
     todo = np.flatnonzero(out >= n_arr)
     while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
-        y = _encrypt(out[todo], table[:, which[todo]], bits[todo])
+        y = _encrypt(out[todo], a_all[todo], b_all[todo], table[:, which[todo]])
         out[todo] = y
         todo = todo[y >= n_arr[todo]]
     return out.reshape(np.shape(index))
@@ -174,9 +180,7 @@ class DomainOrders:
     def __init__(self, names: list[str], available: list[int], seed: int) -> None:
         self.available = np.asarray([int(a) for a in available], dtype=np.int64)
         self.keys = np.asarray([name_key(seed, n) for n in names], dtype=np.uint64)
-        bits = np.asarray([max(2, (int(a) - 1).bit_length()) for a in self.available], dtype=np.uint64)
-        self._top = (bits + _ONE) >> _ONE  # per domain: the cipher's top and bottom widths
-        self._bottom = bits - self._top
+        self._a, self._b = _radix(np.maximum(self.available, 1).astype(np.uint64))  # per domain
         self._first_epoch = self._round_keys(np.zeros(self.keys.size, dtype=np.int64))
 
     def _round_keys(self, epochs: np.ndarray) -> np.ndarray:
@@ -186,19 +190,9 @@ class DomainOrders:
                           dtype=np.uint64)
 
     def _encrypt(self, x: np.ndarray, d: np.ndarray, round_keys: np.ndarray) -> np.ndarray:
-        """:func:`_encrypt` with each element's widths and round keys gathered from per-domain tables."""
-        top, bottom = self._top[d], self._bottom[d]
-        widths = ((top, bottom, (_ONE << bottom) - _ONE, np.uint64(64) - top),
-                  (bottom, top, (_ONE << top) - _ONE, np.uint64(64) - bottom))
+        """:func:`_encrypt` with each element's radix and round keys gathered from per-domain tables."""
         keys = round_keys[d]  # [n, rounds]: one row gather
-        for r in range(FEISTEL_ROUNDS):
-            t, u, low_mask, shift = widths[r % 2]
-            hi, lo = x >> u, x & low_mask
-            f = (lo ^ keys[:, r]) * _M1
-            f ^= f >> _S31
-            f *= _M2
-            x = (lo << t) | (hi ^ (f >> shift))
-        return x
+        return _encrypt(x, self._a[d], self._b[d], [keys[:, r] for r in range(FEISTEL_ROUNDS)])
 
     def __call__(self, domains: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """Sequence ids (``uint64``) of draw ``draws[i]`` of domain ``domains[i]``."""
