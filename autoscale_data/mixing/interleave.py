@@ -127,21 +127,26 @@ class InterleaveTree:
     def locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Domain (``int64``) and within-domain rank (``int64``) of each position in ``[0, total)``."""
         local = np.array(positions, dtype=np.int64, copy=True).reshape(-1)
-        node = np.full(local.size, self.root, dtype=np.int64)
-        for node_id, n, n_a, a, b in self.nodes:
-            sel = np.flatnonzero(node == node_id) if node_id != self.root else None
-            p = local if sel is None else local[sel]
-            if p.size == 0:
+        domain = np.empty(local.size, dtype=np.int64)
+        rank = np.empty(local.size, dtype=np.int64)
+        info = {node_id: (n, n_a, a, b) for node_id, n, n_a, a, b in self.nodes}
+        # (node, which positions (None: all), their positions within the node), split top-down
+        stack: list[tuple[int, np.ndarray | None, np.ndarray]] = [(self.root, None, local)]
+        while stack:
+            node_id, which, at = stack.pop()
+            if node_id not in info:  # a leaf: the domain, and the rank within it
+                if which is None:
+                    domain[:], rank[:] = node_id, at
+                else:
+                    domain[which], rank[which] = node_id, at
                 continue
-            f0, r0 = _floor_share_residual(p, n_a, n)
+            n, n_a, a, b = info[node_id]
+            f0, r0 = _floor_share_residual(at, n_a, n)
             in_a = r0 >= 2 * (n - n_a)  # f(p + 1) = f(p) + 1: the residual crosses 2n when 2 n_A is added
-            rank = np.where(in_a, f0, p - f0)
-            child = np.where(in_a, a, b)
-            if sel is None:
-                local, node = rank, child
-            else:
-                local[sel], node[sel] = rank, child
-        return node, local
+            to_a, to_b = np.flatnonzero(in_a), np.flatnonzero(~in_a)
+            stack.append((a, to_a if which is None else which[to_a], f0[to_a]))
+            stack.append((b, to_b if which is None else which[to_b], at[to_b] - f0[to_b]))
+        return domain, rank
 
     def prefix_counts(self, t: int) -> np.ndarray:
         """Per-domain counts (``int64``) of the prefix ``[0, t)``, ``0 <= t <= total``."""

@@ -189,9 +189,8 @@ class DomainOrders:
         return np.asarray([[_mix_int((k + int(c)) % (1 << 64)) for c in _ROUND_CONSTANTS] for k in keys],
                           dtype=np.uint64)
 
-    def _encrypt(self, x: np.ndarray, d: np.ndarray, round_keys: np.ndarray) -> np.ndarray:
-        """:func:`_encrypt` with each element's radix and round keys gathered from per-domain tables."""
-        keys = round_keys[d]  # [n, rounds]: one row gather
+    def _encrypt(self, x: np.ndarray, d: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """:func:`_encrypt` with each element's radix from the per-domain table; ``keys [n, rounds]``."""
         return _encrypt(x, self._a[d], self._b[d], [keys[:, r] for r in range(FEISTEL_ROUNDS)])
 
     def __call__(self, domains: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -205,28 +204,33 @@ class DomainOrders:
             raise ValueError("a draw was asked of a domain with no sequences")
         epoch = k // avail
         if int(epoch.max()) == 0:
-            round_keys = self._first_epoch
-        else:  # one epoch per domain in this chunk (else the slower per-element keys)
-            count = np.bincount(d, minlength=self.keys.size)
-            s1 = np.bincount(d, weights=epoch, minlength=self.keys.size)
-            s2 = np.bincount(d, weights=epoch.astype(np.float64) ** 2, minlength=self.keys.size)
-            if np.any(s2 * count != s1 * s1):
-                return self._mixed_epochs(d, k, epoch, avail).reshape(np.shape(draws))
-            round_keys = self._round_keys(np.rint(s1 / np.maximum(count, 1)).astype(np.int64))
+            table, row = self._first_epoch, d
+        else:  # a table of round keys for every (domain, epoch) this chunk touches
+            table, row = self._epoch_table(d, epoch)
         x = (k - epoch * avail).astype(np.uint64)
         limit = avail.astype(np.uint64)
-        out = self._encrypt(x, d, round_keys)
+        out = self._encrypt(x, d, table[row])
         todo = np.flatnonzero(out >= limit)
         while todo.size:  # cycle-walking: re-encrypt until inside [0, available)
-            y = self._encrypt(out[todo], d[todo], round_keys)
+            y = self._encrypt(out[todo], d[todo], table[row[todo]])
             out[todo] = y
             todo = todo[y >= limit[todo]]
         return out.reshape(np.shape(draws))
 
-    def _mixed_epochs(self, d: np.ndarray, k: np.ndarray, epoch: np.ndarray, avail: np.ndarray) -> np.ndarray:
-        """Draws whose chunk crosses an epoch boundary of some domain: a key per element."""
-        keys = _epoch_keys(self.keys[d], epoch)
-        return feistel_permute(k - epoch * avail, avail.astype(np.uint64), keys)
+    def _epoch_table(self, d: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Round keys ``[T, rounds]`` of the (domain, epoch) pairs in a chunk, and each draw's row."""
+        count = self.keys.size
+        low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+        high = np.full(count, -1, dtype=np.int64)
+        np.minimum.at(low, d, epoch)
+        np.maximum.at(high, d, epoch)
+        span = np.where(high >= 0, high - low + 1, 0)
+        start = np.concatenate([[0], np.cumsum(span)[:-1]])
+        dom = np.repeat(np.arange(count), span)
+        ep = low[dom] + np.arange(int(span.sum())) - start[dom]
+        keys = _epoch_keys(self.keys[dom], ep)
+        table = np.stack([_mix(keys + c) for c in _ROUND_CONSTANTS], axis=1)
+        return table, start[d] + epoch - low[d]
 
     def epoch_key(self, domain: int, epoch: int) -> int:
         """The key of epoch ``epoch`` of domain ``domain``."""
