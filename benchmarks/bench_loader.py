@@ -17,8 +17,9 @@ rotated each repetition; medians reported, with the range) because the machine i
   loader ``batch_size=8``);
 - time to first batch (from ``iter(loader)``), and dataset construction time;
 - resume at early/middle/late positions of a 10B-token budget: ``load_state_dict`` + first sample
-  on an already-constructed dataset (the index build is reported separately);
-- index memory per sequence and the process's peak RSS.
+  on an already-constructed dataset (construction is reported separately);
+- index memory per sequence (the closed-form stream holds none; see ``bench_index.py``) and the
+  process's peak RSS.
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t)
                 assert x["input_ids"].shape == (SEQ_LEN,)
             resume_ms[label] = min(times) * 1e3
-        rows.append((f"{budget_tokens / 1e9:.0f}B-token budget ({total:,} seqs): index build (once)",
+        rows.append((f"{budget_tokens / 1e9:.0f}B-token budget ({total:,} seqs): dataset construction (once)",
                      f"{construct:.2f} s", "", "", ""))
         rows.append(("resume: load_state_dict + first sample, early / middle / late",
                      " / ".join(f"{v:.2f}" for v in resume_ms.values()) + " ms", "", "", ""))

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["assert_resume_equals_suffix", "interleave_ranks", "item_key", "take"]
+__all__ = ["assert_continuation", "assert_resume_equals_suffix", "interleave_ranks", "item_key", "take"]
 
 
 def item_key(item: Any) -> Any:
@@ -89,3 +89,63 @@ def interleave_ranks(streams: Sequence[Sequence[Any]]) -> list[Any]:
             if j < len(s):
                 out.append(s[j])
     return out
+
+
+def _keys_of(dataset: Any, workers: int) -> list[Any]:
+    """A dataset's sample keys, read in process (``workers=0``) or through ``DataLoader`` workers
+    (whole batches when the dataset makes them; batches are flattened to samples)."""
+    if workers:
+        from torch.utils.data import DataLoader
+
+        items = list(DataLoader(dataset, batch_size=None, num_workers=workers))
+    else:
+        items = list(dataset)
+    out: list[Any] = []
+    for item in items:
+        k = item_key(item)
+        out.extend(k if isinstance(k, tuple) and k and isinstance(k[0], tuple) else [k])
+    return out
+
+
+def assert_continuation(
+    make_old: Callable[[int, int], Any],
+    make_new: Callable[..., Any],
+    cursor: int,
+    *,
+    world: int = 1,
+    world2: int = 1,
+    workers: int = 0,
+    batch_size: int = 3,
+) -> tuple[list[Any], list[Any]]:
+    """Save a run at ``cursor`` with ``world`` ranks and continue it under a new configuration.
+
+    ``make_old(rank, world_size)`` builds a rank of the saved run; ``make_new(rank, world_size,
+    **settings)`` a rank of the new configuration. ``cursor`` must be a multiple of ``world`` (ranks
+    save in step). The new run is read by ``world2`` ranks, each through ``workers`` DataLoader
+    workers in batches of ``batch_size``, after ``load_state_dict(state, continue_run=True)`` (the
+    state through a JSON round trip).
+
+    Checks that every old rank saves the same state, and that the ranks of the new run together
+    yield exactly what one process of the new configuration yields after the cursor.
+
+    Returns:
+        ``(prefix, rest)``: the old run's first ``cursor`` keys and the new run's keys after it.
+    """
+    assert cursor % world == 0, "ranks save in step: the cursor is a multiple of the world size"
+    olds = [make_old(r, world) for r in range(world)]
+    per = cursor // world
+    prefix = interleave_ranks([take(iter(ds), per) for ds in olds])
+    states = [json.loads(json.dumps(ds.state_dict(samples_taken=per))) for ds in olds]
+    assert all({**s, "rank": 0} == {**states[0], "rank": 0} for s in states), "ranks disagree on the state"
+    state = states[0]
+    assert state["cursor"] == cursor
+    parts = []
+    for r in range(world2):
+        ds = make_new(r, world2, batch_size=batch_size)
+        ds.load_state_dict(state, continue_run=True)
+        parts.append(((r - cursor) % world2, _keys_of(ds, workers)))
+    rest = interleave_ranks([p for _, p in sorted(parts)])
+    single = make_new(0, 1)
+    single.load_state_dict(json.loads(json.dumps(state)), continue_run=True)
+    assert [item_key(x) for x in single] == rest, "the new run's ranks and workers do not make its one stream"
+    return prefix, rest

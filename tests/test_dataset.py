@@ -215,19 +215,20 @@ def test_resume_at_every_k_across_ranks_workers_and_world_sizes(root: Path) -> N
 
 
 @pytest.mark.timeout(60)
-def test_version_1_states_and_the_former_parameter_name(root: Path) -> None:
+def test_older_state_versions_are_refused_and_the_former_parameter_name(root: Path) -> None:
     ds = make(root, seqs=50)
-    full = keys(ds)
     state = ds.state_dict(samples_taken=20)
-    assert state["version"] == 2 and sum(state["domain_counts"].values()) == 20
+    assert state["version"] == 3 and sum(state["domain_counts"].values()) == 20 and state["phase"] == 0
     old = {k: v for k, v in state.items() if k != "domain_counts"} | {"version": 1, "consumed": state["domain_counts"]}
     resumed = make(root, seqs=50)
-    resumed.load_state_dict(json.loads(json.dumps(old)))
-    assert keys(resumed) == full[20:]
+    for version, saved in ((1, old), (2, dict(state, version=2))):
+        with pytest.raises(ValueError, match=rf"state \(version {version}\) was saved by an earlier autoscale_data "
+                                             r"whose stream was a materialized index.*cannot be resumed"):
+            resumed.load_state_dict(json.loads(json.dumps(saved)))
     with pytest.warns(DeprecationWarning, match="samples_taken"):
         assert ds.state_dict(consumed=20) == state
-    with pytest.raises(ValueError, match=r"unsupported state version 3, expected one of \[1, 2\]"):
-        resumed.load_state_dict(dict(state, version=3))
+    with pytest.raises(ValueError, match=r"unsupported state version 4, expected 3"):
+        resumed.load_state_dict(dict(state, version=4))
 
 
 @pytest.mark.timeout(60)

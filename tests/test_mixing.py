@@ -9,14 +9,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stream_reference import reference_stream
 
 from autoscale_data.mixing import (
+    InterleaveTree,
+    MixtureStream,
     allocation_path,
     anytime_counts_and_stream,
-    build_index,
+    anytime_segments,
     check_supply,
     christoffel_mask,
     domain_order,
+    feistel_permute,
     interleave,
     largest_remainder,
     path_deviation,
@@ -25,6 +29,7 @@ from autoscale_data.mixing import (
     validate_weights,
     window_permutation,
 )
+from autoscale_data.mixing.interleave import floor_share
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -188,29 +193,104 @@ def test_window_permutation_stays_in_window(total: int, window: int, seed: int) 
 
 
 @FAST
-@given(weight_vectors(max_domains=5), st.integers(1, 20_000), st.sampled_from([0, 7, 64]))
-def test_index_counts_and_domain_counts(w: np.ndarray, total: int, window: int) -> None:
-    counts = largest_remainder(w, total)
-    available = [max(1, int(c) // 2 + 1) for c in counts]  # forces repetition epochs
-    names = [f"d{i}" for i in range(w.size)]
-    index = build_index(names, counts, available, 3, shuffle_window=window)
-    assert np.bincount(index.domains, minlength=w.size).tolist() == counts.tolist()
-    for d in range(w.size):
-        seqs = index.sequences[index.domains == d]
-        assert np.array_equal(seqs, domain_order(names[d], available[d], int(counts[d]), 3))
-    for cursor in {0, total // 3, total - 1, total, 4096, 4097} - {c for c in (4096, 4097) if c > total}:
-        expected = np.bincount(index.domains[:cursor], minlength=w.size)[: w.size]
-        assert index.domain_counts(cursor).tolist() == expected.tolist()
-    if window > 1:  # the prefix bound still holds at window boundaries
-        dev = prefix_deviation(index.domains, counts / total)
-        assert dev.max() < 2.0 + window
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=8), st.data())
+def test_the_closed_form_interleave_is_the_materialized_one(counts: list[int], data: st.DataObject) -> None:
+    if sum(counts) == 0:
+        counts[0] = 1
+    tree, stream = InterleaveTree(counts), interleave(counts)
+    domains, ranks = tree.locate(np.arange(sum(counts)))
+    assert np.array_equal(domains, stream)
+    for d, n in enumerate(counts):  # the within-domain ranks number each domain's positions in order
+        assert np.array_equal(ranks[domains == d], np.arange(n))
+    for t in data.draw(st.lists(st.integers(0, sum(counts)), max_size=6)) + [0, sum(counts)]:
+        assert tree.prefix_counts(t).tolist() == np.bincount(stream[:t], minlength=len(counts))[: len(counts)].tolist()
 
 
-def test_index_uses_five_bytes_per_sequence() -> None:
-    counts = largest_remainder([0.67, 0.15, 0.045, 0.045, 0.045, 0.025, 0.02], 200_000)
-    index = build_index([str(i) for i in range(7)], counts, [100_000] * 7, 0)
-    assert index.domains.dtype == np.uint8 and index.sequences.dtype == np.uint32
-    assert index.nbytes / len(index) < 5.1
+@FAST
+@given(st.integers(1, 2**40), st.data())
+def test_floor_share_is_exact_beyond_int64_products(n: int, data: st.DataObject) -> None:
+    n_a = data.draw(st.integers(0, n))
+    p = np.asarray(data.draw(st.lists(st.integers(0, n), min_size=1, max_size=20)), dtype=np.int64)
+    got = floor_share(p, n_a, n)
+    assert got.tolist() == [(2 * int(x) * n_a + n) // (2 * n) for x in p]
+
+
+@FAST
+@given(st.integers(1, 5000), st.integers(0, 2**64 - 1))
+def test_feistel_is_a_bijection_of_any_size(n: int, key: int) -> None:
+    image = feistel_permute(np.arange(n), n, key)
+    assert sorted(image.tolist()) == list(range(n))
+    assert np.array_equal(image, feistel_permute(np.arange(n), n, key))  # deterministic
+    if n >= 64:
+        assert not np.array_equal(image, np.arange(n))
+
+
+@st.composite
+def segment_plans(draw: st.DrawFn) -> tuple[list[int], np.ndarray, list[int], list[int], int]:
+    """Random segments (1-4), per-domain counts (2-5 domains, zeros allowed), bases and supplies."""
+    d = draw(st.integers(2, 5))
+    rows = []
+    for _ in range(draw(st.integers(1, 4))):
+        row = draw(st.lists(st.integers(0, 300), min_size=d, max_size=d))
+        if sum(row) == 0:
+            row[draw(st.integers(0, d - 1))] = 1
+        rows.append(row)
+    counts = np.asarray(rows, dtype=np.int64)
+    origin = draw(st.integers(0, 50))
+    base = draw(st.lists(st.integers(0, 40), min_size=d, max_size=d))
+    origin = sum(base)
+    starts = (origin + np.concatenate([[0], np.cumsum(counts.sum(axis=1))])).tolist()
+    total = counts.sum(axis=0) + np.asarray(base)
+    available = [max(1, int(t) // draw(st.sampled_from([1, 2, 3])) + draw(st.integers(0, 5))) for t in total]
+    return starts, counts, base, available, draw(st.sampled_from([0, 1, 7, 64]))
+
+
+@FAST
+@given(segment_plans(), st.integers(0, 5))
+def test_the_closed_form_stream_is_the_materialized_reference(plan: tuple, seed: int) -> None:
+    starts, counts, base, available, window = plan
+    names = [f"d{i}" for i in range(counts.shape[1])]
+    stream = MixtureStream(names, available, seed, starts, counts, base=base, shuffle_window=window)
+    ref_d, ref_s = reference_stream(names, available, seed, starts, counts, base, window)
+    positions = np.arange(starts[0], starts[-1])
+    domains, sequences = stream.lookup(positions)
+    assert np.array_equal(domains, ref_d) and np.array_equal(sequences.astype(np.int64), ref_s)
+    single = positions[:: max(1, positions.size // 7)]
+    assert [stream[int(p)] for p in single] == [(int(d), int(s)) for d, s in zip(ref_d[single - starts[0]],
+                                                                                     ref_s[single - starts[0]],
+                                                                                     strict=True)]
+    for cursor in {starts[0], starts[-1], *starts, *(single + 1).tolist()}:
+        expected = np.asarray(base) + np.bincount(ref_d[: cursor - starts[0]], minlength=len(names))
+        assert stream.domain_counts(int(cursor)).tolist() == expected.tolist()
+    for d in range(len(names)):  # no sequence repeats before the domain's every sequence was drawn
+        uses = np.bincount(ref_s[ref_d == d], minlength=available[d])
+        assert uses.size == available[d] and (uses.max() - uses.min() <= 1 or base[d] > 0)
+        if base[d] + counts[:, d].sum() <= available[d]:
+            assert uses.max() <= 1
+    if window <= 1:  # every prefix of every segment within the interleave's bound of the segment's shares
+        for j in range(counts.shape[0]):
+            seg = ref_d[starts[j] - starts[0] : starts[j + 1] - starts[0]]
+            assert prefix_deviation(seg, counts[j] / counts[j].sum()).max() < 2.0
+    with pytest.raises(ValueError, match="positions must lie in the stream"):
+        stream.lookup(np.asarray([starts[-1]]))
+
+
+def test_the_stream_at_a_15t_token_budget_holds_a_few_kb() -> None:
+    weights = [0.67, 0.15, 0.045, 0.045, 0.045, 0.025, 0.02]
+    total = 15 * 10**12 // 2048
+    counts = largest_remainder(weights, total)
+    available = [5_000_000_000, 2_000_000_000, 700_000_000, 400_000_000, 400_000_000, 200_000_000, 200_000_000]
+    names = [f"d{i}" for i in range(7)]
+    stream = MixtureStream(names, available, 0, [0, total], counts[None, :])
+    assert stream.nbytes < 4096
+    assert stream.domain_counts(total).tolist() == counts.tolist()
+    tail = np.arange(total - 5000, total)
+    d, s = stream.lookup(tail)
+    tree = InterleaveTree(counts)
+    assert np.array_equal(d, tree.locate(tail)[0])
+    assert np.all(s < np.asarray(available, dtype=np.uint64)[d])
+    for t in (1, 12345, total // 3, total - 1):  # shares of big prefixes within the interleave's bound
+        assert np.all(np.abs(stream.domain_counts(t) - counts / total * t) < 2.0)
 
 
 # --------------------------------------------------------------------------- anytime schedule
@@ -248,9 +328,23 @@ def test_anytime_schedule_follows_the_path(total: int, s1: float, s2: float) -> 
     dev = path_deviation(stream, grid, targets).max()
     _PATH_WORST.append(float(dev))
     assert dev < 2.0, dev
+    phased = _segment_stream(plan, names, total, 16, counts)  # the dataset's stream: the path as short phases
+    dev = path_deviation(phased, grid, targets).max()
+    _PHASED_WORST.append(float(dev))
+    assert dev < 2.0, dev
+
+
+def _segment_stream(plan: object, names: list[str], total: int, seq_len: int, counts: np.ndarray) -> np.ndarray:
+    """The anytime stream as the dataset builds it (many short phases), materialized; checks the phases."""
+    starts, rows = anytime_segments(plan, names, total, seq_len)
+    assert starts[0] == 0 and starts[-1] == total and np.all(np.diff(starts) > 0)
+    assert np.all(rows >= 0) and np.array_equal(rows.sum(axis=1), np.diff(starts))
+    assert np.array_equal(rows.sum(axis=0), counts)  # the same end point as anytime_counts_and_stream
+    return np.concatenate([interleave(r) for r in rows])
 
 
 _PATH_WORST: list[float] = []
+_PHASED_WORST: list[float] = []
 
 
 def test_anytime_report_worst_path_deviation(capsys: pytest.CaptureFixture[str]) -> None:
@@ -261,13 +355,17 @@ def test_anytime_report_worst_path_deviation(capsys: pytest.CaptureFixture[str])
     counts, stream = anytime_counts_and_stream(plan, names, total, seq_len)
     grid, targets = allocation_path(plan, names, total, seq_len)
     dev = path_deviation(stream, grid, targets)
-    shares_early = np.bincount(stream[:200], minlength=3) / 200
+    phased = _segment_stream(plan, names, total, seq_len, counts)
+    dev_phased = path_deviation(phased, grid, targets)
+    shares_early = np.bincount(phased[:200], minlength=3) / 200
     shares_late = counts / counts.sum()
     with capsys.disabled():
         hyp = f"; hypothesis cases worst {max(_PATH_WORST):.3f}" if _PATH_WORST else ""
+        hyp2 = f"; hypothesis cases worst {max(_PHASED_WORST):.3f}" if _PHASED_WORST else ""
         print(f"\n[anytime] worst per-prefix deviation from the allocation path {dev.max():.3f}{hyp}; "
+              f"as short phases (the dataset's stream) {dev_phased.max():.3f}{hyp2}; "
               f"shares first 200 {np.round(shares_early, 3).tolist()} -> final {np.round(shares_late, 3).tolist()}")
-    assert dev.max() < 2.0
+    assert dev.max() < 2.0 and dev_phased.max() < 2.0
     assert shares_early[0] < 0.4 < shares_late[0]  # the growing domain ramps up along the path
 
 
@@ -294,6 +392,7 @@ def test_anytime_schedule_follows_the_monotone_envelope_of_a_decreasing_plan(tot
     assert np.allclose(targets.sum(axis=1), grid, rtol=1e-6, atol=1e-6)  # ... and the rows still sum to s
     assert targets[:, 1].max() <= final["b"] / seq_len * (1 + 1e-9)  # b never runs ahead of what it ends with
     assert path_deviation(stream, grid, targets).max() < 2.0
+    assert path_deviation(_segment_stream(plan, names, total, seq_len, counts), grid, targets).max() < 2.0
 
 
 def test_the_envelope_of_a_monotone_plan_is_its_path() -> None:

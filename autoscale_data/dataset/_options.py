@@ -60,6 +60,12 @@ class MixtureOptions:
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (the cumulative counts follow the
             plan's ``allocation_for_budget`` path; needs such a plan as ``weights``).
         verify: shard check of stores given as paths or URLs: ``"checksum"``, ``"size"`` or ``"none"``.
+        continue_from: a state saved under another configuration of the same stores, ``seq_len``,
+            ``seed`` and ``shuffle_window``: the stream keeps that state's consumed prefix and
+            continues from its cursor under this configuration (new weights or phases after the
+            cursor, or a larger budget); nothing repeats or is skipped. The supply check then
+            counts the prefix's draws. (``load_state_dict(state, continue_run=True)`` does the same
+            on a built dataset.)
     """
 
     max_epochs: float | Mapping[str, float] | None = None
@@ -70,6 +76,7 @@ class MixtureOptions:
     batch_size: int | None = None
     schedule: str = "fixed"
     verify: Verify = "checksum"
+    continue_from: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_output(self.output)
@@ -78,6 +85,8 @@ class MixtureOptions:
         check_int("shuffle_window", self.shuffle_window, minimum=0)
         check_int("batch_size", self.batch_size, allow_none=True)
         check_verify(self.verify)
+        if self.continue_from is not None and not isinstance(self.continue_from, Mapping):
+            raise ValueError(f"continue_from must be a state dict, got {type(self.continue_from).__name__}")
         for name in ("shuffle_window", "batch_size"):  # plain ints (numpy ints would not go to JSON)
             value = getattr(self, name)
             if value is not None:

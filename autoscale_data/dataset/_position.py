@@ -10,7 +10,8 @@ are done: that global *cursor* is the resume point, valid for any world size and
 Contract of :class:`StreamState` (modelled on torchdata.nodes' ``reset(initial_state)`` /
 ``get_state()``):
 
-* ``reset(cursor)`` — the next pass starts at ``cursor`` (once; later passes start at 0);
+* ``reset(cursor)`` — the next pass starts at ``cursor`` (once; later passes start at the origin,
+  0 unless the run was continued from another configuration);
   ``reset(cursor, worker=saved)`` — a DataLoader worker resumes its own saved progress (only the
   same worker of the same layout may); ``reset()`` — the next pass starts at 0.
 * ``start(num_workers, worker)`` — called by ``__iter__``: takes the pending start, returns the
@@ -79,10 +80,12 @@ class StreamState:
         total: positions in the stream.
         rank, world_size: this process's rank slice.
         block: samples per unit (the batch size, or 1).
+        origin: where a pass starts by default (0, or the cursor a continued run starts from).
     """
 
-    def __init__(self, total: int, rank: int, world_size: int, block: int) -> None:
+    def __init__(self, total: int, rank: int, world_size: int, block: int, origin: int = 0) -> None:
         self.total, self.rank, self.world_size, self.block = total, rank, world_size, block
+        self.origin = origin
         self._pending: tuple[int, int | None] | None = None  # (cursor, a worker's own next unit) of the next pass
         self.live: StreamPosition | None = None  # the latest iterator of this process
 
@@ -92,7 +95,7 @@ class StreamState:
     @property
     def next_start(self) -> int:
         """The cursor the next pass starts at."""
-        return self._pending[0] if self._pending else 0
+        return self._pending[0] if self._pending else self.origin
 
     def units(self) -> int:
         """Units (samples or batches) the next pass yields on this rank, all workers together."""
@@ -112,7 +115,7 @@ class StreamState:
         """
         self.live = None
         if not worker:
-            self._pending = (cursor, None) if cursor else None
+            self._pending = (cursor, None) if cursor != self.origin else None
             return
         now = None if here is None else {**here, "block": self.block, "rank": self.rank,
                                           "world_size": self.world_size}
@@ -125,7 +128,7 @@ class StreamState:
 
     def start(self, num_workers: int, worker: int) -> StreamPosition:
         """A new iterator's position (taking the pending start, if any)."""
-        base, unit = self._pending or (0, None)
+        base, unit = self._pending or (self.origin, None)
         self._pending = None
         self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker)
         return self.live

@@ -12,7 +12,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int, is_int
 from .._options import build_options
-from ..mixing import build_index, check_supply, sequence_budget, validate_weights
+from ..mixing import MixtureStream, SegmentPlan, check_draws, check_supply, plan_segments
 from ._batch import new_batch
 from ._options import MixtureOptions, epoch_caps
 from ._position import StreamPosition, StreamState
@@ -28,9 +28,25 @@ from ._state import (
 
 __all__ = ["STATE_VERSION", "ScaleAwareMixtureDataset"]
 
-STATE_VERSION = 2
-_COUNTS_KEY = {1: "consumed", 2: "domain_counts"}  # where each state version keeps the per-domain counts
-_CHUNK = 256  # samples sliced from the index at once in per-sample mode
+STATE_VERSION = 3
+STREAM_FORMAT = "closed-form-1"  # the stream's construction, part of the config (and so of the fingerprint)
+_CHUNK = 8192  # stream positions looked up at once
+_FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", "stream")
+
+
+def _check_format(state: Any) -> None:
+    """Raise ``ValueError`` unless ``state`` is a state of this class and of this state version."""
+    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+        raise ValueError(f"not a {STATE_FORMAT} state: {type(state).__name__} with keys "
+                         f"{sorted(state) if isinstance(state, Mapping) else '-'}")
+    version = state.get("version")
+    if version in (1, 2):
+        raise ValueError(f"this state (version {version}) was saved by an earlier autoscale_data whose stream "
+                         f"was a materialized index; the stream is now computed in closed form (state version "
+                         f"{STATE_VERSION}) and visits the sequences in another order, so an older state cannot "
+                         "be resumed: restart the data stream (or finish the run with the earlier version)")
+    if version != STATE_VERSION:
+        raise ValueError(f"unsupported state version {version!r}, expected {STATE_VERSION}")
 
 
 def _renamed_samples_taken(samples_taken: int | None, deprecated: Mapping[str, int]) -> int | None:
@@ -53,7 +69,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
     largest-remainder share of them. Domains are interleaved so that every prefix of length ``t``
     holds within 2 (measured: 1.5) sequences of ``share_i * t`` of each domain, and each domain's
     sequences are visited in a seeded permutation without replacement. The stream depends only on
-    the stores, the weights, the budget, ``seq_len``, ``seed``, ``shuffle_window`` and ``schedule``.
+    the stores, the weights, the budget, ``seq_len``, ``seed``, ``shuffle_window`` and ``schedule``
+    (and, for a run continued under this configuration, the state it continued from). It is
+    computed per position on demand (:class:`~autoscale_data.mixing.MixtureStream`): no memory
+    grows with the budget.
 
     Ranks take strided slices of it (rank ``r`` of ``W`` gets positions ``r, r+W, ...``), and
     DataLoader workers take strided items (samples, or whole batches with ``batch_size``) of their
@@ -64,12 +83,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
             :class:`~autoscale_data.store.TokenStore`, or a
             directory with one store per sub-directory. Domains are ordered by name; a sample's
             ``domain`` is an index into :attr:`domain_names`.
-        weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``.
+        weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``,
+            or a list of :class:`~autoscale_data.mixing.Phase` (each a token budget and a mix or a
+            plan evaluated at that budget; the budgets sum to ``budget_tokens``): exact and
+            low-discrepancy inside each phase, each domain's order continuing across them.
         budget_tokens: total training tokens.
         seq_len: tokens per sequence.
         seed: seeds the per-domain permutations and the window shuffle.
         options: a :class:`MixtureOptions` (``max_epochs``, ``shuffle_window``, ``rank``,
-            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``).
+            ``world_size``, ``output``, ``batch_size``, ``schedule``, ``verify``, ``continue_from``).
         **settings: the same settings as keywords (``ScaleAwareMixtureDataset(..., batch_size=8)``);
             they override ``options``.
 
@@ -108,18 +130,6 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         stores = open_domains(domains, verify)
         self.domain_names: list[str] = list(stores)
-        plan = weights if hasattr(weights, "weights_for_budget") else None
-        raw = plan.weights_for_budget(budget_tokens) if plan is not None else weights
-        self.weights: dict[str, float] = validate_weights(raw, self.domain_names)
-        total, counts = sequence_budget(list(self.weights.values()), budget_tokens, seq_len)
-        stream = None
-        if schedule == "anytime":
-            from ..mixing.schedule import anytime_counts_and_stream
-
-            if plan is None or not hasattr(plan, "allocation_for_budget"):
-                raise ValueError("schedule='anytime' needs a plan object with allocation_for_budget(N) "
-                                 "as weights, not a plain mapping")
-            counts, stream = anytime_counts_and_stream(plan, self.domain_names, total, seq_len)
         self.seq_len = seq_len
         self.seed = seed
         self.budget_tokens = int(budget_tokens)
@@ -129,40 +139,73 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.shuffle_window = opts.shuffle_window
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
-        available = self._reader.num_sequences
-        short = []
-        for name, need, avail in zip(self.domain_names, counts, available, strict=False):
-            try:
-                check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
-            except ValueError as exc:
-                short.append(str(exc))
-        if short:  # every domain that cannot supply its share, not only the first
-            raise ValueError("; ".join(short) if len(short) == 1 else
-                             f"{len(short)} domains cannot supply their share: " + "; ".join(short))
-        self.sequences_per_domain: dict[str, int] = {n: int(c) for n, c in zip(self.domain_names, counts, strict=False)}
-        self.total_sequences = int(total)
-        self._index = build_index(self.domain_names, counts, available, seed,
-                                  shuffle_window=self.shuffle_window, stream=stream)
+        self._available = self._reader.num_sequences
+        segments, self.weights, phase_config = plan_segments(weights, self.domain_names, budget_tokens, seq_len,
+                                                             schedule)
+        self._segments = segments
+        self.total_sequences = segments.total
+        self.phase_bounds: list[int] = phase_config["bounds"]
         self.config: dict[str, Any] = {
             "domains": self.domain_names,
             "stores": {n: store_summary(s) for n, s in stores.items()},
             "weights": self.weights,
-            "sequences": self.sequences_per_domain,
+            "sequences": {},
             "budget_tokens": self.budget_tokens,
             "seq_len": seq_len,
             "seed": seed,
             "shuffle_window": self.shuffle_window,
             "schedule": schedule,
+            "stream": STREAM_FORMAT,
         }
-        self.fingerprint: str = fingerprint(self.config)
+        if phase_config["phases"] is not None:
+            self.config["phases"] = phase_config["phases"]
         self._block = self.batch_size or 1
-        self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block)
+        if opts.continue_from is not None:  # the supply check counts the prefix's draws
+            _check_format(opts.continue_from)
+            self._follow(opts.continue_from, True)
+            self._resume(opts.continue_from)
+        else:
+            if phase_config["phases"] is not None:  # name the phase where a domain runs out
+                check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
+                            seq_len, self.max_epochs)
+            short = []
+            for name, need, avail in zip(self.domain_names, segments.totals, self._available, strict=False):
+                try:
+                    check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
+                except ValueError as exc:
+                    short.append(str(exc))
+            if short:  # every domain that cannot supply its share, not only the first
+                raise ValueError("; ".join(short) if len(short) == 1 else
+                                 f"{len(short)} domains cannot supply their share: " + "; ".join(short))
+            self._start_stream(segments, None)
+
+    def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:
+        """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
+        base = None if continued is None else [continued["domain_counts"][n] for n in self.domain_names]
+        self._stream = MixtureStream(self.domain_names, self._available, self.seed, segments.starts,
+                                     segments.counts, base=base, shuffle_window=self.shuffle_window,
+                                     phases=segments.phases)
+        self.sequences_per_domain: dict[str, int] = {
+            n: int(c) for n, c in zip(self.domain_names, self._stream.totals, strict=True)}
+        self.config["sequences"] = self.sequences_per_domain
+        if continued is None:
+            self.config.pop("continued_from", None)
+        else:
+            self.config["continued_from"] = continued
+        self.fingerprint: str = fingerprint(self.config)
+        self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block,
+                                  origin=self._stream.origin)
 
     # ------------------------------------------------------------------ layout
     @property
     def index_nbytes(self) -> int:
-        """Bytes of the in-memory global index (about 5 per sequence)."""
-        return self._index.nbytes
+        """Bytes of the stream's tables (a few KB whatever the budget: positions are computed on demand)."""
+        return self._stream.nbytes
+
+    @property
+    def phase(self) -> int:
+        """The phase the next pass starts in (0 for a single-phase dataset)."""
+        return self._stream.phase_at(self._state.next_start)
 
     def __len__(self) -> int:
         """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers).
@@ -186,14 +229,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
         view, single = self._reader.view, self._reader.single  # single: per domain, its one shard's array once mapped
-        domains, sequences = self._index.domains, self._index.sequences
+        lookup = self._stream.lookup
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
         for chunk in range(unit, n_local, step * _CHUNK):
             a = first + chunk * self.world_size
             b = first + min(n_local - 1, chunk + step * (_CHUNK - 1)) * self.world_size + 1
+            domains, sequences = lookup(np.arange(a, b, stride, dtype=np.int64))
             u = chunk
-            for d, s in zip(domains[a:b:stride].tolist(), sequences[a:b:stride].tolist(), strict=False):
+            for d, s in zip(domains.tolist(), sequences.tolist(), strict=False):
                 m = single[d]
                 tokens = view(d, s) if m is None else m[s * seq_len : s * seq_len + seq_len]
                 ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output, owned=False)
@@ -205,27 +249,37 @@ class ScaleAwareMixtureDataset(IterableDataset):
     def _batches(self, pos: StreamPosition) -> Iterator[dict[str, Any]]:
         first, n_local, unit, step = pos.slice.first, pos.slice.size, pos.next_unit, pos.num_workers
         world, size, seq_len = self.world_size, self._block, self.seq_len
-        domains, sequences = self._index.domains, self._index.sequences
+        lookup = self._stream.lookup
         read = self._reader.read_batch
         numpy_out = self.output == "numpy"
         compact = self.output == "compact"
         token_dtype = compact_dtype(self._reader.dtype) if compact else torch.int64
         in_worker = get_worker_info() is not None  # batches go to another process (see _batch)
-        for u in range(unit, -(-n_local // size), step):
-            i0, i1 = u * size, min(u * size + size, n_local)
-            a, b = first + i0 * world, first + (i1 - 1) * world + 1
-            d, s = domains[a:b:world], sequences[a:b:world]
-            pos.next_unit = u + step
-            if numpy_out:
-                arr = read(d, s, np.empty((d.size, seq_len), dtype=np.int64))
-                yield {"input_ids": arr, "labels": arr, "domain": d.astype(np.int64), "seq_index": s.astype(np.int64)}
-                continue
-            batch, ids, dom, seq = new_batch(d.size, seq_len, token_dtype, in_worker=in_worker)
-            dom.numpy()[:] = d
-            seq.numpy()[:] = s
-            rows = ids.numpy()
-            read(d, s, rows.view(self._reader.dtype) if compact else rows)
-            yield batch
+        units = range(unit, -(-n_local // size), step)
+        per_lookup = max(1, _CHUNK // size)  # units whose positions are looked up at once
+        rows = np.arange(size, dtype=np.int64)
+        for c0 in range(0, len(units), per_lookup):
+            chunk = np.asarray(units[c0 : c0 + per_lookup], dtype=np.int64)
+            local = (chunk[:, None] * size + rows).ravel()
+            local = local[local < n_local]
+            dom, seqs = lookup(first + local * world)
+            seqs = seqs.astype(np.int64)
+            at = 0
+            for u in chunk.tolist():
+                n = min(size, n_local - u * size)
+                d, s = dom[at : at + n], seqs[at : at + n]
+                at += n
+                pos.next_unit = u + step
+                if numpy_out:
+                    arr = read(d, s, np.empty((n, seq_len), dtype=np.int64))
+                    yield {"input_ids": arr, "labels": arr, "domain": d.copy(), "seq_index": s.copy()}
+                    continue
+                batch, ids, dom_t, seq_t = new_batch(n, seq_len, token_dtype, in_worker=in_worker)
+                dom_t.numpy()[:] = d
+                seq_t.numpy()[:] = s
+                out = ids.numpy()
+                read(d, s, out.view(self._reader.dtype) if compact else out)
+                yield batch
 
     # ------------------------------------------------------------------- state
     def state_dict(self, samples_taken: int | None = None, *, batches_taken: int | None = None,
@@ -245,8 +299,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
         Returns:
             ``{"format", "version", "fingerprint", "config", "cursor", "domain_counts", "total_sequences",
-            "rank", "world_size", "worker"}``: ``cursor`` is the global stream position before which
-            every sample has been yielded; ``domain_counts`` the per-domain sample counts of that prefix.
+            "rank", "world_size", "worker", "phase"}``: ``cursor`` is the global stream position before
+            which every sample has been yielded; ``domain_counts`` the per-domain sample counts of that
+            prefix; ``phase`` the phase of the position at the cursor.
         """
         samples_taken = _renamed_samples_taken(samples_taken, deprecated)
         if batches_taken is not None:
@@ -257,7 +312,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 raise TypeError("state_dict() got both samples_taken and batches_taken: pass one")
             samples_taken = self._state.samples_of(int(batches_taken))
         position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
-        counts = self._index.domain_counts(position["cursor"])
+        counts = self._stream.domain_counts(position["cursor"])
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -269,42 +324,106 @@ class ScaleAwareMixtureDataset(IterableDataset):
             "rank": self.rank,
             "world_size": self.world_size,
             "worker": position["worker"],
+            "phase": self._stream.phase_at(int(position["cursor"])),
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False) -> None:
         """Resume from a state: the next iteration starts at its cursor (once; later passes start at 0).
 
         The ``reset(initial_state)`` of :class:`StreamState`. The world size, rank and number of
         workers may differ from when the state was saved (the stream is global), except for a
         per-worker state saved inside a DataLoader worker, which only the same worker of the same
-        layout can resume. States of version 1 (per-domain counts under ``"consumed"``) load too.
+        layout can resume. A state of a continued run (see ``continue_run``) resumes that run on a
+        dataset built with the configuration it was continued under.
+
+        Args:
+            state: a :meth:`state_dict`.
+            continue_run: the state may come from another configuration of the same stores,
+                ``seq_len``, ``seed`` and ``shuffle_window``: keep its consumed prefix and continue
+                from its cursor under this dataset's configuration (new weights or phases after the
+                cursor, or a larger budget); each domain's order goes on where the prefix left it,
+                so nothing repeats or is skipped. Later passes start at that cursor.
 
         Raises:
-            ValueError: not a state of this class, a different mixture (the message names every
-                config entry that differs), a cursor outside the stream, or per-domain counts that
-                do not match the stream at the cursor.
+            ValueError: not a state of this class or of this state version; a different mixture
+                (the message names every config entry that differs) without ``continue_run``; with
+                it, other stores / seq_len / seed / shuffle window, a budget smaller than the
+                cursor, or a domain asked for more than it holds; a cursor outside the stream; or
+                per-domain counts that do not match the stream at the cursor.
         """
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-            raise ValueError(f"not a {STATE_FORMAT} state: {type(state).__name__} with keys "
-                             f"{sorted(state) if isinstance(state, Mapping) else '-'}")
-        version = state.get("version")
-        if version not in _COUNTS_KEY:
-            raise ValueError(f"unsupported state version {version!r}, expected one of {sorted(_COUNTS_KEY)}")
+        _check_format(state)
         if state.get("fingerprint") != self.fingerprint:
-            diff = config_diff(state.get("config") or {}, self.config) or ["(config not recorded)"]
-            raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
-                             f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff))
-        cursor = state.get("cursor")
-        if not is_int(cursor) or not 0 <= cursor <= self.total_sequences:
-            raise ValueError(f"state cursor {cursor!r} is outside the stream [0, {self.total_sequences}]")
-        expected = {n: int(c) for n, c in zip(self.domain_names, self._index.domain_counts(cursor), strict=True)}
-        saved = dict(state.get(_COUNTS_KEY[version]) or {})
+            self._follow(state, continue_run)
+        self._resume(state)
+
+    def _resume(self, state: Mapping[str, Any]) -> None:
+        cursor, origin = state.get("cursor"), self._stream.origin
+        if not is_int(cursor) or not origin <= cursor <= self.total_sequences:
+            raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, {self.total_sequences}]")
+        expected = {n: int(c) for n, c in zip(self.domain_names, self._stream.domain_counts(cursor), strict=True)}
+        saved = dict(state.get("domain_counts") or {})
         if saved != expected:
             raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "
                              f"{cursor}: expected {expected}")
         info = get_worker_info()
         here = None if info is None else {"id": info.id, "num_workers": info.num_workers}
         self._state.reset(int(cursor), state.get("worker"), here)
+
+    def _follow(self, state: Mapping[str, Any], continue_run: bool) -> None:
+        """Make this dataset's stream the one ``state`` belongs to: the same continued run, or (with
+        ``continue_run``) a new continuation from its cursor; else raise naming the differences."""
+        before = self.config.get("continued_from")
+        saved = state.get("config") or {}
+        record = saved.get("continued_from") if isinstance(saved, Mapping) else None
+        try:
+            if isinstance(record, Mapping):
+                try:
+                    self._continue_at(record)
+                except ValueError:
+                    pass
+                if getattr(self, "fingerprint", None) == state.get("fingerprint"):
+                    return  # a later state of a run continued under this configuration
+            if not continue_run:
+                self._restore(before)
+                diff = config_diff(saved, self.config) or ["(config not recorded)"]
+                raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
+                                 f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff)
+                                 + " (to continue that run under this configuration, "
+                                   "load_state_dict(state, continue_run=True))")
+            fixed = {k: saved.get(k, "<absent>") for k in _FIXED_ON_CONTINUE}
+            diff = config_diff(fixed, {k: self.config[k] for k in _FIXED_ON_CONTINUE})
+            if diff:
+                raise ValueError("a run can only be continued on the same stores, seq_len, seed and shuffle "
+                                 "window; differences: " + "; ".join(diff))
+            self._continue_at({"cursor": state.get("cursor"), "domain_counts": state.get("domain_counts"),
+                               "fingerprint": state.get("fingerprint")})
+        except ValueError:
+            self._restore(before)
+            raise
+
+    def _restore(self, record: Mapping[str, Any] | None) -> None:
+        if record is None:
+            self._start_stream(self._segments, None)
+        else:
+            self._continue_at(record)
+
+    def _continue_at(self, record: Mapping[str, Any]) -> None:
+        """Continue from ``record = {"cursor", "domain_counts", "fingerprint"}`` (of the run continued)."""
+        cursor, counts = record.get("cursor"), record.get("domain_counts")
+        if not is_int(cursor) or cursor < 0:
+            raise ValueError(f"state cursor {cursor!r} is not a stream position")
+        if cursor > self.total_sequences:
+            raise ValueError(f"the budget of this configuration ({self.budget_tokens} tokens, {self.total_sequences} "
+                             f"sequences) is smaller than the state's cursor ({cursor} sequences already consumed)")
+        if (not isinstance(counts, Mapping) or set(counts) != set(self.domain_names)
+                or not all(is_int(v) and v >= 0 for v in counts.values()) or sum(counts.values()) != cursor):
+            raise ValueError(f"the state's per-domain counts {counts!r} do not describe {cursor} sequences of "
+                             f"the domains {self.domain_names}")
+        rest = self._segments.after(int(cursor))
+        base = np.asarray([int(counts[n]) for n in self.domain_names], dtype=np.int64)
+        check_draws(self.domain_names, rest, base, self._available, self.seq_len, self.max_epochs)
+        self._start_stream(rest, {"cursor": int(cursor), "domain_counts": {n: int(counts[n]) for n in self.domain_names},
+                                  "fingerprint": record.get("fingerprint")})
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}={c}" for n, c in self.sequences_per_domain.items())

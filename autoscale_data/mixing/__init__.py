@@ -1,28 +1,59 @@
 """Pure-numpy mixing primitives: budgets, the deterministic interleave, per-domain orders, the index."""
 
-from .budget import WEIGHT_SUM_TOLERANCE, check_supply, largest_remainder, sequence_budget, validate_weights
-from .index import CHECKPOINT_EVERY, MixtureIndex, build_index
-from .interleave import christoffel_mask, domain_id_dtype, interleave, prefix_deviation
-from .permutation import domain_order, name_seed, sequence_id_dtype, window_permutation
-from .schedule import GRID_POINTS, allocation_path, anytime_counts_and_stream, anytime_stream, path_deviation
+from .budget import (
+    WEIGHT_SUM_TOLERANCE,
+    bounded_round,
+    check_supply,
+    largest_remainder,
+    sequence_budget,
+    validate_weights,
+)
+from .index import MixtureStream, build_index
+from .interleave import InterleaveTree, christoffel_mask, domain_id_dtype, interleave, prefix_deviation
+from .permutation import (
+    DomainOrders,
+    domain_order,
+    feistel_permute,
+    name_seed,
+    sequence_id_dtype,
+    window_permutation,
+)
+from .phases import Phase, SegmentPlan, check_draws, phase_bounds, plan_segments
+from .schedule import (
+    GRID_POINTS,
+    allocation_path,
+    anytime_counts_and_stream,
+    anytime_segments,
+    anytime_stream,
+    path_deviation,
+)
 
 __all__ = [
-    "CHECKPOINT_EVERY",
+    "DomainOrders",
     "GRID_POINTS",
-    "MixtureIndex",
+    "InterleaveTree",
+    "MixtureStream",
+    "Phase",
+    "SegmentPlan",
     "WEIGHT_SUM_TOLERANCE",
     "allocation_path",
     "anytime_counts_and_stream",
+    "anytime_segments",
     "anytime_stream",
+    "bounded_round",
     "build_index",
+    "check_draws",
     "check_supply",
     "christoffel_mask",
     "domain_id_dtype",
     "domain_order",
+    "feistel_permute",
     "interleave",
     "largest_remainder",
     "name_seed",
     "path_deviation",
+    "phase_bounds",
+    "plan_segments",
     "prefix_deviation",
     "sequence_budget",
     "sequence_id_dtype",

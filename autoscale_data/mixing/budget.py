@@ -12,6 +12,7 @@ from .._checks import check_int, is_int
 
 __all__ = [
     "WEIGHT_SUM_TOLERANCE",
+    "bounded_round",
     "check_supply",
     "largest_remainder",
     "sequence_budget",
@@ -107,6 +108,29 @@ def largest_remainder(weights: Mapping[str, float] | Sequence[float] | np.ndarra
         order = order[counts[order] > 0]
         counts[order[:-short]] -= 1
     return counts
+
+
+def bounded_round(target: np.ndarray, low: np.ndarray, high: np.ndarray, total: int) -> np.ndarray:
+    """Integers ``x`` with ``low <= x <= high`` and ``sum(x) == total``, each near ``target``.
+
+    ``target`` is clipped to the bounds and floored; the missing (or extra) units go to (come from)
+    the largest (smallest) fractional parts among the entries with room, in rounds.
+
+    Raises:
+        ValueError: ``total`` outside ``[sum(low), sum(high)]``.
+    """
+    lo, hi = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
+    if not int(lo.sum()) <= total <= int(hi.sum()):
+        raise ValueError(f"cannot place {total} units between {lo.tolist()} and {hi.tolist()}")
+    t = np.clip(np.asarray(target, dtype=np.float64), lo, hi)
+    x = np.clip(np.floor(t).astype(np.int64), lo, hi)
+    while (short := total - int(x.sum())) != 0:
+        frac = t - x
+        room = x < hi if short > 0 else x > lo
+        order = np.lexsort((np.arange(x.size), -frac if short > 0 else frac))
+        order = order[room[order]][: abs(short)]
+        x[order] += 1 if short > 0 else -1
+    return x
 
 
 def sequence_budget(weights: Sequence[float], budget_tokens: int, seq_len: int) -> tuple[int, np.ndarray]:

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from .budget import largest_remainder
+from .budget import bounded_round, largest_remainder
 
-__all__ = ["GRID_POINTS", "allocation_path", "anytime_counts_and_stream", "anytime_stream", "path_deviation"]
+__all__ = ["GRID_POINTS", "allocation_path", "anytime_counts_and_stream", "anytime_segments", "anytime_stream",
+           "path_deviation"]
 
 GRID_POINTS = 256
 
@@ -83,6 +84,30 @@ def anytime_stream(grid: np.ndarray, targets: np.ndarray, counts: np.ndarray) ->
     order = np.lexsort((dom, key))
     out_dtype = np.uint8 if counts.size <= 256 else np.uint16
     return dom[order].astype(out_dtype)
+
+
+def anytime_segments(plan: Any, names: Sequence[str], total: int,
+                     seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """The anytime path as many short phases: segment starts (``J + 1``) and counts ``[J, D]``.
+
+    Segment boundaries are the path's grid positions rounded to whole sequences; the cumulative
+    count of each domain at a boundary is the path's target there, rounded (monotone, summing to
+    the boundary, never past the final counts, see :func:`~autoscale_data.mixing.budget.bounded_round`).
+    The final counts are those of :func:`anytime_counts_and_stream`.
+    """
+    grid, targets = allocation_path(plan, names, total, seq_len)
+    final = targets[-1]
+    counts = largest_remainder(final / final.sum(), total)
+    bounds = np.unique(np.clip(np.round(grid), 0, total).astype(np.int64))
+    bounds = np.unique(np.concatenate([[0], bounds, [total]]))
+    at = np.zeros(counts.size, dtype=np.int64)
+    rows = []
+    for b in bounds[1:].tolist():
+        target = np.asarray([np.interp(b, grid, targets[:, d]) for d in range(counts.size)])
+        nxt = counts.copy() if b == total else bounded_round(target, at, counts, b)
+        rows.append(nxt - at)
+        at = nxt
+    return bounds, np.asarray(rows, dtype=np.int64).reshape(-1, counts.size)
 
 
 def anytime_counts_and_stream(plan: Any, names: Sequence[str], total: int,

@@ -1,0 +1,198 @@
+"""Phases of a run and the segment plan of a stream: exact counts per phase, cut at a cursor.
+
+A stream is planned as *segments* ``[starts[j], starts[j+1])`` with exact per-domain counts and
+the mix each was drawn from (``weights[j]``, used to re-plan a segment cut short when a run is
+continued under another configuration). A phase is one segment; the anytime schedule is many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._checks import is_int
+from .budget import largest_remainder, sequence_budget, validate_weights
+
+__all__ = ["Phase", "SegmentPlan", "check_draws", "phase_bounds", "plan_segments"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a run: ``budget_tokens`` tokens drawn at one mix.
+
+    Args:
+        budget_tokens: the phase's tokens (> 0); the phases of a dataset sum to its budget.
+        weights: domain name -> weight (summing to 1), or a plan with
+            ``weights_for_budget(budget_tokens)`` (evaluated at this phase's budget).
+    """
+
+    budget_tokens: int
+    weights: Mapping[str, float] | Any
+
+    def __post_init__(self) -> None:
+        if not is_int(self.budget_tokens) or self.budget_tokens <= 0:
+            raise ValueError(f"a phase's budget_tokens must be a positive integer, got {self.budget_tokens!r}")
+        object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
+
+
+def phase_bounds(budgets: Sequence[int], seq_len: int, budget_tokens: int) -> list[int]:
+    """Stream positions where the phases start and end (``len(budgets) + 1`` of them).
+
+    Phase ``p`` ends at ``floor(sum(budgets[:p+1]) / seq_len)`` sequences.
+
+    Raises:
+        ValueError: budgets that do not sum to ``budget_tokens``, or a phase shorter than one sequence.
+    """
+    if sum(budgets) != budget_tokens:
+        raise ValueError(f"the phase budgets {list(budgets)} sum to {sum(budgets)} tokens, not the dataset's "
+                         f"budget_tokens={budget_tokens}")
+    bounds = [0]
+    acc = 0
+    for p, b in enumerate(budgets):
+        acc += b
+        bounds.append(acc // seq_len)
+        if bounds[-1] <= bounds[-2]:
+            raise ValueError(f"phase {p} ({b} tokens) holds no whole sequence of {seq_len} tokens")
+    return bounds
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """Segments of a stream: ``starts`` (``J + 1``), ``counts [J, D]``, ``weights [J, D]``, ``phases [J]``
+    (an empty plan, the rest of a stream cut at its end, keeps the last phase: ``phases [1]``)."""
+
+    starts: np.ndarray
+    counts: np.ndarray
+    weights: np.ndarray
+    phases: np.ndarray
+
+    @classmethod
+    def of_phases(cls, bounds: Sequence[int], weights: Sequence[Sequence[float]]) -> SegmentPlan:
+        """One segment per phase, each with the largest-remainder counts of its weights."""
+        w = np.asarray(weights, dtype=np.float64)
+        counts = np.stack([largest_remainder(w[p], bounds[p + 1] - bounds[p]) for p in range(w.shape[0])])
+        return cls(np.asarray(bounds, dtype=np.int64), counts, w, np.arange(w.shape[0]))
+
+    @classmethod
+    def of_counts(cls, starts: np.ndarray, counts: np.ndarray) -> SegmentPlan:
+        """Segments given by counts (the anytime path); their mix is their counts' shares; one phase."""
+        lengths = np.diff(starts).astype(np.float64)
+        return cls(np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64),
+                   counts / lengths[:, None], np.zeros(counts.shape[0], dtype=np.int64))
+
+    @property
+    def total(self) -> int:
+        return int(self.starts[-1])
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self.counts.sum(axis=0)
+
+    def after(self, cursor: int) -> SegmentPlan:
+        """The plan of ``[cursor, total)``: earlier segments dropped; the one cut short re-planned
+        at its own mix (largest remainder over what is left of it).
+
+        Raises:
+            ValueError: ``cursor`` outside ``[0, total]``.
+        """
+        if not 0 <= cursor <= self.total:
+            raise ValueError(f"cursor {cursor} is outside the planned stream [0, {self.total}]")
+        if cursor == self.total:
+            return SegmentPlan(np.asarray([cursor], dtype=np.int64), self.counts[:0], self.weights[:0],
+                               self.phases[-1:])  # no segment left; the phase it ended in
+        j = int(np.searchsorted(self.starts, cursor, side="right")) - 1
+        counts = self.counts[j:].copy()
+        if cursor > self.starts[j]:
+            counts[0] = largest_remainder(self.weights[j], int(self.starts[j + 1]) - cursor)
+        starts = np.concatenate([[cursor], self.starts[j + 1:]])
+        return SegmentPlan(starts, counts, self.weights[j:], self.phases[j:])
+
+
+def check_draws(names: Sequence[str], plan: SegmentPlan, base: np.ndarray, available: Sequence[int],
+                seq_len: int, caps: Mapping[str, float | None]) -> None:
+    """Raise ``ValueError`` naming the domain and phase that asks more sequences than a domain allows.
+
+    Without a cap a domain's sequences are drawn at most once; with ``max_epochs`` at most
+    ``floor(max_epochs * available)`` times. ``base`` holds the draws already made (a continued run).
+    """
+    drawn = np.asarray(base, dtype=np.int64) + np.cumsum(plan.counts, axis=0) if plan.counts.size else None
+    if drawn is None:
+        return
+    for d, name in enumerate(names):
+        avail, cap = int(available[d]), caps[name]
+        allowed = math.floor((1.0 if cap is None else cap) * avail + 1e-9)
+        over = np.flatnonzero(drawn[:, d] > allowed)
+        if over.size:
+            j = int(over[0])
+            hint = "allow repetition with max_epochs" if cap is None else f"raise max_epochs above {cap}"
+            raise ValueError(
+                f"phase {int(plan.phases[j])} asks more of domain {name!r} than is left: by position "
+                f"{int(plan.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of {seq_len} tokens "
+                f"({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole sequences"
+                f"{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
+
+
+def _phase_list(weights: Any) -> list[Phase] | None:
+    """``weights`` as a list of phases, or None for a single mix (a mapping or a plan)."""
+    if isinstance(weights, Phase):
+        return [weights]
+    if isinstance(weights, Sequence) and not isinstance(weights, (str, bytes)):
+        phases = [p if isinstance(p, Phase) else Phase(*p) for p in weights]
+        if not phases:
+            raise ValueError("phases is empty: give at least one Phase(budget_tokens, weights)")
+        return phases
+    return None
+
+
+def _weights_of(weights: Any, names: Sequence[str], budget_tokens: int) -> dict[str, float]:
+    plan = hasattr(weights, "weights_for_budget")
+    return validate_weights(weights.weights_for_budget(budget_tokens) if plan else weights, names)
+
+
+def plan_segments(weights: Any, names: Sequence[str], budget_tokens: int, seq_len: int,
+                  schedule: str = "fixed") -> tuple[SegmentPlan, dict[str, float], dict[str, Any]]:
+    """The segment plan of a dataset's stream.
+
+    Args:
+        weights: a mapping name -> weight, a plan with ``weights_for_budget`` (and
+            ``allocation_for_budget`` for ``schedule="anytime"``), or a sequence of :class:`Phase`
+            (or ``(budget_tokens, weights)`` pairs) whose budgets sum to ``budget_tokens``.
+        names: the domains, in stream order.
+        budget_tokens: the run's tokens.
+        seq_len: tokens per sequence.
+        schedule: ``"fixed"`` or ``"anytime"`` (one phase only).
+
+    Returns:
+        ``(plan, weights, info)``: the weights of a single phase (else each domain's share of the
+        whole run), and ``info = {"bounds": phase start/end positions, "phases": the phases' budgets
+        and weights as JSON, or None for a single phase}``.
+    """
+    phases = _phase_list(weights)
+    if phases is not None and len(phases) == 1:  # one phase is the plain dataset
+        phase_bounds([phases[0].budget_tokens], seq_len, budget_tokens)
+        weights, phases = phases[0].weights, None
+    if phases is None:
+        w = _weights_of(weights, names, budget_tokens)
+        total, _ = sequence_budget(list(w.values()), budget_tokens, seq_len)
+        if schedule == "anytime":
+            if not hasattr(weights, "allocation_for_budget"):
+                raise ValueError("schedule='anytime' needs a plan object with allocation_for_budget(N) "
+                                 "as weights, not a plain mapping")
+            from .schedule import anytime_segments
+
+            starts, counts = anytime_segments(weights, names, total, seq_len)
+            return SegmentPlan.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
+        return SegmentPlan.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
+    if schedule != "fixed":
+        raise ValueError(f"schedule={schedule!r} follows one plan's path; it cannot be combined with phases")
+    bounds = phase_bounds([p.budget_tokens for p in phases], seq_len, budget_tokens)
+    mixes = [_weights_of(p.weights, names, p.budget_tokens) for p in phases]
+    plan = SegmentPlan.of_phases(bounds, [list(m.values()) for m in mixes])
+    shares = plan.totals / plan.total
+    info = {"bounds": bounds, "phases": [{"budget_tokens": p.budget_tokens, "weights": m}
+                                         for p, m in zip(phases, mixes, strict=True)]}
+    return plan, {n: float(x) for n, x in zip(names, shares, strict=True)}, info
