@@ -28,7 +28,16 @@ from .bootstrap import (
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
 from .identify import Identifiability, identify
-from .joint import PROJECTIONS, JointFit, compare_projections, fit_joint, projection_summary, weight_distance
+from .joint import (
+    PROJECTIONS,
+    JointFit,
+    compare_projections,
+    fit_budget_law,
+    fit_joint,
+    per_budget_optima,
+    projection_summary,
+    weight_distance,
+)
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
@@ -62,6 +71,7 @@ __all__ = [
     "bootstrap_projection",
     "compare_projections",
     "ddo_runs_plan",
+    "fit_budget_law",
     "fit_ddo",
     "fit_joint",
     "fit_mixing_law",
@@ -74,6 +84,7 @@ __all__ = [
     "mixing_law_weights",
     "multiplier_bounds",
     "natural_weights",
+    "per_budget_optima",
     "power_law",
     "project",
     "projection_summary",
