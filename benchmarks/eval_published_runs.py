@@ -35,13 +35,17 @@ Only mixtures with every needed checkpoint are used. Methods (each fitted on the
 * ``joint-opt``: that law's optimum at the held-out budget (weights only).
 * ``geometric``: the Theorem-1 path through the joint law's optima at the smallest and largest
   fitted budgets (AutoScale's projection from two budgets), evaluated at the held-out budget
-  (weights only).
+  (weights only; an optimum's zero allocation is floored at 1e-6 of the budget so the path exists).
+* ``robust``: the same path with each domain's share trend shrunk by its uncertainty
+  (:func:`autoscale_data.solver.robust_project`; σ from the joint law's range of the optimum over
+  consistent fits at each of the two budgets; weights only).
 * ``steps``: a power law per mixture in the budget axis, ``L_m(N) = E_m + B_m N^-β`` with one shared
   exponent (the first stage of the Data Mixing Laws pipeline); predicts its own mixtures only.
-* ``mixlaw+steps``: that pipeline's second stage: the mixing law ``c + k exp(t·w)`` fitted to the
-  ``steps`` predictions at the held-out budget, evaluated at every held-out mixture. (The paper fits one
-  law per validation domain; here the weighted target is fitted directly.) At one fitted budget:
-  the mixing law fitted to the observed losses.
+* ``mixlaw+steps``: that paper's pipeline: per validation domain (the 22 Pile domains of the
+  mixinglaws data, weighted as in its ``valid_weight.json``), the power law in steps per mixture
+  predicts the held-out loss, the mixing law ``c + k exp(t·w)`` is fitted to those predictions and
+  evaluated at every held-out mixture; the target is their weighted sum. RegMix (one fitted budget,
+  one target column): the mixing law fitted to the observed Pile-CC losses.
 * ``law@last``: the same token law fitted to the largest fitted budget alone
   (:func:`autoscale_data.solver.fit_budget_law`; needs more runs than its 3m+1 parameters).
 * ``regmix``: RegMix-style linear regression of the loss on the weights at the largest fitted budget
@@ -69,6 +73,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import os
@@ -91,6 +96,7 @@ from autoscale_data._io import atomic_write_text  # noqa: E402
 from autoscale_data.solver.joint import fit_budget_law, fit_joint  # noqa: E402
 from autoscale_data.solver.projection import project  # noqa: E402
 from autoscale_data.solver.regression import fit_mixing_law  # noqa: E402
+from autoscale_data.solver.robust import log_share_sd, robust_project  # noqa: E402
 from autoscale_data.solver.runs import Run, RunTable  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "external_runs"
@@ -101,8 +107,8 @@ FIT_RANGES = {"budget": (10_000, 18_000), "budget-short": (10_000, 14_000)}  # c
 HELDOUT_STEPS = (27_000, 30_000)
 NOISE_STEPS = (10_000, 12_000, 13_000, 14_000, 16_000, 18_000, 20_000, 22_000, 24_000, 27_000, 30_000)
 BASELINE = "best-observed"
-WEIGHT_ONLY = ("joint-opt", "geometric", "natural", "uniform")
-METHODS = ("joint", "joint-opt", "geometric", "steps", "mixlaw+steps", "law@last", "regmix", BASELINE,
+WEIGHT_ONLY = ("joint-opt", "geometric", "robust", "natural", "uniform")
+METHODS = ("joint", "joint-opt", "geometric", "robust", "steps", "mixlaw+steps", "law@last", "regmix", BASELINE,
            "natural", "uniform")
 
 
@@ -115,6 +121,7 @@ class Budget:
     weights: np.ndarray
     loss: np.ndarray
     axis: float = 0.0  # the power law's variable (steps or parameters); tokens when 0
+    per_domain: np.ndarray | None = None  # (R, V) validation losses whose weighted sum is ``loss``
 
     def __post_init__(self) -> None:
         self.weights = np.asarray(self.weights, dtype=np.float64)
@@ -140,6 +147,7 @@ class Case:
     noise: float
     natural: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    val_weights: np.ndarray | None = None  # (V,) weights of the per-domain losses in the target
 
 
 # ----------------------------------------------------------------------------------------- methods
@@ -218,11 +226,33 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
         if "fit" not in joint_box:
             raise ValueError(out["joint"]["error"])
         j = joint_box["fit"]
-        scales = [{"budget_tokens": n, "allocation_tokens": j.optimize_at(n)} for n in (fit[0].tokens, last.tokens)]
+        floor = 1e-6  # a domain the optimum leaves out stays (almost) out: the path needs allocations > 0
+        scales = []
+        for n in (fit[0].tokens, last.tokens):
+            alloc = {d: max(v, floor * n) for d, v in j.optimize_at(n).items()}
+            total = sum(alloc.values())
+            scales.append({"budget_tokens": n, "allocation_tokens": {d: v * n / total for d, v in alloc.items()}})
         p = project(scales, ho.tokens)
         return {"weights": np.array([p.weights[d] for d in dom]), "t": p.t}
 
     attempt("geometric", geometric)
+
+    def robust() -> dict[str, Any]:
+        if "fit" not in joint_box:
+            raise ValueError(out["joint"]["error"])
+        j = joint_box["fit"]
+        ranges = j.identifiability["per_budget"]
+        scales, sds = [], []
+        for n in (fit[0].tokens, last.tokens):
+            alloc = {d: max(v, 1e-6 * n) for d, v in j.optimize_at(n).items()}
+            total = sum(alloc.values())
+            scales.append({"budget_tokens": n, "allocation_tokens": {d: v * n / total for d, v in alloc.items()}})
+            sds.append(log_share_sd({d: ranges[f"{float(n):.17g}"][d] for d in dom}))
+        r = robust_project(scales, ho.tokens, sds)
+        return {"weights": np.array([r.weights[d] for d in dom]), "moved": r.moved["total_variation"],
+                "mean_shrink": float(np.mean(list(r.shrink.values())))}
+
+    attempt("robust", robust)
 
     def steps() -> dict[str, Any]:
         pred = step_law(fit, ho.axis)
@@ -234,15 +264,22 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
     attempt("steps", steps)
 
     def mixlaw() -> dict[str, Any]:
-        if len(fit) >= 2:
-            pred = step_law(fit, ho.axis)
-            ids = sorted(pred)
-            w = np.array([[*last.weights[last.ids.index(i)]] for i in ids])
-            y = np.array([pred[i] for i in ids])
-        else:
-            w, y = last.weights, last.loss
-        c, k, t = fit_mixing_law(w, y, n_starts=4)
-        return {"pred": c + k * np.exp(np.clip(ho.weights @ t, -50, 50))}
+        per_domain = case.val_weights is not None and all(b.per_domain is not None for b in fit)
+        targets = ([(v, [Budget(b.tokens, b.ids, b.weights, b.per_domain[:, v], b.axis) for b in fit])
+                    for v in range(len(case.val_weights))] if per_domain else [(None, fit)])
+        total = np.zeros(len(ho.ids))
+        for v, budgets in targets:
+            if len(budgets) >= 2:
+                pred = step_law(budgets, ho.axis)
+                ids = sorted(pred)
+                w = np.array([last.weights[last.ids.index(i)] for i in ids])
+                y = np.array([pred[i] for i in ids])
+            else:
+                w, y = budgets[-1].weights, budgets[-1].loss
+            c, k, t = fit_mixing_law(w, y, n_starts=4)
+            p = c + k * np.exp(np.clip(ho.weights @ t, -50, 50))
+            total += p if v is None else case.val_weights[v] * p
+        return {"pred": total, "per_domain": per_domain}
 
     attempt("mixlaw+steps", mixlaw)
 
@@ -305,7 +342,7 @@ def score(case: Case, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, dic
         row.update(recommended=case.heldout.ids[rec], regret=float(y[rec] - best),
                    rank=int(1 + np.sum(y < y[rec])))
         row["tie_with_best"] = bool(row["regret"] <= case.noise)
-        for k in ("identified", "spread", "aar", "floor", "t"):
+        for k in ("identified", "spread", "aar", "floor", "t", "moved", "mean_shrink"):
             if k in o:
                 row[k] = float(o[k]) if not isinstance(o[k], bool) else o[k]
         rows[name] = row
@@ -380,6 +417,28 @@ def load_mixinglaws(data: Path, dataset: str) -> tuple[tuple[str, ...], dict[str
     return domains, curves, weights, natural
 
 
+def load_long(data: Path, dataset: str, weights: Mapping[str, np.ndarray]) -> tuple[
+        tuple[str, ...], np.ndarray, dict[str, dict[str, dict[int, np.ndarray]]]]:
+    """Per validation domain losses: ``(val domains, their target weights, {size: {mix: {step: (V,)}}})``."""
+    with open(data / "mixinglaws" / "valid_weight.json", encoding="utf-8") as fh:
+        vw = json.load(fh)
+    with gzip.open(data / "mixinglaws" / f"{dataset}_runs_long.csv.gz", "rt", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    vals = tuple(sorted(vw))
+    wcols = [c for c in rows[0] if c.startswith("w_")]
+    raw: dict[tuple[str, str, int], dict[str, float]] = {}
+    for r in rows:
+        if r["run_idx"] in ("997", "999"):
+            continue
+        mix = "-".join(f"{float(r[c]):.6g}" for c in wcols)
+        raw.setdefault((r["model"], mix, int(r["step"])), {})[r["val_domain"]] = float(r["loss"])
+    out: dict[str, dict[str, dict[int, np.ndarray]]] = {}
+    for (size, mix, step), losses in raw.items():
+        if mix in weights and all(v in losses for v in vals):
+            out.setdefault(size, {}).setdefault(mix, {})[step] = np.array([losses[v] for v in vals])
+    return vals, np.array([vw[v] for v in vals]), out
+
+
 def noise_floor(curves: Mapping[str, Mapping[int, float]]) -> float:
     """Median over mixtures of the RMS residual of one power law in steps fitted to its checkpoints."""
     res = []
@@ -395,9 +454,13 @@ def noise_floor(curves: Mapping[str, Mapping[int, float]]) -> float:
 
 
 def _budget(steps_loss: Mapping[str, Mapping[int, float]], weights: Mapping[str, np.ndarray], mixes: Sequence[str],
-            step: int, scale: float = 1.0, axis: float = 0.0) -> Budget:
+            step: int, scale: float = 1.0, axis: float = 0.0,
+            long: Mapping[str, Mapping[int, np.ndarray]] | None = None) -> Budget:
+    per = None
+    if long is not None and all(m in long and step in long[m] for m in mixes):
+        per = np.array([long[m][step] for m in mixes])
     return Budget(step * TOKENS_PER_STEP * scale, list(mixes), np.array([weights[m] for m in mixes]),
-                  np.array([steps_loss[m][step] for m in mixes]), axis=axis)
+                  np.array([steps_loss[m][step] for m in mixes]), axis=axis, per_domain=per)
 
 
 def mixinglaws_cases(data: Path) -> list[Case]:
@@ -405,6 +468,7 @@ def mixinglaws_cases(data: Path) -> list[Case]:
     cases = []
     for dataset in ("redpajama", "pile5"):
         domains, curves, weights, natural = load_mixinglaws(data, dataset)
+        _, vweights, long = load_long(data, dataset, weights)
         noise = {size: noise_floor(curves[size]) for size in SIZES if size in curves}
         for protocol, (lo, hi) in FIT_RANGES.items():
             for size in SIZES:
@@ -415,22 +479,23 @@ def mixinglaws_cases(data: Path) -> list[Case]:
                 fit_steps = sorted(st for st in common if lo <= st <= hi)
                 if len(fit_steps) < 3:
                     continue
-                fit = [_budget(curves[size], weights, mixes, s) for s in fit_steps]
+                fit = [_budget(curves[size], weights, mixes, s, long=long.get(size)) for s in fit_steps]
                 for h in HELDOUT_STEPS:
                     cases.append(Case(f"{dataset} {size} {fit_steps[0] // 1000}-{fit_steps[-1] // 1000}k->{h // 1000}k",
                                       protocol, domains, fit, _budget(curves[size], weights, mixes, h), noise[size],
                                       natural if dataset == "redpajama" else None,
-                                      {"dataset": dataset, "size": size}))
+                                      {"dataset": dataset, "size": size}, vweights))
         step = 30_000
         for fit_sizes, targets in ((("70M", "160M", "305M"), ("410M",)), (("70M", "160M"), ("305M", "410M"))):
             for target in targets:
                 sizes = (*fit_sizes, target)
                 mixes = sorted(set.intersection(*({m for m, c in curves[s].items() if step in c} for s in sizes)))
-                fit = [_budget(curves[s], weights, mixes, step, SIZES[s] / SIZES["70M"], SIZES[s]) for s in fit_sizes]
+                fit = [_budget(curves[s], weights, mixes, step, SIZES[s] / SIZES["70M"], SIZES[s], long.get(s))
+                       for s in fit_sizes]
                 ho = _budget(curves[target], weights, mixes, step, SIZES[target] / SIZES["70M"], SIZES[target])
                 cases.append(Case(f"{dataset} {'+'.join(fit_sizes)}->{target} @30k", "size", domains, fit, ho,
                                   noise[target], natural if dataset == "redpajama" else None,
-                                  {"dataset": dataset, "size": target}))
+                                  {"dataset": dataset, "size": target}, vweights))
     return cases
 
 

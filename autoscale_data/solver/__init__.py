@@ -43,6 +43,7 @@ from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import AllocationPath, Projection, fit_path, project
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
+from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import Run, RunTable
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
@@ -63,6 +64,7 @@ __all__ = [
     "PowerLawFit",
     "Projection",
     "ProjectionBootstrap",
+    "RobustProjection",
     "Run",
     "RunTable",
     "allocate",
@@ -81,6 +83,7 @@ __all__ = [
     "heldout_scale_check",
     "identify",
     "kkt_violation",
+    "log_share_sd",
     "mixing_law_weights",
     "multiplier_bounds",
     "natural_weights",
@@ -92,6 +95,7 @@ __all__ = [
     "read_olmix",
     "reference_weights",
     "regmix_weights",
+    "robust_project",
     "sample_mixtures",
     "synthetic_budget_runs",
     "synthetic_ddo_runs",

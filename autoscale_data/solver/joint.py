@@ -607,7 +607,14 @@ def _fit(data: _Data, target_tokens: float | None, objective: str, min_weight: f
                               if sol.at_lower[j] or sol.at_upper[j]},
                   status="degenerate" if bool(sol.degenerate) else "optimal",
                   kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x))
-    return replace(fit, identifiability=_identify_joint(data, p, fit, lo_x, hi_x, level=level, weight_tol=weight_tol))
+    ident = _identify_joint(data, p, fit, lo_x, hi_x, level=level, weight_tol=weight_tol)
+    per_budget_ranges = {}
+    for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
+        _, lo_n, hi_n, _ = fit._allocation(float(n))
+        at_n = _identify_joint(data, p, fit, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
+        per_budget_ranges[f"{float(n):.17g}"] = at_n["weight_range"]
+    ident["per_budget"] = per_budget_ranges
+    return replace(fit, identifiability=ident)
 
 
 def _pure_error(data: _Data) -> tuple[float, int]:
@@ -627,7 +634,7 @@ def _pure_error(data: _Data) -> tuple[float, int]:
 
 
 def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray, hi_x: np.ndarray, *,
-                   level: float = 0.95, weight_tol: float = 0.01) -> dict[str, Any]:
+                   level: float = 0.95, weight_tol: float = 0.01, target: float | None = None) -> dict[str, Any]:
     """Range of the law's optimum over the fits consistent with the runs (any design).
 
     The consistent fits are those whose SSE stays within ``s² · χ²₁(level)`` of the best one (``s²``:
@@ -635,7 +642,8 @@ def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray,
     linearised (Gauss-Newton) form: for each domain the two fits of that region that move its optimal
     weight most are found from the weight's gradient, and every parameter combination the runs do not
     determine (a null direction of the Jacobian) is moved by the parameters' own size. The optimum is
-    then computed exactly at each of those fits; ``weight_range`` is the span per domain. Identified:
+    then computed exactly at each of those fits (at ``target``, default the fit's target);
+    ``weight_range`` is the span per domain. Identified:
     spare points, no undetermined direction, and no weight moves by more than ``weight_tol``.
     """
     m = len(data.domains)
@@ -658,7 +666,7 @@ def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray,
     null = ev <= 1e-10 * max(float(ev.max()), 1e-300)
     inv = (vec[:, ~null] / ev[~null]) @ vec[:, ~null].T
     ps = p * d
-    target = fit.target_tokens
+    target = fit.target_tokens if target is None else target
     s = data.scale
 
     def weights_of(params_s: np.ndarray) -> np.ndarray:
