@@ -68,6 +68,9 @@ def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_p
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
     assert proj["t"] == proj["geometric"]["t"] and proj["budget_tokens"] == 65536
+    assert proj["robust"]["method"] == "robust"  # reported beside, never used unless chosen
+    assert proj["robust"]["plain_weights"] == pytest.approx(proj["geometric"]["weights"])
+    assert any("robust projection (reported only" in line for line in lines)
     assert "geometric, t=" in lines[-1]
     assert "geometric" in projection_label(proj) and "The joint projection differs" in projection_sentence(proj)
 

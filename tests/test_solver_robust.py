@@ -69,3 +69,15 @@ def test_bad_sd_is_refused():
         robust_project(SCALES, 5e7, {"web": 0.1})
     with pytest.raises(ValueError, match=">= 0"):
         robust_project(SCALES, 5e7, {"web": -0.1, "code": 0.1, "books": 0.1})
+
+
+def test_projection_summary_reports_the_robust_projection_beside():
+    from autoscale_data.solver.joint import projection_summary
+
+    plain = project(SCALES, 5e7)
+    r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
+    out = projection_summary("geometric", plain, "no joint here", r)
+    assert out["method"] == "geometric" and out["weights"] == plain.weights
+    assert out["robust"]["moved"] == r.moved and out["robust"]["method"] == "robust"
+    assert projection_summary("geometric", plain, "x", "failed")["robust"] == {"error": "failed"}
+    assert "robust" not in projection_summary("geometric", plain, "x")

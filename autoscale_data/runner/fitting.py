@@ -74,7 +74,16 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, fit_joint, project, projection_summary
+    from ..solver import (
+        MixturePlan,
+        bootstrap_ddo,
+        fit_ddo,
+        fit_joint,
+        log_share_sd,
+        project,
+        projection_summary,
+        robust_project,
+    )
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
@@ -116,7 +125,13 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     joint = _attempt(method == "joint", f"joint projection to {target} tokens",
                      lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
     chosen = joint if method == "joint" else geometric
-    atomic_write_json(out_dir / "projection.json", projection_summary(method, geometric, joint))
+    robust = _attempt(False, "robust projection", lambda: robust_project(
+        [results[n1], results[n2]], target, [log_share_sd(results[n1]), log_share_sd(results[n2])],
+        token_caps=caps, max_epochs=config.max_epochs))
+    if not isinstance(robust, str):
+        log(f"robust projection (reported only; trends shrunk by their identifiability range): moves the geometric "
+            f"mix by total variation {robust.moved['total_variation']:.3f}")
+    atomic_write_json(out_dir / "projection.json", projection_summary(method, geometric, joint, robust))
     plan = None
     try:
         scales = chosen.path_scales(n1) if method == "joint" else [results[n1], results[n2]]

@@ -784,13 +784,15 @@ def compare_projections(
     return out
 
 
-def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any]:
+def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = None) -> dict[str, Any]:
     """Both projections to one target and which one is used (the runner's ``fits/projection.json``).
 
     Args:
         method: the one used, ``"geometric"`` or ``"joint"``.
         geometric: the :class:`~.projection.Projection`, or the error text when it failed.
         joint: the :class:`JointFit`, or the error text when it failed.
+        robust: the :class:`~.robust.RobustProjection` (reported beside them, with how far it moves
+            the geometric mix), its error text, or None (not computed).
 
     Returns:
         Top-level ``method``, ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of
@@ -815,4 +817,6 @@ def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any
         out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
     if not any("error" in p for p in parts.values()):
         out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
+    if robust is not None:
+        out["robust"] = {"error": robust} if isinstance(robust, str) else robust.to_json()
     return out
