@@ -89,7 +89,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     ddo_cfg = config.ddo
     caps = {d: float(v) for d, v in domains.train_tokens.items()}
     options = {"objective": ddo_cfg.objective, "min_weight": ddo_cfg.min_weight, "max_weight": ddo_cfg.max_weight,
-               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law}
+               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law,
+               "val_domains": ddo_cfg.objective_weights}  # a mapping: the fits' objective is that weighted sum
     results: dict[int, Any] = {}
     tables: dict[int, Any] = {}
     boots: dict[int, dict[str, Any]] = {}
@@ -118,7 +119,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     n1, n2 = config.ddo.budgets
     target = config.target.budget
     method = ddo_cfg.projection
-    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs")}
+    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs",
+                                      "val_domains")}
     geometric = _attempt(method == "geometric", f"projection to {target} tokens",
                          lambda: project([results[n1], results[n2]], target, token_caps=caps,
                                          max_epochs=config.max_epochs, fit=results[n2]))
