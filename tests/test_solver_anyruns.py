@@ -210,3 +210,18 @@ def test_project_cli_on_olmix_pairs(tmp_path, capsys):
     np.testing.assert_allclose([out["weights"][d] for d in DOMAINS], true_weights(1e9), atol=0.01)
     assert main(args[:-1] + ["lots"]) != 0
     assert "TOKENS must be a number, got 'lots'" in capsys.readouterr().err
+
+
+def test_ddo_cli_takes_objective_weights(tmp_path, capsys):
+    from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+    runs = synthetic_ddo_runs({"web": 1e6, "code": 1e6, "books": 1e6}, [1, 2, 3], [0.4, 0.6, 0.9])
+    skewed = RunTable([Run(r.run_id, r.tokens, {"all": r.loss["all"], "web_only": 3.0 - 1e-7 * r.tokens["web"]})
+                       for r in runs])
+    skewed.to_csv(tmp_path / "runs.csv")
+    base = ["ddo", str(tmp_path / "runs.csv"), "--objective", "mean_loss", "--json"]
+    assert main(base + ["--objective-weights", "all=1"]) == 0
+    only_all = json.loads(capsys.readouterr().out)["weights"]
+    assert main(base + ["--objective-weights", "all=1,web_only=5"]) == 0
+    heavy = json.loads(capsys.readouterr().out)["weights"]
+    assert heavy["web"] > only_all["web"] + 0.05

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 import numpy as np
 
 from .._extras import require
-from ..solver.design import objective_weight
 from ..solver.joint import PROJECTIONS, fit_joint, per_budget_optima, projection_summary
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
@@ -28,13 +26,14 @@ from ._args import (
     add_json_flag,
     add_supply_args,
     add_verb,
+    objective_weights_arg,
     parse_tokens,
     positive_float,
     read_json,
     weight_float,
 )
 
-__all__ = ["objective_weights_arg", "plot_weights", "register", "run", "scales_from_json"]
+__all__ = ["plot_weights", "register", "run", "scales_from_json"]
 
 _EPILOG = """\
 SCALES.json: {"scales": [{"budget_tokens": N1, "weights": {...}},
@@ -123,28 +122,6 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def objective_weights_arg(spec: str | None) -> dict[str, float] | None:
-    """``"a=0.7,b=0.3"`` or the path of a JSON object ``{"a": 0.7, "b": 0.3}`` -> the weights."""
-    if spec is None:
-        return None
-    if spec.endswith(".json") or os.path.isfile(spec):
-        obj = read_json(spec)
-        if not isinstance(obj, dict) or not obj:
-            raise ValueError(f"{spec}: expected a JSON object {{validation domain: weight}}")
-        return {str(d): objective_weight(str(d), v) for d, v in obj.items()}
-    out: dict[str, float] = {}
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        name, sep, val = part.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--objective-weights: expected DOMAIN=WEIGHT, got {part!r}")
-        out[name.strip()] = objective_weight(name.strip(), val.strip())
-    if not out:
-        raise ValueError("--objective-weights is empty")
-    return out
 
 
 def _tables(args: argparse.Namespace) -> list[RunTable]:
