@@ -3,7 +3,7 @@
 Reads the third-party runs from ``../shared/external_runs`` (relative to the repository root; see its
 PROVENANCE.md: evaluation only, never copied into this repository) and writes ``results.json`` to
 ``--out`` (default ``bench_out/published_runs``, git-ignored); prints one table per protocol. CPU,
-about a minute:
+a few minutes (BLAS is kept to one thread):
 
     python benchmarks/eval_published_runs.py [--data ../shared/external_runs] [--out bench_out/published_runs]
 
@@ -71,22 +71,28 @@ are therefore not runs trained for 27k/30k steps, and an absolute-loss error at 
 
 from __future__ import annotations
 
-import argparse
-import csv
-import gzip
-import json
-import math
 import os
-import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.stats import spearmanr
+# The fits use small matrices: BLAS threads only contend (one RegMix fit took 9 s single-threaded and
+# over 3 minutes with two OpenBLAS threads on the busy 2-core machine). Set before numpy is imported.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Mapping, Sequence  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy.optimize import minimize_scalar  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
