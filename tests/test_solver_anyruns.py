@@ -225,3 +225,24 @@ def test_ddo_cli_takes_objective_weights(tmp_path, capsys):
     assert main(base + ["--objective-weights", "all=1,web_only=5"]) == 0
     heavy = json.loads(capsys.readouterr().out)["weights"]
     assert heavy["web"] > only_all["web"] + 0.05
+
+
+def test_project_cli_robust_method(tmp_path, capsys):
+    paths = []
+    for k, t in enumerate(random_tables(n=25, budgets=(3e7, 1.2e8))):
+        t.to_csv(tmp_path / f"r{k}.csv")
+        paths += ["--runs", str(tmp_path / f"r{k}.csv")]
+    args = ["project", *paths, "--target-tokens", "1e9", "--objective", "mean_loss", "--method", "robust"]
+    assert main(args + ["--json", "--save-plan", str(tmp_path / "plan.json")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "robust" and out["weights"] == out["robust"]["weights"]
+    assert out["robust"]["plain_weights"] == pytest.approx(out["geometric"]["weights"])
+    assert set(out["robust"]["shrink"]) == set(DOMAINS)
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan  # the plan runs through the largest budget's optimum and the robust target mix
+    assert main(args) == 0
+    assert "robust projection moves the geometric mix by total variation" in capsys.readouterr().out
+    scales = tmp_path / "s.json"
+    scales.write_text(json.dumps({"scales": [{"budget_tokens": 1, "weights": {"a": 1}}]}))
+    assert main(["project", str(scales), "--target-tokens", "10", "--method", "robust"]) != 0
+    assert "--method robust fits the runs themselves" in capsys.readouterr().err

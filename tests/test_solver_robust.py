@@ -81,3 +81,18 @@ def test_projection_summary_reports_the_robust_projection_beside():
     assert out["robust"]["moved"] == r.moved and out["robust"]["method"] == "robust"
     assert projection_summary("geometric", plain, "x", "failed")["robust"] == {"error": "failed"}
     assert "robust" not in projection_summary("geometric", plain, "x")
+
+
+def test_projection_summary_can_use_the_robust_projection():
+    from autoscale_data.solver.joint import projection_summary
+
+    plain = project(SCALES, 5e7)
+    r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
+    out = projection_summary("robust", plain, "no joint", r)
+    assert out["method"] == "robust" and out["weights"] == r.weights and out["geometric"]["weights"] == plain.weights
+    with pytest.raises(ValueError, match="robust projection was not computed"):
+        projection_summary("robust", plain, "no joint")
+    with pytest.raises(ValueError, match="robust projection failed: boom"):
+        projection_summary("robust", plain, "no joint", "boom")
+    with pytest.raises(ValueError, match="one of"):
+        projection_summary("other", plain, "no joint", r)

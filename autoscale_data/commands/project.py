@@ -21,6 +21,7 @@ from ..solver.joint import PROJECTIONS, fit_joint, per_budget_optima, projection
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
+from ..solver.robust import log_share_sd, robust_project
 from ..solver.runs import RunTable
 from ._args import (
     add_json_flag,
@@ -71,9 +72,10 @@ def register(subparsers: Any) -> None:
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")
-    p.add_argument("--method", choices=PROJECTIONS, default="geometric",
-                   help="projection that gives the weights: the Theorem-1 path (default) or the joint law "
-                        "(needs --runs); with --runs both are reported")
+    p.add_argument("--method", choices=(*PROJECTIONS, "robust"), default="geometric",
+                   help="projection that gives the weights: the Theorem-1 path (default), the joint law, or the "
+                        "path with each share trend shrunk by its uncertainty (robust); joint and robust need "
+                        "--runs, which reports all three")
     p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
                    help="objective of the fits to --runs (as for `ddo`)")
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
@@ -146,14 +148,22 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
     for name, compute in (("geometric", lambda: project(optima, args.target_tokens, token_caps=caps,
                                                          max_epochs=args.max_epochs)),
                           ("joint", lambda: fit_joint(tables, target_tokens=args.target_tokens,
-                                                      objective_weights=weights, **opts))):
+                                                      objective_weights=weights, **opts)),
+                          ("robust", lambda: robust_project(optima, args.target_tokens,
+                                                            [log_share_sd(optima[0]), log_share_sd(optima[-1])],
+                                                            token_caps=caps, max_epochs=args.max_epochs))):
         try:
             parts[name] = compute()
         except ValueError as exc:
             parts[name] = str(exc)
-    summary = projection_summary(args.method, parts["geometric"], parts["joint"])
-    scales = (parts["joint"].path_scales(optima[0].budget_tokens) if args.method == "joint"
-              else [{"budget_tokens": r.budget_tokens, "allocation_tokens": r.allocation_tokens} for r in optima])
+    summary = projection_summary(args.method, parts["geometric"], parts["joint"], parts["robust"])
+    if args.method == "joint":
+        scales = parts["joint"].path_scales(optima[0].budget_tokens)
+    elif args.method == "robust":  # the shrunk path runs through the largest budget's optimum and the target
+        scales = [{"budget_tokens": optima[-1].budget_tokens, "allocation_tokens": optima[-1].allocation_tokens},
+                  {"budget_tokens": parts["robust"].budget_tokens, "allocation_tokens": parts["robust"].allocation_tokens}]
+    else:
+        scales = [{"budget_tokens": r.budget_tokens, "allocation_tokens": r.allocation_tokens} for r in optima]
     return summary, scales
 
 
@@ -162,8 +172,8 @@ def run(args: argparse.Namespace) -> int:
     has_runs = bool(args.runs or args.olmix)
     if (args.scales is None) == (not has_runs):
         raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or neither")
-    if args.method == "joint" and not has_runs:
-        raise ValueError("--method joint fits the runs themselves: pass --runs RUNS.csv for each budget")
+    if args.method in ("joint", "robust") and not has_runs:
+        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget")
     if args.objective_weights is not None and not has_runs:
         raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
@@ -187,11 +197,15 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         for d, w in out["weights"].items():
             print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-        other = {"geometric": "joint", "joint": "geometric"}[args.method]
+        other = {"geometric": "joint", "joint": "geometric", "robust": "geometric"}[args.method]
+        if has_runs and "moved" in out.get("robust", {}):
+            print(f"robust projection moves the geometric mix by total variation "
+                  f"{out['robust']['moved']['total_variation']:.4f}")
         if has_runs and "weights" in out[other]:
             print(f"{other} projection (not used): "
                   + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
-                  + f"; total variation {out['disagreement']['total_variation']:.4f}")
+                  + (f"; total variation {out['disagreement']['total_variation']:.4f}"
+                     if "disagreement" in out and args.method != "robust" else ""))
         elif has_runs:
             print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
         ident = out.get("joint", {}).get("identifiability") if has_runs else None

@@ -788,7 +788,7 @@ def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = No
     """Both projections to one target and which one is used (the runner's ``fits/projection.json``).
 
     Args:
-        method: the one used, ``"geometric"`` or ``"joint"``.
+        method: the one used, ``"geometric"``, ``"joint"`` or ``"robust"`` (needs ``robust``).
         geometric: the :class:`~.projection.Projection`, or the error text when it failed.
         joint: the :class:`JointFit`, or the error text when it failed.
         robust: the :class:`~.robust.RobustProjection` (reported beside them, with how far it moves
@@ -803,10 +803,15 @@ def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = No
     Raises:
         ValueError: ``method`` unknown, or the projection used failed.
     """
-    if method not in PROJECTIONS:
-        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
+    allowed = (*PROJECTIONS, "robust")
+    if method not in allowed:
+        raise ValueError(f"projection method must be one of {allowed}, got {method!r}")
     parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
              for name, p in (("geometric", geometric), ("joint", joint))}
+    if robust is not None:
+        parts["robust"] = {"error": robust} if isinstance(robust, str) else robust.to_json()
+    if method not in parts:
+        raise ValueError(f"the {method} projection was not computed")
     chosen = parts[method]
     if "error" in chosen:
         raise ValueError(f"the {method} projection failed: {chosen['error']}")
@@ -815,8 +820,6 @@ def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = No
                            "warnings": list(chosen.get("warnings", [])), **parts}
     if "t" in parts["geometric"]:
         out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
-    if not any("error" in p for p in parts.values()):
+    if "error" not in parts["geometric"] and "error" not in parts["joint"]:
         out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
-    if robust is not None:
-        out["robust"] = {"error": robust} if isinstance(robust, str) else robust.to_json()
     return out
