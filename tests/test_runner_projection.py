@@ -71,6 +71,9 @@ def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_p
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
     assert proj["t"] == proj["geometric"]["t"] and proj["budget_tokens"] == 65536
+    assert proj["robust"]["method"] == "robust"  # reported beside, never used unless chosen
+    assert proj["robust"]["plain_weights"] == pytest.approx(proj["geometric"]["weights"])
+    assert any("robust projection (reported only" in line for line in lines)
     assert "geometric, t=" in lines[-1]
     assert "geometric" in projection_label(proj) and "The joint projection differs" in projection_sentence(proj)
 
@@ -148,3 +151,30 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
     assert "Target mix from the joint projection" in md and "differs by total variation" in md
     pytest.importorskip("matplotlib")
     assert "plots/weights.png" in write_plots(tmp_path, report)
+
+
+class _SkewedLedger(_Ledger):
+    """Validation domain 'a' depends on the training tokens of 'a' alone; the others follow the law."""
+
+    def result(self, run_id: str) -> dict[str, Any]:
+        out = super().result(run_id)
+        out["losses"]["a"] = 2.0 + ((500.0 + self._specs[run_id].tokens["a"]) / 1000.0) ** -1.0
+        return out
+
+
+def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) -> None:
+    from autoscale_data.runner.sections import DDOConfig
+
+    with pytest.raises(ValueError, match="objective_weights"):
+        DDOConfig(objective_weights={"a": -1.0})
+    assert DDOConfig(objective_weights={"a": 1}).objective_weights == {"a": 1.0}
+    weights = {}
+    for name, ow in (("mean", None), ("a-heavy", {"a": 10.0, "b": 0.1, "c": 0.1})):
+        ddo = {"multipliers": [[3, 1.7], [3, 1.7]]} | ({} if ow is None else {"objective_weights": ow})
+        cfg = config_from_dict(tiny_config(stores, ddo=ddo, target={"budget": 65536}))
+        domains = inspect_domains(cfg)
+        proxies = {n: ddo_proxy_specs(cfg, domains, n) for n in cfg.ddo.budgets}
+        fits = fit_all(cfg, domains, _SkewedLedger([s for v in proxies.values() for s in v]), proxies,
+                       tmp_path / name, log=lambda _: None)
+        weights[name] = fits["weights"]
+    assert weights["a-heavy"]["a"] > weights["mean"]["a"] + 0.05

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .._checks import check_int
+from ..solver.design import objective_weight
 
-__all__ = ["add_json_flag", "add_supply_args", "add_verb", "parse_tokens", "positive_float", "positive_int",
-           "read_json", "weight_float"]
+__all__ = ["add_json_flag", "add_supply_args", "add_verb", "objective_weights_arg", "parse_tokens", "positive_float",
+           "positive_int", "read_json", "weight_float"]
 
 
 def add_verb(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
@@ -100,4 +101,26 @@ def parse_tokens(items: list[str] | None) -> dict[str, float] | None:
                 out[name.strip()] = float(val.replace("_", ""))
             except ValueError:
                 raise ValueError(f"token count for {name.strip()!r} must be a number, got {val!r}") from None
+    return out
+
+
+def objective_weights_arg(spec: str | None) -> dict[str, float] | None:
+    """``"a=0.7,b=0.3"`` or the path of a JSON object ``{"a": 0.7, "b": 0.3}`` -> the weights."""
+    if spec is None:
+        return None
+    if spec.endswith(".json") or os.path.isfile(spec):
+        obj = read_json(spec)
+        if not isinstance(obj, dict) or not obj:
+            raise ValueError(f"{spec}: expected a JSON object {{validation domain: weight}}")
+        return {str(d): objective_weight(str(d), v) for d, v in obj.items()}
+    out: dict[str, float] = {}
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        name, sep, val = part.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--objective-weights: expected DOMAIN=WEIGHT, got {part!r}")
+        out[name.strip()] = objective_weight(name.strip(), val.strip())
+    if not out:
+        raise ValueError("--objective-weights is empty")
     return out

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..solver.ddo import FIT_MODES, DDOResult, fit_ddo
 from ..solver.runs import RunTable
-from ._args import add_json_flag, add_supply_args, add_verb, parse_tokens, weight_float
+from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
 
 __all__ = ["format_ddo", "register", "run"]
 
@@ -41,6 +41,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")
     p.add_argument("--fit", choices=FIT_MODES, default="default",
                    help="how each law is fitted: ours (default) or the authors' procedure (paper)")
+    p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
+                   help="objective = weighted sum of these validation domains' losses (or perplexities)")
     p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is ambiguous")
     add_supply_args(p, effect="caps the allocation")
     add_json_flag(p)
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     table = RunTable.from_csv(args.runs)
     res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
                   law=args.law, fit=args.fit, base_run=args.base_run, token_caps=parse_tokens(args.available),
-                  max_epochs=args.max_epochs)
+                  max_epochs=args.max_epochs, val_domains=objective_weights_arg(args.objective_weights))
     if args.json:
         out = res.to_json()
         out.pop("diagnostics", None)

@@ -1,8 +1,10 @@
 """``autoscale-data project``: project optimal mixes at two budgets to a target budget.
 
-From SCALES.json (the optimal mixes) the projection is the Theorem-1 path; from the DDO run tables
-(``--runs``, one per budget) it is either that path through the DDO optima (``--method geometric``)
-or the optimum of one law fitted to the runs of all budgets (``--method joint``); both are reported.
+From SCALES.json (the optimal mixes) the projection is the Theorem-1 path; from run tables
+(``--runs`` or ``--olmix``, one per budget: DDO designs or runs of any mixtures) it is either that
+path through each budget's optimum (``--method geometric``: DDO for a design, the per-budget law for
+any mixtures) or the optimum of one law fitted to the runs of all budgets (``--method joint``); both
+are reported.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..solver.ddo import fit_ddo
-from ..solver.joint import PROJECTIONS, fit_joint, projection_summary
+from ..solver.joint import PROJECTIONS, fit_joint, per_budget_optima, projection_summary
+from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
+from ..solver.robust import log_share_sd, robust_project
 from ..solver.runs import RunTable
 from ._args import (
     add_json_flag,
     add_supply_args,
     add_verb,
+    objective_weights_arg,
     parse_tokens,
     positive_float,
     read_json,
@@ -36,12 +40,22 @@ _EPILOG = """\
 SCALES.json: {"scales": [{"budget_tokens": N1, "weights": {...}},
                          {"budget_tokens": N2, "weights": {...}}]}   (N1 < N2; more scales allowed)
 Each scale may give "allocation_tokens" instead of "weights".
---runs RUNS.csv (once per budget, the DDO runs as for `autoscale-data ddo`) instead of SCALES.json
-fits DDO at every budget and the joint law over all of them, and reports both projections.
+--runs RUNS.csv (once per budget) instead of SCALES.json: the runs of one budget each, as for
+`autoscale-data ddo` (run, tokens.<domain>, loss.<domain> | ppl.<domain>). A file may hold a DDO
+design or runs of any mixtures (random, a grid, a previous sweep); its budget is then the median
+of its runs' total tokens. One file per budget: a file mixing budgets is read as one budget.
+--olmix RATIOS.csv METRICS.csv TOKENS adds an Olmix ratio/metric pair as one budget's table (TOKENS:
+every run's total tokens). Fits each budget's optimum and the joint law over all of them, and
+reports both projections with the joint law's identifiability (range of the optimum over the fits
+consistent with the runs).
+--objective-weights d1=w1,d2=w2 (or a JSON file {"d1": w1, ...}): the objective is the weighted sum
+of those validation domains' losses (mean_loss) or perplexities (mean_ppl) instead of the mean.
 
 examples:
   autoscale-data project scales.json --target-tokens 1e10 --json --plot weights.png
   autoscale-data project --runs runs_1M.csv --runs runs_4M.csv --target-tokens 1e10 --method joint
+  autoscale-data project --runs sweep_1B.csv --runs sweep_3B.csv --method joint --target-tokens 3e10 \
+      --objective mean_loss --objective-weights pile_cc=0.7,wiki=0.3 --json
 """
 
 
@@ -54,9 +68,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="N", help="target budget")
     p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
                    help="DDO runs of one budget (repeat for each budget, >= 2) instead of SCALES.json")
-    p.add_argument("--method", choices=PROJECTIONS, default="geometric",
-                   help="projection that gives the weights: the Theorem-1 path (default) or the joint law "
-                        "(needs --runs); with --runs both are reported")
+    p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv", "TOKENS"),
+                   help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
+    p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
+                   help="weighted sum of validation losses as the objective (with --runs/--olmix)")
+    p.add_argument("--method", choices=(*PROJECTIONS, "robust"), default="geometric",
+                   help="projection that gives the weights: the Theorem-1 path (default), the joint law, or the "
+                        "path with each share trend shrunk by its uncertainty (robust); joint and robust need "
+                        "--runs, which reports all three")
     p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
                    help="objective of the fits to --runs (as for `ddo`)")
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
@@ -107,32 +126,58 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
+def _tables(args: argparse.Namespace) -> list[RunTable]:
+    tables = [RunTable.from_csv(path) for path in args.runs or []]
+    for ratios, metrics, tokens in args.olmix or []:
+        try:
+            total = float(tokens)
+        except ValueError:
+            raise ValueError(f"--olmix: TOKENS must be a number, got {tokens!r}") from None
+        tables.append(read_olmix(ratios, metrics, total_tokens=total))
+    return tables
+
+
 def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any]]:
     """Both projections from the run tables: the summary dict and the scales of the chosen one's plan."""
+    weights = objective_weights_arg(args.objective_weights)
     opts = {"objective": args.objective, "min_weight": args.min_weight, "max_weight": args.max_weight,
             "token_caps": caps, "max_epochs": args.max_epochs}
-    tables = [RunTable.from_csv(path) for path in args.runs]
-    ddo = sorted((fit_ddo(t, **opts) for t in tables), key=lambda r: r.budget_tokens)
+    tables = _tables(args)
+    optima = per_budget_optima(tables, **opts, val_domains=weights)
     parts = {}
-    for name, compute in (("geometric", lambda: project(ddo, args.target_tokens, token_caps=caps,
+    for name, compute in (("geometric", lambda: project(optima, args.target_tokens, token_caps=caps,
                                                          max_epochs=args.max_epochs)),
-                          ("joint", lambda: fit_joint(tables, target_tokens=args.target_tokens, **opts))):
+                          ("joint", lambda: fit_joint(tables, target_tokens=args.target_tokens,
+                                                      objective_weights=weights, **opts)),
+                          ("robust", lambda: robust_project(optima, args.target_tokens,
+                                                            [log_share_sd(optima[0]), log_share_sd(optima[-1])],
+                                                            token_caps=caps, max_epochs=args.max_epochs))):
         try:
             parts[name] = compute()
         except ValueError as exc:
             parts[name] = str(exc)
-    summary = projection_summary(args.method, parts["geometric"], parts["joint"])
-    return summary, parts["joint"].path_scales(ddo[0].budget_tokens) if args.method == "joint" else ddo
+    summary = projection_summary(args.method, parts["geometric"], parts["joint"], parts["robust"])
+    if args.method == "joint":
+        scales = parts["joint"].path_scales(optima[0].budget_tokens)
+    elif args.method == "robust":  # the shrunk path runs through the largest budget's optimum and the target
+        scales = [{"budget_tokens": optima[-1].budget_tokens, "allocation_tokens": optima[-1].allocation_tokens},
+                  {"budget_tokens": parts["robust"].budget_tokens, "allocation_tokens": parts["robust"].allocation_tokens}]
+    else:
+        scales = [{"budget_tokens": r.budget_tokens, "allocation_tokens": r.allocation_tokens} for r in optima]
+    return summary, scales
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``project`` from parsed arguments."""
-    if (args.scales is None) == (args.runs is None):
-        raise ValueError("give either SCALES.json or --runs RUNS.csv (one per budget), not both or neither")
-    if args.method == "joint" and args.runs is None:
-        raise ValueError("--method joint fits the runs themselves: pass --runs RUNS.csv for each budget")
+    has_runs = bool(args.runs or args.olmix)
+    if (args.scales is None) == (not has_runs):
+        raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or neither")
+    if args.method in ("joint", "robust") and not has_runs:
+        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget")
+    if args.objective_weights is not None and not has_runs:
+        raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
-    if args.runs is None:
+    if not has_runs:
         scales = scales_from_json(read_json(args.scales))
         res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
         out = res.to_json()
@@ -152,13 +197,20 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         for d, w in out["weights"].items():
             print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-        other = {"geometric": "joint", "joint": "geometric"}[args.method]
-        if args.runs is not None and "weights" in out[other]:
+        other = {"geometric": "joint", "joint": "geometric", "robust": "geometric"}[args.method]
+        if has_runs and "moved" in out.get("robust", {}):
+            print(f"robust projection moves the geometric mix by total variation "
+                  f"{out['robust']['moved']['total_variation']:.4f}")
+        if has_runs and "weights" in out[other]:
             print(f"{other} projection (not used): "
                   + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
-                  + f"; total variation {out['disagreement']['total_variation']:.4f}")
-        elif args.runs is not None:
+                  + (f"; total variation {out['disagreement']['total_variation']:.4f}"
+                     if "disagreement" in out and args.method != "robust" else ""))
+        elif has_runs:
             print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
+        ident = out.get("joint", {}).get("identifiability") if has_runs else None
+        if ident:
+            print(f"joint law: {ident['summary']}")
     for w in out["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

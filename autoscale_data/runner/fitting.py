@@ -75,13 +75,23 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import MixturePlan, bootstrap_ddo, fit_ddo, fit_joint, project, projection_summary
+    from ..solver import (
+        MixturePlan,
+        bootstrap_ddo,
+        fit_ddo,
+        fit_joint,
+        log_share_sd,
+        project,
+        projection_summary,
+        robust_project,
+    )
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
     caps = {d: float(v) for d, v in domains.train_tokens.items()}
     options = {"objective": ddo_cfg.objective, "min_weight": ddo_cfg.min_weight, "max_weight": ddo_cfg.max_weight,
-               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law}
+               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law,
+               "val_domains": ddo_cfg.objective_weights}  # a mapping: the fits' objective is that weighted sum
     results: dict[int, Any] = {}
     tables: dict[int, Any] = {}
     boots: dict[int, dict[str, Any]] = {}
@@ -110,14 +120,21 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     n1, n2 = config.ddo.budgets
     target = config.target.budget
     method = ddo_cfg.projection
-    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs")}
+    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs",
+                                      "val_domains")}
     geometric = _attempt(method == "geometric", f"projection to {target} tokens",
                          lambda: project([results[n1], results[n2]], target, token_caps=caps,
                                          max_epochs=config.max_epochs, fit=results[n2]))
     joint = _attempt(method == "joint", f"joint projection to {target} tokens",
                      lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
     chosen = joint if method == "joint" else geometric
-    summary = projection_summary(method, geometric, joint)
+    robust = _attempt(False, "robust projection", lambda: robust_project(
+        [results[n1], results[n2]], target, [log_share_sd(results[n1]), log_share_sd(results[n2])],
+        token_caps=caps, max_epochs=config.max_epochs))
+    if not isinstance(robust, str):
+        log(f"robust projection (reported only; trends shrunk by their identifiability range): moves the geometric "
+            f"mix by total variation {robust.moved['total_variation']:.3f}")
+    summary = projection_summary(method, geometric, joint, robust)
     weights_used = _bounded(summary, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = None

@@ -144,6 +144,7 @@ class DDOConfig:
     max_weight: float = 1.0
     law: str = "3p"
     projection: str = "geometric"
+    objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -180,6 +181,9 @@ class DDOConfig:
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
         if self.projection not in PROJECTIONS:
             raise field_error("ddo", "projection", self.projection, f"one of {PROJECTIONS}")
+        if self.objective_weights is not None:
+            _check_weights("ddo", "objective_weights", self.objective_weights)
+            object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
 
     @property
     def design_points(self) -> tuple[float, ...]:

@@ -29,12 +29,22 @@ from .bounds import apply_weight_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
 from .identify import Identifiability, identify
-from .joint import PROJECTIONS, JointFit, compare_projections, fit_joint, projection_summary, weight_distance
+from .joint import (
+    PROJECTIONS,
+    JointFit,
+    compare_projections,
+    fit_budget_law,
+    fit_joint,
+    per_budget_optima,
+    projection_summary,
+    weight_distance,
+)
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import AllocationPath, Projection, fit_path, project
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
+from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import Run, RunTable
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
@@ -55,6 +65,7 @@ __all__ = [
     "PowerLawFit",
     "Projection",
     "ProjectionBootstrap",
+    "RobustProjection",
     "Run",
     "RunTable",
     "allocate",
@@ -64,6 +75,7 @@ __all__ = [
     "bootstrap_projection",
     "compare_projections",
     "ddo_runs_plan",
+    "fit_budget_law",
     "fit_ddo",
     "fit_joint",
     "fit_mixing_law",
@@ -73,9 +85,11 @@ __all__ = [
     "heldout_scale_check",
     "identify",
     "kkt_violation",
+    "log_share_sd",
     "mixing_law_weights",
     "multiplier_bounds",
     "natural_weights",
+    "per_budget_optima",
     "power_law",
     "project",
     "projection_summary",
@@ -83,6 +97,7 @@ __all__ = [
     "read_olmix",
     "reference_weights",
     "regmix_weights",
+    "robust_project",
     "sample_mixtures",
     "synthetic_budget_runs",
     "synthetic_ddo_runs",

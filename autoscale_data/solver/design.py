@@ -14,7 +14,7 @@ import numpy as np
 
 from .runs import RunTable
 
-__all__ = ["DDODesign", "ddo_runs_plan", "read_design", "run_objective"]
+__all__ = ["DDODesign", "ddo_runs_plan", "objective_weight", "read_design", "run_objective"]
 
 _RTOL = 1e-6
 
@@ -57,20 +57,46 @@ def ddo_runs_plan(base_tokens: Mapping[str, float], multipliers: Sequence[float]
     return plan
 
 
-def run_objective(table: RunTable, objective: str, val_domains: Sequence[str] | None = None) -> np.ndarray:
+def run_objective(table: RunTable, objective: str,
+                  val_domains: Sequence[str] | Mapping[str, float] | None = None) -> np.ndarray:
     """Per-run raw objective: mean over validation domains of exp(loss) (``mean_ppl``) or of loss.
 
+    ``val_domains`` may be a mapping ``{domain: weight}``: the objective is then the weighted sum
+    ``Σ_d weight_d · f(loss_d)`` (``f`` = exp or identity; weights used as given, not normalised), as
+    the Data Mixing Laws and RegMix papers define their targets.
     The ``mean_ppl`` value is later divided by the base runs' mean (see :class:`DDODesign`).
+
+    Raises:
+        ValueError: unknown objective, unknown or no validation domains, negative / non-finite
+            weights or weights that are all zero.
     """
     if objective not in ("mean_ppl", "mean_loss"):
         raise ValueError(f"objective must be 'mean_ppl' or 'mean_loss', got {objective!r}")
+    weighted = isinstance(val_domains, Mapping)
     cols = list(table.val_domains) if val_domains is None else list(val_domains)
     missing = [d for d in cols if d not in table.val_domains]
     if missing or not cols:
         raise ValueError(f"validation domains {missing or cols} not in the runs ({list(table.val_domains)})")
     idx = [table.val_domains.index(d) for d in cols]
     loss = table.loss_matrix()[:, idx]
-    return np.exp(loss).mean(axis=1) if objective == "mean_ppl" else loss.mean(axis=1)
+    vals = np.exp(loss) if objective == "mean_ppl" else loss
+    if not weighted:
+        return vals.mean(axis=1)
+    wts = np.array([objective_weight(d, val_domains[d]) for d in cols])
+    if not wts.sum() > 0:
+        raise ValueError(f"objective weights are all zero: {dict(val_domains)}")
+    return vals @ wts
+
+
+def objective_weight(domain: str, value: object) -> float:
+    """One objective weight, validated (finite, >= 0)."""
+    try:
+        w = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"objective weight of {domain!r} must be a number, got {value!r}") from None
+    if not (np.isfinite(w) and w >= 0):
+        raise ValueError(f"objective weight of {domain!r} must be finite and >= 0, got {value!r}")
+    return w
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares, lsq_linear
+from scipy.stats import chi2
 
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
 from .ddo import DDOResult, fit_ddo, token_caps_array
@@ -41,7 +42,16 @@ from .laws import B_MAX, SHIFT_RANGE
 from .projection import project
 from .runs import RunTable
 
-__all__ = ["PROJECTIONS", "JointFit", "compare_projections", "fit_joint", "projection_summary", "weight_distance"]
+__all__ = [
+    "PROJECTIONS",
+    "JointFit",
+    "compare_projections",
+    "fit_budget_law",
+    "fit_joint",
+    "per_budget_optima",
+    "projection_summary",
+    "weight_distance",
+]
 
 PROJECTIONS = ("geometric", "joint")
 """The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
@@ -50,6 +60,7 @@ PROJECTIONS = ("geometric", "joint")
 _GRID_A = np.geomspace(1e-3, 1e3, 31)
 _GRID_G = np.concatenate([[0.0], np.geomspace(0.02, 16.0, 30)])
 _GRID_STARTS = 3  # best grid points per domain that seed a joint start
+_SWEEPS = 3  # backfitting sweeps of the starts for runs of any mixtures
 _TIE_RTOL = 1e-9
 _MAX_NFEV = 400  # per start: on data far from the law the fit crawls along a flat valley
 
@@ -62,7 +73,7 @@ class _Data:
     u: np.ndarray  # (R, m) tokens / s
     y: np.ndarray  # (R,) objective / normaliser
     budget_of_run: np.ndarray  # (R,) index into budgets
-    designs: tuple[DDODesign, ...]  # per budget, in run-id order
+    designs: tuple[DDODesign, ...] | None  # per budget, in run-id order; None: runs of any mixtures
     tables: tuple[RunTable, ...]  # per budget, runs sorted by id
     normalizer: float
 
@@ -71,12 +82,13 @@ def _sorted_table(table: RunTable) -> RunTable:
     return RunTable(sorted(table.runs, key=lambda r: r.run_id))
 
 
-def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | None,
-            base_runs: Sequence[str | None] | None) -> _Data:
+def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | Mapping[str, float] | None,
+            base_runs: Sequence[str | None] | None, min_tables: int = 2) -> _Data:
     if isinstance(tables, RunTable) or not isinstance(tables, Sequence):
         raise ValueError(f"tables must be a sequence of RunTables (one per budget), got {type(tables).__name__}")
-    if len(tables) < 2:
-        raise ValueError(f"a joint fit needs the runs of >= 2 budgets, got {len(tables)} table(s)")
+    if len(tables) < min_tables:
+        raise ValueError(f"a joint fit needs the runs of >= {min_tables} budgets, got {len(tables)} table(s); "
+                         "with one budget use fit_budget_law")
     for k, t in enumerate(tables):
         if not isinstance(t, RunTable):
             raise ValueError(f"tables[{k}] must be a RunTable, got {type(t).__name__}")
@@ -88,28 +100,64 @@ def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[st
         if set(t.train_domains) != set(domains):
             raise ValueError(f"tables[{k}] has training domains {sorted(t.train_domains)}, "
                              f"tables[0] has {sorted(domains)}")
-    sorted_tables, designs = [_sorted_table(t) for t in tables], []
+    sorted_tables = [_sorted_table(t) for t in tables]
+    designs: list[DDODesign] | None = []
     for k, (t, b) in enumerate(zip(sorted_tables, bases, strict=True)):
         try:
             designs.append(read_design(t, b))
         except ValueError as exc:
-            raise ValueError(f"tables[{k}]: {exc}") from None
-    budgets = np.array([d.budget_tokens for d in designs])
+            if b is not None or len(domains) < 2:
+                raise ValueError(f"tables[{k}]: {exc}") from None
+            designs = None  # not a DDO design: runs of any mixtures
+            break
+    if designs is not None:
+        budgets = np.array([d.budget_tokens for d in designs])
+    else:
+        budgets = np.array([_any_budget(t, k) for k, t in enumerate(sorted_tables)])
     order = np.argsort(budgets, kind="stable")
     for k0, k1 in zip(order[:-1], order[1:], strict=True):
         if np.isclose(budgets[k0], budgets[k1], rtol=1e-9, atol=0.0):
             raise ValueError(f"tables[{k0}] and tables[{k1}] have the same budget ({budgets[k0]:g} tokens); "
                              "a joint fit needs one table per budget")
     tabs = tuple(sorted_tables[k] for k in order)
-    designs = tuple(designs[k] for k in order)
     raw = [run_objective(t, objective, val_domains) for t in tabs]
-    norm = float(raw[0][designs[0].base_runs].mean()) if objective == "mean_ppl" else 1.0
-    first = designs[0]
-    scale = np.array([first.base_tokens[first.domains.index(d)] for d in domains])
-    u = np.concatenate([t.tokens_matrix()[:, [t.train_domains.index(d) for d in domains]] for t in tabs]) / scale
+    toks = [t.tokens_matrix()[:, [t.train_domains.index(d) for d in domains]] for t in tabs]
+    if designs is not None:
+        designs = tuple(designs[k] for k in order)
+        norm = float(raw[0][designs[0].base_runs].mean()) if objective == "mean_ppl" else 1.0
+        first = designs[0]
+        scale = np.array([first.base_tokens[first.domains.index(d)] for d in domains])
+    else:
+        _check_varied(domains, toks)
+        norm = float(raw[0].mean()) if objective == "mean_ppl" else 1.0
+        scale = toks[0].mean(axis=0)
+        everywhere = np.concatenate(toks).mean(axis=0)
+        scale = np.where(scale > 0, scale, everywhere)
+    u = np.concatenate(toks) / scale
     return _Data(domains=domains, budgets=budgets[order], scale=scale, u=u, y=np.concatenate(raw) / norm,
                  budget_of_run=np.concatenate([np.full(len(t), k) for k, t in enumerate(tabs)]),
                  designs=designs, tables=tabs, normalizer=norm)
+
+
+def _any_budget(table: RunTable, k: int) -> float:
+    """The budget of a table of runs of any mixtures: the median of the runs' total tokens."""
+    tot = table.tokens_matrix().sum(axis=1)
+    empty = [r.run_id for r, n in zip(table.runs, tot, strict=True) if not n > 0]
+    if empty:
+        raise ValueError(f"tables[{k}]: runs {empty} have no training tokens")
+    return float(np.median(tot))
+
+
+def _check_varied(domains: Sequence[str], toks: Sequence[np.ndarray]) -> None:
+    """Every domain's share must vary between the runs of at least one budget, and be trained somewhere."""
+    for j, d in enumerate(domains):
+        if not any(t[:, j].max() > 0 for t in toks):
+            raise ValueError(f"domain {d!r} has no tokens in any run: its law cannot be fitted; drop the domain")
+        shares = [t[:, j] / t.sum(axis=1) for t in toks]
+        if all(np.ptp(w) <= 1e-9 for w in shares):
+            raise ValueError(
+                f"domain {d!r} has the same share ({shares[0][0]:.6g}) in every run of every budget: the runs do "
+                "not vary it, so its effect cannot be told apart from the budget's; add runs that change its share")
 
 
 def _bounds(data: _Data) -> tuple[np.ndarray, np.ndarray]:
@@ -143,8 +191,46 @@ def _linear_part(data: _Data, a: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.concatenate([lin[:m], a, g, lin[m:]])
 
 
+def _grid_starts_any(data: _Data) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Starts for runs of any mixtures, by backfitting: the objective centred per budget is fitted one
+    term at a time (each domain's best (a, γ) grid point, amplitude in closed form, given the other
+    terms), for a few sweeps; the best grid points of the last sweep and two generic starts seed the fit."""
+    m = len(data.domains)
+    lo, hi = _bounds(data)
+    masks = [data.budget_of_run == k for k in range(len(data.budgets))]
+
+    def centred(v: np.ndarray) -> np.ndarray:
+        v = v.copy()
+        for mk in masks:
+            v[..., mk] -= v[..., mk].mean(axis=-1, keepdims=True)
+        return v
+
+    yc = centred(data.y)
+    grids = []
+    for j in range(m):
+        a_grid = np.clip(_GRID_A * max(float(np.mean(data.u[:, j])), 1e-12), lo[m + j], hi[m + j])
+        ag, gg = (v.ravel() for v in np.meshgrid(a_grid, _GRID_G, indexing="ij"))
+        phi = centred(np.power(data.u[None, :, j] + ag[:, None], -gg[:, None]))
+        grids.append((ag, gg, phi, (phi * phi).sum(axis=1)))
+    terms = np.zeros((m, yc.size))
+    picks = np.zeros((_GRID_STARTS, 2, m))
+    for _ in range(_SWEEPS):
+        for j, (ag, gg, phi, den) in enumerate(grids):
+            target = yc - terms.sum(axis=0) + terms[j]
+            amp = np.where(den > 0, np.maximum((phi @ target) / np.where(den > 0, den, 1.0), 0.0), 0.0)
+            sse = ((target[None] - amp[:, None] * phi) ** 2).sum(axis=1)
+            best = np.argsort(sse, kind="stable")[:_GRID_STARTS]
+            terms[j] = amp[best[0]] * phi[best[0]]
+            picks[:, 0, j], picks[:, 1, j] = ag[best], gg[best]
+    mean_u = np.maximum(data.u.mean(axis=0), 1e-12)
+    generic = [(np.clip(mean_u, lo[m:2 * m], hi[m:2 * m]), np.full(m, gam)) for gam in (0.3, 1.0)]
+    return [(picks[r, 0], picks[r, 1]) for r in range(_GRID_STARTS)] + generic
+
+
 def _grid_starts(data: _Data) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per domain, the best (a, γ) grid points for the effects of perturbing that domain alone."""
+    if data.designs is None:
+        return _grid_starts_any(data)
     m = len(data.domains)
     lo, hi = _bounds(data)
     ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean()) for k, d in enumerate(data.designs)}
@@ -224,6 +310,8 @@ class JointFit:
         status: ``"optimal"`` or ``"degenerate"`` (flat laws absorb budget; not unique).
         kkt_residual: largest relative KKT violation at the optimum (0 = exact).
         min_weight, max_weight, token_caps: the bounds of the optimisation.
+        identifiability: the range of the optimum over the fits consistent with the data
+            (see :func:`fit_joint`), or None.
     """
 
     domains: tuple[str, ...]
@@ -251,6 +339,13 @@ class JointFit:
     min_weight: float = 0.0
     max_weight: float = 1.0
     token_caps: dict[str, float] | None = field(default=None)
+    identifiability: dict[str, Any] | None = field(default=None)
+
+    @property
+    def budget_tokens(self) -> float:
+        """The budget ``weights`` are optimal for (``target_tokens``; lets a fit be a scale of
+        :func:`~.projection.project`)."""
+        return self.target_tokens
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = np.array([self.scale_tokens[d] for d in self.domains])
@@ -301,6 +396,7 @@ class JointFit:
             "bounds_hit": dict(self.bounds_hit), "status": self.status, "kkt_residual": self.kkt_residual,
             "min_weight": self.min_weight, "max_weight": self.max_weight,
             "token_caps": None if self.token_caps is None else dict(self.token_caps),
+            "identifiability": self.identifiability,
         }
 
     @classmethod
@@ -328,6 +424,7 @@ class JointFit:
                 status=obj["status"], kkt_residual=float(obj["kkt_residual"]),
                 min_weight=float(obj["min_weight"]), max_weight=float(obj["max_weight"]),
                 token_caps=None if obj["token_caps"] is None else dict(obj["token_caps"]),
+                identifiability=obj.get("identifiability"),
             )
         except KeyError as exc:
             raise ValueError(f"joint fit dict lacks the key {exc.args[0]!r}") from None
@@ -360,31 +457,120 @@ def fit_joint(
     max_epochs: float | Mapping[str, float] | None = None,
     val_domains: Sequence[str] | None = None,
     base_runs: Sequence[str | None] | None = None,
+    objective_weights: Mapping[str, float] | None = None,
+    level: float = 0.95,
+    weight_tol: float = 0.01,
 ) -> JointFit:
-    """Fit one law to the DDO runs of two or more budgets and optimise it at ``target_tokens``.
+    """Fit one law to the runs of two or more budgets and optimise it at ``target_tokens``.
+
+    The tables may be DDO designs (2m+1, 4m+1, ...) or runs of any mixtures (random, a grid, an
+    Olmix or RegMix swarm, a previous sweep). A table that is not a DDO design is read as runs of
+    any mixtures: its budget is the median of its runs' total tokens, each domain's token scale is
+    its mean tokens at the smallest budget, and every domain's share must vary between the runs of
+    at least one budget.
 
     Args:
-        tables: one DDO run table per budget (any order; budgets must differ).
+        tables: one run table per budget (any order; budgets must differ).
         target_tokens: the budget to optimise at (default: the largest fitted budget).
         objective: ``"mean_ppl"`` or ``"mean_loss"`` (see the module docstring).
         min_weight, max_weight, token_caps, max_epochs: bounds of the optimisation, as in
             :func:`~autoscale_data.solver.ddo.fit_ddo`.
         val_domains: validation domains in the objective (default all).
         base_runs: per table, the id of a base run when its design is ambiguous (or None).
+        objective_weights: ``{validation domain: weight}``: the objective is the weighted sum of
+            the domains' losses (``mean_loss``) or perplexities (``mean_ppl``) instead of the mean.
+        level, weight_tol: the identifiability statement's profile level and the largest weight
+            movement that still counts as identified (see :func:`_identify_joint`: the range of the optimum over fits consistent with the runs).
 
     Returns:
-        The :class:`JointFit`.
+        The :class:`JointFit` (with ``identifiability``).
 
     Raises:
-        ValueError: fewer than 2 tables, a table that is not a DDO design, equal budgets,
-            mismatched domains, fewer runs than parameters + 1, bad bounds or target.
+        ValueError: fewer than 2 tables, equal budgets, mismatched domains, a domain whose share no
+            run varies, a run without tokens, fewer runs than parameters + 1, bad objective
+            weights, bounds or target.
     """
-    data = _gather(tables, objective, val_domains, base_runs)
+    data = _gather(tables, objective, _objective_columns(val_domains, objective_weights), base_runs)
+    return _fit(data, target_tokens, objective, min_weight, max_weight, token_caps, max_epochs, level, weight_tol)
+
+
+def fit_budget_law(
+    table: RunTable,
+    *,
+    objective: str = "mean_ppl",
+    min_weight: float = 0.0,
+    max_weight: float = 1.0,
+    token_caps: Mapping[str, float] | None = None,
+    max_epochs: float | Mapping[str, float] | None = None,
+    val_domains: Sequence[str] | None = None,
+    objective_weights: Mapping[str, float] | None = None,
+    level: float = 0.95,
+    weight_tol: float = 0.01,
+) -> JointFit:
+    """The same law fitted to the runs of one budget (any mixtures) and optimised at that budget.
+
+    The per-budget counterpart of :func:`fit_joint` for tables that are not DDO designs (the
+    geometric projection runs through such per-budget optima). Arguments as for :func:`fit_joint`.
+
+    Raises:
+        ValueError: as for :func:`fit_joint` (one table; its runs must vary every domain's share).
+    """
+    if not isinstance(table, RunTable):
+        raise ValueError(f"table must be a RunTable, got {type(table).__name__}")
+    data = _gather([table], objective, _objective_columns(val_domains, objective_weights), None, min_tables=1)
+    return _fit(data, None, objective, min_weight, max_weight, token_caps, max_epochs, level, weight_tol)
+
+
+def per_budget_optima(tables: Sequence[RunTable], **options: Any) -> list[DDOResult | JointFit]:
+    """Each table's optimum at its own budget, smallest budget first: DDO for a DDO design, the
+    per-budget law (:func:`fit_budget_law`) for runs of any mixtures. The geometric projection
+    (:func:`~.projection.project`) runs through them.
+
+    Args:
+        tables: one run table per budget.
+        **options: ``objective``, ``min_weight``, ``max_weight``, ``token_caps``, ``max_epochs``,
+            ``val_domains`` (a list, or a mapping for a weighted objective).
+
+    Raises:
+        ValueError: as for :func:`~.ddo.fit_ddo` and :func:`fit_budget_law`.
+    """
+    out: list[DDOResult | JointFit] = []
+    for k, t in enumerate(tables):
+        try:
+            read_design(t)
+        except ValueError:
+            try:
+                out.append(fit_budget_law(t, **options))
+            except ValueError as exc:
+                raise ValueError(f"tables[{k}] (runs of any mixtures): {exc}") from None
+        else:
+            out.append(fit_ddo(t, **options))
+    return sorted(out, key=lambda r: r.budget_tokens)
+
+
+def _objective_columns(val_domains: Sequence[str] | None,
+                       objective_weights: Mapping[str, float] | None) -> Sequence[str] | Mapping[str, float] | None:
+    if objective_weights is None:
+        return val_domains
+    if val_domains is not None:
+        raise ValueError("give val_domains or objective_weights, not both")
+    if not isinstance(objective_weights, Mapping) or not objective_weights:
+        raise ValueError(f"objective_weights must be a non-empty mapping domain -> weight, got {objective_weights!r}")
+    return dict(objective_weights)
+
+
+def _fit(data: _Data, target_tokens: float | None, objective: str, min_weight: float, max_weight: float,
+         token_caps: Mapping[str, float] | None, max_epochs: float | Mapping[str, float] | None,
+         level: float, weight_tol: float) -> JointFit:
     m = len(data.domains)
     n_params = 3 * m + 1
     if data.y.size <= n_params:
-        raise ValueError(f"a joint fit of {m} domains has {n_params} parameters and needs more runs, "
+        raise ValueError(f"a fit of the law for {m} domains has {n_params} parameters and needs more runs, "
                          f"got {data.y.size}")
+    if not (0.0 < level < 1.0):
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if not (weight_tol >= 0):
+        raise ValueError(f"weight_tol must be >= 0, got {weight_tol}")
     target = float(data.budgets[-1]) if target_tokens is None else target_tokens
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
@@ -415,12 +601,118 @@ def fit_joint(
     sol, lo_x, hi_x, _ = fit._allocation(target)
     alloc = sol.x * s
     amp, a, g, _ = fit._arrays()
-    return replace(fit, weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)},
-                    allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
-                    bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
-                                if sol.at_lower[j] or sol.at_upper[j]},
-                    status="degenerate" if bool(sol.degenerate) else "optimal",
-                    kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x))
+    fit = replace(fit, weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)},
+                  allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
+                  bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
+                              if sol.at_lower[j] or sol.at_upper[j]},
+                  status="degenerate" if bool(sol.degenerate) else "optimal",
+                  kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x))
+    ident = _identify_joint(data, p, fit, lo_x, hi_x, level=level, weight_tol=weight_tol)
+    per_budget_ranges = {}
+    for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
+        _, lo_n, hi_n, _ = fit._allocation(float(n))
+        at_n = _identify_joint(data, p, fit, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
+        per_budget_ranges[f"{float(n):.17g}"] = at_n["weight_range"]
+    ident["per_budget"] = per_budget_ranges
+    return replace(fit, identifiability=ident)
+
+
+def _pure_error(data: _Data) -> tuple[float, int]:
+    """Sum of squares and degrees of freedom of runs repeated at the same tokens and budget (seeds)."""
+    keys = [(int(k), *np.round(np.log(np.maximum(row, 1e-300)) * 1e6).astype(np.int64).tolist())
+            for k, row in zip(data.budget_of_run, data.u, strict=True)]
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    ss, dof = 0.0, 0
+    for idx in groups.values():
+        if len(idx) > 1:
+            v = data.y[idx]
+            ss += float(((v - v.mean()) ** 2).sum())
+            dof += len(idx) - 1
+    return ss, dof
+
+
+def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray, hi_x: np.ndarray, *,
+                   level: float = 0.95, weight_tol: float = 0.01, target: float | None = None) -> dict[str, Any]:
+    """Range of the law's optimum over the fits consistent with the runs (any design).
+
+    The consistent fits are those whose SSE stays within ``s² · χ²₁(level)`` of the best one (``s²``:
+    pure error of repeated runs when there are some, else ``SSE / (runs - parameters)``), in the
+    linearised (Gauss-Newton) form: for each domain the two fits of that region that move its optimal
+    weight most are found from the weight's gradient, and every parameter combination the runs do not
+    determine (a null direction of the Jacobian) is moved by the parameters' own size. The optimum is
+    then computed exactly at each of those fits (at ``target``, default the fit's target);
+    ``weight_range`` is the span per domain. Identified:
+    spare points, no undetermined direction, and no weight moves by more than ``weight_tol``.
+    """
+    m = len(data.domains)
+    lo, hi = _bounds(data)
+    pred, jac = _model(p, data.u)
+    res = data.y - pred
+    n_pts, n_par = jac.shape
+    ss_pe, dof_pe = _pure_error(data)
+    if dof_pe > 0:
+        s2, source = ss_pe / dof_pe, "replicates"
+    elif n_pts > n_par:
+        s2, source = float(res @ res) / (n_pts - n_par), "residual"
+    else:
+        s2, source = 0.0, "none"
+    s2 = max(s2, 1e-12 * float(data.y @ data.y) / n_pts)
+    d = np.sqrt((jac * jac).sum(axis=0))
+    d = np.where(d > 0, d, 1.0)
+    js = jac / d
+    ev, vec = np.linalg.eigh(js.T @ js)
+    null = ev <= 1e-10 * max(float(ev.max()), 1e-300)
+    inv = (vec[:, ~null] / ev[~null]) @ vec[:, ~null].T
+    ps = p * d
+    target = fit.target_tokens if target is None else target
+    s = data.scale
+
+    def weights_of(params_s: np.ndarray) -> np.ndarray:
+        q = np.clip(params_s / d, lo, hi)
+        sol = allocate(q[:, :m], q[:, m:2 * m], q[:, 2 * m:3 * m], s, target, lo_x, hi_x)
+        return sol.x * s / target
+
+    h = 1e-6 * np.maximum(np.abs(ps), 1e-3 * max(float(np.abs(ps).max()), 1e-12))
+    fd = np.concatenate([ps[None] + np.diag(h), ps[None] - np.diag(h)])
+    wfd = weights_of(fd)
+    grad = ((wfd[:n_par] - wfd[n_par:]) / (2 * h[:, None])).T  # (m, P) in scaled coordinates
+    radius = np.sqrt(s2 * float(chi2.ppf(level, 1)))
+    cands = [ps]
+    for g in grad:
+        cg = inv @ g
+        var = float(g @ cg)
+        if var > 0:
+            step = radius * cg / np.sqrt(var)
+            cands += [ps + step, ps - step]
+    size = max(float(np.linalg.norm(ps)), 1e-12)
+    for v in vec[:, null].T:
+        cands += [ps + size * v, ps - size * v]
+    w = weights_of(np.array(cands))
+    wlo, whi = w.min(axis=0), w.max(axis=0)
+    spread = float(np.max(whi - wlo))
+    n_null = int(null.sum())
+    ok = n_pts > n_par and n_null == 0 and spread <= weight_tol
+    ranges = ", ".join(f"{dm} {a:.3f}-{b:.3f}" for dm, a, b in zip(data.domains, wlo, whi, strict=True)
+                       if b - a > 5e-4)
+    if ok:
+        text = (f"Identified: {n_pts} runs for {n_par} parameters, and the fits within the noise move no weight "
+                f"by more than {spread:.3f}.")
+    else:
+        why = []
+        if n_null:
+            why.append(f"{n_null} parameter combination(s) are not determined by the runs")
+        if spread > weight_tol:
+            why.append(f"fits within the noise ({level:.0%} profile) move a weight by {spread:.3f} > {weight_tol}")
+        text = (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could move: "
+                f"{ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more budgets) "
+                "narrow this.")
+    return {"identified": bool(ok), "weight_range": {dm: [float(a), float(b)] for dm, a, b in
+                                                     zip(data.domains, wlo, whi, strict=True)},
+            "spread": spread, "undetermined_directions": n_null, "points": int(n_pts), "parameters": int(n_par),
+            "noise_variance": float(s2), "noise_source": source, "level": float(level),
+            "weight_tol": float(weight_tol), "fits_evaluated": len(cands), "summary": text}
 
 
 def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]) -> dict[str, float]:
@@ -492,13 +784,15 @@ def compare_projections(
     return out
 
 
-def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any]:
+def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = None) -> dict[str, Any]:
     """Both projections to one target and which one is used (the runner's ``fits/projection.json``).
 
     Args:
-        method: the one used, ``"geometric"`` or ``"joint"``.
+        method: the one used, ``"geometric"``, ``"joint"`` or ``"robust"`` (needs ``robust``).
         geometric: the :class:`~.projection.Projection`, or the error text when it failed.
         joint: the :class:`JointFit`, or the error text when it failed.
+        robust: the :class:`~.robust.RobustProjection` (reported beside them, with how far it moves
+            the geometric mix), its error text, or None (not computed).
 
     Returns:
         Top-level ``method``, ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of
@@ -509,10 +803,15 @@ def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any
     Raises:
         ValueError: ``method`` unknown, or the projection used failed.
     """
-    if method not in PROJECTIONS:
-        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
+    allowed = (*PROJECTIONS, "robust")
+    if method not in allowed:
+        raise ValueError(f"projection method must be one of {allowed}, got {method!r}")
     parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
              for name, p in (("geometric", geometric), ("joint", joint))}
+    if robust is not None:
+        parts["robust"] = {"error": robust} if isinstance(robust, str) else robust.to_json()
+    if method not in parts:
+        raise ValueError(f"the {method} projection was not computed")
     chosen = parts[method]
     if "error" in chosen:
         raise ValueError(f"the {method} projection failed: {chosen['error']}")
@@ -521,6 +820,6 @@ def projection_summary(method: str, geometric: Any, joint: Any) -> dict[str, Any
                            "warnings": list(chosen.get("warnings", [])), **parts}
     if "t" in parts["geometric"]:
         out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
-    if not any("error" in p for p in parts.values()):
+    if "error" not in parts["geometric"] and "error" not in parts["joint"]:
         out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
     return out
