@@ -114,6 +114,19 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
     assert "AutoScale: projected: joint law" in format_summary(report)
 
 
+def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, "robust")
+    assert fits["method"] == proj["method"] == "robust"
+    assert proj["unbounded_weights"] == proj["robust"]["weights"] == fits["robust"].weights
+    assert fits["weights"] == proj["weights"] and min(fits["weights"].values()) >= 0.05 - 1e-12
+    plan = fits["plan"]
+    end = plan.allocation_for_budget(65536)
+    assert [end[d] / 65536 for d in N0] == pytest.approx([proj["unbounded_weights"][d] for d in N0], abs=1e-9)
+    assert plan.metadata["projection"] == "robust"
+    assert any("robust projection (sets the target mix" in line for line in lines) and "robust, t=" in lines[-1]
+    assert "projected: robust" in projection_label(proj) and "The robust step moved" in projection_sentence(proj)
+
+
 def _law_optimum(n: float, lo: float) -> np.ndarray:
     """Weights minimising the law at n tokens with weights >= lo (scipy, independent of the solver)."""
     from scipy.optimize import minimize
@@ -129,9 +142,10 @@ def _law_optimum(n: float, lo: float) -> np.ndarray:
 
 
 def test_bad_projection_is_named_and_the_dry_run_says_which(stores: Path) -> None:
-    with pytest.raises(ValueError, match=r"ddo.projection = 'line' is invalid: expected one of \('geometric', 'joint'\)"):
+    with pytest.raises(ValueError, match=r"ddo.projection = 'line' is invalid: expected one of "
+                                         r"\('geometric', 'joint', 'robust'\)"):
         config_from_dict(tiny_config(stores, ddo={"projection": "line"}))
-    for method in ("geometric", "joint"):
+    for method in ("geometric", "joint", "robust"):
         runner = MixtureRunner(config_from_dict(tiny_config(stores, ddo={"projection": method})),
                                stores.parent / "out", progress=False)
         assert f"projection to the target: {method}" in runner.describe()
@@ -141,16 +155,18 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
     from autoscale_data.runner.plots import write_plots
     from autoscale_data.runner.report import _markdown
 
-    fits, proj, _ = _fit(stores, tmp_path, "joint")
-    report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
-              "tokens_saved": {}, "ddo": {str(n): r.to_json() for n, r in fits["ddo"].items()},
-              "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
-              "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
-    md = _markdown(report)
-    assert "(projected: joint law, AAR" in md and "(geometric, not used)" in md
-    assert "Target mix from the joint projection" in md and "differs by total variation" in md
-    pytest.importorskip("matplotlib")
-    assert "plots/weights.png" in write_plots(tmp_path, report)
+    for method in ("joint", "robust"):
+        fits, proj, _ = _fit(stores, tmp_path / method, method)
+        report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
+                  "tokens_saved": {}, "ddo": {str(n): r.to_json() for n, r in fits["ddo"].items()},
+                  "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
+                  "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
+        md = _markdown(report)
+        assert f"Target mix from the {method} projection" in md and "(geometric, not used)" in md
+        if method == "joint":
+            assert "(projected: joint law, AAR" in md and "differs by total variation" in md
+        pytest.importorskip("matplotlib")
+        assert "plots/weights.png" in write_plots(tmp_path / method, report)
 
 
 class _SkewedLedger(_Ledger):

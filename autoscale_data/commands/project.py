@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")
-    p.add_argument("--method", choices=(*PROJECTIONS, "robust"), default="geometric",
+    p.add_argument("--method", choices=PROJECTIONS, default="geometric",
                    help="projection that gives the weights: the Theorem-1 path (default), the joint law, or the "
                         "path with each share trend shrunk by its uncertainty (robust); joint and robust need "
                         "--runs, which reports all three")

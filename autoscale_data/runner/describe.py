@@ -89,12 +89,11 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
 def projection_note(config: RunnerConfig) -> str:
     """Which projection sets the target mix (``ddo.projection``) and how the weight bounds apply to it."""
     ddo = config.ddo
-    if ddo.projection == "joint":
-        text = ("projection to the target: joint (one law fitted to the runs of both budgets, optimised at the "
-                "target); the geometric projection is reported beside it (ddo.projection)")
-    else:
-        text = ("projection to the target: geometric (Theorem-1 path through the DDO optima at N1 and N2); the "
-                "joint projection is reported beside it (ddo.projection)")
+    how = {"joint": "joint (one law fitted to the runs of both budgets, optimised at the target)",
+           "robust": "robust (the Theorem-1 path with each domain's trend shrunk by its uncertainty)",
+           "geometric": "geometric (Theorem-1 path through the DDO optima at N1 and N2)"}[ddo.projection]
+    text = (f"projection to the target: {how}; the other projections are reported beside it "
+            "(ddo.projection: geometric | joint | robust)")
     if ddo.min_weight > 0 or ddo.max_weight < 1:
         text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
                  "the DDO optima and the target mix: a projected weight outside them is moved to the bound "

@@ -59,9 +59,11 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     """DDO at both budgets, bootstrap verdicts, both projections to the target and the mixture plan.
 
     The target mix comes from ``config.ddo.projection``: ``"geometric"`` (the Theorem-1 path through
-    the DDO optima) or ``"joint"`` (one law fitted to the runs of both budgets, optimised at the
-    target); the other is computed and reported too. With ``"joint"`` the mixture plan is the
-    Theorem-1 path through the joint law's optima at N1 and at the target.
+    the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets, optimised at the
+    target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its uncertainty);
+    the others are computed and reported too. With ``"joint"`` the mixture plan is the Theorem-1 path
+    through the joint law's optima at N1 and at the target; with ``"robust"`` the path through the N2
+    optimum and the robust target allocation.
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
     :func:`~autoscale_data.solver.joint.projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
@@ -69,7 +71,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
 
     Returns:
         ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection | str,
-        "joint": JointFit | str, "method": str, "weights": {domain: weight}, "plan": MixturePlan | None}``
+        "joint": JointFit | str, "robust": RobustProjection | str, "method": str,
+        "weights": {domain: weight}, "plan": MixturePlan | None}``
         (a projection that failed and was not the one used is its error message).
 
     Raises:
@@ -127,19 +130,21 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
                                          max_epochs=config.max_epochs, fit=results[n2]))
     joint = _attempt(method == "joint", f"joint projection to {target} tokens",
                      lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
-    chosen = joint if method == "joint" else geometric
-    robust = _attempt(False, "robust projection", lambda: robust_project(
+    robust = _attempt(method == "robust", f"robust projection to {target} tokens", lambda: robust_project(
         [results[n1], results[n2]], target, [log_share_sd(results[n1]), log_share_sd(results[n2])],
         token_caps=caps, max_epochs=config.max_epochs))
     if not isinstance(robust, str):
-        log(f"robust projection (reported only; trends shrunk by their identifiability range): moves the geometric "
+        used = "sets the target mix" if method == "robust" else "reported only"
+        log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
     summary = projection_summary(method, geometric, joint, robust)
     weights_used = _bounded(summary, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = None
     try:
-        scales = chosen.path_scales(n1) if method == "joint" else [results[n1], results[n2]]
+        scales = {"joint": lambda: joint.path_scales(n1),  # the robust path runs through N2's optimum
+                  "robust": lambda: [results[n2], (float(target), robust.allocation_tokens)],
+                  }.get(method, lambda: [results[n1], results[n2]])()
         plan = MixturePlan.from_scales(scales, tokenizer=domains.tokenizer, token_caps=caps,
                                        max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
@@ -156,14 +161,16 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         log(f"no mixture plan saved: {exc}")
     for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")
-    other = geometric if method == "joint" else joint
-    if isinstance(other, str):
-        log(f"the {'geometric' if method == 'joint' else 'joint'} projection (reported only) failed: {other}")
+    for name, other in (("geometric", geometric), ("joint", joint), ("robust", robust)):
+        if name != method and isinstance(other, str):
+            log(f"the {name} projection (reported only) failed: {other}")
     weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
-    how = f"joint law, AAR {chosen.aar:.4f}" if method == "joint" else f"geometric, t={chosen.t:.3f}"
+    how = {"joint": lambda: f"joint law, AAR {joint.aar:.4f}",
+           "robust": lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
+           }.get(method, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "method": method,
-            "weights": weights_used, "plan": plan}
+    return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "robust": robust,
+            "method": method, "weights": weights_used, "plan": plan}
 
 
 def _bounded(summary: dict[str, Any], min_weight: float, max_weight: float, *,

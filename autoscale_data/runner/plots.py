@@ -55,6 +55,10 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
         if proj.get("method") == "joint":
             law = JointFit.from_json(proj["joint"])
             curve = [law.weights_at(float(n)) for n in grid]
+        elif proj.get("method") == "robust":  # the shrunk path: through N2's optimum and the robust target mix
+            pairs = [(float(scales[-1]), ddo[scales[-1]]["allocation_tokens"]),
+                     (float(proj["budget_tokens"]), proj["robust"]["allocation_tokens"])]
+            curve = [project(pairs, float(n)).weights for n in grid]
         else:
             pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
             curve = [project(pairs, float(n)).weights for n in grid]

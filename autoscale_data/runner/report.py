@@ -372,6 +372,9 @@ def projection_label(proj: dict[str, Any]) -> str:
     if proj.get("method", "geometric") == "joint":
         aar = (proj.get("joint") or {}).get("aar")
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
+    if proj.get("method") == "robust":
+        moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+        return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
     t = proj.get("t")
     return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
 
@@ -380,8 +383,14 @@ def projection_sentence(proj: dict[str, Any]) -> str:
     """One sentence: which projection set the target mix, and how far the other one is from it."""
     method = proj.get("method", "geometric")
     how = {"geometric": "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
-           "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)"}
+           "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
+           "robust": "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
+                     "uncertainty, the range of the optimum over the fits consistent with the data)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
+    moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+    if moved is not None:
+        text += (f" The robust step {'moved' if method == 'robust' else 'would move'} the geometric mix by total "
+                 f"variation {moved:.3f}.")
     other = "joint" if method == "geometric" else "geometric"
     if proj.get("disagreement"):
         text += (f" The {other} projection differs by total variation {proj['disagreement']['total_variation']:.3f}"

@@ -53,9 +53,10 @@ __all__ = [
     "weight_distance",
 ]
 
-PROJECTIONS = ("geometric", "joint")
+PROJECTIONS = ("geometric", "joint", "robust")
 """The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
-(:func:`~.projection.project`), or the optimum of the law fitted jointly to all budgets' runs."""
+(:func:`~.projection.project`), the optimum of the law fitted jointly to all budgets' runs, or the
+Theorem-1 path with each domain's trend shrunk by its uncertainty (:func:`~.robust.robust_project`)."""
 
 _GRID_A = np.geomspace(1e-3, 1e3, 31)
 _GRID_G = np.concatenate([[0.0], np.geomspace(0.02, 16.0, 30)])
@@ -803,9 +804,8 @@ def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = No
     Raises:
         ValueError: ``method`` unknown, or the projection used failed.
     """
-    allowed = (*PROJECTIONS, "robust")
-    if method not in allowed:
-        raise ValueError(f"projection method must be one of {allowed}, got {method!r}")
+    if method not in PROJECTIONS:
+        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
     parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
              for name, p in (("geometric", geometric), ("joint", joint))}
     if robust is not None:
