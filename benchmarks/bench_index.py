@@ -39,7 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_loader import LLAMA1, SEQ_LEN, write_stores  # noqa: E402
+from bench_loader import LLAMA1, SEQ_LEN, resume_seconds, write_stores  # noqa: E402
 
 BUDGETS = {"1B": 10**9, "100B": 10**11, "1T": 10**12, "15T": 15 * 10**12}
 CHUNK = 1024
@@ -108,18 +108,7 @@ def worker_dataset(stores: str, budget: int) -> dict[str, Any]:
     rss1 = _peak()
     assert x["input_ids"].shape == (SEQ_LEN,)
     total = ds.total_sequences
-    resume = {}
-    states = {label: json.dumps(ds.state_dict(samples_taken=int(frac * total)))
-              for label, frac in (("early", 0.01), ("middle", 0.5), ("late", 0.99))}
-    for label, text in states.items():
-        state = json.loads(text)
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            ds.load_state_dict(state)
-            next(iter(ds))
-            times.append(time.perf_counter() - t)
-        resume[label] = min(times)
+    resume = resume_seconds(ds)
     return {"total": total, "first_s": first, "rss_growth": rss1 - rss0, "resume_s": resume}
 
 
