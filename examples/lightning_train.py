@@ -1,0 +1,167 @@
+"""Example (f): PyTorch Lightning with ``MixtureDataModule``; ``Trainer.fit(ckpt_path=...)`` resumes the data exactly.
+
+The datamodule's ``state_dict`` (the data position after the last step trained on) goes into every
+Lightning checkpoint, and ``fit(ckpt_path=...)`` restores it::
+
+    from autoscale_data.integrations.lightning import MixtureDataModule
+
+    dm = MixtureDataModule("stores/", weights, budget_tokens=N, seq_len=1024, batch_size=8, num_workers=2)
+    trainer = L.Trainer(max_steps=steps, callbacks=[ModelCheckpoint(every_n_train_steps=500, save_top_k=-1)])
+    trainer.fit(model, datamodule=dm)
+    # later, in a new process (any number of devices):
+    trainer.fit(model, datamodule=MixtureDataModule(...same args...), ckpt_path="path/to.ckpt")
+
+Run: ``python examples/lightning_train.py --tiny``: trains ``--steps`` steps (across a pass
+boundary) with a checkpoint after every step (its loader hides ``len()``, so Lightning reads a
+batch ahead of each step), then resumes from three of them, each in a new
+process with another worker count, and checks that every resumed run trains on exactly the
+batches (tokens and domains) the uninterrupted run trained on after that step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from lightning.pytorch.callbacks import ModelCheckpoint
+from plain_pytorch import TinyLM
+from torch.nn import functional as F
+
+from autoscale_data.dataset import DomainLossMeter
+from autoscale_data.integrations.lightning import MixtureDataModule
+
+
+def batch_record(batch: dict[str, Any]) -> dict[str, Any]:
+    """What a step trained on: its domains, sequence ids and a digest of its tokens."""
+    tokens = batch["input_ids"].to(torch.int64).cpu().numpy().tobytes()
+    return {"domain": batch["domain"].tolist(), "seq_index": batch["seq_index"].tolist(),
+            "tokens": hashlib.sha256(tokens).hexdigest()}
+
+
+class LitTinyLM(pl.LightningModule):
+    """``TinyLM`` trained with Lightning; keeps a record of every batch it trains on."""
+
+    def __init__(self, vocab_size: int, domain_names: list[str], lr: float = 3e-3) -> None:
+        super().__init__()
+        self.model = TinyLM(vocab_size)
+        self.lr = lr
+        self.seen: list[dict[str, Any]] = []
+        self.domain_loss = DomainLossMeter(domain_names)
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        self.seen.append({"step": self.global_step, **batch_record(batch)})
+        ids = batch["input_ids"].long()
+        per_token = F.cross_entropy(self.model(ids[:, :-1]).transpose(1, 2), ids[:, 1:], reduction="none")
+        self.domain_loss.update(per_token, batch["domain"])
+        loss = per_token.mean()
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(self.parameters(), lr=self.lr)
+
+
+class _Unsized:
+    """The loader without ``len()``: Lightning then reads one batch ahead of the step it trains."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Any:
+        return iter(self.loader)
+
+
+def fit(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, steps: int, out: Path,
+        num_workers: int, ckpt_path: str | None = None, batch_size: int = 8, vocab_size: int = 257,
+        unsized: bool = False) -> list[dict]:
+    """Train (or resume) to ``steps`` steps, a checkpoint after each; returns the batches trained on."""
+    pl.seed_everything(0, verbose=False)
+    dm = MixtureDataModule(domains, weights, budget_tokens, seq_len, seed=1, batch_size=batch_size,
+                           num_workers=num_workers)
+    if unsized:  # an instance attribute: the checkpoint key (the class name) stays the same
+        dm.train_dataloader = lambda: _Unsized(MixtureDataModule.train_dataloader(dm))  # type: ignore[method-assign]
+    model = LitTinyLM(vocab_size, sorted(weights))
+    checkpoints = ModelCheckpoint(dirpath=out / "ckpt", filename="{step}", every_n_train_steps=1, save_top_k=-1)
+    trainer = pl.Trainer(max_steps=steps, max_epochs=-1, accelerator="cpu", devices=1, logger=False,
+                         callbacks=[checkpoints], enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=0)
+    trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
+    return model.seen
+
+
+def _self(args: list[str]) -> dict[str, Any]:
+    """Run this script in a new process; returns its ``PHASE`` output."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                                     str(Path(__file__).parent)])))
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("PHASE "):])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--num-workers", type=int, default=1)
+    parser.add_argument("--out", help="checkpoint directory (a temporary one by default)")
+    parser.add_argument("--resume", help="a checkpoint to resume from")
+    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)  # one fit, print its record
+    parser.add_argument("--unsized", action="store_true", help=argparse.SUPPRESS)  # hide len(): Lightning prefetches
+    args = parser.parse_args(argv)
+    if args.phase:
+        seen = fit(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
+                   out=Path(args.out), num_workers=args.num_workers, ckpt_path=args.resume, unsized=args.unsized)
+        print("PHASE " + json.dumps(seen), flush=True)
+        return 0
+    if not args.tiny:
+        if not args.domains or not args.weights:
+            parser.error("give --domains and --weights, or --tiny")
+        with tempfile.TemporaryDirectory() as tmp:
+            seen = fit(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len,
+                       steps=args.steps, out=Path(args.out or tmp), num_workers=args.num_workers, ckpt_path=args.resume)
+        print(f"trained {len(seen)} steps")
+        return 0
+
+    from _tiny import TINY_WEIGHTS, make_tiny_stores, result
+
+    with tempfile.TemporaryDirectory() as tmp:
+        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
+                  "--budget-tokens", str(100 * 48), "--seq-len", "48", "--steps", str(args.steps), "--phase"]
+        # the uninterrupted run: its loader has no len(), so Lightning's fetcher holds the next batch
+        # at every checkpoint; the module must count only the batches trained on
+        full = _self([*common, "--out", f"{tmp}/full", "--num-workers", str(args.num_workers), "--unsized"])
+        per_pass = -(-100 // 8)  # 100 sequences, batches of 8: the pass ends after step 13
+        resumes = {}
+        for k, workers, unsized in ((5, 0, []), (per_pass, 2, ["--unsized"]), (per_pass + 3, 1, [])):
+            ckpt = Path(tmp) / "full" / "ckpt" / f"step={k}.ckpt"
+            resumes[k] = _self([*common, "--out", f"{tmp}/resume{k}", "--num-workers", str(workers),
+                                "--resume", str(ckpt), *unsized])
+    ok = len(full) == args.steps and [r["step"] for r in full] == list(range(args.steps))
+    report = {}
+    for k, resumed in resumes.items():
+        same = [{**r, "step": None} for r in resumed] == [{**r, "step": None} for r in full[k:]]
+        steps_ok = [r["step"] for r in resumed] == list(range(k, args.steps))
+        report[str(k)] = {"batches": len(resumed), "equal": same, "steps_ok": steps_ok,
+                          "first": resumed[0]["seq_index"][:4] if resumed else None,
+                          "expected_first": full[k]["seq_index"][:4] if len(full) > k else None}
+        ok = ok and same and steps_ok
+        print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
+    result(example="lightning_train", ok=ok, steps=len(full), batches_per_pass=per_pass, resumes=report,
+           lightning=pl.__version__)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
