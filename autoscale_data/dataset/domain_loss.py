@@ -43,10 +43,11 @@ def _rows(token_losses: torch.Tensor, domain: torch.Tensor, mask: torch.Tensor |
         raise ValueError(f"domain must hold integer ids, got dtype {domain.dtype}")
     device = token_losses.device
     rows = token_losses.detach().reshape(domain.shape[0], -1).to(torch.float64)
+    if check_ids and domain.numel():  # on the ids' own device: a loader's CPU ids cost no device sync
+        low, high = int(domain.min()), int(domain.max())
+        if low < 0 or high >= num_domains:
+            raise ValueError(f"domain ids must lie in [0, {num_domains}), got values from {low} to {high}")
     ids = domain.to(device=device, dtype=torch.long)
-    if check_ids and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_domains):
-        raise ValueError(f"domain ids must lie in [0, {num_domains}), got values from {int(ids.min())} to "
-                         f"{int(ids.max())}")
     if mask is None:
         return ids, rows.sum(dim=1), torch.full_like(rows[:, 0], float(rows.shape[1]))
     keep = mask.reshape(rows.shape).to(device=device, dtype=torch.bool)
@@ -83,8 +84,9 @@ class DomainLossMeter:
 
     Args:
         domain_names: the dataset's ``domain_names`` (the order of the ``domain`` ids).
-        check_ids: check every update's ids are in range (one host sync per update); ``False``
-            skips the check for the cheapest possible step (out-of-range ids then raise inside
+        check_ids: check every update's ids are in range, on the device the ids are on (pass
+            ``batch["domain"]`` as the loader gives it, on the CPU, and this costs no device
+            synchronisation); ``False`` skips the check (out-of-range ids then raise inside
             ``index_add_`` or, on some devices, go unnoticed).
 
     The sums live on the device of the first update's losses (float64), so an update never copies
