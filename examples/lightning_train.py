@@ -83,8 +83,12 @@ class _Unsized:
 
 def fit(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, steps: int, out: Path,
         num_workers: int, ckpt_path: str | None = None, batch_size: int = 8, vocab_size: int = 257,
-        unsized: bool = False) -> list[dict]:
-    """Train (or resume) to ``steps`` steps, a checkpoint after each; returns the batches trained on."""
+        unsized: bool = False, devices: int = 1, record: str | None = None) -> list[dict]:
+    """Train (or resume) to ``steps`` steps, a checkpoint after each; returns the batches trained on.
+
+    With ``devices > 1`` Lightning starts one process per device (DDP over gloo on the CPU); each
+    rank writes its batches to ``RECORD.rank<r>.json``.
+    """
     pl.seed_everything(0, verbose=False)
     dm = MixtureDataModule(domains, weights, budget_tokens, seq_len, seed=1, batch_size=batch_size,
                            num_workers=num_workers)
@@ -92,11 +96,23 @@ def fit(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
         dm.train_dataloader = lambda: _Unsized(MixtureDataModule.train_dataloader(dm))  # type: ignore[method-assign]
     model = LitTinyLM(vocab_size, sorted(weights))
     checkpoints = ModelCheckpoint(dirpath=out / "ckpt", filename="{step}", every_n_train_steps=1, save_top_k=-1)
-    trainer = pl.Trainer(max_steps=steps, max_epochs=-1, accelerator="cpu", devices=1, logger=False,
-                         callbacks=[checkpoints], enable_progress_bar=False, enable_model_summary=False,
-                         num_sanity_val_steps=0)
+    trainer = pl.Trainer(max_steps=steps, max_epochs=-1, accelerator="cpu", devices=devices, logger=False,
+                         strategy="ddp" if devices > 1 else "auto", callbacks=[checkpoints],
+                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
+    if record:
+        Path(f"{record}.rank{trainer.global_rank}.json").write_text(json.dumps(model.seen))
     return model.seen
+
+
+def global_order(per_rank: list[list[dict[str, Any]]]) -> list[list[Any]]:
+    """Every rank's samples ``[domain, seq_index]`` in stream order (rank r of W holds positions r, r + W, ...)."""
+    out = []
+    for steps in zip(*per_rank, strict=True):
+        rows = [list(zip(s["domain"], s["seq_index"], strict=True)) for s in steps]
+        for j in range(max(len(r) for r in rows)):
+            out += [list(r[j]) for r in rows if j < len(r)]
+    return out
 
 
 def _self(args: list[str]) -> dict[str, Any]:
@@ -119,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", help="a checkpoint to resume from")
     parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)  # one fit, print its record
     parser.add_argument("--unsized", action="store_true", help=argparse.SUPPRESS)  # hide len(): Lightning prefetches
+    parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)  # >1: DDP over gloo
+    parser.add_argument("--record", help=argparse.SUPPRESS)  # each rank writes RECORD.rank<r>.json
     args = parser.parse_args(argv)
     if args.phase:
         seen = fit(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
-                   out=Path(args.out), num_workers=args.num_workers, ckpt_path=args.resume, unsized=args.unsized)
-        print("PHASE " + json.dumps(seen), flush=True)
+                   out=Path(args.out), num_workers=args.num_workers, ckpt_path=args.resume, unsized=args.unsized,
+                   devices=args.devices, record=args.record)
+        print("PHASE " + json.dumps(seen if not args.record else []), flush=True)
         return 0
     if not args.tiny:
         if not args.domains or not args.weights:
@@ -137,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     from _tiny import TINY_WEIGHTS, make_tiny_stores, result
 
     with tempfile.TemporaryDirectory() as tmp:
-        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
-                  "--budget-tokens", str(100 * 48), "--seq-len", "48", "--steps", str(args.steps), "--phase"]
+        data = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
+                "--budget-tokens", str(100 * 48), "--seq-len", "48", "--phase"]
+        common = [*data, "--steps", str(args.steps)]
         # the uninterrupted run: its loader has no len(), so Lightning's fetcher holds the next batch
         # at every checkpoint; the module must count only the batches trained on
         full = _self([*common, "--out", f"{tmp}/full", "--num-workers", str(args.num_workers), "--unsized"])
@@ -148,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             ckpt = Path(tmp) / "full" / "ckpt" / f"step={k}.ckpt"
             resumes[k] = _self([*common, "--out", f"{tmp}/resume{k}", "--num-workers", str(workers),
                                 "--resume", str(ckpt), *unsized])
+        # two DDP processes (gloo) checkpoint at step 4; one process resumes the global stream
+        _self([*data, "--steps", "6", "--out", f"{tmp}/two", "--num-workers", "1", "--devices", "2", "--record", f"{tmp}/two"])
+        two = [json.loads(Path(f"{tmp}/two.rank{r}.json").read_text()) for r in range(2)]
+        after_two = _self([*data, "--steps", "8", "--out", f"{tmp}/after_two",
+                           "--num-workers", "0", "--resume", f"{tmp}/two/ckpt/step=4.ckpt"])
     ok = len(full) == args.steps and [r["step"] for r in full] == list(range(args.steps))
     report = {}
     for k, resumed in resumes.items():
@@ -158,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
                           "expected_first": full[k]["seq_index"][:4] if len(full) > k else None}
         ok = ok and same and steps_ok
         print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
-    result(example="lightning_train", ok=ok, steps=len(full), batches_per_pass=per_pass, resumes=report,
+    two_rest = global_order([r[4:] for r in two])
+    one_rest = global_order([after_two])[:len(two_rest)]
+    elastic = len(two_rest) == 32 and one_rest == two_rest and two[0][0]["seq_index"] != two[1][0]["seq_index"]
+    ok = ok and elastic
+    print(f"2 DDP processes checkpointed at step 4, 1 process resumed: {len(one_rest)} samples, "
+          f"{'==' if elastic else '!='} what the 2 processes trained on after step 4")
+    result(example="lightning_train", ok=ok, two_to_one={"samples": len(one_rest), "equal": elastic}, steps=len(full), batches_per_pass=per_pass, resumes=report,
            lightning=pl.__version__)
     return 0 if ok else 1
 
