@@ -142,3 +142,24 @@ def test_a_missing_library_names_its_extra(module: str, library: str, extra: str
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"EXTRA {extra} ") and f"autoscale-data[{extra}]" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_resumed_pass_saves_and_resumes_again(stores: Path, workers: int) -> None:
+    """Resume at batch 3, take 4 more with workers, save, resume again: the rest of the pass, then whole passes."""
+    full = [item_key(b) for b in MixtureLoader(dataset(stores))]
+    first = MixtureLoader(dataset(stores))
+    it = iter(first)
+    for _ in range(3):
+        next(it)
+    second = MixtureLoader(dataset(stores), num_workers=workers)
+    second.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    it = iter(second)
+    assert [item_key(next(it)) for _ in range(4)] == full[3:7]
+    state = json.loads(json.dumps(second.state_dict()))
+    assert state["dataset"]["cursor"] == 28 and state["samples_consumed"] == 16
+    third = MixtureLoader(dataset(stores), num_workers=workers)
+    third.load_state_dict(state)
+    assert [item_key(b) for b in third] == full[7:]
+    assert [item_key(b) for b in third] == full
+    assert third.state_dict()["dataset"]["cursor"] == 0
