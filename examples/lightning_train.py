@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,10 @@ def fit(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
                          strategy="ddp" if devices > 1 else "auto", callbacks=[checkpoints],
                          enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
-    if record:
-        Path(f"{record}.rank{trainer.global_rank}.json").write_text(json.dumps(model.seen))
+    if record:  # written whole, then renamed: the launching process may exit before rank 1 is done
+        path = Path(f"{record}.rank{trainer.global_rank}.json")
+        path.with_suffix(".tmp").write_text(json.dumps(model.seen))
+        path.with_suffix(".tmp").replace(path)
     return model.seen
 
 
@@ -115,12 +118,24 @@ def global_order(per_rank: list[list[dict[str, Any]]]) -> list[list[Any]]:
     return out
 
 
-def _self(args: list[str]) -> dict[str, Any]:
-    """Run this script in a new process; returns its ``PHASE`` output."""
+def _wait_for(path: Path, timeout: float = 120.0) -> Path:
+    """``path`` once it exists (a DDP rank other than 0 may finish after the launching process)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise FileNotFoundError(f"{path} did not appear within {timeout} s")
+        time.sleep(0.2)
+    return path
+
+
+def _self(args: list[str]) -> Any:
+    """Run this script in a new process; returns its ``PHASE`` output (``None`` with ``--record``)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
                                                                      str(Path(__file__).parent)])))
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, timeout=600)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
+    if proc.returncode == 0 and "--record" in args:
+        return None
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(lines[-1][len("PHASE "):])
@@ -142,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         seen = fit(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
                    out=Path(args.out), num_workers=args.num_workers, ckpt_path=args.resume, unsized=args.unsized,
                    devices=args.devices, record=args.record)
-        print("PHASE " + json.dumps(seen if not args.record else []), flush=True)
+        if not args.record:  # with --record every rank writes a file (DDP ranks share stdout)
+            print("PHASE " + json.dumps(seen), flush=True)
         return 0
     if not args.tiny:
         if not args.domains or not args.weights:
@@ -170,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "--resume", str(ckpt), *unsized])
         # two DDP processes (gloo) checkpoint at step 4; one process resumes the global stream
         _self([*data, "--steps", "6", "--out", f"{tmp}/two", "--num-workers", "1", "--devices", "2", "--record", f"{tmp}/two"])
-        two = [json.loads(Path(f"{tmp}/two.rank{r}.json").read_text()) for r in range(2)]
+        two = [json.loads(_wait_for(Path(f"{tmp}/two.rank{r}.json")).read_text()) for r in range(2)]
         after_two = _self([*data, "--steps", "8", "--out", f"{tmp}/after_two",
                            "--num-workers", "0", "--resume", f"{tmp}/two/ckpt/step=4.ckpt"])
     ok = len(full) == args.steps and [r["step"] for r in full] == list(range(args.steps))
