@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BootstrapResult",
     "DDOResult",
+    "DomainLossMeter",
     "JointFit",
     "MissingExtraError",
     "MixturePlan",

@@ -12,6 +12,13 @@ one pass over the budget is ``total_sequences / (batch size × devices × accumu
 Under ``torchrun``/``accelerate launch`` with several processes, build the dataset after the
 process group exists (or pass ``rank=``/``world_size=``) so each process reads its own slice.
 
+Per-domain training loss: ``DomainLossTrainer`` below keeps the ``domain`` column
+(``remove_unused_columns=False``), takes it out of the model's inputs, and feeds the per-token
+losses to a :class:`~autoscale_data.dataset.DomainLossMeter`; every log line then carries
+``loss/<domain>`` (token-weighted, summed over processes). Trainer's own ``loss`` divides by every
+label position, ``B × seq_len``, although a causal model predicts ``seq_len - 1`` of them per row, so
+it reads about ``(seq_len - 1) / seq_len`` of the per-domain means.
+
 Run: ``python examples/hf_trainer.py --tiny`` (a 2-layer GPT-2 built from its config, no download).
 """
 
@@ -20,11 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from typing import Any
 
+import torch
 from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from torch.nn import functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
-from autoscale_data.dataset import ScaleAwareMixtureDataset
+from autoscale_data.dataset import DomainLossMeter, ScaleAwareMixtureDataset
 
 
 class LossLog(TrainerCallback):
@@ -32,10 +42,37 @@ class LossLog(TrainerCallback):
 
     def __init__(self) -> None:
         self.losses: list[float] = []
+        self.domain_losses: list[dict[str, float]] = []
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
         if logs and "loss" in logs:
             self.losses.append(float(logs["loss"]))
+            self.domain_losses.append({k[len("loss/"):]: v for k, v in logs.items() if k.startswith("loss/")})
+
+
+class DomainLossTrainer(Trainer):
+    """``Trainer`` that also logs the training loss per domain (``loss/<name>``) at every log step."""
+
+    def __init__(self, *args: Any, domain_names: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.domain_loss = DomainLossMeter(domain_names)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # type: ignore[no-untyped-def]
+        domain = inputs.pop("domain")
+        inputs.pop("seq_index", None)
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        with torch.no_grad():  # the model's loss per token, as its forward computes it (labels shifted by one)
+            labels = inputs["labels"][:, 1:]
+            per_token = F.cross_entropy(outputs.logits[:, :-1].transpose(1, 2).float(), labels, reduction="none")
+            self.domain_loss.update(per_token, domain, mask=labels != -100)
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        if "loss" in logs:  # the training log: this window's per-domain means, over every process
+            means = self.domain_loss.compute(all_reduce=self.args.world_size > 1)
+            logs.update({f"loss/{n}": v for n, v in means.items()})
+            self.domain_loss.reset()
+        super().log(logs, *args, **kwargs)
 
 
 def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, out_dir: str, *,
@@ -48,12 +85,14 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     model = GPT2LMHeadModel(config)
     args = TrainingArguments(output_dir=out_dir, max_steps=steps, per_device_train_batch_size=batch_size,
                              learning_rate=3e-3, warmup_steps=0, logging_steps=1, save_strategy="no",
-                             report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
+                             report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+                             remove_unused_columns=False)  # keep `domain` for the per-domain loss
     log = LossLog()
-    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[log])
+    trainer = DomainLossTrainer(model=model, args=args, train_dataset=ds, callbacks=[log],
+                                domain_names=ds.domain_names)
     trainer.train()
     return {"steps": trainer.state.global_step, "planned_steps": steps, "losses": log.losses,
-            "sequences_per_domain": ds.sequences_per_domain}
+            "domain_losses": log.domain_losses, "sequences_per_domain": ds.sequences_per_domain}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = train(str(make_tiny_stores(f"{tmp}/stores")), TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/out")
             losses = summary["losses"]
             ok = summary["steps"] == summary["planned_steps"] and len(losses) > 1 and losses[-1] < losses[0]
+            ok = ok and all(set(d) == set(TINY_WEIGHTS) for d in summary["domain_losses"])
             result(example="hf_trainer", ok=ok, **summary)
             return 0 if ok else 1
         if not args.domains or not args.weights:

@@ -26,7 +26,7 @@ from _tiny import add_data_args  # examples/_tiny.py: the options every example 
 from torch import nn
 from torch.utils.data import DataLoader
 
-from autoscale_data.dataset import ScaleAwareMixtureDataset
+from autoscale_data.dataset import DomainLossMeter, ScaleAwareMixtureDataset
 
 
 class TinyLM(nn.Module):
@@ -53,7 +53,8 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     model = TinyLM(vocab)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     seen: Counter[str] = Counter()
-    domain_loss: dict[str, list[float]] = {n: [] for n in train_ds.domain_names}
+    meter = DomainLossMeter(train_ds.domain_names)  # running per-domain training loss (token-weighted)
+    window = DomainLossMeter(train_ds.domain_names)  # the same, over the last 20 steps
     losses = []
     for step, batch in enumerate(loader):
         ids = batch["input_ids"]
@@ -64,16 +65,17 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
         loss.backward()
         opt.step()
         losses.append(loss.item())
-        for d, row_loss in zip(batch["domain"].tolist(), per_token.mean(dim=1).tolist(), strict=True):
-            name = train_ds.domain_names[d]
-            seen[name] += 1
-            domain_loss[name].append(row_loss)
+        meter.update(per_token, batch["domain"])  # add all_reduce=True to compute() under torchrun
+        window.update(per_token, batch["domain"])
+        seen.update(train_ds.domain_names[d] for d in batch["domain"].tolist())
         if step % 20 == 0:
-            print(f"step {step:4d}  loss {loss.item():.3f}")
+            per_domain = "  ".join(f"{n} {v:.3f}" for n, v in window.compute().items())
+            print(f"step {step:4d}  loss {loss.item():.3f}  per domain: {per_domain}")
+            window.reset()
     return {
         "steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1],
         "sequences_seen": dict(seen), "sequences_planned": train_ds.sequences_per_domain,
-        "domain_loss_last": {n: (v[-1] if v else None) for n, v in domain_loss.items()},
+        "domain_loss": meter.compute(), "domain_tokens": meter.tokens(),
     }
 
 
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = train(str(make_tiny_stores(tmp)), TINY_WEIGHTS, budget_tokens=64 * 48, seq_len=48,
                             num_workers=args.num_workers)
             ok = summary["sequences_seen"] == summary["sequences_planned"] and summary["last_loss"] < summary["first_loss"]
+            ok = ok and summary["domain_tokens"] == {n: k * 47 for n, k in summary["sequences_seen"].items()}
             result(example="plain_pytorch", ok=ok, **summary)
             return 0 if ok else 1
         if not args.domains or not args.weights:

@@ -3,7 +3,7 @@
 Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`, wherever it sits
 (module level or inside a function: a lazy import is still a dependency). Layers, top to bottom::
 
-    cli.py, commands/  ->  demo/  ->  runner/  ->  dataset/  ->  mixing/ | store/ | solver/
+    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. The package root's private helpers
 (``_checks``, ``_io``, ``_extras``, ``_options``) sit below everything; ``autoscale_data/__init__.py`` is the
@@ -29,7 +29,7 @@ PACKAGE = Path(autoscale_data.__file__).parent
 RANKS: dict[str, int] = {
     "cli": 5, "commands": 5,
     "demo": 4,
-    "runner": 3,
+    "runner": 3, "integrations": 3,
     "dataset": 2,
     "mixing": 1, "store": 1, "solver": 1,
     "_checks": 0, "_io": 0, "_extras": 0, "_options": 0,

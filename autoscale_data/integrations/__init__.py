@@ -1,0 +1,18 @@
+"""Adapters that plug the mixture stream into existing trainers, one module per library.
+
+Each adapter needs its library, installed by an extra of the same name (``pip install
+'autoscale-data[lightning]'``); importing it without the library raises
+:class:`~autoscale_data.MissingExtraError`. All of them share :class:`MixtureLoader`, which counts
+the samples a trainer has actually consumed, so a checkpoint resumes the data exactly where the
+model stopped even when the trainer prefetches batches or the loader uses worker processes.
+
+- :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning).
+- :mod:`autoscale_data.integrations.accelerate`: ``prepare_mixture_loader`` (HF Accelerate).
+- :mod:`autoscale_data.integrations.megatron`: ``MixtureExternalIterator`` (Megatron-Core,
+  ``--dataloader-type external``).
+- :mod:`autoscale_data.integrations.torchtitan`: ``MixtureTitanDataLoader`` (torchtitan).
+"""
+
+from ._loader import MixtureLoader
+
+__all__ = ["MixtureLoader"]

@@ -1,0 +1,105 @@
+"""PyTorch Lightning: a ``LightningDataModule`` whose data position goes into the Lightning checkpoint.
+
+Lightning saves ``datamodule.state_dict()`` in every checkpoint (under the class name) and calls
+``datamodule.load_state_dict(...)`` when ``Trainer.fit(ckpt_path=...)`` restores one, before it asks
+for ``train_dataloader()`` (``lightning/pytorch/trainer/connectors/checkpoint_connector.py``:
+``dump_checkpoint`` / ``restore_datamodule``). Its fetcher reads one batch ahead of the step
+(``loops/fetchers.py``, ``_PrefetchDataFetcher``), so the module counts a batch as consumed in
+``on_before_batch_transfer``, which the training loop calls for the batch it is about to train on
+(``loops/training_epoch_loop.py``). A resumed fit therefore continues with exactly the batch after
+the checkpoint's step::
+
+    dm = MixtureDataModule("stores/", weights, budget_tokens=N, seq_len=1024, batch_size=8, num_workers=2)
+    trainer = L.Trainer(max_steps=..., callbacks=[ModelCheckpoint(every_n_train_steps=1000)])
+    trainer.fit(model, datamodule=dm)                        # later, in a new process:
+    trainer.fit(model, datamodule=MixtureDataModule(...same args...), ckpt_path="last.ckpt")
+
+Lightning files the state under the datamodule's class name: resume with the same class (a
+renamed subclass finds no state and starts the data from the beginning).
+
+The dataset is built in ``setup()``, after Lightning has started the process group, so each rank
+reads its own slice. Subclass it to add ``val_dataloader`` (e.g. a
+:class:`~autoscale_data.dataset.MixtureValidationDataset`). If the LightningModule also overrides ``on_before_batch_transfer``, Lightning
+calls the datamodule's only: call ``super()`` there or count with ``dm.loader.mark_consumed(batch)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._loader import require_library
+
+require_library("lightning", "autoscale_data.integrations.lightning", "lightning", "lightning")
+
+import lightning.pytorch as pl  # noqa: E402
+
+from ..dataset import ScaleAwareMixtureDataset  # noqa: E402
+from ._loader import MixtureLoader  # noqa: E402
+
+__all__ = ["MixtureDataModule"]
+
+
+class MixtureDataModule(pl.LightningDataModule):
+    """The mixture stream as a Lightning datamodule with an exact, checkpointed resume.
+
+    Args:
+        domains, weights, budget_tokens, seq_len, seed: as for
+            :class:`~autoscale_data.dataset.ScaleAwareMixtureDataset`.
+        batch_size: samples per batch (per process).
+        num_workers: DataLoader worker processes.
+        pin_memory: pin batches (Lightning moves them to the device).
+        **settings: further dataset settings (``max_epochs``, ``shuffle_window``, ``output``, ...).
+
+    Attributes:
+        dataset, loader: built in ``setup("fit")``.
+    """
+
+    def __init__(self, domains: Any, weights: Any, budget_tokens: int, seq_len: int, seed: int = 0, *,
+                 batch_size: int, num_workers: int = 0, pin_memory: bool = False, **settings: Any) -> None:
+        super().__init__()
+        if "rank" in settings or "world_size" in settings:
+            raise ValueError("MixtureDataModule takes rank and world_size from Lightning's process group; "
+                             "do not pass them")
+        self._dataset_args = (domains, weights, int(budget_tokens), int(seq_len), int(seed))
+        self._dataset_settings = {**settings, "batch_size": batch_size}
+        self._loader_args = {"num_workers": num_workers, "pin_memory": pin_memory}
+        self._pending: Mapping[str, Any] | None = None
+        self.dataset: ScaleAwareMixtureDataset | None = None
+        self.loader: MixtureLoader | None = None
+
+    def _build(self) -> MixtureLoader:
+        if self.loader is None:
+            self.dataset = ScaleAwareMixtureDataset(*self._dataset_args, **self._dataset_settings)
+            self.loader = MixtureLoader(self.dataset, count_on_yield=False, **self._loader_args)
+        if self._pending is not None:
+            self.loader.load_state_dict(self._pending)
+            self._pending = None
+        return self.loader
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            self._build()
+
+    def train_dataloader(self) -> MixtureLoader:
+        return self._build()
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        trainer = self.trainer
+        if self.loader is not None and trainer is not None and trainer.training and isinstance(batch, Mapping):
+            self.loader.mark_consumed(batch)
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The data position after the batches trained on so far (what Lightning checkpoints)."""
+        if self.loader is None:
+            return dict(self._pending) if self._pending is not None else {}
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume from a checkpoint's state (applied now, or when the dataset is built)."""
+        if not state_dict:
+            return
+        self._pending = state_dict
+        if self.loader is not None:
+            self._build()

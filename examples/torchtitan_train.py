@@ -1,0 +1,156 @@
+"""Example (i): torchtitan with ``MixtureTitanDataLoader``; its state rides in the checkpoint.
+
+Name the loader in a torchtitan training config::
+
+    from autoscale_data.integrations.torchtitan import MixtureTitanDataLoader
+
+    config = Trainer.Config(
+        ...,
+        dataloader=MixtureTitanDataLoader.Config(dataset_path="stores/", weights={"web": 0.7, "code": 0.3},
+                                                 budget_tokens=10**10, num_workers=2),
+    )
+
+The trainer builds it with ``config.dataloader.build(dp_world_size=..., dp_rank=..., tokenizer=...,
+seq_len=..., local_batch_size=..., snapshot_every_n_steps=...)`` and checkpoints it as the
+``"dataloader"`` state of torch.distributed.checkpoint (DCP).
+
+Run: ``python examples/torchtitan_train.py --tiny`` (needs torchtitan importable): builds the
+loader through its ``Config.build`` with the trainer's keywords, trains a tiny model pulling one
+batch per step as ``Trainer.batch_generator`` does, saves ``{"dataloader": loader}`` with DCP at
+three steps, resumes each with ``dcp.load`` in a new process (one of them on 2 data-parallel ranks)
+and checks that every resumed run reads exactly the samples (tokens and domains) the uninterrupted
+run read after that step. (torchtitan's ``Trainer`` itself needs tensorboard, wandb and a
+torchtitan model on an accelerator; this runs the data-loader contract with torchtitan's classes.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed.checkpoint as dcp
+import torchtitan
+from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from plain_pytorch import TinyLM
+from torch.nn import functional as F
+from torchtitan.components.dataloader import BaseDataLoader, DataloaderExhaustedError
+
+from autoscale_data.integrations.torchtitan import MixtureTitanDataLoader
+
+LOCAL_BATCH = 4
+
+
+def samples(input_dict: dict[str, torch.Tensor], labels: torch.Tensor, domains: torch.Tensor) -> list[list[Any]]:
+    """Per sample of a batch: ``[domain, digest of its input and labels]``."""
+    return [[int(d), hashlib.sha256(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()[:16]]
+            for d, x, y in zip(domains.tolist(), input_dict["input"], labels, strict=True)]
+
+
+def batch_generator(loader: BaseDataLoader):  # the shape of torchtitan's Trainer.batch_generator
+    data_iterator = iter(loader)
+    while True:
+        try:
+            batch = next(data_iterator)
+        except StopIteration as ex:
+            raise DataloaderExhaustedError() from ex
+        yield batch
+
+
+def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, steps: int, out: Path,
+          num_workers: int, dp: int = 1, save_at: tuple[int, ...] = (), resume: int | None = None) -> list[list[Any]]:
+    """Steps of a tiny model on ``dp`` simulated data-parallel ranks; returns every sample read, in stream order."""
+    torch.manual_seed(0)
+    config = MixtureTitanDataLoader.Config(dataset_path=domains, weights=weights, budget_tokens=budget_tokens,
+                                           seed=1, num_workers=num_workers)
+    loaders = [config.build(dp_world_size=dp, dp_rank=r, tokenizer=None, seq_len=seq_len,
+                            local_batch_size=LOCAL_BATCH, snapshot_every_n_steps=1) for r in range(dp)]
+    if resume is not None:
+        for loader in loaders:  # every rank loads the same (global) position
+            dcp.load({"dataloader": loader}, checkpoint_id=str(out / f"step-{resume}"))
+    model = TinyLM(257)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    iterators = [batch_generator(loader) for loader in loaders]
+    seen: list[list[Any]] = []
+    for step in range(resume or 0, steps):
+        rows = []
+        for loader, it in zip(loaders, iterators, strict=True):
+            input_dict, labels = next(it)
+            logits = model(input_dict["input"])
+            F.cross_entropy(logits.transpose(1, 2), labels).backward()
+            rows.append(samples(input_dict, labels, loader.last_domains))
+        for j in range(max(len(r) for r in rows)):  # rank r holds positions r, r + dp, ...: stream order
+            seen += [r[j] for r in rows if j < len(r)]
+        optimizer.step()
+        optimizer.zero_grad()
+        if step + 1 in save_at:
+            dcp.save({"dataloader": loaders[0]}, checkpoint_id=str(out / f"step-{step + 1}"))
+    return seen
+
+
+def _self(args: list[str]) -> list[list[Any]]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                                     str(Path(__file__).parent)])))
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("PHASE "):])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
+    parser.add_argument("--steps", type=int, default=36)
+    parser.add_argument("--num-workers", type=int, default=1)
+    parser.add_argument("--dp", type=int, default=1, help="simulated data-parallel ranks")
+    parser.add_argument("--out", help="where the checkpoints go")
+    parser.add_argument("--save-at", default="")
+    parser.add_argument("--resume", type=int, help="step to resume from")
+    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if not args.tiny:
+        if not args.domains or not args.weights or not args.out:
+            parser.error("give --domains, --weights and --out, or --tiny")
+        seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
+                     out=Path(args.out), num_workers=args.num_workers, dp=args.dp, resume=args.resume,
+                     save_at=tuple(int(s) for s in args.save_at.split(",") if s))
+        print("PHASE " + json.dumps(seen) if args.phase else f"read {len(seen)} samples", flush=True)
+        return 0
+
+    from _tiny import TINY_WEIGHTS, make_tiny_stores, result
+
+    per_pass = -(-100 // LOCAL_BATCH)  # 100 sequences: 25 steps per pass
+    points = ((6, 0, 1), (per_pass, 2, 1), (28, 0, 2))  # (step, workers, data-parallel ranks)
+    with tempfile.TemporaryDirectory() as tmp:
+        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
+                  "--budget-tokens", str(100 * 49), "--seq-len", "48", "--steps", str(args.steps), "--out", tmp]
+        full = _self([*common, "--num-workers", str(args.num_workers), "--phase",
+                      "--save-at", ",".join(str(k) for k, _, _ in points)])
+        resumes = {k: _self([*common, "--num-workers", str(w), "--dp", str(dp), "--resume", str(k), "--phase"])
+                   for k, w, dp in points}
+    ok = len(full) == args.steps * LOCAL_BATCH
+    report = {}
+    for (k, _, dp), resumed in zip(points, resumes.values(), strict=True):
+        expected = full[k * LOCAL_BATCH:]
+        if dp > 1:  # dp ranks read dp batches per step: compare the samples both runs read
+            n = min(len(expected), len(resumed))
+            expected, resumed = expected[:n], resumed[:n]
+        same = resumed == expected
+        report[str(k)] = {"samples": len(resumed), "equal": same, "dp": dp}
+        ok = ok and same and len(resumed) > 0
+        print(f"resume from step {k} on {dp} data-parallel rank(s): {len(resumed)} samples, "
+              f"{'==' if same else '!='} the uninterrupted run's")
+    result(example="torchtitan_train", ok=ok, samples=len(full), resumes=report, torchtitan=torchtitan.__version__)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
