@@ -55,8 +55,8 @@ def _parse() -> argparse.Namespace:
                         "paper's 2m+1 design, which does not identify the 3-parameter law")
     p.add_argument("--heldout-multipliers", default="2",
                    help="extra multipliers at N2 for the held-out AAR ('' for none)")
-    p.add_argument("--projection", choices=("geometric", "joint"), default="geometric",
-                   help="projection that sets the AutoScale target mix (both are evaluated at N3 either way)")
+    p.add_argument("--projection", choices=("geometric", "joint", "robust"), default="robust",
+                   help="projection that sets the AutoScale target mix (all three are evaluated at N3 either way)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--heldout-tokens", type=int, default=16_384,
                    help="held-out validation tokens per domain, evaluated at the end of every proxy run")
@@ -108,7 +108,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
                   multipliers: tuple[float, ...] = (3.0,), threads: int = 1,
-                  max_parallel: int | str = 1, heldout_tokens: int = 16_384, projection: str = "geometric") -> Any:
+                  max_parallel: int | str = 1, heldout_tokens: int = 16_384, projection: str = "robust") -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -154,19 +154,25 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
     Returns:
         The DDO results per budget, and the per-seed entry of ``results.json``: DDO weights and fit
         AAR per budget; the geometric (``projected_n3``, ``projection_error_*``) and the joint
-        (``joint_projected_n3``, ``joint_projection_error_*``, ``joint_fit_aar``) projections to N3.
+        (``joint_projected_n3``, ``joint_projection_error_*``, ``joint_fit_aar``) and the robust
+        (``robust_projected_n3``, ``robust_projection_error_*``) projections to N3.
     """
-    from autoscale_data.solver import compare_projections, fit_ddo
+    from autoscale_data.solver import compare_projections, fit_ddo, weight_distance
+    from autoscale_data.solver.robust import log_share_sd, robust_project
 
     n1, n2, n3 = budgets
     fits = {n: fit_ddo(tables[n], **opts) for n in budgets}
     both = compare_projections([tables[n1], tables[n2]], n3, heldout=fits[n3], ddo=[fits[n1], fits[n2]], **opts)
     geo, joint = both["heldout"]["geometric"], both["heldout"]["joint"]
+    robust = robust_project([fits[n1], fits[n2]], n3, [log_share_sd(fits[n1]), log_share_sd(fits[n2])],
+                            token_caps=opts.get("token_caps"), max_epochs=opts.get("max_epochs"))
+    rob = weight_distance(robust.weights, fits[n3].weights)
     return fits, {"weights": {n: fits[n].weights for n in budgets}, "projected_n3": geo["weights"],
                   "projection_error_l1": geo["l1"], "projection_error_max": geo["max_abs"],
                   "joint_projected_n3": joint["weights"], "joint_projection_error_l1": joint["l1"],
                   "joint_projection_error_max": joint["max_abs"], "joint_fit_aar": both["joint"]["aar"],
-                  "fit_aar": {n: fits[n].aar for n in budgets}}
+                  "robust_projected_n3": robust.weights, "robust_projection_error_l1": rob["l1"],
+                  "robust_projection_error_max": rob["max_abs"], "fit_aar": {n: fits[n].aar for n in budgets}}
 
 
 def _ms(values: list[float]) -> str:
@@ -255,14 +261,15 @@ def markdown(r: dict[str, Any]) -> str:
     for n in (n1, n2, n3):
         lines.append(f"| DDO weight at {n:,} | "
                      + " | ".join(_ms([s["weights"][n][k] for s in seeds.values()]) for k in doms) + " |")
-    for name, key in (("geometric", "projected_n3"), ("joint", "joint_projected_n3")):
+    for name, key in (("geometric", "projected_n3"), ("joint", "joint_projected_n3"),
+                      ("robust", "robust_projected_n3")):
         lines.append(f"| {name} projection from N1, N2 to {n3:,} | "
                      + " | ".join(_ms([s[key][k] for s in seeds.values()]) for k in doms) + " |")
     lines += ["", "| metric | mean ± std over seeds |", "|---|---:|",
               f"| DDO fit AAR at N2 (in-sample) | {_ms([s['fit_aar'][n2] for s in seeds.values()])} |",
               f"| (a) DDO loss-model AAR on held-out perturbations at N2 | {_ms([s['heldout_aar'] for s in seeds.values()])} |",
               f"| joint law fit AAR over N1 and N2 (in-sample) | {_ms([s['joint_fit_aar'] for s in seeds.values()])} |"]
-    for name, pre in (("geometric", ""), ("joint", "joint_")):
+    for name, pre in (("geometric", ""), ("joint", "joint_"), ("robust", "robust_")):
         lines += [f"| (b) {name} projection error at N3: L1 distance of weights | "
                   f"{_ms([s[pre + 'projection_error_l1'] for s in seeds.values()])} |",
                   f"| (b) {name} projection error at N3: max abs weight difference | "

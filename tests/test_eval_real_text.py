@@ -35,6 +35,8 @@ def test_projection_errors_and_table_report_both_projections() -> None:
     assert entry["projection_error_max"] > 10 * entry["joint_projection_error_max"]
     assert entry["projection_error_l1"] >= entry["projection_error_max"]
     assert sum(entry["joint_projected_n3"].values()) == pytest.approx(1.0)
+    assert sum(entry["robust_projected_n3"].values()) == pytest.approx(1.0)
+    assert entry["robust_projection_error_l1"] >= entry["robust_projection_error_max"] >= 0
     entry |= {"heldout_aar": None, "tokens_saved": {b: {"signed_fraction": 0.1} for b in ("uniform", "natural",
                                                                                               "ddo_n2")}}
     results = {"domains": ["d0", "d1", "d2"], "budgets": list(budgets), "target": 160_000, "seeds": [0],
@@ -43,4 +45,5 @@ def test_projection_errors_and_table_report_both_projections() -> None:
     assert "| joint projection from N1, N2 to 80,000 |" in md and "| geometric projection from N1, N2" in md
     assert "(b) joint projection error at N3: L1 distance of weights" in md
     assert "(b) geometric projection error at N3: max abs weight difference" in md
+    assert "(b) robust projection error at N3: L1 distance of weights" in md
     assert "AutoScale target mix from the joint projection" in md

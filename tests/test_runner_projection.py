@@ -62,8 +62,14 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None,
     return fits, json.loads((tmp_path / "fits" / "projection.json").read_text()), lines
 
 
-def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_path: Path) -> None:
-    fits, proj, lines = _fit(stores, tmp_path, None)
+def test_default_is_robust(stores: Path, tmp_path: Path) -> None:
+    fits, proj, _ = _fit(stores, tmp_path, None)
+    assert fits["method"] == proj["method"] == "robust"
+    assert config_from_dict(tiny_config(stores)).ddo.projection == "robust"
+
+
+def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, "geometric")
     assert fits["method"] == proj["method"] == "geometric"
     assert proj["weights"] == fits["weights"]
     assert proj["unbounded_weights"] == proj["geometric"]["weights"] == fits["projection"].weights
@@ -80,7 +86,7 @@ def test_default_is_geometric_and_projection_json_holds_both(stores: Path, tmp_p
 
 def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, tmp_path: Path) -> None:
     bound = 0.05
-    fits, proj, lines = _fit(stores, tmp_path / "bounded", None, min_weight=bound)
+    fits, proj, lines = _fit(stores, tmp_path / "bounded", "geometric", min_weight=bound)
     low = min(proj["unbounded_weights"], key=proj["unbounded_weights"].get)
     assert min(fits["weights"].values()) >= bound - 1e-12 and sum(fits["weights"].values()) == pytest.approx(1)
     assert proj["weights"] == fits["weights"] and proj["unbounded_weights"] == proj["geometric"]["weights"]

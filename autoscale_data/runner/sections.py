@@ -143,7 +143,9 @@ class DDOConfig:
     min_weight: float = 0.0
     max_weight: float = 1.0
     law: str = "3p"
-    projection: str = "geometric"
+    # robust by default: on the published multi-scale runs it halved the geometric path's regret
+    # (docs/solver.md, "Evidence on published runs"), and it equals that path where the trends are identified
+    projection: str = "robust"
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
 
     def __post_init__(self) -> None:
