@@ -1,6 +1,8 @@
 """Shared pytest fixtures.
 
-Token-store fixtures (see ``tests/helpers_store.py`` for the writer behind them):
+Helpers shared by the test folders live in ``tests/common/`` (on ``sys.path`` from here).
+
+Token-store fixtures (see ``tests/common/helpers_store.py`` for the writer behind them):
 
 - ``make_store(name, num_tokens, **kw) -> TokenStore``: a synthetic domain store written under
   this test's ``tmp_path / "stores"`` (keyword arguments as ``write_synthetic_store``).
@@ -11,12 +13,16 @@ Token-store fixtures (see ``tests/helpers_store.py`` for the writer behind them)
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_store import write_synthetic_store
+
+sys.path.insert(0, str(Path(__file__).parent / "common"))  # tests/common: helpers shared by every folder
+
+from helpers_store import write_synthetic_store  # noqa: E402
 from hypothesis import settings
 
 from autoscale_data.store import TokenStore

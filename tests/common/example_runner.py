@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["EXAMPLES", "run_example"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run_example(script: str, cwd: Path, *args: str, timeout: float = 500) -> dict[str, Any]:

@@ -6,12 +6,12 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import EXAMPLES
 
 from autoscale_data.solver import fit_ddo
 from autoscale_data.solver.allocate import allocate, multiplier_bounds
@@ -20,7 +20,7 @@ from autoscale_data.solver.identify import consistent_fits, identify
 from autoscale_data.solver.laws import fit_power_law, fit_power_law_paper, local_fits, power_law
 from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
-PAPER_RUNS = Path(__file__).resolve().parents[1] / "examples" / "data" / "gpt2-large-1.2b-ddo-runs.csv"
+PAPER_RUNS = EXAMPLES / "data" / "gpt2-large-1.2b-ddo-runs.csv"
 # The optimum of the authors' own fitted laws on their table (their notebook's a, b, c; exact bounded solve).
 PAPER_OPTIMUM = {"common_crawl": 0.232108, "github": 0.028571, "books": 0.182022, "wiki": 0.168542,
                  "c4": 0.264557, "stackexchange": 0.091023, "arxiv": 0.033177}

@@ -13,10 +13,11 @@ import hypothesis.strategies as st
 import pytest
 import torch
 from hypothesis import given, settings
+from paths import REPO
 
 from autoscale_data.dataset import DomainLossMeter, domain_loss_sums
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def naive(batches: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]], names: list[str]) -> dict[str, float]:

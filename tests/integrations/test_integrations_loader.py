@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 from helpers_store import write_synthetic_stores
+from paths import REPO
 from resume_helper import assert_resume_equals_suffix, item_key
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.integrations import MixtureLoader
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 WEIGHTS = {"a": 0.5, "b": 0.3, "c": 0.2}
 TOTAL = 61  # sequences: batches of 4 -> 16 per pass, the last one short
 

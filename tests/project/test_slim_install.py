@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from paths import REPO
 
 pytestmark = pytest.mark.slim_install
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 EXTRAS_ABSENT = ("transformers", "matplotlib", "deepspeed", "pyarrow", "datasets", "webdataset")
 
 

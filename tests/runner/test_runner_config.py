@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from paths import EXAMPLES
 
 from autoscale_data.runner.config import RunnerConfig, config_from_dict, config_to_dict, load_config
 from autoscale_data.runner.models import PRESETS, build_model, model_config_dict
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _base(**kw):

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
+from paths import BENCHMARKS
 
 from autoscale_data.solver.synthetic import synthetic_budget_runs
 
 pytestmark = pytest.mark.timeout(120)
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "eval_real_text.py"
+_PATH = BENCHMARKS / "eval_real_text.py"
 
 
 def _module():

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
@@ -26,7 +27,7 @@ from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import ddo_proxy_specs
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.timeout(900)]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 _TIMING = {"wall_time_s", "train_time_s", "eval_time_s", "data_wait_s", "data_wait_fraction", "tokens_per_s",
            "finished_at"}
 

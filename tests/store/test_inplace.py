@@ -22,6 +22,7 @@ import pytest
 from helpers_store import write_synthetic_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import REPO
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.store import (
@@ -300,7 +301,7 @@ def test_cli_prepare_registers_megatron_and_hf_data_beside_a_tokenized_domain(tm
     cmd = [sys.executable, "-m", "autoscale_data.cli", "prepare", "--from-megatron", f"web={prefix}",
            "--from-hf", f"code={tmp_path / 'data' / 'code_hf'}", "--domain", f"books={tmp_path / 'books.jsonl'}",
            "--out", str(tmp_path / "out"), "--tokenizer", "bytes", "--workers", "1", "--quiet"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO),
                                                         os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import BENCHMARKS, SHARED
 
 pytestmark = pytest.mark.timeout(300)
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "eval_published_runs.py"
-_DATA = Path(__file__).resolve().parents[2] / "shared" / "external_runs"
+_PATH = BENCHMARKS / "eval_published_runs.py"
+_DATA = SHARED / "external_runs"
 
 AMP = np.array([1.0, 0.6, 0.8])
 N0 = np.array([2e6, 1e6, 5e5])

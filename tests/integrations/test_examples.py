@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BIN = Path(sys.executable).parent
 
 
