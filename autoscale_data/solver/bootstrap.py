@@ -363,6 +363,6 @@ def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:
 
 
 def _scale_pair(item: Any) -> tuple[float, dict[str, float]]:
-    from .projection import _one_scale
+    from .projection import one_scale
 
-    return _one_scale(item, 2)
+    return one_scale(item, 2)

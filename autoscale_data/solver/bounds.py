@@ -38,7 +38,7 @@ def apply_weight_bounds(weights: Mapping[str, float], min_weight: float = 0.0,
         free = [d for d in names if d not in fixed]
         left = 1.0 - sum(fixed.values())
         mass = sum(w[d] for d in free)
-        scaled = {d: (w[d] * left / mass if mass > 0 else left / len(free)) for d in free}
+        scaled = {d: (left * (w[d] / mass) if mass > 0 else left / len(free)) for d in free}
         low = {d for d, v in scaled.items() if v < min_weight - 1e-12}
         high = {d for d, v in scaled.items() if v > max_weight + 1e-12}
         if not low and not high:

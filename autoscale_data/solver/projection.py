@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = ["AllocationPath", "Projection", "as_scales", "fit_path", "project"]
+__all__ = ["AllocationPath", "Projection", "as_scales", "fit_path", "one_scale", "project"]
 
 _SUM_RTOL = 1e-6
 
@@ -43,7 +43,9 @@ def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _one_scale(item: Any, k: int) -> tuple[float, dict[str, float]]:
+def one_scale(item: Any, k: int = 0) -> tuple[float, dict[str, float]]:
+    """``(budget_tokens, {domain: tokens})`` of one scale: a DDO result, a mapping with ``budget_tokens``
+    and ``allocation_tokens`` or ``weights``, or a ``(budget, allocation)`` pair (``k`` names it in errors)."""
     if hasattr(item, "budget_tokens") and hasattr(item, "allocation_tokens"):
         return float(item.budget_tokens), dict(item.allocation_tokens)
     if isinstance(item, Mapping):
@@ -77,7 +79,7 @@ def as_scales(scales: Sequence[Any]) -> tuple[np.ndarray, tuple[str, ...], np.nd
         ValueError: fewer than 2 scales, budgets not strictly increasing, mismatched domains,
             zero/negative/non-finite allocations, allocations that do not sum to the budget.
     """
-    items = [_one_scale(s, k) for k, s in enumerate(scales)]
+    items = [one_scale(s, k) for k, s in enumerate(scales)]
     if len(items) < 2:
         raise ValueError(f"projection needs allocations at >= 2 budgets, got {len(items)}")
     domains = tuple(items[0][1])

@@ -68,3 +68,8 @@ def test_infeasible_floor_names_every_short_domain() -> None:
                                          r"(.|\n)*max_epochs"):
         multiplier_bounds(np.ones(3), 1e8, 0.05, 1.0, np.array([4_433_040.0, 1_000_000.0, 1e9]),
                           ["web", "code", "books"])
+
+
+def test_a_subnormal_share_still_takes_up_what_is_left() -> None:
+    out = apply_weight_bounds({"a": 1.0, "b": 5e-324}, 0.0, 0.5)  # found by hypothesis: b's rescale underflowed
+    assert out == pytest.approx({"a": 0.5, "b": 0.5})
