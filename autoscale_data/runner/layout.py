@@ -39,6 +39,7 @@ __all__ = [
     "PLOTS",
     "PLOT_CURVES",
     "PLOT_TARGET_LOSSES",
+    "PLOT_TRAIN_DOMAINS",
     "PLOT_WEIGHTS",
     "PROJECTION",
     "REFERENCE",
@@ -70,6 +71,7 @@ PLOTS = "plots"
 PLOT_WEIGHTS = "weights.png"
 PLOT_TARGET_LOSSES = "target_losses.png"
 PLOT_CURVES = "curves.png"
+PLOT_TRAIN_DOMAINS = "train_domains.png"
 
 # ---- one run: OUT/runs/<run_id>/
 RUNS = "runs"

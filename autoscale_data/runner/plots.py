@@ -26,7 +26,7 @@ def write_plots(out: Path, report: dict[str, Any]) -> list[str]:
     plots_dir.mkdir(exist_ok=True)
     written = []
     for name, draw in ((layout.PLOT_WEIGHTS, _plot_weights), (layout.PLOT_TARGET_LOSSES, _plot_losses),
-                       (layout.PLOT_CURVES, _plot_curves)):
+                       (layout.PLOT_CURVES, _plot_curves), (layout.PLOT_TRAIN_DOMAINS, _plot_train_domains)):
         fig = draw(plt, report)
         if fig is None:
             continue
@@ -173,4 +173,26 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
         band = "band: std over seeds" if n > 1 else "one seed: no band"
         dx.set_title(f"each mix minus uniform ({band})", fontsize=9)
         dx.legend(fontsize=8)
+    return fig
+
+
+def _plot_train_domains(plt: Any, report: dict[str, Any]) -> Any:
+    """Per-domain training loss of every target mix along its run (seed means, one panel per domain)."""
+    targets = {label: t["train_curve"] for label, t in report["targets"].items() if t.get("train_curve")}
+    if not targets:
+        return None
+    domains = [d for d in next(iter(targets.values())) if d != "tokens"]
+    fig, axes = plt.subplots(1, len(domains), figsize=(3.2 * len(domains) + 1, 3.6), squeeze=False)
+    for ax, d in zip(axes[0], domains, strict=True):
+        for label, c in targets.items():
+            xs = [t for t, v in zip(c["tokens"], c[d], strict=True) if v is not None]
+            ys = [v for v in c[d] if v is not None]
+            if xs:
+                ax.plot(xs, ys, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3)
+        ax.set_xscale("log")
+        ax.set_title(d, fontsize=9)
+        ax.set_xlabel("training tokens")
+    axes[0][0].set_ylabel("training loss since the last evaluation")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle("per-domain training loss of each target mix (DomainLossMeter; seed means)", fontsize=10)
     return fig

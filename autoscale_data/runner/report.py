@@ -107,7 +107,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     report["targets"] = {
         label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
                 key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
-                "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label]}
+                "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label],
+                "train_curve": _train_curve(rs)}
         for label, rs in sorted(targets.items())}
     report["missing_targets"] = sorted(plan_targets - set(targets))
     report["anytime_vs_fixed"] = _anytime(out, config, targets, runs, key)
@@ -125,6 +126,24 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "devices": sorted({r["device"] for r in done}),
         "train_hours": sum(r["wall_time_s"] for r in done) / 3600}
     return report
+
+
+def _train_curve(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Seed-mean per-domain training loss at each evaluation point (``{"tokens": [...], domain: [...]}``;
+    ``None`` where no seed saw the domain in that window; empty for runs that did not record it)."""
+    points = [p for p in runs[0]["curve"] if p.get("train_losses")]
+    if not points:
+        return {}
+    out: dict[str, Any] = {"tokens": [p["tokens"] for p in points]}
+    for d in points[0]["train_losses"]:
+        values = []
+        for p in points:
+            seen = [q["train_losses"].get(d) for r in runs for q in r["curve"]
+                    if q["tokens"] == p["tokens"] and q.get("train_losses")]
+            seen = [v for v in seen if v is not None]
+            values.append(sum(seen) / len(seen) if seen else None)
+        out[d] = values
+    return out
 
 
 def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from .._io import atomic_write_json
+from ..dataset import DomainLossMeter
 from . import layout
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RunnerConfig, config_from_dict, config_to_dict
@@ -108,6 +109,18 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     val = MixtureValidationDataset(domains.paths, spec.seq_len, max_sequences_per_domain=per_domain,
                                    rank=info.rank, world_size=info.world_size, output="compact", verify="size")
     return ds, val
+
+
+def _token_losses(logits: torch.Tensor, labels: torch.Tensor, family: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token training losses and their mask, from the logits the forward pass already made (no gradient):
+    the next token for GPT-2, the masked positions (labels != -100) for BERT. One row at a time, so at
+    most one row's logits are copied to float32."""
+    with torch.no_grad():
+        lg, tg = (logits, labels) if family == "bert" else (logits[:, :-1], labels[:, 1:])
+        out = torch.empty(tg.shape, dtype=torch.float32, device=logits.device)
+        for i in range(lg.shape[0]):
+            out[i] = torch.nn.functional.cross_entropy(lg[i].float(), tg[i], reduction="none", ignore_index=-100)
+        return out, tg != -100
 
 
 def _optimizer(model: torch.nn.Module, config: RunnerConfig) -> torch.optim.Optimizer:
@@ -205,7 +218,7 @@ class _Trainer:
         else:
             self.forward = model
 
-    def _micro_step(self, ids: torch.Tensor, step: int, micro: int) -> float:
+    def _micro_step(self, ids: torch.Tensor, domain: torch.Tensor, step: int, micro: int) -> float:
         info, config = self.info, self.config
         if self.family == "bert":
             gen = torch.Generator(device=info.device)
@@ -214,19 +227,25 @@ class _Trainer:
         else:
             inputs, labels = ids, ids
         if self.engine is not None:
-            loss = self.engine(input_ids=inputs, labels=labels).loss
-            self.engine.backward(loss)
+            out = self.engine(input_ids=inputs, labels=labels)
+            self._count_domains(out.logits, labels, domain)
+            self.engine.backward(out.loss)
             self.engine.step()
-            return float(loss.detach().float())
+            return float(out.loss.detach().float())
         sync = nullcontext()
         if info.world_size > 1 and micro < self.gas - 1:
             sync = self.forward.no_sync()
         autocast = torch.autocast(device_type=info.device.type, dtype=torch.bfloat16,
                                   enabled=config.precision == "bf16")
         with sync, autocast:
-            loss = self.forward(input_ids=inputs, labels=labels).loss
-            (loss / self.gas).backward()
-        return float(loss.detach().float())
+            out = self.forward(input_ids=inputs, labels=labels)
+            (out.loss / self.gas).backward()
+        self._count_domains(out.logits, labels, domain)
+        return float(out.loss.detach().float())
+
+    def _count_domains(self, logits: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor) -> None:
+        losses, keep = _token_losses(logits, labels, self.family)
+        self.meter.update(losses, domain, mask=keep)
 
     def _optimizer_step(self) -> None:
         if self.engine is not None:
@@ -252,6 +271,7 @@ class _Trainer:
         config, spec, info = self.config, self.spec, self.info
         ds, val = _datasets(config, spec, self.domains, info)
         names = list(ds.domain_names)
+        self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._build()
@@ -264,6 +284,8 @@ class _Trainer:
         resumed = list(state["resumed_at"]) + [start] if state else []
         if state:
             ds.load_state_dict(state["dataset"])
+            if state.get("train_meter"):
+                self.meter.load_state_dict(state["train_meter"][info.rank])
         loader = DataLoader(ds, batch_size=None, num_workers=config.num_workers,
                             pin_memory=info.device.type == "cuda", generator=torch.Generator())
         at = set(eval_steps(self.steps, spec.eval_points))
@@ -284,7 +306,7 @@ class _Trainer:
                 ids = batch["input_ids"].to(info.device, non_blocking=True).long()
                 counts += torch.bincount(batch["domain"], minlength=len(names))
                 elapsed["data_wait_s"] += time.perf_counter() - tw
-                loss_sum += self._micro_step(ids, step, micro)
+                loss_sum += self._micro_step(ids, batch["domain"], step, micro)
             self._optimizer_step()
             mean = all_reduce_sum(torch.tensor([loss_sum / self.gas], dtype=torch.float64), info)
             last_loss = float(mean[0]) / info.world_size
@@ -299,16 +321,20 @@ class _Trainer:
                 losses = self._evaluate(val_loader, names)
                 elapsed["eval_s"] += time.perf_counter() - te
                 seen = [sum(c) for c in zip(*all_gather_objects(counts.tolist(), info), strict=True)]
+                train = self.meter.compute(all_reduce=info.world_size > 1)
+                self.meter.reset()
                 curve.append({"step": done, "tokens": done * config.global_batch_size * spec.seq_len,
                               "domain_tokens": {d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
                               "train_loss": last_loss, "losses": losses,
+                              "train_losses": {d: v if math.isfinite(v) else None for d, v in train.items()},
                               "mean_loss": mean_objective(losses, "mean_loss"),
                               "mean_ppl": mean_objective(losses, "mean_ppl")})
             if done % config.checkpoint_every == 0 and done < self.steps:
                 save_checkpoint(ckpt_dir, self, info, {
                     "step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
                     "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
-                    "counts": all_gather_objects(counts.tolist(), info)})
+                    "counts": all_gather_objects(counts.tolist(), info),
+                    "train_meter": all_gather_objects(self.meter.state_dict(), info)})
         bar.close()
         total = all_reduce_sum(counts.clone(), info)
         result = self._result(names, total, curve, elapsed, resumed, last_loss)

@@ -43,9 +43,12 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     report = runner.run()
     out = tmp_path / "out"
     for name in ("report.json", "report.md", "plots/weights.png", "plots/target_losses.png", "plots/curves.png",
+                 "plots/train_domains.png",
                  "fits/projection.json", "fits/ddo_4096.json", "fits/ddo_8192.json", "fits/bootstrap_8192.json"):
         assert (out / name).stat().st_size > 0, name
     assert set(report["targets"]) == {"autoscale", "uniform", "natural", "ddo_n2", "autoscale_anytime"}
+    train = report["targets"]["autoscale"]["train_curve"]  # per-domain training loss along the target run
+    assert len(train["tokens"]) == 4 and {d for d in train if d != "tokens"} == set(report["domains"])
     assert set(report["tokens_saved"]) == {"uniform", "natural", "ddo_n2", "autoscale_anytime"}
     plan = json.loads((out / "fits" / "mixture_plan.json").read_text())
     anytime = [t for t in json.loads((out / "plan.json").read_text())["targets"] if t["label"] == "autoscale_anytime"]

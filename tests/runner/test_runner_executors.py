@@ -127,7 +127,7 @@ def test_a_killed_job_is_retried_and_resumes_from_its_checkpoint(stores: Path, t
 def test_a_diverged_run_is_not_retried(stores: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = config_from_dict(tiny_config(stores, device="cpu", executor={"retries": 3}))
     spec = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[0]
-    monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda self, ids, step, micro: float("nan"))
+    monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda self, ids, domain, step, micro: float("nan"))
     lines: list[str] = []
     MixtureRunner(cfg, tmp_path / "out", log=lines.append, progress=False).train_runs([spec])
     rec = Ledger(tmp_path / "out", lock=False).records()[spec.run_id]

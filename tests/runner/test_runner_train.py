@@ -69,6 +69,10 @@ def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Pat
         assert a["tokens"] == b["tokens"]
         for d in a["losses"]:
             assert b["losses"][d] == pytest.approx(a["losses"][d], abs=1e-5)
+        # per-domain training loss between evaluations (DomainLossMeter); its window survives the checkpoint
+        assert set(a["train_losses"]) == set(domains.names)
+        for d, v in a["train_losses"].items():
+            assert v is not None and 0 < v < 20 and b["train_losses"][d] == pytest.approx(v, abs=1e-5)
     assert not (tmp_path / "cut" / "ckpt").exists()  # removed once the result is written
 
 
@@ -90,6 +94,8 @@ def test_bert_mlm_proxy_step(stores: Path, tmp_path: Path) -> None:
     spec = ddo_proxy_specs(cfg, domains, 4096)[1]
     result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False)
     assert result["tokens"] == spec.tokens
+    last = result["curve"][-1]["train_losses"]  # the masked positions' loss, per domain
+    assert set(last) == set(domains.names) and all(v is not None and 0 < v < 20 for v in last.values())
     assert all(math.isfinite(v) and 0 < v < 10 for v in result["losses"].values())
 
 
@@ -107,7 +113,7 @@ def test_diverged_run_is_failed_with_its_reason(stores: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     cfg, domains = _setup(stores)
     spec = ddo_proxy_specs(cfg, domains, 4096)[0]
-    monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda self, ids, step, micro: float("nan"))
+    monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda self, ids, domain, step, micro: float("nan"))
     with pytest.raises(train_mod.Diverged, match="nan"):
         train_mod.train_run(cfg, spec, domains, tmp_path / "nan", progress=False)
     assert "diverged" in json.loads((tmp_path / "nan" / "failure.json").read_text())["reason"]
