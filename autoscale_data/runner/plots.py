@@ -85,6 +85,13 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     return fig
 
 
+def _mix_color(plt: Any, label: str) -> str:
+    """One colour per target mix in every plot (by its place in ``layout.TARGET_MIXES``)."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    k = layout.TARGET_MIXES.index(label) if label in layout.TARGET_MIXES else len(layout.TARGET_MIXES)
+    return cycle[k % len(cycle)]
+
+
 def _seeds_note(n: int) -> str:
     return "error bars: std over seeds" if n > 1 else "one seed: no error bars"
 
@@ -118,7 +125,8 @@ def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
     for k, label in enumerate(labels):
         ms = values[label]
         yerr = [v["std"] for v in ms] if n > 1 else None
-        ax.bar(x + k * width - 0.4 + width / 2, [v["mean"] for v in ms], width, yerr=yerr, capsize=2, label=label)
+        ax.bar(x + k * width - 0.4 + width / 2, [v["mean"] for v in ms], width, yerr=yerr, capsize=2, label=label,
+               color=_mix_color(plt, label))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(x, domains + [f"{key} (all)"])
     ax.set_ylabel(ylabel)
@@ -141,7 +149,7 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
         c = t["curve"]
         mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
         style = "s--" if label == layout.ANYTIME else "o-"
-        line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3)
+        line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3, color=_mix_color(plt, label))
         colors[label] = line.get_color()
         if c["n"] > 1:
             ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
@@ -188,7 +196,8 @@ def _plot_train_domains(plt: Any, report: dict[str, Any]) -> Any:
             xs = [t for t, v in zip(c["tokens"], c[d], strict=True) if v is not None]
             ys = [v for v in c[d] if v is not None]
             if xs:
-                ax.plot(xs, ys, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3)
+                ax.plot(xs, ys, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3,
+                        color=_mix_color(plt, label))
         ax.set_xscale("log")
         ax.set_title(d, fontsize=9)
         ax.set_xlabel("training tokens")
