@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from autoscale_data.store import ByteTokenizer, StoreWriter
 
-__all__ = ["TINY_WEIGHTS", "add_data_args", "make_tiny_stores", "result"]
+__all__ = ["TINY_WEIGHTS", "add_data_args", "make_tiny_stores", "result", "run_phase"]
 
 _WORDS = {
     "books": "the old house stood by the river and she walked along it every morning",
@@ -51,6 +54,24 @@ def make_tiny_stores(root: str | Path, *, docs_per_domain: int = 400, seed: int 
                 ids = np.append(tok.encode(doc), tok.eos_id)
                 writer.add_document("val" if i % 10 == 9 else "train", ids)
     return root
+
+
+def run_phase(script: str, args: list[str], *, quiet_ok: bool = False) -> Any:
+    """Run ``script`` again in a new process (the examples' resume checks) and return the JSON of its last
+    ``PHASE {json}`` line; ``quiet_ok``: a phase that exits 0 without one returns ``None``.
+
+    Raises:
+        RuntimeError: the process failed, or printed no ``PHASE`` line (unless ``quiet_ok``).
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                                     str(Path(script).parent)])))
+    proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
+    if proc.returncode == 0 and not lines and quiet_ok:
+        return None
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("PHASE "):])
 
 
 def result(**fields: object) -> None:

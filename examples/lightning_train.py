@@ -23,9 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -130,15 +127,9 @@ def _wait_for(path: Path, timeout: float = 120.0) -> Path:
 
 def _self(args: list[str]) -> Any:
     """Run this script in a new process; returns its ``PHASE`` output (``None`` with ``--record``)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
-                                                                     str(Path(__file__).parent)])))
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
-    if proc.returncode == 0 and "--record" in args:
-        return None
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return json.loads(lines[-1][len("PHASE "):])
+    from _tiny import run_phase
+
+    return run_phase(__file__, args, quiet_ok="--record" in args)
 
 
 def main(argv: list[str] | None = None) -> int:

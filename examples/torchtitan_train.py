@@ -28,9 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -96,13 +93,9 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
 
 
 def _self(args: list[str]) -> list[list[Any]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
-                                                                     str(Path(__file__).parent)])))
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PHASE ")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return json.loads(lines[-1][len("PHASE "):])
+    from _tiny import run_phase
+
+    return run_phase(__file__, args)
 
 
 def main(argv: list[str] | None = None) -> int:
