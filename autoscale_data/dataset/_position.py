@@ -133,10 +133,13 @@ class StreamState:
         self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker)
         return self.live
 
+    def _current_slice(self) -> RankSlice:
+        """This rank's slice of the pass in progress (or of the next one, before iterating)."""
+        return self.slice_at(self.live.slice.base if self.live is not None else self.next_start)
+
     def samples_of(self, batches_taken: int) -> int:
         """The samples of ``batches_taken`` whole batches of this rank (the last one may be short)."""
-        base = self.live.slice.base if self.live is not None else self.next_start
-        size = self.slice_at(base).size
+        size = self._current_slice().size
         if not 0 <= batches_taken <= -(-size // self.block):
             raise ValueError(f"batches_taken={batches_taken} is outside [0, {-(-size // self.block)}]: this rank has "
                              f"{-(-size // self.block)} batches of {self.block} in this pass")
@@ -151,8 +154,7 @@ class StreamState:
         """
         live = self.live
         if samples_taken is not None:
-            base = live.slice.base if live is not None else self.next_start
-            rank_slice = self.slice_at(base)
+            rank_slice = self._current_slice()
             if self.block > 1 and samples_taken % self.block and samples_taken != rank_slice.size:
                 raise ValueError(
                     f"samples_taken={samples_taken} is not a whole number of batches of {self.block}: it counts "

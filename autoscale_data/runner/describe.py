@@ -46,7 +46,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     known = [*proxies, *fixed]
     info = describe_plan(known)
     tokens = info["tokens"] + n_later * per_target
-    measured = _measured_rates(out)
+    ledger_state, measured = _ledger_view(out)
     seconds = estimate_seconds(known, measured, device=_device_kind(cfg))
     seconds *= tokens / max(1, info["tokens"])
     seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
@@ -55,7 +55,6 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
              f"{cfg.model.preset}, backend {cfg.backend} x{cfg.procs}",
              f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
-    ledger_state = _ledger_states(out)
     for s in known:
         seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
         mark = f"  [{ledger_state[s.run_id]}]" if s.run_id in ledger_state else ""
@@ -150,19 +149,15 @@ def _device_kind(config: RunnerConfig) -> str:
     return "cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu"
 
 
-def _ledger_states(out: Path) -> dict[str, str]:
+def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
+    """Each run's status in ``out``'s ledger and the tokens/s of its finished runs (one read of the ledger)."""
     if not (out / layout.LEDGER).exists():
-        return {}
-    return {k: r.status for k, r in Ledger(out, lock=False).records().items()}
-
-
-def _measured_rates(out: Path) -> list[float]:
-    if not (out / layout.LEDGER).exists():
-        return []
+        return {}, []
     ledger = Ledger(out, lock=False)
+    records = ledger.records()
     rates = []
-    for run_id, rec in ledger.records().items():
+    for run_id, rec in records.items():
         result = ledger.result(run_id) if rec.status == DONE else None
         if result and result.get("tokens_per_s"):
             rates.append(float(result["tokens_per_s"]))
-    return rates
+    return {k: r.status for k, r in records.items()}, rates

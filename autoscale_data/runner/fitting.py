@@ -13,6 +13,7 @@ from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
+from .wording import bounds_moved
 
 __all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "proxy_table"]
 
@@ -185,9 +186,7 @@ def _bounded(summary: dict[str, Any], min_weight: float, max_weight: float, *,
     summary.update(weights=bounded, unbounded_weights=raw, bounds_applied=moved,
                    weight_bounds=[min_weight, max_weight])
     if moved:
-        what = ", ".join(f"{d} {a:.3f} -> {b:.3f}" for d, (a, b) in moved.items())
-        log(f"the {summary['method']} projection left the weight bounds [{min_weight:g}, {max_weight:g}] "
-            f"(ddo.min_weight / max_weight); the target mix applies them, the others keep their ratios: {what}")
+        log(f"the {summary['method']} {bounds_moved(summary).removeprefix('the ')}")
     return bounded
 
 

@@ -21,7 +21,7 @@ from . import layout
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
 from .describe import design_note, rounding_notes
-from .experiment import check_config, config_changes, read_json
+from .experiment import check_config, read_json
 from .ledger import Ledger
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
 
@@ -111,7 +111,7 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
-            self._check_config()
+            changed = self._check_config()
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
@@ -119,7 +119,8 @@ class MixtureRunner:
             problems = supply_problems(self.config, d, all_proxies + fixed)
             if problems:  # before training anything: every domain that cannot supply its runs, by name
                 raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
-            self._write_plan(proxies, fixed)  # the report reads only this plan's runs, from the start
+            # the report reads only this plan's runs, from the start; another config's extra runs are not its
+            self._write_plan(proxies, fixed, keep_extra=not changed)
             for s in all_proxies + fixed:
                 ledger.register(s)
             self.log(self.describe())
@@ -160,31 +161,37 @@ class MixtureRunner:
         """
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
-            self._check_config()
+            changed = self._check_config()
             plan = read_json(self.out / layout.PLAN) or {}
-            extra = {s["run_id"]: s for s in plan.get("extra", [])}
+            extra = {} if changed else {s["run_id"]: s for s in plan.get("extra", [])}
             extra.update({s.run_id: s.to_json() for s in specs})
             atomic_write_json(self.out / layout.PLAN, {**plan, "extra": list(extra.values())})
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
 
-    def _check_config(self) -> None:
-        """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config."""
+    def _check_config(self) -> list[str]:
+        """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config.
+
+        Returns:
+            The changed settings (empty for a new folder or the same config).
+        """
         changes = check_config(self.out, config_to_dict(self.config), allow_change=self.allow_config_change)
         if changes:
             self.log(f"continuing {os.fspath(self.out)} under a changed config ({'; '.join(changes)}): finished "
                      "runs whose settings still match are reused; the report covers only the new plan "
                      "(the old config is kept in config_history.jsonl)")
+        return changes
 
-    def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec]) -> None:
-        """``OUT/plan.json``: the current plan's runs (extra runs of :meth:`train_runs` are kept)."""
-        old = read_json(self.out / layout.PLAN) or {}
+    def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec], *,
+                    keep_extra: bool = True) -> None:
+        """``OUT/plan.json``: the current plan's runs, and the extra runs of :meth:`train_runs` unless
+        ``keep_extra`` is false (they were planned under another config)."""
         plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
                                 "targets": [s.to_json() for s in targets]}
-        if old.get("extra") and not config_changes(old.get("config") or {}, config_to_dict(self.config)):
-            plan["extra"] = old["extra"]
-        plan["config"] = config_to_dict(self.config)
+        extra = (read_json(self.out / layout.PLAN) or {}).get("extra") if keep_extra else None
+        if extra:
+            plan["extra"] = extra
         atomic_write_json(self.out / layout.PLAN, plan)
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from .joint import weight_distance
 from .projection import as_scales, project
 
 __all__ = ["RobustProjection", "log_share_sd", "robust_project"]
@@ -150,11 +151,9 @@ def robust_project(
     res = project([(float(a1_shrunk.sum()), dict(zip(domains, a1_shrunk, strict=True))),
                    (n2, dict(zip(domains, a2, strict=True)))], target_tokens, token_caps=token_caps,
                   max_epochs=max_epochs)
-    diff = np.array([res.weights[d] - plain.weights[d] for d in domains])
-    l1 = float(np.abs(diff).sum())
     return RobustProjection(
         weights=dict(res.weights), allocation_tokens=dict(res.allocation_tokens), budget_tokens=res.budget_tokens,
         plain_weights=dict(plain.weights), trend=dict(zip(domains, delta.tolist(), strict=True)),
         sd=dict(zip(domains, sigma.tolist(), strict=True)), shrink=dict(zip(domains, kappa.tolist(), strict=True)),
-        moved={"l1": l1, "total_variation": 0.5 * l1, "max_abs": float(np.abs(diff).max())},
+        moved=weight_distance(res.weights, plain.weights),
         t=res.t, warnings=list(res.warnings))
