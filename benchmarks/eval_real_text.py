@@ -155,7 +155,8 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
         The DDO results per budget, and the per-seed entry of ``results.json``: DDO weights and fit
         AAR per budget; the geometric (``projected_n3``, ``projection_error_*``) and the joint
         (``joint_projected_n3``, ``joint_projection_error_*``, ``joint_fit_aar``) and the robust
-        (``robust_projected_n3``, ``robust_projection_error_*``) projections to N3.
+        (``robust_projected_n3``, ``robust_projection_error_*``) projections to N3, and no projection
+        at all (``n2_as_is_*``: the N2 optimum used at N3 unchanged, the baseline every projection must beat).
     """
     from autoscale_data.solver import compare_projections, fit_ddo, weight_distance
     from autoscale_data.solver.robust import log_share_sd, robust_project
@@ -167,12 +168,15 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
     robust = robust_project([fits[n1], fits[n2]], n3, [log_share_sd(fits[n1]), log_share_sd(fits[n2])],
                             token_caps=opts.get("token_caps"), max_epochs=opts.get("max_epochs"))
     rob = weight_distance(robust.weights, fits[n3].weights)
+    stay = weight_distance(fits[n2].weights, fits[n3].weights)  # no projection: N2's optimum as is
     return fits, {"weights": {n: fits[n].weights for n in budgets}, "projected_n3": geo["weights"],
                   "projection_error_l1": geo["l1"], "projection_error_max": geo["max_abs"],
                   "joint_projected_n3": joint["weights"], "joint_projection_error_l1": joint["l1"],
                   "joint_projection_error_max": joint["max_abs"], "joint_fit_aar": both["joint"]["aar"],
                   "robust_projected_n3": robust.weights, "robust_projection_error_l1": rob["l1"],
-                  "robust_projection_error_max": rob["max_abs"], "fit_aar": {n: fits[n].aar for n in budgets}}
+                  "robust_projection_error_max": rob["max_abs"], "n2_as_is_projected_n3": dict(fits[n2].weights),
+                  "n2_as_is_projection_error_l1": stay["l1"], "n2_as_is_projection_error_max": stay["max_abs"],
+                  "fit_aar": {n: fits[n].aar for n in budgets}}
 
 
 def _ms(values: list[float]) -> str:
@@ -261,18 +265,21 @@ def markdown(r: dict[str, Any]) -> str:
     for n in (n1, n2, n3):
         lines.append(f"| DDO weight at {n:,} | "
                      + " | ".join(_ms([s["weights"][n][k] for s in seeds.values()]) for k in doms) + " |")
-    for name, key in (("geometric", "projected_n3"), ("joint", "joint_projected_n3"),
-                      ("robust", "robust_projected_n3")):
-        lines.append(f"| {name} projection from N1, N2 to {n3:,} | "
+    for name, key in (("geometric projection from N1, N2", "projected_n3"),
+                      ("joint projection from N1, N2", "joint_projected_n3"),
+                      ("robust projection from N1, N2", "robust_projected_n3"),
+                      ("no projection: the N2 optimum as is", "n2_as_is_projected_n3")):
+        lines.append(f"| {name} to {n3:,} | "
                      + " | ".join(_ms([s[key][k] for s in seeds.values()]) for k in doms) + " |")
     lines += ["", "| metric | mean ± std over seeds |", "|---|---:|",
               f"| DDO fit AAR at N2 (in-sample) | {_ms([s['fit_aar'][n2] for s in seeds.values()])} |",
               f"| (a) DDO loss-model AAR on held-out perturbations at N2 | {_ms([s['heldout_aar'] for s in seeds.values()])} |",
               f"| joint law fit AAR over N1 and N2 (in-sample) | {_ms([s['joint_fit_aar'] for s in seeds.values()])} |"]
-    for name, pre in (("geometric", ""), ("joint", "joint_"), ("robust", "robust_")):
-        lines += [f"| (b) {name} projection error at N3: L1 distance of weights | "
+    for name, pre in (("geometric projection", ""), ("joint projection", "joint_"), ("robust projection", "robust_"),
+                      ("no projection (N2 optimum as is)", "n2_as_is_")):
+        lines += [f"| (b) {name} error at N3: L1 distance of weights | "
                   f"{_ms([s[pre + 'projection_error_l1'] for s in seeds.values()])} |",
-                  f"| (b) {name} projection error at N3: max abs weight difference | "
+                  f"| (b) {name} error at N3: max abs weight difference | "
                   f"{_ms([s[pre + 'projection_error_max'] for s in seeds.values()])} |"]
     for b in ("uniform", "natural", "ddo_n2"):
         vals = [s["tokens_saved"][b].get("signed_fraction") for s in seeds.values()]

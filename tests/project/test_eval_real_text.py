@@ -37,6 +37,9 @@ def test_projection_errors_and_table_report_both_projections() -> None:
     assert sum(entry["joint_projected_n3"].values()) == pytest.approx(1.0)
     assert sum(entry["robust_projected_n3"].values()) == pytest.approx(1.0)
     assert entry["robust_projection_error_l1"] >= entry["robust_projection_error_max"] >= 0
+    # no projection: N2's optimum against N3's, the baseline every projection must beat
+    assert entry["n2_as_is_projected_n3"] == pytest.approx(fits[budgets[1]].weights)
+    assert entry["n2_as_is_projection_error_max"] > 10 * entry["joint_projection_error_max"]
     entry |= {"heldout_aar": None, "tokens_saved": {b: {"signed_fraction": 0.1} for b in ("uniform", "natural",
                                                                                               "ddo_n2")}}
     results = {"domains": ["d0", "d1", "d2"], "budgets": list(budgets), "target": 160_000, "seeds": [0],
@@ -46,4 +49,5 @@ def test_projection_errors_and_table_report_both_projections() -> None:
     assert "(b) joint projection error at N3: L1 distance of weights" in md
     assert "(b) geometric projection error at N3: max abs weight difference" in md
     assert "(b) robust projection error at N3: L1 distance of weights" in md
+    assert "(b) no projection (N2 optimum as is) error at N3: L1 distance of weights" in md
     assert "AutoScale target mix from the joint projection" in md
