@@ -251,3 +251,18 @@ def test_keep_checkpoints_is_no_config_change(tmp_path: Path) -> None:
     assert on["target"]["keep_checkpoints"] is True
     assert config_changes(on, off) == [] and config_changes(older, on) == []
     assert config_changes(on, {**on, "target": {**on["target"], "budget": 1}}) == ["target.budget: 16384 -> 1"]
+
+
+def test_an_anytime_run_extends_along_its_plan_path(template: dict[str, Any], tmp_path: Path) -> None:
+    cfg, domains = template["cfg"], template["domains"]
+    out = tmp_path / "out"
+    parent = target_spec(cfg, domains, "autoscale_anytime", None, 0, plan=_PLAN)
+    with Ledger(out) as ledger:
+        ledger.register(parent)
+        train_mod.train_run(cfg, parent, domains, ledger.run_dir(parent.run_id), progress=False)
+    result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(parent.run_id, _EXTENDED)  # by id
+    spec = RunSpec.from_json(json.loads((out / "runs" / result["run_id"] / "spec.json").read_text()))
+    assert spec.schedule == "anytime" and spec.plan == parent.plan and spec.extension["mix"] == "anytime"
+    whole = ScaleAwareMixtureDataset(domains.paths, _PLAN, _EXTENDED, 32, 0, schedule="anytime")
+    assert spec.sequences == whole.sequences_per_domain != parent.sequences  # where a whole anytime run would end
+    assert result["tokens"] == spec.tokens and result["curve"][-1]["domain_tokens"] == spec.tokens
