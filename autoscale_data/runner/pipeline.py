@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int
 from .._io import atomic_write_json
 from . import layout
 from .config import RunnerConfig, config_to_dict
@@ -208,6 +209,7 @@ class MixtureRunner:
         from .extension import ExtensionSchedule, find_parent, parent_state
         from .plan import extension_spec
 
+        check_int("extend budget", budget)
         schedule = ExtensionSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
@@ -224,7 +226,7 @@ class MixtureRunner:
                     "is missing): set target.keep_checkpoints: true in the config and rerun it (remove its "
                     f"{layout.RESULT}, then `autoscale-data run CONFIG --out {os.fspath(self.out)}`)")
             seq_len, batch = self.config.seq_len, self.config.global_batch_size
-            total = int(budget) // (seq_len * batch) * batch if isinstance(budget, int) and budget > 0 else 0
+            total = int(budget) // (seq_len * batch) * batch
             if total <= parent.total_sequences:
                 raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
                                  f"global batches of {batch} x {seq_len} tokens): give a larger budget")

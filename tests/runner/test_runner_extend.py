@@ -190,6 +190,8 @@ def test_bad_extensions_name_the_value(template: dict[str, Any], tmp_path: Path,
         runner.extend("uniform", 16384)
     with pytest.raises(ValueError, match=r"budget 16600 is not above"):  # less than one more global batch
         runner.extend("uniform", 16600)
+    with pytest.raises(ValueError, match=r"extend budget must be a positive integer, got 24576.0"):
+        runner.extend("uniform", 24576.0)
     with pytest.raises(ValueError, match=r"no run with seed 3: its seeds are \[0\]"):
         runner.extend("uniform", _EXTENDED, seed=3)
     with pytest.raises(ValueError, match=r"lr schedule 'cosine'"):
