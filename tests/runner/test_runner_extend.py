@@ -177,7 +177,11 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     first, last = result["curve"][0], result["curve"][-1]
     assert first["step"] > 64 and last["step"] == 96 and last["tokens"] == _EXTENDED
     assert last["domain_tokens"] == result["tokens"] and result["steps"] == 96
-    assert (out / "runs" / spec.run_id / "final_ckpt" / "final_state.json").exists()  # it can be extended again
+    # and extended again (by its run id), still at the plan's mix, still nothing repeated
+    again = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(spec.run_id, 32768)
+    assert again["extension"]["parent"] == spec.run_id and again["extension"]["mix"] == "plan"
+    third = logs[again["run_id"]]
+    assert len(third) == 256 and len(set(trained + third)) == 1024 and again["total_tokens"] == 32768
 
 
 def test_bad_extensions_name_the_value(template: dict[str, Any], tmp_path: Path,
