@@ -1,6 +1,7 @@
 """Extending a finished target run: the kept final checkpoint, the continued data stream (the parent's
 prefix then the continuation, nothing repeated or skipped), the model it starts from, the errors, and
-an extension killed mid-way that a rerun resumes."""
+an extension killed mid-way that a rerun resumes (the same losses as an uninterrupted extension
+trained by the local executor's worker processes)."""
 
 from __future__ import annotations
 
@@ -214,9 +215,11 @@ def test_a_killed_extension_resumes_on_rerun(template: dict[str, Any], tmp_path:
                                              monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture) -> None:
     cfg = template["cfg"]
-    full = MixtureRunner(cfg, _copy(template, tmp_path / "full"), log=lambda _: None,
+    local = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, max_parallel=2))  # worker processes
+    full = MixtureRunner(local, _copy(template, tmp_path / "full"), log=lambda _: None,
                          progress=False).extend("uniform", _EXTENDED)
     assert full["resumed_at"] == [] and full["extension"]["mix"] == "same"
+    assert Ledger(tmp_path / "full", lock=False).records()[full["run_id"]].executor == "local"
     out = _copy(template, tmp_path / "cut")
     real_save = train_mod.save_checkpoint
     saves: list[int] = []
