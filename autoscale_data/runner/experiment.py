@@ -8,8 +8,8 @@ hash of what determines its result) is still in the new plan, appends the old co
 ``OUT/config_history.jsonl`` and reports only the new plan: ``OUT/plan.json`` lists the run ids of
 the current plan, and the report reads no run outside it, so two experiments never pool.
 
-Settings that cannot change a result (``executor``, ``base_dir``: where the config file lives) are
-not compared.
+Settings that cannot change a result (``executor``, ``base_dir``: where the config file lives,
+``target.keep_checkpoints``) are not compared.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from typing import Any
 from .._io import atomic_write_json
 from . import layout
 
-__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "plan_run_ids", "read_json"]
+__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "load_folder_config", "plan_run_ids",
+           "read_json"]
 
-#: Top-level config keys that do not affect any result, and so may change between invocations.
-IGNORED_SETTINGS = ("base_dir", "executor")
+#: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
+IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints")
 
 
 class ConfigChangedError(ValueError):
@@ -46,6 +47,8 @@ def config_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """``"target.budget: 131072 -> 262144"`` for every setting that differs (ignored settings left out)."""
     def norm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         flat = _flatten({k: v for k, v in cfg.items() if k not in IGNORED_SETTINGS})
+        flat = {k: v for k, v in flat.items() if not k.startswith(tuple(f"{i}." for i in IGNORED_SETTINGS))
+                and k not in IGNORED_SETTINGS}
         return json.loads(json.dumps(flat))  # tuples and lists compare alike
 
     a, b = norm(old), norm(new)
@@ -91,6 +94,23 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             os.fsync(fh.fileno())
     atomic_write_json(path, dict(config))
     return changes
+
+
+def load_folder_config(out: Path) -> Any:
+    """The :class:`~autoscale_data.runner.config.RunnerConfig` an output folder was last run with.
+
+    Raises:
+        FileNotFoundError: ``out`` has no ``config.json`` (not a runner output folder).
+    """
+    from .config import config_from_dict
+
+    raw = read_json(out / layout.CONFIG)
+    if not isinstance(raw, dict):
+        raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output folder (no readable "
+                                f"{layout.CONFIG}): give the --out folder of `autoscale-data run`")
+    raw = dict(raw)
+    base_dir = raw.pop("base_dir", ".")
+    return config_from_dict(raw, base_dir)
 
 
 def read_json(path: Path) -> Any:

@@ -8,7 +8,9 @@ no other module of the runner, the demo or the CLI spells an output file name)::
     OUT/domains.json             the stores: names, paths, tokens, fingerprints
     OUT/plan.json                the current plan: run ids of proxies, targets and extra runs
     OUT/ledger.jsonl             the event log (see :mod:`.ledger`); OUT/.lock: one runner at a time
-    OUT/runs/<run_id>/           spec.json, job.json, result.json | failure.json, ckpt/, train.log
+    OUT/runs/<run_id>/           spec.json, job.json, result.json | failure.json, ckpt/, train.log,
+                                 final_ckpt/ (a finished target run's final checkpoint, with
+                                 final_state.json: its step and dataset state; target.keep_checkpoints)
     OUT/fits/                    runs_<N>.csv, ddo_<N>.json, bootstrap_<N>.json, projection.json,
                                  target_mixes.json, mixture_plan.json | mixture_plan_error.json
     OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
@@ -27,6 +29,8 @@ __all__ = [
     "DDO_N2",
     "DOMAINS",
     "FAILURE",
+    "FINAL_CHECKPOINT_DIR",
+    "FINAL_STATE",
     "FITS",
     "FITTED_MIXES",
     "JOB",
@@ -80,6 +84,8 @@ JOB = "job.json"
 RESULT = "result.json"
 FAILURE = "failure.json"
 CHECKPOINT_DIR = "ckpt"
+FINAL_CHECKPOINT_DIR = "final_ckpt"  # kept after the run (target.keep_checkpoints): what `extend` starts from
+FINAL_STATE = "final_state.json"  # in FINAL_CHECKPOINT_DIR: the run's steps and dataset state at its end
 TRAIN_LOCK = ".train.lock"
 TRAIN_LOG = "train.log"
 

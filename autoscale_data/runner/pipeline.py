@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int
 from .._io import atomic_write_json
 from . import layout
 from .config import RunnerConfig, config_to_dict
@@ -169,6 +170,98 @@ class MixtureRunner:
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
+
+    def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = "rewarm_decay",
+               warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> dict[str, Any]:
+        """Extend a finished target run to a larger budget from its final checkpoint and data position.
+
+        The extension is its own ledger run (``kind="extension"``, a new id naming the parent and the
+        budget; see :mod:`~autoscale_data.runner.extension`): it loads the parent's
+        ``runs/<id>/final_ckpt/`` (model, optimiser, RNG), continues the parent's data stream from its
+        end under the mix for the new budget (``autoscale``: the mixture plan's weights at ``budget``;
+        ``autoscale_anytime``: the parent's plan path; a fixed mix: the same weights), nothing repeated or
+        skipped, and trains the extra tokens with the learning rate of an
+        :class:`~autoscale_data.runner.extension.ExtensionSchedule`. A finished extension is reused; an
+        interrupted one resumes from its own checkpoint.
+
+        Args:
+            run: a target mix label of ``OUT/plan.json`` (``"autoscale"``, ``"uniform"`` …) or a run id
+                under ``OUT/runs/`` (a target run or an earlier extension).
+            budget: the new total budget in tokens (rounded down to whole global batches); more than the
+                run's.
+            seed: the target seed, when the mix was trained with several.
+            lr_schedule: ``"rewarm_decay"`` (default) or ``"constant"``.
+            warmup_fraction: share of the new steps that re-warm (default ``optimizer.warmup_fraction``).
+            peak_lr_ratio: the re-warmed peak as a multiple of ``optimizer.lr``.
+
+        Returns:
+            The extension's ``result.json`` (``tokens`` counts the parent's prefix too; ``extension`` names
+            the parent, its tokens and the new ones).
+
+        Raises:
+            ValueError: an unknown label or id (the message lists the target runs), a budget not above the
+                run's, an unfinished parent, or a mix the stores cannot supply.
+            FileNotFoundError: the run kept no final checkpoint (set ``target.keep_checkpoints: true``
+                and train it again), or ``fits/mixture_plan.json`` is missing for an ``autoscale`` run.
+        """
+        from ..dataset import ScaleAwareMixtureDataset
+        from ..solver import MixturePlan
+        from .extension import ExtensionSchedule, find_parent, parent_state
+        from .plan import extension_spec
+
+        check_int("extend budget", budget)
+        schedule = ExtensionSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
+        self.out.mkdir(parents=True, exist_ok=True)
+        with Ledger(self.out) as ledger, self._executor_scope():
+            self._check_config()
+            parent = find_parent(self.out, run, seed)
+            where = f"{parent.name} ({parent.run_id})"
+            if ledger.result(parent.run_id) is None:
+                raise ValueError(f"run {where} has not finished: train it first (`autoscale-data run CONFIG "
+                                 f"--out {os.fspath(self.out)}`)")
+            state = parent_state(ledger.run_dir(parent.run_id))
+            if state is None:
+                raise FileNotFoundError(
+                    f"run {where} kept no final checkpoint ({os.fspath(ledger.run_dir(parent.run_id) / layout.FINAL_CHECKPOINT_DIR)} "
+                    "is missing): set target.keep_checkpoints: true in the config and rerun it (remove its "
+                    f"{layout.RESULT}, then `autoscale-data run CONFIG --out {os.fspath(self.out)}`)")
+            seq_len, batch = self.config.seq_len, self.config.global_batch_size
+            total = int(budget) // (seq_len * batch) * batch
+            if total <= parent.total_sequences:
+                raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
+                                 f"global batches of {batch} x {seq_len} tokens): give a larger budget")
+            plan_json: dict[str, Any] | None = None
+            weights: dict[str, float] | None = None
+            source = parent.extension["mix"] if parent.extension is not None else None
+            if parent.schedule == "anytime":
+                mix, plan_json = "anytime", dict(parent.plan or {})
+                mixture: Any = MixturePlan.from_json(plan_json)
+            elif parent.label == layout.AUTOSCALE or source == "plan":
+                path = self.out / layout.FITS / layout.MIXTURE_PLAN
+                if not path.is_file():
+                    raise FileNotFoundError(f"extending {where} follows the mixture plan, but {os.fspath(path)} is "
+                                            f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
+                mix, weights = "plan", MixturePlan.load(path).weights_for_budget(total * seq_len)
+                mixture = weights
+            else:
+                mix = "same"
+                weights = dict(parent.extension["weights"]) if parent.extension is not None else parent.weights
+                mixture = weights
+            ds = ScaleAwareMixtureDataset(self.domains.paths, mixture, total * seq_len, seq_len, parent.seed,
+                                          max_epochs=self.config.max_epochs, schedule=parent.schedule,
+                                          verify="size", continue_from=state["dataset"])
+            record = {"parent": parent.run_id, "parent_sequences": parent.total_sequences, "mix": mix,
+                      "weights": weights, "lr": schedule.to_json(self.config.optimizer.warmup_fraction)}
+            spec = extension_spec(self.config, self.domains, parent, int(budget), ds.sequences_per_domain, record,
+                                  plan=plan_json)
+            ledger.register(spec)
+            self.log(f"extending {where} from {parent.total_tokens:,} to {spec.total_tokens:,} tokens as run "
+                     f"{spec.run_id} (mix: {mix}, lr: {schedule.schedule})")
+            self._train_all(ledger, [spec])
+            result = ledger.result(spec.run_id)
+        if result is None:
+            raise ValueError(f"extension {spec.run_id} of {where} did not finish (see {layout.LEDGER})")
+        return result
 
     def _check_config(self) -> list[str]:
         """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config.

@@ -37,6 +37,7 @@ __all__ = [
     "ddo_proxy_specs",
     "describe_plan",
     "design_rounding",
+    "extension_spec",
     "faithful_budget",
     "id_payload",
     "run_fingerprint",
@@ -88,6 +89,11 @@ class RunSpec:
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
         plan: the :class:`~autoscale_data.solver.MixturePlan` JSON of an anytime run (else ``None``).
+        extension: for ``kind="extension"`` (a finished run extended to a larger budget, see
+            :func:`extension_spec`): ``{"parent", "parent_sequences", "mix", "weights", "lr"}``, the
+            parent run's id and sequences, the mix after its end (``weights`` for a fixed schedule)
+            and the learning-rate schedule of the new steps; ``None`` for every other run.
+            :attr:`sequences` are the totals at the end (the parent's prefix included).
     """
 
     run_id: str
@@ -103,8 +109,12 @@ class RunSpec:
     settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     schedule: str = "fixed"
     plan: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    extension: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if (self.kind == "extension") != (self.extension is not None):
+            raise ValueError(f"run {self.run_id}: an 'extension' run needs its extension record, and only an "
+                             f"extension run has one (kind {self.kind!r})")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"run {self.run_id}: schedule {self.schedule!r} is invalid: expected one of {SCHEDULES}")
         if (self.schedule == "anytime") != (self.plan is not None):
@@ -119,6 +129,11 @@ class RunSpec:
     @property
     def total_tokens(self) -> int:
         return self.total_sequences * self.seq_len
+
+    @property
+    def parent_sequences(self) -> int:
+        """Sequences trained before this run started: the parent's total for an extension, else 0."""
+        return int(self.extension["parent_sequences"]) if self.extension is not None else 0
 
     @property
     def tokens(self) -> dict[str, int]:
@@ -141,6 +156,8 @@ class RunSpec:
         obj = asdict(self)
         if self.schedule == "fixed":
             del obj["schedule"], obj["plan"]
+        if self.extension is None:
+            del obj["extension"]
         return obj
 
     @classmethod
@@ -175,21 +192,26 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
 
 
 def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
-               schedule: str = "fixed", plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule, so the ids
-    of fixed-schedule runs are those they had before the anytime schedule existed."""
+               schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
+               extension: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule, and
+    ``extension`` only for an extension run, so the ids of other runs are those they always had."""
     payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
                                "eval_points": eval_points}
     if schedule != "fixed":
         payload["schedule"] = schedule
         payload["plan"] = plan
+    if extension is not None:
+        payload["extension"] = extension
     return payload
 
 
 def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
-                    schedule: str = "fixed", plan: Mapping[str, Any] | None = None) -> str:
+                    schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
+                    extension: Mapping[str, Any] | None = None) -> str:
     """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
-    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan),
+    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan,
+                                 extension=extension),
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -400,6 +422,47 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
     counts = largest_remainder(full, total)
     return _make(config, domains, _Role("target", config.target.budget, label, seed), counts)
+
+
+def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, budget: int,
+                   sequences: Mapping[str, int], extension: Mapping[str, Any], *,
+                   plan: Mapping[str, Any] | None = None) -> RunSpec:
+    """The run that extends the finished run ``parent`` to ``budget`` tokens (whole global batches).
+
+    Args:
+        config: the experiment config; its training settings must be the parent's.
+        domains: the stores.
+        parent: the finished target (or extension) run.
+        budget: the new budget in tokens (the spec's ``scale``).
+        sequences: per-domain sequences at the end (the parent's prefix included), as the dataset
+            continued from the parent's end plans them.
+        extension: ``{"parent", "parent_sequences", "mix", "weights", "lr"}`` (see :class:`RunSpec`).
+        plan: a MixturePlan JSON: the extension follows the anytime schedule (an anytime parent).
+
+    Raises:
+        ValueError: the config's training settings differ from the parent's (each difference named), or
+            the new steps are not whole global batches.
+    """
+    from .experiment import config_changes
+
+    settings = json.loads(json.dumps(_training_settings(config, domains)))
+    if settings != json.loads(json.dumps(parent.settings)):
+        diff = config_changes(parent.settings, settings)
+        raise ValueError(f"run {parent.run_id} was trained with other settings than this config's; it can only be "
+                         "extended under its own: " + "; ".join(diff or ["(settings not recorded)"]))
+    new = sum(sequences.values()) - int(extension["parent_sequences"])
+    if new <= 0 or new % config.global_batch_size:
+        raise ValueError(f"an extension of run {parent.run_id} must add whole global batches of "
+                         f"{config.global_batch_size} sequences, it adds {new}")
+    points = max(1, min(config.eval.target_points, new // config.global_batch_size))
+    schedule = "fixed" if plan is None else "anytime"
+    plan_json = None if plan is None else dict(plan)
+    ext = json.loads(json.dumps(dict(extension)))
+    run_id = run_fingerprint(settings, sequences, parent.seed, points, schedule=schedule, plan=plan_json,
+                             extension=ext)
+    return RunSpec(run_id=run_id, kind="extension", scale=int(budget), label=parent.label,
+                   sequences=dict(sequences), seq_len=config.seq_len, seed=parent.seed, eval_points=points,
+                   settings=settings, schedule=schedule, plan=plan_json, extension=ext)
 
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:

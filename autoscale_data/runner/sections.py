@@ -219,12 +219,19 @@ class TargetConfig:
       some domain's fitted allocation decreases from N1 to N2 (impossible under Theorem 1; noisy
       proxies), the run follows the plan's monotone envelope and ends at the same counts as the
       fixed run (logged, and noted in the report).
+
+    ``keep_checkpoints`` (default true): keep each finished target run's final checkpoint (model,
+    optimiser, schedule, RNG and the dataset state at the end) in ``runs/<id>/final_ckpt/``, so the run
+    can be extended to a larger budget (``autoscale-data extend``). About 12 bytes per parameter
+    (fp32 weights + AdamW's two moments): kilobytes for the tiny presets, ~1.5 GB for gpt2-small, ~9 GB
+    for gpt2-large, per target run. Proxy runs never keep theirs. It changes no result and no run id.
     """
 
     budget: int = 10_000_000
     baselines: tuple[str, ...] = (UNIFORM, NATURAL, DDO_N2)
     reference_weights: dict[str, float] | None = None
     seeds: tuple[int, ...] = (0,)
+    keep_checkpoints: bool = True
 
     def __post_init__(self) -> None:
         check_int_field("target", "budget", self.budget)
@@ -240,6 +247,8 @@ class TargetConfig:
         if self.reference_weights is not None:
             _check_weights("target", "reference_weights", self.reference_weights)
         object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
+        if not isinstance(self.keep_checkpoints, bool):
+            raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,15 @@ loss at ``spec.eval_points`` evenly spaced steps (the last at the end), checkpoi
 ``config.checkpoint_every`` steps (model, optimiser, schedule, RNG and the dataset state), resumes
 from the newest complete checkpoint, and writes ``result.json`` atomically when it finishes. A
 NaN/inf training loss stops the run with :class:`Diverged` (``failure.json`` records why).
+
+A finished target run keeps its final checkpoint when ``target.keep_checkpoints`` is set: it is saved
+into ``ckpt/`` like any checkpoint, ``final_state.json`` (steps, dataset state at the end) is added,
+and ``ckpt/`` is renamed to ``final_ckpt/`` (atomic) before ``result.json`` is written; a run killed
+in between finds ``final_ckpt/`` on its next start and only writes its result. Proxy runs (and target
+runs without the setting) delete their checkpoint. An extension run (``spec.extension``, see
+:mod:`.extension`) starts from its parent's ``final_ckpt/`` (model, optimiser, RNG; the learning rate
+re-planned over its new steps), reads the data stream continued from the parent's end, and counts
+its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RunnerConfig, config_from_dict, config_to_dict
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
 from .evaluate import evaluate, mean_objective
+from .extension import extension_lr_lambda, parent_state
 from .models import build_model, mask_tokens, parameter_count
 from .plan import DomainInfo, RunSpec
 
@@ -90,10 +100,12 @@ def _parent_alive() -> bool:
     return True
 
 
-def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo) -> tuple[Any, Any]:
+def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo,
+              continue_from: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ..dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    weights: Any = spec.weights
+    weights: Any = spec.weights if spec.extension is None else spec.extension["weights"]
     if spec.schedule == "anytime":
         from ..solver import MixturePlan
 
@@ -101,7 +113,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   max_epochs=config.max_epochs, rank=info.rank, world_size=info.world_size,
                                   output="compact", batch_size=config.micro_batch_size, schedule=spec.schedule,
-                                  verify="size")
+                                  verify="size", continue_from=continue_from)
     if ds.sequences_per_domain != spec.sequences:
         raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per domain, "
                          f"the run asked for {spec.sequences}")
@@ -184,10 +196,14 @@ class _Trainer:
         self.config, self.spec, self.domains, self.dir, self.info = config, spec, domains, run_dir, info
         self.family = config.model.family
         self.gas = config.grad_accum
-        self.steps = spec.total_sequences // config.global_batch_size
-        if spec.total_sequences % config.global_batch_size:
-            raise ValueError(f"run {spec.run_id}: {spec.total_sequences} sequences is not a whole number of "
+        own = spec.total_sequences - spec.parent_sequences  # an extension trains only what follows its parent
+        self.offset = spec.parent_sequences // config.global_batch_size  # the parent's steps
+        self.steps = own // config.global_batch_size
+        if own % config.global_batch_size or spec.parent_sequences % config.global_batch_size:
+            raise ValueError(f"run {spec.run_id}: {own} sequences is not a whole number of "
                              f"global batches of {config.global_batch_size}")
+        self.keep = spec.kind != "proxy" and config.target.keep_checkpoints
+        self.parent_dir = run_dir.parent / spec.extension["parent"] if spec.extension is not None else None
         self.mask = None
         if self.family == "bert":
             self.mask = {"vocab_size": domains.vocab_size, "mask_id": domains.vocab_size,
@@ -200,8 +216,12 @@ class _Trainer:
         self.num_params = parameter_count(model)
         model.to(info.device)
         optimizer = _optimizer(model, config)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lr_lambda(self.steps, config.optimizer.warmup_fraction, config.optimizer.min_lr_ratio))
+        o = config.optimizer
+        if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
+            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension["lr"], o.min_lr_ratio)
+        else:
+            self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor)
         self.model, self.optimizer, self.scheduler, self.engine = model, optimizer, scheduler, None
         if config.backend == "deepspeed":
             import deepspeed
@@ -222,7 +242,7 @@ class _Trainer:
         info, config = self.info, self.config
         if self.family == "bert":
             gen = torch.Generator(device=info.device)
-            gen.manual_seed(((self.spec.seed * 1_000_003 + step) * 1_009 + micro) * 64 + info.rank)
+            gen.manual_seed(((self.spec.seed * 1_000_003 + self.offset + step) * 1_009 + micro) * 64 + info.rank)
             inputs, labels = mask_tokens(ids, generator=gen, **self.mask)  # type: ignore[arg-type]
         else:
             inputs, labels = ids, ids
@@ -264,19 +284,66 @@ class _Trainer:
         finally:
             self.forward.train()
 
+    def _parent(self) -> dict[str, Any] | None:
+        """An extension's parent ``final_state.json`` (checked against the spec); ``None`` for other runs."""
+        if self.parent_dir is None:
+            return None
+        state = parent_state(self.parent_dir)
+        where = os.fspath(self.parent_dir / layout.FINAL_CHECKPOINT_DIR)
+        if state is None:
+            raise FileNotFoundError(f"run {self.spec.run_id} extends run {self.parent_dir.name}, whose final checkpoint "
+                                    f"{where!r} is missing: set target.keep_checkpoints: true and train that run again")
+        if int(state["dataset"]["cursor"]) != self.spec.parent_sequences:
+            raise ValueError(f"run {self.spec.run_id} extends {self.spec.parent_sequences} sequences of run "
+                             f"{self.parent_dir.name}, but {where!r} ends at {state['dataset']['cursor']}")
+        return state
+
+    def _start_from_parent(self) -> None:
+        """Load the parent's final model, optimiser and RNG; set the learning rate of the first new step."""
+        assert self.parent_dir is not None
+        if load_checkpoint(self.parent_dir / layout.FINAL_CHECKPOINT_DIR, self, self.info) is None:
+            raise FileNotFoundError(f"run {self.parent_dir.name} has no complete final checkpoint in "
+                                    f"{os.fspath(self.parent_dir / layout.FINAL_CHECKPOINT_DIR)!r}")
+        sched = self.scheduler
+        sched.last_epoch = self.offset
+        lrs = [base * self.lr_factor(self.offset) for base in sched.base_lrs]
+        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
+            group["lr"] = lr
+        sched._last_lr = lrs
+
+    def _keep_final(self, ckpt_dir: Path, extra: dict[str, Any]) -> None:
+        """Save the final checkpoint and move it to ``final_ckpt/`` (all ranks call this)."""
+        save_checkpoint(ckpt_dir, self, self.info, extra)
+        if self.info.is_main:
+            atomic_write_json(ckpt_dir / layout.FINAL_STATE, {
+                "run_id": self.spec.run_id, "steps": self.offset + self.steps,
+                "sequences": self.spec.total_sequences, "dataset": extra["dataset"]})
+            final = self.dir / layout.FINAL_CHECKPOINT_DIR
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(ckpt_dir, final)
+
     def run(self, progress: bool | None) -> dict[str, Any]:
         from torch.utils.data import DataLoader
         from tqdm.auto import tqdm
 
         config, spec, info = self.config, self.spec, self.info
-        ds, val = _datasets(config, spec, self.domains, info)
+        parent = self._parent()
+        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent["dataset"])
         names = list(ds.domain_names)
+        base = torch.tensor([int(parent["dataset"]["domain_counts"][d]) for d in names] if parent else
+                            [0] * len(names), dtype=torch.int64)  # the parent's sequences per domain
         self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._build()
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state = load_checkpoint(ckpt_dir, self, info)
+        from_final = False
+        if state is None and self.keep:  # killed after keeping its final checkpoint, before its result
+            state = load_checkpoint(self.dir / layout.FINAL_CHECKPOINT_DIR, self, info)
+            from_final = state is not None
+        if state is None and parent is not None:
+            self._start_from_parent()
         start = int(state["step"]) if state else 0
         curve: list[dict[str, Any]] = list(state["curve"]) if state else []
         counts = torch.tensor(state["counts"][info.rank] if state else [0] * len(names), dtype=torch.int64)
@@ -293,7 +360,7 @@ class _Trainer:
         micro_total = config.micro_batch_size
         show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
         bar = tqdm(total=self.steps, initial=start, desc=spec.name, unit="step", disable=not show, leave=False)
-        last_loss = math.nan
+        last_loss = float(state.get("last_loss", math.nan)) if state else math.nan
         self.forward.train()
         for step in range(start, self.steps):
             if not _parent_alive():
@@ -320,10 +387,12 @@ class _Trainer:
                 te = time.perf_counter()
                 losses = self._evaluate(val_loader, names)
                 elapsed["eval_s"] += time.perf_counter() - te
-                seen = [sum(c) for c in zip(*all_gather_objects(counts.tolist(), info), strict=True)]
+                seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(counts.tolist(), info), base.tolist(),
+                                                         strict=True)]
                 train = self.meter.compute(all_reduce=info.world_size > 1)
                 self.meter.reset()
-                curve.append({"step": done, "tokens": done * config.global_batch_size * spec.seq_len,
+                at_step = self.offset + done
+                curve.append({"step": at_step, "tokens": at_step * config.global_batch_size * spec.seq_len,
                               "domain_tokens": {d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
                               "train_loss": last_loss, "losses": losses,
                               "train_losses": {d: v if math.isfinite(v) else None for d, v in train.items()},
@@ -333,14 +402,21 @@ class _Trainer:
                 save_checkpoint(ckpt_dir, self, info, {
                     "step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
                     "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
-                    "counts": all_gather_objects(counts.tolist(), info),
+                    "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
                     "train_meter": all_gather_objects(self.meter.state_dict(), info)})
         bar.close()
-        total = all_reduce_sum(counts.clone(), info)
-        result = self._result(names, total, curve, elapsed, resumed, last_loss)
+        if self.keep and not from_final:
+            self._keep_final(ckpt_dir, {
+                "step": self.steps, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
+                "dataset": ds.state_dict(samples_taken=(self.steps - start) * self.gas * micro_total),
+                "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
+                "train_meter": all_gather_objects(self.meter.state_dict(), info)})
+        new = all_reduce_sum(counts.clone(), info)
+        result = self._result(names, new + base, new, curve, elapsed, resumed, last_loss)
         if info.is_main:
             atomic_write_json(self.dir / layout.RESULT, result)
-            shutil.rmtree(ckpt_dir, ignore_errors=True)
+            if not self.keep:
+                shutil.rmtree(ckpt_dir, ignore_errors=True)
         return result
 
     def _fail(self, reason: str) -> None:
@@ -348,12 +424,17 @@ class _Trainer:
             atomic_write_json(self.dir / layout.FAILURE, {"run_id": self.spec.run_id, "reason": reason})
         raise Diverged(reason)
 
-    def _result(self, names: list[str], total: torch.Tensor, curve: list[dict[str, Any]],
+    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, curve: list[dict[str, Any]],
                 elapsed: dict[str, float], resumed: list[int], last_loss: float) -> dict[str, Any]:
         spec, config, info = self.spec, self.config, self.info
         tokens = {d: int(total[i]) * spec.seq_len for i, d in enumerate(names)}
+        new_tokens = int(new.sum()) * spec.seq_len  # trained by this run (an extension's parent's excluded)
         final = curve[-1]["losses"] if curve else {}
         train_s = elapsed["train_s"]
+        extension = {} if spec.extension is None else {"extension": {
+            "parent": spec.extension["parent"], "parent_tokens": spec.parent_sequences * spec.seq_len,
+            "new_tokens": new_tokens, "new_steps": self.steps, "mix": spec.extension["mix"],
+            "lr": spec.extension["lr"]}}
         return {
             "run_id": spec.run_id, "name": spec.name, "kind": spec.kind, "scale": spec.scale,
             "label": spec.label, "seed": spec.seed, "status": "done", "schedule": spec.schedule,
@@ -361,14 +442,14 @@ class _Trainer:
             "weights": spec.weights, "losses": final, "curve": curve,
             "mean_loss": mean_objective(final, "mean_loss") if final else math.nan,
             "mean_ppl": mean_objective(final, "mean_ppl") if final else math.nan,
-            "final_train_loss": last_loss, "steps": self.steps, "parameters": self.num_params,
+            "final_train_loss": last_loss, "steps": self.offset + self.steps, "parameters": self.num_params,
             "wall_time_s": train_s + elapsed["eval_s"], "train_time_s": train_s, "eval_time_s": elapsed["eval_s"],
             "data_wait_s": elapsed["data_wait_s"],
             "data_wait_fraction": elapsed["data_wait_s"] / train_s if train_s > 0 else 0.0,
-            "tokens_per_s": sum(tokens.values()) / train_s if train_s > 0 else 0.0,
+            "tokens_per_s": new_tokens / train_s if train_s > 0 else 0.0,
             "device": str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
             "world_size": info.world_size, "backend": config.backend, "precision": config.precision,
-            "resumed_at": resumed, "finished_at": time.time(),
+            "resumed_at": resumed, "finished_at": time.time(), **extension,
         }
 
 

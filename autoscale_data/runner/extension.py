@@ -1,0 +1,146 @@
+"""Extending a finished target run to a larger budget: its parent, its mix and its learning rate.
+
+A finished target run keeps its final checkpoint (``target.keep_checkpoints``, default true):
+``OUT/runs/<id>/final_ckpt/`` holds the model, optimiser, schedule and RNG, and ``final_state.json``
+there the dataset state at the end. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an
+*extension run* from it (:func:`plan_extension`): the same model and optimiser go on, and the data
+stream continues from the parent's end (``ScaleAwareMixtureDataset(..., continue_from=state)``)
+under the mix for the new budget, nothing repeated or skipped:
+
+- ``autoscale``: the mixture plan's weights at the new budget (``OUT/fits/mixture_plan.json``,
+  :meth:`~autoscale_data.solver.MixturePlan.weights_for_budget`);
+- ``autoscale_anytime``: the parent's plan, following its allocation path to the new budget;
+- a fixed mix (``uniform``, ``natural``, ``reference``, ``ddo_n2``): the weights the parent trained on.
+
+The learning rate of the new steps (:class:`ExtensionSchedule`): the parent decayed to
+``optimizer.min_lr_ratio`` over its steps; by default (``rewarm_decay``) the extension re-warms
+linearly from there to ``peak_ratio`` x ``optimizer.lr`` over ``warmup_fraction`` of its own steps,
+then decays linearly to ``min_lr_ratio`` at its end (re-warming and re-decaying, as in
+continual pre-training practice, e.g. Ibrahim et al. 2024), so the extended model ends annealed like
+any run; ``constant`` re-warms the same way and then holds the peak (the stable phase of a
+warmup-stable-decay schedule, for a run you will extend again or anneal yourself).
+
+An extension is its own ledger run (``kind="extension"``, a content-hash id over the parent's id,
+the new budget, the mix and the schedule), resumable and crash-safe like every run, and can itself
+be extended (its final checkpoint is kept the same way).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import layout
+from .experiment import read_json
+from .plan import RunSpec
+
+__all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state"]
+
+#: Learning-rate schedules of an extension's new steps.
+EXTENSION_SCHEDULES = ("rewarm_decay", "constant")
+
+
+@dataclass(frozen=True)
+class ExtensionSchedule:
+    """The learning rate of an extension's new steps, as multiples of ``optimizer.lr``.
+
+    Attributes:
+        schedule: ``"rewarm_decay"`` (default): linear re-warm-up from ``optimizer.min_lr_ratio`` (where
+            the parent ended) to ``peak_ratio``, then linear decay to ``min_lr_ratio`` at the end;
+            ``"constant"``: the same re-warm-up, then ``peak_ratio`` to the end.
+        warmup_fraction: the share of the new steps spent re-warming (``None``: ``optimizer.warmup_fraction``).
+        peak_ratio: the peak, as a multiple of ``optimizer.lr`` (1: the parent's peak).
+    """
+
+    schedule: str = "rewarm_decay"
+    warmup_fraction: float | None = None
+    peak_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.schedule not in EXTENSION_SCHEDULES:
+            raise ValueError(f"extension lr schedule {self.schedule!r} is invalid: expected one of "
+                             f"{EXTENSION_SCHEDULES}")
+        wf = self.warmup_fraction
+        if wf is not None and not (isinstance(wf, (int, float)) and 0.0 <= float(wf) < 1.0):
+            raise ValueError(f"extension warmup_fraction {wf!r} is invalid: expected a number in [0, 1)")
+        pr = self.peak_ratio
+        if not (isinstance(pr, (int, float)) and math.isfinite(pr) and 0.0 < float(pr) <= 10.0):
+            raise ValueError(f"extension peak_ratio {pr!r} is invalid: expected a number in (0, 10]")
+
+    def to_json(self, default_warmup: float) -> dict[str, Any]:
+        """The schedule with the warm-up resolved (what the extension's id hashes)."""
+        wf = default_warmup if self.warmup_fraction is None else self.warmup_fraction
+        return {"schedule": self.schedule, "warmup_fraction": float(wf), "peak_ratio": float(self.peak_ratio)}
+
+
+def extension_lr_lambda(offset: int, steps: int, lr: Mapping[str, Any], min_ratio: float) -> Callable[[int], float]:
+    """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new ones).
+
+    ``lr`` is :meth:`ExtensionSchedule.to_json`. Steps before ``offset`` get the first new step's value.
+    """
+    warmup = round(float(lr["warmup_fraction"]) * steps)
+    peak = float(lr["peak_ratio"])
+    decay = lr["schedule"] == "rewarm_decay"
+
+    def factor(step: int) -> float:
+        k = max(0, step - offset)
+        if k < warmup:
+            return min_ratio + (peak - min_ratio) * (k + 1) / warmup
+        if not decay:
+            return peak
+        rest = max(1, steps - warmup)
+        return peak + (min_ratio - peak) * min(1.0, (k - warmup) / rest)
+
+    return factor
+
+
+def parent_state(run_dir: Path) -> dict[str, Any] | None:
+    """``final_ckpt/final_state.json`` of a finished run (its steps and dataset state), or ``None``."""
+    state = read_json(run_dir / layout.FINAL_CHECKPOINT_DIR / layout.FINAL_STATE)
+    return state if isinstance(state, dict) and "dataset" in state else None
+
+
+def _spec(out: Path, run_id: str) -> RunSpec | None:
+    obj = read_json(out / layout.RUNS / run_id / layout.SPEC)
+    return RunSpec.from_json(obj) if isinstance(obj, dict) else None
+
+
+def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
+    """The run ``run`` names: a run id under ``OUT/runs/``, or a target mix label of ``OUT/plan.json``
+    (with ``seed`` when the mix was trained with several seeds).
+
+    Raises:
+        ValueError: an unknown id or label (the message lists the target runs), a label trained with
+            several seeds and no ``seed`` (or a seed it was not trained with), or a proxy run.
+    """
+    spec = _spec(out, run) if run and os.sep not in run and run not in (".", "..") else None
+    if spec is None:
+        plan = read_json(out / layout.PLAN) or {}
+        targets = [RunSpec.from_json(s) for s in plan.get("targets", [])]
+        known: dict[str, list[int]] = {}
+        for t in targets:
+            known.setdefault(t.label, []).append(t.seed)
+        shown = ", ".join(f"{label} (seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))})"
+                          for label, s in known.items()) or "none yet (run `autoscale-data run` first)"
+        matches = [t for t in targets if t.label == run]
+        if not matches:
+            raise ValueError(f"unknown run {run!r} in {os.fspath(out)!r}: expected a target mix label or a run id "
+                             f"under {layout.RUNS}/; the target runs are: {shown}")
+        if seed is not None:
+            matches = [t for t in matches if t.seed == seed]
+            if not matches:
+                raise ValueError(f"target mix {run!r} has no run with seed {seed}: its seeds are {known[run]}")
+        elif len(matches) > 1:
+            raise ValueError(f"target mix {run!r} was trained with seeds {known[run]}: pick one with --seed "
+                             "(seed=...)")
+        spec = matches[0]
+    elif seed is not None and spec.seed != seed:
+        raise ValueError(f"run {run} has seed {spec.seed}, not {seed}")
+    if spec.kind == "proxy":
+        raise ValueError(f"run {spec.run_id} ({spec.name}) is a proxy run: only target runs (and extensions) keep "
+                         "a final checkpoint to extend")
+    return spec
