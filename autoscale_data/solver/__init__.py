@@ -36,13 +36,13 @@ from .joint import (
     fit_budget_law,
     fit_joint,
     per_budget_optima,
-    projection_summary,
     weight_distance,
 )
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import AllocationPath, Projection, fit_path, project
+from .projections import Projections, project_all
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import Run, RunTable
@@ -65,6 +65,7 @@ __all__ = [
     "PowerLawFit",
     "Projection",
     "ProjectionBootstrap",
+    "Projections",
     "RobustProjection",
     "Run",
     "RunTable",
@@ -92,7 +93,7 @@ __all__ = [
     "per_budget_optima",
     "power_law",
     "project",
-    "projection_summary",
+    "project_all",
     "read_design",
     "read_olmix",
     "reference_weights",
