@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +17,78 @@ from .plan import DomainInfo, RunSpec
 from .wording import bounds_moved
 
 if TYPE_CHECKING:
+    from ..solver.plan import MixturePlan
     from ..solver.projections import Projections
 
-__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "projection_summary", "proxy_table"]
+__all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
 BOOTSTRAP_REPLICATES = 400
+
+
+@dataclass(frozen=True)
+class Fits:
+    """What :func:`fit_all` found, as written under ``fits/``.
+
+    Attributes:
+        ddo: per proxy budget, the DDO result (``DDOResult.to_json()``, the content of ``ddo_<N>.json``).
+        bootstrap: per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``): ``available`` and
+            the intervals and ``summary``, or the ``reason`` it is not.
+        projection: the projections to the target and the target mix (``projection.json``, see
+            :func:`projection_summary`).
+        plan: the mixture plan of the projection used, or None when none could be fitted.
+    """
+
+    ddo: dict[int, dict[str, Any]]
+    bootstrap: dict[int, dict[str, Any]]
+    projection: dict[str, Any]
+    plan: MixturePlan | None
+
+    def __post_init__(self) -> None:
+        missing = [k for k in ("method", "weights") if k not in self.projection]
+        if missing:
+            raise ValueError(f"Fits.projection lacks {missing} (expected the dict of projection_summary)")
+
+    @property
+    def method(self) -> str:
+        """The projection that set the target mix (``ddo.projection``)."""
+        return str(self.projection["method"])
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The target mix (the projection's weights with ``ddo.min_weight`` / ``max_weight`` applied)."""
+        return dict(self.projection["weights"])
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form (budgets as strings; round-trips through :meth:`from_json`)."""
+        return {"ddo": {str(n): dict(v) for n, v in self.ddo.items()},
+                "bootstrap": {str(n): dict(v) for n, v in self.bootstrap.items()},
+                "projection": dict(self.projection), "plan": None if self.plan is None else self.plan.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Fits:
+        """The fits back from :meth:`to_json`'s dict.
+
+        Raises:
+            ValueError: not such a dict (a key missing, a budget that is not a whole number).
+        """
+        from ..solver.plan import MixturePlan
+
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
+        missing = sorted({"ddo", "bootstrap", "projection", "plan"} - set(obj))
+        if missing:
+            raise ValueError(f"Fits dict lacks the key(s) {missing}")
+
+        def by_budget(part: str) -> dict[int, dict[str, Any]]:
+            try:
+                return {int(n): dict(v) for n, v in obj[part].items()}
+            except (TypeError, ValueError, AttributeError):
+                raise ValueError(f"Fits dict: {part!r} must map budgets (whole numbers) to dicts, "
+                                 f"got {obj[part]!r:.200}") from None
+
+        plan = None if obj["plan"] is None else MixturePlan.from_json(obj["plan"])
+        return cls(ddo=by_budget("ddo"), bootstrap=by_budget("bootstrap"), projection=dict(obj["projection"]),
+                   plan=plan)
 
 
 def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
@@ -59,7 +127,7 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
 
 
 def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
-            out_dir: Path, *, log: Callable[[str], None] = print) -> dict[str, Any]:
+            out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
     """DDO at both budgets, bootstrap verdicts, the projections to the target and the mixture plan.
 
     The target mix comes from ``config.ddo.projection``: ``"geometric"`` (the Theorem-1 path through
@@ -73,10 +141,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     when no plan can be fitted).
 
     Returns:
-        ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection | str,
-        "joint": JointFit | str, "robust": RobustProjection | str, "method": str,
-        "weights": {domain: weight}, "plan": MixturePlan | None}``
-        (a projection that failed and was not the one used is its error message).
+        The :class:`Fits` (what those files hold, and the plan).
 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
@@ -155,8 +220,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
            "robust": lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
            }.get(method, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "robust": robust,
-            "method": method, "weights": weights_used, "plan": plan}
+    return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,
