@@ -157,7 +157,8 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
         (``joint_projected_n3``, ``joint_projection_error_*``, ``joint_fit_aar``) and the robust
         (``robust_projected_n3``, ``robust_projection_error_*``) projections to N3.
     """
-    from autoscale_data.solver import compare_projections, fit_ddo, weight_distance
+    from autoscale_data.solver import fit_ddo
+    from autoscale_data.solver.contrib import compare_projections, weight_distance
     from autoscale_data.solver.robust import log_share_sd, robust_project
 
     n1, n2, n3 = budgets

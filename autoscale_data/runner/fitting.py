@@ -1,5 +1,6 @@
 """From finished proxy runs to the AutoScale mix: the solver's ``fit_ddo``, ``bootstrap_ddo``,
-``project`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here)."""
+``project_all`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here);
+:class:`Fits` is what they found and :func:`projection_summary` the schema of ``fits/projection.json``."""
 
 from __future__ import annotations
 
