@@ -47,7 +47,7 @@ Only mixtures with every needed checkpoint are used. Methods (each fitted on the
   evaluated at every held-out mixture; the target is their weighted sum. RegMix (one fitted budget,
   one target column): the mixing law fitted to the observed Pile-CC losses.
 * ``law@last``: the same token law fitted to the largest fitted budget alone
-  (:func:`autoscale_data.solver.fit_budget_law`; needs more runs than its 3m+1 parameters).
+  (:func:`autoscale_data.solver.contrib.fit_budget_law`; needs more runs than its 3m+1 parameters).
 * ``regmix``: RegMix-style linear regression of the loss on the weights at the largest fitted budget
   (LightGBM is not a dependency).
 * ``best-observed``: the loss observed at the largest fitted budget, used as is (a mixture not run

@@ -158,7 +158,8 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
         (``robust_projected_n3``, ``robust_projection_error_*``) projections to N3, and no projection
         at all (``n2_as_is_*``: the N2 optimum used at N3 unchanged, the baseline every projection must beat).
     """
-    from autoscale_data.solver import compare_projections, fit_ddo, weight_distance
+    from autoscale_data.solver import fit_ddo
+    from autoscale_data.solver.contrib import compare_projections, weight_distance
     from autoscale_data.solver.robust import log_share_sd, robust_project
 
     n1, n2, n3 = budgets

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..solver.joint import PROJECTIONS, fit_joint, per_budget_optima, projection_summary
+from ..solver.ddo import DDOOptions
+from ..solver.joint import PROJECTIONS
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
-from ..solver.robust import log_share_sd, robust_project
+from ..solver.projections import project_all
 from ..solver.runs import RunTable
 from ._args import (
     add_json_flag,
@@ -138,33 +139,12 @@ def _tables(args: argparse.Namespace) -> list[RunTable]:
 
 
 def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any]]:
-    """Both projections from the run tables: the summary dict and the scales of the chosen one's plan."""
-    weights = objective_weights_arg(args.objective_weights)
-    opts = {"objective": args.objective, "min_weight": args.min_weight, "max_weight": args.max_weight,
-            "token_caps": caps, "max_epochs": args.max_epochs}
-    tables = _tables(args)
-    optima = per_budget_optima(tables, **opts, val_domains=weights)
-    parts = {}
-    for name, compute in (("geometric", lambda: project(optima, args.target_tokens, token_caps=caps,
-                                                         max_epochs=args.max_epochs)),
-                          ("joint", lambda: fit_joint(tables, target_tokens=args.target_tokens,
-                                                      objective_weights=weights, **opts)),
-                          ("robust", lambda: robust_project(optima, args.target_tokens,
-                                                            [log_share_sd(optima[0]), log_share_sd(optima[-1])],
-                                                            token_caps=caps, max_epochs=args.max_epochs))):
-        try:
-            parts[name] = compute()
-        except ValueError as exc:
-            parts[name] = str(exc)
-    summary = projection_summary(args.method, parts["geometric"], parts["joint"], parts["robust"])
-    if args.method == "joint":
-        scales = parts["joint"].path_scales(optima[0].budget_tokens)
-    elif args.method == "robust":  # the shrunk path runs through the largest budget's optimum and the target
-        scales = [{"budget_tokens": optima[-1].budget_tokens, "allocation_tokens": optima[-1].allocation_tokens},
-                  {"budget_tokens": parts["robust"].budget_tokens, "allocation_tokens": parts["robust"].allocation_tokens}]
-    else:
-        scales = [{"budget_tokens": r.budget_tokens, "allocation_tokens": r.allocation_tokens} for r in optima]
-    return summary, scales
+    """All three projections from the run tables: the summary dict and the scales of the chosen one's plan."""
+    options = DDOOptions(objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
+                         token_caps=caps, max_epochs=args.max_epochs,
+                         val_domains=objective_weights_arg(args.objective_weights))
+    projections = project_all(_tables(args), args.target_tokens, options, method=args.method)
+    return projections.to_json(), projections.plan_scales()
 
 
 def run(args: argparse.Namespace) -> int:

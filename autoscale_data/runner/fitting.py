@@ -1,12 +1,14 @@
 """From finished proxy runs to the AutoScale mix: the solver's ``fit_ddo``, ``bootstrap_ddo``,
-``project`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here)."""
+``project_all`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here);
+:class:`Fits` is what they found and :func:`projection_summary` the schema of ``fits/projection.json``."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_json
 from . import layout
@@ -15,9 +17,79 @@ from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
 from .wording import bounds_moved
 
-__all__ = ["BOOTSTRAP_REPLICATES", "fit_all", "proxy_table"]
+if TYPE_CHECKING:
+    from ..solver.plan import MixturePlan
+    from ..solver.projections import Projections
+
+__all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
 BOOTSTRAP_REPLICATES = 400
+
+
+@dataclass(frozen=True)
+class Fits:
+    """What :func:`fit_all` found, as written under ``fits/``.
+
+    Attributes:
+        ddo: per proxy budget, the DDO result (``DDOResult.to_json()``, the content of ``ddo_<N>.json``).
+        bootstrap: per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``): ``available`` and
+            the intervals and ``summary``, or the ``reason`` it is not.
+        projection: the projections to the target and the target mix (``projection.json``, see
+            :func:`projection_summary`).
+        plan: the mixture plan of the projection used, or None when none could be fitted.
+    """
+
+    ddo: dict[int, dict[str, Any]]
+    bootstrap: dict[int, dict[str, Any]]
+    projection: dict[str, Any]
+    plan: MixturePlan | None
+
+    def __post_init__(self) -> None:
+        missing = [k for k in ("method", "weights") if k not in self.projection]
+        if missing:
+            raise ValueError(f"Fits.projection lacks {missing} (expected the dict of projection_summary)")
+
+    @property
+    def method(self) -> str:
+        """The projection that set the target mix (``ddo.projection``)."""
+        return str(self.projection["method"])
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The target mix (the projection's weights with ``ddo.min_weight`` / ``max_weight`` applied)."""
+        return dict(self.projection["weights"])
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form (budgets as strings; round-trips through :meth:`from_json`)."""
+        return {"ddo": {str(n): dict(v) for n, v in self.ddo.items()},
+                "bootstrap": {str(n): dict(v) for n, v in self.bootstrap.items()},
+                "projection": dict(self.projection), "plan": None if self.plan is None else self.plan.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Fits:
+        """The fits back from :meth:`to_json`'s dict.
+
+        Raises:
+            ValueError: not such a dict (a key missing, a budget that is not a whole number).
+        """
+        from ..solver.plan import MixturePlan
+
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
+        missing = sorted({"ddo", "bootstrap", "projection", "plan"} - set(obj))
+        if missing:
+            raise ValueError(f"Fits dict lacks the key(s) {missing}")
+
+        def by_budget(part: str) -> dict[int, dict[str, Any]]:
+            try:
+                return {int(n): dict(v) for n, v in obj[part].items()}
+            except (TypeError, ValueError, AttributeError):
+                raise ValueError(f"Fits dict: {part!r} must map budgets (whole numbers) to dicts, "
+                                 f"got {obj[part]!r:.200}") from None
+
+        plan = None if obj["plan"] is None else MixturePlan.from_json(obj["plan"])
+        return cls(ddo=by_budget("ddo"), bootstrap=by_budget("bootstrap"), projection=dict(obj["projection"]),
+                   plan=plan)
 
 
 def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
@@ -56,46 +128,36 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
 
 
 def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
-            out_dir: Path, *, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """DDO at both budgets, bootstrap verdicts, both projections to the target and the mixture plan.
+            out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
+    """DDO at both budgets, bootstrap verdicts, the projections to the target and the mixture plan.
 
     The target mix comes from ``config.ddo.projection``: ``"geometric"`` (the Theorem-1 path through
     the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets, optimised at the
     target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its uncertainty);
-    the others are computed and reported too. With ``"joint"`` the mixture plan is the Theorem-1 path
-    through the joint law's optima at N1 and at the target; with ``"robust"`` the path through the N2
-    optimum and the robust target allocation.
+    the others are computed and reported too (all three by the solver's
+    :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
-    :func:`~autoscale_data.solver.joint.projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
+    :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
     when no plan can be fitted).
 
     Returns:
-        ``{"ddo": {N: DDOResult}, "bootstrap": {N: dict}, "projection": Projection | str,
-        "joint": JointFit | str, "robust": RobustProjection | str, "method": str,
-        "weights": {domain: weight}, "plan": MixturePlan | None}``
-        (a projection that failed and was not the one used is its error message).
+        The :class:`Fits` (what those files hold, and the plan).
 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import (
-        MixturePlan,
-        bootstrap_ddo,
-        fit_ddo,
-        fit_joint,
-        log_share_sd,
-        project,
-        projection_summary,
-        robust_project,
-    )
+    from ..solver.bootstrap import bootstrap_ddo
+    from ..solver.ddo import DDOOptions, fit_ddo
+    from ..solver.plan import MixturePlan
+    from ..solver.projections import project_all
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
     caps = {d: float(v) for d, v in domains.train_tokens.items()}
-    options = {"objective": ddo_cfg.objective, "min_weight": ddo_cfg.min_weight, "max_weight": ddo_cfg.max_weight,
-               "token_caps": caps, "max_epochs": config.max_epochs, "law": ddo_cfg.law,
-               "val_domains": ddo_cfg.objective_weights}  # a mapping: the fits' objective is that weighted sum
+    options = DDOOptions(objective=ddo_cfg.objective, min_weight=ddo_cfg.min_weight, max_weight=ddo_cfg.max_weight,
+                         token_caps=caps, max_epochs=config.max_epochs, law=ddo_cfg.law,
+                         val_domains=ddo_cfg.objective_weights)  # a mapping: the objective is that weighted sum
     results: dict[int, Any] = {}
     tables: dict[int, Any] = {}
     boots: dict[int, dict[str, Any]] = {}
@@ -104,13 +166,13 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         table.to_csv(out_dir / layout.per_budget(layout.RUNS_CSV, scale, ".csv"))
         tables[scale] = table
         try:
-            result = fit_ddo(table, **options)
+            result = fit_ddo(table, options)
         except ValueError as exc:
             raise ValueError(f"DDO fit at budget {scale} failed: {exc}") from None
         results[scale] = result
         atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
         try:
-            boot = bootstrap_ddo(table, n_boot=BOOTSTRAP_REPLICATES, point=result, **options)
+            boot = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
             boots[scale] = {"available": True, **boot.to_json(), "summary": boot.summary()}
         except ValueError as exc:
             boots[scale] = {"available": False, "reason": str(exc)}
@@ -124,30 +186,20 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     n1, n2 = config.ddo.budgets
     target = config.target.budget
     method = ddo_cfg.projection
-    bounds = {k: options[k] for k in ("objective", "min_weight", "max_weight", "token_caps", "max_epochs",
-                                      "val_domains")}
-    geometric = _attempt(method == "geometric", f"projection to {target} tokens",
-                         lambda: project([results[n1], results[n2]], target, token_caps=caps,
-                                         max_epochs=config.max_epochs, fit=results[n2]))
-    joint = _attempt(method == "joint", f"joint projection to {target} tokens",
-                     lambda: fit_joint([tables[n1], tables[n2]], target_tokens=target, **bounds))
-    robust = _attempt(method == "robust", f"robust projection to {target} tokens", lambda: robust_project(
-        [results[n1], results[n2]], target, [log_share_sd(results[n1]), log_share_sd(results[n2])],
-        token_caps=caps, max_epochs=config.max_epochs))
+    projections = project_all([tables[n1], tables[n2]], target, options, method=method,
+                              optima=[results[n1], results[n2]], direct=True)
+    geometric, joint, robust = projections.geometric, projections.joint, projections.robust
     if not isinstance(robust, str):
         used = "sets the target mix" if method == "robust" else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
-    summary = projection_summary(method, geometric, joint, robust)
-    weights_used = _bounded(summary, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
+    summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
+    weights_used = summary["weights"]
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = None
     try:
-        scales = {"joint": lambda: joint.path_scales(n1),  # the robust path runs through N2's optimum
-                  "robust": lambda: [results[n2], (float(target), robust.allocation_tokens)],
-                  }.get(method, lambda: [results[n1], results[n2]])()
-        plan = MixturePlan.from_scales(scales, tokenizer=domains.tokenizer, token_caps=caps,
-                                       max_epochs=config.max_epochs, allow_decreasing=True,
+        plan = MixturePlan.from_scales(projections.plan_scales(first_budget=n1), tokenizer=domains.tokenizer,
+                                       token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
                                                  "projection": method})
         if plan.path.decreasing:
@@ -162,39 +214,33 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         log(f"no mixture plan saved: {exc}")
     for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")
-    for name, other in (("geometric", geometric), ("joint", joint), ("robust", robust)):
-        if name != method and isinstance(other, str):
-            log(f"the {name} projection (reported only) failed: {other}")
+    for name, error in projections.failures().items():
+        log(f"the {name} projection (reported only) failed: {error}")
     weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
     how = {"joint": lambda: f"joint law, AAR {joint.aar:.4f}",
            "robust": lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
            }.get(method, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return {"ddo": results, "bootstrap": boots, "projection": geometric, "joint": joint, "robust": robust,
-            "method": method, "weights": weights_used, "plan": plan}
+    return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)
 
 
-def _bounded(summary: dict[str, Any], min_weight: float, max_weight: float, *,
-             log: Callable[[str], None]) -> dict[str, float]:
-    """The target mix with ``ddo.min_weight`` / ``max_weight`` applied; ``summary`` (projection.json) records
-    the projection's own weights as ``unbounded_weights`` and the domains moved as ``bounds_applied``."""
-    from ..solver import apply_weight_bounds
+def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,
+                       log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The content of ``fits/projection.json``: the solver's projections and the target mix.
 
+    :meth:`~autoscale_data.solver.projections.Projections.to_json` (all three projections, the one
+    used and its ``weights``), with ``ddo.min_weight`` / ``max_weight`` applied to the target mix:
+    ``weights`` are the bounded ones, ``unbounded_weights`` the projection's own, ``bounds_applied``
+    ``{domain: [before, after]}`` the domains moved and ``weight_bounds`` the bounds (a move is logged).
+    """
+    from ..solver.bounds import apply_weight_bounds
+
+    summary = projections.to_json()
     raw = {d: float(w) for d, w in summary["weights"].items()}
     bounded = apply_weight_bounds(raw, min_weight, max_weight)
     moved = {d: [raw[d], bounded[d]] for d in raw if abs(raw[d] - bounded[d]) > 1e-9}
     summary.update(weights=bounded, unbounded_weights=raw, bounds_applied=moved,
                    weight_bounds=[min_weight, max_weight])
-    if moved:
+    if moved and log is not None:
         log(f"the {summary['method']} {bounds_moved(summary).removeprefix('the ')}")
-    return bounded
-
-
-def _attempt(required: bool, what: str, compute: Callable[[], Any]) -> Any:
-    """``compute()``; its ValueError is raised when ``required``, else returned as text."""
-    try:
-        return compute()
-    except ValueError as exc:
-        if required:
-            raise ValueError(f"{what} failed: {exc}") from None
-        return str(exc)
+    return summary

@@ -133,17 +133,17 @@ class MixtureRunner:
             from .fitting import fit_all
 
             fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
-            mixes = {layout.AUTOSCALE: fits["weights"]}
+            mixes = {layout.AUTOSCALE: fits.weights}
             if layout.DDO_N2 in self.config.target.baselines:
-                mixes[layout.DDO_N2] = dict(fits["ddo"][self.config.ddo.budgets[1]].weights)
+                mixes[layout.DDO_N2] = dict(fits.ddo[self.config.ddo.budgets[1]]["weights"])
             mixes.update(self.fixed_target_mixes())
             targets = self.target_specs(mixes)
             if layout.ANYTIME in self.config.target.baselines:
-                if fits["plan"] is None:
+                if fits.plan is None:
                     self.log(f"{layout.ANYTIME} is not trained: no mixture plan could be fitted "
                              "(see fits/mixture_plan_error.json)")
                 else:
-                    anytime = self.anytime_specs(fits["plan"])
+                    anytime = self.anytime_specs(fits.plan)
                     mixes[layout.ANYTIME] = anytime[0].weights  # the final mix; the path is the plan's
                     targets += anytime
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)

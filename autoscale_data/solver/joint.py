@@ -35,8 +35,9 @@ import numpy as np
 from scipy.optimize import least_squares, lsq_linear
 from scipy.stats import chi2
 
+from .._options import build_options
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
-from .ddo import DDOResult, fit_ddo, token_caps_array
+from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
 from .design import DDODesign, read_design, run_objective
 from .laws import B_MAX, SHIFT_RANGE
 from .projection import project
@@ -48,8 +49,8 @@ __all__ = [
     "compare_projections",
     "fit_budget_law",
     "fit_joint",
+    "joint_options",
     "per_budget_optima",
-    "projection_summary",
     "weight_distance",
 ]
 
@@ -447,20 +448,30 @@ def _at_bound(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, domains: Sequence[s
     return out
 
 
+def joint_options(options: DDOOptions | None, settings: Mapping[str, Any], *, caller: str) -> DDOOptions:
+    """The :class:`~.ddo.DDOOptions` of a joint fit: ``options`` with ``settings`` applied.
+
+    ``level`` is accepted as the older name of ``profile_level``.
+
+    Raises:
+        TypeError: an unknown setting, or both ``level`` and ``profile_level``.
+        ValueError: from :class:`~.ddo.DDOOptions`.
+    """
+    if "level" in settings:
+        if "profile_level" in settings:
+            raise TypeError(f"{caller}() got both level and profile_level (the same setting)")
+        settings = {("profile_level" if k == "level" else k): v for k, v in settings.items()}
+    return build_options(DDOOptions, options, settings, caller=caller)
+
+
 def fit_joint(
     tables: Sequence[RunTable],
+    options: DDOOptions | None = None,
     *,
     target_tokens: float | None = None,
-    objective: str = "mean_ppl",
-    min_weight: float = 0.0,
-    max_weight: float = 1.0,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-    val_domains: Sequence[str] | None = None,
     base_runs: Sequence[str | None] | None = None,
     objective_weights: Mapping[str, float] | None = None,
-    level: float = 0.95,
-    weight_tol: float = 0.01,
+    **settings: Any,
 ) -> JointFit:
     """Fit one law to the runs of two or more budgets and optimise it at ``target_tokens``.
 
@@ -472,16 +483,19 @@ def fit_joint(
 
     Args:
         tables: one run table per budget (any order; budgets must differ).
+        options: a :class:`~autoscale_data.solver.ddo.DDOOptions`, as for
+            :func:`~autoscale_data.solver.ddo.fit_ddo`; its fields may also be given (or overridden)
+            as keywords, e.g. ``fit_joint(tables, objective="mean_loss", min_weight=0.01)``. Used here:
+            ``objective`` (see the module docstring), ``min_weight``, ``max_weight``, ``token_caps``,
+            ``max_epochs`` (bounds of the optimisation), ``val_domains`` (validation domains in the
+            objective, default all; a mapping weights them), ``profile_level`` (also as ``level``) and
+            ``weight_tol`` (the identifiability statement's profile level and the largest weight
+            movement that still counts as identified, see :func:`_identify_joint`); ``law``, ``fit``,
+            ``base_run`` and ``budget_tokens`` concern per-budget DDO fits only.
         target_tokens: the budget to optimise at (default: the largest fitted budget).
-        objective: ``"mean_ppl"`` or ``"mean_loss"`` (see the module docstring).
-        min_weight, max_weight, token_caps, max_epochs: bounds of the optimisation, as in
-            :func:`~autoscale_data.solver.ddo.fit_ddo`.
-        val_domains: validation domains in the objective (default all).
         base_runs: per table, the id of a base run when its design is ambiguous (or None).
         objective_weights: ``{validation domain: weight}``: the objective is the weighted sum of
             the domains' losses (``mean_loss``) or perplexities (``mean_ppl``) instead of the mean.
-        level, weight_tol: the identifiability statement's profile level and the largest weight
-            movement that still counts as identified (see :func:`_identify_joint`: the range of the optimum over fits consistent with the runs).
 
     Returns:
         The :class:`JointFit` (with ``identifiability``).
@@ -491,22 +505,17 @@ def fit_joint(
             run varies, a run without tokens, fewer runs than parameters + 1, bad objective
             weights, bounds or target.
     """
-    data = _gather(tables, objective, _objective_columns(val_domains, objective_weights), base_runs)
-    return _fit(data, target_tokens, objective, min_weight, max_weight, token_caps, max_epochs, level, weight_tol)
+    o = joint_options(options, settings, caller="fit_joint")
+    data = _gather(tables, o.objective, _objective_columns(o.val_domains, objective_weights), base_runs)
+    return _fit(data, target_tokens, o)
 
 
 def fit_budget_law(
     table: RunTable,
+    options: DDOOptions | None = None,
     *,
-    objective: str = "mean_ppl",
-    min_weight: float = 0.0,
-    max_weight: float = 1.0,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-    val_domains: Sequence[str] | None = None,
     objective_weights: Mapping[str, float] | None = None,
-    level: float = 0.95,
-    weight_tol: float = 0.01,
+    **settings: Any,
 ) -> JointFit:
     """The same law fitted to the runs of one budget (any mixtures) and optimised at that budget.
 
@@ -516,36 +525,40 @@ def fit_budget_law(
     Raises:
         ValueError: as for :func:`fit_joint` (one table; its runs must vary every domain's share).
     """
+    o = joint_options(options, settings, caller="fit_budget_law")
     if not isinstance(table, RunTable):
         raise ValueError(f"table must be a RunTable, got {type(table).__name__}")
-    data = _gather([table], objective, _objective_columns(val_domains, objective_weights), None, min_tables=1)
-    return _fit(data, None, objective, min_weight, max_weight, token_caps, max_epochs, level, weight_tol)
+    data = _gather([table], o.objective, _objective_columns(o.val_domains, objective_weights), None, min_tables=1)
+    return _fit(data, None, o)
 
 
-def per_budget_optima(tables: Sequence[RunTable], **options: Any) -> list[DDOResult | JointFit]:
+def per_budget_optima(tables: Sequence[RunTable], options: DDOOptions | None = None,
+                      **settings: Any) -> list[DDOResult | JointFit]:
     """Each table's optimum at its own budget, smallest budget first: DDO for a DDO design, the
     per-budget law (:func:`fit_budget_law`) for runs of any mixtures. The geometric projection
     (:func:`~.projection.project`) runs through them.
 
     Args:
         tables: one run table per budget.
-        **options: ``objective``, ``min_weight``, ``max_weight``, ``token_caps``, ``max_epochs``,
-            ``val_domains`` (a list, or a mapping for a weighted objective).
+        options: a :class:`~autoscale_data.solver.ddo.DDOOptions` (or its fields as keywords), as for
+            :func:`~autoscale_data.solver.ddo.fit_ddo`; ``val_domains`` may be a mapping for a
+            weighted objective.
 
     Raises:
         ValueError: as for :func:`~.ddo.fit_ddo` and :func:`fit_budget_law`.
     """
+    o = joint_options(options, settings, caller="per_budget_optima")
     out: list[DDOResult | JointFit] = []
     for k, t in enumerate(tables):
         try:
             read_design(t)
         except ValueError:
             try:
-                out.append(fit_budget_law(t, **options))
+                out.append(fit_budget_law(t, o))
             except ValueError as exc:
                 raise ValueError(f"tables[{k}] (runs of any mixtures): {exc}") from None
         else:
-            out.append(fit_ddo(t, **options))
+            out.append(fit_ddo(t, o))
     return sorted(out, key=lambda r: r.budget_tokens)
 
 
@@ -560,22 +573,18 @@ def _objective_columns(val_domains: Sequence[str] | None,
     return dict(objective_weights)
 
 
-def _fit(data: _Data, target_tokens: float | None, objective: str, min_weight: float, max_weight: float,
-         token_caps: Mapping[str, float] | None, max_epochs: float | Mapping[str, float] | None,
-         level: float, weight_tol: float) -> JointFit:
+def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
+    objective, min_weight, max_weight, level, weight_tol = (o.objective, o.min_weight, o.max_weight,
+                                                            o.profile_level, o.weight_tol)
     m = len(data.domains)
     n_params = 3 * m + 1
     if data.y.size <= n_params:
         raise ValueError(f"a fit of the law for {m} domains has {n_params} parameters and needs more runs, "
                          f"got {data.y.size}")
-    if not (0.0 < level < 1.0):
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if not (weight_tol >= 0):
-        raise ValueError(f"weight_tol must be >= 0, got {weight_tol}")
     target = float(data.budgets[-1]) if target_tokens is None else target_tokens
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
-    caps = token_caps_array(data.domains, token_caps, max_epochs)
+    caps = token_caps_array(data.domains, o.token_caps, o.max_epochs)
     multiplier_bounds(data.scale, float(target), min_weight, max_weight, caps, data.domains)  # fail early on bad bounds
     p, n_ok = _solve(data, _grid_starts(data))
     lo, hi = _bounds(data)
@@ -732,27 +741,23 @@ def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]
 def compare_projections(
     tables: Sequence[RunTable],
     target_tokens: float,
+    options: DDOOptions | None = None,
     *,
     heldout: RunTable | DDOResult | None = None,
     ddo: Sequence[DDOResult] | None = None,
-    objective: str = "mean_ppl",
-    min_weight: float = 0.0,
-    max_weight: float = 1.0,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-    law: str = "3p",
-    val_domains: Sequence[str] | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
     """The geometric (Theorem-1 path through the DDO optima) and the joint projection at a target.
 
     Args:
         tables: the DDO runs, one table per budget (two or more).
         target_tokens: the target budget.
+        options: a :class:`~autoscale_data.solver.ddo.DDOOptions` (or its fields as keywords) for the
+            per-budget DDO fits and the joint fit, as in :func:`~autoscale_data.solver.ddo.fit_ddo`
+            (``law`` for the per-budget fits only).
         heldout: the runs (or the DDO result) at a further budget that neither projection sees;
             each projection's error against DDO there is reported.
         ddo: the DDO results of ``tables`` when already fitted (else fitted with the options).
-        objective, min_weight, max_weight, token_caps, max_epochs, law, val_domains: as in
-            :func:`~autoscale_data.solver.ddo.fit_ddo` (``law`` for the per-budget fits only).
 
     Returns:
         ``{"target_tokens", "geometric": {"weights", "warnings"}, "joint": JointFit.to_json()}``, plus
@@ -762,64 +767,23 @@ def compare_projections(
     Raises:
         ValueError: as for :func:`fit_joint` and :func:`~autoscale_data.solver.projection.project`.
     """
-    opts: dict[str, Any] = {"objective": objective, "min_weight": min_weight, "max_weight": max_weight,
-                            "token_caps": token_caps, "max_epochs": max_epochs, "val_domains": val_domains}
+    o = joint_options(options, settings, caller="compare_projections")
     if ddo is None:
-        ddo = [fit_ddo(t, law=law, **opts) for t in tables]
+        ddo = [fit_ddo(t, o) for t in tables]
     elif len(ddo) != len(tables):
         raise ValueError(f"ddo has {len(ddo)} results for {len(tables)} tables")
     scales = sorted(ddo, key=lambda r: r.budget_tokens)
-    geo = project(scales, target_tokens, token_caps=token_caps, max_epochs=max_epochs)
-    joint = fit_joint(tables, target_tokens=target_tokens, **opts)
+    geo = project(scales, target_tokens, token_caps=o.token_caps, max_epochs=o.max_epochs)
+    joint = fit_joint(tables, o, target_tokens=target_tokens)
     out: dict[str, Any] = {"target_tokens": float(target_tokens), "budgets": list(joint.budgets),
                            "geometric": {"weights": dict(geo.weights), "warnings": list(geo.warnings)},
                            "joint": joint.to_json()}
     if heldout is not None:
-        ref = heldout if isinstance(heldout, DDOResult) else fit_ddo(heldout, law=law, **opts)
+        ref = heldout if isinstance(heldout, DDOResult) else fit_ddo(heldout, o)
         n3 = ref.budget_tokens
-        g3 = project(scales, n3, token_caps=token_caps, max_epochs=max_epochs).weights
+        g3 = project(scales, n3, token_caps=o.token_caps, max_epochs=o.max_epochs).weights
         j3 = joint.weights_at(n3)
         out["heldout"] = {"budget_tokens": n3, "ddo_weights": dict(ref.weights),
                           "geometric": {"weights": dict(g3), **weight_distance(g3, ref.weights)},
                           "joint": {"weights": j3, **weight_distance(j3, ref.weights)}}
-    return out
-
-
-def projection_summary(method: str, geometric: Any, joint: Any, robust: Any = None) -> dict[str, Any]:
-    """Both projections to one target and which one is used (the runner's ``fits/projection.json``).
-
-    Args:
-        method: the one used, ``"geometric"``, ``"joint"`` or ``"robust"`` (needs ``robust``).
-        geometric: the :class:`~.projection.Projection`, or the error text when it failed.
-        joint: the :class:`JointFit`, or the error text when it failed.
-        robust: the :class:`~.robust.RobustProjection` (reported beside them, with how far it moves
-            the geometric mix), its error text, or None (not computed).
-
-    Returns:
-        Top-level ``method``, ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of
-        the projection used (plus the geometric path's ``t`` and ``residual`` when it exists);
-        ``geometric`` and ``joint`` in full (``{"error": ...}`` for a failed one) and
-        ``disagreement`` (:func:`weight_distance` between them) when both exist.
-
-    Raises:
-        ValueError: ``method`` unknown, or the projection used failed.
-    """
-    if method not in PROJECTIONS:
-        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
-    parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
-             for name, p in (("geometric", geometric), ("joint", joint))}
-    if robust is not None:
-        parts["robust"] = {"error": robust} if isinstance(robust, str) else robust.to_json()
-    if method not in parts:
-        raise ValueError(f"the {method} projection was not computed")
-    chosen = parts[method]
-    if "error" in chosen:
-        raise ValueError(f"the {method} projection failed: {chosen['error']}")
-    out: dict[str, Any] = {"method": method, "weights": chosen["weights"], "budget_tokens": chosen["budget_tokens"],
-                           "allocation_tokens": chosen["allocation_tokens"],
-                           "warnings": list(chosen.get("warnings", [])), **parts}
-    if "t" in parts["geometric"]:
-        out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
-    if "error" not in parts["geometric"] and "error" not in parts["joint"]:
-        out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
     return out

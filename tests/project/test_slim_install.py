@@ -104,7 +104,7 @@ assert not absent, f"the slim environment has {absent}"
 
 import torch
 import autoscale_data as a
-from autoscale_data.solver import synthetic_ddo_runs
+from autoscale_data.solver.contrib import synthetic_ddo_runs
 
 tmp = Path(tempfile.mkdtemp())
 for i, name in enumerate(("web", "code")):

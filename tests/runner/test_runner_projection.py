@@ -13,7 +13,7 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.data import inspect_domains
-from autoscale_data.runner.fitting import fit_all
+from autoscale_data.runner.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import ddo_proxy_specs
 from autoscale_data.runner.report import projection_label, projection_sentence
@@ -51,7 +51,7 @@ def stores(tmp_path: Path) -> Path:
 
 
 def _fit(stores: Path, tmp_path: Path, projection: str | None,
-         **ddo_extra: Any) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+         **ddo_extra: Any) -> tuple[Fits, dict[str, Any], list[str]]:
     ddo = {"multipliers": [[3, 1.7], [3, 1.7]], **ddo_extra} | ({} if projection is None else {"projection": projection})
     cfg = config_from_dict(tiny_config(stores, ddo=ddo, target={"budget": 65536}))
     domains = inspect_domains(cfg)
@@ -64,16 +64,16 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None,
 
 def test_default_is_robust(stores: Path, tmp_path: Path) -> None:
     fits, proj, _ = _fit(stores, tmp_path, None)
-    assert fits["method"] == proj["method"] == "robust"
+    assert fits.method == proj["method"] == "robust"
     assert config_from_dict(tiny_config(stores)).ddo.projection == "robust"
 
 
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "geometric")
-    assert fits["method"] == proj["method"] == "geometric"
-    assert proj["weights"] == fits["weights"]
-    assert proj["unbounded_weights"] == proj["geometric"]["weights"] == fits["projection"].weights
-    assert min(fits["weights"].values()) >= 0.05 - 1e-12  # tiny_config's ddo.min_weight holds at the target
+    assert fits.method == proj["method"] == "geometric"
+    assert proj["weights"] == fits.weights
+    assert proj["unbounded_weights"] == proj["geometric"]["weights"] and fits.projection == proj
+    assert min(fits.weights.values()) >= 0.05 - 1e-12  # tiny_config's ddo.min_weight holds at the target
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
     assert proj["t"] == proj["geometric"]["t"] and proj["budget_tokens"] == 65536
@@ -88,17 +88,17 @@ def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, t
     bound = 0.05
     fits, proj, lines = _fit(stores, tmp_path / "bounded", "geometric", min_weight=bound)
     low = min(proj["unbounded_weights"], key=proj["unbounded_weights"].get)
-    assert min(fits["weights"].values()) >= bound - 1e-12 and sum(fits["weights"].values()) == pytest.approx(1)
-    assert proj["weights"] == fits["weights"] and proj["unbounded_weights"] == proj["geometric"]["weights"]
+    assert min(fits.weights.values()) >= bound - 1e-12 and sum(fits.weights.values()) == pytest.approx(1)
+    assert proj["weights"] == fits.weights and proj["unbounded_weights"] == proj["geometric"]["weights"]
     assert proj["geometric"]["weights"][low] < bound  # the projection itself left the bound
     assert set(proj["bounds_applied"]) >= {low} and proj["bounds_applied"][low][1] == pytest.approx(bound)
     assert any("left the weight bounds" in line and low in line for line in lines)
-    others = [d for d in fits["weights"] if d not in proj["bounds_applied"]]
+    others = [d for d in fits.weights if d not in proj["bounds_applied"]]
     if len(others) == 2:  # the untouched domains keep their ratio
         a, b = others
-        assert fits["weights"][a] / fits["weights"][b] == pytest.approx(
+        assert fits.weights[a] / fits.weights[b] == pytest.approx(
             proj["unbounded_weights"][a] / proj["unbounded_weights"][b])
-    report = {"domains": list(fits["weights"]), "ddo": {}, "projection": proj, "targets": {}}
+    report = {"domains": list(fits.weights), "ddo": {}, "projection": proj, "targets": {}}
     assert "the target mix applies them" in format_summary(report)
     cfg = config_from_dict(tiny_config(stores, ddo={"min_weight": bound}))
     assert "bound the DDO optima and the target mix" in MixtureRunner(cfg, tmp_path / "o").describe()
@@ -106,12 +106,12 @@ def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, t
 
 def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "joint")
-    assert fits["method"] == proj["method"] == "joint"
-    assert fits["weights"] == proj["weights"] == proj["joint"]["weights"]
+    assert fits.method == proj["method"] == "joint"
+    assert fits.weights == proj["weights"] == proj["joint"]["weights"]
     assert proj["weights"] != proj["geometric"]["weights"]
     truth = _law_optimum(65536, 0.05)
     assert [proj["weights"][d] for d in N0] == pytest.approx(truth, abs=1e-6)
-    plan = fits["plan"]
+    plan = fits.plan
     end = plan.allocation_for_budget(65536)
     assert [end[d] / 65536 for d in N0] == pytest.approx([proj["weights"][d] for d in N0], abs=1e-9)  # anytime ends there
     assert plan.metadata["projection"] == "joint"
@@ -122,15 +122,35 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
 
 def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "robust")
-    assert fits["method"] == proj["method"] == "robust"
-    assert proj["unbounded_weights"] == proj["robust"]["weights"] == fits["robust"].weights
-    assert fits["weights"] == proj["weights"] and min(fits["weights"].values()) >= 0.05 - 1e-12
-    plan = fits["plan"]
+    assert fits.method == proj["method"] == "robust"
+    assert proj["unbounded_weights"] == proj["robust"]["weights"] and fits.projection == proj
+    assert fits.weights == proj["weights"] and min(fits.weights.values()) >= 0.05 - 1e-12
+    plan = fits.plan
     end = plan.allocation_for_budget(65536)
     assert [end[d] / 65536 for d in N0] == pytest.approx([proj["unbounded_weights"][d] for d in N0], abs=1e-9)
     assert plan.metadata["projection"] == "robust"
     assert any("robust projection (sets the target mix" in line for line in lines) and "robust, t=" in lines[-1]
     assert "projected: robust" in projection_label(proj) and "The robust step moved" in projection_sentence(proj)
+
+
+def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
+    fits, proj, _ = _fit(stores, tmp_path, "joint")
+    obj = json.loads(json.dumps(fits.to_json()))
+    back = Fits.from_json(obj)
+    assert back.to_json() == obj and back.method == "joint" and back.weights == fits.weights == proj["weights"]
+    assert back.ddo == fits.ddo and back.bootstrap == fits.bootstrap and back.projection == fits.projection
+    assert sorted(back.ddo) == [4096, 8192]  # the budgets are ints again
+    assert back.plan.weights_for_budget(65536) == pytest.approx(fits.plan.weights_for_budget(65536), abs=1e-12)
+    fits_dir = json.loads((tmp_path / "fits" / "mixture_plan.json").read_text())
+    assert back.plan.to_json() == fits_dir  # the plan as saved
+    no_plan = Fits.from_json({**obj, "plan": None})
+    assert no_plan.plan is None and no_plan.to_json()["plan"] is None
+    with pytest.raises(ValueError, match=r"lacks the key\(s\) \['projection'\]"):
+        Fits.from_json({k: v for k, v in obj.items() if k != "projection"})
+    with pytest.raises(ValueError, match="'ddo' must map budgets"):
+        Fits.from_json({**obj, "ddo": {"N1": {}}})
+    with pytest.raises(ValueError, match="lacks \\['weights'\\]"):
+        Fits.from_json({**obj, "projection": {"method": "joint"}})
 
 
 def _law_optimum(n: float, lo: float) -> np.ndarray:
@@ -164,8 +184,8 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
     for method in ("joint", "robust"):
         fits, proj, _ = _fit(stores, tmp_path / method, method)
         report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
-                  "tokens_saved": {}, "ddo": {str(n): r.to_json() for n, r in fits["ddo"].items()},
-                  "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
+                  "tokens_saved": {}, "ddo": {str(n): r for n, r in fits.ddo.items()},
+                  "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits.ddo},
                   "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
         md = _markdown(report)
         assert f"Target mix from the {method} projection" in md and "(geometric, not used)" in md
@@ -198,5 +218,5 @@ def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) 
         proxies = {n: ddo_proxy_specs(cfg, domains, n) for n in cfg.ddo.budgets}
         fits = fit_all(cfg, domains, _SkewedLedger([s for v in proxies.values() for s in v]), proxies,
                        tmp_path / name, log=lambda _: None)
-        weights[name] = fits["weights"]
+        weights[name] = fits.weights
     assert weights["a-heavy"]["a"] > weights["mean"]["a"] + 0.05

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from autoscale_data.solver import allocate, kkt_violation, multiplier_bounds
+from autoscale_data.solver.allocate import allocate, kkt_violation, multiplier_bounds
 
 
 def _problem(seed: int, m: int):

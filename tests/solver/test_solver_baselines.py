@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscale_data.solver import (
-    PRESETS,
-    Run,
-    RunTable,
-    baseline_weights,
-    fit_mixing_law,
-    sample_mixtures,
-)
+from autoscale_data.solver import PRESETS, Run, RunTable, baseline_weights
+from autoscale_data.solver.contrib import fit_mixing_law, sample_mixtures
 
 COUNTS = {"web": 8e9, "code": 1e9, "books": 1e9}
 

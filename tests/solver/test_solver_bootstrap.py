@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscale_data.solver import bootstrap_ddo, bootstrap_projection, heldout_scale_check
+from autoscale_data.solver import bootstrap_ddo
+from autoscale_data.solver.contrib import bootstrap_projection, heldout_scale_check
 from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
 BASE = {"web": 1e6, "code": 1e6, "books": 1e6}

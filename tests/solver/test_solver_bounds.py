@@ -62,7 +62,7 @@ def test_result_is_a_mix_inside_the_bounds(raw: list[float], a: float, b: float)
 def test_infeasible_floor_names_every_short_domain() -> None:
     import numpy as np
 
-    from autoscale_data.solver import multiplier_bounds
+    from autoscale_data.solver.contrib import multiplier_bounds
 
     with pytest.raises(ValueError, match=r"2 domains cannot supply(.|\n)*'web' \(4,433,040 tokens\), 'code' "
                                          r"(.|\n)*max_epochs"):

@@ -179,18 +179,19 @@ def test_bad_inputs_name_the_value():
         weight_distance({"a": 1.0}, {"b": 1.0})
 
 
-def test_projection_summary_uses_the_chosen_one_and_keeps_the_other_failure():
-    from autoscale_data.solver import project, projection_summary
+def test_projections_uses_the_chosen_one_and_keeps_the_other_failure():
+    from autoscale_data.solver import project
+    from autoscale_data.solver.projections import Projections
 
     tabs = _runs()
     joint = fit_joint(tabs, objective="mean_loss", target_tokens=1e8)
     geo = project([(BUDGETS[0], joint.optimize_at(BUDGETS[0])), (BUDGETS[1], joint.optimize_at(BUDGETS[1]))], 1e8)
-    both = projection_summary("joint", geo, joint)
+    both = Projections("joint", geo, joint).to_json()
     assert both["weights"] == joint.weights and both["t"] == geo.t
     assert both["disagreement"] == weight_distance(joint.weights, geo.weights)
-    only = projection_summary("joint", "path cannot reach the target", joint)
+    only = Projections("joint", "path cannot reach the target", joint).to_json()
     assert only["geometric"] == {"error": "path cannot reach the target"} and "disagreement" not in only
     with pytest.raises(ValueError, match="the geometric projection failed: path cannot"):
-        projection_summary("geometric", "path cannot reach the target", joint)
+        Projections("geometric", "path cannot reach the target", joint).to_json()
     with pytest.raises(ValueError, match="projection method must be one of .* got 'line'"):
-        projection_summary("line", geo, joint)
+        Projections("line", geo, joint).to_json()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import least_squares
 
-from autoscale_data.solver import fit_power_law, fit_power_law_batch, power_law
+from autoscale_data.solver.contrib import fit_power_law, fit_power_law_batch, power_law
 
 X7 = np.array([0.2, 1 / 3, 0.5, 1.0, 2.0, 3.0, 5.0])
 

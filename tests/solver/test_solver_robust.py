@@ -71,28 +71,28 @@ def test_bad_sd_is_refused():
         robust_project(SCALES, 5e7, {"web": -0.1, "code": 0.1, "books": 0.1})
 
 
-def test_projection_summary_reports_the_robust_projection_beside():
-    from autoscale_data.solver.joint import projection_summary
+def test_projections_reports_the_robust_projection_beside():
+    from autoscale_data.solver.projections import Projections
 
     plain = project(SCALES, 5e7)
     r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
-    out = projection_summary("geometric", plain, "no joint here", r)
+    out = Projections("geometric", plain, "no joint here", r).to_json()
     assert out["method"] == "geometric" and out["weights"] == plain.weights
     assert out["robust"]["moved"] == r.moved and out["robust"]["method"] == "robust"
-    assert projection_summary("geometric", plain, "x", "failed")["robust"] == {"error": "failed"}
-    assert "robust" not in projection_summary("geometric", plain, "x")
+    assert Projections("geometric", plain, "x", "failed").to_json()["robust"] == {"error": "failed"}
+    assert "robust" not in Projections("geometric", plain, "x").to_json()
 
 
-def test_projection_summary_can_use_the_robust_projection():
-    from autoscale_data.solver.joint import projection_summary
+def test_projections_can_use_the_robust_projection():
+    from autoscale_data.solver.projections import Projections
 
     plain = project(SCALES, 5e7)
     r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
-    out = projection_summary("robust", plain, "no joint", r)
+    out = Projections("robust", plain, "no joint", r).to_json()
     assert out["method"] == "robust" and out["weights"] == r.weights and out["geometric"]["weights"] == plain.weights
     with pytest.raises(ValueError, match="robust projection was not computed"):
-        projection_summary("robust", plain, "no joint")
+        Projections("robust", plain, "no joint").to_json()
     with pytest.raises(ValueError, match="robust projection failed: boom"):
-        projection_summary("robust", plain, "no joint", "boom")
+        Projections("robust", plain, "no joint", "boom").to_json()
     with pytest.raises(ValueError, match="one of"):
-        projection_summary("other", plain, "no joint", r)
+        Projections("other", plain, "no joint", r).to_json()
