@@ -164,10 +164,9 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
 
     for method in ("joint", "robust"):
         fits, proj, _ = _fit(stores, tmp_path / method, method)
-        report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
-                  "tokens_saved": {}, "ddo": {str(n): r.to_json() for n, r in fits["ddo"].items()},
-                  "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
-                  "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
+        report = Report(name="t", domains=list(N0), ddo={str(n): r.to_json() for n, r in fits["ddo"].items()},
+                        bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits["ddo"]},
+                        projection=proj)
         md = _markdown(report)
         assert f"Target mix from the {method} projection" in md and "(geometric, not used)" in md
         if method == "joint":
