@@ -3,6 +3,8 @@
 Works on a partial directory too (say, proxies finished but no target run yet): every section
 reports what exists. With ``autoscale_anytime`` target runs next to the fixed ``autoscale`` ones, the
 section "Anytime vs fixed schedule" compares the two at every evaluation point. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
+The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
+``report.md`` is rendered from its fields alone (so it renders the same from a ``report.json`` read back).
 """
 
 from __future__ import annotations
