@@ -234,16 +234,17 @@ def main() -> int:
                 dom = next(s.perturbed for s in held if s.run_id == run.run_id)
                 x = run.tokens[dom] / fits[n2].base_tokens[dom]
                 rel.append(abs(float(fits[n2].fits[dom].predict(x)) - y) / y)
-        saved = {b: report["tokens_saved_per_seed"][b][str(seed)] for b in ("uniform", "natural", "ddo_n2")}
+        saved = {b: report.tokens_saved_per_seed[b][str(seed)].to_json() for b in ("uniform", "natural", "ddo_n2")}
         per_seed[seed] = {**analysis, "heldout_aar": float(np.mean(rel)) if rel else None, "tokens_saved": saved}
 
+    pooled = report.to_json()
     results = {"domains": list(d.names), "budgets": [n1, n2, n3], "target": args.target, "seeds": seeds,
                "projection": args.projection,
                "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,
-               "pooled_report_tokens_saved": report.get("tokens_saved"),
-               "anytime_vs_fixed": report.get("anytime_vs_fixed"),
-               "pooled_bootstrap": report.get("bootstrap"), "wall_time_s": time.time() - t0,
-               "data_time_s": t_data, "median_tokens_per_s": report.get("throughput", {}).get("tokens_per_s_median")}
+               "pooled_report_tokens_saved": pooled["tokens_saved"],
+               "anytime_vs_fixed": pooled["anytime_vs_fixed"],
+               "pooled_bootstrap": report.bootstrap, "wall_time_s": time.time() - t0,
+               "data_time_s": t_data, "median_tokens_per_s": report.throughput.tokens_per_s_median}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
     (out / "results.md").write_text(markdown(results))
     print(markdown(results))

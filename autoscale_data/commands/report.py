@@ -24,6 +24,6 @@ def run(args: argparse.Namespace) -> int:
 
     report = write_report(args.out_dir)
     out = Path(args.out_dir)
-    print(f"wrote {out / layout.REPORT_MD}, {out / layout.REPORT_JSON} and {len(report.get('plots', []))} plots\n")
+    print(f"wrote {out / layout.REPORT_MD}, {out / layout.REPORT_JSON} and {len(report.plots or [])} plots\n")
     print(format_summary(report))
     return 0

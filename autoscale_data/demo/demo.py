@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._checks import check_int, check_number
 from .._io import atomic_write_json
-from ..runner import MixtureRunner, RunnerConfig, config_from_dict, format_summary
+from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary
 from ..store.tokenizers import train_bpe_tokenizer
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_documents
 from .stores import prepare_synthetic_stores
@@ -184,7 +184,7 @@ def _check_mode(out: Path, mode: str) -> None:
 
 def run_demo(out_dir: str | os.PathLike[str] = "autoscale-demo", *, quick: bool = False,
              log: Callable[[str], None] = print, progress: bool | None = False,
-             settings: DemoSettings | None = None) -> dict[str, Any]:
+             settings: DemoSettings | None = None) -> Report:
     """Run the whole demo through the runner and log the summary table.
 
     Args:
@@ -208,18 +208,18 @@ def run_demo(out_dir: str | os.PathLike[str] = "autoscale-demo", *, quick: bool 
     return report
 
 
-def format_demo_table(report: Mapping[str, Any], settings: DemoSettings | None = None) -> str:
+def format_demo_table(report: Report, settings: DemoSettings | None = None) -> str:
     """The runner's summary table (:func:`~autoscale_data.runner.format_summary`) plus the demo's notes.
 
     Args:
-        report: the runner's report dict.
+        report: the runner's report.
         settings: the demo settings (to say whether the run is statistically meaningful).
     """
     lines = [format_summary(report)]
     if settings is not None and not settings.meaningful:
         lines += ["", "Note: --quick runs tiny budgets to show the procedure end to end; its weights and savings "
                       "are within seed noise and mean nothing. Run the full demo for the real comparison."]
-    domains = list(report.get("domains") or [])
+    domains = list(report.domains)
     width = max([len(d) for d in domains] + [8])
     lines += ["", "Domains (all synthetic, generated in-package; no downloads):"]
     lines += [f"  {d:<{width}}  {DOMAIN_DESCRIPTIONS[d]}" for d in domains if d in DOMAIN_DESCRIPTIONS]

@@ -20,12 +20,14 @@ from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
 from .plan import RunSpec
 from .report import build_report, write_report
+from .report_types import Report
 from .summary import format_summary
 
 __all__ = [
     "ConfigChangedError",
     "Ledger",
     "MixtureRunner",
+    "Report",
     "RunSpec",
     "RunnerConfig",
     "build_report",

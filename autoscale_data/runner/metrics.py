@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "mean_std", "signed_per_seed", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "mean_std", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -87,14 +87,6 @@ def tokens_saved_per_seed(autoscale: Sequence[Mapping[str, Any]], baseline: Sequ
     oth = {int(r["seed"]): r["curve"] for r in baseline}
     return {str(s): tokens_saved(mean_curve([ref[s]], key), mean_curve([oth[s]], key))
             for s in sorted(set(ref) & set(oth))}
-
-
-def signed_per_seed(per_seed: Mapping[str, Mapping[str, Any]]) -> str:
-    """``"s0 +9.9%, s1 -3.1%"`` from :func:`tokens_saved_per_seed` (``n/a`` where neither curve reaches)."""
-    def one(s: Mapping[str, Any]) -> str:
-        v = s.get("signed_fraction")
-        return "n/a" if v is None else f"{v:+.1%}"
-    return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
 
 
 def mean_std(values: Sequence[float]) -> dict[str, float]:

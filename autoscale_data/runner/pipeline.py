@@ -25,6 +25,7 @@ from .describe import design_note, rounding_notes
 from .experiment import check_config, read_json
 from .ledger import Ledger
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from .report_types import Report
 
 __all__ = ["MixtureRunner"]
 
@@ -98,7 +99,7 @@ class MixtureRunner:
         return plan_text(self.config, self.domains, self.out, proxies, self.target_specs(self.fixed_target_mixes()))
 
     # ------------------------------------------------------------------- run
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Report:
         """Train what is missing, fit, project, train the targets and write the report.
 
         Returns:

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import layout
-from .wording import objective_key
+
+if TYPE_CHECKING:
+    from .report_types import Report
 
 __all__ = ["write_plots"]
 
 
-def write_plots(out: Path, report: dict[str, Any]) -> list[str]:
+def write_plots(out: Path, report: Report) -> list[str]:
     """Draw ``OUT/plots/{weights,target_losses,curves}.png`` (atomically) from a report; returns the paths written."""
     import matplotlib
 
@@ -38,8 +40,8 @@ def write_plots(out: Path, report: dict[str, Any]) -> list[str]:
     return written
 
 
-def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
-    ddo = report["ddo"]
+def _plot_weights(plt: Any, report: Report) -> Any:
+    ddo = report.ddo
     if not ddo:
         return None
     from ..solver import JointFit, project
@@ -48,7 +50,7 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
     scales = sorted(ddo, key=int)
     domains = list(ddo[scales[0]]["weights"])
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    proj = report.get("projection")
+    proj = report.projection
     grid = None
     if proj and len(scales) >= 2:
         grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
@@ -66,7 +68,7 @@ def _plot_weights(plt: Any, report: dict[str, Any]) -> Any:
         c = colors[k % len(colors)]
         xs = [int(s) for s in scales]
         ys = [ddo[s]["weights"][d] for s in scales]
-        boot = [report["bootstrap"].get(s) or {} for s in scales]
+        boot = [report.bootstrap.get(s) or {} for s in scales]
         if all(b.get("available") for b in boot):
             lo = [y - b["ci_low"][d] for y, b in zip(ys, boot, strict=True)]
             hi = [b["ci_high"][d] - y for y, b in zip(ys, boot, strict=True)]
@@ -96,36 +98,37 @@ def _seeds_note(n: int) -> str:
     return "error bars: std over seeds" if n > 1 else "one seed: no error bars"
 
 
-def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
+def _plot_losses(plt: Any, report: Report) -> Any:
     """Per-domain validation loss at the target: each mix minus uniform (paired by seed) when uniform was
     trained, so differences of a few hundredths are not drawn as bars on a cut axis; else the losses
     themselves on an axis from 0."""
-    targets = report["targets"]
+    targets = report.targets
     if not targets:
         return None
-    key = objective_key(report.get("objective"))
-    versus = report.get("vs_uniform") or {}
-    domains = list(next(iter(targets.values()))["losses"])
+    key = report.objective_key
+    versus = report.vs_uniform
+    domains = list(next(iter(targets.values())).losses)
     cols = domains + [key]
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cols) + 2), 4.2))
     x = np.arange(len(cols))
     if versus:
         labels = list(versus)
-        n = max(v["final"][key]["n"] for v in versus.values())
-        values = {label: [versus[label]["final"][c] for c in cols] for label in labels}
+        n = max(v.final[key].n for v in versus.values())
+        values = {label: [versus[label].final[c] for c in cols] for label in labels}
         ylabel = "loss minus uniform's (nats/token; < 0: better than uniform)"
         title = f"validation loss at the target budget, each mix minus uniform, paired by seed ({_seeds_note(n)})"
     else:
         labels = list(targets)
-        n = max(t[key]["n"] for t in targets.values())
-        values = {label: [targets[label]["losses"][d] for d in domains] + [targets[label][key]] for label in labels}
+        n = max(t.objective_value.n for t in targets.values())
+        values = {label: [targets[label].losses[d] for d in domains] + [targets[label].objective_value]
+                  for label in labels}
         ylabel = "validation loss (nats/token)"
         title = f"validation loss at the target budget ({_seeds_note(n)})"
     width = 0.8 / len(labels)
     for k, label in enumerate(labels):
         ms = values[label]
-        yerr = [v["std"] for v in ms] if n > 1 else None
-        ax.bar(x + k * width - 0.4 + width / 2, [v["mean"] for v in ms], width, yerr=yerr, capsize=2, label=label,
+        yerr = [v.std for v in ms] if n > 1 else None
+        ax.bar(x + k * width - 0.4 + width / 2, [v.mean for v in ms], width, yerr=yerr, capsize=2, label=label,
                color=_mix_color(plt, label))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(x, domains + [f"{key} (all)"])
@@ -135,27 +138,27 @@ def _plot_losses(plt: Any, report: dict[str, Any]) -> Any:
     return fig
 
 
-def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
+def _plot_curves(plt: Any, report: Report) -> Any:
     """Validation vs tokens of every target mix (seed band) and, when uniform was trained, a second panel
     of each mix minus uniform, paired by seed (the curves themselves overlap at this resolution)."""
-    targets = report["targets"]
+    targets = report.targets
     if not targets:
         return None
-    versus = report.get("vs_uniform") or {}
+    versus = report.vs_uniform
     fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 7, 4.2), squeeze=False)
     ax = axes[0][0]
     colors = {}
     for label, t in targets.items():
-        c = t["curve"]
-        mean, std = np.asarray(c["mean"]), np.asarray(c["std"])
+        c = t.curve
+        mean, std = np.asarray(c.mean), np.asarray(c.std)
         style = "s--" if label == layout.ANYTIME else "o-"
-        line, = ax.plot(c["tokens"], mean, style, label=label, markersize=3, color=_mix_color(plt, label))
+        line, = ax.plot(c.tokens, mean, style, label=label, markersize=3, color=_mix_color(plt, label))
         colors[label] = line.get_color()
-        if c["n"] > 1:
-            ax.fill_between(c["tokens"], mean - std, mean + std, color=line.get_color(), alpha=0.2)
+        if c.n > 1:
+            ax.fill_between(c.tokens, mean - std, mean + std, color=line.get_color(), alpha=0.2)
     ax.set_xscale("log")
     ax.set_xlabel("training tokens")
-    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report["objective"] == "mean_ppl"
+    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report.objective == "mean_ppl"
                                    else "loss (mean over domains)"))
     ax.set_title("validation vs tokens at the target budget")
     ax.legend(fontsize=8)
@@ -163,16 +166,16 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
         dx = axes[0][1]
         n = 0
         for label, v in versus.items():
-            pts = v["curve"]["points"]
+            pts = v.curve.points
             if not pts:
                 continue
-            tokens = [p["tokens"] for p in pts]
-            mean = np.array([p["difference"]["mean"] for p in pts])
-            std = np.array([p["difference"]["std"] for p in pts])
-            n = max(n, pts[0]["difference"]["n"])
+            tokens = [p.tokens for p in pts]
+            mean = np.array([p.difference.mean for p in pts])
+            std = np.array([p.difference.std for p in pts])
+            n = max(n, pts[0].difference.n)
             style = "s--" if label == layout.ANYTIME else "o-"
             dx.plot(tokens, mean, style, label=label, markersize=3, color=colors.get(label))
-            if pts[0]["difference"]["n"] > 1:
+            if pts[0].difference.n > 1:
                 dx.fill_between(tokens, mean - std, mean + std, color=colors.get(label), alpha=0.2)
         dx.axhline(0.0, color="black", linewidth=0.8, label="uniform")
         dx.set_xscale("log")
@@ -184,17 +187,17 @@ def _plot_curves(plt: Any, report: dict[str, Any]) -> Any:
     return fig
 
 
-def _plot_train_domains(plt: Any, report: dict[str, Any]) -> Any:
+def _plot_train_domains(plt: Any, report: Report) -> Any:
     """Per-domain training loss of every target mix along its run (seed means, one panel per domain)."""
-    targets = {label: t["train_curve"] for label, t in report["targets"].items() if t.get("train_curve")}
+    targets = {label: t.train_curve for label, t in report.targets.items() if t.train_curve.tokens}
     if not targets:
         return None
-    domains = [d for d in next(iter(targets.values())) if d != "tokens"]
+    domains = list(next(iter(targets.values())).losses)
     fig, axes = plt.subplots(1, len(domains), figsize=(3.2 * len(domains) + 1, 3.6), squeeze=False)
     for ax, d in zip(axes[0], domains, strict=True):
         for label, c in targets.items():
-            xs = [t for t, v in zip(c["tokens"], c[d], strict=True) if v is not None]
-            ys = [v for v in c[d] if v is not None]
+            xs = [t for t, v in zip(c.tokens, c.losses[d], strict=True) if v is not None]
+            ys = [v for v in c.losses[d] if v is not None]
             if xs:
                 ax.plot(xs, ys, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3,
                         color=_mix_color(plt, label))

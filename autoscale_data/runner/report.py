@@ -3,10 +3,13 @@
 Works on a partial directory too (say, proxies finished but no target run yet): every section
 reports what exists. With ``autoscale_anytime`` target runs next to the fixed ``autoscale`` ones, the
 section "Anytime vs fixed schedule" compares the two at every evaluation point. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
+The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
+``report.md`` is rendered from its fields alone (so it renders the same from a ``report.json`` read back).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 from collections import defaultdict
@@ -20,12 +23,25 @@ from .metrics import (
     compare_curves,
     mean_curve,
     mean_std,
-    signed_per_seed,
     tokens_saved,
     tokens_saved_per_seed,
 )
 from .plots import write_plots
-from .wording import bootstrap_verdict, bounds_moved, objective_key, stale_runs
+from .report_types import (
+    AnytimeComparison,
+    Curve,
+    CurveComparison,
+    FailedRun,
+    MeanStd,
+    MixResult,
+    Report,
+    TargetResult,
+    Throughput,
+    TokensSaved,
+    TrainCurve,
+    VersusUniform,
+)
+from .wording import bootstrap_verdict, bounds_moved, objective_key, signed_per_seed, stale_runs
 
 __all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
 
@@ -59,8 +75,8 @@ def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
     return keep, len(runs) - len(keep)
 
 
-def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Collect the experiment's results into one JSON-able dict (no files written)."""
+def build_report(out_dir: str | os.PathLike[str]) -> Report:
+    """Collect the experiment's results into a :class:`~.report_types.Report` (no files written)."""
     out = Path(out_dir)
     if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
@@ -79,8 +95,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         spec, result = row["spec"], row["result"]
         if result is None:
             if row["failure"]:
-                failed.append({"run_id": spec["run_id"], "name": f"{spec['kind']}@{spec['scale']} {spec['label']} "
-                               f"s{spec['seed']}", "reason": row["failure"].get("reason", "")})
+                failed.append(FailedRun(run_id=spec["run_id"], name=f"{spec['kind']}@{spec['scale']} {spec['label']} "
+                                        f"s{spec['seed']}", reason=row["failure"].get("reason", "")))
             continue
         if spec["kind"] == "proxy":
             proxies[str(spec["scale"])][spec["label"]].append(result)
@@ -88,87 +104,90 @@ def build_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
             for label in labels.get(spec["run_id"]) or [spec["label"]]:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
-    report: dict[str, Any] = {"out_dir": os.fspath(out.resolve()), "name": config.get("name"), "objective": objective,
-                              "domains": (read_json(out / layout.DOMAINS) or {}).get("names", []),
-                              "failed_runs": failed, "stale_runs": stale,
-                              "target_budget": (config.get("target") or {}).get("budget")}
-    report["proxies"] = {
-        scale: {label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
-                        key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
-                        "seeds": [r["seed"] for r in rs]}
-                for label, rs in sorted(by_label.items())}
-        for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))}
     fits = out / layout.FITS
-    report["ddo"] = {p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))}
-    report["bootstrap"] = {p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))}
-    report["projection"] = read_json(fits / layout.PROJECTION)
-    report["target_mixes"] = read_json(fits / layout.TARGET_MIXES_FILE)
     curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
-    report["targets"] = {
-        label: {"losses": {d: mean_std([r["losses"][d] for r in rs]) for d in rs[0]["losses"]},
-                key: mean_std([r[key] for r in rs]), "tokens": rs[0]["total_tokens"],
-                "weights": rs[0]["weights"], "seeds": [r["seed"] for r in rs], "curve": curves[label],
-                "train_curve": _train_curve(rs)}
-        for label, rs in sorted(targets.items())}
-    report["missing_targets"] = sorted(plan_targets - set(targets))
-    report["anytime_vs_fixed"] = _anytime(out, config, targets, runs, key)
-    report["vs_uniform"] = _versus_uniform(targets, key)
-    report["tokens_saved"] = {label: tokens_saved(curves["autoscale"], curve)
-                              for label, curve in curves.items() if label != "autoscale" and "autoscale" in curves}
-    report["tokens_saved_per_seed"] = {label: tokens_saved_per_seed(targets["autoscale"], rs, key)
-                                       for label, rs in targets.items() if label != "autoscale" and "autoscale" in targets}
-    done = [row["result"] for row in runs if row["result"]]
-    report["throughput"] = {
-        "runs": len(done),
-        "tokens_per_s_median": statistics.median(r["tokens_per_s"] for r in done) if done else None,
-        "data_wait_fraction_median": statistics.median(r["data_wait_fraction"] for r in done) if done else None,
-        "data_wait_fraction_max": max(r["data_wait_fraction"] for r in done) if done else None,
-        "devices": sorted({r["device"] for r in done}),
-        "train_hours": sum(r["wall_time_s"] for r in done) / 3600}
-    return report
+    return Report(
+        out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
+        domains=(read_json(out / layout.DOMAINS) or {}).get("names", []), failed_runs=failed, stale_runs=stale,
+        target_budget=(config.get("target") or {}).get("budget"),
+        proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
+                 for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
+        ddo={p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))},
+        bootstrap={p.stem.split("_", 1)[1]: read_json(p)
+                   for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))},
+        projection=read_json(fits / layout.PROJECTION), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
+        targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0]["weights"],
+                                     curve=Curve(**curves[label]), train_curve=_train_curve(rs))
+                 for label, rs in sorted(targets.items())},
+        missing_targets=sorted(plan_targets - set(targets)),
+        anytime_vs_fixed=_anytime(out, config, targets, runs, key),
+        vs_uniform=_versus_uniform(targets, key),
+        tokens_saved={label: TokensSaved(**tokens_saved(curves[layout.AUTOSCALE], curve))
+                      for label, curve in curves.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in curves},
+        tokens_saved_per_seed={
+            label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
+            for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
+        throughput=_throughput([row["result"] for row in runs if row["result"]]))
 
 
-def _train_curve(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Seed-mean per-domain training loss at each evaluation point (``{"tokens": [...], domain: [...]}``;
-    ``None`` where no seed saw the domain in that window; empty for runs that did not record it)."""
+def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
+    return {"losses": {d: MeanStd(**mean_std([r["losses"][d] for r in runs])) for d in runs[0]["losses"]},
+            "objective_value": MeanStd(**mean_std([r[key] for r in runs])), "tokens": runs[0]["total_tokens"],
+            "seeds": [r["seed"] for r in runs]}
+
+
+def _throughput(done: list[dict[str, Any]]) -> Throughput:
+    return Throughput(
+        runs=len(done),
+        tokens_per_s_median=statistics.median(r["tokens_per_s"] for r in done) if done else None,
+        data_wait_fraction_median=statistics.median(r["data_wait_fraction"] for r in done) if done else None,
+        data_wait_fraction_max=max(r["data_wait_fraction"] for r in done) if done else None,
+        devices=sorted({r["device"] for r in done}), train_hours=sum(r["wall_time_s"] for r in done) / 3600)
+
+
+def _train_curve(runs: list[dict[str, Any]]) -> TrainCurve:
+    """Seed-mean per-domain training loss at each evaluation point (``None`` where no seed saw the domain in
+    that window; empty for runs that did not record it)."""
     points = [p for p in runs[0]["curve"] if p.get("train_losses")]
     if not points:
-        return {}
-    out: dict[str, Any] = {"tokens": [p["tokens"] for p in points]}
+        return TrainCurve()
+    losses: dict[str, list[float | None]] = {}
     for d in points[0]["train_losses"]:
-        values = []
+        values: list[float | None] = []
         for p in points:
             seen = [q["train_losses"].get(d) for r in runs for q in r["curve"]
                     if q["tokens"] == p["tokens"] and q.get("train_losses")]
             seen = [v for v in seen if v is not None]
             values.append(sum(seen) / len(seen) if seen else None)
-        out[d] = values
-    return out
+        losses[d] = values
+    return TrainCurve(tokens=[p["tokens"] for p in points], losses=losses)
 
 
-def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, Any]:
+def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, VersusUniform]:
     """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
 
     Returns:
-        ``{label: {"curve": compare_curves(...), "final": {domain or key: {"mean", "std", "n"}}}}``
-        (empty without uniform runs).
+        ``{label: VersusUniform}``, the final values per domain and under ``key`` (empty without uniform runs).
     """
     if "uniform" not in targets:
         return {}
     base = {int(r["seed"]): r for r in targets["uniform"]}
-    out: dict[str, Any] = {}
+    out: dict[str, VersusUniform] = {}
     for label, rs in targets.items():
         pairs = [(r, base[int(r["seed"])]) for r in rs if int(r["seed"]) in base]
         if label == "uniform" or not pairs:
             continue
-        final = {d: mean_std([r["losses"][d] - u["losses"][d] for r, u in pairs]) for d in pairs[0][0]["losses"]}
-        final[key] = mean_std([r[key] - u[key] for r, u in pairs])
-        out[label] = {"curve": compare_curves(targets["uniform"], rs, key), "final": final}
+        final = {d: MeanStd(**mean_std([r["losses"][d] - u["losses"][d] for r, u in pairs]))
+                 for d in pairs[0][0]["losses"]}
+        final[key] = MeanStd(**mean_std([r[key] - u[key] for r, u in pairs]))
+        out[label] = VersusUniform(curve=CurveComparison.from_json(compare_curves(targets["uniform"], rs, key)),
+                                   final=final)
     return out
 
 
 def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
-             runs: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+             runs: list[dict[str, Any]], key: str) -> AnytimeComparison | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
     wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
@@ -183,9 +202,10 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str
                 if point["tokens"] > mp.min_budget:
                     point["plan_shares"] = mp.weights_for_budget(point["tokens"])
             comparison["plan_decreasing"] = mp.path.decreasing
-        return {"available": bool(comparison["points"]), "objective": key, **comparison,
-                **({} if comparison["points"] else {"reason": "no seed has both an autoscale and an "
-                                                              "autoscale_anytime run"})}
+        return AnytimeComparison.from_json(
+            {"available": bool(comparison["points"]), "objective": key, **comparison,
+             **({} if comparison["points"] else {"reason": "no seed has both an autoscale and an "
+                                                           "autoscale_anytime run"})})
     if not wanted and layout.ANYTIME not in targets:
         return None
     error = read_json(out / layout.FITS / layout.MIXTURE_PLAN_ERROR)
@@ -195,86 +215,87 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str
         reason = "the autoscale_anytime runs are not finished yet"
     else:
         reason = "the fixed autoscale runs are not finished yet"
-    return {"available": False, "reason": reason}
+    return AnytimeComparison(available=False, reason=reason)
 
 
-def write_report(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def write_report(out_dir: str | os.PathLike[str]) -> Report:
     """Write ``report.json``, ``report.md`` and ``plots/*.png`` into ``out_dir``; returns the report."""
     out = Path(out_dir)
     report = build_report(out)
-    report["plots"] = write_plots(out, report)
-    atomic_write_json(out / layout.REPORT_JSON, report)
+    report = dataclasses.replace(report, plots=write_plots(out, report))
+    atomic_write_json(out / layout.REPORT_JSON, report.to_json())
     atomic_write_text(out / layout.REPORT_MD, _markdown(report))
     return report
 
 
 # ------------------------------------------------------------------------------------- markdown
-def _fmt(ms: dict[str, float]) -> str:
-    return f"{ms['mean']:.4f} ± {ms['std']:.4f}" if ms["n"] > 1 else f"{ms['mean']:.4f}"
+def _fmt(ms: MeanStd) -> str:
+    return f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
 
 
-def _markdown(r: dict[str, Any]) -> str:
+def _markdown(r: Report) -> str:
     """``report.md``: one function per section, in reading order."""
-    key = objective_key(r["objective"])
+    key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
-                _anytime_markdown(r.get("anytime_vs_fixed"), key), _unfinished_md(r), _throughput_md(r),
+                _anytime_markdown(r.anytime_vs_fixed, key), _unfinished_md(r), _throughput_md(r),
                 _plots_md(r))
     return "\n".join(line for section in sections for line in section)
 
 
-def _header_md(r: dict[str, Any]) -> list[str]:
-    lines = [f"# AutoScale report: {r.get('name') or ''}", "",
-             f"Domains: {', '.join(r['domains'])}. Objective: {r['objective']}. Values are means over seeds "
+def _header_md(r: Report) -> list[str]:
+    lines = [f"# AutoScale report: {r.name or ''}", "",
+             f"Domains: {', '.join(r.domains)}. Objective: {r.objective}. Values are means over seeds "
              "(± std where there are several).", ""]
-    if stale_runs(r.get("stale_runs", 0)):
-        lines += [stale_runs(r["stale_runs"]) + ".", ""]
+    note = stale_runs(r.stale_runs)
+    if note:
+        lines += [note + ".", ""]
     return lines
 
 
-def _proxies_md(r: dict[str, Any], key: str) -> list[str]:
+def _proxies_md(r: Report, key: str) -> list[str]:
     lines: list[str] = []
-    for scale, rows in r["proxies"].items():
-        doms = list(next(iter(rows.values()))["losses"])
+    for scale, rows in r.proxies.items():
+        doms = list(next(iter(rows.values())).losses)
         lines += [f"## DDO proxies at {int(scale):,} tokens", "",
                   "| run | tokens | seeds | " + " | ".join(doms) + f" | {key} |",
                   "|---|---:|---|" + "---:|" * (len(doms) + 1)]
         for label, row in rows.items():
-            lines.append(f"| {label} | {row['tokens']:,} | {row['seeds']} | "
-                         + " | ".join(_fmt(row["losses"][d]) for d in doms) + f" | {_fmt(row[key])} |")
+            lines.append(f"| {label} | {row.tokens:,} | {row.seeds} | "
+                         + " | ".join(_fmt(row.losses[d]) for d in doms) + f" | {_fmt(row.objective_value)} |")
         lines.append("")
     return lines
 
 
-def _ddo_md(r: dict[str, Any]) -> list[str]:
-    if not r["ddo"]:
+def _ddo_md(r: Report) -> list[str]:
+    if not r.ddo:
         return []
-    lines = ["## DDO weights and projection", "", "| budget | " + " | ".join(r["domains"]) + " | status | AAR |",
-             "|---:|" + "---:|" * len(r["domains"]) + "---|---:|"]
-    by_budget = sorted(r["ddo"].items(), key=lambda kv: int(kv[0]))
+    lines = ["## DDO weights and projection", "", "| budget | " + " | ".join(r.domains) + " | status | AAR |",
+             "|---:|" + "---:|" * len(r.domains) + "---|---:|"]
+    by_budget = sorted(r.ddo.items(), key=lambda kv: int(kv[0]))
     for scale, fit in by_budget:
-        boot = r["bootstrap"].get(scale) or {}
+        boot = r.bootstrap.get(scale) or {}
         cells = []
-        for d in r["domains"]:
+        for d in r.domains:
             cell = f"{fit['weights'][d]:.3f}"
             if boot.get("available"):
                 cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
             cells.append(cell)
         lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
-    proj = r.get("projection")
+    proj = r.projection
     if proj:
         lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
-                     + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r["domains"]) + " | | |")
+                     + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r.domains) + " | | |")
         other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
         alt = proj.get(other) or {}
         if "weights" in alt:
             lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
-                         + " | ".join(f"{alt['weights'][d]:.3f}" for d in r["domains"]) + " | | |")
+                         + " | ".join(f"{alt['weights'][d]:.3f}" for d in r.domains) + " | | |")
     lines.append("")
     if proj:
         lines.append(f"- {projection_sentence(proj)}")
         if bounds_moved(proj):
             lines.append(f"- {bounds_moved(proj, '→').capitalize()}.")
-    for scale, boot in sorted(r["bootstrap"].items(), key=lambda kv: int(kv[0])):
+    for scale, boot in sorted(r.bootstrap.items(), key=lambda kv: int(kv[0])):
         verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
         lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
     for scale, fit in by_budget:
@@ -285,21 +306,22 @@ def _ddo_md(r: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _targets_md(r: dict[str, Any], key: str) -> list[str]:
-    if not r["targets"]:
+def _targets_md(r: Report, key: str) -> list[str]:
+    if not r.targets:
         return []
-    doms = r["domains"]
-    lines = [f"## Target runs at {next(iter(r['targets'].values()))['tokens']:,} tokens", "",
+    doms = r.domains
+    lines = [f"## Target runs at {next(iter(r.targets.values())).tokens:,} tokens", "",
              "| mix | weights | " + " | ".join(doms) + f" | {key} |",
              "|---|---|" + "---:|" * (len(doms) + 1)]
-    for label, t in r["targets"].items():
-        w = ", ".join(f"{t['weights'][d]:.2f}" for d in doms)
-        lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t["losses"][d]) for d in doms) + f" | {_fmt(t[key])} |")
+    for label, t in r.targets.items():
+        w = ", ".join(f"{t.weights[d]:.2f}" for d in doms)
+        lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t.losses[d]) for d in doms)
+                     + f" | {_fmt(t.objective_value)} |")
     return lines + [""]
 
 
-def _saved_md(r: dict[str, Any]) -> list[str]:
-    if not r["tokens_saved"]:
+def _saved_md(r: Report) -> list[str]:
+    if not r.tokens_saved:
         return []
     lines = ["## Tokens saved by the AutoScale mix", "",
              "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
@@ -308,64 +330,63 @@ def _saved_md(r: dict[str, Any]) -> list[str]:
              "fewer tokens; n/a: neither reached the other's).", "",
              "| baseline | baseline final | AutoScale tokens to reach it | saved | per seed |",
              "|---|---:|---:|---:|---|"]
-    per_seed = r.get("tokens_saved_per_seed") or {}
-    for label, s in r["tokens_saved"].items():
-        if s["status"] == "no_data":
+    for label, s in r.tokens_saved.items():
+        if s.status == "no_data":
             lines.append(f"| {label} | – | – | no data | – |")
             continue
-        if s["saved_fraction"] is not None:
-            bound = "≤ " if s["status"] == "at_first_eval" else ""
-            saved = f"{'≥ ' if bound else ''}{s['saved_fraction']:.1%}"
-            reach = f"{bound}{s['tokens_to_baseline_final']:,.0f}"
+        if s.saved_fraction is not None:
+            bound = "≤ " if s.status == "at_first_eval" else ""
+            saved = f"{'≥ ' if bound else ''}{s.saved_fraction:.1%}"
+            reach = f"{bound}{s.tokens_to_baseline_final:,.0f}"
         else:
             reach = "not reached"
-            back = s.get("baseline_saved_fraction")
+            back = s.baseline_saved_fraction
             saved = ("not reached" if back is None else
                      f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
-        lines.append(f"| {label} | {s['baseline_final']:.4f} | {reach} | {saved} | "
-                     f"{signed_per_seed(per_seed.get(label) or {})} |")
+        lines.append(f"| {label} | {s.baseline_final:.4f} | {reach} | {saved} | "
+                     f"{signed_per_seed(r.tokens_saved_per_seed.get(label) or {})} |")
     return lines + [""]
 
 
-def _unfinished_md(r: dict[str, Any]) -> list[str]:
+def _unfinished_md(r: Report) -> list[str]:
     lines = []
-    if r["missing_targets"]:
-        lines += [f"Target runs not finished yet: {', '.join(r['missing_targets'])}.", ""]
-    if r["failed_runs"]:
+    if r.missing_targets:
+        lines += [f"Target runs not finished yet: {', '.join(r.missing_targets)}.", ""]
+    if r.failed_runs:
         lines += ["## Failed runs (left out of the fits)", ""]
-        lines += [f"- {f['name']} ({f['run_id']}): {f['reason']}" for f in r["failed_runs"]] + [""]
+        lines += [f"- {f.name} ({f.run_id}): {f.reason}" for f in r.failed_runs] + [""]
     return lines
 
 
-def _throughput_md(r: dict[str, Any]) -> list[str]:
-    tp = r["throughput"]
-    if not tp["runs"]:
+def _throughput_md(r: Report) -> list[str]:
+    tp = r.throughput
+    if not tp.runs:
         return []
     return ["## Throughput", "",
-            f"{tp['runs']} finished runs on {', '.join(tp['devices'])}: median {tp['tokens_per_s_median']:,.0f} "
-            f"training tokens/s; time waiting for data: median {tp['data_wait_fraction_median']:.2%} of step "
-            f"time (max {tp['data_wait_fraction_max']:.2%}); {tp['train_hours'] * 60:.1f} min of training.", ""]
+            f"{tp.runs} finished runs on {', '.join(tp.devices)}: median {tp.tokens_per_s_median:,.0f} "
+            f"training tokens/s; time waiting for data: median {tp.data_wait_fraction_median:.2%} of step "
+            f"time (max {tp.data_wait_fraction_max:.2%}); {tp.train_hours * 60:.1f} min of training.", ""]
 
 
-def _plots_md(r: dict[str, Any]) -> list[str]:
-    if not r.get("plots"):
+def _plots_md(r: Report) -> list[str]:
+    if not r.plots:
         return []
-    return ["## Plots", ""] + [f"![{p}]({p})" for p in r["plots"]] + [""]
+    return ["## Plots", ""] + [f"![{p}]({p})" for p in r.plots] + [""]
 
 
 def _shares(shares: dict[str, float] | None) -> str:
     return ", ".join(f"{d} {v:.2f}" for d, v in shares.items()) if shares else "–"
 
 
-def _anytime_markdown(a: dict[str, Any] | None, key: str) -> list[str]:
+def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     if a is None:
         return []
     lines = ["## Anytime vs fixed schedule", ""]
-    if not a.get("available"):
-        return lines + [f"Not available: {a.get('reason')}.", ""]
-    pts = a["points"]
-    better = sum(p["difference"]["mean"] < 0 for p in pts)
-    lines += [f"Validation {key} (mean over domains; mean ± std over seeds {a['seeds']}) at every evaluation point "
+    if not a.available or not a.points:
+        return lines + [f"Not available: {a.reason}.", ""]
+    pts = a.points
+    better = sum(p.difference.mean < 0 for p in pts)
+    lines += [f"Validation {key} (mean over domains; mean ± std over seeds {a.seeds}) at every evaluation point "
               "of the fixed AutoScale mix and of the anytime schedule on the mixture plan (same budget, seeds and "
               "evaluation points). Difference = anytime − fixed, paired by seed: negative means the anytime "
               "schedule is better at that budget. Mix seen = share of each domain in the training tokens so far.",
@@ -373,13 +394,13 @@ def _anytime_markdown(a: dict[str, Any] | None, key: str) -> list[str]:
               "| tokens | autoscale (fixed) | autoscale_anytime | anytime − fixed | anytime mix seen | plan optimum "
               "for these tokens |", "|---:|---:|---:|---:|---|---|"]
     for p in pts:
-        d = p["difference"]
-        diff = f"{d['mean']:+.4f} ± {d['std']:.4f}" if d["n"] > 1 else f"{d['mean']:+.4f}"
-        lines.append(f"| {p['tokens']:,.0f} | {_fmt(p['reference'])} | {_fmt(p['other'])} | {diff} | "
-                     f"{_shares(p.get('other_shares'))} | {_shares(p.get('plan_shares'))} |")
+        d = p.difference
+        diff = f"{d.mean:+.4f} ± {d.std:.4f}" if d.n > 1 else f"{d.mean:+.4f}"
+        lines.append(f"| {p.tokens:,.0f} | {_fmt(p.reference)} | {_fmt(p.other)} | {diff} | "
+                     f"{_shares(p.other_shares)} | {_shares(p.plan_shares)} |")
     lines += ["", f"The anytime schedule has the lower mean at {better} of {len(pts)} evaluation points."]
-    if a.get("plan_decreasing"):
-        lines.append(f"The DDO allocation of {', '.join(a['plan_decreasing'])} decreases from N1 to N2 (Theorem 1 rules "
+    if a.plan_decreasing:
+        lines.append(f"The DDO allocation of {', '.join(a.plan_decreasing)} decreases from N1 to N2 (Theorem 1 rules "
                      "that out; noisy proxies), so the anytime run followed the plan's monotone envelope: those "
                      "domains never run ahead of their final counts.")
     lines.append("")

@@ -1,15 +1,18 @@
 """Sentences the report (``report.md``) and the console summary share, written once.
 
-Each function takes the report's plain JSON parts and returns text without markup; the markdown
+Each function takes the report's parts (the fits' plain JSON, or :mod:`.report_types` objects) and returns text without markup; the markdown
 renderer adds its own emphasis around it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["bootstrap_verdict", "bounds_moved", "objective_key", "stale_runs"]
+if TYPE_CHECKING:
+    from .report_types import TokensSaved
+
+__all__ = ["bootstrap_verdict", "bounds_moved", "objective_key", "signed_per_seed", "stale_runs"]
 
 
 def objective_key(objective: str | None) -> str:
@@ -45,3 +48,10 @@ def stale_runs(count: int) -> str | None:
         return None
     return (f"{count} runs in this folder belong to an earlier config of the experiment and are not reported "
             "(the old config is in config_history.jsonl)")
+
+
+def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
+    """``"s0 +9.9%, s1 -3.1%"``: the signed saving of each seed (``n/a`` where neither curve reaches the other)."""
+    def one(s: TokensSaved) -> str:
+        return "n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}"
+    return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"

@@ -1,14 +1,15 @@
-"""Shared helpers for the runner tests: tiny configs over synthetic stores."""
+"""Shared helpers for the runner tests: tiny configs over synthetic stores, and finished runs written by hand."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from helpers_store import write_synthetic_store
 
-__all__ = ["tiny_config", "tiny_stores"]
+__all__ = ["fake_curve", "fake_run", "tiny_config", "tiny_stores"]
 
 
 def tiny_stores(root: Path, names: tuple[str, ...] = ("a", "b"), num_tokens: int = 40_000,
@@ -42,3 +43,33 @@ def tiny_config(domains: str | os.PathLike[str], **overrides: Any) -> dict[str, 
         else:
             cfg[key] = value
     return cfg
+
+
+def fake_curve(values: list[float], shares: list[dict[str, int]] | None = None) -> list[dict[str, Any]]:
+    """An evaluation curve: ``mean_loss`` = ``values[i]`` at ``1000 * (i + 1)`` tokens (and the domain tokens seen)."""
+    return [{"tokens": 1000 * (i + 1), "mean_loss": v, **({"domain_tokens": shares[i]} if shares else {})}
+            for i, v in enumerate(values)]
+
+
+def fake_run(out: Path, run_id: str, label: str, seed: int, values: list[float], schedule: str = "fixed",
+             plan: dict[str, Any] | None = None, *, kind: str = "target", scale: int = 4000,
+             train_losses: bool = False) -> None:
+    """A finished run of domains ``a`` and ``b`` under ``OUT/runs/<run_id>`` (``spec.json`` and ``result.json``).
+
+    Both domains' validation loss is ``values`` along the curve; with ``train_losses`` every point also
+    records a training loss per domain (``a`` 0.1 above the validation loss, ``b`` 0.1 below).
+    """
+    run_dir = out / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    spec = {"run_id": run_id, "kind": kind, "scale": scale, "label": label, "seed": seed}
+    if schedule != "fixed":
+        spec.update(schedule=schedule, plan=plan)
+    curve = [{**p, "losses": {"a": p["mean_loss"], "b": p["mean_loss"]},
+              "domain_tokens": {"a": p["tokens"] // 4, "b": p["tokens"] - p["tokens"] // 4},
+              **({"train_losses": {"a": p["mean_loss"] + 0.1, "b": p["mean_loss"] - 0.1}} if train_losses else {})}
+             for p in fake_curve(values)]
+    result = {"run_id": run_id, "seed": seed, "curve": curve, "losses": curve[-1]["losses"],
+              "mean_loss": values[-1], "total_tokens": curve[-1]["tokens"], "weights": {"a": 0.25, "b": 0.75},
+              "tokens_per_s": 1000.0, "data_wait_fraction": 0.0, "device": "cpu", "wall_time_s": 1.0}
+    (run_dir / "spec.json").write_text(json.dumps(spec))
+    (run_dir / "result.json").write_text(json.dumps(result))

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from autoscale_data.demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, run_demo
+from autoscale_data.runner import Report
 
 
 def test_presets_make_valid_runner_configs(tmp_path) -> None:
@@ -42,10 +43,12 @@ def test_a_directory_holds_one_demo_mode(tmp_path) -> None:
 
 
 def _report() -> dict:
+    """A report.json's content: what the table reads, the rest empty."""
     curve = {"tokens": [1.0], "mean": [1.0], "std": [0.0], "n": 1}
     losses = {"a": {"mean": 1.0, "std": 0.0, "n": 1}, "b": {"mean": 2.0, "std": 0.0, "n": 1}}
     return {
-        "domains": ["a", "b"], "objective": "mean_loss", "out_dir": "/x",
+        "domains": ["a", "b"], "objective": "mean_loss", "out_dir": "/x", "name": "t", "failed_runs": [],
+        "proxies": {}, "throughput": {"runs": 0, "devices": [], "train_hours": 0.0},
         "ddo": {"100": {"weights": {"a": 0.6, "b": 0.4},
                         "identifiability": {"identified": False, "summary": "NOT identified by the data: a b c."}},
                 "200": {"weights": {"a": 0.55, "b": 0.45}}},
@@ -54,7 +57,8 @@ def _report() -> dict:
         "target_mixes": {"autoscale": {"a": 0.45, "b": 0.55}, "ddo_n2": {"a": 0.55, "b": 0.45},
                          "uniform": {"a": 0.5, "b": 0.5}},
         "targets": {m: {"losses": losses, "mean_loss": {"mean": v, "std": 0.0, "n": 1}, "tokens": 1000,
-                        "curve": curve} for m, v in (("autoscale", 1.5), ("uniform", 1.6), ("ddo_n2", 1.4))},
+                        "weights": {"a": 0.5, "b": 0.5}, "seeds": [0], "curve": curve}
+                    for m, v in (("autoscale", 1.5), ("uniform", 1.6), ("ddo_n2", 1.4))},
         "tokens_saved": {
             "uniform": {"status": "reached", "saved_fraction": 0.3, "baseline_final": 1.6,
                         "tokens_to_baseline_final": 700.0, "baseline_tokens": 1000.0},
@@ -64,8 +68,12 @@ def _report() -> dict:
     }
 
 
+def _table(report: dict, settings: DemoSettings | None = None) -> str:
+    return format_demo_table(Report.from_json(report), settings)
+
+
 def test_table_shows_weights_losses_and_savings_honestly() -> None:
-    text = format_demo_table(_report(), DEMO_PRESETS["quick"])
+    text = _table(_report(), DEMO_PRESETS["quick"])
     assert "DDO@100" in text and "AutoScale@1k" in text and "uniform" in text
     assert "0.450" in text and "0.600" in text  # projected and N1 weights
     assert "+30.0%" in text  # saving vs uniform
@@ -74,25 +82,30 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "at 100: NOT identified by the data: a b c." in text
     report = _report()
     report["bootstrap"]["100"]["method"] = "consistent_fits"
-    assert "bootstrap at 100: the runs carry no estimate of noise" in format_demo_table(report, DEMO_PRESETS["full"])
+    assert "bootstrap at 100: the runs carry no estimate of noise" in _table(report, DEMO_PRESETS["full"])
     assert "mean nothing" in text  # the quick preset says it is a smoke run
-    assert "within seed noise" not in format_demo_table(_report(), DEMO_PRESETS["full"])
+    assert "within seed noise" not in _table(_report(), DEMO_PRESETS["full"])
     assert "per seed" not in text and "Anytime" not in text  # one seed, no anytime run: nothing to show
 
 
 def test_table_shows_seed_spread_and_the_anytime_comparison() -> None:
     report = _report()
     report["targets"]["autoscale"]["mean_loss"] = {"mean": 1.5, "std": 0.0123, "n": 2}
-    report["tokens_saved_per_seed"] = {"uniform": {"0": {"signed_fraction": 0.25}, "1": {"signed_fraction": -0.05}},
-                                       "ddo_n2": {"0": {"signed_fraction": None}, "1": {"signed_fraction": 0.1}}}
+    report["tokens_saved_per_seed"] = {
+        "uniform": {"0": {"status": "reached", "signed_fraction": 0.25},
+                    "1": {"status": "not_reached", "signed_fraction": -0.05}},
+        "ddo_n2": {"0": {"status": "not_reached", "signed_fraction": None},
+                   "1": {"status": "reached", "signed_fraction": 0.1}}}
     diff = {"mean": -0.02, "std": 0.01, "n": 2}
-    report["anytime_vs_fixed"] = {"available": True, "points": [{"tokens": 500.0, "difference": diff}]}
-    text = format_demo_table(report, DEMO_PRESETS["full"])
+    point = {"tokens": 500.0, "reference": {"mean": 1.52, "std": 0.0, "n": 2}, "other": {"mean": 1.5, "std": 0.01, "n": 2},
+             "difference": diff}
+    report["anytime_vs_fixed"] = {"available": True, "seeds": [0, 1], "points": [point]}
+    text = _table(report, DEMO_PRESETS["full"])
     assert "1.5000 ± 0.0123" in text
     assert "per seed: s0 +25.0%, s1 -5.0%" in text and "per seed: s0 n/a, s1 +10.0%" in text
     assert "at    500 tokens: -0.0200 ± 0.0100" in text
     report["anytime_vs_fixed"] = {"available": False, "reason": "no mixture plan could be fitted"}
-    assert "Anytime schedule: not available (no mixture plan could be fitted)" in format_demo_table(report)
+    assert "Anytime schedule: not available (no mixture plan could be fitted)" in _table(report)
 
 
 @pytest.mark.timeout(900)

@@ -20,6 +20,7 @@ from autoscale_data.demo import prepare_synthetic_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
+from autoscale_data.runner.report_types import Report
 
 pytestmark = pytest.mark.slow
 
@@ -46,27 +47,29 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
                  "plots/train_domains.png",
                  "fits/projection.json", "fits/ddo_4096.json", "fits/ddo_8192.json", "fits/bootstrap_8192.json"):
         assert (out / name).stat().st_size > 0, name
-    assert set(report["targets"]) == {"autoscale", "uniform", "natural", "ddo_n2", "autoscale_anytime"}
-    train = report["targets"]["autoscale"]["train_curve"]  # per-domain training loss along the target run
-    assert len(train["tokens"]) == 4 and {d for d in train if d != "tokens"} == set(report["domains"])
-    assert set(report["tokens_saved"]) == {"uniform", "natural", "ddo_n2", "autoscale_anytime"}
+    on_disk = json.loads((out / "report.json").read_text())
+    assert Report.from_json(on_disk).to_json() == on_disk == report.to_json()  # a real run's report.json reads back
+    assert set(report.targets) == {"autoscale", "uniform", "natural", "ddo_n2", "autoscale_anytime"}
+    train = report.targets["autoscale"].train_curve  # per-domain training loss along the target run
+    assert len(train.tokens) == 4 and set(train.losses) == set(report.domains)
+    assert set(report.tokens_saved) == {"uniform", "natural", "ddo_n2", "autoscale_anytime"}
     plan = json.loads((out / "fits" / "mixture_plan.json").read_text())
     anytime = [t for t in json.loads((out / "plan.json").read_text())["targets"] if t["label"] == "autoscale_anytime"]
     assert [t["seed"] for t in anytime] == [0] and anytime[0]["schedule"] == "anytime" and anytime[0]["plan"] == plan
     fixed_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]} - {anytime[0]["run_id"]}
     assert all("schedule" not in json.loads((out / "runs" / i / "spec.json").read_text()) for i in fixed_ids)
-    comparison = report["anytime_vs_fixed"]
-    assert comparison["available"] and len(comparison["points"]) == 4  # every evaluation point of both runs
-    for point in comparison["points"]:  # the anytime run saw about the plan's optimum at every budget
-        assert point["other_shares"] == pytest.approx(point["plan_shares"], abs=2 * 8 * 32 / point["tokens"])
-    for s in report["tokens_saved"].values():
-        assert s["status"] in ("reached", "at_first_eval", "not_reached")
-        assert (s["saved_fraction"] is None) == (s["status"] == "not_reached")
-    assert report["bootstrap"]["8192"]["available"]  # two seeds per point: the bootstrap has a verdict
-    assert isinstance(report["bootstrap"]["8192"]["distinguishable_from_base"], bool)
-    assert report["proxies"]["4096"]["base"]["mean_loss"]["n"] == 2  # error bars over seeds
-    weights = report["targets"]["autoscale"]["weights"]
-    assert weights == pytest.approx(report["projection"]["weights"], abs=2 / (16384 // 32))
+    comparison = report.anytime_vs_fixed
+    assert comparison.available and len(comparison.points) == 4  # every evaluation point of both runs
+    for point in comparison.points:  # the anytime run saw about the plan's optimum at every budget
+        assert point.other_shares == pytest.approx(point.plan_shares, abs=2 * 8 * 32 / point.tokens)
+    for s in report.tokens_saved.values():
+        assert s.status in ("reached", "at_first_eval", "not_reached")
+        assert (s.saved_fraction is None) == (s.status == "not_reached")
+    assert report.bootstrap["8192"]["available"]  # two seeds per point: the bootstrap has a verdict
+    assert isinstance(report.bootstrap["8192"]["distinguishable_from_base"], bool)
+    assert report.proxies["4096"]["base"].objective_value.n == 2  # error bars over seeds
+    weights = report.targets["autoscale"].weights
+    assert weights == pytest.approx(report.projection["weights"], abs=2 / (16384 // 32))
     md = (out / "report.md").read_text()
     assert "Tokens saved" in md and "Bootstrap" in md and "data" in md and "## Anytime vs fixed schedule" in md
     assert "- Identifiability at 4,096: NOT identified by the data" in md  # the 2m+1 design: 3 points per law
@@ -136,7 +139,7 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, na
     if executor.get("kind") == "slurm":  # its jobs outlived the runner: the rerun waited for them
         assert "re-attached to slurm job" in rerun.stdout
     assert len(records) == 2 * 5 + 2  # proxies at two budgets + autoscale + uniform
-    assert json.loads((out / "report.json").read_text())["targets"].keys() == {"autoscale", "uniform"}
+    assert Report.load(out).targets.keys() == {"autoscale", "uniform"}
 
 
 def test_run_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -70,13 +70,13 @@ def test_a_changed_config_never_pools_two_experiments(tmp_path: Path, capsys: py
                            allow_config_change=True).run()
     assert not any(" done " in line and "proxy@" in line for line in lines)  # the proxies were reused
     assert any("changed config" in line for line in lines)
-    assert set(report["targets"]) == {"autoscale", "uniform", "natural"}
-    for label, t in report["targets"].items():  # one seed each, all at the new budget: nothing pooled
-        assert t["tokens"] == 32768 and t["seeds"] == [0] and t["mean_loss"]["n"] == 1, label
-    assert report["stale_runs"] == len(old_targets - {t["run_id"] for t in
-                                                      json.loads((out / "plan.json").read_text())["targets"]})
-    assert report["stale_runs"] >= 2  # the old autoscale and uniform runs at 16,384 tokens
-    per_seed = report["tokens_saved_per_seed"]["uniform"]
+    assert set(report.targets) == {"autoscale", "uniform", "natural"}
+    for label, t in report.targets.items():  # one seed each, all at the new budget: nothing pooled
+        assert t.tokens == 32768 and t.seeds == [0] and t.objective_value.n == 1, label
+    assert report.stale_runs == len(old_targets - {t["run_id"] for t in
+                                                   json.loads((out / "plan.json").read_text())["targets"]})
+    assert report.stale_runs >= 2  # the old autoscale and uniform runs at 16,384 tokens
+    per_seed = report.tokens_saved_per_seed["uniform"]
     assert list(per_seed) == ["0"]
     md = (out / "report.md").read_text()
     assert "## Target runs at 32,768 tokens" in md and "earlier config" in md
@@ -85,6 +85,6 @@ def test_a_changed_config_never_pools_two_experiments(tmp_path: Path, capsys: py
     plan = json.loads((out / "plan.json").read_text())
     (out / "plan.json").unlink()
     fallback = build_report(out)
-    assert {t["tokens"] for t in fallback["targets"].values()} == {32768}
+    assert {t.tokens for t in fallback.targets.values()} == {32768}
     (out / "plan.json").write_text(json.dumps(plan))
-    assert write_report(out)["targets"].keys() == report["targets"].keys()
+    assert write_report(out).targets.keys() == report.targets.keys()

@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from runner_helpers import fake_curve, fake_run
 
 from autoscale_data.runner.metrics import mean_curve, tokens_saved, tokens_to_reach
 
@@ -58,18 +59,13 @@ def test_mean_curve_over_seeds() -> None:
     assert m["std"][0] == pytest.approx(math.sqrt(2))
 
 
-def _curve(values: list[float], shares: list[dict[str, int]] | None = None) -> list[dict]:
-    return [{"tokens": 1000 * (i + 1), "mean_loss": v, **({"domain_tokens": shares[i]} if shares else {})}
-            for i, v in enumerate(values)]
-
-
 def test_compare_curves_pairs_by_seed() -> None:
     from autoscale_data.runner.metrics import compare_curves
 
-    fixed = [{"seed": 0, "curve": _curve([5.0, 4.0])}, {"seed": 1, "curve": _curve([5.2, 4.4])},
-             {"seed": 7, "curve": _curve([9.0, 9.0])}]  # no partner: left out
-    anytime = [{"seed": 1, "curve": _curve([5.0, 4.5], [{"a": 900, "b": 100}, {"a": 1000, "b": 1000}])},
-               {"seed": 0, "curve": _curve([4.6, 4.0], [{"a": 700, "b": 300}, {"a": 1000, "b": 1000}])}]
+    fixed = [{"seed": 0, "curve": fake_curve([5.0, 4.0])}, {"seed": 1, "curve": fake_curve([5.2, 4.4])},
+             {"seed": 7, "curve": fake_curve([9.0, 9.0])}]  # no partner: left out
+    anytime = [{"seed": 1, "curve": fake_curve([5.0, 4.5], [{"a": 900, "b": 100}, {"a": 1000, "b": 1000}])},
+               {"seed": 0, "curve": fake_curve([4.6, 4.0], [{"a": 700, "b": 300}, {"a": 1000, "b": 1000}])}]
     c = compare_curves(fixed, anytime, "mean_loss")
     assert c["seeds"] == [0, 1] and [p["tokens"] for p in c["points"]] == [1000.0, 2000.0]
     first, last = c["points"]
@@ -79,25 +75,6 @@ def test_compare_curves_pairs_by_seed() -> None:
     assert last["difference"]["mean"] == pytest.approx(0.05)
     assert first["other_shares"] == pytest.approx({"a": 0.8, "b": 0.2}) and "reference_shares" not in first
     assert compare_curves(fixed, [], "mean_loss") == {"seeds": [], "points": []}
-
-
-def _fake_run(out, run_id: str, label: str, seed: int, values: list[float], schedule: str = "fixed",
-              plan: dict | None = None) -> None:
-    import json
-
-    run_dir = out / "runs" / run_id
-    run_dir.mkdir(parents=True)
-    spec = {"run_id": run_id, "kind": "target", "scale": 4000, "label": label, "seed": seed}
-    if schedule != "fixed":
-        spec.update(schedule=schedule, plan=plan)
-    curve = [{**p, "losses": {"a": p["mean_loss"], "b": p["mean_loss"]},
-              "domain_tokens": {"a": p["tokens"] // 4, "b": p["tokens"] - p["tokens"] // 4}}
-             for p in _curve(values)]
-    result = {"run_id": run_id, "seed": seed, "curve": curve, "losses": curve[-1]["losses"],
-              "mean_loss": values[-1], "total_tokens": curve[-1]["tokens"], "weights": {"a": 0.25, "b": 0.75},
-              "tokens_per_s": 1000.0, "data_wait_fraction": 0.0, "device": "cpu", "wall_time_s": 1.0}
-    (run_dir / "spec.json").write_text(json.dumps(spec))
-    (run_dir / "result.json").write_text(json.dumps(result))
 
 
 def test_report_has_the_anytime_section(tmp_path) -> None:
@@ -111,21 +88,21 @@ def test_report_has_the_anytime_section(tmp_path) -> None:
     runs = [("f0", "autoscale", 0, [5.0, 4.5, 4.0]), ("f1", "autoscale", 1, [5.2, 4.7, 4.2]),
             ("u0", "uniform", 0, [5.5, 5.0, 4.6])]
     for run_id, label, seed, values in runs:
-        _fake_run(out, run_id, label, seed, values)
+        fake_run(out, run_id, label, seed, values)
     (out / "config.json").write_text(json.dumps({"target": {"baselines": ["uniform", "autoscale_anytime"]}}))
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)
-    assert report["anytime_vs_fixed"] == {"available": False,
-                                          "reason": "the autoscale_anytime runs are not finished yet"}
+    assert report.anytime_vs_fixed.to_json() == {"available": False,
+                                                 "reason": "the autoscale_anytime runs are not finished yet"}
     assert "Not available: the autoscale_anytime runs are not finished yet" in (out / "report.md").read_text()
     for run_id, seed, values in (("a0", 0, [4.8, 4.4, 4.1]), ("a1", 1, [4.8, 4.6, 4.2])):
-        _fake_run(out, run_id, "autoscale_anytime", seed, values, "anytime", plan)
+        fake_run(out, run_id, "autoscale_anytime", seed, values, "anytime", plan)
     report = write_report(out)
-    a = report["anytime_vs_fixed"]
-    assert a["available"] and a["seeds"] == [0, 1] and len(a["points"]) == 3
-    assert [p["difference"]["mean"] for p in a["points"]] == pytest.approx([-0.3, -0.1, 0.05])
-    assert a["points"][0]["plan_shares"] == pytest.approx(MixturePlan.from_json(plan).weights_for_budget(1000))
-    assert "autoscale_anytime" in report["tokens_saved"]  # compared like any other mix
+    a = report.anytime_vs_fixed
+    assert a.available and a.seeds == [0, 1] and len(a.points) == 3
+    assert [p.difference.mean for p in a.points] == pytest.approx([-0.3, -0.1, 0.05])
+    assert a.points[0].plan_shares == pytest.approx(MixturePlan.from_json(plan).weights_for_budget(1000))
+    assert "autoscale_anytime" in report.tokens_saved  # compared like any other mix
     md = (out / "report.md").read_text()
     assert "## Anytime vs fixed schedule" in md
     assert "| 1,000 | 5.1000 ± 0.1414 | 4.8000 ± 0.0000 | -0.3000 ± 0.1414 | a 0.25, b 0.75 | a 0.80, b 0.20 |" in md
@@ -135,7 +112,7 @@ def test_report_has_the_anytime_section(tmp_path) -> None:
     (out / "fits" / "mixture_plan_error.json").write_text(json.dumps({"error": "allocations of ['b'] decrease"}))
     for run_id in ("a0", "a1"):
         (out / "runs" / run_id / "result.json").unlink()
-    assert "no mixture plan could be fitted" in write_report(out)["anytime_vs_fixed"]["reason"]
+    assert "no mixture plan could be fitted" in write_report(out).anytime_vs_fixed.reason
 
 
 def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path) -> None:
@@ -152,14 +129,14 @@ def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path)
     out = tmp_path / "out"
     for run_id, label, seed, values in (("m0", "autoscale", 0, [5.0, 4.5, 4.00]), ("m1", "autoscale", 1, [5.1, 4.6, 4.30]),
                                         ("u0", "uniform", 0, [5.2, 4.6, 4.05]), ("u1", "uniform", 1, [5.2, 4.7, 4.25])):
-        _fake_run(out, run_id, label, seed, values)
+        fake_run(out, run_id, label, seed, values)
     (out / "config.json").write_text(json.dumps({"target": {"baselines": ["uniform"]}}))
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)
-    final = report["vs_uniform"]["autoscale"]["final"]
-    assert final["mean_loss"]["mean"] == pytest.approx(0.0) and final["mean_loss"]["n"] == 2  # -0.05, +0.05
-    assert final["mean_loss"]["std"] == pytest.approx(0.1 / 2 ** 0.5)
-    assert [p["difference"]["mean"] for p in report["vs_uniform"]["autoscale"]["curve"]["points"]] == \
+    final = report.vs_uniform["autoscale"].final
+    assert final["mean_loss"].mean == pytest.approx(0.0) and final["mean_loss"].n == 2  # -0.05, +0.05
+    assert final["mean_loss"].std == pytest.approx(0.1 / 2 ** 0.5)
+    assert [p.difference.mean for p in report.vs_uniform["autoscale"].curve.points] == \
         pytest.approx([-0.15, -0.1, 0.0])
     fig = _plot_losses(plt, report)
     ax = fig.axes[0]
@@ -176,7 +153,7 @@ def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path)
     plt.close("all")
     (out / "runs" / "u0" / "result.json").unlink()  # no uniform: the losses themselves, on an axis from 0
     report = write_report(out)
-    assert report["vs_uniform"] == {}
+    assert report.vs_uniform == {}
     ax = _plot_losses(plt, report).axes[0]
     assert ax.get_ylim()[0] <= 0 and ax.get_ylabel() == "validation loss (nats/token)"
     plt.close("all")

@@ -17,6 +17,7 @@ from autoscale_data.runner.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import ddo_proxy_specs
 from autoscale_data.runner.report import projection_label, projection_sentence
+from autoscale_data.runner.report_types import Report
 from autoscale_data.runner.summary import format_summary
 
 pytestmark = pytest.mark.timeout(120)
@@ -98,7 +99,7 @@ def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, t
         a, b = others
         assert fits.weights[a] / fits.weights[b] == pytest.approx(
             proj["unbounded_weights"][a] / proj["unbounded_weights"][b])
-    report = {"domains": list(fits.weights), "ddo": {}, "projection": proj, "targets": {}}
+    report = Report(domains=list(fits.weights), projection=proj)
     assert "the target mix applies them" in format_summary(report)
     cfg = config_from_dict(tiny_config(stores, ddo={"min_weight": bound}))
     assert "bound the DDO optima and the target mix" in MixtureRunner(cfg, tmp_path / "o").describe()
@@ -116,7 +117,7 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
     assert [end[d] / 65536 for d in N0] == pytest.approx([proj["weights"][d] for d in N0], abs=1e-9)  # anytime ends there
     assert plan.metadata["projection"] == "joint"
     assert "joint law" in lines[-1] and "joint law" in projection_label(proj)
-    report = {"domains": list(N0), "ddo": {}, "projection": proj}
+    report = Report(domains=list(N0), projection=proj)
     assert "AutoScale: projected: joint law" in format_summary(report)
 
 
@@ -183,10 +184,9 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
 
     for method in ("joint", "robust"):
         fits, proj, _ = _fit(stores, tmp_path / method, method)
-        report = {"name": "t", "objective": "mean_loss", "domains": list(N0), "proxies": {}, "targets": {},
-                  "tokens_saved": {}, "ddo": {str(n): r for n, r in fits.ddo.items()},
-                  "bootstrap": {str(n): {"available": False, "reason": "one seed"} for n in fits.ddo},
-                  "projection": proj, "missing_targets": [], "failed_runs": [], "throughput": {"runs": 0}}
+        report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
+                        bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo},
+                        projection=proj)
         md = _markdown(report)
         assert f"Target mix from the {method} projection" in md and "(geometric, not used)" in md
         if method == "joint":
