@@ -31,6 +31,7 @@ from .report_types import (
     AnytimeComparison,
     Curve,
     CurveComparison,
+    ExtensionResult,
     FailedRun,
     MeanStd,
     MixResult,
@@ -62,8 +63,10 @@ def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
     """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
 
     With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
-    the fits) keeps the runs at the config's DDO budgets and target budget.
+    the fits) keeps the runs at the config's DDO budgets and target budget. Extensions of target runs
+    (``autoscale-data extend``) are neither: :func:`_extensions` reports them.
     """
+    runs = [r for r in runs if r["spec"]["kind"] != "extension"]
     ids = plan_run_ids(plan)
     if ids is None:
         scales = {int(n) for n in (config.get("ddo") or {}).get("budgets", [])}
@@ -75,6 +78,23 @@ def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
     return keep, len(runs) - len(keep)
 
 
+def _extensions(runs: list[dict[str, Any]], key: str) -> list[ExtensionResult]:
+    """The finished extensions, by label, seed and budget, each beside its parent's final objective."""
+    results = {r["spec"]["run_id"]: r["result"] for r in runs if r["result"]}
+    out = []
+    for row in runs:
+        spec, result = row["spec"], row["result"]
+        if spec["kind"] != "extension" or not result:
+            continue
+        ext, parent = result["extension"], results.get(result["extension"]["parent"])
+        out.append(ExtensionResult(
+            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext["parent"],
+            parent_tokens=int(ext["parent_tokens"]), tokens=int(result["total_tokens"]),
+            objective_value=float(result[key]), parent_value=None if parent is None else float(parent[key]),
+            lr=str(ext["lr"]["schedule"])))
+    return sorted(out, key=lambda e: (e.label, e.seed, e.tokens))
+
+
 def build_report(out_dir: str | os.PathLike[str]) -> Report:
     """Collect the experiment's results into a :class:`~.report_types.Report` (no files written)."""
     out = Path(out_dir)
@@ -84,7 +104,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     objective = (config.get("ddo") or {}).get("objective", "mean_loss")
     key = objective_key(objective)
     plan = read_json(out / layout.PLAN) or {}
-    runs, stale = _current_runs(_runs(out), plan, config)
+    every = _runs(out)
+    runs, stale = _current_runs(every, plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.get("targets", []):
         labels[s["run_id"]].append(s["label"])
@@ -127,7 +148,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         tokens_saved_per_seed={
             label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
-        throughput=_throughput([row["result"] for row in runs if row["result"]]))
+        throughput=_throughput([row["result"] for row in runs if row["result"]]),
+        extensions=_extensions(every, key))
 
 
 def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -237,9 +259,24 @@ def _markdown(r: Report) -> str:
     """``report.md``: one function per section, in reading order."""
     key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
-                _anytime_markdown(r.anytime_vs_fixed, key), _unfinished_md(r), _throughput_md(r),
+                _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r), _throughput_md(r),
                 _plots_md(r))
     return "\n".join(line for section in sections for line in section)
+
+
+def _extensions_md(r: Report, key: str) -> list[str]:
+    if not r.extensions:
+        return []
+    lines = ["## Extended target runs", "",
+             f"Finished target runs continued to a larger budget from their final checkpoint and data position "
+             f"(`autoscale-data extend`); {key} at the parent's end and at the extension's.", "",
+             "| mix | seed | from tokens | to tokens | lr | parent's final | extension's final |",
+             "|---|---:|---:|---:|---|---:|---:|"]
+    for e in r.extensions:
+        parent = "n/a" if e.parent_value is None else f"{e.parent_value:.4f}"
+        lines.append(f"| {e.label} | {e.seed} | {e.parent_tokens:,} | {e.tokens:,} | {e.lr} | {parent} | "
+                     f"{e.objective_value:.4f} |")
+    return lines + [""]
 
 
 def _header_md(r: Report) -> list[str]:

@@ -26,6 +26,7 @@ __all__ = [
     "Curve",
     "CurveComparison",
     "CurvePoint",
+    "ExtensionResult",
     "FailedRun",
     "MeanStd",
     "MixResult",
@@ -426,6 +427,43 @@ class FailedRun:
 
 
 @dataclass(frozen=True)
+class ExtensionResult:
+    """A finished target run extended to a larger budget (``autoscale-data extend``)."""
+
+    run_id: str
+    """The extension's id (its folder under ``OUT/runs``)."""
+    label: str
+    """The target mix it continues (its parent's label)."""
+    seed: int
+    """The parent's seed."""
+    parent: str
+    """The run it continues (a target run, or an earlier extension)."""
+    parent_tokens: int
+    """Tokens the parent had trained."""
+    tokens: int
+    """Tokens trained at its end, the parent's included."""
+    objective_value: float
+    """The objective at its end."""
+    parent_value: float | None
+    """The parent's objective at the parent's end (``None`` when the parent is not in the folder)."""
+    lr: str
+    """The learning-rate schedule of the new steps (``rewarm_decay`` or ``constant``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "label": self.label, "seed": self.seed, "parent": self.parent,
+                "parent_tokens": self.parent_tokens, "tokens": self.tokens, "objective_value": self.objective_value,
+                "parent_value": self.parent_value, "lr": self.lr}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> ExtensionResult:
+        r = _Reader(obj, path)
+        return cls(run_id=r.req("run_id", "str"), label=r.req("label", "str"), seed=r.req("seed", "int"),
+                   parent=r.req("parent", "str"), parent_tokens=r.req("parent_tokens", "int"),
+                   tokens=r.req("tokens", "int"), objective_value=r.req("objective_value", "number"),
+                   parent_value=r.opt("parent_value", "number"), lr=r.req("lr", "str"))
+
+
+@dataclass(frozen=True)
 class Throughput:
     """Training speed over the finished runs of the current plan."""
 
@@ -507,6 +545,8 @@ class Report:
     """Baseline label -> seed (a string) -> tokens saved on that seed's own pair of curves."""
     throughput: Throughput = field(default_factory=Throughput)
     """Training speed of the finished runs."""
+    extensions: list[ExtensionResult] = field(default_factory=list)
+    """Target runs extended to larger budgets (``autoscale-data extend``), by label, seed and budget."""
     plots: list[str] | None = None
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
 
@@ -533,7 +573,7 @@ class Report:
             "tokens_saved": {label: s.to_json() for label, s in self.tokens_saved.items()},
             "tokens_saved_per_seed": {label: {seed: s.to_json() for seed, s in per.items()}
                                       for label, per in self.tokens_saved_per_seed.items()},
-            "throughput": self.throughput.to_json()}
+            "throughput": self.throughput.to_json(), "extensions": [e.to_json() for e in self.extensions]}
         if self.plots is not None:
             out["plots"] = list(self.plots)
         return out
@@ -571,6 +611,8 @@ class Report:
                                    for label, per, p in (r.items("tokens_saved_per_seed")
                                                          if r.opt("tokens_saved_per_seed") is not None else [])},
             throughput=Throughput.from_json(r.req("throughput"), "throughput"),
+            extensions=[ExtensionResult.from_json(e, f"extensions[{k}]")
+                        for k, e in enumerate(r.opt("extensions", "list", []))],
             plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")])
 
     @classmethod

@@ -26,6 +26,8 @@ from autoscale_data.runner.extension import ExtensionSchedule, extension_lr_lamb
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.report import _markdown, build_report
+from autoscale_data.runner.report_types import Report
 from autoscale_data.solver import MixturePlan
 
 pytestmark = pytest.mark.timeout(600)
@@ -183,6 +185,16 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     assert again["extension"]["parent"] == spec.run_id and again["extension"]["mix"] == "plan"
     third = logs[again["run_id"]]
     assert len(third) == 256 and len(set(trained + third)) == 1024 and again["total_tokens"] == 32768
+    # the report lists both extensions beside their parents and counts none of them as an earlier config's
+    report = build_report(out)
+    assert report.stale_runs == 0 and set(report.targets) == {"autoscale", "uniform"}
+    assert [(e.parent, e.parent_tokens, e.tokens) for e in report.extensions] == [
+        (parent.run_id, 16384, _EXTENDED), (spec.run_id, _EXTENDED, 32768)]
+    first_ext = report.extensions[0]
+    assert first_ext.objective_value == pytest.approx(result["mean_loss"]) and first_ext.lr == "rewarm_decay"
+    assert first_ext.parent_value == pytest.approx(report.targets["autoscale"].objective_value.mean)
+    assert Report.from_json(report.to_json()) == report
+    assert "## Extended target runs" in _markdown(report) and "earlier config" not in _markdown(report)
 
 
 def test_bad_extensions_name_the_value(template: dict[str, Any], tmp_path: Path,
