@@ -35,10 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from . import layout
+from .config import RunnerConfig
+from .data import DomainInfo
 from .experiment import read_json
-from .plan import RunSpec
+from .ledger import Ledger
+from .plan import RunSpec, extension_spec
 
-__all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state"]
+__all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
+           "plan_extension"]
 
 #: Learning-rate schedules of an extension's new steps.
 EXTENSION_SCHEDULES = ("rewarm_decay", "constant")
@@ -144,3 +148,61 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
         raise ValueError(f"run {spec.run_id} ({spec.name}) is a proxy run: only target runs (and extensions) keep "
                          "a final checkpoint to extend")
     return spec
+
+
+def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str, budget: int,
+                   seed: int | None, schedule: ExtensionSchedule) -> tuple[RunSpec, str]:
+    """The extension run of ``run`` to ``budget`` tokens (module doc), not yet registered or trained.
+
+    Returns:
+        The extension's spec and the parent's name as messages show it.
+
+    Raises:
+        ValueError: as :meth:`~autoscale_data.runner.MixtureRunner.extend` says (an unknown run, an
+            unfinished parent, a budget not above the parent's, stores that cannot supply the mix).
+        FileNotFoundError: no kept final checkpoint, or no mixture plan for an ``autoscale`` parent.
+    """
+    from ..dataset import ScaleAwareMixtureDataset
+    from ..solver import MixturePlan
+
+    parent = find_parent(out, run, seed)
+    where = f"{parent.name} ({parent.run_id})"
+    if ledger.result(parent.run_id) is None:
+        raise ValueError(f"run {where} has not finished: train it first (`autoscale-data run CONFIG "
+                         f"--out {os.fspath(out)}`)")
+    state = parent_state(ledger.run_dir(parent.run_id))
+    if state is None:
+        raise FileNotFoundError(
+            f"run {where} kept no final checkpoint "
+            f"({os.fspath(ledger.run_dir(parent.run_id) / layout.FINAL_CHECKPOINT_DIR)} is missing): set "
+            f"target.keep_checkpoints: true in the config and rerun it (remove its {layout.RESULT}, then "
+            f"`autoscale-data run CONFIG --out {os.fspath(out)}`)")
+    seq_len, batch = config.seq_len, config.global_batch_size
+    total = budget // (seq_len * batch) * batch
+    if total <= parent.total_sequences:
+        raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
+                         f"global batches of {batch} x {seq_len} tokens): give a larger budget")
+    plan_json: dict[str, Any] | None = None
+    weights: dict[str, float] | None = None
+    mixture: Any
+    source = parent.extension["mix"] if parent.extension is not None else None
+    if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
+        mix, plan_json = "anytime", dict(parent.plan or {})
+        mixture = MixturePlan.from_json(plan_json)
+    elif parent.label == layout.AUTOSCALE or source == "plan":  # the plan's weights for the new budget
+        path = out / layout.FITS / layout.MIXTURE_PLAN
+        if not path.is_file():
+            raise FileNotFoundError(f"extending {where} follows the mixture plan, but {os.fspath(path)} is "
+                                    f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
+        mix, weights = "plan", MixturePlan.load(path).weights_for_budget(total * seq_len)
+        mixture = weights
+    else:  # a fixed mix keeps its weights
+        mix = "same"
+        weights = dict(parent.extension["weights"]) if parent.extension is not None else parent.weights
+        mixture = weights
+    ds = ScaleAwareMixtureDataset(domains.paths, mixture, total * seq_len, seq_len, parent.seed,
+                                  max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
+                                  continue_from=state["dataset"])
+    record = {"parent": parent.run_id, "parent_sequences": parent.total_sequences, "mix": mix,
+              "weights": weights, "lr": schedule.to_json(config.optimizer.warmup_fraction)}
+    return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan_json), where

@@ -205,59 +205,17 @@ class MixtureRunner:
             FileNotFoundError: the run kept no final checkpoint (set ``target.keep_checkpoints: true``
                 and train it again), or ``fits/mixture_plan.json`` is missing for an ``autoscale`` run.
         """
-        from ..dataset import ScaleAwareMixtureDataset
-        from ..solver import MixturePlan
-        from .extension import ExtensionSchedule, find_parent, parent_state
-        from .plan import extension_spec
+        from .extension import ExtensionSchedule, plan_extension
 
         check_int("extend budget", budget)
         schedule = ExtensionSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             self._check_config()
-            parent = find_parent(self.out, run, seed)
-            where = f"{parent.name} ({parent.run_id})"
-            if ledger.result(parent.run_id) is None:
-                raise ValueError(f"run {where} has not finished: train it first (`autoscale-data run CONFIG "
-                                 f"--out {os.fspath(self.out)}`)")
-            state = parent_state(ledger.run_dir(parent.run_id))
-            if state is None:
-                raise FileNotFoundError(
-                    f"run {where} kept no final checkpoint ({os.fspath(ledger.run_dir(parent.run_id) / layout.FINAL_CHECKPOINT_DIR)} "
-                    "is missing): set target.keep_checkpoints: true in the config and rerun it (remove its "
-                    f"{layout.RESULT}, then `autoscale-data run CONFIG --out {os.fspath(self.out)}`)")
-            seq_len, batch = self.config.seq_len, self.config.global_batch_size
-            total = int(budget) // (seq_len * batch) * batch
-            if total <= parent.total_sequences:
-                raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
-                                 f"global batches of {batch} x {seq_len} tokens): give a larger budget")
-            plan_json: dict[str, Any] | None = None
-            weights: dict[str, float] | None = None
-            source = parent.extension["mix"] if parent.extension is not None else None
-            if parent.schedule == "anytime":
-                mix, plan_json = "anytime", dict(parent.plan or {})
-                mixture: Any = MixturePlan.from_json(plan_json)
-            elif parent.label == layout.AUTOSCALE or source == "plan":
-                path = self.out / layout.FITS / layout.MIXTURE_PLAN
-                if not path.is_file():
-                    raise FileNotFoundError(f"extending {where} follows the mixture plan, but {os.fspath(path)} is "
-                                            f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
-                mix, weights = "plan", MixturePlan.load(path).weights_for_budget(total * seq_len)
-                mixture = weights
-            else:
-                mix = "same"
-                weights = dict(parent.extension["weights"]) if parent.extension is not None else parent.weights
-                mixture = weights
-            ds = ScaleAwareMixtureDataset(self.domains.paths, mixture, total * seq_len, seq_len, parent.seed,
-                                          max_epochs=self.config.max_epochs, schedule=parent.schedule,
-                                          verify="size", continue_from=state["dataset"])
-            record = {"parent": parent.run_id, "parent_sequences": parent.total_sequences, "mix": mix,
-                      "weights": weights, "lr": schedule.to_json(self.config.optimizer.warmup_fraction)}
-            spec = extension_spec(self.config, self.domains, parent, int(budget), ds.sequences_per_domain, record,
-                                  plan=plan_json)
+            spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, schedule)
             ledger.register(spec)
-            self.log(f"extending {where} from {parent.total_tokens:,} to {spec.total_tokens:,} tokens as run "
-                     f"{spec.run_id} (mix: {mix}, lr: {schedule.schedule})")
+            self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to {spec.total_tokens:,} "
+                     f"tokens as run {spec.run_id} (mix: {spec.extension['mix']}, lr: {schedule.schedule})")
             self._train_all(ledger, [spec])
             result = ledger.result(spec.run_id)
         if result is None:
