@@ -19,7 +19,8 @@ import numpy as np
 
 from autoscale_data.store import ByteTokenizer, StoreWriter
 
-__all__ = ["TINY_WEIGHTS", "add_data_args", "make_tiny_stores", "result", "run_phase"]
+__all__ = ["TINY_WEIGHTS", "add_data_args", "add_resume_args", "check_resumes", "finish_phase", "make_tiny_stores",
+           "result", "run_phase"]
 
 _WORDS = {
     "books": "the old house stood by the river and she walked along it every morning",
@@ -36,6 +37,53 @@ def add_data_args(parser: argparse.ArgumentParser, *, budget_tokens: float, tiny
     parser.add_argument("--budget-tokens", type=float, default=budget_tokens)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--tiny", action="store_true", help=tiny_help)
+
+
+def add_resume_args(parser: argparse.ArgumentParser, *, unit: str, out_help: str) -> None:
+    """The options of the examples that save and resume a trainer's data state (besides how many ``unit``
+    to run): workers, simulated data-parallel ranks, where the states go, when to save, where to
+    resume, and the hidden ``--phase`` (print what was read, for :func:`check_resumes`)."""
+    parser.add_argument("--num-workers", type=int, default=1)
+    parser.add_argument("--dp", type=int, default=1, help="simulated data-parallel ranks")
+    parser.add_argument("--out", help=out_help)
+    parser.add_argument("--save-at", default="")
+    parser.add_argument("--resume", type=int, help=f"{unit} to resume from")
+    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
+
+
+def finish_phase(args: argparse.Namespace, seen: list[Any]) -> int:
+    """Print what one run read: the ``PHASE`` line :func:`check_resumes` reads, or a count."""
+    print("PHASE " + json.dumps(seen) if args.phase else f"read {len(seen)} samples", flush=True)
+    return 0
+
+
+def check_resumes(script: str, common: list[str], points: tuple[tuple[int, int, int], ...], *, per_step: int,
+                  num_workers: int, unit: str) -> tuple[list[Any], dict[str, Any], bool]:
+    """Run ``script`` once through, saving at every point, then resumed from each ``(step, workers,
+    data-parallel ranks)`` point in a new process, and compare each resumed stream with the
+    uninterrupted one's suffix (with several ranks: the samples both runs read).
+
+    Returns:
+        The uninterrupted run's samples, ``{step: {"samples", "equal", "dp"}}`` and whether every resume
+        matched and read something.
+    """
+    full = run_phase(script, [*common, "--num-workers", str(num_workers), "--phase",
+                              "--save-at", ",".join(str(k) for k, _, _ in points)])
+    resumes = {k: run_phase(script, [*common, "--num-workers", str(w), "--dp", str(dp), "--resume", str(k),
+                                     "--phase"])
+               for k, w, dp in points}
+    report, ok = {}, True
+    for (k, _, dp), resumed in zip(points, resumes.values(), strict=True):
+        expected = full[k * per_step:]
+        if dp > 1:  # dp ranks read dp batches per step: compare the samples both runs read
+            n = min(len(expected), len(resumed))
+            expected, resumed = expected[:n], resumed[:n]
+        same = resumed == expected
+        report[str(k)] = {"samples": len(resumed), "equal": same, "dp": dp}
+        ok = ok and same and len(resumed) > 0
+        print(f"resume from {unit} {k} on {dp} data-parallel rank(s): {len(resumed)} samples, "
+              f"{'==' if same else '!='} the uninterrupted run's")
+    return full, report, ok
 
 
 def make_tiny_stores(root: str | Path, *, docs_per_domain: int = 400, seed: int = 0) -> Path:

@@ -34,7 +34,7 @@ from typing import Any
 
 import megatron.core
 import torch
-from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from _tiny import add_data_args, add_resume_args, check_resumes, finish_phase  # examples/_tiny.py
 from megatron.core.rerun_state_machine import RerunDataIterator
 from plain_pytorch import TinyLM
 from torch.nn import functional as F
@@ -94,22 +94,11 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     return seen
 
 
-def _self(args: list[str]) -> list[list[Any]]:
-    from _tiny import run_phase
-
-    return run_phase(__file__, args)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
     parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--num-workers", type=int, default=1)
-    parser.add_argument("--dp", type=int, default=1, help="simulated data-parallel ranks")
-    parser.add_argument("--out", help="where the dataloader states go")
-    parser.add_argument("--save-at", default="")
-    parser.add_argument("--resume", type=int, help="iteration to resume from")
-    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
+    add_resume_args(parser, unit="iteration", out_help="where the dataloader states go")
     args = parser.parse_args(argv)
     if not args.tiny:
         if not args.domains or not args.weights or not args.out:
@@ -117,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, iters=args.iters,
                      out=Path(args.out), num_workers=args.num_workers, dp=args.dp, resume=args.resume,
                      save_at=tuple(int(s) for s in args.save_at.split(",") if s))
-        print("PHASE " + json.dumps(seen) if args.phase else f"read {len(seen)} samples", flush=True)
-        return 0
+        return finish_phase(args, seen)
 
     from _tiny import TINY_WEIGHTS, make_tiny_stores, result
 
@@ -127,23 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
                   "--budget-tokens", str(100 * 49), "--seq-len", "49", "--iters", str(args.iters), "--out", tmp]
-        full = _self([*common, "--num-workers", str(args.num_workers), "--phase",
-                      "--save-at", ",".join(str(k) for k, _, _ in points)])
-        resumes = {k: _self([*common, "--num-workers", str(w), "--dp", str(dp), "--resume", str(k), "--phase"])
-                   for k, w, dp in points}
-    per_iter = MICRO_BATCH * NUM_MICROBATCHES
-    ok = len(full) == args.iters * per_iter
-    report = {}
-    for (k, _, dp), resumed in zip(points, resumes.values(), strict=True):
-        expected = full[k * per_iter:] if dp == 1 else None
-        if dp > 1:  # dp ranks read dp micro-batches per step: compare the samples the two runs share
-            expected = full[k * per_iter:][:len(resumed)]
-            resumed = resumed[:len(expected)]
-        same = resumed == expected
-        report[str(k)] = {"samples": len(resumed), "equal": same, "dp": dp}
-        ok = ok and same and len(resumed) > 0
-        print(f"resume from iteration {k} on {dp} data-parallel rank(s): {len(resumed)} samples, "
-              f"{'==' if same else '!='} the uninterrupted run's")
+        full, report, ok = check_resumes(__file__, common, points, per_step=MICRO_BATCH * NUM_MICROBATCHES,
+                                         num_workers=args.num_workers, unit="iteration")
+    ok = ok and len(full) == args.iters * MICRO_BATCH * NUM_MICROBATCHES
     result(example="megatron_external", ok=ok, samples=len(full), resumes=report, megatron_core=megatron.core.__version__)
     return 0 if ok else 1
 

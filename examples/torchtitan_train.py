@@ -35,7 +35,7 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 import torchtitan
-from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from _tiny import add_data_args, add_resume_args, check_resumes, finish_phase  # examples/_tiny.py
 from plain_pytorch import TinyLM
 from torch.nn import functional as F
 from torchtitan.components.dataloader import BaseDataLoader, DataloaderExhaustedError
@@ -92,22 +92,11 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     return seen
 
 
-def _self(args: list[str]) -> list[list[Any]]:
-    from _tiny import run_phase
-
-    return run_phase(__file__, args)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
     parser.add_argument("--steps", type=int, default=36)
-    parser.add_argument("--num-workers", type=int, default=1)
-    parser.add_argument("--dp", type=int, default=1, help="simulated data-parallel ranks")
-    parser.add_argument("--out", help="where the checkpoints go")
-    parser.add_argument("--save-at", default="")
-    parser.add_argument("--resume", type=int, help="step to resume from")
-    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
+    add_resume_args(parser, unit="step", out_help="where the checkpoints go")
     args = parser.parse_args(argv)
     if not args.tiny:
         if not args.domains or not args.weights or not args.out:
@@ -115,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
                      out=Path(args.out), num_workers=args.num_workers, dp=args.dp, resume=args.resume,
                      save_at=tuple(int(s) for s in args.save_at.split(",") if s))
-        print("PHASE " + json.dumps(seen) if args.phase else f"read {len(seen)} samples", flush=True)
-        return 0
+        return finish_phase(args, seen)
 
     from _tiny import TINY_WEIGHTS, make_tiny_stores, result
 
@@ -125,22 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
                   "--budget-tokens", str(100 * 49), "--seq-len", "48", "--steps", str(args.steps), "--out", tmp]
-        full = _self([*common, "--num-workers", str(args.num_workers), "--phase",
-                      "--save-at", ",".join(str(k) for k, _, _ in points)])
-        resumes = {k: _self([*common, "--num-workers", str(w), "--dp", str(dp), "--resume", str(k), "--phase"])
-                   for k, w, dp in points}
-    ok = len(full) == args.steps * LOCAL_BATCH
-    report = {}
-    for (k, _, dp), resumed in zip(points, resumes.values(), strict=True):
-        expected = full[k * LOCAL_BATCH:]
-        if dp > 1:  # dp ranks read dp batches per step: compare the samples both runs read
-            n = min(len(expected), len(resumed))
-            expected, resumed = expected[:n], resumed[:n]
-        same = resumed == expected
-        report[str(k)] = {"samples": len(resumed), "equal": same, "dp": dp}
-        ok = ok and same and len(resumed) > 0
-        print(f"resume from step {k} on {dp} data-parallel rank(s): {len(resumed)} samples, "
-              f"{'==' if same else '!='} the uninterrupted run's")
+        full, report, ok = check_resumes(__file__, common, points, per_step=LOCAL_BATCH,
+                                         num_workers=args.num_workers, unit="step")
+    ok = ok and len(full) == args.steps * LOCAL_BATCH
     result(example="torchtitan_train", ok=ok, samples=len(full), resumes=report, torchtitan=torchtitan.__version__)
     return 0 if ok else 1
 
