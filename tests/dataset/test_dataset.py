@@ -13,6 +13,7 @@ import torch
 from helpers_store import write_synthetic_store, write_synthetic_stores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from path_plan import PathPlan
 from resume_helper import assert_resume_equals_suffix, interleave_ranks, item_key, take
 from torch.utils.data import DataLoader
 
@@ -244,27 +245,15 @@ def test_resume_is_one_shot(root: Path) -> None:
 
 @pytest.mark.timeout(60)
 def test_anytime_schedule_dataset(root: Path) -> None:
-    class Plan:  # shares move from (0.2, 0.6, 0.2) at tiny budgets to (0.7, 0.2, 0.1) at 400 sequences
-        def _alloc(self, n: float) -> dict[str, float]:
-            x = min(1.0, max(0.0, np.log(max(n, L) / L) / np.log(400)))
-            a1, a2 = np.array([0.2, 0.6, 0.2]) * L, np.array([0.7, 0.2, 0.1]) * 400 * L
-            v = a1 * (a2 / a1) ** x
-            return dict(zip("abc", v / v.sum() * n, strict=False))
-
-        def weights_for_budget(self, n: float) -> dict[str, float]:
-            return {k: v / n for k, v in self._alloc(n).items()}
-
-        def allocation_for_budget(self, n: float) -> dict[str, float]:
-            return self._alloc(n)
-
-    ds = make(root, Plan(), seqs=400, schedule="anytime")
+    plan = PathPlan(L)  # shares move from (0.2, 0.6, 0.2) at tiny budgets to (0.7, 0.2, 0.1) at 400 sequences
+    ds = make(root, plan, seqs=400, schedule="anytime")
     full = keys(ds)
     assert ds.sequences_per_domain == {"a": 280, "b": 80, "c": 40}
     assert Counter(d for d, _ in full) == Counter({0: 280, 1: 80, 2: 40}) and len(set(full)) == 400
     assert sum(1 for d, _ in full[:10] if d == 0) < 5  # early prefix follows the small-budget mix (fixed: 7)
-    assert_resume_equals_suffix(lambda: make(root, Plan(), seqs=400, schedule="anytime"), ks=[0, 13, 200, 399])
+    assert_resume_equals_suffix(lambda: make(root, plan, seqs=400, schedule="anytime"), ks=[0, 13, 200, 399])
     with pytest.raises(ValueError, match="different mixture .*schedule: saved 'anytime', now 'fixed'"):
-        make(root, Plan(), seqs=400).load_state_dict(ds.state_dict(samples_taken=3))
+        make(root, plan, seqs=400).load_state_dict(ds.state_dict(samples_taken=3))
 
 
 @pytest.mark.timeout(60)

@@ -12,6 +12,7 @@ import pytest
 from helpers_store import write_synthetic_stores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from path_plan import PathPlan
 from resume_helper import assert_continuation, assert_resume_equals_suffix, item_key
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
@@ -268,29 +269,13 @@ def test_resume_anywhere_in_a_trillion_token_stream(root: Path, frac: float, wor
     assert moved.tolist() == np.bincount([d for d, _ in expected], minlength=3).tolist()
 
 
-class _PathPlan:
-    """Shares move from (0.2, 0.6, 0.2) at tiny budgets to (0.7, 0.2, 0.1) at 400 sequences."""
-
-    def _alloc(self, n: float) -> dict[str, float]:
-        x = min(1.0, max(0.0, np.log(max(n, L) / L) / np.log(400)))
-        a1, a2 = np.array([0.2, 0.6, 0.2]) * L, np.array([0.7, 0.2, 0.1]) * 400 * L
-        v = a1 * (a2 / a1) ** x
-        return dict(zip("abc", v / v.sum() * n, strict=True))
-
-    def weights_for_budget(self, n: float) -> dict[str, float]:
-        return {k: v / n for k, v in self._alloc(n).items()}
-
-    def allocation_for_budget(self, n: float) -> dict[str, float]:
-        return self._alloc(n)
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("cursor", [0, 37, 250, 400])
 def test_continue_between_the_anytime_schedule_and_a_fixed_mix(root: Path, cursor: int) -> None:
-    anytime = make(root, _PathPlan(), 400, schedule="anytime")
+    anytime = make(root, PathPlan(L), 400, schedule="anytime")
     full = keys(anytime)
     # an anytime run continued under a fixed mix: the prefix is the anytime stream's
-    state = make(root, _PathPlan(), 400, schedule="anytime").state_dict(samples_taken=cursor)
+    state = make(root, PathPlan(L), 400, schedule="anytime").state_dict(samples_taken=cursor)
     fixed = make(root, W3, 500)
     fixed.load_state_dict(state, continue_run=True)
     rest = keys(fixed)
@@ -299,7 +284,7 @@ def test_continue_between_the_anytime_schedule_and_a_fixed_mix(root: Path, curso
     assert_orders_continue(full[:cursor] + rest)
     # a fixed run continued under the anytime schedule: after the cursor, the path's own segments
     state = make(root, W3, 400).state_dict(samples_taken=cursor)
-    cont = make(root, _PathPlan(), 400, schedule="anytime", continue_from=state)
+    cont = make(root, PathPlan(L), 400, schedule="anytime", continue_from=state)
     tail = keys(cont)
     assert len(tail) == 400 - cursor
     assert_orders_continue(keys(make(root, W3, 400))[:cursor] + tail)
