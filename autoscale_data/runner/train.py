@@ -361,6 +361,14 @@ class _Trainer:
         show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
         bar = tqdm(total=self.steps, initial=start, desc=spec.name, unit="step", disable=not show, leave=False)
         last_loss = float(state.get("last_loss", math.nan)) if state else math.nan
+
+        def checkpoint_state(done: int) -> dict[str, Any]:
+            """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
+            return {"step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
+                    "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
+                    "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
+                    "train_meter": all_gather_objects(self.meter.state_dict(), info)}
+
         self.forward.train()
         for step in range(start, self.steps):
             if not _parent_alive():
@@ -399,18 +407,10 @@ class _Trainer:
                               "mean_loss": mean_objective(losses, "mean_loss"),
                               "mean_ppl": mean_objective(losses, "mean_ppl")})
             if done % config.checkpoint_every == 0 and done < self.steps:
-                save_checkpoint(ckpt_dir, self, info, {
-                    "step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
-                    "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
-                    "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
-                    "train_meter": all_gather_objects(self.meter.state_dict(), info)})
+                save_checkpoint(ckpt_dir, self, info, checkpoint_state(done))
         bar.close()
         if self.keep and not from_final:
-            self._keep_final(ckpt_dir, {
-                "step": self.steps, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
-                "dataset": ds.state_dict(samples_taken=(self.steps - start) * self.gas * micro_total),
-                "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
-                "train_meter": all_gather_objects(self.meter.state_dict(), info)})
+            self._keep_final(ckpt_dir, checkpoint_state(self.steps))
         new = all_reduce_sum(counts.clone(), info)
         result = self._result(names, new + base, new, curve, elapsed, resumed, last_loss)
         if info.is_main:
