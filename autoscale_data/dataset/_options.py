@@ -66,6 +66,11 @@ class MixtureOptions:
             cursor, or a larger budget); nothing repeats or is skipped. The supply check then
             counts the prefix's draws. (``load_state_dict(state, continue_run=True)`` does the same
             on a built dataset.)
+        pool: name -> a fraction of the domain's sequences (float in ``(0, 1]``) or a token count
+            (int): the domain draws from a seeded subset of that many of its sequences, in epochs
+            over the subset (:mod:`autoscale_data.mixing.pool`); ``max_epochs`` then counts epochs
+            of the pool. The pool is part of the config (fingerprint and state). Used to give a
+            small run the repetition a larger run will see.
     """
 
     max_epochs: float | Mapping[str, float] | None = None
@@ -77,6 +82,7 @@ class MixtureOptions:
     schedule: str = "fixed"
     verify: Verify = "checksum"
     continue_from: Mapping[str, Any] | None = None
+    pool: Mapping[str, float | int] | None = None
 
     def __post_init__(self) -> None:
         check_output(self.output)
@@ -87,6 +93,8 @@ class MixtureOptions:
         check_verify(self.verify)
         if self.continue_from is not None and not isinstance(self.continue_from, Mapping):
             raise ValueError(f"continue_from must be a state dict, got {type(self.continue_from).__name__}")
+        if self.pool is not None and not isinstance(self.pool, Mapping):
+            raise ValueError(f"pool must be a mapping domain -> fraction or tokens, got {type(self.pool).__name__}")
         for name in ("shuffle_window", "batch_size"):  # plain ints (numpy ints would not go to JSON)
             value = getattr(self, name)
             if value is not None:

@@ -12,7 +12,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int, is_int
 from .._options import build_options
-from ..mixing import MixtureStream, SegmentPlan, check_draws, check_supply, plan_segments
+from ..mixing import MixtureStream, SegmentPlan, check_draws, check_supply, plan_segments, resolve_pools
 from ._batch import new_batch
 from ._options import MixtureOptions, epoch_caps
 from ._position import StreamPosition, StreamState
@@ -31,7 +31,7 @@ __all__ = ["STATE_VERSION", "ScaleAwareMixtureDataset"]
 STATE_VERSION = 3
 STREAM_FORMAT = "closed-form-1"  # the stream's construction, part of the config (and so of the fingerprint)
 _CHUNK = 8192  # stream positions looked up at once
-_FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", "stream")
+_FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", "stream", "pools")
 
 
 def _check_format(state: Any) -> None:
@@ -140,6 +140,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         self._available = self._reader.num_sequences
+        self.pools = resolve_pools(opts.pool, self.domain_names, self._available, seq_len)
+        if self.pools:  # a pooled domain's epochs (and its supply) count its pool
+            self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available, strict=True)]
         segments, self.weights, phase_config = plan_segments(weights, self.domain_names, budget_tokens, seq_len,
                                                              schedule)
         self._segments = segments
@@ -159,6 +162,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         }
         if phase_config["phases"] is not None:
             self.config["phases"] = phase_config["phases"]
+        if self.pools:  # only when set, so unpooled fingerprints are those they always were
+            self.config["pools"] = dict(self.pools)
         self._block = self.batch_size or 1
         if opts.continue_from is not None:  # the supply check counts the prefix's draws
             _check_format(opts.continue_from)
@@ -171,7 +176,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
             short = []
             for name, need, avail in zip(self.domain_names, segments.totals, self._available, strict=False):
                 try:
-                    check_supply(name, int(need), avail, seq_len, self.max_epochs[name], stores[name].num_tokens)
+                    check_supply(name, int(need), avail, seq_len, self.max_epochs[name],
+                                 avail * seq_len if name in self.pools else stores[name].num_tokens)
                 except ValueError as exc:
                     short.append(str(exc))
             if short:  # every domain that cannot supply its share, not only the first
@@ -182,9 +188,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
     def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:
         """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
         base = None if continued is None else [continued["domain_counts"][n] for n in self.domain_names]
-        self._stream = MixtureStream(self.domain_names, self._available, self.seed, segments.starts,
+        self._stream = MixtureStream(self.domain_names, self._reader.num_sequences, self.seed, segments.starts,
                                      segments.counts, base=base, shuffle_window=self.shuffle_window,
-                                     phases=segments.phases)
+                                     phases=segments.phases, pools=self.pools or None)
         self.sequences_per_domain: dict[str, int] = {
             n: int(c) for n, c in zip(self.domain_names, self._stream.totals, strict=True)}
         self.config["sequences"] = self.sequences_per_domain
@@ -391,7 +397,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                                  + " (to continue that run under this configuration, "
                                    "load_state_dict(state, continue_run=True))")
             fixed = {k: saved.get(k, "<absent>") for k in _FIXED_ON_CONTINUE}
-            diff = config_diff(fixed, {k: self.config[k] for k in _FIXED_ON_CONTINUE})
+            diff = config_diff(fixed, {k: self.config.get(k, "<absent>") for k in _FIXED_ON_CONTINUE})
             if diff:
                 raise ValueError("a run can only be continued on the same stores, seq_len, seed and shuffle "
                                  "window; differences: " + "; ".join(diff))

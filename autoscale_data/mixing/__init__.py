@@ -19,6 +19,7 @@ from .permutation import (
     window_permutation,
 )
 from .phases import Phase, SegmentPlan, check_draws, phase_bounds, plan_segments
+from .pool import PooledOrders, pool_members, resolve_pools
 from .schedule import (
     GRID_POINTS,
     allocation_path,
@@ -34,6 +35,7 @@ __all__ = [
     "InterleaveTree",
     "MixtureStream",
     "Phase",
+    "PooledOrders",
     "SegmentPlan",
     "WEIGHT_SUM_TOLERANCE",
     "allocation_path",
@@ -54,7 +56,9 @@ __all__ = [
     "path_deviation",
     "phase_bounds",
     "plan_segments",
+    "pool_members",
     "prefix_deviation",
+    "resolve_pools",
     "sequence_budget",
     "sequence_id_dtype",
     "validate_weights",

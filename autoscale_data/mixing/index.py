@@ -15,12 +15,13 @@ O(1) (O(window) with a shuffle window).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from .interleave import InterleaveTree
 from .permutation import DomainOrders, window_sources
+from .pool import PooledOrders
 
 __all__ = ["MixtureStream", "build_index"]
 
@@ -38,6 +39,8 @@ class MixtureStream:
         base: per-domain counts of the prefix before ``origin`` (default zeros).
         shuffle_window: if > 1, positions are shuffled inside windows of this many positions.
         phases: the phase index of each segment (default: segment ``j`` is phase ``j``).
+        pools: name -> pool size in sequences: those domains draw in epochs over a seeded subset
+            of their sequences (:class:`~autoscale_data.mixing.pool.PooledOrders`).
 
     Raises:
         ValueError: inconsistent shapes, or counts that do not fill their segments.
@@ -45,7 +48,7 @@ class MixtureStream:
 
     def __init__(self, names: Sequence[str], available: Sequence[int], seed: int, starts: Sequence[int],
                  counts: np.ndarray, *, base: Sequence[int] | None = None, shuffle_window: int = 0,
-                 phases: Sequence[int] | None = None) -> None:
+                 phases: Sequence[int] | None = None, pools: Mapping[str, int] | None = None) -> None:
         self.starts = np.asarray(starts, dtype=np.int64)
         self.counts = np.asarray(counts, dtype=np.int64).reshape(self.starts.size - 1, len(names))
         if np.any(np.diff(self.starts) <= 0) or np.any(self.counts < 0) or not np.array_equal(
@@ -58,7 +61,9 @@ class MixtureStream:
         self.seed = int(seed)
         self.phases = np.arange(self.counts.shape[0]) if phases is None else np.asarray(phases, dtype=np.int64)
         self.trees = [InterleaveTree(row) for row in self.counts]
-        self.orders = DomainOrders(list(names), [int(a) for a in available], seed)
+        sizes = [int(a) for a in available]
+        self.orders = (PooledOrders(list(names), sizes, seed, pools) if pools
+                       else DomainOrders(list(names), sizes, seed))
 
     # ------------------------------------------------------------------ sizes
     def __len__(self) -> int:
