@@ -27,6 +27,7 @@ from .plan import (
     faithful_budget,
     supply_problems,
 )
+from .repetition import repetition_notes
 
 __all__ = ["design_note", "plan_text", "projection_note", "rounding_notes"]
 
@@ -76,6 +77,7 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
     notes += [design_note(config), *rounding_notes(config, domains), projection_note(config)]
+    notes += repetition_notes(config, domains, specs)
     old = read_json(out / layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
     if changes:

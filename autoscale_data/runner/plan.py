@@ -94,6 +94,9 @@ class RunSpec:
             parent run's id and sequences, the mix after its end (``weights`` for a fixed schedule)
             and the learning-rate schedule of the new steps; ``None`` for every other run.
             :attr:`sequences` are the totals at the end (the parent's prefix included).
+        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
+            the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.repetition`);
+            ``None`` for every other run.
     """
 
     run_id: str
@@ -110,6 +113,7 @@ class RunSpec:
     schedule: str = "fixed"
     plan: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     extension: dict[str, Any] | None = field(default=None, repr=False)
+    pools: dict[str, int] | None = None
 
     def __post_init__(self) -> None:
         if (self.kind == "extension") != (self.extension is not None):
@@ -158,6 +162,8 @@ class RunSpec:
             del obj["schedule"], obj["plan"]
         if self.extension is None:
             del obj["extension"]
+        if self.pools is None:
+            del obj["pools"]
         return obj
 
     @classmethod
@@ -193,9 +199,11 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
 
 def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
                schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-               extension: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule, and
-    ``extension`` only for an extension run, so the ids of other runs are those they always had."""
+               extension: Mapping[str, Any] | None = None,
+               pools: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule,
+    ``extension`` only for an extension run and ``pools`` only for a repetition-matched proxy, so the
+    ids of other runs are those they always had."""
     payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
                                "eval_points": eval_points}
     if schedule != "fixed":
@@ -203,15 +211,17 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
         payload["plan"] = plan
     if extension is not None:
         payload["extension"] = extension
+    if pools:
+        payload["pools"] = dict(sorted(pools.items()))
     return payload
 
 
 def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
                     schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-                    extension: Mapping[str, Any] | None = None) -> str:
+                    extension: Mapping[str, Any] | None = None, pools: Mapping[str, int] | None = None) -> str:
     """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
     blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan,
-                                 extension=extension),
+                                 extension=extension, pools=pools),
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -229,17 +239,17 @@ class _Role:
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
-          plan: dict[str, Any] | None = None) -> RunSpec:
+          plan: dict[str, Any] | None = None, pools: Mapping[str, int] | None = None) -> RunSpec:
     """The spec of one run; ``plan`` (a MixturePlan's JSON) makes it follow the anytime schedule."""
     settings = _training_settings(config, domains)
     points = config.eval.proxy_points if role.kind == "proxy" else config.eval.target_points
     points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan)
+    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, pools=pools)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan)
+                   schedule=schedule, plan=plan, pools=dict(pools) if pools else None)
 
 
 def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
@@ -371,15 +381,19 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     With one multiplier each way this is the paper's 2m+1 design; ``k`` multipliers each way give
     ``2km+1`` runs. Run sizes are whole global batches, so a perturbed domain's count is rounded: the
     spec's ``multiplier`` is the one actually trained, and its label shows it beside the planned one
-    when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``).
+    when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``). With ``ddo.repetition: match``
+    every run draws each domain from the budget's pool (:func:`~autoscale_data.runner.repetition.proxy_pools`).
     """
+    from .repetition import proxy_pools
+
     base, perturbations = _perturbations(config, domains, budget)
+    pools = proxy_pools(config, domains, budget)
     specs: list[RunSpec] = []
     for seed in config.seeds:
-        specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base))
+        specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base, pools=pools))
         for p in perturbations:
             role = _Role("proxy", budget, p.label, seed, perturbed=p.domain, multiplier=p.trained)
-            specs.append(_make(config, domains, role, p.counts))
+            specs.append(_make(config, domains, role, p.counts, pools=pools))
     return specs
 
 
@@ -493,6 +507,9 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
              f"{'s' if epochs != 1 else ''} allowed), but " + "; ".join(sorted(set(what))[:3])
              + (f" and {len(set(what)) - 3} more runs" if len(set(what)) > 3 else "")
              for d, what in problems.items()]
+    from .repetition import repetition_problems
+
+    lines += repetition_problems(config, domains)  # ddo.repetition: match: pools and the target's epoch cap
     total = sum(allowed.values()) * config.seq_len
     if total < target:
         lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens within "

@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "REPETITION_MODES",
     "RayConfig",
     "SlurmConfig",
     "TargetConfig",
@@ -31,6 +32,8 @@ __all__ = [
 
 #: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
 _OBJECTIVES = ("mean_loss", "mean_ppl")
+#: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
+REPETITION_MODES = ("off", "match")
 
 
 def _field(section: str, name: str) -> str:
@@ -147,6 +150,9 @@ class DDOConfig:
     # (docs/solver.md, "Evidence on published runs"), and it equals that path where the trends are identified
     projection: str = "robust"
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
+    # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
+    # repeats each domain as often as the target will (runner/repetition.py); "off": the whole domain
+    repetition: str = "off"
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -183,6 +189,8 @@ class DDOConfig:
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
         if self.projection not in PROJECTIONS:
             raise field_error("ddo", "projection", self.projection, f"one of {PROJECTIONS}")
+        if self.repetition not in REPETITION_MODES:
+            raise field_error("ddo", "repetition", self.repetition, f"one of {REPETITION_MODES}")
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})

@@ -110,8 +110,11 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
         from ..solver import MixturePlan
 
         weights = MixturePlan.from_json(spec.plan or {})
+    from .repetition import proxy_dataset_options
+
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
-                                  max_epochs=config.max_epochs, rank=info.rank, world_size=info.world_size,
+                                  **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
+                                  world_size=info.world_size,
                                   output="compact", batch_size=config.micro_batch_size, schedule=spec.schedule,
                                   verify="size", continue_from=continue_from)
     if ds.sequences_per_domain != spec.sequences:

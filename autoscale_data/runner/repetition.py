@@ -1,0 +1,206 @@
+"""Repetition-matched proxies (``ddo.repetition: match``): each proxy repeats every domain as the target will.
+
+A small proxy sees every domain at most once; the target run repeats its small domains many times,
+and a domain worth a lot at its first epoch is worth less at its fifth. With ``match`` every DDO
+proxy at budget ``N`` draws domain ``d`` from a seeded pool of
+
+    ``pool_d(N) = round(U_d * S(N) / S(T))`` sequences
+
+(``U_d`` the domain's whole training sequences, ``S(N)`` the sequences a run of budget ``N`` trains,
+``T`` the target budget; at least one sequence, see :func:`repetition_problems`). The proxy then sees
+its ``n_d`` sequences of the domain in ``n_d / pool_d = (n_d S(T) / S(N)) / U_d`` epochs: exactly the
+epochs the target sees when it trains the domain ``S(T) / S(N)`` times as much (for the base run: the
+same mix at the target), up to the pool's rounding. Because the pool scales with the budget and not
+with the mix, this holds for EVERY run at once (the base run, each perturbation, and whatever mix the
+solver picks), so no iteration over the mix is needed: the pools are fixed before
+any run, the proxies' ids hash them, and the DDO fits see the loss a domain gives at the target's
+repetition. A domain the target does not repeat is pooled too, which changes nothing in distribution
+(a uniform random subset of which the proxy draws under one epoch, as the target does of the whole).
+
+``max_epochs`` stays a bound on the target: the base mix of the design must fit in it at the target
+budget (else the error before training names the domain); a perturbation beyond it is measured (the
+proxy's own epoch cap is what its pool needs) and named in the dry run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..mixing.budget import largest_remainder
+from .config import RunnerConfig
+from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
+
+__all__ = [
+    "DomainRepetition",
+    "matched",
+    "proxy_dataset_options",
+    "proxy_pools",
+    "repetition_notes",
+    "repetition_problems",
+    "repetition_records",
+    "target_epochs",
+]
+
+
+def matched(config: RunnerConfig) -> bool:
+    """Whether the proxies are repetition-matched (``ddo.repetition: match``)."""
+    return getattr(config.ddo, "repetition", "off") == "match"
+
+
+def _unique(config: RunnerConfig, domains: DomainInfo) -> dict[str, int]:
+    return {d: domains.train_tokens[d] // config.seq_len for d in domains.names}
+
+
+def _exact_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, float]:
+    ratio = _batch_sequences(config, budget) / _batch_sequences(config, config.target.budget)
+    return {d: u * ratio for d, u in _unique(config, domains).items()}
+
+
+def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, int]:
+    """Sequences in each domain's pool for the proxies at ``budget`` (a domain whose pool would be the
+    whole domain is left out: it draws from all its sequences). Empty unless ``ddo.repetition: match``.
+
+    Raises:
+        ValueError: a pool of less than one sequence (see :func:`repetition_problems`).
+    """
+    if not matched(config):
+        return {}
+    unique = _unique(config, domains)
+    out = {}
+    for d, exact in _exact_pools(config, domains, budget).items():
+        size = round(exact)
+        if size < 1:
+            raise ValueError(f"ddo.repetition match: domain {d!r}'s pool at {budget:,} tokens would hold {exact:.2g} "
+                             f"sequences ({unique[d]} sequences x the budget ratio): raise ddo.budgets or add data")
+        if size < unique[d]:
+            out[d] = int(size)
+    return out
+
+
+def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
+    """Epochs of each domain in a target run of ``weights`` (its whole training sequences = one epoch)."""
+    counts = largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names},
+                               _batch_sequences(config, config.target.budget))
+    unique = _unique(config, domains)
+    return {d: (counts[d] / unique[d] if unique[d] else math.inf) for d in domains.names}
+
+
+def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
+    """The dataset's ``pool`` (tokens) and ``max_epochs`` for ``spec``: a pooled domain may repeat as its
+    pool needs (the target's bound is checked on the target, :func:`repetition_problems`)."""
+    pools = getattr(spec, "pools", None)
+    if not pools:
+        return {"max_epochs": max_epochs}
+    caps: dict[str, float | None] = dict.fromkeys(spec.sequences, max_epochs)
+    for d, size in pools.items():
+        caps[d] = max(1.0, spec.sequences[d] / size, max_epochs or 1.0)
+    return {"pool": {d: int(n) * spec.seq_len for d, n in pools.items()}, "max_epochs": caps}
+
+
+@dataclass(frozen=True)
+class DomainRepetition:
+    """One domain under repetition matching: its target epochs and its proxies' pools.
+
+    Attributes:
+        domain: the domain.
+        unique_tokens: its training tokens in whole sequences (one epoch at the target).
+        target_epochs: epochs at the target budget under the design's base mix.
+        pools: budget -> pool sequences of its proxies (absent: the whole domain).
+        proxy_epochs: budget -> epochs of the base proxy run at that budget.
+        cap: the target's ``max_epochs`` (1 without it).
+    """
+
+    domain: str
+    unique_tokens: int
+    target_epochs: float
+    pools: dict[int, int]
+    proxy_epochs: dict[int, float]
+    cap: float
+
+    def to_json(self) -> dict[str, Any]:
+        obj = asdict(self)
+        obj["pools"] = {str(k): v for k, v in self.pools.items()}
+        obj["proxy_epochs"] = {str(k): v for k, v in self.proxy_epochs.items()}
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> DomainRepetition:
+        raw = dict(obj)
+        raw["pools"] = {int(k): int(v) for k, v in raw["pools"].items()}
+        raw["proxy_epochs"] = {int(k): float(v) for k, v in raw["proxy_epochs"].items()}
+        return cls(**raw)
+
+
+def repetition_records(config: RunnerConfig, domains: DomainInfo) -> list[DomainRepetition]:
+    """Per domain, the target's epochs under the base mix and every proxy budget's pool and base-run epochs."""
+    unique = _unique(config, domains)
+    base_total = _batch_sequences(config, config.ddo.budgets[0])
+    base_mix = {d: n / base_total for d, n in ddo_base_counts(config, domains, config.ddo.budgets[0]).items()}
+    epochs = target_epochs(config, domains, base_mix)
+    pools = {n: proxy_pools(config, domains, n) for n in config.ddo.budgets}
+    bases = {n: ddo_base_counts(config, domains, n) for n in config.ddo.budgets}
+    cap = 1.0 if config.max_epochs is None else float(config.max_epochs)
+    return [DomainRepetition(domain=d, unique_tokens=unique[d] * config.seq_len, target_epochs=epochs[d],
+                             pools={n: p[d] for n, p in pools.items() if d in p},
+                             proxy_epochs={n: bases[n][d] / pools[n].get(d, unique[d]) for n in pools},
+                             cap=cap)
+            for d in domains.names]
+
+
+def repetition_problems(config: RunnerConfig, domains: DomainInfo) -> list[str]:
+    """What makes ``ddo.repetition: match`` impossible, found before any training (empty when all is well,
+    and always empty without ``match``): a pool of less than one sequence at a DDO budget, or a domain
+    that cannot supply the design's base mix at the target budget even with ``max_epochs``."""
+    if not matched(config):
+        return []
+    lines = []
+    for n in config.ddo.budgets:
+        try:
+            proxy_pools(config, domains, n)
+        except ValueError as exc:
+            lines.append(str(exc))
+    if lines:
+        return lines
+    for rec in repetition_records(config, domains):
+        if rec.target_epochs > rec.cap + 1e-9:
+            lines.append(f"ddo.repetition match: domain {rec.domain!r} cannot supply the target even with "
+                         f"max_epochs {config.max_epochs}: the design's base mix asks {rec.target_epochs:.3g} epochs of "
+                         f"its {rec.unique_tokens:,} tokens at the target budget {config.target.budget:,}, so the "
+                         f"proxies would match a repetition the target may not train; raise max_epochs, lower "
+                         f"its base weight (ddo.base_weights) or the target budget, or add data")
+    return lines
+
+
+def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequence[RunSpec] = ()) -> list[str]:
+    """The dry run's lines on repetition: each domain's target epochs and its proxies' pools (with
+    ``match``), or, without it, the domains the target would repeat while the proxies do not."""
+    if not matched(config):
+        epochs = target_epochs(config, domains, domains.natural_weights())
+        uniform = target_epochs(config, domains, dict.fromkeys(domains.names, 1.0))
+        repeated = [d for d in domains.names if max(epochs[d], uniform[d]) > 1.0 + 1e-9]
+        if not repeated:
+            return []
+        what = ", ".join(f"{d} {uniform[d]:.3g} epochs uniform" for d in repeated)
+        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: match "
+                "gives each proxy the target's repetition (docs/runner.md)"]
+    try:
+        records = repetition_records(config, domains)
+    except ValueError as exc:
+        return [f"REPETITION: {exc}"]
+    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its sequences "
+             "scaled by the proxy budget over the target's, so every run sees each domain's epochs of the target run with its tokens scaled to the target budget"]
+    for rec in records:
+        pools = ", ".join(f"{n:,}: {rec.pools[n]} seq ({rec.proxy_epochs[n]:.3g} ep)" if n in rec.pools
+                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} ep)" for n in config.ddo.budgets)
+        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs at the base "
+                     f"mix (cap {rec.cap:g}); proxy pools {pools}")
+    over = sorted({(s.label, s.scale) for s in proxies if s.pools and any(
+        s.sequences[d] / s.pools.get(d, 1) > (1.0 if config.max_epochs is None else config.max_epochs) + 1e-9
+        for d in s.pools)}, key=lambda x: (x[1], x[0]))
+    if over:
+        lines.append("  beyond max_epochs at the target (measured, the target mix stays within it): "
+                     + ", ".join(f"{label} @{n:,}" for label, n in over))
+    return lines
