@@ -47,6 +47,7 @@ __all__ = [
     "PLOT_WEIGHTS",
     "PROJECTION",
     "REFERENCE",
+    "REPETITION",
     "REPORT_JSON",
     "REPORT_MD",
     "RESULT",
@@ -98,6 +99,7 @@ PROJECTION = "projection.json"
 TARGET_MIXES_FILE = "target_mixes.json"
 MIXTURE_PLAN = "mixture_plan.json"
 MIXTURE_PLAN_ERROR = "mixture_plan_error.json"
+REPETITION = "repetition.json"  # each target mix's epochs and effective tokens (ddo.repetition)
 
 
 def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:

@@ -148,6 +148,9 @@ class MixtureRunner:
                     mixes[layout.ANYTIME] = anytime[0].weights  # the final mix; the path is the plan's
                     targets += anytime
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
+            from .repetition import write_mix_epochs
+
+            write_mix_epochs(self.config, d, mixes, self.out / layout.FITS, log=self.log)
             self._write_plan(proxies, targets)
             for s in targets:
                 ledger.register(s)

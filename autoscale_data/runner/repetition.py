@@ -27,22 +27,33 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from .._io import atomic_write_json
 from ..mixing.budget import largest_remainder
+from ..solver.repetition import R_STAR, DomainEpochs, epochs_table
+from . import layout
 from .config import RunnerConfig
 from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
 
 __all__ = [
+    "REPETITION_FILE",
     "DomainRepetition",
     "matched",
+    "mix_epochs",
     "proxy_dataset_options",
     "proxy_pools",
+    "repetition_md",
     "repetition_notes",
     "repetition_problems",
     "repetition_records",
     "target_epochs",
+    "write_mix_epochs",
 ]
+
+#: Under ``fits/``: each target mix's epochs and effective tokens per domain, and the supply flags.
+REPETITION_FILE = layout.REPETITION
 
 
 def matched(config: RunnerConfig) -> bool:
@@ -203,4 +214,64 @@ def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequenc
     if over:
         lines.append("  beyond max_epochs at the target (measured, the target mix stays within it): "
                      + ", ".join(f"{label} @{n:,}" for label, n in over))
+    return lines
+
+
+def mix_epochs(config: RunnerConfig, domains: DomainInfo,
+               mixes: Mapping[str, Mapping[str, float]]) -> dict[str, list[DomainEpochs]]:
+    """Per target mix, each domain's epochs and effective tokens at the target budget
+    (:func:`~autoscale_data.solver.repetition.epochs_table`, within ``max_epochs``)."""
+    unique = {d: float(u * config.seq_len) for d, u in _unique(config, domains).items()}
+    total = _batch_sequences(config, config.target.budget)
+    out = {}
+    for label, weights in mixes.items():
+        counts = largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)
+        out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique, config.max_epochs)
+    return out
+
+
+def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[str, Mapping[str, float]],
+                     fits_dir: Path, log: Any = print) -> dict[str, Any]:
+    """Write ``fits/repetition.json`` (each mix's epochs and effective tokens per domain, and the flags) and
+    log the flags: a domain that cannot supply a mix's share, or that a mix uses up to its epoch cap
+    (the solver's supply bound stopped it there: the mix would ask more of it than the data hold)."""
+    table = mix_epochs(config, domains, mixes)
+    flags = []
+    for label, rows in table.items():
+        for row in rows:
+            if row.short:
+                flags.append(f"{label}: domain {row.domain!r} cannot supply its share: {row.epochs:.3g} epochs of its "
+                             f"{row.unique:,.0f} tokens, the cap is {row.cap:g}")
+            elif row.at_cap and row.cap > 0:
+                flags.append(f"{label}: domain {row.domain!r} is used up to its epoch cap ({row.epochs:.3g} of "
+                             f"{row.cap:g} epochs): the data bound, not the fit, set its weight; more of it would need "
+                             "more data or a higher max_epochs")
+    record = {"r_star": R_STAR, "matched": matched(config), "max_epochs": config.max_epochs,
+              "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags}
+    fits_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(fits_dir / REPETITION_FILE, record)
+    for line in flags:
+        log(f"REPETITION: {line}")
+    return record
+
+
+def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
+    """The report's section on repetition (from ``fits/repetition.json``): each target mix's epochs and
+    effective tokens per domain, and the flags; nothing when no mix repeats a domain and proxies were plain."""
+    if not record:
+        return []
+    mixes = {label: [DomainEpochs.from_json(r) for r in rows] for label, rows in record.get("mixes", {}).items()}
+    if not record.get("matched") and not any(r.epochs > 1.0 for rows in mixes.values() for r in rows):
+        return []
+    names = [r.domain for r in next(iter(mixes.values()), [])]
+    how = ("repetition-matched (each proxy drew every domain from a pool scaled by its budget over the target's)"
+           if record.get("matched") else "plain (whole domains: under one epoch each)")
+    lines = ["", "## Repetition at the target", "",
+             f"Proxies: {how}. Each cell: epochs of the domain at the target budget, and its effective tokens "
+             f"(Muennighoff et al. 2023, R* = {record.get('r_star', R_STAR):g}) over its tokens.", "",
+             "| mix | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, rows in mixes.items():
+        lines.append(f"| {label} | " + " | ".join(
+            f"{r.epochs:.2f} ep ({r.effective / r.tokens:.0%})" if r.tokens else "0" for r in rows) + " |")
+    lines += [f"- {flag}" for flag in record.get("flags", [])]
     return lines

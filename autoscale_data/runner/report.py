@@ -27,6 +27,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
     AnytimeComparison,
     Curve,
@@ -149,7 +150,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
-        extensions=_extensions(every, key))
+        extensions=_extensions(every, key), repetition=read_json(fits / REPETITION_FILE))
 
 
 def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -260,7 +261,7 @@ def _markdown(r: Report) -> str:
     key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
                 _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r), _throughput_md(r),
-                _plots_md(r))
+                _plots_md(r), repetition_md(r.repetition))
     return "\n".join(line for section in sections for line in section)
 
 

@@ -549,6 +549,9 @@ class Report:
     """Target runs extended to larger budgets (``autoscale-data extend``), by label, seed and budget."""
     plots: list[str] | None = None
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
+    repetition: dict[str, Any] | None = None
+    """Each target mix's epochs and effective tokens per domain and the supply flags, as
+    ``fits/repetition.json`` holds them (``None`` before the fits)."""
 
     @property
     def objective_key(self) -> str:
@@ -576,6 +579,8 @@ class Report:
             "throughput": self.throughput.to_json(), "extensions": [e.to_json() for e in self.extensions]}
         if self.plots is not None:
             out["plots"] = list(self.plots)
+        if self.repetition is not None:
+            out["repetition"] = self.repetition
         return out
 
     @classmethod
@@ -613,7 +618,8 @@ class Report:
             throughput=Throughput.from_json(r.req("throughput"), "throughput"),
             extensions=[ExtensionResult.from_json(e, f"extensions[{k}]")
                         for k, e in enumerate(r.opt("extensions", "list", []))],
-            plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")])
+            plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")],
+            repetition=None if r.opt("repetition") is None else dict(r.sub("repetition").obj))
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:

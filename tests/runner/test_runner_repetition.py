@@ -131,3 +131,25 @@ def test_matched_proxy_streams_repeat_as_the_target_does(tmp_path: Path) -> None
     assert "beyond max_epochs at the target" in text
     notes = plan_notes(config_from_dict({**raw, "ddo": {"budgets": [4096, 8192]}}), dom, tmp_path / "o2", [])
     assert any(n.startswith("REPETITION: the target repeats a 1.64 epochs uniform") for n in notes)
+
+
+def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
+    from autoscale_data.runner.repetition import REPETITION_FILE, repetition_md, write_mix_epochs
+
+    cfg, dom = _config(), _domains()
+    lines: list[str] = []
+    at_cap = 5000 / 8192  # 5,000 sequences of "small": exactly 8 epochs of its 625
+    mixes = {"uniform": {"big": 0.5, "small": 0.5}, "short": {"big": 0.3, "small": 0.7},
+             "capped": {"big": 1 - at_cap, "small": at_cap}, "light": {"big": 0.9, "small": 0.1}}
+    record = write_mix_epochs(cfg, dom, mixes, tmp_path, log=lines.append)
+    assert (tmp_path / REPETITION_FILE).is_file() and record["matched"]
+    small = {label: next(r for r in rows if r["domain"] == "small") for label, rows in record["mixes"].items()}
+    assert small["uniform"]["epochs"] == pytest.approx(6.5536) and small["light"]["epochs"] < 8
+    assert small["short"]["short"] and small["capped"]["at_cap"] and not small["capped"]["short"]
+    assert not small["uniform"]["at_cap"] and not small["light"]["short"]
+    assert len(lines) == 2
+    assert "short: domain 'small' cannot supply its share: 9.17 epochs" in lines[0]
+    assert "capped: domain 'small' is used up to its epoch cap (8 of 8 epochs)" in lines[1]
+    md = "\n".join(repetition_md(record))
+    assert "## Repetition at the target" in md and "| uniform | 0.13 ep (100%) | 6.55 ep (" in md
+    assert repetition_md(None) == []

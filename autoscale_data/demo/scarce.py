@@ -1,0 +1,306 @@
+"""The scarce-domain case: one small, valuable domain the target repeats many times beside abundant ones.
+
+``python -m autoscale_data.demo.scarce --out DIR`` builds a variant of the synthetic demo corpus in
+which ``code`` holds only a few thousand training tokens while ``encyclopedia`` and ``web`` hold
+hundreds of thousands, so a target run at the uniform mix repeats ``code`` about 8 times. It then
+trains, all through one runner ledger (runs shared by id are trained once):
+
+- the ground truth: target runs over a grid of the scarce domain's weight (the other domains share
+  the rest equally), on every target seed;
+- AutoScale with plain proxies (``ddo.repetition: off``) and with repetition-matched proxies
+  (``match``), each with its DDO(N2) mix, and the uniform and natural baselines.
+
+It writes ``DIR/scarce_case.json`` (:class:`ScarceCaseResult`) and ``DIR/scarce_case.md``: each mix's
+scarce weight, its epochs of the scarce domain at the target, the loss per seed, the grid's best weight,
+each mix's distance to it, and the proxies' tokens against one target run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json, atomic_write_text
+from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
+from ..runner.plan import target_spec
+from ..store.prepare import prepare
+from ..store.tokenizers import train_bpe_tokenizer
+from .corpus import generate_corpus, generate_documents
+
+__all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
+           "run_scarce_case", "scarce_config"]
+
+_MODES = ("off", "match")
+
+
+@dataclass(frozen=True)
+class ScarceCase:
+    """The sizes of the scarce-domain case.
+
+    Attributes:
+        scarce: the scarce domain; abundant: the others.
+        scarce_bytes: text bytes generated for the scarce domain (half go to its held-out split, so its
+            loss is measured on as many tokens as it trains on).
+        abundant_bytes: text bytes per abundant domain (one document in 20 held out).
+        budgets, target: the DDO budgets and the target budget in tokens.
+        grid: the scarce domain's weights trained at the target (the ground truth).
+        max_epochs: the epoch cap of every run (the target repeats the scarce domain up to it).
+        seeds, target_seeds: proxy and target seeds.
+        model: overrides of ``gpt2-tiny``.
+    """
+
+    name: str = "full"
+    scarce: str = "code"
+    abundant: tuple[str, ...] = ("encyclopedia", "web")
+    scarce_bytes: int = 60_000
+    abundant_bytes: int = 1_500_000
+    budgets: tuple[int, int] = (16_384, 32_768)
+    target: int = 262_144
+    grid: tuple[float, ...] = (0.05, 0.15, 0.25, 1 / 3, 0.5)
+    max_epochs: float = 16.0
+    multipliers: tuple[tuple[float, ...], tuple[float, ...]] = ((3.0,), (3.0,))
+    seeds: tuple[int, ...] = (0,)
+    target_seeds: tuple[int, ...] = (0, 1)
+    vocab_size: int = 1024
+    seq_len: int = 128
+    batch_size: int = 8
+    lr: float = 3e-3
+    heldout_tokens: int = 8_192
+    target_points: int = 4
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.scarce in self.abundant or len(self.abundant) < 1:
+            raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones {self.abundant}")
+        if not 0 < self.budgets[0] < self.budgets[1] < self.target:
+            raise ValueError(f"budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 < target")
+        if not self.grid or not all(0 < w < 1 for w in self.grid):
+            raise ValueError(f"grid {self.grid} must hold weights in (0, 1)")
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        return tuple(sorted((self.scarce, *self.abundant)))
+
+    def grid_mix(self, w: float) -> dict[str, float]:
+        """The scarce domain at ``w``, the abundant ones sharing the rest equally."""
+        rest = (1.0 - w) / len(self.abundant)
+        return {d: (w if d == self.scarce else rest) for d in self.domains}
+
+
+#: ``full``: the case the docs report (about 5M training tokens); ``small``: the end-to-end test's.
+SCARCE_PRESETS: dict[str, ScarceCase] = {
+    "full": ScarceCase(),
+    "small": ScarceCase(name="small", scarce_bytes=8_000, abundant_bytes=120_000, budgets=(2_048, 4_096),
+                        target=16_384, grid=(0.1, 0.4), seq_len=32, batch_size=8, vocab_size=300,
+                        heldout_tokens=512, target_points=2,
+                        model={"n_layer": 1, "n_embd": 32, "n_head": 2}, target_seeds=(0,)),
+}
+
+
+def prepare_scarce_data(out_dir: str | os.PathLike[str], case: ScarceCase) -> Path:
+    """The case's corpus (the demo generator, the scarce domain small), its BPE tokenizer and stores
+    (``OUT/data``); each step reused when done."""
+    out = Path(out_dir)
+    tok_dir = out / "tokenizer"
+    if not (tok_dir / "tokenizer.json").is_file():
+        texts = [doc for d in case.domains for doc in generate_documents(d, 200_000, seed=0)]
+        train_bpe_tokenizer(texts, case.vocab_size, tok_dir)
+    big = generate_corpus(out / "corpus", bytes_per_domain=case.abundant_bytes, domains=case.abundant)
+    small = generate_corpus(out / "corpus_scarce", bytes_per_domain=case.scarce_bytes, domains=(case.scarce,))
+    data = out / "data"
+    prepare({d: os.fspath(p) for d, p in big.items()}, data, os.fspath(tok_dir), workers=1, holdout_every=20)
+    prepare({d: os.fspath(p) for d, p in small.items()}, data, os.fspath(tok_dir), workers=1, holdout_every=2)
+    return data
+
+
+def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition: str) -> RunnerConfig:
+    """The runner config of the case with ``ddo.repetition: repetition`` (targets identical in both)."""
+    if repetition not in _MODES:
+        raise ValueError(f"repetition must be one of {_MODES}, got {repetition!r}")
+    raw = {
+        "name": f"scarce-{case.name}-{repetition}",
+        "domains": "data",
+        "model": {"preset": "gpt2-tiny", "overrides": dict(case.model)},
+        "seq_len": case.seq_len,
+        "micro_batch_size": case.batch_size,
+        "global_batch_size": case.batch_size,
+        "optimizer": {"lr": case.lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
+        "dropout": 0.0,
+        "max_epochs": case.max_epochs,
+        "ddo": {"budgets": list(case.budgets), "multipliers": [list(m) for m in case.multipliers],
+                "base_weights": "uniform", "objective": "mean_loss", "min_weight": 0.02,
+                "repetition": repetition},
+        "target": {"budget": case.target, "baselines": ["uniform", "natural", "ddo_n2"],
+                   "seeds": list(case.target_seeds), "keep_checkpoints": False},
+        "seeds": list(case.seeds),
+        "eval": {"heldout_tokens_per_domain": case.heldout_tokens, "proxy_points": 1,
+                 "target_points": case.target_points, "batch_size": 32},
+        "backend": "torch",
+        "checkpoint_every": 500,
+        "cpu_threads": 1,
+        "executor": {"max_parallel": "auto"},
+    }
+    return config_from_dict(raw, base_dir=Path(out_dir).resolve())
+
+
+@dataclass(frozen=True)
+class MixOutcome:
+    """One target mix: its scarce weight and epochs, and the objective per target seed."""
+
+    label: str
+    scarce_weight: float
+    scarce_epochs: float
+    losses: dict[int, float]
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(list(self.losses.values())))
+
+
+@dataclass(frozen=True)
+class ScarceCaseResult:
+    """What :func:`run_scarce_case` measured (``OUT/scarce_case.json``)."""
+
+    case: dict[str, Any]
+    scarce: str
+    grid: list[MixOutcome]
+    mixes: list[MixOutcome]
+    best_weight: float
+    proxy_tokens: dict[str, int]
+    target_tokens: int
+
+    def errors(self) -> dict[str, float]:
+        """Each mix's absolute distance to the grid's best scarce weight."""
+        return {m.label: abs(m.scarce_weight - self.best_weight) for m in self.mixes}
+
+    def to_json(self) -> dict[str, Any]:
+        obj = asdict(self)
+        for part in ("grid", "mixes"):
+            for m in obj[part]:
+                m["losses"] = {str(k): v for k, v in m["losses"].items()}
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> ScarceCaseResult:
+        def outcome(m: dict[str, Any]) -> MixOutcome:
+            return MixOutcome(m["label"], float(m["scarce_weight"]), float(m["scarce_epochs"]),
+                              {int(k): float(v) for k, v in m["losses"].items()})
+
+        return cls(case=dict(obj["case"]), scarce=obj["scarce"], grid=[outcome(m) for m in obj["grid"]],
+                   mixes=[outcome(m) for m in obj["mixes"]], best_weight=float(obj["best_weight"]),
+                   proxy_tokens={k: int(v) for k, v in obj["proxy_tokens"].items()},
+                   target_tokens=int(obj["target_tokens"]))
+
+
+def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case: ScarceCase,
+             results: Callable[[str], dict[str, Any] | None]) -> MixOutcome:
+    cfg, dom = runner.config, runner.domains
+    losses, spec = {}, None
+    for seed in case.target_seeds:
+        spec = target_spec(cfg, dom, label, weights, seed)
+        result = results(spec.run_id)
+        if result is None:
+            raise ValueError(f"target run {label!r} seed {seed} ({spec.run_id}) has no result")
+        losses[seed] = float(result["mean_loss"])
+    assert spec is not None
+    unique = dom.train_tokens[case.scarce] // cfg.seq_len
+    return MixOutcome(label, spec.weights[case.scarce], spec.sequences[case.scarce] / unique, losses)
+
+
+def _best_weight(grid: Sequence[MixOutcome]) -> float:
+    """The grid's best scarce weight: the minimum of a parabola in log-weight through the best point and its
+    neighbours (the best grid point itself at an edge of the grid)."""
+    pts = sorted(grid, key=lambda m: m.scarce_weight)
+    i = int(np.argmin([m.mean for m in pts]))
+    if i == 0 or i == len(pts) - 1:
+        return pts[i].scarce_weight
+    x = np.log([pts[j].scarce_weight for j in (i - 1, i, i + 1)])
+    y = np.asarray([pts[j].mean for j in (i - 1, i, i + 1)])
+    a, b, _ = np.polyfit(x, y, 2)
+    if a <= 0:
+        return pts[i].scarce_weight
+    return float(np.exp(np.clip(-b / (2 * a), x[0], x[2])))
+
+
+def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = None, *,
+                    log: Callable[[str], None] = print) -> ScarceCaseResult:
+    """Train the case (see the module docstring) in ``out_dir`` and write ``scarce_case.json`` / ``.md``."""
+    from ..runner.ledger import Ledger
+
+    case = case or SCARCE_PRESETS["full"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prepare_scarce_data(out, case)
+    mixes: dict[str, dict[str, float]] = {}
+    proxy_tokens: dict[str, int] = {}
+    runner = None
+    for mode in _MODES:
+        runner = MixtureRunner(scarce_config(out, case, mode), out, log=log, progress=False,
+                               allow_config_change=True)
+        runner.run()
+        for name in (layout.REPORT_MD, layout.REPORT_JSON):  # each config's report kept beside the other's
+            if (out / name).is_file():
+                os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
+        fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
+        tag = "matched" if mode == "match" else "plain"
+        mixes[f"autoscale ({tag})"] = fitted["autoscale"]
+        mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]
+        mixes.setdefault("uniform", fitted["uniform"])
+        mixes.setdefault("natural", fitted["natural"])
+        proxy_tokens[tag] = sum(s.total_tokens for specs in runner.proxy_specs().values() for s in specs)
+    assert runner is not None
+    grid_mixes = {f"grid {w:.3g}": case.grid_mix(w) for w in case.grid}
+    runner.train_runs([target_spec(runner.config, runner.domains, label, w, seed)
+                       for label, w in grid_mixes.items() for seed in case.target_seeds])
+    ledger = Ledger(out, lock=False)
+    grid = [_outcome(runner, label, w, case, ledger.result) for label, w in grid_mixes.items()]
+    outcomes = [_outcome(runner, label, w, case, ledger.result) for label, w in mixes.items()]
+    target_tokens = target_spec(runner.config, runner.domains, "uniform", mixes["uniform"], 0).total_tokens
+    result = ScarceCaseResult(case=json.loads(json.dumps(asdict(case))), scarce=case.scarce, grid=grid,
+                              mixes=outcomes, best_weight=_best_weight(grid), proxy_tokens=proxy_tokens,
+                              target_tokens=target_tokens)
+    atomic_write_json(out / "scarce_case.json", result.to_json())
+    text = format_scarce_table(result)
+    atomic_write_text(out / "scarce_case.md", text + "\n")
+    log(text)
+    return result
+
+
+def format_scarce_table(result: ScarceCaseResult) -> str:
+    """The case as a Markdown table: every mix's scarce weight, epochs, loss per seed and error."""
+    seeds = sorted({s for m in result.grid + result.mixes for s in m.losses})
+    head = (f"| mix | {result.scarce} weight | {result.scarce} epochs | "
+            + " | ".join(f"loss seed {s}" for s in seeds) + " | mean | abs. error vs grid best |")
+    lines = [head, "|" + "---|" * (5 + len(seeds))]
+    errors = result.errors()
+    for m in result.grid + result.mixes:
+        err = f"{errors[m.label]:.3f}" if m.label in errors else ""
+        lines.append(f"| {m.label} | {m.scarce_weight:.3f} | {m.scarce_epochs:.2f} | "
+                     + " | ".join(f"{m.losses[s]:.4f}" for s in seeds) + f" | {m.mean:.4f} | {err} |")
+    lines.append("")
+    lines.append(f"grid's best {result.scarce} weight: {result.best_weight:.3f} (parabola in log-weight through "
+                 "the best grid point and its neighbours)")
+    for tag, tokens in result.proxy_tokens.items():
+        lines.append(f"proxy tokens ({tag}): {tokens:,} = {tokens / result.target_tokens:.2f} target runs of "
+                     f"{result.target_tokens:,} tokens")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autoscale_data.demo.scarce", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="output directory (reused: finished runs are kept)")
+    parser.add_argument("--preset", choices=sorted(SCARCE_PRESETS), default="full")
+    args = parser.parse_args(argv)
+    run_scarce_case(args.out, SCARCE_PRESETS[args.preset])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
