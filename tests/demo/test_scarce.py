@@ -1,0 +1,76 @@
+"""The scarce-domain case: its configs, its record, the grid's best weight, and the small case end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoscale_data.demo.scarce import (
+    SCARCE_PRESETS,
+    MixOutcome,
+    ScarceCase,
+    ScarceCaseResult,
+    _best_weight,
+    format_scarce_table,
+    run_scarce_case,
+    scarce_config,
+)
+
+
+def test_configs_differ_only_in_the_proxies_repetition(tmp_path: Path) -> None:
+    case = SCARCE_PRESETS["full"]
+    off, on = scarce_config(tmp_path, case, "off"), scarce_config(tmp_path, case, "match")
+    assert (off.ddo.repetition, on.ddo.repetition) == ("off", "match")
+    assert off.target == on.target and off.max_epochs == on.max_epochs == case.max_epochs
+    assert set(off.target.baselines) == {"uniform", "natural", "ddo_n2"}
+    assert case.grid_mix(0.25) == {"code": 0.25, "encyclopedia": 0.375, "web": 0.375}
+    with pytest.raises(ValueError, match="repetition must be one of"):
+        scarce_config(tmp_path, case, "on")
+
+
+@pytest.mark.parametrize("kwargs", [{"scarce": "web"}, {"budgets": (100, 50)}, {"grid": (0.0, 0.5)}, {"grid": ()}])
+def test_bad_cases_are_refused(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        ScarceCase(**kwargs)
+
+
+def _mix(label: str, w: float, loss: float) -> MixOutcome:
+    return MixOutcome(label, w, 10 * w, {0: loss, 1: loss + 0.01})
+
+
+def test_grid_best_weight_and_the_record() -> None:
+    # a parabola in log w with its minimum at w = 0.2 through the points 0.1, 0.2, 0.4 (and 0.8)
+    import math
+
+    grid = [_mix(f"grid {w}", w, (math.log(w) - math.log(0.2)) ** 2) for w in (0.1, 0.2, 0.4, 0.8)]
+    assert _best_weight(grid) == pytest.approx(0.2)
+    assert _best_weight(grid[1:]) == pytest.approx(0.2)  # the best at the edge of the grid stays there
+    result = ScarceCaseResult(case={"name": "t"}, scarce="code", grid=grid, mixes=[_mix("autoscale", 0.3, 1.0)],
+                              best_weight=0.2, proxy_tokens={"plain": 100, "matched": 100}, target_tokens=400)
+    assert result.errors() == {"autoscale": pytest.approx(0.1)}
+    assert ScarceCaseResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+    table = format_scarce_table(result)
+    assert "| autoscale | 0.300 | 3.00 | 1.0000 | 1.0100 | 1.0050 | 0.100 |" in table
+    assert "proxy tokens (plain): 100 = 0.25 target runs of 400 tokens" in table
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_small_case_end_to_end(tmp_path: Path) -> None:
+    case = SCARCE_PRESETS["small"]
+    result = run_scarce_case(tmp_path, case, log=lambda _: None)
+    assert {m.label for m in result.grid} == {f"grid {w:.3g}" for w in case.grid}
+    assert {m.label for m in result.mixes} == {"autoscale (plain)", "autoscale (matched)", "ddo_n2 (plain)",
+                                               "ddo_n2 (matched)", "uniform", "natural"}
+    assert all(len(m.losses) == len(case.target_seeds) for m in result.grid + result.mixes)
+    assert min(case.grid) <= result.best_weight <= max(case.grid)
+    assert ScarceCaseResult.from_json(json.loads((tmp_path / "scarce_case.json").read_text())) == result
+    # the matched proxies drew from pools (recorded in the plan), the plain ones did not
+    plan = json.loads((tmp_path / "report_match.json").read_text())
+    repetition = json.loads((tmp_path / "fits" / "repetition.json").read_text())
+    assert plan["name"] == "scarce-small-match" and repetition["matched"] is True
+    uniform = next(m for m in result.mixes if m.label == "uniform")
+    assert uniform.scarce_epochs > 1  # the target repeats the scarce domain
+    assert "## Repetition at the target" in (tmp_path / "report_match.md").read_text()
