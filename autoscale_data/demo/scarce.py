@@ -29,10 +29,12 @@ import numpy as np
 
 from .._io import atomic_write_json, atomic_write_text
 from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
+from ..runner.config import config_to_dict
 from ..runner.plan import target_spec
 from ..store.prepare import prepare
 from ..store.tokenizers import train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
+from .demo import DemoSettings, demo_config
 
 __all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
            "run_scarce_case", "scarce_config"]
@@ -124,29 +126,17 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     """The runner config of the case with ``ddo.repetition: repetition`` (targets identical in both)."""
     if repetition not in _MODES:
         raise ValueError(f"repetition must be one of {_MODES}, got {repetition!r}")
-    raw = {
-        "name": f"scarce-{case.name}-{repetition}",
-        "domains": "data",
-        "model": {"preset": "gpt2-tiny", "overrides": dict(case.model)},
-        "seq_len": case.seq_len,
-        "micro_batch_size": case.batch_size,
-        "global_batch_size": case.batch_size,
-        "optimizer": {"lr": case.lr, "weight_decay": 0.01, "warmup_fraction": 0.1, "betas": [0.9, 0.95]},
-        "dropout": 0.0,
-        "max_epochs": case.max_epochs,
-        "ddo": {"budgets": list(case.budgets), "multipliers": [list(m) for m in case.multipliers],
-                "base_weights": "uniform", "objective": "mean_loss", "min_weight": 0.02,
-                "repetition": repetition},
-        "target": {"budget": case.target, "baselines": ["uniform", "natural", "ddo_n2"],
-                   "seeds": list(case.target_seeds), "keep_checkpoints": False},
-        "seeds": list(case.seeds),
-        "eval": {"heldout_tokens_per_domain": case.heldout_tokens, "proxy_points": 1,
-                 "target_points": case.target_points, "batch_size": 32},
-        "backend": "torch",
-        "checkpoint_every": 500,
-        "cpu_threads": 1,
-        "executor": {"max_parallel": "auto"},
-    }
+    settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.abundant_bytes,
+                            budgets=case.budgets, target=case.target, vocab_size=case.vocab_size,
+                            seq_len=case.seq_len, batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
+                            heldout_tokens=case.heldout_tokens, target_points=case.target_points, seeds=case.seeds,
+                            target_seeds=case.target_seeds, min_weight=0.02, multipliers=case.multipliers)
+    raw = config_to_dict(demo_config(out_dir, settings=settings))  # the demo's model, optimiser, eval, executor
+    raw.pop("base_dir")
+    raw["name"] = f"scarce-{case.name}-{repetition}"
+    raw["max_epochs"] = case.max_epochs
+    raw["ddo"]["repetition"] = repetition
+    raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 
 

@@ -13,6 +13,7 @@ import torch
 from helpers_store import write_synthetic_store, write_synthetic_stores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loader_run import LoaderRun
 from path_plan import PathPlan
 from resume_helper import assert_resume_equals_suffix, interleave_ranks, item_key, take
 from torch.utils.data import DataLoader
@@ -180,24 +181,11 @@ class _AllRanks:
         self.cursor = state["cursor"]
 
 
-class _Loader:
+class _Loader(LoaderRun):
     """A mixture read through ``DataLoader(num_workers=workers)`` in batches, its state by samples taken."""
 
     def __init__(self, root: Path, workers: int, **kw: Any) -> None:
-        self.ds = make(root, seqs=60, batch_size=4, **kw)
-        self.workers = workers
-        self.taken = 0
-
-    def __iter__(self) -> Any:
-        for batch in DataLoader(self.ds, batch_size=None, num_workers=self.workers):
-            self.taken += len(batch["domain"])
-            yield batch
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.ds.state_dict(samples_taken=self.taken)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.ds.load_state_dict(state)
+        super().__init__(make(root, seqs=60, batch_size=4, **kw), workers)
 
 
 @pytest.mark.timeout(120)

@@ -12,8 +12,8 @@ import pytest
 from helpers_store import write_synthetic_stores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loader_run import LoaderRun
 from resume_helper import assert_resume_equals_suffix, interleave_ranks, item_key
-from torch.utils.data import DataLoader
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.mixing import PooledOrders, pool_members, resolve_pools
@@ -144,31 +144,15 @@ def test_pool_resume_at_every_k(root: Path) -> None:
     assert_resume_equals_suffix(lambda: make(root, batch_size=7, **opts), ks=range(0, 30, 2))
 
 
-class _Loader:
-    """The mixture through ``DataLoader(num_workers=workers)`` in batches of 4, its state by samples taken."""
-
-    def __init__(self, root: Path, workers: int, **kw: Any) -> None:
-        self.ds = make(root, seqs=60, batch_size=4, **kw)
-        self.workers = workers
-        self.taken = 0
-
-    def __iter__(self) -> Any:
-        for batch in DataLoader(self.ds, batch_size=None, num_workers=self.workers):
-            self.taken += len(batch["domain"])
-            yield batch
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.ds.state_dict(samples_taken=self.taken)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.ds.load_state_dict(state)
+def _loader(root: Path, workers: int, **kw: Any) -> LoaderRun:
+    return LoaderRun(make(root, seqs=60, batch_size=4, **kw), workers)
 
 
 @pytest.mark.timeout(120)
 def test_pool_resume_across_worker_counts(root: Path) -> None:
     opts = {"pool": {"c": 5 * L}, "max_epochs": {"c": 5}, "seed": 1}
-    batches = assert_resume_equals_suffix(lambda: _Loader(root, 2, **opts), ks=[0, 3, 14],
-                                          make_resumed=lambda: _Loader(root, 3, **opts))
+    batches = assert_resume_equals_suffix(lambda: _loader(root, 2, **opts), ks=[0, 3, 14],
+                                          make_resumed=lambda: _loader(root, 3, **opts))
     assert [k for b in batches for k in b] == keys(make(root, seqs=60, **opts))
 
 
