@@ -13,7 +13,9 @@ research they serve:
   :func:`compare_projections`, :func:`weight_distance`, :func:`log_share_sd`;
 - the per-budget fits the projections are built on: :func:`per_budget_optima`,
   :func:`fit_budget_law`, :func:`fit_power_law`, :func:`fit_power_law_batch`, :func:`power_law`;
-- the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`.
+- the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`;
+- repeated data in effective tokens (Muennighoff et al. 2023): :func:`effective_tokens`,
+  :func:`raw_tokens`, :data:`R_STAR`, :func:`epochs_table` -> :class:`DomainEpochs`.
 """
 
 from __future__ import annotations
@@ -23,15 +25,20 @@ from .bootstrap import HeldoutCheck, ProjectionBootstrap, bootstrap_projection, 
 from .joint import compare_projections, fit_budget_law, per_budget_optima, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
+from .repetition import R_STAR, DomainEpochs, effective_tokens, epochs_table, raw_tokens
 from .robust import log_share_sd
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
 __all__ = [
+    "DomainEpochs",
     "HeldoutCheck",
     "PowerLawFit",
     "ProjectionBootstrap",
+    "R_STAR",
     "bootstrap_projection",
     "compare_projections",
+    "effective_tokens",
+    "epochs_table",
     "fit_budget_law",
     "fit_mixing_law",
     "fit_power_law",
@@ -43,6 +50,7 @@ __all__ = [
     "multiplier_bounds",
     "per_budget_optima",
     "power_law",
+    "raw_tokens",
     "regmix_weights",
     "sample_mixtures",
     "synthetic_budget_runs",
