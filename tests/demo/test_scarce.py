@@ -65,7 +65,8 @@ def test_small_case_end_to_end(tmp_path: Path) -> None:
     assert {m.label for m in result.mixes} == {"autoscale (plain)", "autoscale (matched)", "ddo_n2 (plain)",
                                                "ddo_n2 (matched)", "uniform", "natural"}
     assert all(len(m.losses) == len(case.target_seeds) for m in result.grid + result.mixes)
-    assert min(case.grid) <= result.best_weight <= max(case.grid)
+    trained = [m.scarce_weight for m in result.grid]  # the grid's weights in whole sequences
+    assert min(trained) <= result.best_weight <= max(trained)
     assert ScarceCaseResult.from_json(json.loads((tmp_path / "scarce_case.json").read_text())) == result
     # the matched proxies drew from pools (recorded in the plan), the plain ones did not
     plan = json.loads((tmp_path / "report_match.json").read_text())
