@@ -247,7 +247,8 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
                              f"{row.cap:g} epochs): the data bound, not the fit, set its weight; more of it would need "
                              "more data or a higher max_epochs")
     record = {"r_star": R_STAR, "matched": matched(config), "max_epochs": config.max_epochs,
-              "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags}
+              "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags,
+              "proxies": [r.to_json() for r in repetition_records(config, domains)] if matched(config) else []}
     fits_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(fits_dir / REPETITION_FILE, record)
     for line in flags:
@@ -273,5 +274,9 @@ def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
     for label, rows in mixes.items():
         lines.append(f"| {label} | " + " | ".join(
             f"{r.epochs:.2f} ep ({r.effective / r.tokens:.0%})" if r.tokens else "0" for r in rows) + " |")
+    for rec in (DomainRepetition.from_json(r) for r in record.get("proxies", [])):
+        pools = ", ".join(f"{n:,} tokens: {size} sequences ({rec.proxy_epochs[n]:.3g} epochs in the base run)"
+                          for n, size in sorted(rec.pools.items()))
+        lines.append(f"- proxy pools of {rec.domain}: {pools or 'the whole domain'}")
     lines += [f"- {flag}" for flag in record.get("flags", [])]
     return lines

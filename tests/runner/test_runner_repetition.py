@@ -152,4 +152,7 @@ def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
     assert "capped: domain 'small' is used up to its epoch cap (8 of 8 epochs)" in lines[1]
     md = "\n".join(repetition_md(record))
     assert "## Repetition at the target" in md and "| uniform | 0.13 ep (100%) | 6.55 ep (" in md
+    assert "- proxy pools of small: 16,384 tokens: 39 sequences (6.56 epochs in the base run), 32,768 tokens: 78" in md
+    plain = write_mix_epochs(_config("off"), dom, mixes, tmp_path / "off", log=lambda _: None)
+    assert plain["proxies"] == [] and "Proxies: plain" in "\n".join(repetition_md(plain))
     assert repetition_md(None) == []
