@@ -156,3 +156,14 @@ def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
     plain = write_mix_epochs(_config("off"), dom, mixes, tmp_path / "off", log=lambda _: None)
     assert plain["proxies"] == [] and "Proxies: plain" in "\n".join(repetition_md(plain))
     assert repetition_md(None) == []
+
+
+def test_the_report_carries_the_repetition_record(tmp_path: Path) -> None:
+    from autoscale_data.runner import Report
+    from autoscale_data.runner.repetition import write_mix_epochs
+
+    record = write_mix_epochs(_config(), _domains(), {"uniform": {"big": 0.5, "small": 0.5}}, tmp_path,
+                              log=lambda _: None)
+    report = Report(out_dir="x", domains=["big", "small"], repetition=record)
+    again = Report.from_json(report.to_json())
+    assert again.repetition == record and "repetition" not in Report(out_dir="x").to_json()
