@@ -9,7 +9,8 @@ hash of what determines its result) is still in the new plan, appends the old co
 the current plan, and the report reads no run outside it, so two experiments never pool.
 
 Settings that cannot change a result (``executor``, ``base_dir``: where the config file lives,
-``target.keep_checkpoints``) are not compared.
+``target.keep_checkpoints``) are not compared. A setting that a newer version added is compared at
+its default: a folder whose config predates it holds runs made as with that default.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
         old = None
     except ValueError:
         old = None  # a torn file from a crash before the atomic writer existed: nothing to compare
-    changes = [] if old is None else config_changes(old, config)
+    changes = [] if old is None else config_changes(_with_defaults(old), config)
     if changes and not allow_change:
         shown = "\n  ".join(changes)
         raise ConfigChangedError(
@@ -94,6 +95,18 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             os.fsync(fh.fileno())
     atomic_write_json(path, dict(config))
     return changes
+
+
+def _with_defaults(old: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``old`` with every setting it lacks at its default (as this version reads it); as is if it no
+    longer reads (the change check then names what differs)."""
+    from .config import config_from_dict, config_to_dict
+
+    try:
+        return config_to_dict(config_from_dict({k: v for k, v in old.items() if k != "base_dir"},
+                                               old.get("base_dir", ".")))
+    except (ValueError, TypeError, FileNotFoundError):
+        return old
 
 
 def load_folder_config(out: Path) -> Any:

@@ -41,6 +41,20 @@ def test_check_config_refuses_then_records_an_allowed_change(tmp_path: Path) -> 
     assert history == [{"config": {"target": {"budget": 1}}, "replaced_by_changes": ["target.budget: 1 -> 2"]}]
 
 
+def test_a_setting_added_by_a_newer_version_is_compared_at_its_default(tmp_path: Path) -> None:
+    from autoscale_data.runner.config import config_to_dict
+
+    cfg = config_to_dict(config_from_dict(tiny_config("data/demo"), tmp_path))
+    old = json.loads(json.dumps(cfg))
+    del old["ddo"]["repetition"]  # written before the setting existed: its runs were made as with the default
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    assert check_config(tmp_path, cfg, allow_change=False) == []
+    old["ddo"]["budgets"] = [1, 2]  # a real change is still named
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    with pytest.raises(ConfigChangedError, match=r"ddo\.budgets"):
+        check_config(tmp_path, cfg, allow_change=False)
+
+
 def _config(tmp_path: Path, **overrides) -> dict:
     prepare_synthetic_stores(tmp_path / "data" / "demo", domains=["encyclopedia", "web"], bytes_per_domain=60_000,
                              holdout_every=10)
