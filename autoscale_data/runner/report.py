@@ -121,7 +121,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             continue
         if spec["kind"] == "proxy":
             proxies[str(spec["scale"])][spec["label"]].append(result)
-        else:
+        elif spec["kind"] == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
             for label in labels.get(spec["run_id"]) or [spec["label"]]:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
