@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "mean_std", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "mean_std", "noise_verdict", "tokens_saved", "tokens_saved_per_seed",
+           "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -137,3 +138,23 @@ def compare_curves(reference: Sequence[Mapping[str, Any]], other: Sequence[Mappi
                 point[name] = found
         points.append(point)
     return {"seeds": seeds, "points": points}
+
+
+def noise_verdict(differences: Sequence[float], *, lower_is_better: bool = True) -> dict[str, Any]:
+    """Whether paired per-seed differences (a mix minus its comparison, same seed) show more than seed noise.
+
+    With two or more seeds the verdict is ``"better"`` / ``"worse"`` when the mean difference is more than
+    two standard errors (std over seeds / sqrt(n)) from 0, else ``"within noise"``; with one seed there is
+    no noise estimate (``"one seed"``). ``better`` means lower when ``lower_is_better`` (a loss).
+
+    Returns:
+        ``{"verdict", "mean", "std", "n", "standard_error"}`` (``standard_error`` ``None`` with one seed).
+    """
+    stats = mean_std(differences)
+    n = stats["n"]
+    if n < 2:
+        return {"verdict": "one seed", **stats, "standard_error": None}
+    se = stats["std"] / float(np.sqrt(n))
+    mean = stats["mean"] if lower_is_better else -stats["mean"]
+    verdict = "within noise" if abs(mean) <= 2 * se else ("better" if mean < 0 else "worse")
+    return {"verdict": verdict, **stats, "standard_error": se}
