@@ -51,10 +51,12 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
             pairs = [(r, uniform[int(r["seed"])]) for r in rs if int(r["seed"]) in uniform]
             versus = None
             if name != layout.UNIFORM and pairs:
-                diffs = {str(r["seed"]): float(r[key]) - float(u[key]) for r, u in pairs}
+                diffs = {str(r["seed"]): float(r[key]) - float(u[key])
+                         for r, u in sorted(pairs, key=lambda p: int(p[0]["seed"]))}
                 versus = {**noise_verdict(list(diffs.values())), "per_seed": diffs}
             row.update(objective_value=MeanStd(**mean_std([r[key] for r in rs])),
-                       per_seed={str(r["seed"]): float(r[key]) for r in rs}, losses=losses,
+                       per_seed={str(r["seed"]): float(r[key]) for r in sorted(rs, key=lambda r: int(r["seed"]))},
+                       losses=losses,
                        worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)
         rows[name] = MethodRow(**row)
     return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows)

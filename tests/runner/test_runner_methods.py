@@ -129,6 +129,10 @@ class _Stop(Exception):
     pass
 
 
+class _Killed(BaseException):
+    """The runner process dies (nothing of the runner catches it)."""
+
+
 def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = _config(stores, checkpoint_every=3)
@@ -256,21 +260,23 @@ def test_every_method_end_to_end_and_a_rerun_trains_nothing(stores: Path, tmp_pa
 
     def counting(config, spec, *args, **kwargs):
         trained.append(spec.run_id)
-        if spec.kind == "swarm" and sum(s.kind == "swarm" for s in started) == 2:
-            raise KeyboardInterrupt  # the runner dies as its third swarm run starts
+        if spec.kind == "swarm" and sum(s.kind == "swarm" for s in started) == 2 and not killed:
+            killed.append(spec.run_id)
+            raise _Killed  # the runner dies as its third swarm run starts
         started.append(spec)
         return real(config, spec, *args, **kwargs)
 
     started: list = []
+    killed: list[str] = []
     monkeypatch.setattr(train_mod, "train_run", counting)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(_Killed):
         MixtureRunner(cfg, out, log=lambda _: None, progress=False).run()
     finished = {s.run_id for s in started}
     assert len(finished) == len(trained) - 1 and sum(s.kind == "swarm" for s in started) == 2
     trained.clear()
     started.clear()
     report = MixtureRunner(cfg, out, log=lambda _: None, progress=False).run()
-    assert trained and not finished & set(trained)  # nothing finished is trained again
+    assert trained[0] == killed[0] and not finished & set(trained)  # nothing finished is trained again
     plan = json.loads((out / "plan.json").read_text())
     kinds = sorted(s["kind"] for s in plan["method_runs"])
     assert kinds == ["doremi_proxy", "doremi_reference"] + ["swarm"] * 6
@@ -291,7 +297,7 @@ def test_every_method_end_to_end_and_a_rerun_trains_nothing(stores: Path, tmp_pa
         assert set(row.per_seed) == {"0", "1"} and row.worst_domain in report.domains
         assert row.vs_uniform["verdict"] in ("better", "worse", "within noise") and row.cost.wall_s > 0
     text = (out / "report.md").read_text()
-    assert "## Mixing methods compared" in text and "uniform beyond seed noise" in text
+    assert "## Mixing methods compared" in text and "beyond seed noise" in text.lower()
     assert (out / "plots" / "mixes.png").stat().st_size > 0
     on_disk = json.loads((out / "report.json").read_text())
     assert Report.from_json(on_disk).to_json() == on_disk
