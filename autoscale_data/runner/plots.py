@@ -216,7 +216,7 @@ def _plot_mixes(plt: Any, report: Report) -> Any:
     mixes = report.target_mixes or {}
     if report.comparison is None or not any(m in mixes for m in layout.METHOD_MIXES):
         return None
-    labels = list(mixes)
+    labels = [m for m in report.comparison.rows if m in mixes] + [m for m in mixes if m not in report.comparison.rows]
     domains = list(report.domains)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) * max(1, len(domains)) / 2), 4.2))
     width = 0.8 / len(labels)

@@ -302,3 +302,46 @@ def test_every_method_end_to_end_and_a_rerun_trains_nothing(stores: Path, tmp_pa
     on_disk = json.loads((out / "report.json").read_text())
     assert Report.from_json(on_disk).to_json() == on_disk
     assert set(report.targets) == {"autoscale", "uniform", "regmix", "mixing_law", "doremi"}  # no method run
+
+
+# ------------------------------------------------------------------------------------------ the examples
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REDPAJAMA = ("common_crawl", "c4", "github", "wikipedia", "book", "arxiv", "stackexchange")
+
+
+def test_the_gpt2_large_comparison_passes_a_dry_run_with_its_costs(tmp_path: Path) -> None:
+    from helpers_store import write_synthetic_stores
+
+    from autoscale_data.runner.config import config_to_dict, load_config
+
+    pytest.importorskip("deepspeed")
+    raw = config_to_dict(load_config(EXAMPLES / "gpt2-large-comparison.yaml"))
+    raw.pop("base_dir")
+    raw["domains"] = str(write_synthetic_stores(tmp_path / "stores", dict.fromkeys(REDPAJAMA, 20_000)))
+    raw = {k: v for k, v in raw.items() if v is not None}
+    cfg = config_from_dict(raw, tmp_path)
+    runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
+    text = runner.describe()
+    assert "total: " in text and "estimated" in text
+    costs = {line.split()[0]: line for line in text.splitlines()[text.splitlines().index(next(
+        ln for ln in text.splitlines() if ln.startswith("cost of choosing"))) + 1:]}
+    # 15 DDO runs at 0.3B and at 1.2B; regmix/mixing_law fit on the 15 at N2; DoReMi's two runs at N2
+    assert " 30 runs" in costs["autoscale"] and " 15 runs" in costs["regmix"] and " 2 runs" in costs["doremi"]
+    assert costs["doremi"].split()[-1] == "x0.80"  # 2 x 1.2B tokens against a 3B target
+    mixes = runner.fixed_target_mixes()
+    assert mixes["reference"]["common_crawl"] == pytest.approx(0.67) and mixes["reference"]["book"] == pytest.approx(0.045)
+
+
+def test_the_cpu_comparison_example_plans_every_method(tmp_path: Path) -> None:
+    from autoscale_data.demo import prepare_synthetic_stores
+    from autoscale_data.runner.config import load_config
+
+    prepare_synthetic_stores(tmp_path / "data" / "tiny-demo", bytes_per_domain=60_000)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "compare-cpu.yaml").write_text((EXAMPLES / "compare-cpu.yaml").read_text())
+    cfg = load_config(tmp_path / "examples" / "compare-cpu.yaml")
+    runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
+    stages = runner.selection_specs()
+    assert [sorted({s.kind for s in st}) for st in stages] == [["doremi_reference", "swarm"], ["doremi_proxy"]]
+    assert {m.name for m in selected_methods(cfg)} == {"autoscale", "uniform", "natural", "ddo_n2", "regmix",
+                                                        "mixing_law", "doremi"}
