@@ -345,3 +345,56 @@ def test_the_cpu_comparison_example_plans_every_method(tmp_path: Path) -> None:
     assert [sorted({s.kind for s in st}) for st in stages] == [["doremi_reference", "swarm"], ["doremi_proxy"]]
     assert {m.name for m in selected_methods(cfg)} == {"autoscale", "uniform", "natural", "ddo_n2", "regmix",
                                                         "mixing_law", "doremi"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: Path, tmp_path: Path) -> None:
+    import hashlib
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    raw = tiny_config(stores, target={"baselines": ["doremi", "regmix"]}, checkpoint_every=4,
+                      regmix={"swarm": {"runs": 4, "budget": 2048}, "use_proxies": True})
+    cfg = config_from_dict(raw)
+    ctx = _ctx(cfg, tmp_path / "out")
+    (ref,), (proxy,) = METHODS["doremi"].selection_stages(ctx)
+    cfg_path = tmp_path / "kill.json"
+    cfg_path.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    try:
+        while not (out / "runs" / proxy.run_id / "ckpt" / "latest.json").exists():
+            assert proc.poll() is None, "the runner ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not (out / "runs" / proxy.run_id / "result.json").exists()  # killed inside the proxy
+    events = list(Ledger(out, lock=False).events())
+    finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
+                for e in events if e["status"] == "done"}
+    assert ref.run_id in finished and sum(1 for s in json.loads((out / "plan.json").read_text())["method_runs"]
+                                          if s["kind"] == "swarm" and s["run_id"] in finished) == 4
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    for run_id, digest in finished.items():  # kept byte for byte, never trained again
+        assert hashlib.sha256((out / "runs" / run_id / "result.json").read_bytes()).hexdigest() == digest
+    records = Ledger(out, lock=False).records()
+    assert all(records[i].attempts == 1 for i in finished) and records[proxy.run_id].status == "done"
+    resumed = json.loads((out / "runs" / proxy.run_id / "result.json").read_text())
+    assert resumed["resumed_at"] and resumed["resumed_at"][0] >= 4
+    # the same proxy trained without interruption (beside the same reference) ends at the same weights
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "clean" / ref.run_id).symlink_to(out / "runs" / ref.run_id)
+    clean = train_mod.train_run(cfg, proxy, ctx.domains, tmp_path / "clean" / proxy.run_id, progress=False)
+    methods = json.loads((out / "fits" / "methods.json").read_text())
+    for d, v in clean["step_hook"]["average_weights"].items():
+        assert methods["doremi"]["weights"][d] == pytest.approx(v, abs=1e-6)
