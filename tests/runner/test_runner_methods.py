@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import tiny_config, tiny_stores
+from runner_helpers import kill_runner_when, tiny_config, tiny_stores
 
 from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict
@@ -351,11 +351,8 @@ def test_the_cpu_comparison_example_plans_every_method(tmp_path: Path) -> None:
 @pytest.mark.timeout(900)
 def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: Path, tmp_path: Path) -> None:
     import hashlib
-    import os
-    import signal
     import subprocess
     import sys
-    import time
 
     raw = tiny_config(stores, target={"baselines": ["doremi", "regmix"]}, checkpoint_every=4,
                       regmix={"swarm": {"runs": 4, "budget": 2048}, "use_proxies": True})
@@ -366,17 +363,7 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
     cfg_path.write_text(json.dumps(raw))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    try:
-        while not (out / "runs" / proxy.run_id / "ckpt" / "latest.json").exists():
-            assert proc.poll() is None, "the runner ended before it could be killed"
-            assert time.time() < deadline
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    env = kill_runner_when(cmd, (out / "runs" / proxy.run_id / "ckpt" / "latest.json").exists, timeout=600)
     assert not (out / "runs" / proxy.run_id / "result.json").exists()  # killed inside the proxy
     events = list(Ledger(out, lock=False).events())
     finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
