@@ -80,7 +80,7 @@ def _verdict(v: dict[str, Any] | None) -> str:
     seeds = ", ".join(f"s{k} {d:+.4f}" for k, d in v["per_seed"].items())
     if v["verdict"] == "one seed":
         return f"{v['mean']:+.4f} (one seed: no noise estimate)"
-    return f"{v['mean']:+.4f} ± {v['standard_error']:.4f} se: **{v['verdict']}** ({seeds})"
+    return f"{v['mean']:+.4f} ± {v['half_width']:.4f}: **{v['verdict']}** ({seeds})"
 
 
 def comparison_markdown(r: Report) -> list[str]:
@@ -94,7 +94,8 @@ def comparison_markdown(r: Report) -> list[str]:
     lines = ["## Mixing methods compared", "",
              f"Final {key} of each method's target runs ({c.target_tokens:,} tokens; mean ± std over seeds, and per "
              "seed), the tokens the AutoScale mix saved to reach that method's final value, the method minus "
-             "uniform paired by seed (better/worse only beyond two standard errors of the seed differences), and "
+             "uniform paired by seed with the 95% t-interval of the mean difference (better/worse only when it "
+             "excludes 0), and "
              f"the cost of choosing the mix: the runs it needed before its targets, their tokens and wall time, "
              f"also as multiples of one target run (median target run: {wall}).", "",
              f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | proxy tokens "

@@ -245,6 +245,8 @@ def test_noise_verdict() -> None:
     assert noise_verdict([-0.10, -0.11, -0.09])["verdict"] == "better"
     assert noise_verdict([0.10, 0.11, 0.09])["verdict"] == "worse"
     assert noise_verdict([-0.1, 0.12, 0.01])["verdict"] == "within noise"
+    two = noise_verdict([-0.10, -0.12])  # 2 seeds: t(0.975, 1 df) = 12.71 standard errors, not 2
+    assert two["verdict"] == "within noise" and two["half_width"] == pytest.approx(12.7062 * 0.01, rel=1e-4)
 
 
 # ------------------------------------------------------------------------------------------ end to end
