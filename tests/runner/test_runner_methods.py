@@ -387,3 +387,22 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
     methods = json.loads((out / "fits" / "methods.json").read_text())
     for d, v in clean["step_hook"]["average_weights"].items():
         assert methods["doremi"]["weights"][d] == pytest.approx(v, abs=1e-6)
+
+
+def test_a_method_may_return_its_own_target_specs(stores: Path, tmp_path: Path) -> None:
+    from autoscale_data.runner.methods import MixingMethod, TargetChoice, choose_all
+    from autoscale_data.runner.plan import target_spec
+
+    class _Own(MixingMethod):
+        name, source = "own", "a method whose target runs carry their own settings"
+
+        def choose(self, ctx: MethodContext) -> TargetChoice:
+            return TargetChoice(specs=tuple(target_spec(ctx.config, ctx.domains, self.name, {"a": 0.5, "b": 0.5}, s)
+                                            for s in (0, 1)))
+
+    cfg = _config(stores)
+    mixes, targets, records = choose_all([_Own()], _ctx(cfg, tmp_path))
+    assert [t.seed for t in targets] == [0, 1] and mixes["own"] == targets[0].weights
+    assert records[0].cost_tokens == 0 and records[0].skipped is None
+    with pytest.raises(ValueError, match="exactly one of"):
+        TargetChoice()
