@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import require
+from .method_sections import DoReMiConfig, RegMixConfig
 from .sections import (
     DDOConfig,
     DeepSpeedConfig,
@@ -67,6 +68,8 @@ class RunnerConfig:
     cpu_threads: int | None = None
     dropout: float | None = None
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    regmix: RegMixConfig | None = None  # the regmix / mixing_law baselines' runs (None: their defaults)
+    doremi: DoReMiConfig | None = None  # the doremi baseline's settings (None: its defaults)
     name: str = "autoscale"
     base_dir: str = "."
 
@@ -126,6 +129,8 @@ _SECTIONS: dict[str, type] = {
     "eval": EvalConfig,
     "deepspeed": DeepSpeedConfig,
     "executor": ExecutorConfig,
+    "regmix": RegMixConfig,
+    "doremi": DoReMiConfig,
 }
 
 
@@ -165,6 +170,8 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
         raise ValueError("config is missing the required key 'domains' (a prepared-store directory "
                          "or a mapping domain -> store path)")
     for name, cls in _SECTIONS.items():
+        if name in ("regmix", "doremi") and top.get(name, 0) is None:
+            continue  # unset: the method's defaults (and no change to an older folder's config)
         if name in top:
             section = dict(top[name] or {})
             if cls is DDOConfig and "multipliers" in section:

@@ -41,7 +41,8 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     """The plan as text: every run known before the fits (``proxies``, ``fixed`` targets), the runs that
     follow the fits, the totals with an estimated time, and the notes of :func:`plan_notes`."""
     cfg = config
-    later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines if b in layout.FITTED_MIXES]
+    later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines
+                                  if b in layout.FITTED_MIXES or b in layout.METHOD_MIXES]
     per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
     n_later = len(later) * len(cfg.target.seeds)
     known = [*proxies, *fixed]

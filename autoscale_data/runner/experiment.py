@@ -56,8 +56,10 @@ def config_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     def shown(flat: dict[str, Any], key: str) -> str:
         return json.dumps(flat[key]) if key in flat else "(unset)"
 
+    # a setting added to the config after a folder was run is no change while it stays unset (None)
     return [f"{key}: {shown(a, key)} -> {shown(b, key)}"
-            for key in sorted(set(a) | set(b)) if key not in a or key not in b or a[key] != b[key]]
+            for key in sorted(set(a) | set(b))
+            if (key not in a and b[key] is not None) or key not in b or (key in a and a[key] != b[key])]
 
 
 def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) -> list[str]:
@@ -135,10 +137,10 @@ def read_json(path: Path) -> Any:
 
 
 def plan_run_ids(plan: Mapping[str, Any] | None) -> set[str] | None:
-    """Every run id of ``OUT/plan.json`` (proxies, targets and extra runs); ``None`` without a plan."""
+    """Every run id of ``OUT/plan.json`` (proxies, targets, the methods' runs and extra runs); ``None`` without a plan."""
     if not plan:
         return None
     specs: Iterable[Mapping[str, Any]] = [
         *(s for specs in (plan.get("proxies") or {}).values() for s in specs),
-        *(plan.get("targets") or []), *(plan.get("extra") or [])]
+        *(plan.get("targets") or []), *(plan.get("extra") or []), *(plan.get("method_runs") or [])]
     return {str(s["run_id"]) for s in specs}

@@ -12,7 +12,8 @@ no other module of the runner, the demo or the CLI spells an output file name)::
                                  final_ckpt/ (a finished target run's final checkpoint, with
                                  final_state.json: its step and dataset state; target.keep_checkpoints)
     OUT/fits/                    runs_<N>.csv, ddo_<N>.json, bootstrap_<N>.json, projection.json,
-                                 target_mixes.json, mixture_plan.json | mixture_plan_error.json
+                                 target_mixes.json, mixture_plan.json | mixture_plan_error.json,
+                                 methods.json (how each target mix was chosen and what that cost)
     OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "DDO",
     "DDO_N2",
     "DOMAINS",
+    "DOREMI",
     "FAILURE",
     "FINAL_CHECKPOINT_DIR",
     "FINAL_STATE",
@@ -36,17 +38,22 @@ __all__ = [
     "JOB",
     "LEDGER",
     "LOCK",
+    "METHODS_FILE",
+    "METHOD_MIXES",
+    "MIXING_LAW",
     "MIXTURE_PLAN",
     "MIXTURE_PLAN_ERROR",
     "NATURAL",
     "PLAN",
     "PLOTS",
     "PLOT_CURVES",
+    "PLOT_MIXES",
     "PLOT_TARGET_LOSSES",
     "PLOT_TRAIN_DOMAINS",
     "PLOT_WEIGHTS",
     "PROJECTION",
     "REFERENCE",
+    "REGMIX",
     "REPETITION",
     "REPORT_JSON",
     "REPORT_MD",
@@ -77,6 +84,7 @@ PLOT_WEIGHTS = "weights.png"
 PLOT_TARGET_LOSSES = "target_losses.png"
 PLOT_CURVES = "curves.png"
 PLOT_TRAIN_DOMAINS = "train_domains.png"
+PLOT_MIXES = "mixes.png"  # every target mix side by side (the comparison of methods)
 
 # ---- one run: OUT/runs/<run_id>/
 RUNS = "runs"
@@ -99,6 +107,7 @@ PROJECTION = "projection.json"
 TARGET_MIXES_FILE = "target_mixes.json"
 MIXTURE_PLAN = "mixture_plan.json"
 MIXTURE_PLAN_ERROR = "mixture_plan_error.json"
+METHODS_FILE = "methods.json"  # per target mix: how it was chosen, its selection runs and their cost
 REPETITION = "repetition.json"  # each target mix's epochs and effective tokens (ddo.repetition)
 
 
@@ -114,9 +123,15 @@ DDO_N2 = "ddo_n2"
 NATURAL = "natural"
 REFERENCE = "reference"
 UNIFORM = "uniform"
+DOREMI = "doremi"
+REGMIX = "regmix"
+MIXING_LAW = "mixing_law"
 #: Every target mix: AutoScale first, then the baselines a config may ask for.
-TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM)
+TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW)
 #: What ``target.baselines`` may name.
-TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM)
-#: Mixes known only after the fits (the rest are known from the stores).
+TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW)
+#: Mixes known only after the fits (the rest are known from the stores or, below, from runs of their own).
 FITTED_MIXES = (AUTOSCALE, ANYTIME, DDO_N2)
+#: Other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's swarm, the
+#: DDO proxies at N2 for RegMix and the data mixing law).
+METHOD_MIXES = (DOREMI, REGMIX, MIXING_LAW)

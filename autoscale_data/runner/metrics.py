@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "mean_std", "tokens_saved", "tokens_saved_per_seed", "tokens_to_reach"]
+__all__ = ["compare_curves", "mean_curve", "mean_std", "noise_verdict", "tokens_saved", "tokens_saved_per_seed",
+           "tokens_to_reach"]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -137,3 +138,29 @@ def compare_curves(reference: Sequence[Mapping[str, Any]], other: Sequence[Mappi
                 point[name] = found
         points.append(point)
     return {"seeds": seeds, "points": points}
+
+
+def noise_verdict(differences: Sequence[float], *, lower_is_better: bool = True,
+                  confidence: float = 0.95) -> dict[str, Any]:
+    """Whether paired per-seed differences (a mix minus its comparison, same seed) show more than seed noise.
+
+    With two or more seeds the verdict is ``"better"`` / ``"worse"`` when the two-sided ``confidence``
+    t-interval of the mean difference (std over seeds / sqrt(n), n - 1 degrees of freedom) excludes 0,
+    else ``"within noise"``; with one seed there is no noise estimate (``"one seed"``). ``better`` means
+    lower when ``lower_is_better`` (a loss).
+
+    Returns:
+        ``{"verdict", "mean", "std", "n", "standard_error", "half_width"}`` (the last two ``None`` with one
+        seed; ``half_width``: the interval's half width).
+    """
+    from scipy.stats import t as student_t
+
+    stats = mean_std(differences)
+    n = stats["n"]
+    if n < 2:
+        return {"verdict": "one seed", **stats, "standard_error": None, "half_width": None}
+    se = stats["std"] / float(np.sqrt(n))
+    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * se
+    mean = stats["mean"] if lower_is_better else -stats["mean"]
+    verdict = "within noise" if abs(mean) <= half else ("better" if mean < 0 else "worse")
+    return {"verdict": verdict, **stats, "standard_error": se, "half_width": half}

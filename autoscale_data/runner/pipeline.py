@@ -1,5 +1,9 @@
 """The AutoScale pipeline: proxies at N1 and N2 -> DDO at both -> projection -> target runs -> report.
 
+The target mixes come from the registry of mixing methods (:mod:`.methods`): AutoScale and every
+``target.baselines`` name, each with the extra runs it needs before its targets (DoReMi's reference and
+proxy, RegMix's swarm), trained beside the DDO proxies through the same ledger and executors.
+
 ``MixtureRunner(config, out_dir).run()`` is what ``autoscale-data run CONFIG --out DIR`` calls.
 Every run goes through the ledger, so calling it again skips finished runs, resumes unfinished
 ones from their checkpoints and retrains nothing twice. Fits are recomputed from the finished
@@ -24,6 +28,7 @@ from .data import inspect_domains
 from .describe import design_note, rounding_notes
 from .experiment import check_config, read_json
 from .ledger import Ledger
+from .methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
 from .report_types import Report
 
@@ -65,20 +70,19 @@ class MixtureRunner:
         """The DDO runs of each of the two budgets."""
         return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
 
+    def method_context(self, ledger: Ledger | None = None, fits: Any = None) -> MethodContext:
+        """What the mixing methods read (:class:`~autoscale_data.runner.methods.MethodContext`)."""
+        return MethodContext(self.config, self.domains, self.out, self.proxy_specs(), ledger=ledger, fits=fits,
+                             log=self.log)
+
+    def selection_specs(self) -> list[list[RunSpec]]:
+        """The extra runs of the methods (DoReMi's reference and proxy, RegMix's swarm), stage by stage."""
+        return selection_stages(selected_methods(self.config), self.method_context())
+
     def fixed_target_mixes(self) -> dict[str, dict[str, float]]:
         """Target mixes known before any proxy is trained (uniform, natural, reference)."""
-        from ..solver import natural_weights, reference_weights, uniform_weights
-
-        d = self.domains
-        mixes: dict[str, dict[str, float]] = {}
-        for name in self.config.target.baselines:
-            if name == layout.UNIFORM:
-                mixes[name] = uniform_weights(d.names)
-            elif name == layout.NATURAL:
-                mixes[name] = natural_weights(d.train_tokens)
-            elif name == layout.REFERENCE:
-                mixes[name] = reference_weights(d.names, weights=self.config.target.reference_weights)
-        return mixes
+        ctx = self.method_context()
+        return {m.name: dict(m.choose(ctx).weights or {}) for m in selected_methods(self.config) if not m.after_runs}
 
     def target_specs(self, mixes: dict[str, dict[str, float]]) -> list[RunSpec]:
         """Fixed-schedule target runs: one per mix and target seed."""
@@ -96,7 +100,10 @@ class MixtureRunner:
         from .describe import plan_text
 
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
-        return plan_text(self.config, self.domains, self.out, proxies, self.target_specs(self.fixed_target_mixes()))
+        selection = [s for stage in self.selection_specs() for s in stage]
+        text = plan_text(self.config, self.domains, self.out, proxies + selection,
+                         self.target_specs(self.fixed_target_mixes()))
+        return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context()))
 
     # ------------------------------------------------------------------- run
     def run(self) -> Report:
@@ -117,41 +124,38 @@ class MixtureRunner:
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
+            methods = selected_methods(self.config)
+            ctx = self.method_context()
+            for method in methods:  # bad input of any method, before anything trains
+                method.check(ctx)
+            stages = selection_stages(methods, ctx)
+            selection = [s for stage in stages for s in stage]
             fixed = self.target_specs(self.fixed_target_mixes())
-            problems = supply_problems(self.config, d, all_proxies + fixed)
+            problems = supply_problems(self.config, d, all_proxies + selection + fixed)
             if problems:  # before training anything: every domain that cannot supply its runs, by name
                 raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
             # the report reads only this plan's runs, from the start; another config's extra runs are not its
-            self._write_plan(proxies, fixed, keep_extra=not changed)
-            for s in all_proxies + fixed:
+            self._write_plan(proxies, fixed, keep_extra=not changed, selection=selection)
+            for s in all_proxies + selection + fixed:
                 ledger.register(s)
             self.log(self.describe())
             if not self.config.ddo.identifies_law:
                 warnings.warn(design_note(self.config), UserWarning, stacklevel=2)
             for note in rounding_notes(self.config, d):
                 warnings.warn(note, UserWarning, stacklevel=2)
-            self._train_all(ledger, all_proxies)
+            self._train_all(ledger, all_proxies + (stages[0] if stages else []))
+            for stage in stages[1:]:  # a later stage reads the one before (DoReMi's proxy, its reference)
+                self._train_all(ledger, stage)
             from .fitting import fit_all
 
             fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
-            mixes = {layout.AUTOSCALE: fits.weights}
-            if layout.DDO_N2 in self.config.target.baselines:
-                mixes[layout.DDO_N2] = dict(fits.ddo[self.config.ddo.budgets[1]]["weights"])
-            mixes.update(self.fixed_target_mixes())
-            targets = self.target_specs(mixes)
-            if layout.ANYTIME in self.config.target.baselines:
-                if fits.plan is None:
-                    self.log(f"{layout.ANYTIME} is not trained: no mixture plan could be fitted "
-                             "(see fits/mixture_plan_error.json)")
-                else:
-                    anytime = self.anytime_specs(fits.plan)
-                    mixes[layout.ANYTIME] = anytime[0].weights  # the final mix; the path is the plan's
-                    targets += anytime
+            mixes, targets, records = choose_all(methods, self.method_context(ledger, fits))
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
+            atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, {r.name: r.to_json() for r in records})
             from .repetition import write_mix_epochs
 
             write_mix_epochs(self.config, d, mixes, self.out / layout.FITS, log=self.log)
-            self._write_plan(proxies, targets)
+            self._write_plan(proxies, targets, selection=selection)
             for s in targets:
                 ledger.register(s)
             self._train_all(ledger, targets)
@@ -239,11 +243,13 @@ class MixtureRunner:
         return changes
 
     def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec], *,
-                    keep_extra: bool = True) -> None:
-        """``OUT/plan.json``: the current plan's runs, and the extra runs of :meth:`train_runs` unless
-        ``keep_extra`` is false (they were planned under another config)."""
+                    keep_extra: bool = True, selection: Sequence[RunSpec] = ()) -> None:
+        """``OUT/plan.json``: the current plan's runs (the methods' own runs under ``method_runs``), and the
+        extra runs of :meth:`train_runs` unless ``keep_extra`` is false (planned under another config)."""
         plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
                                 "targets": [s.to_json() for s in targets]}
+        if selection:
+            plan["method_runs"] = [s.to_json() for s in selection]
         extra = (read_json(self.out / layout.PLAN) or {}).get("extra") if keep_extra else None
         if extra:
             plan["extra"] = extra

@@ -33,6 +33,7 @@ __all__ = [
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
+    "SELECTION_KINDS",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_plan",
@@ -40,6 +41,7 @@ __all__ = [
     "extension_spec",
     "faithful_budget",
     "id_payload",
+    "method_spec",
     "run_fingerprint",
     "schedule_counts",
     "supply_problems",
@@ -49,6 +51,9 @@ __all__ = [
 _PLAN_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
+#: Kinds of the runs another mixing method trains to choose its mix (see :mod:`.methods`): RegMix's
+#: swarm, DoReMi's reference (it keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
+SELECTION_KINDS = ("swarm", "doremi_reference", "doremi_proxy")
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class RunSpec:
         pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
             the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.repetition`);
             ``None`` for every other run.
+        hook: the config of a step hook the trainer runs every step (``{"kind": "doremi", ...}``, see
+            :mod:`~autoscale_data.runner.hooks`); it enters the run id. ``None`` for plain runs.
     """
 
     run_id: str
@@ -114,6 +121,7 @@ class RunSpec:
     plan: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     extension: dict[str, Any] | None = field(default=None, repr=False)
     pools: dict[str, int] | None = None
+    hook: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if (self.kind == "extension") != (self.extension is not None):
@@ -164,7 +172,15 @@ class RunSpec:
             del obj["extension"]
         if self.pools is None:
             del obj["pools"]
+        if self.hook is None:
+            del obj["hook"]
         return obj
+
+    @property
+    def keeps_model(self) -> bool:
+        """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
+        reference: its proxy reads the model)."""
+        return self.kind == "doremi_reference"
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> RunSpec:
@@ -199,11 +215,12 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
 
 def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
                schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-               extension: Mapping[str, Any] | None = None,
-               pools: Mapping[str, int] | None = None) -> dict[str, Any]:
+               extension: Mapping[str, Any] | None = None, hook: Mapping[str, Any] | None = None,
+               keeps_model: bool = False, pools: Mapping[str, int] | None = None) -> dict[str, Any]:
     """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule,
-    ``extension`` only for an extension run and ``pools`` only for a repetition-matched proxy, so the
-    ids of other runs are those they always had."""
+    ``extension`` only for an extension run, ``hook`` only for a run with a step hook,
+    ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
+    proxy, so the ids of other runs are those they always had."""
     payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
                                "eval_points": eval_points}
     if schedule != "fixed":
@@ -211,6 +228,10 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
         payload["plan"] = plan
     if extension is not None:
         payload["extension"] = extension
+    if hook is not None:
+        payload["hook"] = dict(hook)
+    if keeps_model:
+        payload["keeps_model"] = True
     if pools:
         payload["pools"] = dict(sorted(pools.items()))
     return payload
@@ -218,10 +239,11 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
 
 def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
                     schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-                    extension: Mapping[str, Any] | None = None, pools: Mapping[str, int] | None = None) -> str:
+                    extension: Mapping[str, Any] | None = None, hook: Mapping[str, Any] | None = None,
+                    keeps_model: bool = False, pools: Mapping[str, int] | None = None) -> str:
     """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
     blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan,
-                                 extension=extension, pools=pools),
+                                 extension=extension, hook=hook, keeps_model=keeps_model, pools=pools),
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -239,17 +261,41 @@ class _Role:
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
-          plan: dict[str, Any] | None = None, pools: Mapping[str, int] | None = None) -> RunSpec:
-    """The spec of one run; ``plan`` (a MixturePlan's JSON) makes it follow the anytime schedule."""
+          plan: dict[str, Any] | None = None, hook: dict[str, Any] | None = None,
+          pools: Mapping[str, int] | None = None) -> RunSpec:
+    """The spec of one run; ``plan`` (a MixturePlan's JSON) makes it follow the anytime schedule, ``hook``
+    gives it a step hook, ``pools`` draws domains from pools (a repetition-matched proxy)."""
     settings = _training_settings(config, domains)
-    points = config.eval.proxy_points if role.kind == "proxy" else config.eval.target_points
+    points = config.eval.target_points if role.kind == "target" else config.eval.proxy_points
     points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, pools=pools)
+    keeps = role.kind == "doremi_reference"
+    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, hook=hook,
+                             keeps_model=keeps, pools=pools)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, pools=dict(pools) if pools else None)
+                   schedule=schedule, plan=plan, hook=None if hook is None else dict(hook),
+                   pools=dict(pools) if pools else None)
+
+
+def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,
+                weights: Mapping[str, float], seed: int, *, hook: Mapping[str, Any] | None = None) -> RunSpec:
+    """A run another mixing method trains to choose its mix (``kind`` in :data:`SELECTION_KINDS`): ``weights``
+    at ``budget`` tokens (whole global batches, largest-remainder sequences), with an optional step hook.
+
+    Raises:
+        ValueError: an unknown kind, weights naming unknown domains, or a budget under one global batch.
+    """
+    if kind not in SELECTION_KINDS:
+        raise ValueError(f"run kind {kind!r} is invalid: expected one of {SELECTION_KINDS}")
+    unknown = sorted(set(weights) - set(domains.names))
+    if unknown:
+        raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
+    full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
+    counts = largest_remainder(full, _batch_sequences(config, budget))
+    return _make(config, domains, _Role(kind, budget, label, seed), counts,
+                 hook=None if hook is None else dict(hook))
 
 
 def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:

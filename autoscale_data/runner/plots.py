@@ -28,7 +28,8 @@ def write_plots(out: Path, report: Report) -> list[str]:
     plots_dir.mkdir(exist_ok=True)
     written = []
     for name, draw in ((layout.PLOT_WEIGHTS, _plot_weights), (layout.PLOT_TARGET_LOSSES, _plot_losses),
-                       (layout.PLOT_CURVES, _plot_curves), (layout.PLOT_TRAIN_DOMAINS, _plot_train_domains)):
+                       (layout.PLOT_CURVES, _plot_curves), (layout.PLOT_TRAIN_DOMAINS, _plot_train_domains),
+                       (layout.PLOT_MIXES, _plot_mixes)):
         fig = draw(plt, report)
         if fig is None:
             continue
@@ -207,4 +208,25 @@ def _plot_train_domains(plt: Any, report: Report) -> Any:
     axes[0][0].set_ylabel("training loss since the last evaluation")
     axes[0][-1].legend(fontsize=7)
     fig.suptitle("per-domain training loss of each target mix (DomainLossMeter; seed means)", fontsize=10)
+    return fig
+
+
+def _plot_mixes(plt: Any, report: Report) -> Any:
+    """Every method's target mix side by side (only when other methods than AutoScale's own were compared)."""
+    mixes = report.target_mixes or {}
+    if report.comparison is None or not any(m in mixes for m in layout.METHOD_MIXES):
+        return None
+    labels = [m for m in report.comparison.rows if m in mixes] + [m for m in mixes if m not in report.comparison.rows]
+    domains = list(report.domains)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) * max(1, len(domains)) / 2), 4.2))
+    width = 0.8 / len(labels)
+    x = np.arange(len(domains))
+    for k, label in enumerate(labels):
+        ax.bar(x + (k - (len(labels) - 1) / 2) * width, [mixes[label].get(d, 0.0) for d in domains], width,
+               label=label, color=_mix_color(plt, label))
+    ax.set_xticks(x)
+    ax.set_xticklabels(domains)
+    ax.set_ylabel("weight in the target mix")
+    ax.set_title("Target mixes chosen by each method")
+    ax.legend(fontsize=8, ncol=2)
     return fig

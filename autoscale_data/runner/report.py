@@ -18,6 +18,7 @@ from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
 from . import layout
+from .comparison import build_comparison, comparison_markdown
 from .experiment import plan_run_ids, read_json
 from .metrics import (
     compare_curves,
@@ -122,7 +123,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             continue
         if spec["kind"] == "proxy":
             proxies[str(spec["scale"])][spec["label"]].append(result)
-        else:
+        elif spec["kind"] == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
             for label in labels.get(spec["run_id"]) or [spec["label"]]:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
@@ -150,7 +151,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
-        extensions=_extensions(every, key), repetition=read_json(fits / REPETITION_FILE))
+        extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
+        repetition=read_json(fits / REPETITION_FILE))
 
 
 def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -260,6 +262,7 @@ def _markdown(r: Report) -> str:
     """``report.md``: one function per section, in reading order."""
     key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
+                comparison_markdown(r),
                 _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r), _throughput_md(r),
                 _plots_md(r), repetition_md(r.repetition))
     return "\n".join(line for section in sections for line in section)

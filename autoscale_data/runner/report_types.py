@@ -23,12 +23,15 @@ from .wording import objective_key
 
 __all__ = [
     "AnytimeComparison",
+    "Comparison",
     "Curve",
     "CurveComparison",
     "CurvePoint",
     "ExtensionResult",
     "FailedRun",
     "MeanStd",
+    "MethodCost",
+    "MethodRow",
     "MixResult",
     "Report",
     "TargetResult",
@@ -499,6 +502,99 @@ def _fit_files(value: Any, path: str) -> dict[str, dict[str, Any]]:
     return {k: dict(_Reader(v, p).obj) for k, v, p in _Reader(value, path).items()}
 
 
+# ------------------------------------------------------------------------------ methods compared
+@dataclass(frozen=True)
+class MethodCost:
+    """What choosing a mix cost: the runs it needed before its targets (``fits/methods.json``)."""
+
+    runs: int
+    """Runs trained to choose the mix (0: known from the stores)."""
+    tokens: int
+    """Their training tokens."""
+    wall_s: float
+    """Their training and evaluation time, summed over runs (as if one after another)."""
+    tokens_ratio: float | None
+    """``tokens`` over one target run's tokens."""
+    wall_ratio: float | None
+    """``wall_s`` over one target run's (the median of the finished target runs; ``None`` before any)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": self.runs, "tokens": self.tokens, "wall_s": self.wall_s, "tokens_ratio": self.tokens_ratio,
+                "wall_ratio": self.wall_ratio}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> MethodCost:
+        r = _Reader(obj, path)
+        return cls(runs=r.req("runs", "int"), tokens=r.req("tokens", "int"), wall_s=r.req("wall_s", "number"),
+                   tokens_ratio=r.opt("tokens_ratio", "number"), wall_ratio=r.opt("wall_ratio", "number"))
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One mixing method in the comparison (a row of the paper's table for the user's runs)."""
+
+    source: str
+    """Where the mix comes from (the method and its paper)."""
+    weights: dict[str, float] | None
+    """The target mix (``None``: the method was skipped)."""
+    cost: MethodCost
+    """What choosing the mix cost."""
+    objective_value: MeanStd | None = None
+    """Final objective over the target seeds (``None``: no finished target run)."""
+    per_seed: dict[str, float] = field(default_factory=dict)
+    """Final objective per target seed (seed as a string)."""
+    losses: dict[str, MeanStd] = field(default_factory=dict)
+    """Final validation loss per domain."""
+    worst_domain: str | None = None
+    """The domain with the highest mean final loss."""
+    vs_uniform: dict[str, Any] | None = None
+    """:func:`~autoscale_data.runner.metrics.noise_verdict` of this mix minus uniform, paired by seed, with
+    ``per_seed`` differences (``None`` for uniform itself or without uniform runs)."""
+    skipped: str | None = None
+    """Why the method trained no target (``None`` when it did)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "weights": self.weights, "cost": self.cost.to_json(),
+                "objective_value": None if self.objective_value is None else self.objective_value.to_json(),
+                "per_seed": dict(self.per_seed), "losses": {d: m.to_json() for d, m in self.losses.items()},
+                "worst_domain": self.worst_domain, "vs_uniform": self.vs_uniform, "skipped": self.skipped}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> MethodRow:
+        r = _Reader(obj, path)
+        value = r.opt("objective_value")
+        return cls(source=r.req("source", "str"), weights=_shares(r.opt("weights"), r.at("weights")),
+                   cost=MethodCost.from_json(r.req("cost"), r.at("cost")),
+                   objective_value=None if value is None else MeanStd.from_json(value, r.at("objective_value")),
+                   per_seed={k: _check(v, "number", f"{r.at('per_seed')}.{k}")
+                             for k, v in _Reader(r.req("per_seed"), r.at("per_seed")).obj.items()},
+                   losses=_mean_stds(r.req("losses"), r.at("losses")), worst_domain=r.opt("worst_domain", "str"),
+                   vs_uniform=None if r.opt("vs_uniform") is None else dict(r.req("vs_uniform", "map")),
+                   skipped=r.opt("skipped", "str"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every mixing method of the plan side by side: results, tokens saved by AutoScale, and costs."""
+
+    target_tokens: int
+    """Tokens of one target run."""
+    target_wall_s: float | None
+    """Median wall time of the finished target runs (``None`` before any)."""
+    rows: dict[str, MethodRow] = field(default_factory=dict)
+    """Method (target mix label) -> its row, in plan order."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target_tokens": self.target_tokens, "target_wall_s": self.target_wall_s,
+                "rows": {k: v.to_json() for k, v in self.rows.items()}}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> Comparison:
+        r = _Reader(obj, path)
+        return cls(target_tokens=r.req("target_tokens", "int"), target_wall_s=r.opt("target_wall_s", "number"),
+                   rows={k: MethodRow.from_json(v, p) for k, v, p in r.items("rows")})
+
+
 # ------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report:
@@ -547,6 +643,8 @@ class Report:
     """Training speed of the finished runs."""
     extensions: list[ExtensionResult] = field(default_factory=list)
     """Target runs extended to larger budgets (``autoscale-data extend``), by label, seed and budget."""
+    comparison: Comparison | None = None
+    """Every mixing method side by side with its cost (``None`` for a folder without ``fits/methods.json``)."""
     plots: list[str] | None = None
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
     repetition: dict[str, Any] | None = None
@@ -577,6 +675,8 @@ class Report:
             "tokens_saved_per_seed": {label: {seed: s.to_json() for seed, s in per.items()}
                                       for label, per in self.tokens_saved_per_seed.items()},
             "throughput": self.throughput.to_json(), "extensions": [e.to_json() for e in self.extensions]}
+        if self.comparison is not None:
+            out["comparison"] = self.comparison.to_json()
         if self.plots is not None:
             out["plots"] = list(self.plots)
         if self.repetition is not None:
@@ -618,6 +718,7 @@ class Report:
             throughput=Throughput.from_json(r.req("throughput"), "throughput"),
             extensions=[ExtensionResult.from_json(e, f"extensions[{k}]")
                         for k, e in enumerate(r.opt("extensions", "list", []))],
+            comparison=None if r.opt("comparison") is None else Comparison.from_json(r.req("comparison"), "comparison"),
             plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")],
             repetition=None if r.opt("repetition") is None else dict(r.sub("repetition").obj))
 

@@ -218,7 +218,13 @@ class TargetConfig:
     ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points:
 
     - ``uniform``: equal weights; ``natural``: each domain's share of the training tokens;
-      ``reference``: ``reference_weights``; ``ddo_n2``: the DDO optimum at N2 (no projection).
+      ``reference``: ``reference_weights`` (a mapping, or a preset name of ``solver.PRESETS`` such as
+      ``llama1`` whose keys ``reference_mapping`` renames to your domains); ``ddo_n2``: the DDO optimum at
+      N2 (no projection).
+    - other methods, each choosing its mix from runs the runner trains for it (see
+      :mod:`~autoscale_data.runner.methods` and the top-level ``regmix:`` / ``doremi:`` sections):
+      ``regmix`` and ``mixing_law`` (fitted on the DDO proxies at N2 and/or a swarm of random mixtures),
+      ``doremi`` (a reference run and a Group-DRO proxy run; its average weights).
     - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
       ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
       per domain follow the plan's optimal-allocation path, so every intermediate point of the run
@@ -237,9 +243,10 @@ class TargetConfig:
 
     budget: int = 10_000_000
     baselines: tuple[str, ...] = (UNIFORM, NATURAL, DDO_N2)
-    reference_weights: dict[str, float] | None = None
+    reference_weights: dict[str, float] | str | None = None
     seeds: tuple[int, ...] = (0,)
     keep_checkpoints: bool = True
+    reference_mapping: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         check_int_field("target", "budget", self.budget)
@@ -252,8 +259,16 @@ class TargetConfig:
         object.__setattr__(self, "baselines", baselines)
         if "reference" in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
-        if self.reference_weights is not None:
+        if isinstance(self.reference_weights, str):
+            from ..solver.baselines import PRESETS
+
+            if self.reference_weights.lower() not in PRESETS:
+                raise field_error("target", "reference_weights", self.reference_weights,
+                                  f"a mapping domain -> weight or a preset from {sorted(PRESETS)}")
+        elif self.reference_weights is not None:
             _check_weights("target", "reference_weights", self.reference_weights)
+        if self.reference_mapping is not None and not isinstance(self.reference_mapping, Mapping):
+            raise field_error("target", "reference_mapping", self.reference_mapping, "a mapping preset key -> domain")
         object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
         if not isinstance(self.keep_checkpoints, bool):
             raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")

@@ -22,6 +22,12 @@ runs without the setting) delete their checkpoint. An extension run (``spec.exte
 :mod:`.extension`) starts from its parent's ``final_ckpt/`` (model, optimiser, RNG; the learning rate
 re-planned over its new steps), reads the data stream continued from the parent's end, and counts
 its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
+
+A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
+it with :func:`~autoscale_data.runner.hooks.make_step_hook` and calls it every micro-batch and step
+(protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
+``"step_hook"``. Without one nothing of the above changes. A DoReMi reference run keeps its final
+checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says.
 """
 
 from __future__ import annotations
@@ -205,7 +211,8 @@ class _Trainer:
         if own % config.global_batch_size or spec.parent_sequences % config.global_batch_size:
             raise ValueError(f"run {spec.run_id}: {own} sequences is not a whole number of "
                              f"global batches of {config.global_batch_size}")
-        self.keep = spec.kind != "proxy" and config.target.keep_checkpoints
+        self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
+        self.hook: Any = None
         self.parent_dir = run_dir.parent / spec.extension["parent"] if spec.extension is not None else None
         self.mask = None
         if self.family == "bert":
@@ -252,7 +259,7 @@ class _Trainer:
         if self.engine is not None:
             out = self.engine(input_ids=inputs, labels=labels)
             self._count_domains(out.logits, labels, domain)
-            self.engine.backward(out.loss)
+            self.engine.backward(self._hooked_loss(out, inputs, labels, domain, micro))
             self.engine.step()
             return float(out.loss.detach().float())
         sync = nullcontext()
@@ -262,9 +269,20 @@ class _Trainer:
                                   enabled=config.precision == "bf16")
         with sync, autocast:
             out = self.forward(input_ids=inputs, labels=labels)
-            (out.loss / self.gas).backward()
+            (self._hooked_loss(out, inputs, labels, domain, micro) / self.gas).backward()
         self._count_domains(out.logits, labels, domain)
         return float(out.loss.detach().float())
+
+    def _hooked_loss(self, out: Any, inputs: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor,
+                     micro: int) -> torch.Tensor:
+        """The loss to backpropagate: the model's mean loss, or what the run's step hook returns instead."""
+        if self.hook is None:
+            return out.loss
+        from .hooks import HookBatch
+
+        loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=out.logits, domain=domain, micro=micro,
+                                        last_micro=micro == self.gas - 1))
+        return out.loss if loss is None else loss
 
     def _count_domains(self, logits: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor) -> None:
         losses, keep = _token_losses(logits, labels, self.family)
@@ -339,6 +357,7 @@ class _Trainer:
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._build()
+        self._bind_hook(names, ds)
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state = load_checkpoint(ckpt_dir, self, info)
         from_final = False
@@ -352,6 +371,8 @@ class _Trainer:
         counts = torch.tensor(state["counts"][info.rank] if state else [0] * len(names), dtype=torch.int64)
         elapsed = dict(state["elapsed"]) if state else {"train_s": 0.0, "eval_s": 0.0, "data_wait_s": 0.0}
         resumed = list(state["resumed_at"]) + [start] if state else []
+        if state and self.hook is not None:
+            self.hook.load_state_dict(state["step_hook"])
         if state:
             ds.load_state_dict(state["dataset"])
             if state.get("train_meter"):
@@ -367,10 +388,13 @@ class _Trainer:
 
         def checkpoint_state(done: int) -> dict[str, Any]:
             """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
-            return {"step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
-                    "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
-                    "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
-                    "train_meter": all_gather_objects(self.meter.state_dict(), info)}
+            record = {"step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
+                      "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
+                      "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
+                      "train_meter": all_gather_objects(self.meter.state_dict(), info)}
+            if self.hook is not None:
+                record["step_hook"] = self.hook.state_dict()
+            return record
 
         self.forward.train()
         for step in range(start, self.steps):
@@ -386,6 +410,8 @@ class _Trainer:
                 elapsed["data_wait_s"] += time.perf_counter() - tw
                 loss_sum += self._micro_step(ids, batch["domain"], step, micro)
             self._optimizer_step()
+            if self.hook is not None:
+                self.hook.after_step(step + 1)
             mean = all_reduce_sum(torch.tensor([loss_sum / self.gas], dtype=torch.float64), info)
             last_loss = float(mean[0]) / info.world_size
             elapsed["train_s"] += time.perf_counter() - t0
@@ -416,11 +442,22 @@ class _Trainer:
             self._keep_final(ckpt_dir, checkpoint_state(self.steps))
         new = all_reduce_sum(counts.clone(), info)
         result = self._result(names, new + base, new, curve, elapsed, resumed, last_loss)
+        if self.hook is not None:
+            result["step_hook"] = self.hook.summary()
         if info.is_main:
             atomic_write_json(self.dir / layout.RESULT, result)
             if not self.keep:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
         return result
+
+    def _bind_hook(self, names: Sequence[str], dataset: Any) -> None:
+        """Build and bind the spec's step hook (none: ``self.hook`` stays ``None``)."""
+        from .hooks import HookContext, make_step_hook
+
+        self.hook = make_step_hook(self.spec.hook)
+        if self.hook is not None:
+            self.hook.bind(HookContext(spec=self.spec, config=self.config, domains=self.domains, names=tuple(names),
+                                       info=self.info, run_dir=self.dir, model=self.model, dataset=dataset))
 
     def _fail(self, reason: str) -> None:
         if self.info.is_main:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from helpers_store import write_synthetic_store
 
-__all__ = ["fake_curve", "fake_run", "tiny_config", "tiny_stores"]
+__all__ = ["fake_curve", "fake_run", "kill_runner_when", "tiny_config", "tiny_stores"]
 
 
 def tiny_stores(root: Path, names: tuple[str, ...] = ("a", "b"), num_tokens: int = 40_000,
@@ -73,3 +77,24 @@ def fake_run(out: Path, run_id: str, label: str, seed: int, values: list[float],
               "tokens_per_s": 1000.0, "data_wait_fraction": 0.0, "device": "cpu", "wall_time_s": 1.0}
     (run_dir / "spec.json").write_text(json.dumps(spec))
     (run_dir / "result.json").write_text(json.dumps(result))
+
+
+def kill_runner_when(cmd: Sequence[str], ready: Callable[[], bool], *, timeout: float = 400,
+                     settle: float = 0.0) -> dict[str, str]:
+    """Start the runner ``cmd``, SIGKILL it once ``ready()`` holds (plus ``settle`` seconds); returns its env.
+
+    Fails if the runner ends first or ``ready()`` does not hold within ``timeout`` seconds.
+    """
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(list(cmd), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None, "the runner ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        time.sleep(settle)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return env

@@ -154,7 +154,7 @@ def test_no_module_but_the_layout_spells_an_output_file_name() -> None:
 
     names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
              and k not in ("AUTOSCALE", "ANYTIME", "DDO_N2", "NATURAL", "REFERENCE", "UNIFORM", "RUNS_CSV", "DDO",
-                           "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR")}
+                           "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR", "DOREMI", "REGMIX", "MIXING_LAW")}
     prefixes = tuple(f"{p}_" for p in (layout.RUNS_CSV, layout.DDO, layout.BOOTSTRAP))
     offenders = []
     for part in ("runner", "demo", "commands"):

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from runner_helpers import tiny_config
+from runner_helpers import kill_runner_when, tiny_config
 
 from autoscale_data.cli import main
 from autoscale_data.demo import prepare_synthetic_stores
@@ -108,18 +105,8 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, na
     cfg_path.write_text(json.dumps(raw))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 400
-    try:
-        while not (out / "ledger.jsonl").exists() or len(_done_events(out)) < 3:
-            assert proc.poll() is None, "the runner ended before it could be killed"
-            assert time.time() < deadline
-            time.sleep(0.2)
-        time.sleep(0.7)  # land somewhere inside the next run
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    env = kill_runner_when(cmd, lambda: (out / "ledger.jsonl").exists() and len(_done_events(out)) >= 3,
+                           settle=0.7)  # land somewhere inside the next run
     finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
                 for e in _done_events(out)}
     assert len(finished) >= 3

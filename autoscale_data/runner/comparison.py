@@ -1,0 +1,137 @@
+"""The report's comparison of mixing methods: the paper's table for the user's own runs.
+
+Per method of the plan (``fits/methods.json``, see :mod:`.methods`): the final target objective (mean ±
+seed std and per seed), the per-domain losses and the worst domain, the tokens AutoScale saved to reach
+its final value (the report's ``tokens_saved``), whether it beats uniform beyond seed noise
+(:func:`~autoscale_data.runner.metrics.noise_verdict`, paired by seed), and what choosing the mix cost:
+the tokens and wall time of the runs it needed, and their ratio to one target run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from . import layout
+from .experiment import read_json
+from .metrics import mean_std, noise_verdict
+from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
+
+__all__ = ["build_comparison", "comparison_markdown"]
+
+
+def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, list[dict[str, Any]]],
+                     key: str) -> Comparison | None:
+    """The comparison from ``fits/methods.json``, every run folder's result (``runs``: rows of ``spec`` and
+    ``result``) and the finished target runs by label; ``None`` when the folder has no methods file."""
+    records = read_json(out / layout.FITS / layout.METHODS_FILE)
+    config = read_json(out / layout.CONFIG) or {}
+    if not records:
+        return None
+    results = {r["spec"]["run_id"]: r["result"] for r in runs if r["result"]}
+    walls = [float(r["wall_time_s"]) for rs in targets.values() for r in rs]
+    target_wall = statistics.median(walls) if walls else None
+    batch = int(config.get("seq_len", 1)) * int(config.get("global_batch_size", 1))
+    target_tokens = int((config.get("target") or {}).get("budget", 0)) // batch * batch
+    uniform = {int(r["seed"]): r for r in targets.get(layout.UNIFORM, [])}
+    order = [layout.AUTOSCALE, *((config.get("target") or {}).get("baselines") or [])]
+    rows = {}
+    for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        done = [results[i] for i in rec["cost_run_ids"] if i in results]
+        wall = sum(float(r["wall_time_s"]) for r in done)
+        cost = MethodCost(runs=len(rec["cost_run_ids"]), tokens=int(rec["cost_tokens"]), wall_s=wall,
+                          tokens_ratio=rec["cost_tokens"] / target_tokens if target_tokens else None,
+                          wall_ratio=wall / target_wall if target_wall else None)
+        rs = targets.get(name, [])
+        row: dict[str, Any] = {"source": rec["source"], "weights": rec["weights"], "cost": cost,
+                               "skipped": rec.get("skipped")}
+        if rs:
+            losses = {d: MeanStd(**mean_std([r["losses"][d] for r in rs])) for d in rs[0]["losses"]}
+            pairs = [(r, uniform[int(r["seed"])]) for r in rs if int(r["seed"]) in uniform]
+            versus = None
+            if name != layout.UNIFORM and pairs:
+                diffs = {str(r["seed"]): float(r[key]) - float(u[key])
+                         for r, u in sorted(pairs, key=lambda p: int(p[0]["seed"]))}
+                versus = {**noise_verdict(list(diffs.values())), "per_seed": diffs}
+            row.update(objective_value=MeanStd(**mean_std([r[key] for r in rs])),
+                       per_seed={str(r["seed"]): float(r[key]) for r in sorted(rs, key=lambda r: int(r["seed"]))},
+                       losses=losses,
+                       worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)
+        rows[name] = MethodRow(**row)
+    return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows)
+
+
+def _saved(r: Report, name: str) -> str:
+    if name == layout.AUTOSCALE:
+        return "(reference)"
+    s = r.tokens_saved.get(name)
+    if s is None or s.status == "no_data":
+        return "–"
+    if s.saved_fraction is not None:
+        return f"{'≥ ' if s.status == 'at_first_eval' else ''}{s.saved_fraction:.1%}"
+    back = s.baseline_saved_fraction
+    return "not reached" if back is None else f"not reached ({name} {back:.1%} fewer)"
+
+
+def _verdict(v: dict[str, Any] | None) -> str:
+    if v is None:
+        return "–"
+    seeds = ", ".join(f"s{k} {d:+.4f}" for k, d in v["per_seed"].items())
+    if v["verdict"] == "one seed":
+        return f"{v['mean']:+.4f} (one seed: no noise estimate)"
+    return f"{v['mean']:+.4f} ± {v['half_width']:.4f}: **{v['verdict']}** ({seeds})"
+
+
+def comparison_markdown(r: Report) -> list[str]:
+    """``report.md``'s section "Mixing methods compared" (empty without a comparison)."""
+    c = r.comparison
+    if c is None or not c.rows:
+        return []
+    key = r.objective_key
+    doms = list(r.domains)
+    wall = "n/a" if c.target_wall_s is None else f"{c.target_wall_s:.1f} s"
+    lines = ["## Mixing methods compared", "",
+             f"Final {key} of each method's target runs ({c.target_tokens:,} tokens; mean ± std over seeds, and per "
+             "seed), the tokens the AutoScale mix saved to reach that method's final value, the method minus "
+             "uniform paired by seed with the 95% t-interval of the mean difference (better/worse only when it "
+             "excludes 0), and "
+             f"the cost of choosing the mix: the runs it needed before its targets, their tokens and wall time, "
+             f"also as multiples of one target run (median target run: {wall}).", "",
+             f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | proxy tokens "
+             "| x target tokens | proxy wall | x target wall |",
+             "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
+    for name, row in c.rows.items():
+        cost = row.cost
+        ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
+        wall_ratio = "–" if cost.wall_ratio is None else f"{cost.wall_ratio:.2f}"
+        if row.objective_value is None:
+            value = f"not trained: {row.skipped}" if row.skipped else "not finished"
+            lines.append(f"| {name} | {value} | – | – | – | – | {cost.runs} | {cost.tokens:,} | {ratio} | "
+                         f"{cost.wall_s:.1f} s | {wall_ratio} |")
+            continue
+        ms = row.objective_value
+        value = f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
+        seeds = ", ".join(f"s{k} {v:.4f}" for k, v in row.per_seed.items())
+        worst = f"{row.worst_domain} {row.losses[row.worst_domain].mean:.4f}" if row.worst_domain else "–"
+        lines.append(f"| {name} | {value} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | "
+                     f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |")
+    trained = {n: row for n, row in c.rows.items() if row.losses}
+    if trained:
+        lines += ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in bold:", "",
+                  "| method | weights | " + " | ".join(doms) + " |", "|---|---|" + "---:|" * len(doms)]
+        for name, row in trained.items():
+            w = ", ".join(f"{(row.weights or {}).get(d, 0.0):.2f}" for d in doms)
+            cells = [(f"**{row.losses[d].mean:.4f}**" if d == row.worst_domain else f"{row.losses[d].mean:.4f}")
+                     if d in row.losses else "–" for d in doms]
+            lines.append(f"| {name} | {w} | " + " | ".join(cells) + " |")
+    beats = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] == "better"]
+    judged = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] != "one seed"]
+    if judged:
+        verdict = (f"beyond seed noise, {', '.join(beats)} beat{'s' if len(beats) == 1 else ''} uniform" if beats
+                   else "no method beats uniform beyond seed noise")
+    else:
+        verdict = "with one target seed the runs carry no noise estimate, so no method is shown to beat uniform"
+    lines += ["", f"- {verdict[0].upper()}{verdict[1:]}.", "- Sources: " + "; ".join(f"{n}: {row.source}"
+                                                                         for n, row in c.rows.items()) + "."]
+    return lines + [""]

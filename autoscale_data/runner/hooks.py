@@ -1,0 +1,286 @@
+"""Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
+
+A run's :class:`~autoscale_data.runner.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
+hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
+:func:`make_step_hook` and calls it; a run without one trains exactly as before. The protocol
+(:class:`StepHook`), in the order the trainer calls it:
+
+- ``bind(ctx)``: once, after the model is built and before a checkpoint is restored; ``ctx`` is a
+  :class:`HookContext` (the spec, config, domains in the dataset's order, process group, device, run
+  folder, the model being trained and the training dataset, whose mix an online controller may change).
+- ``load_state_dict(state)``: when the run resumes, with what ``state_dict()`` returned at that checkpoint.
+- ``loss(batch)``: every micro-batch, a :class:`HookBatch` (inputs, labels, the forward pass's logits
+  with their graph, each sequence's domain, which micro-batch of the step); returns the loss to
+  backpropagate instead of the model's mean loss, or ``None`` to keep it. The logged training loss
+  stays the model's own mean loss.
+- ``after_step(step)``: after every optimizer step (``step``: the steps this run has done; a hook that
+  acts every k steps tests ``step % k``).
+- ``state_dict()``: JSON-able state saved in every checkpoint (under ``"step_hook"``), so a run killed
+  at any moment resumes to the same state.
+- ``summary()``: JSON-able record written into the run's ``result.json`` under ``"step_hook"``.
+
+:class:`DoReMiHook` (``kind: "doremi"``) is DoReMi's Group DRO for its proxy run. Further kinds are
+added with :func:`register_step_hook`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from . import layout
+
+__all__ = [
+    "DoReMiHook",
+    "HookBatch",
+    "HookContext",
+    "STEP_HOOKS",
+    "StepHook",
+    "doremi_update",
+    "make_step_hook",
+    "per_token_losses",
+    "register_step_hook",
+]
+
+
+@dataclass(frozen=True)
+class HookContext:
+    """What a hook may use of the run it joins (see the module docstring)."""
+
+    spec: Any
+    config: Any
+    domains: Any
+    names: tuple[str, ...]
+    info: Any
+    run_dir: Path
+    model: torch.nn.Module
+    dataset: Any
+
+
+@dataclass(frozen=True)
+class HookBatch:
+    """One micro-batch as the trainer saw it: ``domain`` holds each sequence's index into ``names``."""
+
+    inputs: torch.Tensor
+    labels: torch.Tensor
+    logits: torch.Tensor
+    domain: torch.Tensor
+    micro: int
+    last_micro: bool
+
+
+class StepHook(Protocol):
+    """The step-hook protocol (see the module docstring)."""
+
+    def bind(self, ctx: HookContext) -> None: ...
+
+    def loss(self, batch: HookBatch) -> torch.Tensor | None: ...
+
+    def after_step(self, step: int) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+#: Hook kinds: ``kind`` -> factory taking the spec's hook config.
+STEP_HOOKS: dict[str, Callable[[Mapping[str, Any]], StepHook]] = {}
+
+
+def register_step_hook(kind: str, factory: Callable[[Mapping[str, Any]], StepHook]) -> None:
+    """Make ``{"kind": kind, ...}`` in a spec's ``hook`` build ``factory(hook_config)``."""
+    STEP_HOOKS[str(kind)] = factory
+
+
+def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
+    """The hook a spec's ``hook`` config names (``None`` for none).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if hook is None:
+        return None
+    kind = hook.get("kind")
+    if kind not in STEP_HOOKS:
+        raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {sorted(STEP_HOOKS)}")
+    return STEP_HOOKS[kind](hook)
+
+
+def per_token_losses(logits: torch.Tensor, labels: torch.Tensor, family: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token cross-entropy (float32, with the logits' graph) and its mask: the next token for GPT-2, the
+    masked positions (labels != -100) for BERT. The mean of the masked values is the model's own loss."""
+    lg, tg = (logits, labels) if family == "bert" else (logits[:, :-1], labels[:, 1:])
+    flat = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]).float(), tg.reshape(-1), reduction="none",
+                                             ignore_index=-100)
+    return flat.view(tg.shape), tg != -100
+
+
+def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
+                  smoothing: float) -> list[float]:
+    """One step of DoReMi's domain weights (``doremiv1`` of the official code):
+    ``(1 - c) softmax(log w + eta * scores) + c / k``, where ``scores`` are the clipped per-domain excess losses."""
+    w = torch.tensor(list(weights), dtype=torch.float64)
+    s = torch.tensor(list(scores), dtype=torch.float64)
+    new = torch.softmax(torch.log(w) + float(step_size) * s, dim=0)
+    return ((1.0 - float(smoothing)) * new + float(smoothing) / len(w)).tolist()
+
+
+def _all_reduce(t: torch.Tensor, info: Any) -> torch.Tensor:
+    if info is None or info.world_size <= 1:
+        return t
+    import torch.distributed as dist
+
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
+def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, device: torch.device) -> torch.nn.Module:
+    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode.
+
+    Raises:
+        FileNotFoundError: the reference run kept no final checkpoint.
+    """
+    import json
+
+    from .models import build_model
+
+    ckpt = ref_dir / layout.FINAL_CHECKPOINT_DIR
+    try:
+        tag = json.loads((ckpt / "latest.json").read_text())["tag"]
+    except (FileNotFoundError, ValueError, KeyError):
+        raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
+                                f"{os.fspath(ckpt)!r} holds no complete checkpoint: train the reference first") from None
+    path = ckpt / f"{tag}.pt"
+    if path.exists():
+        state = torch.load(path, map_location="cpu", weights_only=False)["model"]
+    else:  # DeepSpeed: the module's states of model-parallel rank 0 (ZeRO stages 0-2)
+        state = torch.load(ckpt / tag / "mp_rank_00_model_states.pt", map_location="cpu", weights_only=False)["module"]
+    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id)
+    model.load_state_dict(state)
+    model.to(device).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+class DoReMiHook:
+    """DoReMi's Group DRO on a proxy run (Xie et al. 2023; ``doremi/trainer.py`` of the official code).
+
+    Every micro-batch: per-token losses of the proxy (from its forward pass) and of the frozen reference
+    model (one extra forward pass), the excess ``max(l_proxy - l_ref, 0)`` per token, summed per domain.
+    At the last micro-batch of a step the per-domain scores (mean excess over the step's tokens of each
+    domain, all ranks together; a domain absent from the step keeps its last score) update the weights
+    by :func:`doremi_update`, and the running average of the weights after each update is kept. The
+    proxy's loss is the weighted per-token loss ``sum_t w[d(t)] l_t / sum_t w[d(t)]`` (as the official
+    code, with the weights of the step's update on its last micro-batch); its sampler stays at the
+    reference mix. The state (weights, average, scores, updates) is in every checkpoint.
+
+    Config: ``{"kind": "doremi", "reference_run": ID, "step_size": eta, "smoothing": c, "initial": {domain:
+    weight}}`` (``initial``: the starting weights, the reference mix).
+    """
+
+    def __init__(self, hook: Mapping[str, Any], *, reference: torch.nn.Module | None = None,
+                 family: str = "gpt2") -> None:
+        self.reference_run = str(hook.get("reference_run", ""))
+        self.step_size = float(hook["step_size"])
+        self.smoothing = float(hook["smoothing"])
+        self.initial = {str(d): float(v) for d, v in (hook.get("initial") or {}).items()}
+        self.reference = reference
+        self.family = family
+        self.info: Any = None
+        self.names: tuple[str, ...] = ()
+        self.autocast = False
+
+    def bind(self, ctx: HookContext) -> None:
+        self.info, self.names = ctx.info, tuple(ctx.names)
+        self.family = ctx.config.model.family
+        self.autocast = ctx.config.precision == "bf16"
+        if self.reference is None:
+            self.reference = load_reference_model(ctx.config, ctx.spec, ctx.domains,
+                                                  ctx.run_dir.parent / self.reference_run, ctx.info.device)
+        self.start(self.names)
+
+    def start(self, names: Sequence[str]) -> None:
+        """Initial state over ``names``: the ``initial`` weights of the config (the reference mix, as the
+        official code starts from its domain config's weights; uniform without them), zero scores, no update."""
+        self.names = tuple(names)
+        k = len(self.names)
+        raw = [self.initial.get(d, 0.0) for d in self.names] if self.initial else [1.0] * k
+        self.weights = [v / sum(raw) for v in raw]
+        self.average = list(self.weights)
+        self.scores = [0.0] * k
+        self.updates = 0
+        self._sums = torch.zeros(k, dtype=torch.float64)
+        self._counts = torch.zeros(k, dtype=torch.float64)
+
+    def _reference_losses(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        assert self.reference is not None
+        device_type = inputs.device.type
+        with torch.no_grad(), torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.autocast):
+            logits = self.reference(input_ids=inputs).logits
+        return per_token_losses(logits, labels, self.family)[0]
+
+    def loss(self, batch: HookBatch) -> torch.Tensor:
+        losses, mask = per_token_losses(batch.logits, batch.labels, self.family)
+        excess = (losses.detach() - self._reference_losses(batch.inputs, batch.labels)).clamp(min=0)
+        k = len(self.weights)
+        tok_domain = batch.domain.to(losses.device).long().view(-1, 1).expand_as(losses)
+        m = mask.to(torch.float64)
+        self._sums += torch.zeros(k, dtype=torch.float64, device=losses.device).index_add_(
+            0, tok_domain.reshape(-1), (excess.to(torch.float64) * m).reshape(-1)).cpu()
+        self._counts += torch.zeros(k, dtype=torch.float64, device=losses.device).index_add_(
+            0, tok_domain.reshape(-1), m.reshape(-1)).cpu()
+        if batch.last_micro:
+            self._update()
+        w = torch.tensor(self.weights, dtype=losses.dtype, device=losses.device)[tok_domain] * mask
+        world = 1 if self.info is None else self.info.world_size
+        normalizer = _all_reduce(w.sum().detach().clone(), self.info) / world
+        return (losses * w).sum() / normalizer
+
+    def _update(self) -> None:
+        device = self.info.device if self.info is not None and self.info.world_size > 1 else torch.device("cpu")
+        both = _all_reduce(torch.stack([self._sums, self._counts]).to(device), self.info).cpu()
+        sums, counts = both[0], both[1]
+        self.scores = [float(s / n) if n > 0 else old
+                       for s, n, old in zip(sums.tolist(), counts.tolist(), self.scores, strict=True)]
+        self.weights = doremi_update(self.weights, self.scores, self.step_size, self.smoothing)
+        self.updates += 1
+        self.average = [(a * (self.updates - 1) + w) / self.updates
+                        for a, w in zip(self.average, self.weights, strict=True)]
+        self._sums.zero_()
+        self._counts.zero_()
+
+    def after_step(self, step: int) -> None:
+        """Nothing: the weights moved at the step's last micro-batch."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"weights": list(self.weights), "average": list(self.average), "scores": list(self.scores),
+                "updates": self.updates}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.weights = [float(v) for v in state["weights"]]
+        self.average = [float(v) for v in state["average"]]
+        self.scores = [float(v) for v in state["scores"]]
+        self.updates = int(state["updates"])
+
+    def summary(self) -> dict[str, Any]:
+        """``weights`` (the last), ``average_weights`` (DoReMi's output), ``scores`` (the last per-domain
+        excess losses) by domain, and the number of ``updates``."""
+        def named(values: Sequence[float]) -> dict[str, float]:
+            return {d: float(v) for d, v in zip(self.names, values, strict=True)}
+
+        return {"kind": "doremi", "reference_run": self.reference_run, "step_size": self.step_size,
+                "smoothing": self.smoothing, "updates": self.updates, "weights": named(self.weights),
+                "average_weights": named(self.average), "scores": named(self.scores),
+                "finite": all(math.isfinite(v) for v in self.average)}
+
+
+register_step_hook("doremi", DoReMiHook)

@@ -1,0 +1,144 @@
+"""Config sections of the other mixing methods the runner trains beside AutoScale (``regmix:``, ``doremi:``).
+
+Both are optional top-level sections; without them a method named in ``target.baselines`` runs with the
+defaults below. Every bad value raises ``ValueError`` naming the field, the value and what was expected.
+
+- ``regmix`` (read by the ``regmix`` and ``mixing_law`` baselines): which runs the two regressions are
+  fitted on. By default the DDO proxies at N2 (the paper fitted RegMix "on the exact same pairs of
+  domain weights and evaluation loss"); with ``swarm`` an extra swarm of random Dirichlet mixtures at a
+  small budget (RegMix's own recipe), planned, trained and resumed like the proxies.
+- ``doremi``: the reference run's mix, the budget of the reference and the proxy, and the
+  exponentiated-gradient step size and smoothing of DoReMi's Group DRO (the official defaults 1 and 1e-3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._checks import is_int, is_number
+from .sections import check_int_field, check_number_field, field_error
+
+__all__ = ["DoReMiConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
+
+#: RegMix regressions (``solver.regmix_weights``'s ``model``).
+REGRESSION_MODELS = ("linear", "lightgbm", "auto")
+
+
+def _mapping(section: str, name: str, value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise field_error(section, name, value, "a mapping")
+    return {str(k): v for k, v in value.items()}
+
+
+@dataclass(frozen=True)
+class SwarmConfig:
+    """RegMix's swarm: ``runs`` runs of random Dirichlet(``alpha``) mixtures at ``budget`` tokens each.
+
+    ``preset`` / ``overrides`` train the swarm with another (smaller) model than the config's (``None``:
+    the config's model); ``seed`` draws the mixtures (the runs train with the config's first seed).
+    """
+
+    runs: int = 0
+    budget: int = 0
+    alpha: float = 1.0
+    seed: int = 0
+    preset: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_int_field("regmix.swarm", "runs", self.runs)
+        check_int_field("regmix.swarm", "budget", self.budget)
+        check_number_field("regmix.swarm", "alpha", self.alpha)
+        check_int_field("regmix.swarm", "seed", self.seed, minimum=0)
+        if self.preset is not None:
+            from .models import PRESETS
+
+            if self.preset not in PRESETS:
+                raise field_error("regmix.swarm", "preset", self.preset, f"null or one of {sorted(PRESETS)}")
+        if not isinstance(self.overrides, dict):
+            raise field_error("regmix.swarm", "overrides", self.overrides, "a mapping of model config fields")
+
+
+@dataclass(frozen=True)
+class RegMixConfig:
+    """What RegMix and the data mixing law are fitted on, and RegMix's regression.
+
+    ``use_proxies``: fit on the DDO proxy runs at N2 (``None``: yes without a swarm, no with one, so
+    runs of different budgets are not pooled unless asked). ``model``: ``linear`` (default; least squares
+    on the weights), ``lightgbm`` (RegMix's own, for large swarms; needs the optional package) or ``auto``.
+    ``top_k``: RegMix averages the best ``top_k`` of ``candidates`` random mixtures scored by the model.
+    """
+
+    use_proxies: bool | None = None
+    swarm: SwarmConfig | None = None
+    model: str = "linear"
+    candidates: int = 100_000
+    top_k: int = 100
+
+    def __post_init__(self) -> None:
+        if self.use_proxies is not None and not isinstance(self.use_proxies, bool):
+            raise field_error("regmix", "use_proxies", self.use_proxies, "true, false or null")
+        raw = _mapping("regmix", "swarm", self.swarm) if not isinstance(self.swarm, SwarmConfig) else None
+        if raw is not None:
+            known = {"runs", "budget", "alpha", "seed", "preset", "overrides"}
+            unknown = sorted(set(raw) - known)
+            if unknown:
+                raise field_error("regmix", "swarm", raw, f"keys from {sorted(known)} (unknown: {unknown})")
+            if "runs" not in raw or "budget" not in raw:
+                raise field_error("regmix", "swarm", raw, "at least 'runs' and 'budget' (tokens per run)")
+            object.__setattr__(self, "swarm", SwarmConfig(**raw))
+        if self.model not in REGRESSION_MODELS:
+            raise field_error("regmix", "model", self.model, f"one of {REGRESSION_MODELS}")
+        check_int_field("regmix", "candidates", self.candidates)
+        check_int_field("regmix", "top_k", self.top_k)
+        if self.top_k > self.candidates:
+            raise field_error("regmix", "top_k", self.top_k, f"at most regmix.candidates = {self.candidates}")
+        if self.use_proxies is False and self.swarm is None:
+            raise field_error("regmix", "use_proxies", False, "true (or a regmix.swarm): nothing to fit on")
+
+    @property
+    def fits_on_proxies(self) -> bool:
+        """Whether the DDO proxies at N2 enter the fit."""
+        return self.swarm is None if self.use_proxies is None else bool(self.use_proxies)
+
+
+@dataclass(frozen=True)
+class DoReMiConfig:
+    """DoReMi (Xie et al. 2023): a reference run, then a Group-DRO proxy whose average weights are the mix.
+
+    ``reference``: the reference run's mix, ``"uniform"`` (default, as DoReMi), ``"natural"``, a preset of
+    ``solver.PRESETS`` (``"llama1"``; ``reference_mapping`` renames its keys to your domains) or a mapping
+    domain -> weight. ``budget``: tokens of the reference run and of the proxy run each (``None``: the
+    DDO budget N2). ``step_size`` (eta) and ``smoothing`` (c) of the exponentiated-gradient update
+    ``w <- (1 - c) softmax(log w + eta * excess) + c / k`` (the official defaults 1 and 1e-3). ``seed``:
+    of both runs (``None``: the config's first seed).
+    """
+
+    reference: str | dict[str, float] = "uniform"
+    reference_mapping: dict[str, str] | None = None
+    budget: int | None = None
+    step_size: float = 1.0
+    smoothing: float = 1e-3
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.reference, Mapping):
+            weights = dict(self.reference)
+            if not weights or not all(is_number(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
+                raise field_error("doremi", "reference", self.reference, "a mapping domain -> weight >= 0 (sum > 0)")
+            object.__setattr__(self, "reference", {str(k): float(v) for k, v in weights.items()})
+        elif not isinstance(self.reference, str) or not self.reference:
+            raise field_error("doremi", "reference", self.reference,
+                              "'uniform', 'natural', a preset name ('llama1') or a mapping domain -> weight")
+        object.__setattr__(self, "reference_mapping", _mapping("doremi", "reference_mapping", self.reference_mapping))
+        if self.budget is not None:
+            check_int_field("doremi", "budget", self.budget)
+        check_number_field("doremi", "step_size", self.step_size)
+        if not is_number(self.smoothing) or not 0.0 <= float(self.smoothing) < 1.0:
+            raise field_error("doremi", "smoothing", self.smoothing, "a number in [0, 1)")
+        if self.seed is not None and not (is_int(self.seed) and self.seed >= 0):
+            raise field_error("doremi", "seed", self.seed, "an integer >= 0 or null")

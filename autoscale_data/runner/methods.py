@@ -1,0 +1,460 @@
+"""The registry of target mixing methods: how each target mix is chosen, what runs that needs, and its cost.
+
+:class:`~autoscale_data.runner.pipeline.MixtureRunner` iterates :func:`selected_methods` (AutoScale, then
+every name of ``target.baselines``) instead of naming the methods one by one. A method
+(:class:`MixingMethod`) declares:
+
+- :meth:`~MixingMethod.check`: bad input, raised as ``ValueError`` before anything trains;
+- :meth:`~MixingMethod.selection_stages`: the extra runs it must train before its targets, as stages (a
+  stage starts when the one before has finished: DoReMi's proxy reads its reference's final model).
+  They are ordinary :class:`~autoscale_data.runner.plan.RunSpec` s (kinds of
+  :data:`~autoscale_data.runner.plan.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
+  counted through the same ledger and executors as the DDO proxies (which stay as they are);
+- :meth:`~MixingMethod.cost_runs`: the runs whose training is the cost of choosing its mix (the report
+  sets their tokens and wall time against one target run);
+- :meth:`~MixingMethod.choose`: from the finished runs and the fits, a :class:`TargetChoice`, either
+  ``weights`` (one fixed-schedule target run per target seed) or the method's own target ``specs``
+  (``autoscale_anytime``'s runs on the mixture plan; a method whose target run carries an online
+  controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.plan.RunSpec.hook>`,
+  returns its RunSpecs the same way), or ``skipped`` with the reason (logged and reported).
+
+Methods (``name``: where its mix comes from): ``autoscale`` (DDO at N1 and N2, projected),
+``ddo_n2`` (the DDO optimum at N2), ``uniform``, ``natural``, ``reference`` (user or preset weights,
+e.g. LLaMA-1's), ``autoscale_anytime`` (the mixture plan's path), ``regmix`` (RegMix, Liu et al. 2024:
+regression of the objective on the mixture, then a simplex search), ``mixing_law`` (Data Mixing Laws,
+Ye et al. 2024: ``L_i = c_i + k_i exp(t_i . w)`` per domain, minimised), ``doremi`` (DoReMi, Xie et al.
+2023: the average Group-DRO weights of a proxy trained against a reference model; see
+:class:`~autoscale_data.runner.hooks.DoReMiHook`). A new method subclasses :class:`MixingMethod` and is
+added with :func:`register_method`; a name it registers is what ``target.baselines`` may name once
+:data:`~autoscale_data.runner.layout.TARGET_BASELINES` lists it.
+
+``fits/methods.json`` holds one :class:`MethodRecord` per method: its source, weights, selection and cost
+run ids, and why it was skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import layout
+from .config import RunnerConfig
+from .plan import DomainInfo, RunSpec, method_spec, target_spec
+
+__all__ = [
+    "METHODS",
+    "MethodContext",
+    "MethodRecord",
+    "MixingMethod",
+    "TargetChoice",
+    "choose_all",
+    "cost_lines",
+    "register_method",
+    "selected_methods",
+    "selection_stages",
+]
+
+
+@dataclass(frozen=True)
+class MethodContext:
+    """What a method may read: the config, the stores, the output folder, the DDO proxy specs per budget,
+    and, once trained, the ledger and the AutoScale fits (``None`` before)."""
+
+    config: RunnerConfig
+    domains: DomainInfo
+    out: Path
+    proxies: Mapping[int, Sequence[RunSpec]]
+    ledger: Any = None
+    fits: Any = None
+    log: Callable[[str], None] = print
+
+    @property
+    def all_proxies(self) -> list[RunSpec]:
+        return [s for specs in self.proxies.values() for s in specs]
+
+    @property
+    def n2_proxies(self) -> list[RunSpec]:
+        return list(self.proxies.get(self.config.ddo.budgets[1], []))
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """A method's target: ``weights`` (fixed-schedule runs at every target seed), its own ``specs``, or
+    ``skipped`` (why nothing is trained). ``details``: what it found (into ``fits/methods.json``)."""
+
+    weights: dict[str, float] | None = None
+    specs: tuple[RunSpec, ...] = ()
+    skipped: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.weights is not None) + bool(self.specs) + (self.skipped is not None) != 1:
+            raise ValueError("a TargetChoice holds exactly one of weights, specs or skipped")
+
+
+@dataclass(frozen=True)
+class MethodRecord:
+    """One method in ``fits/methods.json``."""
+
+    name: str
+    source: str
+    weights: dict[str, float] | None
+    selection_run_ids: list[str]
+    cost_run_ids: list[str]
+    cost_tokens: int
+    skipped: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> MethodRecord:
+        known = {f.name for f in dataclasses.fields(cls)}
+        missing = sorted({"name", "source", "weights", "selection_run_ids", "cost_run_ids", "cost_tokens"} - set(obj))
+        if missing:
+            raise ValueError(f"a method record lacks {missing}")
+        return cls(**{k: v for k, v in obj.items() if k in known})
+
+
+class MixingMethod:
+    """One way of choosing a target mix (see the module docstring); subclasses override what they need."""
+
+    name = ""
+    #: Place in the plan: 0 AutoScale, 1 DDO at N2, 2 mixes known from the stores, 3 the anytime schedule,
+    #: 4 methods with runs of their own (within a place, ``target.baselines`` order).
+    order = 4
+    #: ``False``: the mix is known before any run (uniform, natural, reference).
+    after_runs = True
+    source = ""
+
+    def check(self, ctx: MethodContext) -> None:
+        """Raise ``ValueError`` for input this method cannot use, before anything trains."""
+
+    def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
+        """Extra runs to train before the targets, stage by stage (none by default)."""
+        return []
+
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        """The runs whose training is the cost of choosing this mix (none by default)."""
+        return [s for stage in self.selection_stages(ctx) for s in stage]
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        raise NotImplementedError
+
+
+class _AutoScale(MixingMethod):
+    name, order = layout.AUTOSCALE, 0
+    source = "AutoScale (Kang et al.): DDO at N1 and N2, projected to the target budget"
+
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        return ctx.all_proxies
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        return TargetChoice(weights=ctx.fits.weights, details={"projection": ctx.fits.method})
+
+
+class _DDON2(MixingMethod):
+    name, order = layout.DDO_N2, 1
+    source = "the DDO optimum at N2, not projected"
+
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        return ctx.n2_proxies
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.budgets[1]]["weights"]))
+
+
+def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping: Mapping[str, str] | None,
+                   where: str) -> dict[str, float]:
+    """``uniform``, ``natural``, a preset name or explicit weights over the stores' domains."""
+    from ..solver import natural_weights, reference_weights, uniform_weights
+
+    try:
+        if spec == "uniform":
+            return uniform_weights(domains.names)
+        if spec == "natural":
+            return natural_weights(domains.train_tokens)
+        if isinstance(spec, str):
+            return reference_weights(domains.names, preset=spec, mapping=mapping)
+        unknown = sorted(set(spec) - set(domains.names))
+        if unknown:
+            raise ValueError(f"names unknown domains {unknown}")
+        return reference_weights(domains.names, weights=spec)
+    except ValueError as exc:
+        raise ValueError(f"config {where} = {spec!r} does not fit the stores' domains {list(domains.names)}: "
+                         f"{exc}") from None
+
+
+class _Fixed(MixingMethod):
+    order, after_runs = 2, False
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name, self.source = name, source
+
+    def check(self, ctx: MethodContext) -> None:
+        self.mix(ctx)
+
+    def mix(self, ctx: MethodContext) -> dict[str, float]:
+        from ..solver import natural_weights, uniform_weights
+
+        d = ctx.domains
+        if self.name == layout.UNIFORM:
+            return uniform_weights(d.names)
+        if self.name == layout.NATURAL:
+            return natural_weights(d.train_tokens)
+        target = ctx.config.target
+        if isinstance(target.reference_weights, Mapping):
+            from ..solver import reference_weights
+
+            return reference_weights(d.names, weights=target.reference_weights)  # as before presets existed
+        return _reference_mix(d, target.reference_weights or "uniform", target.reference_mapping,
+                              "target.reference_weights")
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        return TargetChoice(weights=self.mix(ctx))
+
+
+class _Anytime(MixingMethod):
+    name, order = layout.ANYTIME, 3
+    source = "AutoScale's mixture plan, followed along the run (schedule 'anytime')"
+
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        return ctx.all_proxies
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        if ctx.fits.plan is None:
+            return TargetChoice(skipped="no mixture plan could be fitted (see fits/mixture_plan_error.json)")
+        specs = tuple(target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
+                      for seed in ctx.config.target.seeds)
+        return TargetChoice(specs=specs)
+
+
+class _Regression(MixingMethod):
+    """RegMix and the data mixing law: one regression fitted on the DDO proxies at N2 and/or a swarm."""
+
+    def settings(self, ctx: MethodContext) -> Any:
+        from .method_sections import RegMixConfig
+
+        return ctx.config.regmix or RegMixConfig()
+
+    def needed(self, m: int) -> int:
+        return m
+
+    def swarm(self, ctx: MethodContext) -> list[RunSpec]:
+        from ..solver.regression import sample_mixtures
+
+        sw = self.settings(ctx).swarm
+        if sw is None:
+            return []
+        config = ctx.config
+        if sw.preset is not None or sw.overrides:
+            from .sections import ModelConfig
+
+            model = ModelConfig(preset=sw.preset or config.model.preset, overrides=dict(sw.overrides),
+                                mlm_probability=config.model.mlm_probability)
+            config = dataclasses.replace(config, model=model)
+        mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
+        return [method_spec(config, ctx.domains, "swarm", sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
+                for k, w in enumerate(mixes)]
+
+    def fit_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        return (ctx.n2_proxies if self.settings(ctx).fits_on_proxies else []) + self.swarm(ctx)
+
+    def check(self, ctx: MethodContext) -> None:
+        runs = self.fit_runs(ctx)
+        mixes = {tuple(sorted(s.sequences.items())) for s in runs}
+        need = self.needed(len(ctx.domains.names))
+        if len(mixes) < need:
+            cfg = self.settings(ctx)
+            what = (f"{len(ctx.n2_proxies)} DDO proxies at N2" if cfg.fits_on_proxies else "no DDO proxies") + (
+                f" and a swarm of {cfg.swarm.runs}" if cfg.swarm else "")
+            raise ValueError(f"target.baselines {self.name!r} needs runs of at least {need} distinct mixtures for "
+                             f"{len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): raise "
+                             "regmix.swarm.runs or set regmix.use_proxies: true")
+
+    def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
+        swarm = self.swarm(ctx)
+        return [swarm] if swarm else []
+
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        return self.fit_runs(ctx)
+
+    def table(self, ctx: MethodContext) -> Any:
+        from ..solver import Run, RunTable
+
+        runs, missing = [], []
+        for spec in self.fit_runs(ctx):
+            result = ctx.ledger.result(spec.run_id)
+            if result is None:
+                missing.append(spec.name)
+                continue
+            runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result["tokens"].items()},
+                            loss=dict(result["losses"]), seed=spec.seed, label=spec.label))
+        if missing:
+            ctx.log(f"{self.name}: {len(missing)} of its runs did not finish and are left out: {', '.join(missing)}")
+        return RunTable(runs)
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        try:
+            table = self.table(ctx)
+            weights = self.fit(ctx, table)
+        except ValueError as exc:
+            return TargetChoice(skipped=f"the {self.name} fit failed: {exc}")
+        return TargetChoice(weights=weights, details={"runs": len(table)})
+
+    def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class _RegMix(_Regression):
+    name = layout.REGMIX
+    source = "RegMix (Liu et al. 2024): regression of the objective on the mixture, best candidates averaged"
+
+    def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
+        from ..solver.regression import regmix_weights
+
+        cfg = self.settings(ctx)
+        return regmix_weights(table, objective=ctx.config.ddo.objective, model=cfg.model,
+                              n_candidates=cfg.candidates, top_k=cfg.top_k, seed=ctx.config.seeds[0])
+
+
+class _MixingLaw(_Regression):
+    name = layout.MIXING_LAW
+    source = "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, minimised"
+
+    def needed(self, m: int) -> int:
+        return m + 2
+
+    def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
+        from ..solver.regression import mixing_law_weights
+
+        return mixing_law_weights(table, objective=ctx.config.ddo.objective, seed=ctx.config.seeds[0])
+
+
+class _DoReMi(MixingMethod):
+    name = layout.DOREMI
+    source = ("DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a reference model "
+              "(github.com/sangmichaelxie/doremi)")
+
+    def settings(self, ctx: MethodContext) -> Any:
+        from .method_sections import DoReMiConfig
+
+        return ctx.config.doremi or DoReMiConfig()
+
+    def reference(self, ctx: MethodContext) -> dict[str, float]:
+        cfg = self.settings(ctx)
+        return _reference_mix(ctx.domains, cfg.reference, cfg.reference_mapping, "doremi.reference")
+
+    def check(self, ctx: MethodContext) -> None:
+        self.selection_stages(ctx)
+
+    def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
+        cfg = self.settings(ctx)
+        budget = cfg.budget or ctx.config.ddo.budgets[1]
+        seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
+        mix = self.reference(ctx)
+        ref = method_spec(ctx.config, ctx.domains, "doremi_reference", budget, "doremi reference", mix, seed)
+        hook = {"kind": "doremi", "reference_run": ref.run_id, "step_size": cfg.step_size,
+                "smoothing": cfg.smoothing, "initial": ref.weights}
+        proxy = method_spec(ctx.config, ctx.domains, "doremi_proxy", budget, "doremi proxy", mix, seed, hook=hook)
+        return [[ref], [proxy]]
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        proxy = self.selection_stages(ctx)[-1][0]
+        result = ctx.ledger.result(proxy.run_id)
+        if result is None or "step_hook" not in result:
+            return TargetChoice(skipped=f"the DoReMi proxy {proxy.run_id} did not finish")
+        hook = result["step_hook"]
+        if not hook.get("finite", True):
+            return TargetChoice(skipped="the DoReMi weights are not finite")
+        return TargetChoice(weights=dict(hook["average_weights"]),
+                            details={"final_weights": hook["weights"], "scores": hook["scores"],
+                                     "updates": hook["updates"], "proxy_run": proxy.run_id})
+
+
+#: Every method by name.
+METHODS: dict[str, MixingMethod] = {}
+
+
+def register_method(method: MixingMethod) -> None:
+    """Add (or replace) a method under its ``name``."""
+    if not method.name:
+        raise ValueError("a mixing method needs a name")
+    METHODS[method.name] = method
+
+
+for _m in (_AutoScale(), _DDON2(), _Anytime(), _RegMix(), _MixingLaw(), _DoReMi(),
+           _Fixed(layout.UNIFORM, "equal weights"), _Fixed(layout.NATURAL, "each domain's share of the tokens"),
+           _Fixed(layout.REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)")):
+    register_method(_m)
+
+
+def selected_methods(config: RunnerConfig) -> list[MixingMethod]:
+    """AutoScale and every method of ``target.baselines``, in plan order.
+
+    Raises:
+        ValueError: a baseline no method is registered for.
+    """
+    names = [layout.AUTOSCALE, *config.target.baselines]
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise ValueError(f"target.baselines names {unknown}, for which no mixing method is registered "
+                         f"(known: {sorted(METHODS)})")
+    return sorted((METHODS[n] for n in names), key=lambda m: (m.order, names.index(m.name)))
+
+
+def selection_stages(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[list[RunSpec]]:
+    """The methods' extra runs merged stage by stage (a run two methods share is listed once)."""
+    stages: list[dict[str, RunSpec]] = []
+    for m in methods:
+        for k, stage in enumerate(m.selection_stages(ctx)):
+            while len(stages) <= k:
+                stages.append({})
+            stages[k].update({s.run_id: s for s in stage})
+    return [list(st.values()) for st in stages]
+
+
+def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dict[str, dict[str, float]],
+                                                                            list[RunSpec], list[MethodRecord]]:
+    """Every method's target: the mixes (``fits/target_mixes.json``), the target runs in plan order and
+    the records (``fits/methods.json``). A skipped method trains nothing (its reason is logged)."""
+    mixes: dict[str, dict[str, float]] = {}
+    targets: list[RunSpec] = []
+    records = []
+    for m in methods:
+        choice = m.choose(ctx)
+        if choice.skipped is not None:
+            ctx.log(f"{m.name} is not trained: {choice.skipped}")
+        elif choice.specs:
+            mixes[m.name] = choice.specs[0].weights  # the final mix (the specs follow their own schedule)
+            targets += choice.specs
+        else:
+            assert choice.weights is not None
+            mixes[m.name] = dict(choice.weights)
+            targets += [target_spec(ctx.config, ctx.domains, m.name, choice.weights, seed)
+                        for seed in ctx.config.target.seeds]
+        cost = {s.run_id: s for s in m.cost_runs(ctx)}
+        records.append(MethodRecord(
+            name=m.name, source=m.source, weights=mixes.get(m.name),
+            selection_run_ids=[s.run_id for stage in m.selection_stages(ctx) for s in stage],
+            cost_run_ids=list(cost), cost_tokens=sum(s.total_tokens for s in cost.values()), skipped=choice.skipped,
+            details=choice.details))
+    return mixes, targets, records
+
+
+def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
+    """The dry run's estimate of what choosing each mix costs, in tokens and in target runs."""
+    config = ctx.config
+    per_target = (config.target.budget // (config.seq_len * config.global_batch_size)) * (
+        config.global_batch_size * config.seq_len)
+    lines = ["cost of choosing each mix (tokens of the runs it needs before its targets; x = target runs of "
+             f"{per_target:,} tokens):"]
+    for m in methods:
+        cost = {s.run_id: s for s in m.cost_runs(ctx)}
+        tokens = sum(s.total_tokens for s in cost.values())
+        lines.append(f"  {m.name:18} {len(cost):4} runs {tokens:>16,} tokens  x{tokens / per_target:.2f}")
+    return lines
