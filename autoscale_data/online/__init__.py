@@ -5,8 +5,8 @@ Pure numpy (no torch): a controller is driven by
 per update, asks the controller for the next weights and appends a segment to the exact stream.
 """
 
+from ..mixing.controller import Controller, Window, check_proposal, check_state
 from .ado import ADO
-from .base import Controller, Window, check_proposal, check_state
 from .odm import ODM
 from .schedule import FixedSchedule, Replay, replay_phases
 

@@ -1,4 +1,4 @@
-"""The controller interface: per-domain losses of a window in, the next mixture weights out.
+"""The online-mixing controller interface: per-domain losses of a window in, the next weights out.
 
 A controller is pure (numpy only, no torch, no I/O). Every ``update`` receives what every rank
 knows after ONE all-reduce of the per-domain loss sums (``[2, D]`` floats: each domain's summed
@@ -62,7 +62,7 @@ class Window:
 
 @runtime_checkable
 class Controller(Protocol):
-    """What the stream follows (see :mod:`autoscale_data.online`)."""
+    """What an online stream follows (implementations: :mod:`autoscale_data.online`)."""
 
     domain_names: tuple[str, ...]
 
