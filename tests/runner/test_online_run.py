@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from resume_helper import item_key
@@ -11,8 +10,8 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.online import OnlineConfig, OnlineRunSpec, online_hook, online_target_spec
 from autoscale_data.runner.data import inspect_domains
+from autoscale_data.runner.online import OnlineConfig, OnlineRunSpec, online_hook, online_target_spec
 from autoscale_data.runner.plan import target_spec
 
 
