@@ -86,10 +86,11 @@ class _OnlineStream(MixtureStream):
             raise ValueError(f"stream position {end - 1} is in segment {seg}, which is not decided yet (decided: "
                              f"{self.end} positions, {len(self.trees)} segments after {owner.updates} updates): the "
                              f"training loop must call update(step) every {owner.every} steps")
-        parent = owner.owner_pid
         while end > self.end:
-            if os.getppid() != parent:
-                raise RuntimeError("the training process that decides the mixture's segments has exited")
+            try:
+                os.kill(owner.owner_pid, 0)  # the deciding process is alive (any start method: fork, spawn, ...)
+            except ProcessLookupError:
+                raise RuntimeError("the training process that decides the mixture's segments has exited") from None
             time.sleep(_WAIT_S)
             self.grow()
 

@@ -342,3 +342,17 @@ def test_workers_wait_for_undecided_segments_and_change_nothing(root: Path) -> N
 
     alone = train(0)
     assert train(2) == alone and len(set(alone)) == SEQS
+
+
+@pytest.mark.timeout(240)
+def test_spawned_workers_share_the_segment_table(root: Path) -> None:
+    def train(**loader: Any) -> list:
+        ds, om = make(root, every=1, lookahead=1)
+        out = []
+        for step, batch in enumerate(DataLoader(ds, batch_size=None, **loader), 1):
+            out.extend(item_key(batch))
+            om.meter.update(token_losses(batch), batch["domain"])
+            om.update(step)
+        return out
+
+    assert train(num_workers=2, multiprocessing_context="spawn", prefetch_factor=4) == train()
