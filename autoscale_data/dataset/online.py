@@ -41,6 +41,7 @@ from .._checks import check_int
 from ..mixing import MixtureStream
 from ..mixing.carry import carried_counts
 from ..mixing.controller import Window, check_proposal
+from ..mixing.interleave import InterleaveTree
 from ._state import config_diff, fingerprint
 from .domain_loss import DomainLossMeter
 
@@ -64,8 +65,6 @@ class _OnlineStream(MixtureStream):
             return
         rows = self.owner.counts_table[have:published].numpy().copy()
         lengths = rows.sum(axis=1)
-        from ..mixing.interleave import InterleaveTree
-
         self.starts = np.concatenate([self.starts, self.end + np.cumsum(lengths)])
         self.counts = np.vstack([self.counts, rows])
         self.offsets = np.vstack([self.offsets, self.offsets[-1] + np.cumsum(rows, axis=0)])
