@@ -111,7 +111,7 @@ class OnlineMixture:
         dataset: a :class:`~autoscale_data.dataset.ScaleAwareMixtureDataset` built with the
             controller's initial weights (or any weights: its budget, stores, seed, batching and
             ``max_epochs`` are used), before any DataLoader iterates it. No shuffle window, no
-            phases, not a continued run.
+            phases, no domain pools, not a continued run.
         controller: anything with ``domain_names``, ``initial_weights()``, ``update(window)``,
             ``state_dict()`` and ``load_state_dict(state)`` (see :mod:`autoscale_data.online`).
         every: training steps per segment and between updates (``k``).
@@ -140,6 +140,8 @@ class OnlineMixture:
                 or dataset.config.get("schedule") != "fixed":
             raise ValueError("online mixing needs a plain dataset: no shuffle_window, phases, anytime schedule "
                              "or continued run")
+        if getattr(dataset, "pools", None):
+            raise ValueError("online mixing does not support domain pools (pool=...) yet")
         if sequences_per_step is None:
             if dataset.batch_size is None:
                 raise ValueError("sequences_per_step is needed for a dataset without batch_size (the sequences of "
