@@ -110,6 +110,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
       large). With ``output="numpy"`` all three are ``int64`` numpy arrays.
     """
 
+    _online: Any = None  # an OnlineMixture that decides the stream's segments during training (dataset/online.py)
+    _chunk: int = _CHUNK  # stream positions (per worker) looked up at once
+
     def __init__(
         self,
         domains: DomainsArg,
@@ -238,9 +241,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
         lookup = self._stream.lookup
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
-        for chunk in range(unit, n_local, step * _CHUNK):
+        for chunk in range(unit, n_local, step * self._chunk):
             a = first + chunk * self.world_size
-            b = first + min(n_local - 1, chunk + step * (_CHUNK - 1)) * self.world_size + 1
+            b = first + min(n_local - 1, chunk + step * (self._chunk - 1)) * self.world_size + 1
             domains, sequences = lookup(np.arange(a, b, stride, dtype=np.int64))
             u = chunk
             for d, s in zip(domains.tolist(), sequences.tolist(), strict=False):
@@ -262,7 +265,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         token_dtype = compact_dtype(self._reader.dtype) if compact else torch.int64
         in_worker = get_worker_info() is not None  # batches go to another process (see _batch)
         units = range(unit, -(-n_local // size), step)
-        per_lookup = max(1, _CHUNK // size)  # units whose positions are looked up at once
+        per_lookup = max(1, self._chunk // size)  # units whose positions are looked up at once
         rows = np.arange(size, dtype=np.int64)
         for c0 in range(0, len(units), per_lookup):
             chunk = np.asarray(units[c0 : c0 + per_lookup], dtype=np.int64)
@@ -319,7 +322,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             samples_taken = self._state.samples_of(int(batches_taken))
         position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
         counts = self._stream.domain_counts(position["cursor"])
-        return {
+        state = {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
             "fingerprint": self.fingerprint,
@@ -332,6 +335,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
             "worker": position["worker"],
             "phase": self._stream.phase_at(int(position["cursor"])),
         }
+        if self._online is not None:
+            state["online"] = self._online.dataset_state()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False) -> None:
         """Resume from a state: the next iteration starts at its cursor (once; later passes start at 0).
@@ -358,6 +364,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 per-domain counts that do not match the stream at the cursor.
         """
         _check_format(state)
+        if self._online is not None:
+            self._online.load_into(state, continue_run)
+            return
         if state.get("fingerprint") != self.fingerprint:
             self._follow(state, continue_run)
         self._resume(state)

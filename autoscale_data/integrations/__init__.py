@@ -6,7 +6,9 @@ Each adapter needs its library, installed by an extra of the same name (``pip in
 the samples a trainer has actually consumed, so a checkpoint resumes the data exactly where the
 model stopped even when the trainer prefetches batches or the loader uses worker processes.
 
-- :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning).
+- :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning), and
+  ``OnlineMixingCallback`` for a stream that follows an online-mixing controller.
+- :mod:`autoscale_data.integrations.hf`: ``OnlineMixingTrainerCallback`` (HF ``Trainer``, online mixing).
 - :mod:`autoscale_data.integrations.accelerate`: ``prepare_mixture_loader`` (HF Accelerate).
 - :mod:`autoscale_data.integrations.megatron`: ``MixtureExternalIterator`` (Megatron-Core,
   ``--dataloader-type external``).

@@ -25,7 +25,7 @@ calls the datamodule's only: call ``super()`` there or count with ``dm.loader.ma
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._loader import require_library
@@ -37,7 +37,7 @@ import lightning.pytorch as pl  # noqa: E402
 from ..dataset import ScaleAwareMixtureDataset  # noqa: E402
 from ._loader import MixtureLoader  # noqa: E402
 
-__all__ = ["MixtureDataModule"]
+__all__ = ["MixtureDataModule", "OnlineMixingCallback"]
 
 
 class MixtureDataModule(pl.LightningDataModule):
@@ -49,6 +49,9 @@ class MixtureDataModule(pl.LightningDataModule):
         batch_size: samples per batch (per process).
         num_workers: DataLoader worker processes.
         pin_memory: pin batches (Lightning moves them to the device).
+        online: ``dataset -> OnlineMixture`` (e.g. ``lambda ds: OnlineMixture(ds, ADO(ds.domain_names),
+            every=50)``): the stream follows a controller; add :class:`OnlineMixingCallback` to the
+            trainer. Its segment log, controller and loss window are in the datamodule's state.
         **settings: further dataset settings (``max_epochs``, ``shuffle_window``, ``output``, ...).
 
     Attributes:
@@ -56,7 +59,8 @@ class MixtureDataModule(pl.LightningDataModule):
     """
 
     def __init__(self, domains: Any, weights: Any, budget_tokens: int, seq_len: int, seed: int = 0, *,
-                 batch_size: int, num_workers: int = 0, pin_memory: bool = False, **settings: Any) -> None:
+                 batch_size: int, num_workers: int = 0, pin_memory: bool = False,
+                 online: Callable[[ScaleAwareMixtureDataset], Any] | None = None, **settings: Any) -> None:
         super().__init__()
         if "rank" in settings or "world_size" in settings:
             raise ValueError("MixtureDataModule takes rank and world_size from Lightning's process group; "
@@ -65,12 +69,16 @@ class MixtureDataModule(pl.LightningDataModule):
         self._dataset_settings = {**settings, "batch_size": batch_size}
         self._loader_args = {"num_workers": num_workers, "pin_memory": pin_memory}
         self._pending: Mapping[str, Any] | None = None
+        self._online_factory = online
+        self.online: Any = None  # the OnlineMixture, when built with online=
         self.dataset: ScaleAwareMixtureDataset | None = None
         self.loader: MixtureLoader | None = None
 
     def _build(self) -> MixtureLoader:
         if self.loader is None:
             self.dataset = ScaleAwareMixtureDataset(*self._dataset_args, **self._dataset_settings)
+            if self._online_factory is not None:  # before any state is loaded: the state holds its log
+                self.online = self._online_factory(self.dataset)
             self.loader = MixtureLoader(self.dataset, count_on_yield=False, **self._loader_args)
         if self._pending is not None:
             self.loader.load_state_dict(self._pending)
@@ -103,3 +111,37 @@ class MixtureDataModule(pl.LightningDataModule):
         self._pending = state_dict
         if self.loader is not None:
             self._build()
+
+
+class OnlineMixingCallback(pl.Callback):
+    """Feeds a :class:`MixtureDataModule`'s ``online`` mixture every step and updates it every ``every`` steps.
+
+    The LightningModule's ``training_step`` returns the per-token losses beside the loss::
+
+        def training_step(self, batch, batch_idx):
+            per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            return {"loss": per_token.mean(), "token_losses": per_token.detach()}
+
+    After each batch the callback adds them to ``online.meter`` (with ``batch["domain"]``); when the
+    optimizer step count (``trainer.global_step``, so gradient accumulation counts once) reaches a
+    multiple of ``every`` it calls ``online.update(step)`` (one all-reduce of the window over the
+    ranks). Lightning runs checkpoint callbacks after this one, so a checkpoint at an update step
+    holds the segment it decided. The state lives in the datamodule's (no callback state).
+    """
+
+    def __init__(self, key: str = "token_losses") -> None:
+        self.key = key
+        self._updated = -1
+
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        online = getattr(trainer.datamodule, "online", None)
+        if online is None:
+            raise ValueError("OnlineMixingCallback needs a MixtureDataModule built with online=...")
+        if not isinstance(outputs, Mapping) or self.key not in outputs:
+            raise ValueError(f"training_step must return a dict with {self.key!r} (the per-token losses, [B, T]) "
+                             "for OnlineMixingCallback")
+        online.meter.update(outputs[self.key], batch["domain"])
+        step = int(trainer.global_step)
+        if step != self._updated and online.due(step):
+            online.update(step)
+            self._updated = step

@@ -30,6 +30,8 @@ def _commands() -> dict[str, list[str]]:
         "stateful_dataloader": py + [str(EXAMPLES / "stateful_dataloader.py"), "--tiny"],
         "hf_trainer": py + [str(EXAMPLES / "hf_trainer.py"), "--tiny"],
         "use_plan": py + [str(EXAMPLES / "use_plan.py"), "--tiny"],
+        "online_mixing": py + [str(EXAMPLES / "online_mixing.py"), "--tiny"],
+        "online_accelerate": py + [str(EXAMPLES / "online_accelerate.py"), "--tiny"],
     }
     launcher = BIN / "deepspeed" if (BIN / "deepspeed").exists() else shutil.which("deepspeed")
     if launcher:
@@ -101,6 +103,18 @@ def test_use_plan(runs) -> None:
     r = finished(runs, "use_plan", 200)
     assert sum(r["sequences_seen"].values()) == r["total_sequences"]
     assert abs(sum(r["plan_weights"].values()) - 1) < 1e-9
+
+
+@pytest.mark.timeout(300)
+def test_online_mixing(runs) -> None:
+    r = finished(runs, "online_mixing", 280)
+    assert r["same_batches"] and r["same_log"] and r["steps"] == 40 and r["segments"] == 20
+
+
+@pytest.mark.timeout(300)
+def test_online_accelerate(runs) -> None:
+    r = finished(runs, "online_accelerate", 280)
+    assert r["same_batches"] and r["same_log"] and r["resumed_at"] == 6
 
 
 @pytest.mark.slow

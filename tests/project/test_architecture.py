@@ -3,7 +3,7 @@
 Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`, wherever it sits
 (module level or inside a function: a lazy import is still a dependency). Layers, top to bottom::
 
-    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/  ->  mixing/ | store/ | solver/
+    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. The package root's private helpers
 (``_checks``, ``_io``, ``_extras``, ``_options``) sit below everything; ``autoscale_data/__init__.py`` is the
@@ -30,11 +30,11 @@ RANKS: dict[str, int] = {
     "cli": 5, "commands": 5,
     "demo": 4,
     "runner": 3, "integrations": 3,
-    "dataset": 2,
+    "dataset": 2, "online": 2,
     "mixing": 1, "store": 1, "solver": 1,
     "_checks": 0, "_io": 0, "_extras": 0, "_options": 0,
 }
-PURE = ("mixing", "solver")  # never torch, not even lazily
+PURE = ("mixing", "online", "solver")  # never torch, not even lazily
 
 
 def _module_name(path: Path) -> str:
@@ -126,7 +126,7 @@ def test_the_checks_see_lazy_relative_and_sibling_imports() -> None:
 
 
 SUBPACKAGES = ("autoscale_data.store", "autoscale_data.mixing", "autoscale_data.solver", "autoscale_data.dataset",
-               "autoscale_data.runner", "autoscale_data.demo")
+               "autoscale_data.runner", "autoscale_data.demo", "autoscale_data.online")
 
 
 @pytest.mark.parametrize("module", ["autoscale_data", *SUBPACKAGES])

@@ -1,0 +1,360 @@
+"""Online mixing: a :class:`ScaleAwareMixtureDataset` whose weights a controller chooses during training.
+
+The stream is cut into *segments* of ``every`` training steps (``every × sequences_per_step``
+positions). Segment ``j`` is drawn at the weights decided for it, with exact per-domain counts (the
+rounding residual carried from segment to segment, :func:`~autoscale_data.mixing.carry.carried_counts`:
+each domain's cumulative count stays within one sequence of ``Σ weight × segment length``), the
+low-discrepancy interleave inside, and each domain's order continuing, so nothing repeats (unless
+``max_epochs`` allows) or is skipped. The first ``lookahead`` segments are drawn at the controller's
+initial weights; update ``u`` (at step ``u × every``, after the loop has taken the batches of
+segments ``0 .. u-1``) decides segment ``u - 1 + lookahead``.
+
+**The apply-from rule.** Weights decided at update ``u`` apply from step ``(u - 1 + lookahead) ×
+every``, at least one whole segment after the steps already taken. A DataLoader worker that reaches
+an undecided segment waits for the decision (the segment table is shared memory), so no batch ever
+changes once made and no batch the loop asks for before update ``u`` can wait for it: the loop never
+blocks. ``lookahead`` (default ``ceil(prefetch_steps / every)``, at least 1) only decides how far the
+workers may run ahead: with ``num_workers × prefetch_factor <= lookahead × every`` batches in flight
+they never wait. ``lookahead`` is part of the stream's configuration (the same updates decide the
+same segments), so a run resumes with any number of workers or ranks.
+
+Every rank computes the same weights: the controller sees the all-reduced per-domain loss sums
+(one ``all_reduce`` of ``2 × domains`` floats per update) and the per-domain counts of the stream
+before the update (exact and global). The segment log, the counts, the controller's state and the
+loss window are in the dataset's state, so resuming anywhere reproduces the uninterrupted run.
+Memory is O(segments): one row of counts and weights per segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._checks import check_int
+from ..mixing import MixtureStream
+from ..mixing.carry import carried_counts
+from ..mixing.controller import Window, check_proposal
+from ..mixing.interleave import InterleaveTree
+from ._state import config_diff, fingerprint
+from .domain_loss import DomainLossMeter
+
+__all__ = ["ONLINE_FORMAT", "OnlineMixture"]
+
+ONLINE_FORMAT = "autoscale-online-state"
+_WAIT_S = 0.002  # a worker's poll interval while its next segment is undecided
+
+
+class _OnlineStream(MixtureStream):
+    """The stream of the decided segments, growing as the shared segment table does."""
+
+    def __init__(self, owner: OnlineMixture, names: list[str], available: Any, seed: int) -> None:
+        super().__init__(names, available, seed, [0], np.zeros((0, len(names)), dtype=np.int64))
+        self.owner = owner
+
+    def grow(self) -> None:
+        """Append the segments published since the last call."""
+        have, published = len(self.trees), self.owner.published
+        if published <= have:
+            return
+        rows = self.owner.counts_table[have:published].numpy().copy()
+        lengths = rows.sum(axis=1)
+        self.starts = np.concatenate([self.starts, self.end + np.cumsum(lengths)])
+        self.counts = np.vstack([self.counts, rows])
+        self.offsets = np.vstack([self.offsets, self.offsets[-1] + np.cumsum(rows, axis=0)])
+        self.trees.extend(InterleaveTree(r) for r in rows)
+        self.phases = np.arange(len(self.trees))
+        self.end = int(self.starts[-1])
+
+    def ensure(self, end: int) -> None:
+        """Make positions ``< end`` decided: grow, or wait in a DataLoader worker, or raise in the loop's process."""
+        if end <= self.end:
+            return
+        self.grow()
+        if end <= self.end:
+            return
+        owner = self.owner
+        if owner.is_owner:
+            seg = (end - 1) // owner.segment_sequences
+            raise ValueError(f"stream position {end - 1} is in segment {seg}, which is not decided yet (decided: "
+                             f"{self.end} positions, {len(self.trees)} segments after {owner.updates} updates): the "
+                             f"training loop must call update(step) every {owner.every} steps")
+        while end > self.end:
+            try:
+                os.kill(owner.owner_pid, 0)  # the deciding process is alive (any start method: fork, spawn, ...)
+            except ProcessLookupError:
+                raise RuntimeError("the training process that decides the mixture's segments has exited") from None
+            time.sleep(_WAIT_S)
+            self.grow()
+
+    def _locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.asarray(positions, dtype=np.int64).reshape(-1)
+        if p.size:
+            self.ensure(int(p.max()) + 1)
+        return super()._locate(p)
+
+    def domain_counts(self, cursor: int) -> np.ndarray:
+        self.ensure(int(cursor))
+        return super().domain_counts(cursor)
+
+
+class OnlineMixture:
+    """Makes a dataset follow a controller: every ``every`` steps the next segment's weights.
+
+    Args:
+        dataset: a :class:`~autoscale_data.dataset.ScaleAwareMixtureDataset` built with the
+            controller's initial weights (or any weights: its budget, stores, seed, batching and
+            ``max_epochs`` are used), before any DataLoader iterates it. No shuffle window, no
+            phases, no domain pools, not a continued run.
+        controller: anything with ``domain_names``, ``initial_weights()``, ``update(window)``,
+            ``state_dict()`` and ``load_state_dict(state)`` (see :mod:`autoscale_data.online`).
+        every: training steps per segment and between updates (``k``).
+        sequences_per_step: sequences of the global batch of one step (all ranks); default
+            ``batch_size × world_size`` of a batch-mode dataset.
+        lookahead: segments decided ahead (>= 1); default ``ceil(prefetch_steps / every)``.
+        prefetch_steps: batches a loader may hold beyond the one in use (``num_workers ×
+            prefetch_factor``), for the default ``lookahead``.
+
+    Use :attr:`meter` (a :class:`DomainLossMeter`) for the per-domain losses and call
+    :meth:`update` at every step where :meth:`due` is true (on every rank).
+    """
+
+    def __init__(self, dataset: Any, controller: Any, *, every: int, sequences_per_step: int | None = None,
+                 lookahead: int | None = None, prefetch_steps: int = 4) -> None:
+        check_int("every", every)
+        check_int("prefetch_steps", prefetch_steps, minimum=0)
+        check_int("lookahead", lookahead, allow_none=True)
+        names = list(dataset.domain_names)
+        if list(getattr(controller, "domain_names", [])) != names:
+            raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not the "
+                             f"dataset's {names} (in this order)")
+        if getattr(dataset, "_online", None) is not None:
+            raise ValueError("this dataset already follows a controller")
+        if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get("continued_from") \
+                or dataset.config.get("schedule") != "fixed":
+            raise ValueError("online mixing needs a plain dataset: no shuffle_window, phases, anytime schedule "
+                             "or continued run")
+        if getattr(dataset, "pools", None):
+            raise ValueError("online mixing does not support domain pools (pool=...) yet")
+        if sequences_per_step is None:
+            if dataset.batch_size is None:
+                raise ValueError("sequences_per_step is needed for a dataset without batch_size (the sequences of "
+                                 "one step's global batch, all ranks together)")
+            sequences_per_step = dataset.batch_size * dataset.world_size
+        check_int("sequences_per_step", sequences_per_step)
+        self.dataset, self.controller, self.names = dataset, controller, names
+        self.every, self.sequences_per_step = int(every), int(sequences_per_step)
+        self.segment_sequences = self.every * self.sequences_per_step
+        total = dataset.total_sequences
+        self.num_segments = -(-total // self.segment_sequences)
+        ahead = max(1, -(-prefetch_steps // self.every)) if lookahead is None else int(lookahead)
+        self.lookahead = min(ahead, self.num_segments)
+        self.initial = check_proposal(0, controller.initial_weights(), names)
+        self.config = {"every": self.every, "sequences_per_step": self.sequences_per_step,
+                       "lookahead": self.lookahead, "controller": str(getattr(controller, "name", type(controller).__name__)),
+                       "initial": dict(zip(names, self.initial.tolist(), strict=True))}
+        d = len(names)
+        self.counts_table = torch.zeros(self.num_segments, d, dtype=torch.int64).share_memory_()
+        self.weights_table = torch.zeros(self.num_segments, d, dtype=torch.float64).share_memory_()
+        self._published = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.owner_pid = os.getpid()
+        self.updates = 0
+        self.meter = DomainLossMeter(names)
+        self._allowed = np.asarray([math.floor((1.0 if cap is None else cap) * a + 1e-9) for a, cap in
+                                    zip(dataset._available, (dataset.max_epochs[n] for n in names), strict=True)])
+        self._target = np.zeros(d)
+        self._drawn = np.zeros(d, dtype=np.int64)
+        for _ in range(self.lookahead):
+            self._append(self.initial, 0)
+        self.stream = _OnlineStream(self, names, dataset._available, dataset.seed)
+        self.stream.grow()
+        dataset._stream = self.stream
+        dataset._online = self
+        dataset._chunk = 1  # look up one unit at a time: a worker never waits on a segment it does not need yet
+        dataset.config.pop("sequences", None)
+        dataset.config["online"] = self.config
+        dataset.fingerprint = fingerprint(dataset.config)
+
+    # ------------------------------------------------------------------ layout
+    @property
+    def is_owner(self) -> bool:
+        """True in the process that built it (the training loop's), False in a DataLoader worker."""
+        return os.getpid() == self.owner_pid
+
+    @property
+    def published(self) -> int:
+        """Segments decided so far."""
+        return int(self._published[0])
+
+    def due(self, step: int) -> bool:
+        """True when ``step`` (optimizer steps done) is an update step: a positive multiple of ``every``."""
+        return step > 0 and step % self.every == 0
+
+    def segment_log(self) -> dict[str, Any]:
+        """The decided segments: ``{"starts", "weights", "counts"}`` (the realised counts; ``starts`` has one more)."""
+        n = self.published
+        counts = self.counts_table[:n].tolist()
+        starts = [0, *np.cumsum([sum(r) for r in counts]).tolist()]
+        return {"starts": starts, "weights": self.weights_table[:n].tolist(), "counts": counts}
+
+    # ----------------------------------------------------------------- updates
+    def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *, group: Any = None) -> dict[str, float] | None:
+        """Feed the controller the window's per-domain losses and decide the next segment.
+
+        Args:
+            step: optimizer steps done (a multiple of ``every``: the ``u``-th update is at ``u × every``).
+            loss_sums, tokens: per-domain loss sums and token counts of the window, already summed over
+                ranks; default: :attr:`meter`'s, all-reduced here (one ``all_reduce`` when
+                ``torch.distributed`` is initialized) and then reset.
+            group: the process group of that all-reduce.
+
+        Returns:
+            The weights of the segment decided (``None`` once every segment is decided).
+
+        Raises:
+            ValueError: ``step`` is not the next update step; the controller's weights are NaN,
+                negative, not normalised or name unknown domains (the message names the step and the
+                value); a domain asked for more sequences than it allows.
+        """
+        u = self.updates + 1
+        if step != u * self.every:
+            raise ValueError(f"update at step {step}: the next update is at step {u * self.every} (every "
+                             f"{self.every} steps, {self.updates} updates done)")
+        if loss_sums is None:
+            import torch.distributed as dist
+
+            reduce = dist.is_available() and dist.is_initialized()
+            sums, toks = self.meter.totals(all_reduce=reduce, group=group)
+            loss_sums, tokens = sums.cpu().numpy(), toks.cpu().numpy()
+            self.meter.reset()
+        j = self.lookahead + u - 1
+        weights = None
+        if j < self.num_segments:
+            cursor = min(u * self.segment_sequences, self.dataset.total_sequences)
+            window = Window(step=step, update=u, loss_sums=np.asarray(loss_sums, dtype=np.float64),
+                            tokens=np.asarray(tokens, dtype=np.float64), seen=self.stream.domain_counts(cursor))
+            w = check_proposal(step, self.controller.update(window), self.names)
+            self._append(w, step)
+            self.stream.grow()
+            weights = dict(zip(self.names, w.tolist(), strict=True))
+        self.updates = u
+        return weights
+
+    def _append(self, w: np.ndarray, step: int) -> None:
+        j = self.published
+        length = min(self.segment_sequences, self.dataset.total_sequences - j * self.segment_sequences)
+        target = self._target + w * length
+        counts = carried_counts(target, self._drawn, length)
+        drawn = self._drawn + counts
+        over = np.flatnonzero(drawn > self._allowed)
+        if over.size:
+            d = int(over[0])
+            raise ValueError(f"step {step}: weights {dict(zip(self.names, w.tolist(), strict=True))} ask domain "
+                             f"{self.names[d]!r} for {int(drawn[d])} sequences by segment {j}, it allows "
+                             f"{int(self._allowed[d])}; allow repetition with max_epochs, or bound the controller")
+        self.counts_table[j] = torch.from_numpy(counts)
+        self.weights_table[j] = torch.from_numpy(w)
+        self._target, self._drawn = target, drawn
+        self._published[0] = j + 1
+
+    # ------------------------------------------------------------------- state
+    def _digest(self, n: int) -> str:
+        return hashlib.sha256(self.counts_table[:n].numpy().tobytes()).hexdigest()[:16]
+
+    def state_dict(self, *, group: Any = None) -> dict[str, Any]:
+        """The online part of the resume state: config, segment log, updates, controller and loss window.
+
+        The loss window since the last update is saved summed over the ranks (one ``all_reduce``
+        when ``torch.distributed`` is initialized: call it on every rank), so every rank saves the
+        same state and a run resumed at another world size sums the same window; rank 0 loads it.
+        """
+        n = self.published
+        import torch.distributed as dist
+
+        reduce = dist.is_available() and dist.is_initialized()
+        sums, toks = self.meter.totals(all_reduce=reduce, group=group)
+        window = {"domain_names": list(self.names), "loss_sums": sums.tolist(), "tokens": toks.tolist()}
+        return {"format": ONLINE_FORMAT, "config": self.config, "segments": n, "digest": self._digest(n),
+                "updates": self.updates, "log": {"weights": self.weights_table[:n].tolist()},
+                "controller": self.controller.state_dict(), "meter": window}
+
+    def dataset_state(self) -> dict[str, Any]:
+        """What the dataset's state carries: all of :meth:`state_dict` in the training process; in a
+        DataLoader worker only the log's length and digest (the worker cannot see the controller)."""
+        if self.is_owner:
+            return self.state_dict()
+        n = self.published
+        return {"format": ONLINE_FORMAT, "config": self.config, "segments": n, "digest": self._digest(n)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` (in the training process, before the loader iterates).
+
+        The log is replayed through the same rounding, so its counts are recomputed, not trusted.
+
+        Raises:
+            ValueError: another online configuration, or a log that does not replay to its digest.
+        """
+        self._check_config(state)
+        log = state.get("log")
+        if not isinstance(log, Mapping) or state.get("controller") is None:
+            raise ValueError("this online state holds no segment log / controller state (a DataLoader worker's "
+                             "state): load the training process's state (OnlineMixture.state_dict())")
+        weights = [np.asarray(w, dtype=np.float64) for w in log["weights"]]
+        updates = int(state["updates"])
+        if len(weights) != min(self.num_segments, self.lookahead + updates):
+            raise ValueError(f"the online state has {len(weights)} segments after {updates} updates, expected "
+                             f"{min(self.num_segments, self.lookahead + updates)}")
+        self._published[0] = 0
+        self._target = np.zeros(len(self.names))
+        self._drawn = np.zeros(len(self.names), dtype=np.int64)
+        for w in weights:
+            self._append(w, 0)
+        if self._digest(len(weights)) != state.get("digest"):
+            raise ValueError("the online state's segment log does not replay to its recorded counts (digest "
+                             f"{state.get('digest')!r}, replayed {self._digest(len(weights))!r})")
+        self.controller.load_state_dict(state["controller"])
+        window = dict(state["meter"])
+        if self.dataset.rank != 0:  # the saved window is every rank's sum: rank 0 carries it
+            window = {**window, "loss_sums": [0.0] * len(self.names), "tokens": [0.0] * len(self.names)}
+        self.meter.load_state_dict(window)
+        self.updates = updates
+        self.stream = _OnlineStream(self, self.names, self.dataset._available, self.dataset.seed)
+        self.stream.grow()
+        self.dataset._stream = self.stream
+
+    def _check_config(self, state: Any) -> None:
+        if not isinstance(state, Mapping) or state.get("format") != ONLINE_FORMAT:
+            raise ValueError(f"not an online mixing state: {type(state).__name__}")
+        if dict(state.get("config") or {}) != self.config:
+            raise ValueError("the online state was saved under another configuration; differences: "
+                             + "; ".join(config_diff(dict(state.get("config") or {}), self.config)))
+
+    def load_into(self, state: Mapping[str, Any], continue_run: bool) -> None:
+        """The dataset's ``load_state_dict`` for an online dataset (see the module docstring)."""
+        ds = self.dataset
+        if continue_run:
+            raise ValueError("an online dataset cannot continue another configuration's run (continue_run=True)")
+        if state.get("fingerprint") != ds.fingerprint:
+            diff = config_diff(state.get("config") or {}, ds.config) or ["(config not recorded)"]
+            raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
+                             f"this dataset {ds.fingerprint!r}); differences: " + "; ".join(diff))
+        online = state.get("online")
+        self._check_config(online)
+        if self.is_owner:
+            self.load_state_dict(online)
+        else:  # a DataLoader worker: the training process has loaded the log into the shared table
+            n = int(online["segments"])
+            self.stream.grow()
+            if self.published < n or self._digest(n) != online["digest"]:
+                raise ValueError(f"this DataLoader worker's state needs {n} decided segments (digest "
+                                 f"{online['digest']!r}); the training process holds {self.published}: load the "
+                                 "online state there first (OnlineMixture.load_state_dict / the dataset's "
+                                 "load_state_dict) before the loader iterates")
+        ds._resume(state)
+
