@@ -23,6 +23,7 @@ from .metrics import (
     compare_curves,
     mean_curve,
     mean_std,
+    paired_verdict,
     tokens_saved,
     tokens_saved_per_seed,
 )
@@ -40,11 +41,20 @@ from .report_types import (
     Throughput,
     TokensSaved,
     TrainCurve,
+    Verdict,
     VersusUniform,
 )
-from .wording import bootstrap_verdict, bounds_moved, objective_key, signed_per_seed, stale_runs
+from .wording import (
+    bootstrap_verdict,
+    bounds_moved,
+    comparison_verdict,
+    objective_key,
+    signed_per_seed,
+    stale_runs,
+    verdict_tag,
+)
 
-__all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
+__all__ = ["build_report", "projection_label", "projection_sentence", "target_verdicts", "write_report"]
 
 
 def _runs(out: Path) -> list[dict[str, Any]]:
@@ -149,7 +159,25 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
-        extensions=_extensions(every, key))
+        extensions=_extensions(every, key), verdicts=target_verdicts(targets, key))
+
+
+def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
+                    method: str = layout.AUTOSCALE) -> dict[str, Verdict]:
+    """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by label.
+
+    ``targets`` maps a label to its run results; empty when ``method`` has no runs.
+    """
+    if method not in targets:
+        return {}
+    out = {}
+    for label, rs in sorted(targets.items()):
+        if label != method:
+            v = paired_verdict(targets[method], rs, key)
+            out[label] = Verdict(method=method, baseline=label, verdict=v["verdict"],
+                                 difference=MeanStd(**v["difference"]), seeds=v["seeds"], level=v["level"],
+                                 ci_low=v["ci_low"], ci_high=v["ci_high"], method_wins=v["method_wins"])
+    return out
 
 
 def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -360,16 +388,17 @@ def _targets_md(r: Report, key: str) -> list[str]:
 def _saved_md(r: Report) -> list[str]:
     if not r.tokens_saved:
         return []
-    lines = ["## Tokens saved by the AutoScale mix", "",
+    lines = ["## Tokens saved by the AutoScale mix", "", *_verdicts_md(r),
              "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
              "seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each seed's own "
              "pair of curves, signed (negative: the baseline reached AutoScale's final value with that many "
              "fewer tokens; n/a: neither reached the other's).", "",
-             "| baseline | baseline final | AutoScale tokens to reach it | saved | per seed |",
-             "|---|---:|---:|---:|---|"]
+             "| baseline | verdict (seed noise) | baseline final | AutoScale tokens to reach it | saved | per seed |",
+             "|---|---|---:|---:|---:|---|"]
     for label, s in r.tokens_saved.items():
+        verdict = verdict_tag(r.verdicts[label]) if label in r.verdicts else "–"
         if s.status == "no_data":
-            lines.append(f"| {label} | – | – | no data | – |")
+            lines.append(f"| {label} | {verdict} | – | – | no data | – |")
             continue
         if s.saved_fraction is not None:
             bound = "≤ " if s.status == "at_first_eval" else ""
@@ -380,8 +409,23 @@ def _saved_md(r: Report) -> list[str]:
             back = s.baseline_saved_fraction
             saved = ("not reached" if back is None else
                      f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
-        lines.append(f"| {label} | {s.baseline_final:.4f} | {reach} | {saved} | "
+        lines.append(f"| {label} | {verdict} | {s.baseline_final:.4f} | {reach} | {saved} | "
                      f"{signed_per_seed(r.tokens_saved_per_seed.get(label) or {})} |")
+    return lines + [""]
+
+
+def _verdicts_md(r: Report) -> list[str]:
+    """The verdict of every target comparison against seed noise, stated before any percentage."""
+    if not r.verdicts:
+        return []
+    lines = [f"**Verdicts first** (final {r.objective_key} paired by seed, Student-t interval). A saving below "
+             "counts only where the verdict is better or WORSE; where it is NOT distinguishable or CANNOT be "
+             "judged, the percentage is within seed noise:", ""]
+    for v in r.verdicts.values():
+        text = comparison_verdict(v, r.objective_key)
+        for word in ("NOT", "CANNOT", "WORSE"):
+            text = text.replace(f" {word} ", f" **{word}** ", 1)
+        lines.append(f"- {text}.")
     return lines + [""]
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "Throughput",
     "TokensSaved",
     "TrainCurve",
+    "Verdict",
     "VersusUniform",
 ]
 
@@ -407,6 +408,48 @@ class TokensSaved:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """One mix against another beyond seed noise, paired by seed (:func:`~.metrics.paired_verdict`).
+
+    The report gives one per target comparison (``verdicts[baseline]``, AutoScale against that
+    baseline) and states it before any percentage; :func:`~.wording.comparison_verdict` words it.
+    """
+
+    method: str
+    """The mix judged (``autoscale``)."""
+    baseline: str
+    """The mix it is compared with."""
+    verdict: str
+    """``better``, ``worse``, ``not_distinguishable`` or ``cannot_judge`` (fewer than two paired seeds)."""
+    difference: MeanStd
+    """``method - baseline`` of the final objective over the paired seeds (negative: the method is better)."""
+    seeds: list[int] = field(default_factory=list)
+    """The paired seeds."""
+    level: float = 0.95
+    """Confidence level of the interval."""
+    ci_low: float | None = None
+    """Lower end of the Student-t interval of the mean difference (``None`` with one seed)."""
+    ci_high: float | None = None
+    """Upper end of that interval."""
+    method_wins: int = 0
+    """Seeds on which the method's final value is lower than the baseline's."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "baseline": self.baseline, "verdict": self.verdict,
+                "difference": self.difference.to_json(), "seeds": list(self.seeds), "level": self.level,
+                "ci_low": self.ci_low, "ci_high": self.ci_high, "method_wins": self.method_wins}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> Verdict:
+        r = _Reader(obj, path)
+        return cls(method=r.req("method", "str"), baseline=r.req("baseline", "str"), verdict=r.req("verdict", "str"),
+                   difference=MeanStd.from_json(r.req("difference"), r.at("difference")),
+                   seeds=list(r.req("seeds", "list")), level=r.req("level", "number"),
+                   ci_low=r.opt("ci_low", "number"), ci_high=r.opt("ci_high", "number"),
+                   method_wins=r.req("method_wins", "int"))
+
+
+@dataclass(frozen=True)
 class FailedRun:
     """A run that failed and is left out of the fits."""
 
@@ -549,6 +592,8 @@ class Report:
     """Target runs extended to larger budgets (``autoscale-data extend``), by label, seed and budget."""
     plots: list[str] | None = None
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    """Baseline label -> AutoScale against it beyond seed noise (paired by seed); stated before tokens saved."""
 
     @property
     def objective_key(self) -> str:
@@ -576,6 +621,7 @@ class Report:
             "throughput": self.throughput.to_json(), "extensions": [e.to_json() for e in self.extensions]}
         if self.plots is not None:
             out["plots"] = list(self.plots)
+        out["verdicts"] = {label: v.to_json() for label, v in self.verdicts.items()}
         return out
 
     @classmethod
@@ -613,7 +659,9 @@ class Report:
             throughput=Throughput.from_json(r.req("throughput"), "throughput"),
             extensions=[ExtensionResult.from_json(e, f"extensions[{k}]")
                         for k, e in enumerate(r.opt("extensions", "list", []))],
-            plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")])
+            plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")],
+            verdicts={label: Verdict.from_json(v, p) for label, v, p in
+                      (r.items("verdicts") if r.opt("verdicts") is not None else [])})
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:

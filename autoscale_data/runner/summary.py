@@ -7,7 +7,7 @@ import os
 from . import layout
 from .report import projection_label
 from .report_types import AnytimeComparison, Report, TokensSaved
-from .wording import bootstrap_verdict, bounds_moved, signed_per_seed, stale_runs
+from .wording import bootstrap_verdict, bounds_moved, comparison_verdict, signed_per_seed, stale_runs
 
 __all__ = ["format_summary"]
 
@@ -107,14 +107,17 @@ def format_summary(report: Report) -> str:
     if report.tokens_saved:
         per_seed = report.tokens_saved_per_seed
         several = any(len(v) > 1 for v in per_seed.values())
-        lines += ["", "Tokens saved by the AutoScale mix at the target budget"
+        lines += ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against seed noise"
                   + (" (seed-mean curves, then each seed's own)" if several else "")]
         for label, s in sorted(report.tokens_saved.items()):
             if label == layout.ANYTIME:  # same final mix: compared along the run below
                 continue
             seeds = per_seed.get(label) or {}
             tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
-            lines.append(f"  vs {label:<17} {_saved_text(s)}{tail}")
+            verdict = report.verdicts.get(label)
+            if verdict is not None:
+                lines.append(f"  {comparison_verdict(verdict, report.objective_key)}")
+            lines.append(f"  vs {label:<17} {'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
     lines += _anytime_lines(report.anytime_vs_fixed)
     if report.missing_targets:
         lines.append(f"  target runs not finished: {', '.join(report.missing_targets)}")

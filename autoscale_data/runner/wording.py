@@ -10,9 +10,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .report_types import TokensSaved
+    from .report_types import TokensSaved, Verdict
 
-__all__ = ["bootstrap_verdict", "bounds_moved", "objective_key", "signed_per_seed", "stale_runs"]
+__all__ = [
+    "bootstrap_verdict",
+    "bounds_moved",
+    "comparison_verdict",
+    "objective_key",
+    "signed_per_seed",
+    "stale_runs",
+    "verdict_tag",
+]
 
 
 def objective_key(objective: str | None) -> str:
@@ -55,3 +63,35 @@ def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
     def one(s: TokensSaved) -> str:
         return "n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}"
     return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
+
+
+def _mix_name(label: str) -> str:
+    return "AutoScale" if label == "autoscale" else label
+
+
+def verdict_tag(v: Verdict) -> str:
+    """The verdict in a few words, as plain as the proxies': ``"NOT distinguishable from seed noise"``."""
+    return {"better": "better beyond seed noise", "worse": "WORSE beyond seed noise",
+            "not_distinguishable": "NOT distinguishable from seed noise",
+            "cannot_judge": "CANNOT be judged (one seed: no estimate of seed noise)"}.get(v.verdict, v.verdict)
+
+
+def comparison_verdict(v: Verdict, key: str) -> str:
+    """One sentence: the verdict of ``v.method`` against ``v.baseline`` and the paired numbers behind it.
+
+    ``key`` names the objective compared (``mean_loss``). The sentence leads with the verdict, so a
+    percentage printed after it reads in its light.
+    """
+    name, base = _mix_name(v.method), _mix_name(v.baseline)
+    d = v.difference
+    if v.verdict == "cannot_judge":
+        seeds = "no seed in common" if d.n == 0 else (f"one paired seed, final {key} difference {d.mean:+.4f}, "
+                                                        "so any tokens-saved percentage is one seed's draw")
+        return f"{name} vs {base}: {verdict_tag(v)}; {seeds}. Train two or more seeds (config `seeds`) to judge it"
+    head = {"better": f"{name} is better than {base} beyond seed noise",
+            "worse": f"{name} is WORSE than {base} beyond seed noise",
+            "not_distinguishable": f"{name} is NOT distinguishable from {base}"}.get(v.verdict, f"{name} vs {base}")
+    holds = "holds 0" if v.verdict == "not_distinguishable" else "leaves out 0"
+    return (f"{head}: final {key} difference {d.mean:+.4f} ± {d.std:.4f} over {d.n} paired seeds "
+            f"({v.level:.0%} CI [{v.ci_low:+.4f}, {v.ci_high:+.4f}] {holds}; {name} lower on {v.method_wins} "
+            f"of {d.n} seeds)")
