@@ -115,6 +115,7 @@ class MixtureRunner:
             d = self.domains
             changed = self._check_config()
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
+            self._write_references()
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             fixed = self.target_specs(self.fixed_target_mixes())
@@ -221,6 +222,16 @@ class MixtureRunner:
         if result is None:
             raise ValueError(f"extension {spec.run_id} of {where} did not finish (see {layout.LEDGER})")
         return result
+
+    def _write_references(self) -> None:
+        """``OUT/reference_losses.json``: the held-out data's unigram and uniform-guess losses under this config."""
+        from .reference import reference_losses, write_reference_losses
+
+        c = self.config
+        write_reference_losses(self.out, reference_losses(
+            self.domains.paths, seq_len=c.seq_len, heldout_tokens_per_domain=c.eval.heldout_tokens_per_domain,
+            vocab_size=self.domains.vocab_size, family=c.model.family, mlm_probability=c.model.mlm_probability,
+            mlm_passes=c.eval.mlm_passes))
 
     def _check_config(self) -> list[str]:
         """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config.

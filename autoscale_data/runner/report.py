@@ -28,6 +28,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .reference import not_beating_unigram, read_reference_losses
 from .report_types import (
     AnytimeComparison,
     Curve,
@@ -48,9 +49,11 @@ from .wording import (
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
+    mlm_coverage,
     objective_key,
     signed_per_seed,
     stale_runs,
+    unigram_warnings,
     verdict_tag,
 )
 
@@ -159,7 +162,16 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
-        extensions=_extensions(every, key), verdicts=target_verdicts(targets, key))
+        extensions=_extensions(every, key), verdicts=target_verdicts(targets, key),
+        **_references(out, targets))
+
+
+def _references(out: Path, targets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
+    reference = read_reference_losses(out)
+    finals = {label: {d: statistics.fmean(r["losses"][d] for r in rs) for d in rs[0]["losses"]}
+              for label, rs in sorted(targets.items())}
+    return {"reference_losses": reference, "not_beating_unigram": not_beating_unigram(finals, reference)}
 
 
 def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
@@ -382,7 +394,24 @@ def _targets_md(r: Report, key: str) -> list[str]:
         w = ", ".join(f"{t.weights[d]:.2f}" for d in doms)
         lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t.losses[d]) for d in doms)
                      + f" | {_fmt(t.objective_value)} |")
-    return lines + [""]
+    return lines + [""] + _reference_md(r)
+
+
+def _reference_md(r: Report) -> list[str]:
+    """The reference rows under the target table, and a warning for every mix that does not beat them."""
+    ref = r.reference_losses
+    if not ref or not all(d in ref for d in r.domains):
+        return []
+    lines = ["Reference losses of the same held-out tokens (nats/token): a model must beat them before the "
+             "comparison of mixes means anything.", "",
+             "| reference | " + " | ".join(r.domains) + " |", "|---|" + "---:|" * len(r.domains),
+             "| unigram (the held-out tokens' own frequencies) | "
+             + " | ".join(f"{ref[d].unigram:.4f}" for d in r.domains) + " |",
+             "| uniform guess (ln vocab) | " + " | ".join(f"{ref[d].uniform:.4f}" for d in r.domains) + " |",
+             "| tokens scored per evaluation | " + " | ".join(f"{ref[d].scored_tokens:,.0f}" for d in r.domains)
+             + " |", ""]
+    notes = [f"- **Warning:** {w}." for w in unigram_warnings(r)] + [f"- {n.strip()}." for n in mlm_coverage(r)]
+    return lines + notes + ([""] if notes else [])
 
 
 def _saved_md(r: Report) -> list[str]:

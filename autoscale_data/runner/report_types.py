@@ -30,6 +30,7 @@ __all__ = [
     "FailedRun",
     "MeanStd",
     "MixResult",
+    "ReferenceLoss",
     "Report",
     "TargetResult",
     "Throughput",
@@ -450,6 +451,31 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class ReferenceLoss:
+    """One domain's reference losses on the held-out tokens the runner scores (:mod:`~.reference`)."""
+
+    unigram: float
+    """Entropy of the held-out tokens' own frequencies (nats/token): the best context-free predictor's loss."""
+    uniform: float
+    """``ln(vocab_size)``: a uniform guess's loss."""
+    tokens: int
+    """Held-out tokens counted (the positions a causal model predicts; every token for a masked LM)."""
+    scored_tokens: float
+    """Tokens one evaluation scores: ``tokens`` for a causal model; for a masked LM the expected masked
+    share of them times ``eval.mlm_passes``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unigram": self.unigram, "uniform": self.uniform, "tokens": self.tokens,
+                "scored_tokens": self.scored_tokens}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> ReferenceLoss:
+        r = _Reader(obj, path)
+        return cls(unigram=r.req("unigram", "number"), uniform=r.req("uniform", "number"),
+                   tokens=r.req("tokens", "int"), scored_tokens=r.req("scored_tokens", "number"))
+
+
+@dataclass(frozen=True)
 class FailedRun:
     """A run that failed and is left out of the fits."""
 
@@ -594,6 +620,10 @@ class Report:
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     """Baseline label -> AutoScale against it beyond seed noise (paired by seed); stated before tokens saved."""
+    reference_losses: dict[str, ReferenceLoss] = field(default_factory=dict)
+    """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older versions)."""
+    not_beating_unigram: dict[str, list[str]] = field(default_factory=dict)
+    """Target mix -> domains whose final validation loss is not below the domain's unigram loss."""
 
     @property
     def objective_key(self) -> str:
@@ -622,6 +652,8 @@ class Report:
         if self.plots is not None:
             out["plots"] = list(self.plots)
         out["verdicts"] = {label: v.to_json() for label, v in self.verdicts.items()}
+        out["reference_losses"] = {d: ref.to_json() for d, ref in self.reference_losses.items()}
+        out["not_beating_unigram"] = {label: list(ds) for label, ds in self.not_beating_unigram.items()}
         return out
 
     @classmethod
@@ -661,7 +693,12 @@ class Report:
                         for k, e in enumerate(r.opt("extensions", "list", []))],
             plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")],
             verdicts={label: Verdict.from_json(v, p) for label, v, p in
-                      (r.items("verdicts") if r.opt("verdicts") is not None else [])})
+                      (r.items("verdicts") if r.opt("verdicts") is not None else [])},
+            reference_losses={d: ReferenceLoss.from_json(v, p) for d, v, p in
+                              (r.items("reference_losses") if r.opt("reference_losses") is not None else [])},
+            not_beating_unigram={label: list(_check(v, "list", p)) for label, v, p in
+                                 (r.items("not_beating_unigram") if r.opt("not_beating_unigram") is not None
+                                  else [])})
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:

@@ -10,15 +10,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .report_types import TokensSaved, Verdict
+    from .report_types import Report, TokensSaved, Verdict
 
 __all__ = [
     "bootstrap_verdict",
     "bounds_moved",
     "comparison_verdict",
+    "mlm_coverage",
     "objective_key",
     "signed_per_seed",
     "stale_runs",
+    "unigram_warnings",
     "verdict_tag",
 ]
 
@@ -87,7 +89,8 @@ def comparison_verdict(v: Verdict, key: str) -> str:
     if v.verdict == "cannot_judge":
         seeds = "no seed in common" if d.n == 0 else (f"one paired seed, final {key} difference {d.mean:+.4f}, "
                                                         "so any tokens-saved percentage is one seed's draw")
-        return f"{name} vs {base}: {verdict_tag(v)}; {seeds}. Train two or more seeds (config `seeds`) to judge it"
+        return (f"{name} vs {base} CANNOT be judged against seed noise: {seeds}. Train two or more seeds "
+                "(config `target.seeds`) to judge it")
     head = {"better": f"{name} is better than {base} beyond seed noise",
             "worse": f"{name} is WORSE than {base} beyond seed noise",
             "not_distinguishable": f"{name} is NOT distinguishable from {base}"}.get(v.verdict, f"{name} vs {base}")
@@ -95,3 +98,28 @@ def comparison_verdict(v: Verdict, key: str) -> str:
     return (f"{head}: final {key} difference {d.mean:+.4f} ± {d.std:.4f} over {d.n} paired seeds "
             f"({v.level:.0%} CI [{v.ci_low:+.4f}, {v.ci_high:+.4f}] {holds}; {name} lower on {v.method_wins} "
             f"of {d.n} seeds)")
+
+
+def unigram_warnings(report: Report) -> list[str]:
+    """One sentence per target mix whose final loss does not beat the held-out data's unigram loss."""
+    out = []
+    for label, domains in report.not_beating_unigram.items():
+        t = report.targets.get(label)
+        if t is None:
+            continue
+        what = ", ".join(f"{d} {t.losses[d].mean:.4f} >= {report.reference_losses[d].unigram:.4f}" for d in domains)
+        out.append(f"{label} does not beat the unigram loss of the held-out tokens ({what}): on these domains the "
+                   "model predicts worse than token frequencies alone, so which mix won there says nothing yet "
+                   "(train longer, or a larger model)")
+    return out
+
+
+def mlm_coverage(report: Report) -> list[str]:
+    """For a masked LM, the note on how few held-out tokens each evaluation scores (empty for a causal LM)."""
+    ref = report.reference_losses
+    if not ref or all(r.scored_tokens >= r.tokens for r in ref.values()):
+        return []
+    scored = ", ".join(f"{d} ~{r.scored_tokens:,.0f} of {r.tokens:,}" for d, r in ref.items())
+    return [f"  masked-LM evaluation scores only the masked share of the held-out tokens ({scored} per domain): "
+            "raise eval.mlm_passes (more masks over the same tokens) or eval.heldout_tokens_per_domain for "
+            "steadier losses"]

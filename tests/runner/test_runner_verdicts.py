@@ -53,7 +53,7 @@ def test_one_seed_cannot_be_judged(tmp_path: Path) -> None:
     report = write_report(_targets(tmp_path, [[5.0, 4.4, 4.0]], [[5.5, 5.0, 4.3]]))
     v = report.verdicts["uniform"]
     assert v.verdict == "cannot_judge" and v.ci_low is None and v.difference.n == 1
-    assert "CANNOT be judged (one seed" in format_summary(report)
+    assert "AutoScale vs uniform CANNOT be judged against seed noise: one paired seed" in format_summary(report)
     assert "**CANNOT** be judged" in (tmp_path / "report.md").read_text()
 
 
