@@ -8,6 +8,8 @@ model stopped even when the trainer prefetches batches or the loader uses worker
 
 - :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning).
 - :mod:`autoscale_data.integrations.accelerate`: ``prepare_mixture_loader`` (HF Accelerate).
+- :mod:`autoscale_data.integrations.hf_trainer`: ``MixtureStateCallback`` (HF ``Trainer``: resume in
+  O(1) with ``ignore_data_skip=True``).
 - :mod:`autoscale_data.integrations.megatron`: ``MixtureExternalIterator`` (Megatron-Core,
   ``--dataloader-type external``).
 - :mod:`autoscale_data.integrations.torchtitan`: ``MixtureTitanDataLoader`` (torchtitan).
