@@ -126,10 +126,11 @@ class MixtureRunner:
             self._write_plan(proxies, fixed, keep_extra=not changed)
             for s in all_proxies + fixed:
                 ledger.register(s)
-            self.log(self.describe())
-            if not self.config.ddo.identifies_law:
-                warnings.warn(design_note(self.config), UserWarning, stacklevel=2)
-            for note in rounding_notes(self.config, d):
+            warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) \
+                + rounding_notes(self.config, d)
+            # each note once: as a warning, not also in the logged plan
+            self.log("\n".join(line for line in self.describe().splitlines() if line not in warned))
+            for note in warned:
                 warnings.warn(note, UserWarning, stacklevel=2)
             self._train_all(ledger, all_proxies)
             from .fitting import fit_all
