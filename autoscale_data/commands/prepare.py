@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..store.prepare import DEFAULT_HOLDOUT_EVERY, PrepareOptions, prepare_domains
-from ._args import add_verb, positive_int
+from ._args import add_verb, positive_int, token_count
 
 __all__ = ["register", "run"]
 
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="tokenizing processes (default: number of CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    p.add_argument("--shard-tokens", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--shard-tokens", type=token_count, default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
