@@ -156,7 +156,7 @@ def _megatron(prefix: Path, seed: int) -> None:
         from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
     rng = np.random.default_rng(seed)
     builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
-    for _ in range(200):
+    for _ in range(2000):  # about 140k tokens: enough for the bert-tiny experiment of docs/new-user-flow.md
         doc = np.append(rng.integers(1, 256, int(rng.integers(20, 120))), 0)
         builder.add_document(doc, [doc.size])
     builder.finalize(f"{prefix}.idx")
