@@ -19,6 +19,13 @@ losses to a :class:`~autoscale_data.dataset.DomainLossMeter`; every log line the
 label position, ``B × seq_len``, although a causal model predicts ``seq_len - 1`` of them per row, so
 it reads about ``(seq_len - 1) / seq_len`` of the per-domain means.
 
+Resume: ``Trainer`` re-reads every trained batch to skip it; with
+``TrainingArguments(ignore_data_skip=True)`` and
+:class:`~autoscale_data.integrations.hf_trainer.MixtureStateCallback` in ``callbacks`` (the dataset's
+state and torch's RNG in every checkpoint), ``callback.resume(ckpt)`` before
+``trainer.train(resume_from_checkpoint=ckpt)`` continues in O(1) with bit-identical losses (the
+DataLoader iterator draws its seed from torch's global RNG; the callback restores the RNG after it).
+
 Run: ``python examples/hf_trainer.py --tiny`` (a 2-layer GPT-2 built from its config, no download).
 """
 

@@ -11,8 +11,10 @@ from typing import Any
 from .._checks import check_int
 from ..solver.design import objective_weight
 
-__all__ = ["add_json_flag", "add_supply_args", "add_verb", "objective_weights_arg", "parse_tokens", "positive_float",
-           "positive_int", "read_json", "weight_float"]
+__all__ = ["add_json_flag", "add_supply_args", "add_verb", "objective_weights_arg", "parse_token_count", "parse_tokens",
+           "positive_float", "positive_int", "read_json", "token_count", "weight_float"]
+
+_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
 
 def add_verb(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
@@ -48,6 +50,36 @@ def positive_float(text: str) -> float:
     if not v > 0:
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return v
+
+
+def parse_token_count(text: str, *, what: str = "token count", minimum: int = 1) -> int:
+    """A token count as every command reads it: ``400000``, ``400_000``, ``4e5``, ``2.5e6``, ``400k``, ``2.5M``,
+    ``1B`` (k, M, B/G, T: powers of 1000) -> an ``int``.
+
+    Raises:
+        ValueError: not a number, not a whole number of tokens, or below ``minimum``; the message names ``what``.
+    """
+    raw = str(text).strip().replace("_", "")
+    scale = _SUFFIXES.get(raw[-1:].lower(), 1) if raw[-1:].isalpha() else 1
+    number = raw[:-1] if scale != 1 else raw
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is invalid: expected a number of tokens such as 400000, 4e5, 400_000 "
+                         "or 400k") from None
+    if not value == value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise ValueError(f"{what} {text!r} is invalid: expected a whole number of tokens")
+    if int(value) < minimum:
+        raise ValueError(f"{what} {text!r} is invalid: expected at least {minimum:,} tokens")
+    return int(value)
+
+
+def token_count(text: str) -> int:
+    """argparse type of every token-count option: :func:`parse_token_count` (a whole number >= 1)."""
+    try:
+        return parse_token_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def weight_float(text: str) -> float:
@@ -97,10 +129,7 @@ def parse_tokens(items: list[str] | None) -> dict[str, float] | None:
             name, sep, val = part.partition("=")
             if not sep or not name.strip():
                 raise ValueError(f"expected DOMAIN=TOKENS, got {part!r}")
-            try:
-                out[name.strip()] = float(val.replace("_", ""))
-            except ValueError:
-                raise ValueError(f"token count for {name.strip()!r} must be a number, got {val!r}") from None
+            out[name.strip()] = float(parse_token_count(val, what=f"token count for {name.strip()!r}", minimum=0))
     return out
 
 

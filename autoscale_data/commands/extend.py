@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._args import add_verb, positive_int
+from ._args import add_verb, token_count
 
 __all__ = ["register", "run"]
 
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("out_dir", metavar="OUT", help="the --out directory of `autoscale-data run`")
     p.add_argument("--run", required=True, metavar="LABEL",
                    help="the target mix (autoscale, uniform, natural, ddo_n2 …) or a run id under OUT/runs/")
-    p.add_argument("--budget", required=True, type=positive_int, metavar="N",
+    p.add_argument("--budget", required=True, type=token_count, metavar="N",
                    help="the new total budget in tokens (more than the run's; whole global batches)")
     p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="the target seed, when the mix was trained with several")

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..store.prepare import DEFAULT_HOLDOUT_EVERY, PrepareOptions, prepare_domains
-from ._args import add_verb, positive_int
+from ._args import add_verb, positive_int, token_count
 
 __all__ = ["register", "run"]
 
@@ -27,13 +27,16 @@ already tokenized data is read in place, not copied (OUT/NAME/ then holds only a
 --from-hf NAME=DIR for a datasets save_to_disk directory with an input_ids column (see
 --column). --tokenizer must be the tokenizer that made them (its vocabulary is checked);
 --workers threads read every token once (SHA-256 per shard). Their validation split is a
-DatasetDict's 'validation' split, else the last 1/K of the documents (K = --holdout-every).
+DatasetDict's 'validation' split, or the Megatron dataset --megatron-val NAME=PREFIX, else the last
+1/K of the documents (K = --holdout-every).
 
 examples:
   autoscale-data prepare --domain web=data/web.jsonl --domain code=data/code/ \\
       --out store/ --tokenizer gpt2
   autoscale-data prepare --from-megatron web=/data/web_text_document \\
       --from-hf code=/data/code_tok --out store/ --tokenizer /data/tokenizer.json
+  autoscale-data prepare --from-megatron web=/data/web_train_text_document \\
+      --megatron-val web=/data/web_valid_text_document --out store/ --tokenizer /data/tokenizer.json
 """
 
 
@@ -46,6 +49,9 @@ def register(subparsers: Any) -> None:
                    help="a domain and its input (repeat for each domain)")
     p.add_argument("--from-megatron", action="append", default=[], metavar="NAME=PREFIX",
                    help="a domain read in place from a Megatron dataset PREFIX.bin / PREFIX.idx (repeatable)")
+    p.add_argument("--megatron-val", "--val-prefix", dest="megatron_val", action="append", default=[], metavar="NAME=PREFIX",
+                   help="validate the --from-megatron domain NAME on this separate Megatron dataset instead of "
+                        "holding out its last documents (repeatable)")
     p.add_argument("--from-hf", action="append", default=[], metavar="NAME=DIR",
                    help="a domain read in place from a tokenized datasets save_to_disk directory (repeatable)")
     p.add_argument("--column", default="input_ids", metavar="COLUMN",
@@ -64,7 +70,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="tokenizing processes (default: number of CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    p.add_argument("--shard-tokens", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--shard-tokens", type=token_count, default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give at least one --domain NAME=PATH, --from-megatron NAME=PREFIX or --from-hf NAME=DIR")
     domains = parse_domain_args(args.domain)
     megatron, hf = parse_domain_args(args.from_megatron), parse_domain_args(args.from_hf)
+    if args.megatron_val and not megatron:
+        raise ValueError("--megatron-val NAME=PREFIX names the validation data of a --from-megatron domain: "
+                         "give that domain with --from-megatron NAME=PREFIX too")
     clash = sorted((set(domains) & (set(megatron) | set(hf))) | (set(megatron) & set(hf)))
     if clash:
         raise ValueError(f"domains {clash} are given twice")
@@ -88,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         results.update(prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options))
     if megatron or hf:
         results.update(register_domains(args.out, args.tokenizer, megatron=megatron, hf=hf, column=args.column,
+                                        megatron_val=parse_domain_args(args.megatron_val),
                                         eos=args.eos, holdout_every=options.holdout_every,
                                         shard_tokens=options.shard_tokens, progress=options.progress,
                                         workers=args.workers))

@@ -29,9 +29,10 @@ from ._args import (
     add_supply_args,
     add_verb,
     objective_weights_arg,
+    parse_token_count,
     parse_tokens,
-    positive_float,
     read_json,
+    token_count,
     weight_float,
 )
 
@@ -66,7 +67,7 @@ def register(subparsers: Any) -> None:
                  description="N*(t) = N*(N1) (N*(N2)/N*(N1))^t with sum N*(t) = target.", epilog=_EPILOG)
     p.add_argument("scales", metavar="SCALES.json", nargs="?", default=None,
                    help="optimal mixes at two or more budgets (or give --runs)")
-    p.add_argument("--target-tokens", type=positive_float, required=True, metavar="N", help="target budget")
+    p.add_argument("--target-tokens", type=token_count, required=True, metavar="N", help="target budget")
     p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
                    help="DDO runs of one budget (repeat for each budget, >= 2) instead of SCALES.json")
     p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv", "TOKENS"),
@@ -130,10 +131,7 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
 def _tables(args: argparse.Namespace) -> list[RunTable]:
     tables = [RunTable.from_csv(path) for path in args.runs or []]
     for ratios, metrics, tokens in args.olmix or []:
-        try:
-            total = float(tokens)
-        except ValueError:
-            raise ValueError(f"--olmix: TOKENS must be a number, got {tokens!r}") from None
+        total = float(parse_token_count(tokens, what="--olmix TOKENS"))
         tables.append(read_olmix(ratios, metrics, total_tokens=total))
     return tables
 

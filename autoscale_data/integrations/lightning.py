@@ -56,6 +56,10 @@ class MixtureDataModule(pl.LightningDataModule):
 
     Attributes:
         dataset, loader: built in ``setup("fit")``.
+
+    Raises:
+        FileNotFoundError, ValueError: as the dataset would at ``setup()``, already when the module is
+            built (the stores are opened once to check them, on one rank, without checksums).
     """
 
     def __init__(self, domains: Any, weights: Any, budget_tokens: int, seq_len: int, seed: int = 0, *,
@@ -73,6 +77,10 @@ class MixtureDataModule(pl.LightningDataModule):
         self.online: Any = None  # the OnlineMixture, when built with online=
         self.dataset: ScaleAwareMixtureDataset | None = None
         self.loader: MixtureLoader | None = None
+        # fail here, not at setup(): a missing store, domains the weights do not name, a bad setting.
+        # One rank and no checksums: the stores' manifests and file sizes, the weights and the budget.
+        ScaleAwareMixtureDataset(*self._dataset_args, **{**self._dataset_settings, "rank": 0, "world_size": 1,
+                                                         "verify": "none"})
 
     def _build(self) -> MixtureLoader:
         if self.loader is None:

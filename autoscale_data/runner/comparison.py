@@ -3,7 +3,7 @@
 Per method of the plan (``fits/methods.json``, see :mod:`.methods`): the final target objective (mean ±
 seed std and per seed), the per-domain losses and the worst domain, the tokens AutoScale saved to reach
 its final value (the report's ``tokens_saved``), whether it beats uniform beyond seed noise
-(:func:`~autoscale_data.runner.metrics.noise_verdict`, paired by seed), and what choosing the mix cost:
+(:func:`~autoscale_data.runner.metrics.paired_verdict`, paired by seed), and what choosing the mix cost:
 the tokens and wall time of the runs it needed, and their ratio to one target run.
 """
 
@@ -15,8 +15,9 @@ from typing import Any
 
 from . import layout
 from .experiment import read_json
-from .metrics import mean_std, noise_verdict
+from .metrics import mean_std, paired_verdict
 from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
+from .wording import VERDICT_TAGS
 
 __all__ = ["build_comparison", "comparison_markdown"]
 
@@ -53,7 +54,7 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
             if name != layout.UNIFORM and pairs:
                 diffs = {str(r["seed"]): float(r[key]) - float(u[key])
                          for r, u in sorted(pairs, key=lambda p: int(p[0]["seed"]))}
-                versus = {**noise_verdict(list(diffs.values())), "per_seed": diffs}
+                versus = {**paired_verdict([r for r, _ in pairs], [u for _, u in pairs], key), "per_seed": diffs}
             row.update(objective_value=MeanStd(**mean_std([r[key] for r in rs])),
                        per_seed={str(r["seed"]): float(r[key]) for r in sorted(rs, key=lambda r: int(r["seed"]))},
                        losses=losses,
@@ -78,9 +79,11 @@ def _verdict(v: dict[str, Any] | None) -> str:
     if v is None:
         return "–"
     seeds = ", ".join(f"s{k} {d:+.4f}" for k, d in v["per_seed"].items())
-    if v["verdict"] == "one seed":
-        return f"{v['mean']:+.4f} (one seed: no noise estimate)"
-    return f"{v['mean']:+.4f} ± {v['half_width']:.4f}: **{v['verdict']}** ({seeds})"
+    mean = v["difference"]["mean"]
+    if v["verdict"] == "cannot_judge":
+        return f"{mean:+.4f}: **{VERDICT_TAGS['cannot_judge']}**"
+    return (f"**{VERDICT_TAGS[v['verdict']]}**: {mean:+.4f} ({v['level']:.0%} CI [{v['ci_low']:+.4f}, "
+            f"{v['ci_high']:+.4f}]; {seeds})")
 
 
 def comparison_markdown(r: Report) -> list[str]:
@@ -126,7 +129,7 @@ def comparison_markdown(r: Report) -> list[str]:
                      if d in row.losses else "–" for d in doms]
             lines.append(f"| {name} | {w} | " + " | ".join(cells) + " |")
     beats = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] == "better"]
-    judged = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] != "one seed"]
+    judged = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] != "cannot_judge"]
     if judged:
         verdict = (f"beyond seed noise, {', '.join(beats)} beat{'s' if len(beats) == 1 else ''} uniform" if beats
                    else "no method beats uniform beyond seed noise")

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores
+from ..store.manifest import megatron_hint
 from .config import RunnerConfig
 from .plan import DomainInfo
 
@@ -16,6 +17,9 @@ __all__ = ["inspect_domains"]
 def _domain_paths(config: RunnerConfig) -> dict[str, Path]:
     if isinstance(config.domains, str):
         root = config.resolve(config.domains)
+        hint = megatron_hint(root)
+        if hint:  # a Megatron prefix, or a folder of .bin/.idx pairs, not yet registered
+            raise FileNotFoundError(f"config 'domains' = {os.fspath(root)!r} is not a prepared-store directory{hint}")
         if not root.is_dir():
             raise FileNotFoundError(
                 f"prepared-store directory {os.fspath(root)!r} (config 'domains') does not exist: run "

@@ -29,7 +29,7 @@ from .plan import (
 )
 from .repetition import repetition_notes
 
-__all__ = ["design_note", "plan_text", "projection_note", "rounding_notes"]
+__all__ = ["design_note", "load_note", "plan_text", "projection_note", "rounding_notes"]
 
 
 def _tag(multiplier: float) -> str:
@@ -70,7 +70,29 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     source += f", {at_once} runs at once" if at_once > 1 else ""
     lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
                  f"{format_duration(seconds)} ({source})")
+    if _device_kind(cfg) == "cpu":
+        lines.append(load_note())
     return "\n".join(lines + plan_notes(cfg, domains, out, known))
+
+
+def load_note(load: float | None = None, cores: int | None = None) -> str:
+    """The estimate's assumption of an idle machine, with the CPU load now (``os.getloadavg``) when it is not.
+
+    Args:
+        load: the 1-minute load average (default: measured now; ``None`` where the system has none).
+        cores: CPUs this process may use (default: measured).
+    """
+    if load is None and hasattr(os, "getloadavg"):
+        load = os.getloadavg()[0]
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    text = "the estimate assumes an idle machine"
+    if load is None:
+        return text + " (the CPU load could not be read here)"
+    if load <= cores / 2:
+        return text + f" (the 1-minute load average is now {load:.1f} on {cores} CPUs)"
+    return (text + f": the 1-minute load average is now {load:.1f} on {cores} CPUs, so the runs share them with "
+            f"other work and may take about {max(1.0, (load + 1) / cores):.1f}x as long ((load + 1) / CPUs)")
 
 
 def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec]) -> list[str]:

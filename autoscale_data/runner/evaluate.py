@@ -47,7 +47,7 @@ def token_losses(forward: Callable[..., Any], input_ids: torch.Tensor, *, family
 
 @torch.no_grad()
 def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
-             family: str, mask: dict[str, Any] | None = None) -> dict[str, float]:
+             family: str, mask: dict[str, Any] | None = None, passes: int = 1) -> dict[str, float]:
     """Mean token loss per domain over every held-out sequence (summed over ranks).
 
     Args:
@@ -57,6 +57,9 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
         info: the process group (losses and counts are summed over ranks).
         family: ``"gpt2"`` or ``"bert"``.
         mask: masked-LM settings (see :func:`token_losses`).
+        passes: for a masked LM, read the held-out set this many times, each under new (seeded) masks, so
+            about ``passes x probability`` of its tokens are scored; ignored for a causal LM (one pass
+            already scores every token).
     """
     m = len(domain_names)
     sums = torch.zeros(m, dtype=torch.float64)
@@ -64,12 +67,13 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
     generator = None
     if family == "bert":
         generator = torch.Generator(device=info.device).manual_seed(EVAL_MASK_SEED + info.rank)
-    for batch in loader:
-        ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-        loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator)
-        dom = torch.as_tensor(batch["domain"]).long()
-        sums.index_add_(0, dom, loss.double().cpu())
-        counts.index_add_(0, dom, n.double().cpu())
+    for _ in range(passes if family == "bert" else 1):
+        for batch in loader:
+            ids = batch["input_ids"].to(info.device, non_blocking=True).long()
+            loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator)
+            dom = torch.as_tensor(batch["domain"]).long()
+            sums.index_add_(0, dom, loss.double().cpu())
+            counts.index_add_(0, dom, n.double().cpu())
     both = torch.cat([sums, counts]).to(info.device if info.device.type == "cuda" else "cpu")
     both = all_reduce_sum(both, info).cpu()
     sums, counts = both[:m], both[m:]

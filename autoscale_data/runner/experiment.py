@@ -56,10 +56,8 @@ def config_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     def shown(flat: dict[str, Any], key: str) -> str:
         return json.dumps(flat[key]) if key in flat else "(unset)"
 
-    # a setting added to the config after a folder was run is no change while it stays unset (None)
     return [f"{key}: {shown(a, key)} -> {shown(b, key)}"
-            for key in sorted(set(a) | set(b))
-            if (key not in a and b[key] is not None) or key not in b or (key in a and a[key] != b[key])]
+            for key in sorted(set(a) | set(b)) if key not in a or key not in b or a[key] != b[key]]
 
 
 def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) -> list[str]:

@@ -53,6 +53,7 @@ __all__ = [
     "PLOT_WEIGHTS",
     "PROJECTION",
     "REFERENCE",
+    "REFERENCE_LOSSES",
     "REGMIX",
     "REPETITION",
     "REPORT_JSON",
@@ -77,6 +78,7 @@ DOMAINS = "domains.json"
 PLAN = "plan.json"
 LEDGER = "ledger.jsonl"
 LOCK = ".lock"
+REFERENCE_LOSSES = "reference_losses.json"  # the held-out data's unigram / uniform losses per domain
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 PLOTS = "plots"

@@ -8,8 +8,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare_curves", "mean_curve", "mean_std", "noise_verdict", "tokens_saved", "tokens_saved_per_seed",
-           "tokens_to_reach"]
+__all__ = [
+    "compare_curves",
+    "mean_curve",
+    "mean_std",
+    "paired_verdict",
+    "tokens_saved",
+    "tokens_saved_per_seed",
+    "tokens_to_reach",
+]
 
 
 def mean_curve(curves: Sequence[Sequence[Mapping[str, Any]]], key: str) -> dict[str, list[float]]:
@@ -140,27 +147,38 @@ def compare_curves(reference: Sequence[Mapping[str, Any]], other: Sequence[Mappi
     return {"seeds": seeds, "points": points}
 
 
-def noise_verdict(differences: Sequence[float], *, lower_is_better: bool = True,
-                  confidence: float = 0.95) -> dict[str, Any]:
-    """Whether paired per-seed differences (a mix minus its comparison, same seed) show more than seed noise.
+def paired_verdict(method: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]], key: str,
+                   level: float = 0.95) -> dict[str, Any]:
+    """Whether ``method`` beats ``baseline`` beyond seed noise, on the final objective paired by seed.
 
-    With two or more seeds the verdict is ``"better"`` / ``"worse"`` when the two-sided ``confidence``
-    t-interval of the mean difference (std over seeds / sqrt(n), n - 1 degrees of freedom) excludes 0,
-    else ``"within noise"``; with one seed there is no noise estimate (``"one seed"``). ``better`` means
-    lower when ``lower_is_better`` (a loss).
+    Both arguments are lists of run results (``{"seed", key}``); only seeds present in both count. The
+    per-seed differences ``method - baseline`` (negative: the method is better) get a two-sided
+    Student-t interval at ``level``. The verdict is ``"better"`` or ``"worse"`` when the interval leaves
+    out 0, ``"not_distinguishable"`` when it holds 0, and ``"cannot_judge"`` with fewer than two paired
+    seeds (one seed carries no estimate of the noise). Any comparison of two mixes can call it.
 
     Returns:
-        ``{"verdict", "mean", "std", "n", "standard_error", "half_width"}`` (the last two ``None`` with one
-        seed; ``half_width``: the interval's half width).
+        ``{"verdict", "seeds", "level", "difference": {"mean", "std", "n"}, "ci_low", "ci_high",
+        "method_wins"}``: the interval is ``None`` with fewer than two seeds; ``method_wins`` counts the
+        seeds on which the method's value is lower.
     """
-    from scipy.stats import t as student_t
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level = {level!r} is invalid: expected a probability in (0, 1)")
+    mine = {int(r["seed"]): float(r[key]) for r in method}
+    theirs = {int(r["seed"]): float(r[key]) for r in baseline}
+    seeds = sorted(set(mine) & set(theirs))
+    diffs = [mine[s] - theirs[s] for s in seeds]
+    out: dict[str, Any] = {"seeds": seeds, "level": level, "method_wins": sum(d < 0 for d in diffs),
+                           "ci_low": None, "ci_high": None}
+    if not diffs:
+        return {**out, "verdict": "cannot_judge", "difference": {"mean": 0.0, "std": 0.0, "n": 0}}
+    stats = mean_std(diffs)
+    out["difference"] = stats
+    if len(diffs) < 2:
+        return {**out, "verdict": "cannot_judge"}
+    from scipy import stats as st
 
-    stats = mean_std(differences)
-    n = stats["n"]
-    if n < 2:
-        return {"verdict": "one seed", **stats, "standard_error": None, "half_width": None}
-    se = stats["std"] / float(np.sqrt(n))
-    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * se
-    mean = stats["mean"] if lower_is_better else -stats["mean"]
-    verdict = "within noise" if abs(mean) <= half else ("better" if mean < 0 else "worse")
-    return {"verdict": verdict, **stats, "standard_error": se, "half_width": half}
+    half = float(st.t.ppf(0.5 + level / 2, len(diffs) - 1)) * stats["std"] / math.sqrt(len(diffs))
+    low, high = stats["mean"] - half, stats["mean"] + half
+    verdict = "better" if high < 0 else "worse" if low > 0 else "not_distinguishable"
+    return {**out, "verdict": verdict, "ci_low": low, "ci_high": high}

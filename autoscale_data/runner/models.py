@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from ..dataset.masking import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
+
 __all__ = ["PRESETS", "build_model", "mask_tokens", "model_config_dict", "parameter_count"]
 
 #: Architecture presets: family ("gpt2" or "bert") plus the transformers config fields.
@@ -80,30 +82,3 @@ def parameter_count(model: torch.nn.Module) -> int:
     for p in model.parameters():
         seen[id(p)] = p.numel()
     return sum(seen.values())
-
-
-def mask_tokens(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, probability: float,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT-style masking: pick ``probability`` of positions; of those 80% -> mask, 10% -> random, 10% kept.
-
-    Args:
-        input_ids: ``[batch, seq]`` token ids.
-        vocab_size: random replacements are drawn from ``[0, vocab_size)``.
-        mask_id: the id used as ``[MASK]``.
-        probability: fraction of positions to predict (0.15 in BERT).
-        generator: random source (on the tensors' device) for reproducible masks.
-
-    Returns:
-        ``(masked_inputs, labels)`` where labels are ``-100`` at positions not predicted.
-    """
-    device = input_ids.device
-    shape = input_ids.shape
-    chosen = torch.rand(shape, generator=generator, device=device) < probability
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
-    roll = torch.rand(shape, generator=generator, device=device)
-    to_mask = chosen & (roll < 0.8)
-    to_random = chosen & (roll >= 0.8) & (roll < 0.9)
-    random_ids = torch.randint(0, vocab_size, shape, generator=generator, device=device, dtype=input_ids.dtype)
-    masked = torch.where(to_mask, torch.full_like(input_ids, mask_id), input_ids)
-    masked = torch.where(to_random, random_ids, masked)
-    return masked, labels

@@ -122,6 +122,7 @@ class MixtureRunner:
             d = self.domains
             changed = self._check_config()
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
+            self._write_references()
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             methods = selected_methods(self.config)
@@ -138,10 +139,11 @@ class MixtureRunner:
             self._write_plan(proxies, fixed, keep_extra=not changed, selection=selection)
             for s in all_proxies + selection + fixed:
                 ledger.register(s)
-            self.log(self.describe())
-            if not self.config.ddo.identifies_law:
-                warnings.warn(design_note(self.config), UserWarning, stacklevel=2)
-            for note in rounding_notes(self.config, d):
+            warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) \
+                + rounding_notes(self.config, d)
+            # each note once: as a warning, not also in the logged plan
+            self.log("\n".join(line for line in self.describe().splitlines() if line not in warned))
+            for note in warned:
                 warnings.warn(note, UserWarning, stacklevel=2)
             self._train_all(ledger, all_proxies + (stages[0] if stages else []))
             for stage in stages[1:]:  # a later stage reads the one before (DoReMi's proxy, its reference)
@@ -228,6 +230,16 @@ class MixtureRunner:
         if result is None:
             raise ValueError(f"extension {spec.run_id} of {where} did not finish (see {layout.LEDGER})")
         return result
+
+    def _write_references(self) -> None:
+        """``OUT/reference_losses.json``: the held-out data's unigram and uniform-guess losses under this config."""
+        from .reference import reference_losses, write_reference_losses
+
+        c = self.config
+        write_reference_losses(self.out, reference_losses(
+            self.domains.paths, seq_len=c.seq_len, heldout_tokens_per_domain=c.eval.heldout_tokens_per_domain,
+            vocab_size=self.domains.vocab_size, family=c.model.family, mlm_probability=c.model.mlm_probability,
+            mlm_passes=c.eval.mlm_passes))
 
     def _check_config(self) -> list[str]:
         """Record the config in ``OUT/config.json``; refuse (or log) a change from the folder's config.

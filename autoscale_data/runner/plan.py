@@ -207,6 +207,8 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
     }
     if config.model.family == "bert":
         settings["model"]["mlm_probability"] = config.model.mlm_probability
+        if config.eval.mlm_passes != 1:  # only then: the ids of runs with one pass stay those they always had
+            settings["mlm_eval_passes"] = config.eval.mlm_passes
     if config.backend == "deepspeed":
         settings["deepspeed"] = {"zero_stage": config.deepspeed.zero_stage,
                                  "extra": config.deepspeed.extra}

@@ -24,10 +24,12 @@ from .metrics import (
     compare_curves,
     mean_curve,
     mean_std,
+    paired_verdict,
     tokens_saved,
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .reference import not_beating_unigram, read_reference_losses
 from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
     AnytimeComparison,
@@ -42,11 +44,22 @@ from .report_types import (
     Throughput,
     TokensSaved,
     TrainCurve,
+    Verdict,
     VersusUniform,
 )
-from .wording import bootstrap_verdict, bounds_moved, objective_key, signed_per_seed, stale_runs
+from .wording import (
+    bootstrap_verdict,
+    bounds_moved,
+    comparison_verdict,
+    mlm_coverage,
+    objective_key,
+    signed_per_seed,
+    stale_runs,
+    unigram_warnings,
+    verdict_tag,
+)
 
-__all__ = ["build_report", "projection_label", "projection_sentence", "write_report"]
+__all__ = ["build_report", "projection_label", "projection_sentence", "target_verdicts", "write_report"]
 
 
 def _runs(out: Path) -> list[dict[str, Any]]:
@@ -152,7 +165,34 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
         extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
-        repetition=read_json(fits / REPETITION_FILE))
+        repetition=read_json(fits / REPETITION_FILE), verdicts=target_verdicts(targets, key),
+        **_references(out, targets))
+
+
+def _references(out: Path, targets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
+    reference = read_reference_losses(out)
+    finals = {label: {d: statistics.fmean(r["losses"][d] for r in rs) for d in rs[0]["losses"]}
+              for label, rs in sorted(targets.items())}
+    return {"reference_losses": reference, "not_beating_unigram": not_beating_unigram(finals, reference)}
+
+
+def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
+                    method: str = layout.AUTOSCALE) -> dict[str, Verdict]:
+    """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by label.
+
+    ``targets`` maps a label to its run results; empty when ``method`` has no runs.
+    """
+    if method not in targets:
+        return {}
+    out = {}
+    for label, rs in sorted(targets.items()):
+        if label != method:
+            v = paired_verdict(targets[method], rs, key)
+            out[label] = Verdict(method=method, baseline=label, verdict=v["verdict"],
+                                 difference=MeanStd(**v["difference"]), seeds=v["seeds"], level=v["level"],
+                                 ci_low=v["ci_low"], ci_high=v["ci_high"], method_wins=v["method_wins"])
+    return out
 
 
 def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -358,22 +398,40 @@ def _targets_md(r: Report, key: str) -> list[str]:
         w = ", ".join(f"{t.weights[d]:.2f}" for d in doms)
         lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t.losses[d]) for d in doms)
                      + f" | {_fmt(t.objective_value)} |")
-    return lines + [""]
+    return lines + [""] + _reference_md(r)
+
+
+def _reference_md(r: Report) -> list[str]:
+    """The reference rows under the target table, and a warning for every mix that does not beat them."""
+    ref = r.reference_losses
+    if not ref or not all(d in ref for d in r.domains):
+        return []
+    lines = ["Reference losses of the same held-out tokens (nats/token): a model must beat them before the "
+             "comparison of mixes means anything.", "",
+             "| reference | " + " | ".join(r.domains) + " |", "|---|" + "---:|" * len(r.domains),
+             "| unigram (the held-out tokens' own frequencies) | "
+             + " | ".join(f"{ref[d].unigram:.4f}" for d in r.domains) + " |",
+             "| uniform guess (ln vocab) | " + " | ".join(f"{ref[d].uniform:.4f}" for d in r.domains) + " |",
+             "| tokens scored per evaluation | " + " | ".join(f"{ref[d].scored_tokens:,.0f}" for d in r.domains)
+             + " |", ""]
+    notes = [f"- **Warning:** {w}." for w in unigram_warnings(r)] + [f"- {n.strip()}." for n in mlm_coverage(r)]
+    return lines + notes + ([""] if notes else [])
 
 
 def _saved_md(r: Report) -> list[str]:
     if not r.tokens_saved:
         return []
-    lines = ["## Tokens saved by the AutoScale mix", "",
+    lines = ["## Tokens saved by the AutoScale mix", "", *_verdicts_md(r),
              "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
              "seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each seed's own "
              "pair of curves, signed (negative: the baseline reached AutoScale's final value with that many "
              "fewer tokens; n/a: neither reached the other's).", "",
-             "| baseline | baseline final | AutoScale tokens to reach it | saved | per seed |",
-             "|---|---:|---:|---:|---|"]
+             "| baseline | verdict (seed noise) | baseline final | AutoScale tokens to reach it | saved | per seed |",
+             "|---|---|---:|---:|---:|---|"]
     for label, s in r.tokens_saved.items():
+        verdict = verdict_tag(r.verdicts[label]) if label in r.verdicts else "–"
         if s.status == "no_data":
-            lines.append(f"| {label} | – | – | no data | – |")
+            lines.append(f"| {label} | {verdict} | – | – | no data | – |")
             continue
         if s.saved_fraction is not None:
             bound = "≤ " if s.status == "at_first_eval" else ""
@@ -384,8 +442,23 @@ def _saved_md(r: Report) -> list[str]:
             back = s.baseline_saved_fraction
             saved = ("not reached" if back is None else
                      f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
-        lines.append(f"| {label} | {s.baseline_final:.4f} | {reach} | {saved} | "
+        lines.append(f"| {label} | {verdict} | {s.baseline_final:.4f} | {reach} | {saved} | "
                      f"{signed_per_seed(r.tokens_saved_per_seed.get(label) or {})} |")
+    return lines + [""]
+
+
+def _verdicts_md(r: Report) -> list[str]:
+    """The verdict of every target comparison against seed noise, stated before any percentage."""
+    if not r.verdicts:
+        return []
+    lines = [f"**Verdicts first** (final {r.objective_key} paired by seed, Student-t interval). A saving below "
+             "counts only where the verdict is better or WORSE; where it is NOT distinguishable or CANNOT be "
+             "judged, the percentage is within seed noise:", ""]
+    for v in r.verdicts.values():
+        text = comparison_verdict(v, r.objective_key)
+        for word in ("NOT", "CANNOT", "WORSE"):
+            text = text.replace(f" {word} ", f" **{word}** ", 1)
+        lines.append(f"- {text}.")
     return lines + [""]
 
 

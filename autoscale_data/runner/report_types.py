@@ -33,11 +33,13 @@ __all__ = [
     "MethodCost",
     "MethodRow",
     "MixResult",
+    "ReferenceLoss",
     "Report",
     "TargetResult",
     "Throughput",
     "TokensSaved",
     "TrainCurve",
+    "Verdict",
     "VersusUniform",
 ]
 
@@ -410,6 +412,73 @@ class TokensSaved:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """One mix against another beyond seed noise, paired by seed (:func:`~.metrics.paired_verdict`).
+
+    The report gives one per target comparison (``verdicts[baseline]``, AutoScale against that
+    baseline) and states it before any percentage; :func:`~.wording.comparison_verdict` words it.
+    """
+
+    method: str
+    """The mix judged (``autoscale``)."""
+    baseline: str
+    """The mix it is compared with."""
+    verdict: str
+    """``better``, ``worse``, ``not_distinguishable`` or ``cannot_judge`` (fewer than two paired seeds)."""
+    difference: MeanStd
+    """``method - baseline`` of the final objective over the paired seeds (negative: the method is better)."""
+    seeds: list[int] = field(default_factory=list)
+    """The paired seeds."""
+    level: float = 0.95
+    """Confidence level of the interval."""
+    ci_low: float | None = None
+    """Lower end of the Student-t interval of the mean difference (``None`` with one seed)."""
+    ci_high: float | None = None
+    """Upper end of that interval."""
+    method_wins: int = 0
+    """Seeds on which the method's final value is lower than the baseline's."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "baseline": self.baseline, "verdict": self.verdict,
+                "difference": self.difference.to_json(), "seeds": list(self.seeds), "level": self.level,
+                "ci_low": self.ci_low, "ci_high": self.ci_high, "method_wins": self.method_wins}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> Verdict:
+        r = _Reader(obj, path)
+        return cls(method=r.req("method", "str"), baseline=r.req("baseline", "str"), verdict=r.req("verdict", "str"),
+                   difference=MeanStd.from_json(r.req("difference"), r.at("difference")),
+                   seeds=list(r.req("seeds", "list")), level=r.req("level", "number"),
+                   ci_low=r.opt("ci_low", "number"), ci_high=r.opt("ci_high", "number"),
+                   method_wins=r.req("method_wins", "int"))
+
+
+@dataclass(frozen=True)
+class ReferenceLoss:
+    """One domain's reference losses on the held-out tokens the runner scores (:mod:`~.reference`)."""
+
+    unigram: float
+    """Entropy of the held-out tokens' own frequencies (nats/token): the best context-free predictor's loss."""
+    uniform: float
+    """``ln(vocab_size)``: a uniform guess's loss."""
+    tokens: int
+    """Held-out tokens counted (the positions a causal model predicts; every token for a masked LM)."""
+    scored_tokens: float
+    """Tokens one evaluation scores: ``tokens`` for a causal model; for a masked LM the expected masked
+    share of them times ``eval.mlm_passes``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unigram": self.unigram, "uniform": self.uniform, "tokens": self.tokens,
+                "scored_tokens": self.scored_tokens}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str = "") -> ReferenceLoss:
+        r = _Reader(obj, path)
+        return cls(unigram=r.req("unigram", "number"), uniform=r.req("uniform", "number"),
+                   tokens=r.req("tokens", "int"), scored_tokens=r.req("scored_tokens", "number"))
+
+
+@dataclass(frozen=True)
 class FailedRun:
     """A run that failed and is left out of the fits."""
 
@@ -548,7 +617,7 @@ class MethodRow:
     worst_domain: str | None = None
     """The domain with the highest mean final loss."""
     vs_uniform: dict[str, Any] | None = None
-    """:func:`~autoscale_data.runner.metrics.noise_verdict` of this mix minus uniform, paired by seed, with
+    """:func:`~autoscale_data.runner.metrics.paired_verdict` of this mix against uniform, paired by seed, with
     ``per_seed`` differences (``None`` for uniform itself or without uniform runs)."""
     skipped: str | None = None
     """Why the method trained no target (``None`` when it did)."""
@@ -650,6 +719,12 @@ class Report:
     repetition: dict[str, Any] | None = None
     """Each target mix's epochs and effective tokens per domain and the supply flags, as
     ``fits/repetition.json`` holds them (``None`` before the fits)."""
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    """Baseline label -> AutoScale against it beyond seed noise (paired by seed); stated before tokens saved."""
+    reference_losses: dict[str, ReferenceLoss] = field(default_factory=dict)
+    """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older versions)."""
+    not_beating_unigram: dict[str, list[str]] = field(default_factory=dict)
+    """Target mix -> domains whose final validation loss is not below the domain's unigram loss."""
 
     @property
     def objective_key(self) -> str:
@@ -681,6 +756,9 @@ class Report:
             out["plots"] = list(self.plots)
         if self.repetition is not None:
             out["repetition"] = self.repetition
+        out["verdicts"] = {label: v.to_json() for label, v in self.verdicts.items()}
+        out["reference_losses"] = {d: ref.to_json() for d, ref in self.reference_losses.items()}
+        out["not_beating_unigram"] = {label: list(ds) for label, ds in self.not_beating_unigram.items()}
         return out
 
     @classmethod
@@ -720,7 +798,14 @@ class Report:
                         for k, e in enumerate(r.opt("extensions", "list", []))],
             comparison=None if r.opt("comparison") is None else Comparison.from_json(r.req("comparison"), "comparison"),
             plots=None if r.opt("plots") is None else [str(p) for p in r.req("plots", "list")],
-            repetition=None if r.opt("repetition") is None else dict(r.sub("repetition").obj))
+            repetition=None if r.opt("repetition") is None else dict(r.sub("repetition").obj),
+            verdicts={label: Verdict.from_json(v, p) for label, v, p in
+                      (r.items("verdicts") if r.opt("verdicts") is not None else [])},
+            reference_losses={d: ReferenceLoss.from_json(v, p) for d, v, p in
+                              (r.items("reference_losses") if r.opt("reference_losses") is not None else [])},
+            not_beating_unigram={label: list(_check(v, "list", p)) for label, v, p in
+                                 (r.items("not_beating_unigram") if r.opt("not_beating_unigram") is not None
+                                  else [])})
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:

@@ -276,14 +276,21 @@ class TargetConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Held-out evaluation: how many held-out tokens per domain and how often."""
+    """Held-out evaluation: how many held-out tokens per domain and how often.
+
+    A masked LM (BERT) is scored only on the masked positions: one evaluation scores about
+    ``model.mlm_probability`` (15%) of the held-out tokens. ``mlm_passes`` evaluates the same tokens
+    that many times under different fixed masks, scoring ``mlm_passes`` times as many positions.
+    """
 
     heldout_tokens_per_domain: int = 65_536
     proxy_points: int = 1
     target_points: int = 10
     batch_size: int = 16
+    mlm_passes: int = 1
 
     def __post_init__(self) -> None:
+        check_int_field("eval", "mlm_passes", self.mlm_passes)
         check_int_field("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
         check_int_field("eval", "proxy_points", self.proxy_points)
         check_int_field("eval", "target_points", self.target_points)

@@ -7,7 +7,15 @@ import os
 from . import layout
 from .report import projection_label
 from .report_types import AnytimeComparison, Report, TokensSaved
-from .wording import bootstrap_verdict, bounds_moved, signed_per_seed, stale_runs
+from .wording import (
+    bootstrap_verdict,
+    bounds_moved,
+    comparison_verdict,
+    mlm_coverage,
+    signed_per_seed,
+    stale_runs,
+    unigram_warnings,
+)
 
 __all__ = ["format_summary"]
 
@@ -47,6 +55,16 @@ def _anytime_lines(a: AnytimeComparison | None) -> list[str]:
         lines.append(f"  ({', '.join(a.plan_decreasing)}: DDO allocation decreases from N1 to N2; the anytime run "
                      "followed the plan's monotone envelope)")
     return lines
+
+
+def _reference_lines(report: Report) -> list[str]:
+    """The held-out data's unigram loss under the target table, and a warning per mix that does not beat it."""
+    ref = report.reference_losses
+    if not ref or not all(d in ref for d in report.domains):
+        return []
+    cells = [f"{ref[d].unigram:>{max(len(d), 8)}.4f}" for d in report.domains]
+    lines = [f"{'(unigram ref.)':<17}  " + "  ".join(cells)]
+    return lines + [f"  WARNING: {w}" for w in unigram_warnings(report)] + mlm_coverage(report)
 
 
 def format_summary(report: Report) -> str:
@@ -104,17 +122,21 @@ def format_summary(report: Report) -> str:
             value = t.objective_value
             spread = f" ± {value.std:.4f}" if value.n > 1 else ""
             lines.append(f"{label:<17}  " + "  ".join(cells) + f"  {value.mean:>8.4f}{spread}")
+        lines += _reference_lines(report)
     if report.tokens_saved:
         per_seed = report.tokens_saved_per_seed
         several = any(len(v) > 1 for v in per_seed.values())
-        lines += ["", "Tokens saved by the AutoScale mix at the target budget"
+        lines += ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against seed noise"
                   + (" (seed-mean curves, then each seed's own)" if several else "")]
         for label, s in sorted(report.tokens_saved.items()):
             if label == layout.ANYTIME:  # same final mix: compared along the run below
                 continue
             seeds = per_seed.get(label) or {}
             tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
-            lines.append(f"  vs {label:<17} {_saved_text(s)}{tail}")
+            verdict = report.verdicts.get(label)
+            if verdict is not None:
+                lines.append(f"  {comparison_verdict(verdict, report.objective_key)}")
+            lines.append(f"  vs {label:<17} {'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
     lines += _anytime_lines(report.anytime_vs_fixed)
     if report.missing_targets:
         lines.append(f"  target runs not finished: {', '.join(report.missing_targets)}")

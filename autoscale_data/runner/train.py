@@ -301,7 +301,8 @@ class _Trainer:
     def _evaluate(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
         self.forward.eval()
         try:
-            return evaluate(self.forward, loader, names, self.info, family=self.family, mask=self.mask)
+            return evaluate(self.forward, loader, names, self.info, family=self.family, mask=self.mask,
+                            passes=self.config.eval.mlm_passes)
         finally:
             self.forward.train()
 

@@ -145,6 +145,12 @@ class MegatronIndex:
 
 def _megatron_paths(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
     text = os.fspath(prefix)
+    if Path(text).is_dir():
+        found = sorted(os.fspath(p.with_suffix("")) for p in Path(text).glob("*.idx"))
+        there = (f"; it holds {', '.join(repr(f) for f in found[:5])}{' ...' if len(found) > 5 else ''}" if found
+                 else "; it holds no .idx file")
+        raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one dataset's "
+                                f".bin/.idx pair (PREFIX.bin and PREFIX.idx, without the suffix){there}")
     for suffix in (".bin", ".idx"):
         if text.endswith(suffix):
             text = text[: -len(suffix)]
@@ -181,6 +187,28 @@ def read_megatron_index(idx_path: str | os.PathLike[str]) -> MegatronIndex:
     return MegatronIndex(_MEGATRON_CODES[code], lengths, pointers, documents, size != plain)
 
 
+def _check_dtype_agrees(where: str, index: MegatronIndex, starts: np.ndarray, bin_path: Path) -> None:
+    """Raise the dtype mismatch when the index's pointers or the ``.bin``'s size fit another token width.
+
+    An ``.idx`` written with one dtype for a ``.bin`` of another has pointers (and a file size) that step
+    by the other width per token: say so, rather than that the sequences are not back to back.
+    """
+    itemsize = np.dtype(index.dtype).itemsize
+    tokens, bin_bytes = int(starts[-1]), bin_path.stat().st_size
+    for width in (1, 2, 4, 8):
+        if width == itemsize:
+            continue
+        by_pointers = starts.size > 2 and np.array_equal(index.sequence_pointers, starts[:-1] * width)
+        if by_pointers or (tokens and bin_bytes == tokens * width):
+            evidence = (f"its sequence pointers step by {width} bytes per token" if by_pointers else
+                        f"its size, {bin_bytes} bytes for {tokens} tokens, is {width} bytes per token")
+            raise ValueError(
+                f"{where}: the .idx's dtype disagrees with the .bin: the .idx says {index.dtype} tokens ({itemsize} "
+                f"bytes each), but the .bin {os.fspath(bin_path)!r} holds {width}-byte tokens ({evidence}). Write "
+                "the .idx with the dtype the .bin was written with (megatron-core's "
+                "IndexedDatasetBuilder(..., dtype=...)), or re-run preprocess_data.py")
+
+
 def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
     """The Megatron dataset ``PREFIX.bin`` / ``PREFIX.idx`` as one segment of whole documents.
 
@@ -204,6 +232,7 @@ def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
     starts = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
     if not np.array_equal(index.sequence_pointers, starts[:-1] * itemsize):
+        _check_dtype_agrees(where, index, starts, bin_path)
         raise ValueError(f"{where}: the sequences are not stored back to back in the .bin (their pointers are "
                          "not the running sum of their lengths), so the file is not one token array")
     docs = index.document_indices
@@ -211,6 +240,7 @@ def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
         raise ValueError(f"{where}: document indices must rise from 0 to the sequence count {lengths.size}")
     bin_bytes = bin_path.stat().st_size
     if bin_bytes != int(starts[-1]) * itemsize:
+        _check_dtype_agrees(where, index, starts, bin_path)
         raise ValueError(f"{os.fspath(bin_path)!r} is {bin_bytes} bytes; its index says {int(starts[-1])} "
                          f"{index.dtype} tokens ({int(starts[-1]) * itemsize} bytes)")
     doc_lengths = starts[docs[1:]] - starts[docs[:-1]]
@@ -550,6 +580,7 @@ def register_domains(
     megatron: Mapping[str, str | os.PathLike[str]] | None = None,
     hf: Mapping[str, str | os.PathLike[str]] | None = None,
     column: str = "input_ids",
+    megatron_val: Mapping[str, str | os.PathLike[str]] | None = None,
     **kwargs: Any,
 ) -> dict[str, DomainResult]:
     """Register data read in place as domains ``out_dir/NAME/`` of a ``prepare`` output directory.
@@ -563,9 +594,15 @@ def register_domains(
         megatron: domain name -> Megatron path prefix.
         hf: domain name -> ``save_to_disk`` directory.
         column: the token-id column of the ``datasets`` domains.
+        megatron_val: domain name -> a separate Megatron dataset to validate that domain on (default:
+            hold out its last documents), as ``register_megatron``'s ``val_prefix``.
         **kwargs: ``holdout_every``, ``shard_tokens``, ``progress``, ``eos``, ``workers`` of :func:`register_in_place`.
     """
-    megatron, hf = dict(megatron or {}), dict(hf or {})
+    megatron, hf, megatron_val = dict(megatron or {}), dict(hf or {}), dict(megatron_val or {})
+    unknown = sorted(set(megatron_val) - set(megatron))
+    if unknown:
+        raise ValueError(f"validation prefixes given for {unknown}, which are not Megatron domains "
+                         f"(those are {sorted(megatron)}): give each as --from-megatron NAME=PREFIX too")
     both = sorted(set(megatron) & set(hf))
     if both:
         raise ValueError(f"domains {both} are given both as Megatron and as datasets data")
@@ -580,7 +617,8 @@ def register_domains(
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, DomainResult] = {}
     for name, prefix in megatron.items():
-        results[name] = register_in_place(name, megatron_source(prefix), out / name, tok, **kwargs)
+        val = megatron_source(megatron_val[name]) if name in megatron_val else None
+        results[name] = register_in_place(name, megatron_source(prefix), out / name, tok, val=val, **kwargs)
     for name, path in hf.items():
         train_dir, val_dir = _hf_split_dirs(Path(path))
         val = hf_source(val_dir, column) if val_dir is not None else None

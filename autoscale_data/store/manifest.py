@@ -47,6 +47,7 @@ __all__ = [
     "TokenizerInfo",
     "check_file_name",
     "dtype_for_vocab",
+    "megatron_hint",
     "read_manifest",
     "write_manifest",
 ]
@@ -235,11 +236,39 @@ class Manifest:
             raise ValueError(f"malformed store manifest: {exc!r}") from exc
 
 
+def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
+    """``": ... register it first with prepare --from-megatron ..."`` when ``store_dir`` is a Megatron prefix
+    (``PREFIX.bin``/``.idx`` exist) or a folder holding ``.idx`` files; ``""`` otherwise."""
+    store_dir = Path(store_dir)
+    text = os.fspath(store_dir)
+    for suffix in (".bin", ".idx"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+    if Path(text + ".bin").is_file() or Path(text + ".idx").is_file():
+        prefixes = [text]
+    elif store_dir.is_dir():
+        prefixes = sorted(os.fspath(p.with_suffix("")) for p in store_dir.glob("*.idx"))
+    else:
+        return ""
+    if not prefixes:
+        return ""
+    name = Path(prefixes[0]).name.replace("_text_document", "") or "NAME"
+    more = f" (and the other prefixes there: {', '.join(prefixes[1:4])}{' ...' if len(prefixes) > 4 else ''})" \
+        if len(prefixes) > 1 else ""
+    return (f": {prefixes[0]!r} is a Megatron dataset (.bin/.idx), which is read through a manifest: register it "
+            f"first with `autoscale-data prepare --from-megatron {name}={prefixes[0]}{more} --out STORES "
+            f"--tokenizer TOKENIZER`, then give STORES (or STORES/{name}) as the domains")
+
+
 def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
     """Read ``store_dir/manifest.json``; clear errors when it is missing or malformed."""
     path = Path(store_dir) / MANIFEST_NAME
     if not Path(store_dir).is_dir():
-        raise FileNotFoundError(f"token store directory {os.fspath(store_dir)!r} does not exist")
+        raise FileNotFoundError(f"token store directory {os.fspath(store_dir)!r} does not exist"
+                                f"{megatron_hint(store_dir)}")
+    if not path.is_file() and megatron_hint(store_dir):
+        raise FileNotFoundError(f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a token store"
+                                f"{megatron_hint(store_dir)}")
     if not path.is_file():
         raise FileNotFoundError(
             f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a finished token store "

@@ -136,6 +136,11 @@ class DomainResult:
                                                               if "val" in self.manifest.splits else 0)
         why = ("so its validation loss will be noisy" if share < intended
                else "which takes that much from training and weighs a few documents heavily")
+        if val == 0 and docs < 2:
+            return (f"domain {self.name!r}: nothing of its {total:,} tokens is held out for validation: it is one "
+                    "document, and holding out needs two or more, so it has no validation data (the runner and "
+                    "MixtureValidationDataset refuse a domain without held-out sequences): split it into several "
+                    "documents")
         cause = (f"only {docs:,} documents, fewer than --holdout-every {holdout_every}, so the last one is held out"
                  if docs < holdout_every else
                  f"every {holdout_every}-th of {docs:,} documents, and the documents differ in length")

@@ -61,8 +61,13 @@ def _check_file(path: Path, shard: ShardInfo, itemsize: int, verify: Verify) -> 
         raise FileNotFoundError(f"shard {os.fspath(path)!r} listed in the manifest is missing") from None
     expected = shard.expected_file_bytes(itemsize)
     if verify != "none" and size != expected:
-        raise ValueError(f"shard {os.fspath(path)!r} is truncated or has the wrong size: {size} bytes on disk, "
-                         f"manifest says {expected} ({shard.num_tokens} tokens from byte {shard.offset})")
+        change = "grew" if size > expected else "is truncated or shrank"
+        raise ValueError(f"shard {os.fspath(path)!r} {change}: it has the wrong size, {size} bytes on disk, "
+                         f"manifest says {expected} ({shard.num_tokens} tokens from byte {shard.offset}). The data "
+                         "changed after the store was written: for data read in place (Megatron .bin/.idx, a "
+                         "datasets directory) register it again (`autoscale-data prepare --from-megatron NAME=PREFIX` "
+                         "/ `--from-hf NAME=DIR` with the same --out); for a prepared store re-run "
+                         "`autoscale-data prepare`")
 
 
 def _sha256_of(fh: Any, nbytes: int | None = None) -> str:

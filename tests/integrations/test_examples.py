@@ -32,6 +32,7 @@ def _commands() -> dict[str, list[str]]:
         "use_plan": py + [str(EXAMPLES / "use_plan.py"), "--tiny"],
         "online_mixing": py + [str(EXAMPLES / "online_mixing.py"), "--tiny"],
         "online_accelerate": py + [str(EXAMPLES / "online_accelerate.py"), "--tiny"],
+        "bert_mlm": py + [str(EXAMPLES / "bert_mlm.py"), "--tiny"],
     }
     launcher = BIN / "deepspeed" if (BIN / "deepspeed").exists() else shutil.which("deepspeed")
     if launcher:
@@ -96,6 +97,13 @@ def test_stateful_dataloader_resume(runs) -> None:
 def test_hf_trainer(runs) -> None:
     r = finished(runs, "hf_trainer", 200)
     assert r["steps"] == r["planned_steps"] == 10 and r["losses"][-1] < r["losses"][0]
+
+
+@pytest.mark.timeout(300)
+def test_bert_mlm_resumes_exactly(runs) -> None:
+    r = finished(runs, "bert_mlm", 280)
+    assert r["same"] and r["resumed"]["losses"] == r["full"]["losses"][16:] and len(r["resumed"]["losses"]) == 24
+    assert 0.1 < r["full"]["masked_share"] < 0.2  # the labels are the masked positions, not a copy of the inputs
 
 
 @pytest.mark.timeout(240)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from example_runner import run_example
+from helpers_store import write_synthetic_stores
 
 pytest.importorskip("lightning")
 
@@ -31,5 +32,14 @@ def test_fit_from_a_checkpoint_trains_on_the_uninterrupted_batches(tmp_path: Pat
 def test_rank_comes_from_lightning(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="process group"):
         MixtureDataModule(tmp_path, {"a": 1.0}, 100, 10, batch_size=2, rank=0)
-    dm = MixtureDataModule(tmp_path, {"a": 1.0}, 100, 10, batch_size=2)
-    assert dm.state_dict() == {} and dm.loader is None  # nothing built before setup()
+    stores = write_synthetic_stores(tmp_path / "stores", {"a": 2_000, "b": 2_000})
+    dm = MixtureDataModule(stores, {"a": 0.5, "b": 0.5}, 100, 10, batch_size=2)
+    assert dm.state_dict() == {} and dm.loader is None  # nothing built for training before setup()
+
+
+def test_a_missing_store_or_an_unknown_domain_is_refused_when_the_module_is_built(tmp_path: Path) -> None:
+    stores = write_synthetic_stores(tmp_path / "stores", {"a": 2_000, "b": 2_000})
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        MixtureDataModule(tmp_path / "nowhere", {"a": 1.0}, 100, 10, batch_size=2)
+    with pytest.raises(ValueError, match="'c'"):
+        MixtureDataModule(stores, {"a": 0.5, "c": 0.5}, 100, 10, batch_size=2)

@@ -18,7 +18,7 @@ from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.hooks import DoReMiHook, HookBatch, doremi_update, per_token_losses
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.methods import METHODS, MethodContext, selected_methods, selection_stages
-from autoscale_data.runner.metrics import noise_verdict
+from autoscale_data.runner.metrics import paired_verdict
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.plan import ddo_proxy_specs, method_spec
 from autoscale_data.runner.report_types import Report
@@ -240,13 +240,20 @@ def test_bad_method_input_fails_before_training(stores: Path, tmp_path: Path, ov
     assert not Ledger(tmp_path / "out", lock=False).records()  # nothing even registered
 
 
-def test_noise_verdict() -> None:
-    assert noise_verdict([-0.1])["verdict"] == "one seed"
-    assert noise_verdict([-0.10, -0.11, -0.09])["verdict"] == "better"
-    assert noise_verdict([0.10, 0.11, 0.09])["verdict"] == "worse"
-    assert noise_verdict([-0.1, 0.12, 0.01])["verdict"] == "within noise"
-    two = noise_verdict([-0.10, -0.12])  # 2 seeds: t(0.975, 1 df) = 12.71 standard errors, not 2
-    assert two["verdict"] == "within noise" and two["half_width"] == pytest.approx(12.7062 * 0.01, rel=1e-4)
+def test_paired_verdict_against_uniform() -> None:
+    def runs(values: list[float]) -> list[dict]:
+        return [{"seed": s, "mean_loss": v} for s, v in enumerate(values)]
+
+    def verdict(diffs: list[float]) -> dict:
+        return paired_verdict(runs([1.0 + d for d in diffs]), runs([1.0] * len(diffs)), "mean_loss")
+
+    assert verdict([-0.1])["verdict"] == "cannot_judge"
+    assert verdict([-0.10, -0.11, -0.09])["verdict"] == "better"
+    assert verdict([0.10, 0.11, 0.09])["verdict"] == "worse"
+    assert verdict([-0.1, 0.12, 0.01])["verdict"] == "not_distinguishable"
+    two = verdict([-0.10, -0.12])  # 2 seeds: t(0.975, 1 df) = 12.71 standard errors, not 2
+    assert two["verdict"] == "not_distinguishable"
+    assert (two["ci_high"] - two["ci_low"]) / 2 == pytest.approx(12.7062 * 0.01, rel=1e-4)
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -297,7 +304,7 @@ def test_every_method_end_to_end_and_a_rerun_trains_nothing(stores: Path, tmp_pa
     for name in ("regmix", "mixing_law", "doremi", "autoscale"):
         row = comp.rows[name]
         assert set(row.per_seed) == {"0", "1"} and row.worst_domain in report.domains
-        assert row.vs_uniform["verdict"] in ("better", "worse", "within noise") and row.cost.wall_s > 0
+        assert row.vs_uniform["verdict"] in ("better", "worse", "not_distinguishable") and row.cost.wall_s > 0
     text = (out / "report.md").read_text()
     assert "## Mixing methods compared" in text and "beyond seed noise" in text.lower()
     assert (out / "plots" / "mixes.png").stat().st_size > 0

@@ -216,3 +216,24 @@ def test_data_availability_is_checked_at_plan_time_naming_every_domain(stores: P
     assert "DATA:" not in MixtureRunner(fine, tmp_path / "fine").describe()
     repeat = config_from_dict(tiny_config(stores, max_epochs=400.0, target={"budget": 10_000_000}))
     assert "DATA:" not in MixtureRunner(repeat, tmp_path / "rep").describe()
+
+
+def test_the_dry_run_estimate_says_it_assumes_an_idle_machine() -> None:
+    from autoscale_data.runner.describe import load_note
+
+    assert load_note(0.5, 2) == "the estimate assumes an idle machine (the 1-minute load average is now 0.5 on 2 CPUs)"
+    busy = load_note(4.0, 2)
+    assert "load average is now 4.0 on 2 CPUs" in busy and "about 2.5x as long" in busy
+
+
+@pytest.mark.timeout(300)
+def test_run_gives_each_plan_note_once(tmp_path: Path) -> None:
+    stores = tiny_stores(tmp_path / "stores")
+    cfg = config_from_dict(tiny_config(stores, target={"budget": 12288, "baselines": []}))
+    lines: list[str] = []
+    with pytest.warns(UserWarning) as caught:
+        MixtureRunner(cfg, tmp_path / "out", log=lines.append, progress=False).run()
+    notes = [str(w.message) for w in caught if str(w.message).startswith("DDO design at")]
+    assert notes and len(notes) == len(set(notes))  # one warning per rounded budget
+    logged = "\n".join(lines)
+    assert all(note not in logged for note in notes) and "estimate assumes an idle machine" in logged

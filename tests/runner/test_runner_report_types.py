@@ -87,13 +87,14 @@ def test_report_json_is_to_json_and_reads_back(written: tuple[Path, Report]) -> 
 def test_an_older_report_without_the_later_keys_reads(written: tuple[Path, Report]) -> None:
     _, report = written
     old = report.to_json()
-    for key in ("stale_runs", "target_budget", "vs_uniform", "tokens_saved_per_seed", "anytime_vs_fixed", "plots"):
+    for key in ("stale_runs", "target_budget", "vs_uniform", "tokens_saved_per_seed", "anytime_vs_fixed", "plots",
+                "verdicts"):
         del old[key]
     for t in old["targets"].values():
         del t["train_curve"]
     loaded = Report.from_json(old)
     assert loaded.stale_runs == 0 and loaded.vs_uniform == {} and loaded.anytime_vs_fixed is None
-    assert loaded.targets["autoscale"].train_curve.tokens == [] and loaded.plots is None
+    assert loaded.targets["autoscale"].train_curve.tokens == [] and loaded.plots is None and loaded.verdicts == {}
     assert "Tokens saved" in format_summary(loaded) and "## Target runs" in _markdown(loaded)
 
 

@@ -209,7 +209,7 @@ def test_project_cli_on_olmix_pairs(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     np.testing.assert_allclose([out["weights"][d] for d in DOMAINS], true_weights(1e9), atol=0.01)
     assert main(args[:-1] + ["lots"]) != 0
-    assert "TOKENS must be a number, got 'lots'" in capsys.readouterr().err
+    assert "--olmix TOKENS 'lots' is invalid: expected a number of tokens" in capsys.readouterr().err
 
 
 def test_ddo_cli_takes_objective_weights(tmp_path, capsys):

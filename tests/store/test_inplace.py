@@ -372,3 +372,50 @@ def test_any_cut_keeps_every_token_and_document_in_order(tmp_path: Path, lengths
     assert manifest.splits["val"].num_documents == n_val
     assert all(0 < s.num_tokens <= shard_tokens for split in manifest.splits.values() for s in split.shards)
     assert manifest.source["documents_ending_with_eos"] == len(docs)
+
+
+def test_megatron_mistakes_point_to_the_fix(tmp_path: Path) -> None:
+    prefix = write_megatron(tmp_path / "data" / "web_text_document", documents(16, 40))
+    # an .idx whose dtype code says int32 for a .bin of uint16 tokens
+    idx = Path(f"{prefix}.idx")
+    raw = bytearray(idx.read_bytes())
+    good = bytes(raw)
+    raw[17] = 4  # megatron-core's DType code of int32 (uint16 is 8)
+    idx.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"the \.idx's dtype disagrees with the \.bin: the \.idx says int32 tokens "
+                                         r"\(4 bytes each\), but .* holds 2-byte tokens"):
+        megatron_source(prefix)
+    idx.write_bytes(good)
+    # a directory instead of the prefix
+    with pytest.raises(FileNotFoundError, match=r"is a directory: give the path prefix .*web_text_document"):
+        megatron_source(tmp_path / "data")
+    # the runner's or the dataset's domains pointing at the unregistered prefix, or at its folder
+    from autoscale_data.runner.config import config_from_dict
+    from autoscale_data.runner.data import inspect_domains
+
+    for where in (prefix, tmp_path / "data"):
+        with pytest.raises(FileNotFoundError, match=r"prepare --from-megatron web=.*web_text_document"):
+            TokenStore(where)
+        with pytest.raises(FileNotFoundError, match=r"config 'domains' = .* is not a prepared-store directory: .*"
+                                                    r"prepare --from-megatron web="):
+            inspect_domains(config_from_dict({"domains": str(where)}, tmp_path))
+    # bytes appended after registration: register again
+    register_megatron(prefix, tmp_path / "web", "bytes")
+    with open(f"{prefix}.bin", "ab") as fh:
+        fh.write(b"\0\0")
+    with pytest.raises(ValueError, match=r"grew: it has the wrong size.*register it again"):
+        TokenStore(tmp_path / "web")
+
+
+def test_cli_prepare_takes_a_separate_megatron_validation_set(tmp_path: Path) -> None:
+    from autoscale_data.cli import main
+
+    train = write_megatron(tmp_path / "data" / "web_train", documents(17, 60))
+    val = write_megatron(tmp_path / "data" / "web_valid", documents(18, 12))
+    assert main(["prepare", "--from-megatron", f"web={train}", "--megatron-val", f"web={val}", "--out",
+                 str(tmp_path / "out"), "--tokenizer", "bytes", "--workers", "1", "--quiet"]) == 0
+    store = TokenStore(tmp_path / "out" / "web")
+    assert np.array_equal(store_tokens(store, "train"), megatron_tokens(train))
+    assert np.array_equal(store_tokens(store, "val"), megatron_tokens(val))
+    assert main(["prepare", "--from-megatron", f"web={train}", "--val-prefix", f"code={val}", "--out",
+                 str(tmp_path / "out2"), "--tokenizer", "bytes", "--quiet"]) == 2

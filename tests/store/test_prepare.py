@@ -309,6 +309,18 @@ def test_holdout_share_far_from_the_rule_is_warned_and_printed(tmp_path: Path,
     assert rc == 0 and "autoscale-data prepare: warning: domain 'log': 5,001 of 5,055 tokens" in err
 
 
+def test_a_domain_of_one_document_is_warned_that_nothing_is_held_out(tmp_path: Path) -> None:
+    _jsonl(tmp_path / "one.jsonl", ["a single long document " * 40])
+    _jsonl(tmp_path / "few.jsonl", ["doc one", "doc two", "doc three"])
+    with pytest.warns(UserWarning) as caught:
+        prepare_domains({"one": tmp_path / "one.jsonl", "few": tmp_path / "few.jsonl"}, tmp_path / "out",
+                        holdout_every=100, workers=1, progress=False)
+    notes = {n: next(str(w.message) for w in caught if f"domain '{n}'" in str(w.message)) for n in ("one", "few")}
+    assert "nothing of its 921 tokens is held out" in notes["one"] and "it is one document" in notes["one"]
+    assert "the last one is held out" not in notes["one"] and "0.00%" not in notes["one"]
+    assert "only 3 documents, fewer than --holdout-every 100, so the last one is held out" in notes["few"]
+
+
 def test_prepare_help_tells_one_story_about_the_gpt2_extra(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["prepare", "--help"])
