@@ -13,7 +13,8 @@ research they serve:
   :func:`compare_projections`, :func:`weight_distance`, :func:`log_share_sd`;
 - the per-budget fits the projections are built on: :func:`per_budget_optima`,
   :func:`fit_budget_law`, :func:`fit_power_law`, :func:`fit_power_law_batch`, :func:`power_law`;
-- the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`.
+- the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`;
+- the pieces of ``method="auto"``: :func:`observed_best`, :func:`noise_estimate`, :func:`path_scales`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from .bootstrap import HeldoutCheck, ProjectionBootstrap, bootstrap_projection, 
 from .joint import compare_projections, fit_budget_law, per_budget_optima, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
+from .left_out import path_scales
 from .robust import log_share_sd
+from .select import noise_estimate, observed_best
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
 __all__ = [
@@ -41,6 +44,9 @@ __all__ = [
     "log_share_sd",
     "mixing_law_weights",
     "multiplier_bounds",
+    "noise_estimate",
+    "observed_best",
+    "path_scales",
     "per_budget_optima",
     "power_law",
     "regmix_weights",
