@@ -23,8 +23,8 @@ from .allocate import kkt_violation, multiplier_bounds
 from .bootstrap import HeldoutCheck, ProjectionBootstrap, bootstrap_projection, heldout_scale_check
 from .joint import compare_projections, fit_budget_law, per_budget_optima, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
-from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
 from .left_out import path_scales
+from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
 from .robust import log_share_sd
 from .select import noise_estimate, observed_best
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .design import read_design, run_objective
+from .design import run_objective
 from .runs import RunTable
 
 __all__ = [
