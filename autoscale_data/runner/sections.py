@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
-from ..solver.joint import PROJECTIONS
+from ..solver.select import METHODS
 from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
@@ -143,9 +143,9 @@ class DDOConfig:
     min_weight: float = 0.0
     max_weight: float = 1.0
     law: str = "3p"
-    # robust by default: on the published multi-scale runs it halved the geometric path's regret
-    # (docs/solver.md, "Evidence on published runs"), and it equals that path where the trends are identified
-    projection: str = "robust"
+    # auto by default: DDO(N2) as is unless a share trend is determined beyond its uncertainty, then the
+    # robust projection (docs/solver.md, "The default: auto"); geometric is the paper's path
+    projection: str = "auto"
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
 
     def __post_init__(self) -> None:
@@ -181,8 +181,8 @@ class DDOConfig:
                        "0 <= min_weight < max_weight <= 1")
         if self.law not in ("3p", "4p"):
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
-        if self.projection not in PROJECTIONS:
-            raise field_error("ddo", "projection", self.projection, f"one of {PROJECTIONS}")
+        if self.projection not in METHODS:
+            raise field_error("ddo", "projection", self.projection, f"one of {METHODS}")
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
