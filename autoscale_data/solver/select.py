@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from .design import run_objective
 from .runs import RunTable
@@ -155,8 +154,8 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
 
     Replicates (runs of one mix at the largest budget) give their pooled standard deviation; else
     mixtures run at three budgets or more give the median RMS residual of a power law in the budget
-    through each one's values (``E_m + B_m N^-β``, one shared ``β``; corrected for the parameters
-    fitted); else None.
+    through each one's values (``E_m + B_m N^-β_m``: each its own ``β_m`` with four budgets or more, one
+    shared ``β`` with three; divided by the degrees of freedom left); else None.
     """
     last = tables[-1]
     y = run_objective(last, objective, val_domains)
@@ -178,20 +177,22 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
     full = np.array([[c[k] for k in range(len(tables))] for c in curves.values() if len(c) == len(tables)])
     if len(full) == 0:
         return None, "no mixture was run at every budget"
-    xs = budgets / budgets[0]
-
-    def fit(log_beta: float) -> tuple[float, np.ndarray]:
-        design = np.stack([np.ones_like(xs), xs ** -np.exp(log_beta)], axis=1)
-        coef, *_ = np.linalg.lstsq(design, full.T, rcond=None)
-        res = design @ coef - full.T
-        return float(np.sum(res ** 2)), res
-
-    best = minimize_scalar(lambda lb: fit(lb)[0], bounds=(np.log(0.01), np.log(5.0)), method="bounded",
-                           options={"xatol": 1e-6})
-    res = fit(float(best.x))[1]
     k = len(tables)
-    rms = np.sqrt(np.mean(res ** 2, axis=0) * k / max(k - 2, 1))
-    return float(np.median(rms)), (f"power-law residual of the {len(full)} mixture(s) run at all {k} budgets")
+    xs = budgets / budgets[0]
+    betas = np.geomspace(0.01, 5.0, 400)
+    sse = np.empty((len(betas), len(full)))
+    for i, beta in enumerate(betas):  # E_m + B_m x^-β: E and B in closed form for every mixture at once
+        design = np.stack([np.ones_like(xs), xs ** -beta], axis=1)
+        coef, *_ = np.linalg.lstsq(design, full.T, rcond=None)
+        sse[i] = np.sum((design @ coef - full.T) ** 2, axis=0)
+    if k >= 4:  # each mixture its own exponent: 3 parameters per curve
+        rms = np.sqrt(sse.min(axis=0) / (k - 3))
+        how = "its own exponent"
+    else:  # three budgets: one exponent shared by the mixtures, 2 parameters per curve
+        rms = np.sqrt(sse[int(np.argmin(sse.sum(axis=1)))] / (k - 2))
+        how = "one shared exponent"
+    return float(np.median(rms)), (f"median residual of a power law in the budget ({how}) through each of the "
+                                   f"{len(full)} mixture(s) run at all {k} budgets")
 
 
 def trend_evidence(robust: Any) -> tuple[bool, str]:
