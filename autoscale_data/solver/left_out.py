@@ -9,8 +9,7 @@ The rule (documented in docs/solver.md, "Domains an optimum leaves out"):
   trend is extrapolated: the domain keeps its share at the largest budget at every budget (floored
   as above when that share is out).
 
-Each budget's allocation is then rescaled to its budget. Domains inside the bounds everywhere are
-left as they are (up to that rescaling).
+The other domains keep their ratios to each other in what is left of each budget.
 """
 
 from __future__ import annotations
@@ -59,17 +58,20 @@ def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tu
         as_scales(result)
         return result, notes
     fixed = shares.copy()
+    held = np.zeros(len(domains), dtype=bool)
     for j, d in enumerate(domains):
         if out[:, j].all():
-            fixed[:, j] = floor
+            fixed[:, j], held[j] = floor, True
             notes.append(f"{d!r} is left out of the optimum at every budget: it stays out (share {floor:g})")
         elif out[:, j].any():
             keep = max(shares[-1, j], floor)
-            fixed[:, j] = keep
+            fixed[:, j], held[j] = keep, True
             where = ", ".join(f"{n:.4g}" for (n, _), o in zip(items, out[:, j], strict=True) if o)
             notes.append(f"{d!r} is left out of the optimum at {where} tokens only: no trend is extrapolated from a "
                          f"bound, it keeps its share at the largest budget ({keep:.4g})")
-    fixed = fixed / fixed.sum(axis=1, keepdims=True)
+    left = 1.0 - fixed[:, held].sum(axis=1, keepdims=True)  # the other domains keep their ratios in the rest
+    rest = fixed[:, ~held]
+    fixed[:, ~held] = rest * (left / np.maximum(rest.sum(axis=1, keepdims=True), 1e-300))
     result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)}) for k, (n, _) in enumerate(items)]
     as_scales(result)  # the remaining checks (budgets increasing, sums)
     return result, notes

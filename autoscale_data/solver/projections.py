@@ -203,11 +203,16 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     def need_two() -> Any:
         raise ValueError(few)
 
+    if few and method in PROJECTIONS:
+        raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
+
     pooled = False
     joint = attempt("joint", need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
     scales: list[Any] | str
     if optima is not None:
         scales = sorted(optima, key=lambda r: r.budget_tokens)
+    elif few and not _is_design(tables[-1]):
+        scales = few  # one table of any mixtures: its best run is the answer, no fit needed
     else:
         try:
             scales = per_budget_optima(tables, o)
@@ -307,6 +312,7 @@ def project_all(
                 backtest = {n: sub[n] for n in (*PROJECTIONS, "observed")}
             selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
                                fallback=c["fallback"])
+            selection = replace(selection, reason=_label(selection.reason, names))
         return Projections(method=method, geometric=c["geometric"], joint=c["joint"], robust=c["robust"],
                            optima=c["optima"], observed=c["observed"], selection=selection, path=c["path"],
                            notes=tuple(_label(n, names) for n in c["notes"]))
