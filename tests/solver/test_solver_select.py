@@ -192,3 +192,13 @@ def test_a_known_law_gives_the_projection_that_recovers_it():
     observed = np.array([res.observed.weights[d] for d in "abc"])
     assert np.abs(got - truth).sum() < 0.05 < np.abs(observed - truth).sum()
     assert _law3(got, 1e9) < _law3(observed, 1e9)
+
+
+def test_olmix_ratios_far_from_one_warn_before_being_renormalised(tmp_path):
+    from autoscale_data.solver import read_olmix
+
+    (tmp_path / "ratios.csv").write_text("run,a,b\nr0,0.51,0.51\nr1,0.9,0.6\n")  # 1.02: rounding; 1.5: not
+    (tmp_path / "metrics.csv").write_text("run,loss\nr0,3.0\nr1,3.1\n")
+    with pytest.warns(UserWarning, match=r"run 'r1': weights sum to 1.5, not 1 .*renormalised") as caught:
+        table = read_olmix(tmp_path / "ratios.csv", tmp_path / "metrics.csv", total_tokens=1e6)
+    assert len(caught) == 1 and table["r1"].tokens == pytest.approx({"a": 6e5, "b": 4e5})
