@@ -9,7 +9,8 @@ The rule (documented in docs/solver.md, "Domains an optimum leaves out"):
   trend is extrapolated: the domain keeps its share at the largest budget at every budget (floored
   as above when that share is out).
 
-The other domains keep their ratios to each other in what is left of each budget.
+The other domains keep their ratios to each other in what is left of each budget (if the held shares
+fill a budget, every share of it is scaled down together).
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tu
                          f"bound, it keeps its share at the largest budget ({keep:.4g})")
     left = 1.0 - fixed[:, held].sum(axis=1, keepdims=True)  # the other domains keep their ratios in the rest
     rest = fixed[:, ~held]
-    fixed[:, ~held] = rest * (left / np.maximum(rest.sum(axis=1, keepdims=True), 1e-300))
+    total = rest.sum(axis=1, keepdims=True)
+    ok = (left > 1e-9) & (total > 0)
+    fixed[:, ~held] = rest * np.where(ok, left / np.where(total > 0, total, 1.0), 1.0)
+    fixed = fixed / fixed.sum(axis=1, keepdims=True)  # held shares that fill a budget: all scaled together
     result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)}) for k, (n, _) in enumerate(items)]
     as_scales(result)  # the remaining checks (budgets increasing, sums)
     return result, notes

@@ -202,3 +202,12 @@ def test_olmix_ratios_far_from_one_warn_before_being_renormalised(tmp_path):
     with pytest.warns(UserWarning, match=r"run 'r1': weights sum to 1.5, not 1 .*renormalised") as caught:
         table = read_olmix(tmp_path / "ratios.csv", tmp_path / "metrics.csv", total_tokens=1e6)
     assert len(caught) == 1 and table["r1"].tokens == pytest.approx({"a": 6e5, "b": 4e5})
+
+
+def test_held_shares_that_fill_a_budget_still_make_a_path():
+    n1, n2 = 1e6, 4e6  # every domain out at one budget: the held shares (0.5 + 1e-6 + 0.5) fill the budget
+    scales = [(n1, {"a": 0.0, "b": n1, "c": 0.0}), (n2, {"a": 0.5 * n2, "b": 0.0, "c": 0.5 * n2})]
+    path, notes = path_scales(scales)
+    for n, alloc in path:
+        assert sum(alloc.values()) == pytest.approx(n, rel=1e-12)
+    assert path[0][1]["a"] / n1 == pytest.approx(path[1][1]["a"] / n2) and len(notes) == 3
