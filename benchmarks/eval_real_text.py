@@ -61,6 +61,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--projection", choices=METHODS, default=DDOConfig().projection,
                    help="what sets the AutoScale target mix (ddo.projection; default the runner's); every "
                         "candidate is evaluated at N3 either way")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="continue in an OUT whose runner config differs (e.g. another --projection): finished runs "
+                        "whose settings still match are reused, only the changed ones train")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--heldout-tokens", type=int, default=16_384,
                    help="held-out validation tokens per domain, evaluated at the end of every proxy run")
@@ -215,7 +218,8 @@ def main() -> int:
     mults = tuple(float(x) for x in args.multipliers.split(",") if x.strip())
     runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, mults, threads=args.threads,
                                          max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens,
-                                         projection=args.projection), out / "run")
+                                         projection=args.projection), out / "run",
+                           allow_config_change=args.allow_config_change)
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
