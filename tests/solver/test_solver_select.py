@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscale_data.cli import main
 from autoscale_data.solver import METHODS, Run, RunTable, project_all
@@ -211,3 +213,20 @@ def test_held_shares_that_fill_a_budget_still_make_a_path():
     for n, alloc in path:
         assert sum(alloc.values()) == pytest.approx(n, rel=1e-12)
     assert path[0][1]["a"] / n1 == pytest.approx(path[1][1]["a"] / n2) and len(notes) == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 0.0, 1e-9, 0.05, 0.3, 1.0, 2.5]), min_size=3, max_size=3),
+                min_size=2, max_size=4),
+       st.sampled_from([0.0, 0.02]))
+def test_every_path_is_positive_sums_to_its_budgets_and_keeps_free_ratios(rows, min_weight):
+    rows = [r if sum(r) > 0 else [1.0, 0.0, 0.0] for r in rows]
+    scales = [(1e6 * 2 ** k, {d: v / sum(r) * 1e6 * 2 ** k for d, v in zip("abc", r, strict=True)})
+              for k, r in enumerate(rows)]
+    path, notes = path_scales(scales, min_weight)
+    floor = max(min_weight, 1e-6)
+    for (n, alloc), (_, orig) in zip(path, scales, strict=True):
+        assert sum(alloc.values()) == pytest.approx(n, rel=1e-9) and min(alloc.values()) > 0
+        free = [d for d in "abc" if all(s[1][d] / s[0] > floor * (1 + 1e-6) + 1e-12 for s in scales)]
+        for x, y in itertools.combinations(free, 2):  # domains never left out keep their ratios
+            assert alloc[x] / alloc[y] == pytest.approx(orig[x] / orig[y], rel=1e-9)
