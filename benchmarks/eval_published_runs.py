@@ -28,17 +28,23 @@ mixture weights (normalised to sum 1) times its tokens (mixinglaws: steps x 4096
   With a single fitted budget the joint law, the geometric projection and the power law are not
   applicable (reported as n/a).
 
-Only mixtures with every needed checkpoint are used. Methods (each fitted on the fit points only):
+Only mixtures with every needed checkpoint are used. The product is called once per held-out point,
+as a user calls it: ``solver.project_all(tables, heldout_tokens)`` with its defaults (what
+``autoscale-data project --runs ...`` and the runner run); this script adds only data loading and
+scoring. From that one call:
 
-* ``joint``: the law ``L(n) = Σ_i A_i((N0_i + n_i)/s_i)^-γ_i + ℓ`` fitted to all fit points
-  (:func:`autoscale_data.solver.fit_joint`); predicts every held-out loss.
-* ``joint-opt``: that law's optimum at the held-out budget (weights only).
-* ``geometric``: the Theorem-1 path through the joint law's optima at the smallest and largest
-  fitted budgets (AutoScale's projection from two budgets), evaluated at the held-out budget
-  (weights only; an optimum's zero allocation is floored at 1e-6 of the budget so the path exists).
-* ``robust``: the same path with each domain's share trend shrunk by its uncertainty
-  (:func:`autoscale_data.solver.robust_project`; σ from the joint law's range of the optimum over
-  consistent fits at each of the two budgets; weights only).
+* ``default``: the mix the product answers with (``method="auto"``: the best mix observed at the
+  largest fitted budget or a projection, chosen by the product from the fit points; which and why
+  are in results.json; weights only).
+* ``joint``: the product's joint law ``L(n) = Σ_i A_i((N0_i + n_i)/s_i)^-γ_i + ℓ`` fitted to all fit
+  points; predicts every held-out loss. ``joint-opt``: that law's optimum at the held-out budget.
+* ``geometric``: the product's Theorem-1 path (through each fitted budget's optimum: per budget, or
+  the joint law's when a budget has too few runs for a fit of its own; a domain an optimum leaves
+  out is handled by the product, see docs/solver.md), evaluated at the held-out budget (weights only).
+* ``robust``: the product's path with each domain's share trend shrunk by its uncertainty (weights only).
+
+Comparison baselines (not the product; each fitted on the fit points only):
+
 * ``steps``: a power law per mixture in the budget axis, ``L_m(N) = E_m + B_m N^-β`` with one shared
   exponent (the first stage of the Data Mixing Laws pipeline); predicts its own mixtures only.
 * ``mixlaw+steps``: that paper's pipeline: per validation domain (the 22 Pile domains of the
@@ -47,11 +53,12 @@ Only mixtures with every needed checkpoint are used. Methods (each fitted on the
   evaluated at every held-out mixture; the target is their weighted sum. RegMix (one fitted budget,
   one target column): the mixing law fitted to the observed Pile-CC losses.
 * ``law@last``: the same token law fitted to the largest fitted budget alone
-  (:func:`autoscale_data.solver.contrib.fit_budget_law`; needs more runs than its 3m+1 parameters).
+  (:func:`autoscale_data.solver.contrib.fit_budget_law` with its defaults; needs more runs than its
+  3m+1 parameters).
 * ``regmix``: RegMix-style linear regression of the loss on the weights at the largest fitted budget
   (LightGBM is not a dependency).
 * ``best-observed``: the loss observed at the largest fitted budget, used as is (a mixture not run
-  there takes its nearest run's loss); the baseline to beat.
+  there takes its nearest run's loss); the baseline to beat (the product's ``observed`` candidate).
 * ``natural``: the default RedPajama mix (run 999 of the mixinglaws data; n/a elsewhere) and
   ``uniform`` (weights only).
 
@@ -63,6 +70,11 @@ nearest to them (L1; marked ``~`` in the tables). Noise: the checkpoint-to-check
 point's model size, the median over mixtures of the RMS residual of the per-mixture power law fitted
 to all of its checkpoints 10k-30k; a regret (or a difference of regrets) at or below it is a tie.
 RegMix has no checkpoints: noise 0 there.
+
+``cli``: every window of 2 or 3 consecutive checkpoints in 10k-20k, per dataset and model size, written
+as a user writes them (one CSV per checkpoint in a temporary directory, every run at that step with
+its raw shares, which sum to 1.02 for run 999) and given to ``autoscale-data project --runs ...
+--target-tokens 3.1e10 --json``: answered (and what was chosen), refused (the error) or failed.
 
 Caveat: checkpoints are points inside one run with an unpublished learning-rate schedule, so the loss
 at 27k/30k includes the schedule's late drop, which no law in tokens models; the held-out points
@@ -99,10 +111,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from autoscale_data._io import atomic_write_text  # noqa: E402
-from autoscale_data.solver.joint import fit_budget_law, fit_joint  # noqa: E402
-from autoscale_data.solver.projection import project  # noqa: E402
+from autoscale_data.solver.joint import fit_budget_law  # noqa: E402
+from autoscale_data.solver.projections import project_all  # noqa: E402
 from autoscale_data.solver.regression import fit_mixing_law  # noqa: E402
-from autoscale_data.solver.robust import log_share_sd, robust_project  # noqa: E402
 from autoscale_data.solver.runs import Run, RunTable  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "external_runs"
@@ -113,8 +124,9 @@ FIT_RANGES = {"budget": (10_000, 18_000), "budget-short": (10_000, 14_000)}  # c
 HELDOUT_STEPS = (27_000, 30_000)
 NOISE_STEPS = (10_000, 12_000, 13_000, 14_000, 16_000, 18_000, 20_000, 22_000, 24_000, 27_000, 30_000)
 BASELINE = "best-observed"
-WEIGHT_ONLY = ("joint-opt", "geometric", "robust", "natural", "uniform")
-METHODS = ("joint", "joint-opt", "geometric", "robust", "steps", "mixlaw+steps", "law@last", "regmix", BASELINE,
+DEFAULT = "default"
+WEIGHT_ONLY = (DEFAULT, "joint-opt", "geometric", "robust", "natural", "uniform")
+METHODS = (DEFAULT, "joint", "joint-opt", "geometric", "robust", "steps", "mixlaw+steps", "law@last", "regmix", BASELINE,
            "natural", "uniform")
 
 
@@ -204,57 +216,51 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
         except ValueError as exc:
             out[name] = {"error": str(exc).splitlines()[0][:160]}
 
-    joint_box: dict[str, Any] = {}
+    # The product's answer and every candidate beside it: one call of solver.project_all with its defaults
+    # (what `autoscale-data project --runs ...` and the runner do); nothing of the method is done here.
+    product: dict[str, Any] = {}
+    try:
+        product["p"] = project_all([b.table(dom) for b in fit], ho.tokens)
+    except ValueError as exc:
+        product["refused"] = str(exc).splitlines()[0][:300]
+    except Exception as exc:  # noqa: BLE001 - a failure of the product is counted, not hidden
+        product["failed"] = f"{type(exc).__name__}: {exc}"[:300]
+    out["_status"] = product
+
+    def part(name: str) -> Any:
+        if "p" not in product:
+            raise ValueError(product.get("refused") or product.get("failed"))
+        value = getattr(product["p"], name)
+        if isinstance(value, str) or value is None:
+            raise ValueError(value or f"{name} not computed")
+        return value
+
+    def default() -> dict[str, Any]:
+        if "p" not in product:
+            raise ValueError(product.get("refused") or product.get("failed"))
+        p = product["p"]
+        return {"weights": np.array([p.weights[d] for d in dom]), "chosen": p.used, "reason": p.selection.reason,
+                "rule": p.selection.rule}
+
+    attempt(DEFAULT, default)
 
     def joint() -> dict[str, Any]:
-        if len(fit) < 2:
-            raise ValueError("one fitted budget")
-        key = ("joint", id(fit))
-        if key not in _CACHE:  # cases that share their fit points (27k and 30k) share the fit
-            _CACHE[key] = (fit, fit_joint([b.table(dom) for b in fit], objective="mean_loss"))
-        j = _CACHE[key][1]
-        joint_box["fit"] = j
+        j = part("joint")
         pred = np.array([j.predict(dict(zip(dom, w * ho.tokens, strict=True))) for w in ho.weights])
         return {"pred": pred, "identified": j.identifiability["identified"],
                 "spread": j.identifiability["spread"], "aar": j.aar, "floor": j.floor}
 
     attempt("joint", joint)
-
-    def joint_opt() -> dict[str, Any]:
-        if "fit" not in joint_box:
-            raise ValueError(out["joint"]["error"])
-        w = joint_box["fit"].weights_at(ho.tokens)
-        return {"weights": np.array([w[d] for d in dom])}
-
-    attempt("joint-opt", joint_opt)
+    attempt("joint-opt", lambda: {"weights": np.array([part("joint").weights[d] for d in dom])})
 
     def geometric() -> dict[str, Any]:
-        if "fit" not in joint_box:
-            raise ValueError(out["joint"]["error"])
-        j = joint_box["fit"]
-        floor = 1e-6  # a domain the optimum leaves out stays (almost) out: the path needs allocations > 0
-        scales = []
-        for n in (fit[0].tokens, last.tokens):
-            alloc = {d: max(v, floor * n) for d, v in j.optimize_at(n).items()}
-            total = sum(alloc.values())
-            scales.append({"budget_tokens": n, "allocation_tokens": {d: v * n / total for d, v in alloc.items()}})
-        p = project(scales, ho.tokens)
-        return {"weights": np.array([p.weights[d] for d in dom]), "t": p.t}
+        g = part("geometric")
+        return {"weights": np.array([g.weights[d] for d in dom]), "t": g.t}
 
     attempt("geometric", geometric)
 
     def robust() -> dict[str, Any]:
-        if "fit" not in joint_box:
-            raise ValueError(out["joint"]["error"])
-        j = joint_box["fit"]
-        ranges = j.identifiability["per_budget"]
-        scales, sds = [], []
-        for n in (fit[0].tokens, last.tokens):
-            alloc = {d: max(v, 1e-6 * n) for d, v in j.optimize_at(n).items()}
-            total = sum(alloc.values())
-            scales.append({"budget_tokens": n, "allocation_tokens": {d: v * n / total for d, v in alloc.items()}})
-            sds.append(log_share_sd({d: ranges[f"{float(n):.17g}"][d] for d in dom}))
-        r = robust_project(scales, ho.tokens, sds)
+        r = part("robust")
         return {"weights": np.array([r.weights[d] for d in dom]), "moved": r.moved["total_variation"],
                 "mean_shrink": float(np.mean(list(r.shrink.values())))}
 
@@ -292,7 +298,7 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
     def law_last() -> dict[str, Any]:
         key = ("law@last", id(last))
         if key not in _CACHE:
-            _CACHE[key] = (last, fit_budget_law(last.table(dom), objective="mean_loss"))
+            _CACHE[key] = (last, fit_budget_law(last.table(dom)))
         f = _CACHE[key][1]
         pred = np.array([f.predict(dict(zip(dom, w * last.tokens, strict=True))) for w in ho.weights])
         return {"pred": pred}
@@ -330,6 +336,8 @@ def score(case: Case, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, dic
     best = float(y.min())
     rows: dict[str, dict[str, Any]] = {}
     for name, o in outputs.items():
+        if name.startswith("_"):
+            continue
         if "error" in o:
             rows[name] = {"n/a": o["error"]}
             continue
@@ -351,6 +359,9 @@ def score(case: Case, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, dic
         for k in ("identified", "spread", "aar", "floor", "t", "moved", "mean_shrink"):
             if k in o:
                 row[k] = float(o[k]) if not isinstance(o[k], bool) else o[k]
+        for k in ("chosen", "reason", "rule"):
+            if k in o:
+                row[k] = o[k]
         rows[name] = row
     base = rows.get(BASELINE, {})
     for row in rows.values():
@@ -363,12 +374,17 @@ def score(case: Case, outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, dic
 def evaluate(case: Case) -> dict[str, Any]:
     """Fit every method on the case's fit points and score it at the held-out point."""
     t0 = time.perf_counter()
-    rows = score(case, method_outputs(case))
+    outputs = method_outputs(case)
+    rows = score(case, outputs)
+    status = outputs["_status"]
+    product = ({"status": "answered", "chosen": status["p"].used} if "p" in status else
+               {"status": "refused", "reason": status["refused"]} if "refused" in status else
+               {"status": "failed", "reason": status["failed"]})
     y = case.heldout.loss
     return {"name": case.name, "protocol": case.protocol, "domains": list(case.domains),
             "fit_budgets_tokens": [b.tokens for b in case.fit], "heldout_tokens": case.heldout.tokens,
             "mixtures": len(y), "loss_spread": float(np.ptp(y)), "noise": case.noise,
-            "best_mixture": case.heldout.ids[int(np.argmin(y))], "methods": rows,
+            "best_mixture": case.heldout.ids[int(np.argmin(y))], "methods": rows, "product": product,
             "seconds": time.perf_counter() - t0, **case.info}
 
 
@@ -387,8 +403,105 @@ def summarise(results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
         out[m] = {"points": len(rows), "mean_rho": float(np.mean(rhos)) if rhos else None,
                   "mean_mae": float(np.mean(maes)) if maes else None,
                   "mean_regret": float(np.mean([x["regret"] for _, x in rows])),
-                  "worse_than_baseline": len(worse), "max_excess_regret": float(max(excess)) if excess else None}
+                  "worse_than_baseline": len(worse), "max_excess_regret": float(max(excess)) if excess else None,
+                  "better_than_baseline": sum(1 for (r, _), e in zip(rows, excess, strict=True) if -e > r["noise"])}
+    chosen: dict[str, list[float]] = {}
+    for r in results:
+        row = r["methods"].get(DEFAULT, {})
+        if "chosen" in row and "regret" in r["methods"].get(BASELINE, {}):
+            chosen.setdefault(row["chosen"], []).append(r["methods"][BASELINE]["regret"] - row["regret"])
+    if DEFAULT in out:  # how often the default chose each candidate, and its mean gain over the baseline there
+        out[DEFAULT]["chosen"] = {k: {"points": len(v), "mean_gain": float(np.mean(v))} for k, v in chosen.items()}
     return out
+
+
+def product_status(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How the product (``project_all`` with its defaults) answered the held-out points' fit tables."""
+    counts = {k: sum(1 for r in results if r["product"]["status"] == k) for k in ("answered", "refused", "failed")}
+    reasons = sorted({f"{r['name']}: {r['product']['reason']}" for r in results if "reason" in r["product"]})
+    return {**counts, "reasons": reasons}
+
+
+# ------------------------------------------------------------------------------- CLI on every table
+CLI_CHECKPOINTS = (10_000, 12_000, 13_000, 14_000, 16_000, 18_000, 20_000)
+CLI_TARGET = 3.1e10
+
+
+def cli_windows(data: Path, tmp: Path) -> list[tuple[str, list[str]]]:
+    """The published runs as a user writes them (one CSV per checkpoint: every run at that step, its raw
+    shares x step x 4096 x 256 tokens, ``loss.pile``), and every window of 2 or 3 consecutive checkpoints
+    in 10k-20k per dataset and model size: ``[(name, [csv paths])]``."""
+    windows = []
+    for dataset in ("redpajama", "pile5"):
+        with open(data / "mixinglaws" / f"{dataset}_runs_total.csv", newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        wcols = [c for c in rows[0] if c.startswith("w_")]
+        for size in sorted({r["model"] for r in rows}, key=lambda m: float(m[:-1]) * (1e3 if m[-1] == "B" else 1)):
+            paths = []
+            for step in CLI_CHECKPOINTS:
+                at = [r for r in rows if r["model"] == size and int(r["step"]) == step]
+                if not at:
+                    continue
+                path = tmp / f"{dataset}-{size}-{step // 1000}k.csv"
+                with open(path, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh)
+                    w.writerow(["run", *(f"tokens.{c[2:]}" for c in wcols), "loss.pile"])
+                    for r in at:
+                        w.writerow([r["run_idx"], *(repr(float(r[c]) * step * TOKENS_PER_STEP) for c in wcols),
+                                    r["pile_weighted_loss"]])
+                paths.append(os.fspath(path))
+            for k in (2, 3):
+                for i in range(len(paths) - k + 1):
+                    names = [Path(x).stem.rsplit("-", 1)[1] for x in paths[i:i + k]]
+                    windows.append((f"{dataset} {size} {'+'.join(names)}", paths[i:i + k]))
+    return windows
+
+
+def run_cli(windows: Sequence[tuple[str, list[str]]]) -> list[dict[str, Any]]:
+    """``autoscale-data project --runs ... --target-tokens 3.1e10 --json`` (the defaults) on each window:
+    answered (and what was chosen), refused (the error) or failed (an exception)."""
+    import contextlib
+    import io
+
+    from autoscale_data.cli import main as cli_main
+
+    out = []
+    for name, paths in windows:
+        argv = ["project", *(a for x in paths for a in ("--runs", x)), "--target-tokens", f"{CLI_TARGET:g}", "--json"]
+        stdout, stderr = io.StringIO(), io.StringIO()
+        t0 = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                rc = cli_main(argv)
+        except Exception as exc:  # noqa: BLE001 - counted as a failure
+            out.append({"name": name, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        row: dict[str, Any] = {"name": name, "seconds": time.perf_counter() - t0}
+        if rc == 0:
+            res = json.loads(stdout.getvalue())
+            row.update(status="answered", chosen=res["method"], reason=(res.get("selection") or {}).get("reason", ""))
+        elif rc == 2:
+            row.update(status="refused", reason=stderr.getvalue().strip().splitlines()[-1][:300])
+        else:
+            row.update(status="failed", reason=f"exit status {rc}: {stderr.getvalue().strip()[-300:]}")
+        out.append(row)
+    return out
+
+
+def format_cli(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line per table window, then the counts."""
+    lines = [f"\n== CLI: autoscale-data project --runs (one CSV per checkpoint) --target-tokens {CLI_TARGET:g} =="]
+    for r in rows:
+        what = r.get("chosen", "") if r["status"] == "answered" else r["reason"]
+        lines.append(f"  {r['name']:<34} {r['status']:<9} {what}")
+    counts = {k: sum(1 for r in rows if r["status"] == k) for k in ("answered", "refused", "failed")}
+    chosen: dict[str, int] = {}
+    for r in rows:
+        if r["status"] == "answered":
+            chosen[r["chosen"]] = chosen.get(r["chosen"], 0) + 1
+    lines.append(f"  tables: {len(rows)}; answered {counts['answered']} ({chosen}), refused {counts['refused']}, "
+                 f"failed {counts['failed']}")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -562,11 +675,23 @@ def format_tables(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Ma
     lines.append(f"{'method':>14} {'points':>6} {'mean ρ':>7} {'mean MAE':>8} {'mean regret':>11} "
                  f"{'worse than best-observed':>24} {'max excess':>10}")
     for m, s in summary.items():
+        if m.startswith("_"):
+            continue
         rho = f"{s['mean_rho']:.3f}" if s["mean_rho"] is not None else "-"
         mae = f"{s['mean_mae']:.4f}" if s["mean_mae"] is not None else "-"
         exc = f"{s['max_excess_regret']:+.4f}" if s["max_excess_regret"] is not None else "-"
         lines.append(f"{m:>14} {s['points']:>6} {rho:>7} {mae:>8} {s['mean_regret']:>11.4f} "
                      f"{s['worse_than_baseline']:>24} {exc:>10}")
+    if DEFAULT in summary:
+        d = summary[DEFAULT]
+        lines.append(f"\n{DEFAULT} (project_all with its defaults): better than best-observed beyond the noise at "
+                     f"{d['better_than_baseline']} of {d['points']} points, worse at {d['worse_than_baseline']}; chosen: "
+                     + ", ".join(f"{k} at {v['points']} (mean gain over best-observed {v['mean_gain']:+.4f})"
+                                 for k, v in sorted(d.get("chosen", {}).items())))
+    st = product_status(results)
+    lines.append(f"product on the fit tables of the held-out points: answered {st['answered']}, refused "
+                 f"{st['refused']}, failed {st['failed']}")
+    lines += [f"    {x}" for x in st["reasons"]]
     return "\n".join(lines)
 
 
@@ -582,16 +707,20 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def run(cases: Sequence[Case], out: Path | None) -> dict[str, Any]:
-    """Evaluate every case, summarise, print the tables and write ``out/results.json``."""
+def run(cases: Sequence[Case], out: Path | None, cli: Sequence[tuple[str, list[str]]] = ()) -> dict[str, Any]:
+    """Evaluate every case (and the CLI on every table window in ``cli``), summarise, print the tables and
+    write ``out/results.json``."""
     t0 = time.perf_counter()
     results = [evaluate(c) for c in cases]
     summary = {"all": summarise(results)}
     for group in dict.fromkeys(r["protocol"] for r in results):
         summary[group] = summarise([r for r in results if r["protocol"] == group])
+    cli_rows = run_cli(cli)
     doc = {"date": time.strftime("%Y-%m-%d"), "seconds": time.perf_counter() - t0, "summary": summary,
-           "results": results}
+           "product": product_status(results), "results": results, "cli": cli_rows}
     print(format_tables(results, summary["all"]))
+    if cli_rows:
+        print(format_cli(cli_rows))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / "results.json", json.dumps(_jsonable(doc), indent=1))
@@ -603,7 +732,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=os.fspath(DEFAULT_DATA), help="directory of the published runs")
     p.add_argument("--out", default=os.fspath(DEFAULT_OUT), help="output directory for results.json")
-    p.add_argument("--only", default=None, help="comma-separated protocols to run (default all)")
+    p.add_argument("--only", default=None, help="comma-separated protocols to run (default all; 'cli': the CLI on "
+                                                "every table window)")
     args = p.parse_args(argv)
     data = Path(args.data)
     try:
@@ -612,10 +742,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     cases = mixinglaws_cases(data) + regmix_cases(data)
-    if args.only:
-        keep = set(args.only.split(","))
+    keep = set(args.only.split(",")) if args.only else None
+    if keep is not None:
         cases = [c for c in cases if c.protocol in keep]
-    run(cases, Path(args.out))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="published-runs-cli-") as tmp:  # the CSVs never leave this run
+        windows = cli_windows(data, Path(tmp)) if keep is None or "cli" in keep else []
+        run(cases, Path(args.out), windows)
     return 0
 
 

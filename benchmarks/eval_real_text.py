@@ -39,6 +39,9 @@ DEFAULT_DOMAINS = ("code", "tech", "reference", "books", "web")
 
 
 def _parse() -> argparse.Namespace:
+    from autoscale_data.runner.sections import DDOConfig
+    from autoscale_data.solver.select import METHODS
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output directory (corpus, tokenizer, stores, runs, results)")
     p.add_argument("--corpus", default=None, help="an existing corpus directory (<domain>.jsonl); default OUT/corpus")
@@ -55,8 +58,12 @@ def _parse() -> argparse.Namespace:
                         "paper's 2m+1 design, which does not identify the 3-parameter law")
     p.add_argument("--heldout-multipliers", default="2",
                    help="extra multipliers at N2 for the held-out AAR ('' for none)")
-    p.add_argument("--projection", choices=("geometric", "joint", "robust"), default="robust",
-                   help="projection that sets the AutoScale target mix (all three are evaluated at N3 either way)")
+    p.add_argument("--projection", choices=METHODS, default=DDOConfig().projection,
+                   help="what sets the AutoScale target mix (ddo.projection; default the runner's); every "
+                        "candidate is evaluated at N3 either way")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="continue in an OUT whose runner config differs (e.g. another --projection): finished runs "
+                        "whose settings still match are reused, only the changed ones train")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--heldout-tokens", type=int, default=16_384,
                    help="held-out validation tokens per domain, evaluated at the end of every proxy run")
@@ -108,7 +115,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
 def runner_config(stores: Path, budgets: list[int], target: int, seeds: list[int], lr: float,
                   multipliers: tuple[float, ...] = (3.0,), threads: int = 1,
-                  max_parallel: int | str = 1, heldout_tokens: int = 16_384, projection: str = "robust") -> Any:
+                  max_parallel: int | str = 1, heldout_tokens: int = 16_384, projection: str = "auto") -> Any:
     """The GPT-2 (2 x 128) runner config of ENV.md's pilot, at the given budgets."""
     from autoscale_data.runner import config_from_dict
 
@@ -160,6 +167,7 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
     """
     from autoscale_data.solver import fit_ddo
     from autoscale_data.solver.contrib import compare_projections, weight_distance
+    from autoscale_data.solver.projections import project_all
     from autoscale_data.solver.robust import log_share_sd, robust_project
 
     n1, n2, n3 = budgets
@@ -170,6 +178,8 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
                             token_caps=opts.get("token_caps"), max_epochs=opts.get("max_epochs"))
     rob = weight_distance(robust.weights, fits[n3].weights)
     stay = weight_distance(fits[n2].weights, fits[n3].weights)  # no projection: N2's optimum as is
+    auto = project_all([tables[n1], tables[n2]], n3, optima=[fits[n1], fits[n2]], method="auto", **opts)
+    chose = weight_distance(auto.weights, fits[n3].weights)  # the default's answer
     return fits, {"weights": {n: fits[n].weights for n in budgets}, "projected_n3": geo["weights"],
                   "projection_error_l1": geo["l1"], "projection_error_max": geo["max_abs"],
                   "joint_projected_n3": joint["weights"], "joint_projection_error_l1": joint["l1"],
@@ -177,6 +187,8 @@ def projection_errors(tables: dict[int, Any], budgets: tuple[int, int, int],
                   "robust_projected_n3": robust.weights, "robust_projection_error_l1": rob["l1"],
                   "robust_projection_error_max": rob["max_abs"], "n2_as_is_projected_n3": dict(fits[n2].weights),
                   "n2_as_is_projection_error_l1": stay["l1"], "n2_as_is_projection_error_max": stay["max_abs"],
+                  "auto_projected_n3": auto.weights, "auto_chosen": auto.used, "auto_reason": auto.selection.reason,
+                  "auto_projection_error_l1": chose["l1"], "auto_projection_error_max": chose["max_abs"],
                   "fit_aar": {n: fits[n].aar for n in budgets}}
 
 
@@ -206,7 +218,8 @@ def main() -> int:
     mults = tuple(float(x) for x in args.multipliers.split(",") if x.strip())
     runner = MixtureRunner(runner_config(stores, [n1, n2], args.target, seeds, args.lr, mults, threads=args.threads,
                                          max_parallel=args.max_parallel, heldout_tokens=args.heldout_tokens,
-                                         projection=args.projection), out / "run")
+                                         projection=args.projection), out / "run",
+                           allow_config_change=args.allow_config_change)
     report = runner.run()
     d = runner.domains
     caps = {k: float(v) for k, v in d.train_tokens.items()}
@@ -270,15 +283,18 @@ def markdown(r: dict[str, Any]) -> str:
     for name, key in (("geometric projection from N1, N2", "projected_n3"),
                       ("joint projection from N1, N2", "joint_projected_n3"),
                       ("robust projection from N1, N2", "robust_projected_n3"),
-                      ("no projection: the N2 optimum as is", "n2_as_is_projected_n3")):
+                      ("no projection: the N2 optimum as is", "n2_as_is_projected_n3"),
+                      ("auto (the default) from N1, N2", "auto_projected_n3")):
         lines.append(f"| {name} to {n3:,} | "
                      + " | ".join(_ms([s[key][k] for s in seeds.values()]) for k in doms) + " |")
+    lines += ["", "auto's choice at N3 per seed: " + "; ".join(
+        f"seed {k}: {s.get('auto_chosen', '?')} ({s.get('auto_reason', '')})" for k, s in seeds.items())]
     lines += ["", "| metric | mean ± std over seeds |", "|---|---:|",
               f"| DDO fit AAR at N2 (in-sample) | {_ms([s['fit_aar'][n2] for s in seeds.values()])} |",
               f"| (a) DDO loss-model AAR on held-out perturbations at N2 | {_ms([s['heldout_aar'] for s in seeds.values()])} |",
               f"| joint law fit AAR over N1 and N2 (in-sample) | {_ms([s['joint_fit_aar'] for s in seeds.values()])} |"]
     for name, pre in (("geometric projection", ""), ("joint projection", "joint_"), ("robust projection", "robust_"),
-                      ("no projection (N2 optimum as is)", "n2_as_is_")):
+                      ("no projection (N2 optimum as is)", "n2_as_is_"), ("auto (the default)", "auto_")):
         lines += [f"| (b) {name} error at N3: L1 distance of weights | "
                   f"{_ms([s[pre + 'projection_error_l1'] for s in seeds.values()])} |",
                   f"| (b) {name} error at N3: max abs weight difference | "

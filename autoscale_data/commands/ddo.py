@@ -8,6 +8,7 @@ from typing import Any
 
 from ..solver.ddo import FIT_MODES, DDOResult, fit_ddo
 from ..solver.runs import RunTable
+from ..solver.select import DEFAULT_OBJECTIVE
 from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
 
 __all__ = ["format_ddo", "register", "run"]
@@ -24,7 +25,8 @@ data identify the weights and their range over every fit consistent with the dat
 
 examples:
   autoscale-data ddo runs.csv --objective mean_ppl --min-weight 0.02 --json
-  autoscale-data ddo examples/data/gpt2-large-1.2b-ddo-runs.csv --min-weight 0.0285714 --fit paper
+  autoscale-data ddo examples/data/gpt2-large-1.2b-ddo-runs.csv --min-weight 0.0285714 --fit paper \
+      --objective mean_ppl
 """
 
 
@@ -34,8 +36,9 @@ def register(subparsers: Any) -> None:
                  description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
                  epilog=_EPILOG)
     p.add_argument("runs", metavar="RUNS.csv", help="runs table")
-    p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
-                   help="mean per-domain perplexity / base (default, as the authors' code) or mean loss")
+    p.add_argument("--objective", choices=("mean_loss", "mean_ppl"), default=DEFAULT_OBJECTIVE,
+                   help="mean loss (default, as `project` and the runner) or mean per-domain perplexity / base "
+                        "(the authors' code)")
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W", help="lower bound on every weight")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W", help="upper bound on every weight")
     p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")

@@ -1,10 +1,10 @@
 """``autoscale-data project``: project optimal mixes at two budgets to a target budget.
 
 From SCALES.json (the optimal mixes) the projection is the Theorem-1 path; from run tables
-(``--runs`` or ``--olmix``, one per budget: DDO designs or runs of any mixtures) it is either that
-path through each budget's optimum (``--method geometric``: DDO for a design, the per-budget law for
-any mixtures) or the optimum of one law fitted to the runs of all budgets (``--method joint``); both
-are reported.
+(``--runs`` or ``--olmix``, one per budget: DDO designs or runs of any mixtures) every candidate of
+:func:`~autoscale_data.solver.projections.project_all` is computed (the geometric path, the joint
+law, the robust path and the best mix observed at the largest budget) and ``--method auto`` (the
+default) chooses between them from the runs (:mod:`autoscale_data.solver.select`), saying which and why.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import numpy as np
 
 from .._extras import require
 from ..solver.ddo import DDOOptions
-from ..solver.joint import PROJECTIONS
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
 from ..solver.projections import project_all
 from ..solver.runs import RunTable
+from ..solver.select import DEFAULT_METHOD, DEFAULT_OBJECTIVE, METHODS
 from ._args import (
     add_json_flag,
     add_supply_args,
@@ -47,14 +47,21 @@ Each scale may give "allocation_tokens" instead of "weights".
 design or runs of any mixtures (random, a grid, a previous sweep); its budget is then the median
 of its runs' total tokens. One file per budget: a file mixing budgets is read as one budget.
 --olmix RATIOS.csv METRICS.csv TOKENS adds an Olmix ratio/metric pair as one budget's table (TOKENS:
-every run's total tokens). Fits each budget's optimum and the joint law over all of them, and
-reports both projections with the joint law's identifiability (range of the optimum over the fits
-consistent with the runs).
+every run's total tokens). Fits each budget's optimum (or, with too few runs per budget for a fit
+each, one law over all budgets) and the joint law, and reports every candidate with the joint law's
+identifiability (range of the optimum over the fits consistent with the runs).
+--method auto (default): the best mix observed at the largest budget, unless the runs show a
+projection does better: with >= 3 budgets a backtest (every candidate fitted on all budgets but the
+largest and scored by the largest's run nearest to its answer; a projection must win by more than
+twice the noise of one run); with 2 budgets the robust projection where a share trend lies beyond
+2 standard deviations of its uncertainty. One budget: the observed mix (the projections need two).
+--method geometric is the paper's path; observed | joint | robust force that candidate.
 --objective-weights d1=w1,d2=w2 (or a JSON file {"d1": w1, ...}): the objective is the weighted sum
 of those validation domains' losses (mean_loss) or perplexities (mean_ppl) instead of the mean.
 
 examples:
   autoscale-data project scales.json --target-tokens 1e10 --json --plot weights.png
+  autoscale-data project --runs runs_1M.csv --runs runs_4M.csv --runs runs_8M.csv --target-tokens 1e10
   autoscale-data project --runs runs_1M.csv --runs runs_4M.csv --target-tokens 1e10 --method joint
   autoscale-data project --runs sweep_1B.csv --runs sweep_3B.csv --method joint --target-tokens 3e10 \
       --objective mean_loss --objective-weights pile_cc=0.7,wiki=0.3 --json
@@ -69,17 +76,17 @@ def register(subparsers: Any) -> None:
                    help="optimal mixes at two or more budgets (or give --runs)")
     p.add_argument("--target-tokens", type=token_count, required=True, metavar="N", help="target budget")
     p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
-                   help="DDO runs of one budget (repeat for each budget, >= 2) instead of SCALES.json")
+                   help="runs of one budget (repeat for each budget) instead of SCALES.json")
     p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv", "TOKENS"),
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")
-    p.add_argument("--method", choices=PROJECTIONS, default="geometric",
-                   help="projection that gives the weights: the Theorem-1 path (default), the joint law, or the "
-                        "path with each share trend shrunk by its uncertainty (robust); joint and robust need "
-                        "--runs, which reports all three")
-    p.add_argument("--objective", choices=("mean_ppl", "mean_loss"), default="mean_ppl",
-                   help="objective of the fits to --runs (as for `ddo`)")
+    p.add_argument("--method", choices=METHODS, default=None,
+                   help=f"what gives the weights with --runs: {DEFAULT_METHOD} (default: chosen from the runs, see "
+                        "below), observed (the largest budget's best mix), geometric (the paper's Theorem-1 path; "
+                        "the only method for SCALES.json), joint or robust")
+    p.add_argument("--objective", choices=("mean_loss", "mean_ppl"), default=DEFAULT_OBJECTIVE,
+                   help="objective of the fits to --runs (as for `ddo`; default mean_loss)")
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
                    help="lower bound on every weight in the fits to --runs")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W",
@@ -128,21 +135,48 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
-def _tables(args: argparse.Namespace) -> list[RunTable]:
-    tables = [RunTable.from_csv(path) for path in args.runs or []]
+def _spread_warnings(table: RunTable, name: str) -> list[str]:
+    """Runs whose total tokens are far (> 10%) from the table's median: a table is read as one budget."""
+    tot = table.tokens_matrix().sum(axis=1)
+    med = float(np.median(tot))
+    far = [(r.run_id, n / med) for r, n in zip(table.runs, tot, strict=True) if med > 0 and abs(n / med - 1) > 0.1]
+    if not far:
+        return []
+    shown = ", ".join(f"{rid!r} ({x:.3g}x)" for rid, x in far[:5]) + (f" and {len(far) - 5} more" if len(far) > 5 else "")
+    return [f"{name}: the tokens of run(s) {shown} sum far from the table's median total ({med:.4g}): the file is "
+            "read as one budget; if its columns are shares they should sum to 1 (rounding, e.g. 1.02, is fine)"]
+
+
+def _tables(args: argparse.Namespace) -> tuple[list[RunTable], list[str], list[str]]:
+    """The run tables, a name for each (its file) and warnings about them."""
+    tables, names, notes = [], [], []
+    for path in args.runs or []:
+        try:
+            table = RunTable.from_csv(path)
+        except ValueError as exc:
+            text = str(exc)
+            raise ValueError(text if path in text else f"{path}: {text}") from None
+        tables.append(table)
+        names.append(path)
+        notes.extend(_spread_warnings(table, path))
     for ratios, metrics, tokens in args.olmix or []:
         total = float(parse_token_count(tokens, what="--olmix TOKENS"))
         tables.append(read_olmix(ratios, metrics, total_tokens=total))
-    return tables
+        names.append(ratios)
+    return tables, names, notes
 
 
 def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any]]:
-    """All three projections from the run tables: the summary dict and the scales of the chosen one's plan."""
+    """Every candidate from the run tables: the summary dict and the scales of the chosen one's plan."""
     options = DDOOptions(objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
                          token_caps=caps, max_epochs=args.max_epochs,
                          val_domains=objective_weights_arg(args.objective_weights))
-    projections = project_all(_tables(args), args.target_tokens, options, method=args.method)
-    return projections.to_json(), projections.plan_scales()
+    tables, names, notes = _tables(args)
+    projections = project_all(tables, args.target_tokens, options, method=args.method or DEFAULT_METHOD,
+                              labels=names)
+    out = projections.to_json()
+    out["warnings"] = notes + out["warnings"]
+    return out, projections.plan_scales()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -150,8 +184,9 @@ def run(args: argparse.Namespace) -> int:
     has_runs = bool(args.runs or args.olmix)
     if (args.scales is None) == (not has_runs):
         raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or neither")
-    if args.method in ("joint", "robust") and not has_runs:
-        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget")
+    if args.method not in (None, "geometric") and not has_runs:
+        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget "
+                         "(SCALES.json gives optima: only the geometric path applies)")
     if args.objective_weights is not None and not has_runs:
         raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
@@ -162,7 +197,10 @@ def run(args: argparse.Namespace) -> int:
         text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
     else:
         out, scales = _from_runs(args, caps)
-        text = f"projected mix at {out['budget_tokens']:.4g} tokens ({args.method} projection):"
+        used = out["method"]
+        what = (f"the best mix observed: {out['observed']['description']}" if used == "observed"
+                else f"{used} projection")
+        text = f"mix at {out['budget_tokens']:.4g} tokens ({what}):"
     if args.plot or args.save_plan:
         plan = MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs)
         if args.plot:
@@ -175,7 +213,12 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         for d, w in out["weights"].items():
             print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-        other = {"geometric": "joint", "joint": "geometric", "robust": "geometric"}[args.method]
+        if has_runs and out.get("selection"):
+            print(f"chosen: {out['method']} ({out['selection']['reason']})")
+        for note in out.get("notes", []) if has_runs else []:
+            print(f"note: {note}")
+        other = {"geometric": "joint", "joint": "geometric", "robust": "geometric",
+                 "observed": "robust"}[out.get("method", "geometric")]
         if has_runs and "moved" in out.get("robust", {}):
             print(f"robust projection moves the geometric mix by total variation "
                   f"{out['robust']['moved']['total_variation']:.4f}")
@@ -183,8 +226,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{other} projection (not used): "
                   + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
                   + (f"; total variation {out['disagreement']['total_variation']:.4f}"
-                     if "disagreement" in out and args.method != "robust" else ""))
-        elif has_runs:
+                     if "disagreement" in out and out["method"] in ("geometric", "joint") else ""))
+        elif has_runs and (out.get("selection") or {}).get("rule") != "fallback":
             print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
         ident = out.get("joint", {}).get("identifiability") if has_runs else None
         if ident:

@@ -115,9 +115,12 @@ def projection_note(config: RunnerConfig) -> str:
     ddo = config.ddo
     how = {"joint": "joint (one law fitted to the runs of both budgets, optimised at the target)",
            "robust": "robust (the Theorem-1 path with each domain's trend shrunk by its uncertainty)",
-           "geometric": "geometric (Theorem-1 path through the DDO optima at N1 and N2)"}[ddo.projection]
+           "geometric": "geometric (Theorem-1 path through the DDO optima at N1 and N2)",
+           "observed": "observed (no projection: the DDO optimum at N2, as is)",
+           "auto": "auto (the DDO optimum at N2 as is, or the robust projection where a share trend is determined "
+                   "beyond its uncertainty; the report says which and why)"}[ddo.projection]
     text = (f"projection to the target: {how}; the other projections are reported beside it "
-            "(ddo.projection: geometric | joint | robust)")
+            "(ddo.projection: auto | observed | geometric | joint | robust)")
     if ddo.min_weight > 0 or ddo.max_weight < 1:
         text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
                  "the DDO optima and the target mix: a projected weight outside them is moved to the bound "

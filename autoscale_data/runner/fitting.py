@@ -131,10 +131,12 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
     """DDO at both budgets, bootstrap verdicts, the projections to the target and the mixture plan.
 
-    The target mix comes from ``config.ddo.projection``: ``"geometric"`` (the Theorem-1 path through
-    the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets, optimised at the
-    target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its uncertainty);
-    the others are computed and reported too (all three by the solver's
+    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: DDO(N2) as is unless
+    a share trend is determined, then the robust projection; the choice and its reason are in
+    ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
+    Theorem-1 path through the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets,
+    optimised at the target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its
+    uncertainty); the others are computed and reported too (all by the solver's
     :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
@@ -189,8 +191,11 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     projections = project_all([tables[n1], tables[n2]], target, options, method=method,
                               optima=[results[n1], results[n2]], direct=True)
     geometric, joint, robust = projections.geometric, projections.joint, projections.robust
+    chosen = projections.used
+    if projections.selection is not None:
+        log(f"ddo.projection auto chose {chosen}: {projections.selection.reason}")
     if not isinstance(robust, str):
-        used = "sets the target mix" if method == "robust" else "reported only"
+        used = "sets the target mix" if chosen == "robust" else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
     summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
@@ -201,7 +206,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         plan = MixturePlan.from_scales(projections.plan_scales(first_budget=n1), tokenizer=domains.tokenizer,
                                        token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
-                                                 "projection": method})
+                                                 "projection": method, "chosen": chosen})
         if plan.path.decreasing:
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "
                 "rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the anytime "
@@ -219,7 +224,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
     how = {"joint": lambda: f"joint law, AAR {joint.aar:.4f}",
            "robust": lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
-           }.get(method, lambda: f"geometric, t={geometric.t:.3f}")()
+           "observed": lambda: f"not projected: {projections.observed.describe()}, as is",
+           }.get(chosen, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
     return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)
 

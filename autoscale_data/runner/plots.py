@@ -62,6 +62,8 @@ def _plot_weights(plt: Any, report: Report) -> Any:
             pairs = [(float(scales[-1]), ddo[scales[-1]]["allocation_tokens"]),
                      (float(proj["budget_tokens"]), proj["robust"]["allocation_tokens"])]
             curve = [project(pairs, float(n)).weights for n in grid]
+        elif proj.get("method") == "observed":  # DDO(N2) as is: constant weights
+            curve = [dict(proj["weights"]) for _ in grid]
         else:
             pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
             curve = [project(pairs, float(n)).weights for n in grid]

@@ -529,6 +529,8 @@ def projection_label(proj: dict[str, Any]) -> str:
     if proj.get("method") == "robust":
         moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
+    if proj.get("method") == "observed":
+        return "not projected: DDO(N2) as is"
     t = proj.get("t")
     return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
 
@@ -539,8 +541,11 @@ def projection_sentence(proj: dict[str, Any]) -> str:
     how = {"geometric": "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
            "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
            "robust": "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
-                     "uncertainty, the range of the optimum over the fits consistent with the data)"}
+                     "uncertainty, the range of the optimum over the fits consistent with the data)",
+           "observed": "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
+    if (proj.get("selection") or {}).get("reason"):
+        text += f" `ddo.projection: auto` chose it: {proj['selection']['reason']}."
     moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
     if moved is not None:
         text += (f" The robust step {'moved' if method == 'robust' else 'would move'} the geometric mix by total "

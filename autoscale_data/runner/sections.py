@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
-from ..solver.joint import PROJECTIONS
+from ..solver.select import METHODS
 from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
@@ -146,9 +146,9 @@ class DDOConfig:
     min_weight: float = 0.0
     max_weight: float = 1.0
     law: str = "3p"
-    # robust by default: on the published multi-scale runs it halved the geometric path's regret
-    # (docs/solver.md, "Evidence on published runs"), and it equals that path where the trends are identified
-    projection: str = "robust"
+    # auto by default: DDO(N2) as is unless a share trend is determined beyond its uncertainty, then the
+    # robust projection (docs/solver.md, "The default: auto"); geometric is the paper's path
+    projection: str = "auto"
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
     # repeats each domain as often as the target will (runner/repetition.py); "off": the whole domain
@@ -187,8 +187,8 @@ class DDOConfig:
                        "0 <= min_weight < max_weight <= 1")
         if self.law not in ("3p", "4p"):
             raise field_error("ddo", "law", self.law, "'3p' or '4p'")
-        if self.projection not in PROJECTIONS:
-            raise field_error("ddo", "projection", self.projection, f"one of {PROJECTIONS}")
+        if self.projection not in METHODS:
+            raise field_error("ddo", "projection", self.projection, f"one of {METHODS}")
         if self.repetition not in REPETITION_MODES:
             raise field_error("ddo", "repetition", self.repetition, f"one of {REPETITION_MODES}")
         if self.objective_weights is not None:

@@ -34,6 +34,7 @@ from .projection import Projection, project
 from .projections import Projections, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
+from .select import METHODS, Observed, Selection
 
 __all__ = [
     "BASELINES",
@@ -43,7 +44,9 @@ __all__ = [
     "DDOResult",
     "Identifiability",
     "JointFit",
+    "METHODS",
     "MixturePlan",
+    "Observed",
     "PRESETS",
     "PROJECTIONS",
     "Projection",
@@ -51,6 +54,7 @@ __all__ = [
     "RobustProjection",
     "Run",
     "RunTable",
+    "Selection",
     "apply_weight_bounds",
     "baseline_weights",
     "bootstrap_ddo",

@@ -16,6 +16,7 @@ research they serve:
 - the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`;
 - repeated data in effective tokens (Muennighoff et al. 2023): :func:`effective_tokens`,
   :func:`raw_tokens`, :data:`R_STAR`, :func:`epochs_table` -> :class:`DomainEpochs`.
+- the pieces of ``method="auto"``: :func:`observed_best`, :func:`noise_estimate`, :func:`path_scales`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from .allocate import kkt_violation, multiplier_bounds
 from .bootstrap import HeldoutCheck, ProjectionBootstrap, bootstrap_projection, heldout_scale_check
 from .joint import compare_projections, fit_budget_law, per_budget_optima, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
+from .left_out import path_scales
 from .regression import fit_mixing_law, mixing_law_weights, regmix_weights, sample_mixtures
 from .repetition import R_STAR, DomainEpochs, effective_tokens, epochs_table, raw_tokens
 from .robust import log_share_sd
+from .select import noise_estimate, observed_best
 from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
 __all__ = [
@@ -48,6 +51,9 @@ __all__ = [
     "log_share_sd",
     "mixing_law_weights",
     "multiplier_bounds",
+    "noise_estimate",
+    "observed_best",
+    "path_scales",
     "per_budget_optima",
     "power_law",
     "raw_tokens",

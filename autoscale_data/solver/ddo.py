@@ -38,8 +38,9 @@ class DDOOptions:
     """Settings of :func:`fit_ddo` (and of the bootstrap's refits).
 
     Attributes:
-        objective: ``"mean_ppl"`` (mean over validation domains of exp(loss), divided by the base
-            runs' value; the authors' code) or ``"mean_loss"`` (mean loss in nats).
+        objective: ``"mean_loss"`` (default: mean loss in nats, the library's, the CLI's and the runner's
+            default, see docs/solver.md "Objective") or ``"mean_ppl"`` (mean over validation domains of
+            exp(loss), divided by the base runs' value; the authors' code).
         min_weight, max_weight: bounds on every weight.
         token_caps: tokens available per training domain (times ``max_epochs``, default 1).
         law: ``"3p"`` (paper) or ``"4p"`` (adds an amplitude; needs 4 distinct multipliers).
@@ -52,7 +53,7 @@ class DDOOptions:
         weight_tol: largest weight movement over those fits that still counts as identified.
     """
 
-    objective: str = "mean_ppl"
+    objective: str = "mean_loss"
     min_weight: float = 0.0
     max_weight: float = 1.0
     token_caps: Mapping[str, float] | None = None

@@ -12,12 +12,16 @@ import csv
 import io
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 
 from .._io import atomic_write_text
 from .runs import Run, RunTable
 
-__all__ = ["read_olmix", "write_olmix"]
+__all__ = ["SHARE_SUM_TOL", "read_olmix", "write_olmix"]
+
+SHARE_SUM_TOL = 0.05
+"""A run's ratios may sum to 1 within this (rounding; published tables sum to 1.02) without a warning."""
 
 _META = ("", "run", "name", "index")
 
@@ -101,6 +105,9 @@ def read_olmix(
         s = sum(w.values())
         if s <= 0:
             raise ValueError(f"{where}: weights sum to {s}")
+        if abs(s - 1.0) > SHARE_SUM_TOL:
+            warnings.warn(f"{where}: weights sum to {s:.4g}, not 1 (more than rounding): renormalised to sum 1; "
+                          "check the ratios file", stacklevel=2)
         if isinstance(total_tokens, Mapping):
             if rid not in total_tokens:
                 raise ValueError(f"total_tokens has no entry for run {rid!r}")

@@ -1,44 +1,60 @@
-"""The one entry point for the projections to a target budget: all three computed, one chosen.
+"""The one entry point for the answer at a target budget: every candidate computed, one chosen.
 
-:func:`project_all` computes, from the runs of two or more budgets, the geometric projection (the
+:func:`project_all` computes, from the runs of one budget or more, the geometric projection (the
 Theorem-1 path through each budget's optimum, :func:`~.projection.project`), the joint one (the
-optimum of one law fitted to the runs of every budget, :func:`~.joint.fit_joint`) and the robust
-one (the path with each share trend shrunk by its uncertainty, :func:`~.robust.robust_project`).
-``method`` says which one sets the mix; the others are reported beside it (or the text of their
-error). :meth:`Projections.plan_scales` gives the scales a :class:`~.plan.MixturePlan` of the chosen
-projection is fitted on. The runner (``fits/projection.json``) and ``autoscale-data project`` both
-go through here.
+optimum of one law fitted to the runs of every budget, :func:`~.joint.fit_joint`), the robust one
+(the path with each share trend shrunk by its uncertainty, :func:`~.robust.robust_project`) and the
+observed candidate (the largest budget's best mix as is, :func:`~.select.observed_best`). ``method``
+says which sets the mix; ``"auto"`` (the default) chooses from evidence in the runs (:mod:`.select`).
+The others are reported beside it (or the text of their error).
+
+Tables that are not enough for a fit per budget (runs of any mixtures, fewer than ``3m + 2`` per
+budget) get their per-budget optima from the one law fitted to the runs of all budgets; optima that
+leave a domain out are made into a path by :func:`~.left_out.path_scales`.
+:meth:`Projections.plan_scales` gives the scales a :class:`~.plan.MixturePlan` of the chosen answer is
+fitted on. The runner (``fits/projection.json``), ``autoscale-data project`` and the published-runs
+evaluation (``benchmarks/eval_published_runs.py``) all go through here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from .ddo import DDOOptions, DDOResult
+from .design import read_design
 from .joint import PROJECTIONS, JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
+from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable
+from .select import DEFAULT_METHOD, METHODS, Observed, Selection, choose, observed_best
 
 __all__ = ["Projections", "project_all"]
 
 
 @dataclass(frozen=True)
 class Projections:
-    """The three projections to one target and the one that sets the mix.
+    """The candidates at one target and the one that sets the mix.
 
     Attributes:
-        method: the projection used, one of :data:`~.joint.PROJECTIONS`.
+        method: what was asked for, one of :data:`~.select.METHODS` (``"auto"``: chosen, see ``selection``).
         geometric: the :class:`~.projection.Projection`, or the text of its error.
         joint: the :class:`~.joint.JointFit`, or the text of its error.
         robust: the :class:`~.robust.RobustProjection`, the text of its error, or None (not computed).
         optima: each budget's optimum the geometric and robust paths run through (DDO results or
             per-budget laws), smallest budget first; empty when not given.
+        observed: the :class:`~.select.Observed` candidate, the text of its error, or None.
+        selection: why ``method="auto"`` chose what it chose (None for another method).
+        path: the optima as the paths use them (left-out domains treated, :mod:`.left_out`).
+        notes: what was done to the input to answer (pooled optima, left-out domains), in words.
 
     Raises:
-        ValueError: ``method`` unknown, or the projection used was not computed or failed.
+        ValueError: ``method`` unknown, or the candidate used was not computed or failed.
     """
 
     method: str
@@ -46,24 +62,35 @@ class Projections:
     joint: JointFit | str
     robust: RobustProjection | str | None = None
     optima: tuple[DDOResult | JointFit, ...] = ()
+    observed: Observed | str | None = None
+    selection: Selection | None = None
+    path: tuple[tuple[float, dict[str, float]], ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if self.method not in PROJECTIONS:
-            raise ValueError(f"projection method must be one of {PROJECTIONS}, got {self.method!r}")
-        chosen = getattr(self, self.method)
+        if self.method not in METHODS:
+            raise ValueError(f"projection method must be one of {METHODS}, got {self.method!r}")
+        if self.method == "auto" and self.selection is None:
+            raise ValueError("method 'auto' needs the selection that chose the answer")
+        chosen = getattr(self, self.used)
         if chosen is None:
-            raise ValueError(f"the {self.method} projection was not computed")
+            raise ValueError(f"the {self.used} projection was not computed")
         if isinstance(chosen, str):
-            raise ValueError(f"the {self.method} projection failed: {chosen}")
+            raise ValueError(f"the {self.used} projection failed: {chosen}")
 
     @property
-    def chosen(self) -> Projection | JointFit | RobustProjection:
-        """The projection used."""
-        return getattr(self, self.method)
+    def used(self) -> str:
+        """The candidate that sets the mix (``selection.chosen`` for ``"auto"``)."""
+        return self.selection.chosen if self.method == "auto" and self.selection is not None else self.method
+
+    @property
+    def chosen(self) -> Projection | JointFit | RobustProjection | Observed:
+        """The candidate used."""
+        return getattr(self, self.used)
 
     @property
     def weights(self) -> dict[str, float]:
-        """The chosen projection's weights at the target."""
+        """The chosen candidate's weights at the target."""
         return dict(self.chosen.weights)
 
     @property
@@ -72,15 +99,16 @@ class Projections:
         return float(self.chosen.budget_tokens)
 
     def failures(self) -> dict[str, str]:
-        """``{name: error text}`` of the projections that failed (never the one used)."""
-        return {name: p for name in PROJECTIONS if isinstance(p := getattr(self, name), str)}
+        """``{name: error text}`` of the candidates that failed (never the one used)."""
+        return {name: p for name in (*PROJECTIONS, "observed") if isinstance(p := getattr(self, name), str)}
 
     def plan_scales(self, first_budget: float | None = None) -> list[tuple[float, dict[str, float]]]:
-        """The scales of the chosen projection's :class:`~.plan.MixturePlan` (``MixturePlan.from_scales``).
+        """The scales of the chosen answer's :class:`~.plan.MixturePlan` (``MixturePlan.from_scales``).
 
         geometric: the per-budget optima; joint: the joint law's optima at ``first_budget`` (default
         the smallest budget's optimum's) and at the target; robust: the largest budget's optimum and
-        the robust allocation at the target (the shrunk path runs through both).
+        the robust allocation at the target (the shrunk path runs through both); observed: its mix at
+        the budget it was observed at and at the target (constant weights).
 
         Raises:
             ValueError: no ``optima`` (and, for the joint projection, no ``first_budget``).
@@ -88,33 +116,45 @@ class Projections:
         def pair(r: Any) -> tuple[float, dict[str, float]]:
             return float(r.budget_tokens), dict(r.allocation_tokens)
 
-        if not self.optima and not (self.method == "joint" and first_budget is not None):
+        used = self.used
+        if used == "observed":
+            obs: Any = self.observed
+            start = obs.source_budget if abs(obs.source_budget - obs.budget_tokens) > 1e-9 * obs.budget_tokens \
+                else obs.budget_tokens / 2
+            return [(start, {d: w * start for d, w in obs.weights.items()}), pair(obs)]
+        if not self.optima and not (used == "joint" and first_budget is not None):
             raise ValueError("plan_scales needs the per-budget optima (Projections.optima is empty)")
-        if self.method == "joint":
+        path = list(self.path) or [pair(r) for r in self.optima]
+        if used == "joint":
             joint: Any = self.joint  # a JointFit: __post_init__ refused its error text
             return joint.path_scales(self.optima[0].budget_tokens if first_budget is None else first_budget)
-        if self.method == "robust":
-            return [pair(self.optima[-1]), pair(self.robust)]
-        return [pair(r) for r in self.optima]
+        if used == "robust":
+            return [path[-1], pair(self.robust)]
+        return path
 
     def to_json(self) -> dict[str, Any]:
-        """All three projections and which one is used.
+        """Every candidate and which one is used.
 
         Returns:
-            Top-level ``method``, ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of
-            the projection used (plus the geometric path's ``t`` and ``residual`` when it exists);
-            ``geometric``, ``joint`` and (when computed) ``robust`` in full (``{"error": ...}`` for a
-            failed one) and ``disagreement`` (:func:`~.joint.weight_distance` between the joint and the
+            Top-level ``method`` (the candidate used), ``requested_method``, ``weights``,
+            ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of the candidate used (plus the
+            geometric path's ``t`` and ``residual`` when it exists); ``geometric``, ``joint``,
+            ``robust`` and ``observed`` (when computed) in full (``{"error": ...}`` for a failed
+            one); ``selection`` (``method="auto"``: what was chosen and why, else None); ``notes``;
+            and ``disagreement`` (:func:`~.joint.weight_distance` between the joint and the
             geometric weights) when both exist.
         """
         parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
-                 for name, p in (("geometric", self.geometric), ("joint", self.joint), ("robust", self.robust))
+                 for name, p in (("geometric", self.geometric), ("joint", self.joint), ("robust", self.robust),
+                                 ("observed", self.observed))
                  if p is not None}
-        chosen = parts[self.method]
-        out: dict[str, Any] = {"method": self.method, "weights": chosen["weights"],
+        chosen = parts[self.used]
+        out: dict[str, Any] = {"method": self.used, "requested_method": self.method, "weights": chosen["weights"],
                                "budget_tokens": chosen["budget_tokens"],
                                "allocation_tokens": chosen["allocation_tokens"],
-                               "warnings": list(chosen.get("warnings", [])), **parts}
+                               "warnings": list(chosen.get("warnings", [])), **parts,
+                               "selection": None if self.selection is None else self.selection.to_json(),
+                               "notes": list(self.notes)}
         if "t" in parts["geometric"]:
             out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
         if "error" not in parts["geometric"] and "error" not in parts["joint"]:
@@ -122,57 +162,159 @@ class Projections:
         return out
 
 
-def project_all(
-    tables: Sequence[RunTable],
-    target_tokens: float,
-    options: DDOOptions | None = None,
-    *,
-    method: str = "geometric",
-    optima: Sequence[DDOResult | JointFit] | None = None,
-    direct: bool = False,
-    **settings: Any,
-) -> Projections:
-    """The geometric, joint and robust projections of the runs to ``target_tokens``.
+def _table_budget(table: RunTable) -> float:
+    return float(np.median(table.tokens_matrix().sum(axis=1)))
 
-    Args:
-        tables: one run table per budget (two or more; DDO designs or runs of any mixtures).
-        target_tokens: the target budget.
-        options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
-            :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
-            ``token_caps`` and ``max_epochs`` also bound the projections.
-        method: the projection that sets the mix (:data:`~.joint.PROJECTIONS`); its failure is raised,
-            the others' errors are kept as text.
-        optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`);
-            the geometric path runs through all of them, the robust one through the smallest and the
-            largest budget's.
-        direct: also optimise the largest budget's fitted law at the target (the geometric
-            projection's ``direct_weights`` and ``disagreement``).
 
-    Returns:
-        The :class:`Projections`.
+def _at_budget(joint: JointFit, n: float) -> JointFit:
+    """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
+    alloc = joint.optimize_at(n)
+    ranges = (joint.identifiability or {}).get("per_budget", {}).get(f"{float(n):.17g}")
+    return replace(joint, target_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
+                   weights={d: v / float(n) for d, v in alloc.items()},
+                   identifiability=None if ranges is None else {"weight_range": ranges, "pooled": True})
 
-    Raises:
-        ValueError: ``method`` unknown; a per-budget fit failed (when ``optima`` is not given); the
-            chosen projection failed (naming it and the target).
-    """
-    if method not in PROJECTIONS:
-        raise ValueError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
-    o = joint_options(options, settings, caller="project_all")
-    scales = per_budget_optima(tables, o) if optima is None else sorted(optima, key=lambda r: r.budget_tokens)
-    caps, epochs = o.token_caps, o.max_epochs
+
+def _is_design(table: RunTable) -> bool:
+    try:
+        read_design(table)
+    except ValueError:
+        return False
+    return True
+
+
+def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method: str,
+                optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> dict[str, Any]:
+    """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as text except the
+    requested method's, which is raised."""
+    notes: list[str] = []
 
     def attempt(name: str, compute: Callable[[], Any]) -> Any:
         try:
             return compute()
         except ValueError as exc:
             if name == method:
-                raise ValueError(f"the {name} projection to {target_tokens:g} tokens failed: {exc}") from None
+                raise ValueError(f"the {name} projection to {target:g} tokens failed: {exc}") from None
             return str(exc)
 
-    geometric = attempt("geometric", lambda: project(scales, target_tokens, token_caps=caps, max_epochs=epochs,
-                                                     fit=scales[-1] if direct and scales else None))
-    joint = attempt("joint", lambda: fit_joint(tables, o, target_tokens=target_tokens))
-    robust = attempt("robust", lambda: robust_project(scales, target_tokens,
-                                                      [log_share_sd(scales[0]), log_share_sd(scales[-1])],
-                                                      token_caps=caps, max_epochs=epochs))
-    return Projections(method=method, geometric=geometric, joint=joint, robust=robust, optima=tuple(scales))
+    few = "" if len(tables) >= 2 else ("one budget: the geometric, joint and robust projections need runs at two "
+                                       "budgets or more")
+
+    def need_two() -> Any:
+        raise ValueError(few)
+
+    if few and method in PROJECTIONS:
+        raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
+
+    pooled = False
+    joint = attempt("joint", need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
+    scales: list[Any] | str
+    if optima is not None:
+        scales = sorted(optima, key=lambda r: r.budget_tokens)
+    elif few and not _is_design(tables[-1]):
+        scales = few  # one table of any mixtures: its best run is the answer, no fit needed
+    else:
+        try:
+            scales = per_budget_optima(tables, o)
+        except ValueError as exc:
+            if isinstance(joint, JointFit):
+                scales, pooled = [_at_budget(joint, n) for n in joint.budgets], True
+                notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
+                             "fitted to the runs of all budgets")
+            else:
+                scales = str(exc)
+                if method in PROJECTIONS and method != "joint":
+                    raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
+    path: list[tuple[float, dict[str, float]]] = []
+    if isinstance(scales, list) and len(scales) >= 2:
+        path, left = path_scales(scales, o.min_weight)
+        notes.extend(left)
+    caps, epochs = o.token_caps, o.max_epochs
+
+    def need_scales() -> Any:
+        raise ValueError(few or (scales if isinstance(scales, str) else "no per-budget optima"))
+
+    geometric = attempt("geometric", need_scales if not path else lambda: project(
+        path, target, token_caps=caps, max_epochs=epochs, fit=scales[-1] if direct else None))
+    robust = attempt("robust", need_scales if not path else lambda: robust_project(
+        path, target, [log_share_sd(scales[0]), log_share_sd(scales[-1])], token_caps=caps, max_epochs=epochs))
+    last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
+    observed = attempt("observed", lambda: observed_best(tables[-1], target, objective=o.objective,
+                                                         val_domains=o.val_domains, optimum=last_opt))
+    return {"geometric": geometric, "joint": joint, "robust": robust, "observed": observed,
+            "optima": tuple(scales) if isinstance(scales, list) else (), "path": tuple(path), "notes": notes, "pooled": pooled,
+            "fallback": few or (scales if isinstance(scales, str) else "")}
+
+
+def _label(text: str, labels: Sequence[str]) -> str:
+    """``tables[k]`` in an error replaced by the k-th label (e.g. the user's file)."""
+    return re.sub(r"tables\[(\d+)\]", lambda m: labels[int(m.group(1))] if int(m.group(1)) < len(labels)
+                  else m.group(0), text)
+
+
+def project_all(
+    tables: Sequence[RunTable],
+    target_tokens: float,
+    options: DDOOptions | None = None,
+    *,
+    method: str = DEFAULT_METHOD,
+    optima: Sequence[DDOResult | JointFit] | None = None,
+    direct: bool = False,
+    labels: Sequence[str] | None = None,
+    **settings: Any,
+) -> Projections:
+    """Every candidate answer at ``target_tokens`` from the runs, and the one that sets the mix.
+
+    Args:
+        tables: one run table per budget (DDO designs or runs of any mixtures; any order). One table
+            is enough for the observed candidate; the projections need two budgets or more.
+        target_tokens: the target budget.
+        options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
+            :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
+            ``token_caps`` and ``max_epochs`` also bound the projections.
+        method: what sets the mix (:data:`~.select.METHODS`): ``"auto"`` (default) chooses from the
+            runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
+            is raised. The other candidates' errors are kept as text.
+        optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
+            or the pooled law's optima when the tables are too small for a fit each).
+        direct: also optimise the largest budget's fitted law at the target (the geometric
+            projection's ``direct_weights`` and ``disagreement``).
+        labels: a name per table (e.g. its file) for the error messages, in the order of ``tables``.
+
+    Returns:
+        The :class:`Projections`.
+
+    Raises:
+        ValueError: ``method`` unknown; no tables; the chosen method failed (naming it, the target
+            and the table by its label).
+    """
+    if method not in METHODS:
+        raise ValueError(f"projection method must be one of {METHODS}, got {method!r}")
+    tables = list(tables)
+    if not tables:
+        raise ValueError("project_all needs the runs of one budget or more, got no tables")
+    names = [f"tables[{k}]" for k in range(len(tables))] if labels is None else [str(x) for x in labels]
+    if len(names) != len(tables):
+        raise ValueError(f"labels has {len(names)} entries for {len(tables)} tables")
+    order = sorted(range(len(tables)), key=lambda k: _table_budget(tables[k]))
+    tables, names = [tables[k] for k in order], [names[k] for k in order]
+    o = joint_options(options, settings, caller="project_all")
+    target = float(target_tokens)
+    try:
+        c = _candidates(tables, target, o, method, optima, direct)
+        selection = None
+        if method == "auto":
+            backtest = None
+            if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
+                held = _table_budget(tables[-1])
+                sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
+                sub = _candidates(tables[:-1], held, o, "auto", sub_optima, False)
+                backtest = {n: sub[n] for n in (*PROJECTIONS, "observed")}
+            selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
+                               fallback=c["fallback"])
+            selection = replace(selection, reason=_label(selection.reason, names))
+        return Projections(method=method, geometric=c["geometric"], joint=c["joint"], robust=c["robust"],
+                           optima=c["optima"], observed=c["observed"], selection=selection, path=c["path"],
+                           notes=tuple(_label(n, names) for n in c["notes"]))
+    except ValueError as exc:
+        raise ValueError(_label(str(exc), names)) from None

@@ -71,6 +71,33 @@ def test_methods_and_metrics_on_an_exact_law():
             assert row["tie_with_best"] == (row["regret"] <= case.noise)
 
 
+def test_the_default_and_the_projections_are_the_products_one_call(tmp_path):
+    from autoscale_data.solver import project_all
+
+    ev = _module()
+    case = _case(ev)
+    res = ev.evaluate(case)
+    p = project_all([b.table(case.domains) for b in case.fit], case.heldout.tokens)  # the product's defaults
+    rows = res["methods"]
+    assert res["product"] == {"status": "answered", "chosen": p.used}
+    assert rows["default"]["chosen"] == p.used and rows["default"]["reason"] == p.selection.reason
+    assert rows["default"]["weights"] == pytest.approx([p.weights[d] for d in case.domains], abs=0)
+    assert rows["geometric"]["weights"] == pytest.approx([p.geometric.weights[d] for d in case.domains], abs=0)
+    assert rows["robust"]["weights"] == pytest.approx([p.robust.weights[d] for d in case.domains], abs=0)
+    summary = ev.summarise([res])
+    assert summary["default"]["chosen"] == {p.used: {"points": 1, "mean_gain": pytest.approx(
+        rows["best-observed"]["regret"] - rows["default"]["regret"])}}
+    # the CLI on table windows: answered, or refused naming the file
+    paths = []
+    for k, b in enumerate(case.fit[:3]):
+        b.table(case.domains).to_csv(tmp_path / f"b{k}.csv")
+        paths.append(str(tmp_path / f"b{k}.csv"))
+    cli = ev.run_cli([("three", paths), ("gone", [str(tmp_path / "missing.csv")])])
+    assert cli[0]["status"] == "answered" and cli[0]["chosen"] in ("observed", "geometric", "joint", "robust")
+    assert cli[1]["status"] == "refused" and "missing.csv" in cli[1]["reason"]
+    assert "answered 1" in ev.format_cli(cli) and "refused 1, failed 0" in ev.format_cli(cli)
+
+
 def test_step_law_recovers_a_power_law_in_steps():
     ev = _module()
     xs = np.array([1.0, 2.0, 3.0, 5.0])

@@ -63,10 +63,24 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None,
     return fits, json.loads((tmp_path / "fits" / "projection.json").read_text()), lines
 
 
-def test_default_is_robust(stores: Path, tmp_path: Path) -> None:
-    fits, proj, _ = _fit(stores, tmp_path, None)
-    assert fits.method == proj["method"] == "robust"
-    assert config_from_dict(tiny_config(stores)).ddo.projection == "robust"
+def test_default_is_auto_and_a_known_law_gets_the_robust_projection(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, None)
+    assert config_from_dict(tiny_config(stores)).ddo.projection == "auto"
+    assert proj["requested_method"] == "auto" and proj["selection"]["rule"] == "trend"
+    assert fits.method == proj["method"] == proj["selection"]["chosen"] == "robust"  # the law's trends are determined
+    assert "beyond 2 standard deviations" in proj["selection"]["reason"]
+    assert any(line.startswith("ddo.projection auto chose robust") for line in lines)
+    assert "`ddo.projection: auto` chose it" in projection_sentence(proj)
+    assert fits.plan is not None and fits.plan.metadata["chosen"] == "robust"
+
+
+def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> None:
+    fits, proj, lines = _fit(stores, tmp_path, "observed")
+    assert fits.method == proj["method"] == "observed" and proj["observed"]["source"] == "ddo"
+    n2 = max(fits.ddo)
+    assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2]["weights"], abs=1e-12)
+    assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2]["weights"], abs=1e-9)
+    assert "not projected" in lines[-1] and projection_label(proj) == "not projected: DDO(N2) as is"
 
 
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
@@ -170,9 +184,9 @@ def _law_optimum(n: float, lo: float) -> np.ndarray:
 
 def test_bad_projection_is_named_and_the_dry_run_says_which(stores: Path) -> None:
     with pytest.raises(ValueError, match=r"ddo.projection = 'line' is invalid: expected one of "
-                                         r"\('geometric', 'joint', 'robust'\)"):
+                                         r"\('auto', 'observed', 'geometric', 'joint', 'robust'\)"):
         config_from_dict(tiny_config(stores, ddo={"projection": "line"}))
-    for method in ("geometric", "joint", "robust"):
+    for method in ("auto", "observed", "geometric", "joint", "robust"):
         runner = MixtureRunner(config_from_dict(tiny_config(stores, ddo={"projection": method})),
                                stores.parent / "out", progress=False)
         assert f"projection to the target: {method}" in runner.describe()

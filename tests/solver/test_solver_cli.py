@@ -79,9 +79,12 @@ def test_project_from_runs_with_both_methods(tmp_path, capsys):
     assert set(out["geometric"]["weights"]) == set(ref.weights) and out["disagreement"]["total_variation"] > 0
     end = MixturePlan.load(plan).weights_for_budget(1e9)
     assert end == pytest.approx(ref.weights, abs=1e-9)  # the plan runs through the joint optimum
-    assert main(args) == 0  # geometric by default, the joint one reported beside it
+    assert main([*args, "--method", "geometric"]) == 0  # the paper's path, the joint one reported beside it
     text = capsys.readouterr().out
     assert "(geometric projection)" in text and "joint projection (not used)" in text
+    assert main(args) == 0  # auto by default: two budgets, the chosen candidate and why
+    text = capsys.readouterr().out
+    assert "chosen: " in text and "two budgets: " in text
 
 
 def test_project_needs_scales_or_runs(tmp_path, capsys):

@@ -41,7 +41,7 @@ def tables():
 
 @pytest.fixture(scope="module")
 def geometric(tables):
-    return project_all(tables, TARGET, OPTS)
+    return project_all(tables, TARGET, OPTS, method="geometric")
 
 
 def test_the_three_projections_are_the_single_functions(tables, geometric):
@@ -59,7 +59,7 @@ def test_the_three_projections_are_the_single_functions(tables, geometric):
 
 
 def test_keywords_and_options_agree(tables, geometric):
-    by_keywords = project_all(tables, TARGET, objective="mean_loss", min_weight=0.01)
+    by_keywords = project_all(tables, TARGET, objective="mean_loss", min_weight=0.01, method="geometric")
     assert by_keywords.to_json() == geometric.to_json()
     joint = fit_joint(tables, OPTS, target_tokens=TARGET)
     assert fit_joint(tables, target_tokens=TARGET, objective="mean_loss", min_weight=0.01) == joint

@@ -1,0 +1,300 @@
+"""The default answer: the best mix observed at the largest budget, unless the runs show a projection does better.
+
+A projection extrapolates a trend; where the runs do not determine it, the plainest answer (the
+mixture that did best at the largest budget the user ran) is better on published multi-scale runs
+(docs/solver.md, "Evidence on published runs"). ``method="auto"`` (the default of the library, the
+CLI and the runner) therefore treats that mix as a candidate beside the projections and chooses from
+evidence in the user's own runs:
+
+* **three budgets or more: a backtest.** Every candidate is computed again from all budgets but the
+  largest and asked for that largest budget; each answer is scored by the objective of the run there
+  nearest to it (L1 over the shares). A projection is chosen only if its score beats the observed
+  candidate's (the best mix of the second-largest budget, scored the same way) by more than twice
+  the noise of one run (:func:`noise_estimate`; the difference of two runs has ``√2 σ``, and the best
+  of three projections is taken); the best such projection wins. Otherwise: the observed mix.
+* **two budgets: the trend's own evidence.** No budget is left to check against, so the robust
+  projection is chosen only where some domain's share trend lies beyond twice its uncertainty
+  (``|δ_i| > 2 σ_i``, see :mod:`.robust`); otherwise the observed mix.
+* **one budget, or no projection could be fitted:** the observed mix, with the reason.
+
+The observed candidate (:func:`observed_best`) is the lowest-objective run of the largest budget for
+runs of any mixtures, and the DDO optimum there (DDO(N2)) for a DDO design, whose runs all lie
+around one base mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .design import run_objective
+from .runs import RunTable
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "DEFAULT_OBJECTIVE",
+    "METHODS",
+    "Observed",
+    "Selection",
+    "choose",
+    "nearest_run_objective",
+    "noise_estimate",
+    "observed_best",
+    "trend_evidence",
+]
+
+METHODS = ("auto", "observed", "geometric", "joint", "robust")
+"""What sets the mix: ``auto`` (chosen from the runs, module doc), ``observed`` (the largest budget's
+best mix as is) or one of the projections (:data:`~.joint.PROJECTIONS`)."""
+
+DEFAULT_METHOD = "auto"
+
+DEFAULT_OBJECTIVE = "mean_loss"
+"""The objective of every fit by default (library, CLI and runner): the mean validation loss, what
+the runner's report and the published evaluations compare (docs/solver.md, "Objective")."""
+
+TREND_Z = 2.0  # a two-budget trend counts as determined beyond this many standard deviations
+MARGIN_NOISE = 2.0  # a backtest win counts beyond this many times the noise of one run
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The observed candidate: the largest budget's best mix, used as is at the target.
+
+    Attributes:
+        weights: its shares; allocation_tokens: those shares times ``budget_tokens``.
+        budget_tokens: the target; source_budget: the budget it was observed at.
+        source: ``"run"`` (the lowest-objective run) or ``"ddo"`` (the DDO optimum of a design).
+        run_id: the run (``source == "run"``); objective: its objective value as run (or None).
+    """
+
+    weights: dict[str, float]
+    allocation_tokens: dict[str, float]
+    budget_tokens: float
+    source_budget: float
+    source: str
+    run_id: str | None = None
+    objective: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.source not in ("run", "ddo"):
+            raise ValueError(f"Observed.source must be 'run' or 'ddo', got {self.source!r}")
+
+    def describe(self) -> str:
+        """One line: which mix this is."""
+        if self.source == "ddo":
+            return f"the DDO optimum at {self.source_budget:.4g} tokens"
+        return f"run {self.run_id!r}, the best at {self.source_budget:.4g} tokens (objective {self.objective:.5g})"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {"method": "observed", "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
+                "budget_tokens": self.budget_tokens, "source_budget": self.source_budget, "source": self.source,
+                "run_id": self.run_id, "objective": self.objective, "description": self.describe(),
+                "warnings": list(self.warnings)}
+
+
+def _shares(table: RunTable) -> np.ndarray:
+    tok = table.tokens_matrix()
+    tot = tok.sum(axis=1, keepdims=True)
+    return np.divide(tok, tot, out=np.zeros_like(tok), where=tot > 0)
+
+
+def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEFAULT_OBJECTIVE,
+                  val_domains: Sequence[str] | Mapping[str, float] | None = None,
+                  optimum: Any = None) -> Observed:
+    """The largest budget's best mix as the answer at ``target_tokens``.
+
+    Args:
+        table: the runs of the largest budget.
+        target_tokens: the budget the mix is used at.
+        objective, val_domains: as for :class:`~.ddo.DDOOptions` (lower is better).
+        optimum: the table's DDO result when it is a DDO design: its optimum is the observed mix.
+
+    Raises:
+        ValueError: a bad objective, or no run with tokens.
+    """
+    budget = float(np.median(table.tokens_matrix().sum(axis=1)))
+    if optimum is not None and hasattr(optimum, "base_tokens"):  # a DDOResult: the design's optimum
+        w = {d: float(v) for d, v in optimum.weights.items()}
+        return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
+                        budget_tokens=float(target_tokens), source_budget=float(optimum.budget_tokens), source="ddo")
+    y = run_objective(table, objective, val_domains)
+    shares = _shares(table)
+    ok = shares.sum(axis=1) > 0
+    if not ok.any():
+        raise ValueError("no run has training tokens")
+    order = sorted(np.flatnonzero(ok), key=lambda i: (y[i], table.runs[i].run_id))
+    i = int(order[0])
+    w = {d: float(v) for d, v in zip(table.train_domains, shares[i], strict=True)}
+    return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
+                    budget_tokens=float(target_tokens), source_budget=budget, source="run",
+                    run_id=table.runs[i].run_id, objective=float(y[i]))
+
+
+def nearest_run_objective(table: RunTable, weights: Mapping[str, float], *, objective: str = DEFAULT_OBJECTIVE,
+                          val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float, str, float]:
+    """``(objective, run id, L1 distance)`` of the run of ``table`` whose shares are nearest (L1) to ``weights``."""
+    shares = _shares(table)
+    w = np.array([float(weights.get(d, 0.0)) for d in table.train_domains])
+    w = w / w.sum() if w.sum() > 0 else w
+    dist = np.abs(shares - w[None]).sum(axis=1)
+    y = run_objective(table, objective, val_domains)
+    i = min(range(len(dist)), key=lambda k: (round(float(dist[k]), 12), y[k], table.runs[k].run_id))
+    return float(y[i]), table.runs[i].run_id, float(dist[i])
+
+
+def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJECTIVE,
+                   val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float | None, str]:
+    """The noise of one run's objective, from the runs themselves: ``(sd or None, how it was found)``.
+
+    Replicates (runs of one mix at the largest budget) give their pooled standard deviation; else
+    mixtures run at three budgets or more give the median RMS residual of a power law in the budget
+    through each one's values (``E_m + B_m N^-β_m``: each its own ``β_m`` with four budgets or more, one
+    shared ``β`` with three; divided by the degrees of freedom left); else None.
+    """
+    last = tables[-1]
+    y = run_objective(last, objective, val_domains)
+    groups: dict[tuple[float, ...], list[float]] = {}
+    for row, v in zip(np.round(_shares(last), 9), y, strict=True):
+        groups.setdefault(tuple(row.tolist()), []).append(float(v))
+    reps = [g for g in groups.values() if len(g) >= 2]
+    if reps:
+        ss = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in reps)
+        dof = sum(len(g) - 1 for g in reps)
+        return float(np.sqrt(ss / dof)), f"replicates: {len(reps)} mix(es) run more than once at the largest budget"
+    if len(tables) < 3:
+        return None, "no replicates and fewer than 3 budgets"
+    budgets = np.array([float(np.median(t.tokens_matrix().sum(axis=1))) for t in tables])
+    curves: dict[tuple[float, ...], dict[int, float]] = {}
+    for k, t in enumerate(tables):
+        for row, v in zip(np.round(_shares(t), 9), run_objective(t, objective, val_domains), strict=True):
+            curves.setdefault(tuple(row.tolist()), {})[k] = float(v)
+    full = np.array([[c[k] for k in range(len(tables))] for c in curves.values() if len(c) == len(tables)])
+    if len(full) == 0:
+        return None, "no mixture was run at every budget"
+    k = len(tables)
+    xs = budgets / budgets[0]
+    betas = np.geomspace(0.01, 5.0, 400)
+    sse = np.empty((len(betas), len(full)))
+    for i, beta in enumerate(betas):  # E_m + B_m x^-β: E and B in closed form for every mixture at once
+        design = np.stack([np.ones_like(xs), xs ** -beta], axis=1)
+        coef, *_ = np.linalg.lstsq(design, full.T, rcond=None)
+        sse[i] = np.sum((design @ coef - full.T) ** 2, axis=0)
+    if k >= 4:  # each mixture its own exponent: 3 parameters per curve
+        rms = np.sqrt(sse.min(axis=0) / (k - 3))
+        how = "its own exponent"
+    else:  # three budgets: one exponent shared by the mixtures, 2 parameters per curve
+        rms = np.sqrt(sse[int(np.argmin(sse.sum(axis=1)))] / (k - 2))
+        how = "one shared exponent"
+    return float(np.median(rms)), (f"median residual of a power law in the budget ({how}) through each of the "
+                                   f"{len(full)} mixture(s) run at all {k} budgets")
+
+
+def trend_evidence(robust: Any) -> tuple[bool, str]:
+    """Whether a robust projection's share trends are determined: some ``|δ_i| > 2 σ_i`` (module doc)."""
+    strong = {d: robust.trend[d] / robust.sd[d] if robust.sd[d] > 0 else float("inf")
+              for d in robust.trend if abs(robust.trend[d]) > TREND_Z * robust.sd[d]}
+    if strong:
+        names = ", ".join(f"{d} ({v:+.1f} sd)" for d, v in sorted(strong.items()))
+        return True, f"the share trend of {names} lies beyond {TREND_Z:g} standard deviations of its uncertainty"
+    ratio = max((abs(robust.trend[d]) / robust.sd[d] for d in robust.trend if robust.sd[d] > 0), default=0.0)
+    return False, (f"no share trend lies beyond {TREND_Z:g} standard deviations of its uncertainty "
+                   f"(largest {ratio:.1f})")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which candidate ``method="auto"`` chose, and why.
+
+    Attributes:
+        chosen: ``"observed"`` or a projection.
+        reason: one sentence.
+        rule: ``"backtest"``, ``"trend"`` (two budgets) or ``"fallback"`` (one budget / nothing fitted).
+        backtest: per candidate, ``{"objective", "run", "distance"}`` at the held-back budget, or
+            ``{"error": text}``; empty unless ``rule == "backtest"``.
+        held_back_tokens: the budget the backtest predicted (or None).
+        noise: the noise of one run's objective used as the margin (or None); noise_source: how found.
+    """
+
+    chosen: str
+    reason: str
+    rule: str
+    backtest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    held_back_tokens: float | None = None
+    noise: float | None = None
+    noise_source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.chosen not in METHODS[1:]:
+            raise ValueError(f"Selection.chosen must be one of {METHODS[1:]}, got {self.chosen!r}")
+        if self.rule not in ("backtest", "trend", "fallback"):
+            raise ValueError(f"Selection.rule must be 'backtest', 'trend' or 'fallback', got {self.rule!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {"chosen": self.chosen, "reason": self.reason, "rule": self.rule,
+                "backtest": {k: dict(v) for k, v in self.backtest.items()}, "held_back_tokens": self.held_back_tokens,
+                "noise": self.noise, "noise_source": self.noise_source}
+
+
+def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any] | None, *,
+           objective: str = DEFAULT_OBJECTIVE, val_domains: Sequence[str] | Mapping[str, float] | None = None,
+           fallback: str = "") -> Selection:
+    """The selection rule of the module doc.
+
+    Args:
+        tables: the run tables, smallest budget first.
+        candidates: ``{name: projection or error text}`` at the target (``observed`` included).
+        backtest: with three budgets or more, ``{name: weights or error text}`` of every candidate
+            computed from all budgets but the largest, for the largest; else None.
+        fallback: why no projection could be computed (when none could).
+    """
+    projections = [n for n in ("robust", "geometric", "joint") if not isinstance(candidates.get(n), (str, type(None)))]
+    if not projections:
+        why = fallback or "; ".join(f"{n}: {candidates[n]}" for n in ("geometric", "joint", "robust")
+                                    if isinstance(candidates.get(n), str))
+        return Selection("observed", f"the best mix observed at the largest budget: no projection could be computed "
+                                     f"({why})", "fallback")
+    if backtest is None:
+        robust = candidates.get("robust")
+        if isinstance(robust, (str, type(None))):
+            return Selection("observed", "two budgets and no robust projection to judge the trends by: the best mix "
+                                         "observed at the largest budget", "trend")
+        determined, why = trend_evidence(robust)
+        if determined:
+            return Selection("robust", f"two budgets: {why}, so the robust projection is used", "trend")
+        return Selection("observed", f"two budgets: {why}, so the best mix observed at the largest budget is used "
+                                     "(a backtest needs runs at three budgets or more)", "trend")
+    last = tables[-1]
+    held = float(np.median(last.tokens_matrix().sum(axis=1)))
+    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
+    joint = candidates.get("joint")
+    if noise is None and joint is not None and not isinstance(joint, str):
+        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1)))
+        source = f"the joint law's residual ({source}): an upper bound of the noise"
+    scores: dict[str, dict[str, Any]] = {}
+    for name, c in backtest.items():
+        if isinstance(c, str) or c is None:
+            scores[name] = {"error": str(c)}
+            continue
+        y, rid, dist = nearest_run_objective(last, c.weights, objective=objective, val_domains=val_domains)
+        scores[name] = {"objective": y, "run": rid, "distance": dist}
+    margin = 0.0 if noise is None else MARGIN_NOISE * noise
+    base = scores.get("observed", {})
+    fitted = [n for n in projections if "objective" in scores.get(n, {})]
+    if "objective" not in base or not fitted:
+        return Selection("observed", "the backtest could not score the observed mix and a projection: the best mix "
+                                     "observed at the largest budget", "backtest", scores, held, noise, source)
+    best = min(fitted, key=lambda n: (scores[n]["objective"], projections.index(n)))
+    gain = base["objective"] - scores[best]["objective"]
+    at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
+    if gain > margin and scores[best]["run"] != base["run"]:
+        return Selection(best, f"backtest {at}: the {best} projection beat the best observed mix by {gain:.4g}, more "
+                               f"than twice the noise ({margin:.3g})", "backtest", scores, held, noise, source)
+    return Selection("observed", f"backtest {at}: no projection beat the best observed mix by more than twice the "
+                                 f"noise ({margin:.3g}; best: {best}, {gain:+.4g})", "backtest", scores, held, noise, source)
