@@ -332,7 +332,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     target mix repeats a domain. Each budget's runs are read in effective tokens against the unique
     tokens they drew from (a matched proxy's pool, else the whole domain), DDO's laws are fitted on them
     and optimised at the budget's raw tokens
-    (:func:`~autoscale_data.solver.effective.optimize_effective`), the configured projection's path runs
+    (:func:`~autoscale_data.solver.effective.optimize_effective`; with ``match`` against the pools before
+    their rounding to whole sequences, ``U_d S(N) / S(T)``), the configured projection's path runs
     through those effective optima, and the target's raw allocation is the point of the path that costs
     the target budget with the domains' whole unique tokens
     (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
@@ -344,6 +345,7 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     from ..solver.ddo import fit_ddo
     from ..solver.effective import effective_table, optimize_effective, project_effective
     from ..solver.projection import project
+    from ..solver.repetition import raw_tokens
     from ..solver.robust import log_share_sd, robust_project
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
@@ -359,10 +361,14 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
         optima, fits = {}, []
         for n, table in sorted(tables.items()):
             pools = proxy_pools(config, domains, n)
-            unique = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
-            fit = fit_ddo(effective_table(table, unique), fit_options)
+            drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
+            fit = fit_ddo(effective_table(table, drawn), fit_options)
             fits.append(fit)
-            optima[n] = optimize_effective(fit, unique, raw_caps={d: u * epochs for d, u in unique.items()})
+            # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
+            # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
+            exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if used else whole
+            optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
+                                           raw_caps={d: u * epochs for d, u in exact.items()})
         scales = [optima[n].scale() for n in sorted(optima)]
         if method == "robust":
             sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
@@ -389,6 +395,7 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     out = {**summary, "repetition_law": record.to_json()}
     if used:
         out.update(weights=bounded, unbounded_weights=dict(proj.weights),
+                   warnings=[*summary.get("warnings", []), *proj.warnings],  # a domain held at its epoch cap
                    bounds_applied={d: [proj.weights[d], bounded[d]] for d in bounded
                                    if abs(proj.weights[d] - bounded[d]) > 1e-9})
     return out
