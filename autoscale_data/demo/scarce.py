@@ -8,7 +8,9 @@ trains, all through one runner ledger (runs shared by id are trained once):
 - the ground truth: target runs over a grid of the scarce domain's weight (the other domains share
   the rest equally), on every target seed;
 - AutoScale with plain proxies (``ddo.repetition: off``) and with repetition-matched proxies
-  (``match``), each with its DDO(N2) mix, and the uniform and natural baselines.
+  (``match``), each with its DDO(N2) mix, and the uniform and natural baselines; AutoScale under both
+  laws where the runner computed both (``match`` sets its mix from the law in effective tokens and
+  reports the raw-token law's; ``off`` the reverse, when its mix repeats a domain at the target).
 
 It writes ``DIR/scarce_case.json`` (:class:`ScarceCaseResult`) and ``DIR/scarce_case.md``: each mix's
 scarce weight, its epochs of the scarce domain at the target, the loss per seed, the grid's best weight,
