@@ -24,6 +24,7 @@ proxy's own epoch cap is what its pool needs) and named in the dry run.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -251,11 +252,36 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
     record = {"r_star": R_STAR, "matched": matched(config), "max_epochs": config.max_epochs,
               "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags,
               "proxies": [r.to_json() for r in repetition_records(config, domains)] if matched(config) else []}
+    law = _written_law(fits_dir)
+    if law is not None:
+        record["law"] = law
     fits_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(fits_dir / REPETITION_FILE, record)
     for line in flags:
         log(f"REPETITION: {line}")
     return record
+
+
+def _written_law(fits_dir: Path) -> dict[str, Any] | None:
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None."""
+    try:
+        law = json.loads((fits_dir / layout.PROJECTION).read_text()).get("repetition_law")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+    return dict(law) if isinstance(law, Mapping) else None
+
+
+def _law_md(law: Mapping[str, Any]) -> list[str]:
+    if not law.get("weights"):
+        return [f"- the law in effective tokens could not be used: {law.get('error')}"]
+
+    def mix(weights: Mapping[str, float]) -> str:
+        return ", ".join(f"{d} {w:.3f}" for d, w in weights.items())
+
+    what = "sets AutoScale's mix" if law.get("used") else "reported only (plain proxies)"
+    capped = (law.get("projection") or {}).get("capped") or []
+    return [f"- law in effective tokens ({what}): {mix(law['weights'])}; the raw-token law's: "
+            f"{mix(law['raw_law_weights'])}" + (f"; held at the epoch cap: {', '.join(capped)}" if capped else "")]
 
 
 def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
@@ -280,6 +306,7 @@ def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
         pools = ", ".join(f"{n:,} tokens: {size} sequences ({rec.proxy_epochs[n]:.3g} epochs in the base run)"
                           for n, size in sorted(rec.pools.items()))
         lines.append(f"- proxy pools of {rec.domain}: {pools or 'the whole domain'}")
+    lines += _law_md(record["law"]) if record.get("law") else []
     lines += [f"- {flag}" for flag in record.get("flags", [])]
     return lines
 

@@ -189,7 +189,7 @@ def _law_tables(cfg, dom: DomainInfo) -> dict:
     return tables
 
 
-def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwise() -> None:
+def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwise(tmp_path: Path) -> None:
     from autoscale_data.runner.repetition import RepetitionLaw, repetition_law
     from autoscale_data.solver.ddo import DDOOptions
 
@@ -213,6 +213,17 @@ def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwi
     assert lines and "sets the target mix" in lines[0]
     assert out["warnings"] == proj["warnings"]  # a domain held at its cap is flagged in projection.json
     assert RepetitionLaw.from_json(law.to_json()) == law
+    # fits/repetition.json carries it and the report's section says which law set the mix
+    import json
+
+    from autoscale_data.runner.repetition import repetition_md, write_mix_epochs
+
+    fits = tmp_path / "fits"
+    fits.mkdir()
+    (fits / "projection.json").write_text(json.dumps(out))
+    record = write_mix_epochs(cfg, dom, {"autoscale": law.weights}, fits, log=lambda _: None)
+    assert record["law"] == out["repetition_law"]
+    assert "- law in effective tokens (sets AutoScale's mix): big " in "\n".join(repetition_md(record))
     # plain proxies: reported only, and only where the target mix repeats a domain
     off = _config("off")
     reported = repetition_law(off, dom, _law_tables(off, dom), options, summary, log=lambda _: None)
