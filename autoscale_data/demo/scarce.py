@@ -8,7 +8,9 @@ trains, all through one runner ledger (runs shared by id are trained once):
 - the ground truth: target runs over a grid of the scarce domain's weight (the other domains share
   the rest equally), on every target seed;
 - AutoScale with plain proxies (``ddo.repetition: off``) and with repetition-matched proxies
-  (``match``), each with its DDO(N2) mix, and the uniform and natural baselines.
+  (``match``), each with its DDO(N2) mix, and the uniform and natural baselines; AutoScale under both
+  laws where the runner computed both (``match`` sets its mix from the law in effective tokens and
+  reports the raw-token law's; ``off`` the reverse, when its mix repeats a domain at the target).
 
 It writes ``DIR/scarce_case.json`` (:class:`ScarceCaseResult`) and ``DIR/scarce_case.md``: each mix's
 scarce weight, its epochs of the scarce domain at the target, the loss per seed, the grid's best weight,
@@ -96,13 +98,17 @@ class ScarceCase:
         return {d: (w if d == self.scarce else rest) for d in self.domains}
 
 
-#: ``full``: the case the docs report (about 5M training tokens); ``small``: the end-to-end test's.
+#: ``full``: the first case the docs report (about 5M training tokens); ``lean``: the same corpus, target and grid
+#: with proxies of 4,096 / 5,120 tokens (0.26 target runs in all); ``small``: the end-to-end test's.
 SCARCE_PRESETS: dict[str, ScarceCase] = {
     "full": ScarceCase(),
     "small": ScarceCase(name="small", scarce_bytes=8_000, abundant_bytes=120_000, budgets=(2_048, 4_096),
                         target=16_384, grid=(0.1, 0.4), seq_len=32, batch_size=8, vocab_size=300,
                         heldout_tokens=512, target_points=2,
                         model={"n_layer": 1, "n_embd": 32, "n_head": 2}, target_seeds=(0,)),
+    # the full case's corpus and target with the smallest matched design the data allow: a proxy pool holds
+    # whole sequences, and a perturbation /2 of a domain needs >= 9 of its sequences in whole global batches
+    "lean": ScarceCase(name="lean", budgets=(4_096, 5_120), multipliers=((2.0,), (2.0,))),
 }
 
 
@@ -219,6 +225,17 @@ def _best_weight(grid: Sequence[MixOutcome]) -> float:
     return float(np.exp(np.clip(-b / (2 * a), x[0], x[2])))
 
 
+def _autoscale_mixes(tag: str, trained: dict[str, float], projection: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """AutoScale's mix under both laws (``projection.json``'s ``repetition_law``): the one the runner trained
+    and the other, reported one (the raw-token law's alone when the effective one was not computed)."""
+    law = projection.get("repetition_law") or {}
+    if not law.get("weights"):
+        return {f"autoscale ({tag}, raw law)": trained}
+    if law.get("used"):
+        return {f"autoscale ({tag}, effective law)": trained, f"autoscale ({tag}, raw law)": law["raw_law_weights"]}
+    return {f"autoscale ({tag}, raw law)": trained, f"autoscale ({tag}, effective law)": law["weights"]}
+
+
 def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = None, *,
                     log: Callable[[str], None] = print) -> ScarceCaseResult:
     """Train the case (see the module docstring) in ``out_dir`` and write ``scarce_case.json`` / ``.md``."""
@@ -240,15 +257,16 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
                 os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
         fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
         tag = "matched" if mode == "match" else "plain"
-        mixes[f"autoscale ({tag})"] = fitted["autoscale"]
+        mixes.update(_autoscale_mixes(tag, fitted["autoscale"],
+                                      json.loads((out / layout.FITS / layout.PROJECTION).read_text())))
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]
         mixes.setdefault("uniform", fitted["uniform"])
         mixes.setdefault("natural", fitted["natural"])
         proxy_tokens[tag] = sum(s.total_tokens for specs in runner.proxy_specs().values() for s in specs)
     assert runner is not None
     grid_mixes = {f"grid {w:.3g}": case.grid_mix(w) for w in case.grid}
-    runner.train_runs([target_spec(runner.config, runner.domains, label, w, seed)
-                       for label, w in grid_mixes.items() for seed in case.target_seeds])
+    runner.train_runs([target_spec(runner.config, runner.domains, label, w, seed)  # + the reported law's mixes
+                       for label, w in (grid_mixes | mixes).items() for seed in case.target_seeds])
     ledger = Ledger(out, lock=False)
     grid = [_outcome(runner, label, w, case, ledger.result) for label, w in grid_mixes.items()]
     outcomes = [_outcome(runner, label, w, case, ledger.result) for label, w in mixes.items()]

@@ -15,6 +15,7 @@ from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
+from .repetition import repetition_law
 from .wording import bounds_moved
 
 if TYPE_CHECKING:
@@ -199,6 +200,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
     summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
+    summary = repetition_law(config, domains, tables, options, summary, log=log)  # effective tokens (repetition.py)
     weights_used = summary["weights"]
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = None

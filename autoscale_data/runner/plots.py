@@ -41,6 +41,19 @@ def write_plots(out: Path, report: Report) -> list[str]:
     return written
 
 
+def _reachable(project: Any, pairs: list[tuple[float, Any]], grid: np.ndarray) -> tuple[np.ndarray | None, list[Any]]:
+    """The path's weights at the budgets of ``grid`` it reaches (a domain that decreases between the
+    budgets leaves the path no total below some budget); ``None`` when it reaches none."""
+    kept, curve = [], []
+    for n in grid:
+        try:
+            curve.append(project(pairs, float(n)).weights)
+        except ValueError:
+            continue
+        kept.append(n)
+    return (np.asarray(kept) if kept else None), curve
+
+
 def _plot_weights(plt: Any, report: Report) -> Any:
     ddo = report.ddo
     if not ddo:
@@ -61,12 +74,12 @@ def _plot_weights(plt: Any, report: Report) -> Any:
         elif proj.get("method") == "robust":  # the shrunk path: through N2's optimum and the robust target mix
             pairs = [(float(scales[-1]), ddo[scales[-1]]["allocation_tokens"]),
                      (float(proj["budget_tokens"]), proj["robust"]["allocation_tokens"])]
-            curve = [project(pairs, float(n)).weights for n in grid]
+            grid, curve = _reachable(project, pairs, grid)
         elif proj.get("method") == "observed":  # DDO(N2) as is: constant weights
             curve = [dict(proj["weights"]) for _ in grid]
         else:
             pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
-            curve = [project(pairs, float(n)).weights for n in grid]
+            grid, curve = _reachable(project, pairs, grid)
     for k, d in enumerate(domains):
         c = colors[k % len(colors)]
         xs = [int(s) for s in scales]

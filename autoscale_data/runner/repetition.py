@@ -24,6 +24,7 @@ proxy's own epoch cap is what its pool needs) and named in the dry run.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -40,10 +41,12 @@ from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
 __all__ = [
     "REPETITION_FILE",
     "DomainRepetition",
+    "RepetitionLaw",
     "matched",
     "mix_epochs",
     "proxy_dataset_options",
     "proxy_pools",
+    "repetition_law",
     "repetition_md",
     "repetition_notes",
     "repetition_problems",
@@ -249,11 +252,36 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
     record = {"r_star": R_STAR, "matched": matched(config), "max_epochs": config.max_epochs,
               "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags,
               "proxies": [r.to_json() for r in repetition_records(config, domains)] if matched(config) else []}
+    law = _written_law(fits_dir)
+    if law is not None:
+        record["law"] = law
     fits_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(fits_dir / REPETITION_FILE, record)
     for line in flags:
         log(f"REPETITION: {line}")
     return record
+
+
+def _written_law(fits_dir: Path) -> dict[str, Any] | None:
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None."""
+    try:
+        law = json.loads((fits_dir / layout.PROJECTION).read_text()).get("repetition_law")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+    return dict(law) if isinstance(law, Mapping) else None
+
+
+def _law_md(law: Mapping[str, Any]) -> list[str]:
+    if not law.get("weights"):
+        return [f"- the law in effective tokens could not be used: {law.get('error')}"]
+
+    def mix(weights: Mapping[str, float]) -> str:
+        return ", ".join(f"{d} {w:.3f}" for d, w in weights.items())
+
+    what = "sets AutoScale's mix" if law.get("used") else "reported only (plain proxies)"
+    capped = (law.get("projection") or {}).get("capped") or []
+    return [f"- law in effective tokens ({what}): {mix(law['weights'])}; the raw-token law's: "
+            f"{mix(law['raw_law_weights'])}" + (f"; held at the epoch cap: {', '.join(capped)}" if capped else "")]
 
 
 def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
@@ -278,5 +306,123 @@ def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
         pools = ", ".join(f"{n:,} tokens: {size} sequences ({rec.proxy_epochs[n]:.3g} epochs in the base run)"
                           for n, size in sorted(rec.pools.items()))
         lines.append(f"- proxy pools of {rec.domain}: {pools or 'the whole domain'}")
+    lines += _law_md(record["law"]) if record.get("law") else []
     lines += [f"- {flag}" for flag in record.get("flags", [])]
     return lines
+
+
+@dataclass(frozen=True)
+class RepetitionLaw:
+    """The DDO laws and the projection in effective tokens (``projection.json``'s ``repetition_law``).
+
+    Attributes:
+        used: whether it set the target mix (``ddo.repetition: match``); else it is reported only.
+        method: the projection whose path it followed (``joint`` follows the geometric one).
+        optima: per proxy budget, the effective-token law's optimum at that raw budget
+            (:class:`~autoscale_data.solver.effective.EffectiveOptimum` as JSON).
+        projection: the :class:`~autoscale_data.solver.effective.EffectiveProjection` as JSON.
+        raw_law_weights: the raw-token law's target mix (bounded), for comparison.
+        weights: the effective-token law's target mix with ``ddo.min_weight`` / ``max_weight`` applied.
+        error: why it could not be computed (then nothing else is set and the raw-token mix stands).
+    """
+
+    used: bool
+    method: str
+    optima: dict[int, dict[str, Any]]
+    projection: dict[str, Any] | None
+    raw_law_weights: dict[str, float]
+    weights: dict[str, float]
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        obj = asdict(self)
+        obj["optima"] = {str(k): v for k, v in self.optima.items()}
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> RepetitionLaw:
+        raw = dict(obj)
+        raw["optima"] = {int(k): dict(v) for k, v in raw["optima"].items()}
+        return cls(**raw)
+
+
+def _law_needed(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> bool:
+    return matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, weights).values())
+
+
+def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[int, Any], options: Any,
+                   summary: dict[str, Any], *, log: Any = print) -> dict[str, Any]:
+    """``summary`` (``projection.json``'s dict) with the effective-token law's ``repetition_law`` added.
+
+    With ``ddo.repetition: match`` it sets the target mix (``weights``; the raw-token law's stay in
+    ``repetition_law.raw_law_weights``); otherwise it is computed and reported only, and only when the
+    target mix repeats a domain. Each budget's runs are read in effective tokens against the unique
+    tokens they drew from (a matched proxy's pool, else the whole domain), DDO's laws are fitted on them
+    and optimised at the budget's raw tokens
+    (:func:`~autoscale_data.solver.effective.optimize_effective`; with ``match`` against the pools before
+    their rounding to whole sequences, ``U_d S(N) / S(T)``), the configured projection's path runs
+    through those effective optima, and the target's raw allocation is the point of the path that costs
+    the target budget with the domains' whole unique tokens
+    (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
+    raw-token mix then stands.
+    """
+    from dataclasses import replace
+
+    from ..solver.bounds import apply_weight_bounds
+    from ..solver.ddo import fit_ddo
+    from ..solver.effective import effective_table, optimize_effective, project_effective
+    from ..solver.projection import project
+    from ..solver.repetition import raw_tokens
+    from ..solver.robust import log_share_sd, robust_project
+
+    raw_weights = {d: float(w) for d, w in summary["weights"].items()}
+    if not _law_needed(config, domains, raw_weights):
+        return summary
+    method = summary["method"] if summary["method"] in ("geometric", "robust") else "geometric"
+    used = matched(config)
+    seq = config.seq_len
+    whole = {d: float(n * seq) for d, n in _unique(config, domains).items()}
+    epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
+    fit_options = replace(options, token_caps=None, max_epochs=None)
+    try:
+        optima, fits = {}, []
+        for n, table in sorted(tables.items()):
+            pools = proxy_pools(config, domains, n)
+            drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
+            fit = fit_ddo(effective_table(table, drawn), fit_options)
+            fits.append(fit)
+            # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
+            # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
+            exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if used else whole
+            optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
+                                           raw_caps={d: u * epochs for d, u in exact.items()})
+        scales = [optima[n].scale() for n in sorted(optima)]
+        if method == "robust":
+            sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
+
+            def path(e: float) -> dict[str, float]:
+                return dict(robust_project(scales, e, sd).allocation_tokens)
+        else:
+            def path(e: float) -> dict[str, float]:
+                return dict(project(scales, e).allocation_tokens)
+        proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d, u in whole.items()})
+    except ValueError as exc:
+        log(f"REPETITION: the effective-token law could not be fitted or projected ({exc}); "
+            + ("the raw-token law's mix stands" if used else "reported only"))
+        record = RepetitionLaw(used=False, method=method, optima={}, projection=None, raw_law_weights=raw_weights,
+                               weights={}, error=str(exc))
+        return {**summary, "repetition_law": record.to_json()}
+    bounded = apply_weight_bounds(proj.weights, config.ddo.min_weight, config.ddo.max_weight)
+    record = RepetitionLaw(used=used, method=method, optima={n: o.to_json() for n, o in optima.items()},
+                           projection=proj.to_json(), raw_law_weights=raw_weights, weights=bounded)
+    text = ", ".join(f"{d}={w:.3f} ({proj.epochs[d]:.3g} ep)" for d, w in bounded.items())
+    log(f"repetition-aware law (effective tokens, {method} path; "
+        f"{'sets the target mix' if used else 'reported only'}): {text}"
+        + "".join(f"; {w}" for w in proj.warnings))
+    out = {**summary, "repetition_law": record.to_json()}
+    if used:
+        out.update(weights=bounded, unbounded_weights=dict(proj.weights),
+                   warnings=[*summary.get("warnings", []), *proj.warnings],  # a domain held at its epoch cap
+                   bounds_applied={d: [proj.weights[d], bounded[d]] for d in bounded
+                                   if abs(proj.weights[d] - bounded[d]) > 1e-9})
+    return out

@@ -15,7 +15,10 @@ research they serve:
   :func:`fit_budget_law`, :func:`fit_power_law`, :func:`fit_power_law_batch`, :func:`power_law`;
 - the exact optimisation's checks: :func:`kkt_violation`, :func:`multiplier_bounds`;
 - repeated data in effective tokens (Muennighoff et al. 2023): :func:`effective_tokens`,
-  :func:`raw_tokens`, :data:`R_STAR`, :func:`epochs_table` -> :class:`DomainEpochs`.
+  :func:`raw_tokens`, :data:`R_STAR`, :func:`epochs_table` -> :class:`DomainEpochs`, and DDO and the
+  projection in effective tokens with the budget in raw tokens: :func:`effective_table`,
+  :func:`allocate_effective` -> :class:`EffectiveAllocation`, :func:`optimize_effective` -> :class:`EffectiveOptimum`,
+  :func:`project_effective` -> :class:`EffectiveProjection`, :func:`raw_slope`.
 - the pieces of ``method="auto"``: :func:`observed_best`, :func:`noise_estimate`, :func:`path_scales`.
 """
 
@@ -23,6 +26,16 @@ from __future__ import annotations
 
 from .allocate import kkt_violation, multiplier_bounds
 from .bootstrap import HeldoutCheck, ProjectionBootstrap, bootstrap_projection, heldout_scale_check
+from .effective import (
+    EffectiveAllocation,
+    EffectiveOptimum,
+    EffectiveProjection,
+    allocate_effective,
+    effective_table,
+    optimize_effective,
+    project_effective,
+    raw_slope,
+)
 from .joint import compare_projections, fit_budget_law, per_budget_optima, weight_distance
 from .laws import PowerLawFit, fit_power_law, fit_power_law_batch, power_law
 from .left_out import path_scales
@@ -34,12 +47,17 @@ from .synthetic import synthetic_budget_runs, synthetic_ddo_runs, synthetic_loss
 
 __all__ = [
     "DomainEpochs",
+    "EffectiveAllocation",
+    "EffectiveOptimum",
+    "EffectiveProjection",
     "HeldoutCheck",
     "PowerLawFit",
     "ProjectionBootstrap",
     "R_STAR",
+    "allocate_effective",
     "bootstrap_projection",
     "compare_projections",
+    "effective_table",
     "effective_tokens",
     "epochs_table",
     "fit_budget_law",
@@ -53,9 +71,12 @@ __all__ = [
     "multiplier_bounds",
     "noise_estimate",
     "observed_best",
+    "optimize_effective",
     "path_scales",
     "per_budget_optima",
     "power_law",
+    "project_effective",
+    "raw_slope",
     "raw_tokens",
     "regmix_weights",
     "sample_mixtures",

@@ -62,8 +62,9 @@ def test_small_case_end_to_end(tmp_path: Path) -> None:
     case = SCARCE_PRESETS["small"]
     result = run_scarce_case(tmp_path, case, log=lambda _: None)
     assert {m.label for m in result.grid} == {f"grid {w:.3g}" for w in case.grid}
-    assert {m.label for m in result.mixes} == {"autoscale (plain)", "autoscale (matched)", "ddo_n2 (plain)",
-                                               "ddo_n2 (matched)", "uniform", "natural"}
+    both = {"autoscale (matched, effective law)", "autoscale (matched, raw law)", "autoscale (plain, raw law)",
+            "ddo_n2 (plain)", "ddo_n2 (matched)", "uniform", "natural"}  # + the plain proxies' effective law
+    assert both <= {m.label for m in result.mixes} <= both | {"autoscale (plain, effective law)"}
     assert all(len(m.losses) == len(case.target_seeds) for m in result.grid + result.mixes)
     trained = [m.scarce_weight for m in result.grid]  # the grid's weights in whole sequences
     assert min(trained) <= result.best_weight <= max(trained)
@@ -72,6 +73,8 @@ def test_small_case_end_to_end(tmp_path: Path) -> None:
     plan = json.loads((tmp_path / "report_match.json").read_text())
     repetition = json.loads((tmp_path / "fits" / "repetition.json").read_text())
     assert plan["name"] == "scarce-small-match" and repetition["matched"] is True
+    law = json.loads((tmp_path / "fits" / "projection.json").read_text())["repetition_law"]
+    assert law["used"] and law["projection"]["budget_tokens"] == case.target  # the matched run set its mix
     uniform = next(m for m in result.mixes if m.label == "uniform")
     assert uniform.scarce_epochs > 1  # the target repeats the scarce domain
     assert "## Repetition at the target" in (tmp_path / "report_match.md").read_text()

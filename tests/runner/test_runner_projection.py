@@ -234,3 +234,16 @@ def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) 
                        tmp_path / name, log=lambda _: None)
         weights[name] = fits.weights
     assert weights["a-heavy"]["a"] > weights["mean"]["a"] + 0.05
+
+
+def test_the_weights_plot_skips_budgets_a_decreasing_path_cannot_reach() -> None:
+    from autoscale_data.runner.plots import _reachable
+    from autoscale_data.solver import project
+
+    pairs = [(100.0, {"a": 60.0, "b": 40.0}), (200.0, {"a": 50.0, "b": 150.0})]  # a falls: no total below ~100
+    grid = np.geomspace(50.0, 1e4, 20)
+    kept, curve = _reachable(project, pairs, grid)
+    assert kept is not None and 0 < len(kept) < len(grid) and len(curve) == len(kept) and kept[-1] == 1e4
+    with pytest.raises(ValueError):
+        project(pairs, float(grid[0]))
+    assert _reachable(project, pairs, np.asarray([1.0, 2.0])) == (None, [])

@@ -167,3 +167,71 @@ def test_the_report_carries_the_repetition_record(tmp_path: Path) -> None:
     report = Report(out_dir="x", domains=["big", "small"], repetition=record)
     again = Report.from_json(report.to_json())
     assert again.repetition == record and "repetition" not in Report(out_dir="x").to_json()
+
+
+def _law_tables(cfg, dom: DomainInfo) -> dict:
+    """Each budget's DDO proxies with losses from a law in effective tokens (per domain, against the unique
+    tokens the run drew from: its pool or the whole domain)."""
+    from autoscale_data.solver import Run, RunTable
+    from autoscale_data.solver.repetition import effective_tokens
+
+    a, b = {"big": 0.5, "small": 0.2}, {"big": 0.4, "small": 0.9}
+    tables = {}
+    for n in cfg.ddo.budgets:
+        runs = []
+        for spec in ddo_proxy_specs(cfg, dom, n):
+            unique = {d: (spec.pools or {}).get(d, dom.train_tokens[d] // L) * L for d in dom.names}
+            loss = 2.0 + sum((float(effective_tokens(spec.sequences[d] * L, unique[d])) / n + a[d]) ** -b[d]
+                             for d in dom.names)
+            runs.append(Run(spec.run_id, tokens={d: float(v * L) for d, v in spec.sequences.items()},
+                            loss={"all": loss}, seed=spec.seed, label=spec.label))
+        tables[n] = RunTable(runs)
+    return tables
+
+
+def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwise(tmp_path: Path) -> None:
+    from autoscale_data.runner.repetition import RepetitionLaw, repetition_law
+    from autoscale_data.solver.ddo import DDOOptions
+
+    dom = _domains()
+    options = DDOOptions(objective="mean_loss", min_weight=0.02)
+    raw_mix = {"big": 0.6, "small": 0.4}  # small: 3,277 of 625 sequences at the target = 5.2 epochs
+    summary = {"method": "robust", "weights": dict(raw_mix)}
+    cfg = _config()
+    lines: list[str] = []
+    out = repetition_law(cfg, dom, _law_tables(cfg, dom), options, summary, log=lines.append)
+    law = RepetitionLaw.from_json(out["repetition_law"])
+    assert law.used and law.error is None and law.method == "robust" and law.raw_law_weights == raw_mix
+    assert out["weights"] == law.weights != raw_mix and sum(law.weights.values()) == pytest.approx(1.0)
+    assert sorted(law.optima) == [16384, 32768]
+    for n, opt in law.optima.items():  # each budget's optimum spends its raw tokens, from the unrounded pools
+        assert sum(opt["allocation_tokens"].values()) == pytest.approx(n, rel=1e-9)
+        assert opt["unique"]["small"] == pytest.approx(20_000 * n / 262_144)  # 39.06 / 78.1 sequences of 32
+    proj = law.projection
+    assert proj is not None and sum(proj["allocation_tokens"].values()) == pytest.approx(262_144, rel=1e-9)
+    assert proj["epochs"]["small"] <= 8.0 + 1e-9 and proj["epochs"]["small"] > 1.0
+    assert lines and "sets the target mix" in lines[0]
+    assert out["warnings"] == proj["warnings"]  # a domain held at its cap is flagged in projection.json
+    assert RepetitionLaw.from_json(law.to_json()) == law
+    # fits/repetition.json carries it and the report's section says which law set the mix
+    import json
+
+    from autoscale_data.runner.repetition import repetition_md, write_mix_epochs
+
+    fits = tmp_path / "fits"
+    fits.mkdir()
+    (fits / "projection.json").write_text(json.dumps(out))
+    record = write_mix_epochs(cfg, dom, {"autoscale": law.weights}, fits, log=lambda _: None)
+    assert record["law"] == out["repetition_law"]
+    assert "- law in effective tokens (sets AutoScale's mix): big " in "\n".join(repetition_md(record))
+    # plain proxies: reported only, and only where the target mix repeats a domain
+    off = _config("off")
+    reported = repetition_law(off, dom, _law_tables(off, dom), options, summary, log=lambda _: None)
+    assert reported["weights"] == raw_mix and reported["repetition_law"]["used"] is False
+    assert reported["repetition_law"]["weights"]
+    fresh = {"method": "robust", "weights": {"big": 0.99, "small": 0.01}}
+    assert repetition_law(off, dom, _law_tables(off, dom), options, fresh, log=lambda _: None) == fresh
+    # a failure is recorded and logged, and the raw-token mix stands
+    broken = {n: t for n, t in _law_tables(cfg, dom).items() if n == 16384}
+    failed = repetition_law(cfg, dom, broken, options, summary, log=lines.append)
+    assert failed["weights"] == raw_mix and failed["repetition_law"]["error"] and "could not" in lines[-1]
