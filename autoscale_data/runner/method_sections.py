@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import is_int, is_number
+from .layout import ADO, ODM
 from .sections import check_int_field, check_number_field, field_error
 
 __all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
 
 #: The settings each online controller takes (``online.ado`` / ``online.odm``; see :mod:`autoscale_data.online`).
-ONLINE_OPTIONS = {"ado": ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
-                  "odm": ("reward_scale",)}
+ONLINE_OPTIONS = {ADO: ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
+                  ODM: ("reward_scale",)}
 
 #: RegMix regressions (``solver.regmix_weights``'s ``model``).
 REGRESSION_MODELS = ("linear", "lightgbm", "auto")

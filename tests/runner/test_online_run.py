@@ -157,9 +157,13 @@ def test_ado_and_odm_end_to_end_with_verdicts_and_no_extension(stores: Path, tmp
         assert rec["skipped"] is None and rec["cost_run_ids"] == [] and rec["cost_tokens"] == 0
         assert rec["details"]["online"]["every"] == 2
         assert set(report.targets[name].seeds) == {0, 1}
+        realised = []
         for s in (s for s in online if s["label"] == name):
             result = json.loads((out / "runs" / s["run_id"] / "result.json").read_text())
             assert result["step_hook"]["kind"] == name and result["step_hook"]["updates"] > 0
+            realised.append(result["step_hook"]["realised"])
+        mean = {d: sum(w[d] for w in realised) / 2 for d in realised[0]}
+        assert report.comparison.rows[name].weights == pytest.approx(mean)  # the realised mix, not the initial
     comp = report.comparison
     assert comp is not None and list(comp.rows) == ["autoscale", "uniform", "ado", "odm"]
     for name in ("ado", "odm"):
