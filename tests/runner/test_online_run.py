@@ -212,3 +212,15 @@ def test_sigkill_during_an_online_target_run_then_rerun_gives_the_uninterrupted_
     clean = train_mod.train_run(cfg, spec, domains, tmp_path / "clean" / spec.run_id, progress=False)
     assert clean["step_hook"]["weights"] != [clean["step_hook"]["weights"][0]] * len(clean["step_hook"]["weights"])
     assert _comparable(resumed) == _comparable(clean)
+
+
+def test_the_dry_run_counts_the_online_targets_and_their_zero_cost(stores: Path, tmp_path: Path) -> None:
+    cfg = _config(stores, target={"baselines": ["ado", "odm"]})
+    runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
+    text = runner.describe()
+    proxies = sum(len(v) for v in runner.proxy_specs().values())
+    assert f"total: {proxies + 3} runs" in text  # autoscale, ado and odm at the target, after the fits
+    assert text.count("weights chosen during the run (online mixing)") == 2
+    for name in ("ado", "odm"):
+        line = next(ln for ln in text.splitlines() if ln.split()[:1] == [name] and "tokens" in ln)
+        assert line.split()[1:5] == ["0", "runs", "0", "tokens"] and line.endswith("x0.00")
