@@ -4,6 +4,7 @@ runner), the plan-to-report path, and what is refused (domain pools, extending a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -132,7 +133,8 @@ def test_an_online_run_killed_after_a_checkpoint_resumes_to_the_same_run(stores:
     with pytest.raises(_Killed):
         train_mod.train_run(cfg, spec, domains, tmp_path / "killed", progress=False)
     monkeypatch.setattr(train_mod, "save_checkpoint", real)
-    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "killed", progress=False)
+    workers = dataclasses.replace(cfg, num_workers=2)  # resumed with DataLoader workers: the same stream
+    resumed = train_mod.train_run(workers, spec, domains, tmp_path / "killed", progress=False)
     assert resumed["resumed_at"] == [12]
     assert _comparable(resumed) == _comparable(full)
 
@@ -224,3 +226,22 @@ def test_the_dry_run_counts_the_online_targets_and_their_zero_cost(stores: Path,
     for name in ("ado", "odm"):
         line = next(ln for ln in text.splitlines() if ln.split()[:1] == [name] and "tokens" in ln)
         assert line.split()[1:5] == ["0", "runs", "0", "tokens"] and line.endswith("x0.00")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_online_run_on_two_processes_reads_what_its_controller_decided(stores: Path, tmp_path: Path) -> None:
+    """Two ranks (gloo): every rank makes the same update from the all-reduced losses, so their slices of
+    the decided segments add up to the realised mix exactly."""
+    cfg = _config(stores, procs=2, micro_batch_size=2, device="cpu", online={"every": 2})
+    spec = online_target_spec(cfg, inspect_domains(cfg), "odm", 0)
+    lines: list[str] = []
+    MixtureRunner(cfg, tmp_path / "out", log=lines.append, progress=False).train_runs([spec])
+    run_dir = tmp_path / "out" / "runs" / spec.run_id
+    assert (run_dir / "result.json").exists(), "\n".join(lines) + (run_dir / "train.log").read_text()[-3000:]
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["world_size"] == 2 and result["step_hook"]["updates"] == spec.total_sequences // 8 // 2
+    total = sum(result["tokens"].values())
+    assert total == spec.total_tokens
+    assert {d: n / total for d, n in result["tokens"].items()} == pytest.approx(result["step_hook"]["realised"],
+                                                                                 abs=1e-12)
