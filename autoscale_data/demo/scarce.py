@@ -142,6 +142,8 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["name"] = f"scarce-{case.name}-{repetition}"
     raw["max_epochs"] = case.max_epochs
     raw["ddo"]["repetition"] = repetition
+    # the projection the case was measured with (docs/demo-and-evaluation.md); ``auto`` would keep DDO(N2) here
+    raw["ddo"]["projection"] = "robust"
     raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 

@@ -59,6 +59,9 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
                        per_seed={str(r["seed"]): float(r[key]) for r in sorted(rs, key=lambda r: int(r["seed"]))},
                        losses=losses,
                        worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)
+            realised = [r["step_hook"]["realised"] for r in rs if "realised" in (r.get("step_hook") or {})]
+            if realised:  # an online run's mix was chosen during training: its realised mix, mean over seeds
+                row["weights"] = {d: statistics.fmean(w[d] for w in realised) for d in realised[0]}
         rows[name] = MethodRow(**row)
     return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows)
 

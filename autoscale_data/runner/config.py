@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import require
-from .method_sections import DoReMiConfig, RegMixConfig
+from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
 from .sections import (
     DDOConfig,
     DeepSpeedConfig,
@@ -70,6 +70,7 @@ class RunnerConfig:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     regmix: RegMixConfig | None = None  # the regmix / mixing_law baselines' runs (None: their defaults)
     doremi: DoReMiConfig | None = None  # the doremi baseline's settings (None: its defaults)
+    online: OnlineMixingConfig | None = None  # the ado / odm baselines' controllers (None: their defaults)
     name: str = "autoscale"
     base_dir: str = "."
 
@@ -131,6 +132,7 @@ _SECTIONS: dict[str, type] = {
     "executor": ExecutorConfig,
     "regmix": RegMixConfig,
     "doremi": DoReMiConfig,
+    "online": OnlineMixingConfig,
 }
 
 
@@ -170,7 +172,7 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
         raise ValueError("config is missing the required key 'domains' (a prepared-store directory "
                          "or a mapping domain -> store path)")
     for name, cls in _SECTIONS.items():
-        if name in ("regmix", "doremi") and top.get(name, 0) is None:
+        if name in ("regmix", "doremi", "online") and top.get(name, 0) is None:
             continue  # unset: the method's defaults (and no change to an older folder's config)
         if name in top:
             section = dict(top[name] or {})

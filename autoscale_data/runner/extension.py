@@ -167,6 +167,11 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
 
     parent = find_parent(out, run, seed)
     where = f"{parent.name} ({parent.run_id})"
+    kind = (parent.hook or {}).get("kind")
+    if kind in layout.ONLINE_MIXES:
+        raise ValueError(f"run {where} is an online-mixing run ({kind}): its mix was chosen during training by a "
+                         "controller, which leaves no mix to continue under, so it cannot be extended; train a target run "
+                         f"at the larger budget instead (target.budget, with target.baselines: [{kind}])")
     if ledger.result(parent.run_id) is None:
         raise ValueError(f"run {where} has not finished: train it first (`autoscale-data run CONFIG "
                          f"--out {os.fspath(out)}`)")

@@ -13,6 +13,9 @@ hook's whole config; it enters the run id). The trainer (:mod:`.train`) then bui
   with their graph, each sequence's domain, which micro-batch of the step); returns the loss to
   backpropagate instead of the model's mean loss, or ``None`` to keep it. The logged training loss
   stays the model's own mean loss.
+- ``observe_losses(losses, domain, mask)`` (optional): every micro-batch, the per-token training losses
+  the trainer computes for its per-domain training loss (no gradient), each sequence's domain and the
+  token mask; a hook that only needs per-domain losses (an online controller) reads them here.
 - ``after_step(step)``: after every optimizer step (``step``: the steps this run has done; a hook that
   acts every k steps tests ``step % k``).
 - ``state_dict()``: JSON-able state saved in every checkpoint (under ``"step_hook"``), so a run killed
@@ -20,7 +23,8 @@ hook's whole config; it enters the run id). The trainer (:mod:`.train`) then bui
 - ``summary()``: JSON-able record written into the run's ``result.json`` under ``"step_hook"``.
 
 :class:`DoReMiHook` (``kind: "doremi"``) is DoReMi's Group DRO for its proxy run. Further kinds are
-added with :func:`register_step_hook`.
+added with :func:`register_step_hook`; ``ado`` and ``odm`` (online mixing of a target run) are
+:class:`~autoscale_data.runner.online.OnlineMixingHook`.
 """
 
 from __future__ import annotations
@@ -108,6 +112,8 @@ def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
     """
     if hook is None:
         return None
+    from . import online  # noqa: F401  (registers the online-mixing kinds ado and odm)
+
     kind = hook.get("kind")
     if kind not in STEP_HOOKS:
         raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {sorted(STEP_HOOKS)}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "ANYTIME",
+    "ADO",
     "AUTOSCALE",
     "BOOTSTRAP",
     "CHECKPOINT_DIR",
@@ -44,6 +45,8 @@ __all__ = [
     "MIXTURE_PLAN",
     "MIXTURE_PLAN_ERROR",
     "NATURAL",
+    "ODM",
+    "ONLINE_MIXES",
     "PLAN",
     "PLOTS",
     "PLOT_CURVES",
@@ -128,12 +131,17 @@ UNIFORM = "uniform"
 DOREMI = "doremi"
 REGMIX = "regmix"
 MIXING_LAW = "mixing_law"
+ADO = "ado"
+ODM = "odm"
 #: Every target mix: AutoScale first, then the baselines a config may ask for.
-TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW)
+TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW, ADO, ODM)
 #: What ``target.baselines`` may name.
-TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW)
+TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW, ADO, ODM)
 #: Mixes known only after the fits (the rest are known from the stores or, below, from runs of their own).
 FITTED_MIXES = (AUTOSCALE, ANYTIME, DDO_N2)
 #: Other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's swarm, the
 #: DDO proxies at N2 for RegMix and the data mixing law).
 METHOD_MIXES = (DOREMI, REGMIX, MIXING_LAW)
+#: Mixes chosen during the target run itself by an online controller (no runs of their own; see
+#: :mod:`.online`): ADO and ODM.
+ONLINE_MIXES = (ADO, ODM)

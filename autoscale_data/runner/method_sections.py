@@ -9,6 +9,8 @@ defaults below. Every bad value raises ``ValueError`` naming the field, the valu
   small budget (RegMix's own recipe), planned, trained and resumed like the proxies.
 - ``doremi``: the reference run's mix, the budget of the reference and the proxy, and the
   exponentiated-gradient step size and smoothing of DoReMi's Group DRO (the official defaults 1 and 1e-3).
+- ``online`` (read by the ``ado`` and ``odm`` baselines): how often the controller of an online-mixing
+  target run updates the mix, how far ahead it decides, and each controller's own settings.
 """
 
 from __future__ import annotations
@@ -18,9 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import is_int, is_number
+from .layout import ADO, ODM
 from .sections import check_int_field, check_number_field, field_error
 
-__all__ = ["DoReMiConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
+__all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
+
+#: The settings each online controller takes (``online.ado`` / ``online.odm``; see :mod:`autoscale_data.online`).
+ONLINE_OPTIONS = {ADO: ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
+                  ODM: ("reward_scale",)}
 
 #: RegMix regressions (``solver.regmix_weights``'s ``model``).
 REGRESSION_MODELS = ("linear", "lightgbm", "auto")
@@ -142,3 +149,35 @@ class DoReMiConfig:
             raise field_error("doremi", "smoothing", self.smoothing, "a number in [0, 1)")
         if self.seed is not None and not (is_int(self.seed) and self.seed >= 0):
             raise field_error("doremi", "seed", self.seed, "an integer >= 0 or null")
+
+
+@dataclass(frozen=True)
+class OnlineMixingConfig:
+    """The online-mixing baselines ``ado`` and ``odm``: target runs whose mix a controller chooses during training.
+
+    ``every``: optimizer steps between two updates of the mix (each update all-reduces the per-domain
+    training losses once and decides a later segment of the stream). ``lookahead``: segments decided
+    ahead (``None``: the dataset's default, one). ``ado`` / ``odm``: the controller's settings (ADO:
+    ``warmup``, ``fit_after``, ``refit_every``, ``min_prob``, ``history_decay``, ``grid``; ODM:
+    ``reward_scale``), checked against the stores' domains before anything trains.
+    """
+
+    every: int = 10
+    lookahead: int | None = None
+    ado: dict[str, Any] = field(default_factory=dict)
+    odm: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_int_field("online", "every", self.every)
+        if self.lookahead is not None:
+            check_int_field("online", "lookahead", self.lookahead)
+        for name, known in ONLINE_OPTIONS.items():
+            raw = _mapping("online", name, getattr(self, name)) or {}
+            unknown = sorted(set(raw) - set(known))
+            if unknown:
+                raise field_error("online", name, raw, f"settings from {list(known)} (unknown: {unknown})")
+            object.__setattr__(self, name, raw)
+
+    def options(self, method: str) -> dict[str, Any]:
+        """The settings of controller ``method`` (``"ado"`` or ``"odm"``)."""
+        return dict(sorted(getattr(self, method).items()))

@@ -24,7 +24,8 @@ e.g. LLaMA-1's), ``autoscale_anytime`` (the mixture plan's path), ``regmix`` (Re
 regression of the objective on the mixture, then a simplex search), ``mixing_law`` (Data Mixing Laws,
 Ye et al. 2024: ``L_i = c_i + k_i exp(t_i . w)`` per domain, minimised), ``doremi`` (DoReMi, Xie et al.
 2023: the average Group-DRO weights of a proxy trained against a reference model; see
-:class:`~autoscale_data.runner.hooks.DoReMiHook`). A new method subclasses :class:`MixingMethod` and is
+:class:`~autoscale_data.runner.hooks.DoReMiHook`), ``ado`` and ``odm`` (online mixing: the mix chosen
+during each target run by a controller, no runs before; see :mod:`~autoscale_data.runner.online`). A new method subclasses :class:`MixingMethod` and is
 added with :func:`register_method`; a name it registers is what ``target.baselines`` may name once
 :data:`~autoscale_data.runner.layout.TARGET_BASELINES` lists it.
 
@@ -391,6 +392,9 @@ for _m in (_AutoScale(), _DDON2(), _Anytime(), _RegMix(), _MixingLaw(), _DoReMi(
            _Fixed(layout.UNIFORM, "equal weights"), _Fixed(layout.NATURAL, "each domain's share of the tokens"),
            _Fixed(layout.REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)")):
     register_method(_m)
+
+
+from . import online as _online  # noqa: E402,F401  (registers the online methods ado and odm)
 
 
 def selected_methods(config: RunnerConfig) -> list[MixingMethod]:

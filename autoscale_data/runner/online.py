@@ -1,145 +1,159 @@
-"""Online-mixing target runs (``target.baselines: [ado, odm]``): their spec and the per-step hook of training.
+"""Online-mixing target runs (``target.baselines: [ado, odm]``): a mixing method and a step hook.
 
 An online run is a target run whose stream follows a controller
-(:class:`~autoscale_data.dataset.online.OnlineMixture`): it starts at the controller's initial
-weights (ADO: the natural mix, its prior; ODM: uniform) and every ``every`` optimizer steps the
-controller sees the all-reduced per-domain training losses and decides a later segment.
+(:class:`~autoscale_data.dataset.online.OnlineMixture`): it starts at the controller's initial weights
+(ADO: the natural mix, its prior; ODM: uniform) and every ``online.every`` optimizer steps the
+controller sees the per-domain training losses (all-reduced once) and decides a later segment. It
+goes through the runner's two general mechanisms, nothing of its own:
 
-- :class:`OnlineConfig`: the controller and its settings (JSON, validated).
-- :func:`online_target_spec`: the target :class:`OnlineRunSpec` (a :class:`RunSpec` that carries
-  the controller config in ``online``; its run id hashes it).
-- :class:`OnlineStepHook` (:func:`online_hook`): what the training loop calls: ``on_tokens`` with
-  each micro-step's per-token losses, ``on_step`` after each optimizer step. Its state is part of
-  the dataset's state (the segment log, the controller, the loss window), which the runner's
-  checkpoints already hold, so a run killed and resumed continues exactly.
+- the registry of methods (:mod:`.methods`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
+  before its targets (its cost is 0 extra runs: the mix is chosen inside the target run) and returns
+  its own target :class:`~autoscale_data.runner.plan.RunSpec` s (:func:`online_target_spec`), whose
+  ``hook`` is ``{"kind": "ado" | "odm", "every", "lookahead", "options"}`` (so the controller enters the
+  run id);
+- the trainer's step hooks (:mod:`.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
+  puts the run's dataset in online mode (before the trainer loads a checkpoint's dataset state: the
+  state of an online dataset only loads into one); ``observe_losses`` feeds the trainer's per-token
+  losses of every micro-batch to the mixture's loss meter (the losses the trainer computes anyway for
+  its per-domain training loss); ``after_step`` makes the update when it is due. The controller's state,
+  the segment log and the loss window travel in the dataset's state, which every checkpoint holds, so a
+  run killed and resumed continues exactly. ``summary()`` (in ``result.json`` under ``"step_hook"``)
+  gives the segments' weights and the realised mix.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._checks import check_int
-from ..dataset.online import OnlineMixture
-from ..online import ADO, ODM
-from .plan import DomainInfo, RunSpec, id_payload, target_spec
+from . import layout
+from .hooks import HookBatch, HookContext, register_step_hook
+from .methods import MethodContext, MixingMethod, TargetChoice, register_method
+from .plan import DomainInfo, RunSpec, target_spec
 
-__all__ = ["ONLINE_METHODS", "OnlineConfig", "OnlineRunSpec", "OnlineStepHook", "online_hook", "online_target_spec"]
-
-ONLINE_METHODS = ("ado", "odm")
-_OPTIONS = {"ado": ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
-            "odm": ("reward_scale",)}
+__all__ = ["OnlineMethod", "OnlineMixingHook", "make_controller", "online_hook_config", "online_target_spec"]
 
 
-@dataclass(frozen=True)
-class OnlineConfig:
-    """An online-mixing target run's controller.
+def _settings(config: Any) -> Any:
+    from .method_sections import OnlineMixingConfig
 
-    Args:
-        method: ``"ado"`` or ``"odm"``.
-        every: optimizer steps per segment (between controller updates).
-        lookahead: segments decided ahead (default: ``OnlineMixture``'s, from ``prefetch_steps``).
-        options: the controller's keyword settings (ADO: ``warmup``, ``fit_after``, ``refit_every``,
-            ``min_prob``, ``history_decay``, ``grid``; ODM: ``reward_scale``).
+    return config.online or OnlineMixingConfig()
+
+
+def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float],
+                    options: Mapping[str, Any]) -> Any:
+    """A fresh controller ``kind`` (``"ado"``: prior ``natural``; ``"odm"``) over ``names`` with ``options``.
+
+    Raises:
+        ValueError: an unknown kind, or a setting the controller refuses (it names the value).
+    """
+    from ..online import ADO, ODM
+
+    if kind == layout.ADO:
+        return ADO(list(names), {n: float(natural[n]) for n in names}, **dict(options))
+    if kind == layout.ODM:
+        return ODM(list(names), **dict(options))
+    raise ValueError(f"online controller {kind!r} is unknown: expected one of {list(layout.ONLINE_MIXES)}")
+
+
+def online_hook_config(config: Any, method: str) -> dict[str, Any]:
+    """The step-hook config of an online target run of ``method`` under ``config``'s ``online:`` section."""
+    s = _settings(config)
+    return {"kind": method, "every": int(s.every), "lookahead": s.lookahead, "options": s.options(method)}
+
+
+def online_target_spec(config: Any, domains: DomainInfo, method: str, seed: int) -> RunSpec:
+    """The target run of ``method`` (``"ado"`` / ``"odm"``) at ``seed``: sequences at the controller's
+    initial weights, its hook config (and so the controller's settings) in the run id."""
+    hook = online_hook_config(config, method)
+    initial = make_controller(method, domains.names, domains.natural_weights(), hook["options"]).initial_weights()
+    return target_spec(config, domains, method, initial, seed, hook=hook)
+
+
+class OnlineMethod(MixingMethod):
+    """``ado`` / ``odm``: one online-mixing target run per target seed; no runs before them."""
+
+    after_runs = True  # planned with the other target runs, once the proxies are fitted
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name, self.source = name, source
+
+    def check(self, ctx: MethodContext) -> None:
+        hook = online_hook_config(ctx.config, self.name)
+        try:
+            make_controller(self.name, ctx.domains.names, ctx.domains.natural_weights(), hook["options"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"config online.{self.name} = {hook['options']!r} does not make a {self.name} "
+                             f"controller over the stores' domains {list(ctx.domains.names)}: {exc}") from None
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        specs = tuple(online_target_spec(ctx.config, ctx.domains, self.name, seed) for seed in ctx.config.target.seeds)
+        hook = dict(specs[0].hook or {})
+        return TargetChoice(specs=specs, details={
+            "online": {k: v for k, v in hook.items() if k != "kind"}, "initial_weights": specs[0].weights,
+            "note": "chosen during each target run: the realised mix is in its result.json (step_hook.realised)"})
+
+
+class OnlineMixingHook:
+    """The trainer's side of an online run (the step-hook protocol of :mod:`.hooks`).
+
+    Config: ``{"kind": "ado" | "odm", "every": k, "lookahead": L or None, "options": {...}}``.
     """
 
-    method: str
-    every: int = 10
-    lookahead: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    def __init__(self, hook: Mapping[str, Any]) -> None:
+        self.kind = str(hook["kind"])
+        self.every = int(hook["every"])
+        self.lookahead = None if hook.get("lookahead") is None else int(hook["lookahead"])
+        self.options = dict(hook.get("options") or {})
+        self.mixture: Any = None
+        self.names: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.method not in ONLINE_METHODS:
-            raise ValueError(f"online method must be one of {list(ONLINE_METHODS)}, got {self.method!r}")
-        check_int("online.every", self.every)
-        check_int("online.lookahead", self.lookahead, allow_none=True)
-        unknown = sorted(set(self.options) - set(_OPTIONS[self.method]))
-        if unknown:
-            raise ValueError(f"unknown {self.method} option(s) {unknown}; known: {list(_OPTIONS[self.method])}")
-        object.__setattr__(self, "options", dict(self.options))
+    def bind(self, ctx: HookContext) -> None:
+        """Put the run's dataset in online mode (fresh: before any state is loaded into it)."""
+        from ..dataset.online import OnlineMixture
 
-    def to_json(self) -> dict[str, Any]:
-        return {"method": self.method, "every": self.every, "lookahead": self.lookahead,
-                "options": dict(sorted(self.options.items()))}
+        self.names = tuple(ctx.names)
+        controller = make_controller(self.kind, self.names, ctx.domains.natural_weights(), self.options)
+        self.mixture = OnlineMixture(ctx.dataset, controller, every=self.every,
+                                     sequences_per_step=ctx.config.global_batch_size, lookahead=self.lookahead)
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> OnlineConfig:
-        return cls(obj["method"], int(obj.get("every", 10)), obj.get("lookahead"), dict(obj.get("options") or {}))
-
-    def controller(self, names: list[str], natural: Mapping[str, float]) -> Any:
-        """A fresh controller over ``names`` (ADO's prior: ``natural``)."""
-        if self.method == "ado":
-            return ADO(names, {n: float(natural[n]) for n in names}, **self.options)
-        return ODM(names, **self.options)
-
-    def initial_weights(self, names: list[str], natural: Mapping[str, float]) -> dict[str, float]:
-        return self.controller(names, natural).initial_weights()
-
-
-@dataclass(frozen=True)
-class OnlineRunSpec(RunSpec):
-    """A target :class:`RunSpec` whose stream follows a controller: ``online`` is its :class:`OnlineConfig` JSON."""
-
-    online: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "online": dict(self.online)}
-
-
-def online_target_spec(config: Any, domains: DomainInfo, online: OnlineConfig, seed: int) -> OnlineRunSpec:
-    """The target run of ``online.method`` at ``config.target.budget``: sequences at the initial weights,
-    the run id hashing the controller config too (so an ADO run never shares an id with a fixed one)."""
-    names = list(domains.names)
-    base = target_spec(config, domains, online.method, online.initial_weights(names, domains.natural_weights()),
-                       seed)
-    payload = {**id_payload(base.settings, base.sequences, base.seed, base.eval_points), "online": online.to_json()}
-    run_id = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-    fields = {k: v for k, v in asdict(base).items() if k != "run_id"}
-    return OnlineRunSpec(run_id=run_id, **fields, online=online.to_json())
-
-
-class OnlineStepHook:
-    """The training loop's side of an online run.
-
-    Args:
-        dataset: the run's ``ScaleAwareMixtureDataset`` (fresh: before its state is loaded on a resume).
-        online: the run's :class:`OnlineConfig`.
-        natural: the natural mix (ADO's prior).
-        global_batch_size: sequences per optimizer step, all ranks and micro-steps together.
-        group: the process group of the update's all-reduce (default: the world).
-    """
-
-    def __init__(self, dataset: Any, online: OnlineConfig, natural: Mapping[str, float], global_batch_size: int,
-                 group: Any = None) -> None:
-        names = list(dataset.domain_names)
-        self.group = group
-        self.mixture = OnlineMixture(dataset, online.controller(names, natural), every=online.every,
-                                     sequences_per_step=global_batch_size, lookahead=online.lookahead)
-
-    def on_tokens(self, token_losses: Any, domain: Any, mask: Any = None) -> None:
-        """Every micro-step: its per-token losses (``[B, T]``, any device), domain ids and optional mask."""
-        self.mixture.meter.update(token_losses.detach(), domain, mask=mask)
-
-    def on_step(self, done: int) -> dict[str, float] | None:
-        """After optimizer step ``done`` (1-based), on every rank: the update when it is due."""
-        if self.mixture.due(done):
-            return self.mixture.update(done, group=self.group)
+    def loss(self, batch: HookBatch) -> None:
+        """The model's own loss is trained (``None``)."""
         return None
+
+    def observe_losses(self, losses: Any, domain: Any, mask: Any) -> None:
+        """Every micro-batch: the trainer's per-token losses (``[B, T]``), each sequence's domain, the mask."""
+        self.mixture.meter.update(losses, domain, mask=mask)
+
+    def after_step(self, step: int) -> None:
+        """After optimizer step ``step``: the controller's update when it is due (on every rank)."""
+        if self.mixture.due(step):
+            self.mixture.update(step)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The updates made (the controller itself is in the dataset's state of the same checkpoint)."""
+        return {"kind": self.kind, "updates": int(self.mixture.updates)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Check the kind; the dataset's state (loaded next by the trainer) restores the controller."""
+        if state.get("kind") != self.kind:
+            raise ValueError(f"the checkpoint's step hook is {state.get('kind')!r}, this run's is {self.kind!r}")
 
     def summary(self) -> dict[str, Any]:
-        """For the run's result: the controller, the segments decided and their weights."""
+        """The controller, its updates, every decided segment (first stream position and weights) and the
+        realised mix (each domain's share of the sequences decided)."""
         log = self.mixture.segment_log()
-        return {"controller": self.mixture.config["controller"], "every": self.mixture.every,
-                "lookahead": self.mixture.lookahead, "starts": log["starts"], "weights": log["weights"]}
+        totals = [sum(col) for col in zip(*log["counts"], strict=True)] if log["counts"] else [0] * len(self.names)
+        whole = sum(totals) or 1
+        return {"kind": self.kind, "controller": self.mixture.config["controller"], "every": self.every,
+                "lookahead": self.mixture.lookahead, "updates": int(self.mixture.updates),
+                "starts": log["starts"], "weights": log["weights"],
+                "realised": {d: n / whole for d, n in zip(self.names, totals, strict=True)}}
 
 
-def online_hook(dataset: Any, spec: RunSpec, natural: Mapping[str, float], global_batch_size: int,
-                group: Any = None) -> OnlineStepHook | None:
-    """The hook of an :class:`OnlineRunSpec` (``None`` for any other run)."""
-    online = getattr(spec, "online", None)
-    if not online:
-        return None
-    return OnlineStepHook(dataset, OnlineConfig.from_json(online), natural, global_batch_size, group)
+for _kind, _source in ((layout.ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix "
+                                    "following their slopes; no proxy runs (0 extra runs: chosen inside the target run)"),
+                       (layout.ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy "
+                                    "runs (0 extra runs: chosen inside the target run)")):
+    register_step_hook(_kind, OnlineMixingHook)
+    register_method(OnlineMethod(_kind, _source))

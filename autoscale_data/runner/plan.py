@@ -464,12 +464,14 @@ def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: i
 
 
 def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: Mapping[str, float] | None,
-                seed: int, *, plan: Any = None) -> RunSpec:
+                seed: int, *, plan: Any = None, hook: Mapping[str, Any] | None = None) -> RunSpec:
     """One run at the target budget with the given mixture ``weights`` (missing domains get 0).
 
     With ``plan`` (a :class:`~autoscale_data.solver.MixturePlan` or its JSON) the run follows the
     anytime schedule instead: ``weights`` is ignored, the final counts are the plan's allocation at
-    the target budget, and the plan's JSON is stored in the spec (and so in ``job.json``).
+    the target budget, and the plan's JSON is stored in the spec (and so in ``job.json``). ``hook``
+    gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
+    initial weights; see :mod:`~autoscale_data.runner.online`).
     """
     total = _batch_sequences(config, config.target.budget)
     if plan is not None:
@@ -483,7 +485,8 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
         raise ValueError(f"mix {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
     counts = largest_remainder(full, total)
-    return _make(config, domains, _Role("target", config.target.budget, label, seed), counts)
+    return _make(config, domains, _Role("target", config.target.budget, label, seed), counts,
+                 hook=None if hook is None else dict(hook))
 
 
 def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, budget: int,

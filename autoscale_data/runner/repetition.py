@@ -355,7 +355,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     """``summary`` (``projection.json``'s dict) with the effective-token law's ``repetition_law`` added.
 
     With ``ddo.repetition: match`` it sets the target mix (``weights``; the raw-token law's stay in
-    ``repetition_law.raw_law_weights``); otherwise it is computed and reported only, and only when the
+    ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``,
+    chosen by ``auto`` where no trend is determined); otherwise it is computed and reported only, and only when the
     target mix repeats a domain. Each budget's runs are read in effective tokens against the unique
     tokens they drew from (a matched proxy's pool, else the whole domain), DDO's laws are fitted on them
     and optimised at the budget's raw tokens
@@ -379,7 +380,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     if not _law_needed(config, domains, raw_weights):
         return summary
     method = summary["method"] if summary["method"] in ("geometric", "robust") else "geometric"
-    used = matched(config)
+    # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
+    used = matched(config) and summary["method"] != "observed"
     seq = config.seq_len
     whole = {d: float(n * seq) for d, n in _unique(config, domains).items()}
     epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)

@@ -224,7 +224,8 @@ class TargetConfig:
     - other methods, each choosing its mix from runs the runner trains for it (see
       :mod:`~autoscale_data.runner.methods` and the top-level ``regmix:`` / ``doremi:`` sections):
       ``regmix`` and ``mixing_law`` (fitted on the DDO proxies at N2 and/or a swarm of random mixtures),
-      ``doremi`` (a reference run and a Group-DRO proxy run; its average weights).
+      ``doremi`` (a reference run and a Group-DRO proxy run; its average weights); ``ado`` and ``odm``
+      (online mixing: the mix chosen during each target run by a controller, the ``online:`` section).
     - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
       ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
       per domain follow the plan's optimal-allocation path, so every intermediate point of the run

@@ -287,6 +287,9 @@ class _Trainer:
     def _count_domains(self, logits: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor) -> None:
         losses, keep = _token_losses(logits, labels, self.family)
         self.meter.update(losses, domain, mask=keep)
+        observe = getattr(self.hook, "observe_losses", None)
+        if observe is not None:  # e.g. an online controller's loss window (protocol in .hooks)
+            observe(losses, domain, keep)
 
     def _optimizer_step(self) -> None:
         if self.engine is not None:
@@ -358,7 +361,7 @@ class _Trainer:
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._build()
-        self._bind_hook(names, ds)
+        self._bind_hook(names, ds)  # before the checkpoint: an online run's dataset state loads only in online mode
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state = load_checkpoint(ckpt_dir, self, info)
         from_final = False
