@@ -135,11 +135,31 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
+def _plan(scales: Any, args: argparse.Namespace, caps: dict[str, float] | None) -> MixturePlan:
+    """The mixture plan through ``scales`` for ``--plot`` / ``--save-plan``; a domain left out says so."""
+    try:
+        return MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs)
+    except ValueError as exc:
+        if "allocations must be > 0" not in str(exc):
+            raise
+        raise ValueError(f"--save-plan/--plot: the answer leaves a domain out ({exc}); a mixture plan (weights as "
+                         "a function of the budget) needs every domain above 0 at every budget: give --min-weight "
+                         "(e.g. 0.01), or use the mix at the target (printed without --save-plan)") from None
+
+
 def _spread_warnings(table: RunTable, name: str) -> list[str]:
-    """Runs whose total tokens are far (> 10%) from the table's median: a table is read as one budget."""
-    tot = table.tokens_matrix().sum(axis=1)
+    """Runs whose total tokens are far (> 10%) from the table's median: a table is read as one budget.
+
+    A DDO design's base run and its perturbations (runs that differ from the table's per-domain
+    median in at most one domain) are far by design and not named.
+    """
+    tok = table.tokens_matrix()
+    tot = tok.sum(axis=1)
     med = float(np.median(tot))
-    far = [(r.run_id, n / med) for r, n in zip(table.runs, tot, strict=True) if med > 0 and abs(n / med - 1) > 0.1]
+    base = np.median(tok, axis=0)
+    changed = (np.abs(tok - base) > 0.01 * np.maximum(np.abs(base), 1e-12)).sum(axis=1)
+    far = [(r.run_id, n / med) for r, n, c in zip(table.runs, tot, changed, strict=True)
+           if med > 0 and abs(n / med - 1) > 0.1 and c > 1]
     if not far:
         return []
     shown = ", ".join(f"{rid!r} ({x:.3g}x)" for rid, x in far[:5]) + (f" and {len(far) - 5} more" if len(far) > 5 else "")
@@ -202,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
                 else f"{used} projection")
         text = f"mix at {out['budget_tokens']:.4g} tokens ({what}):"
     if args.plot or args.save_plan:
-        plan = MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs)
+        plan = _plan(scales, args, caps)
         if args.plot:
             plot_weights(plan, args.target_tokens, args.plot)
         if args.save_plan:

@@ -93,3 +93,23 @@ def test_project_needs_scales_or_runs(tmp_path, capsys):
     (tmp_path / "s.json").write_text(json.dumps({"scales": []}))
     assert main(["project", str(tmp_path / "s.json"), "--target-tokens", "1e9", "--method", "joint"]) == 2
     assert "--method joint fits the runs themselves" in capsys.readouterr().err
+
+
+def test_project_on_ddo_designs_warns_of_no_spread_and_names_a_left_out_domain_for_the_plan(tmp_path, capsys):
+    from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+    paths = []
+    for budget in (1e6, 4e6, 1.6e7):  # the docs' synthetic designs: their answer leaves 'web' out
+        base = {"web": budget / 3, "code": budget / 3, "books": budget / 3}
+        path = tmp_path / f"n{int(budget)}.csv"
+        synthetic_ddo_runs(base, [0.2, 0.4, 0.3], [0.5, 0.7, 0.6], multipliers=(3.0, 1.7), seeds=2, noise=0.002,
+                           rng_seed=int(budget) % 97).to_csv(path)
+        paths += ["--runs", str(path)]
+    assert main(["project", *paths, "--target-tokens", "1e10"]) == 0
+    assert "sum far from" not in capsys.readouterr().err  # a DDO design's totals differ by design
+    assert main(["project", *paths, "--target-tokens", "1e10", "--save-plan", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "leaves a domain out" in err and "allocation of 'web' is 0.0" in err and "--min-weight" in err
+    assert main(["project", *paths, "--target-tokens", "1e10", "--min-weight", "0.01",
+                 "--save-plan", str(tmp_path / "p.json")]) == 0
+    assert (tmp_path / "p.json").is_file()
