@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .projection import as_scales
+from .projection import as_scales, one_scale
 
 __all__ = ["OUT_FLOOR", "path_scales"]
 
@@ -40,11 +40,7 @@ def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tu
     """
     items = []
     for k, s in enumerate(scales):
-        n = float(getattr(s, "budget_tokens", None) if not isinstance(s, (tuple, list, dict)) else
-                  (s[0] if isinstance(s, (tuple, list)) else s.get("budget_tokens")))
-        alloc = (dict(s[1]) if isinstance(s, (tuple, list)) else
-                 dict(s["allocation_tokens"]) if isinstance(s, dict) and "allocation_tokens" in s else
-                 {d: w * n for d, w in s["weights"].items()} if isinstance(s, dict) else dict(s.allocation_tokens))
+        n, alloc = one_scale(s, k)
         if not (np.isfinite(n) and n > 0):
             raise ValueError(f"scale #{k}: budget_tokens must be > 0, got {n}")
         items.append((n, alloc))
