@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
 from .joint import PROJECTIONS, JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
@@ -32,7 +30,7 @@ from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable
-from .select import DEFAULT_METHOD, METHODS, Observed, Selection, choose, observed_best
+from .select import DEFAULT_METHOD, METHODS, Observed, Selection, choose, observed_best, table_budget
 
 __all__ = ["Projections", "project_all"]
 
@@ -160,10 +158,6 @@ class Projections:
         if "error" not in parts["geometric"] and "error" not in parts["joint"]:
             out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
         return out
-
-
-def _table_budget(table: RunTable) -> float:
-    return float(np.median(table.tokens_matrix().sum(axis=1)))
 
 
 def _at_budget(joint: JointFit, n: float) -> JointFit:
@@ -296,7 +290,7 @@ def project_all(
     names = [f"tables[{k}]" for k in range(len(tables))] if labels is None else [str(x) for x in labels]
     if len(names) != len(tables):
         raise ValueError(f"labels has {len(names)} entries for {len(tables)} tables")
-    order = sorted(range(len(tables)), key=lambda k: _table_budget(tables[k]))
+    order = sorted(range(len(tables)), key=lambda k: table_budget(tables[k]))
     tables, names = [tables[k] for k in order], [names[k] for k in order]
     o = joint_options(options, settings, caller="project_all")
     target = float(target_tokens)
@@ -306,7 +300,7 @@ def project_all(
         if method == "auto":
             backtest = None
             if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
-                held = _table_budget(tables[-1])
+                held = table_budget(tables[-1])
                 sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
                 sub = _candidates(tables[:-1], held, o, "auto", sub_optima, False)
                 backtest = {n: sub[n] for n in (*PROJECTIONS, "observed")}

@@ -98,6 +98,11 @@ class Observed:
                 "warnings": list(self.warnings)}
 
 
+def table_budget(table: RunTable) -> float:
+    """A run table's budget: the median of its runs' total tokens."""
+    return float(np.median(table.tokens_matrix().sum(axis=1)))
+
+
 def _shares(table: RunTable) -> np.ndarray:
     tok = table.tokens_matrix()
     tot = tok.sum(axis=1, keepdims=True)
@@ -118,7 +123,6 @@ def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEF
     Raises:
         ValueError: a bad objective, or no run with tokens.
     """
-    budget = float(np.median(table.tokens_matrix().sum(axis=1)))
     if optimum is not None and hasattr(optimum, "base_tokens"):  # a DDOResult: the design's optimum
         w = {d: float(v) for d, v in optimum.weights.items()}
         return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
@@ -132,7 +136,7 @@ def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEF
     i = int(order[0])
     w = {d: float(v) for d, v in zip(table.train_domains, shares[i], strict=True)}
     return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
-                    budget_tokens=float(target_tokens), source_budget=budget, source="run",
+                    budget_tokens=float(target_tokens), source_budget=table_budget(table), source="run",
                     run_id=table.runs[i].run_id, objective=float(y[i]))
 
 
@@ -169,7 +173,7 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
         return float(np.sqrt(ss / dof)), f"replicates: {len(reps)} mix(es) run more than once at the largest budget"
     if len(tables) < 3:
         return None, "no replicates and fewer than 3 budgets"
-    budgets = np.array([float(np.median(t.tokens_matrix().sum(axis=1))) for t in tables])
+    budgets = np.array([table_budget(t) for t in tables])
     curves: dict[tuple[float, ...], dict[int, float]] = {}
     for k, t in enumerate(tables):
         for row, v in zip(np.round(_shares(t), 9), run_objective(t, objective, val_domains), strict=True):
@@ -271,7 +275,7 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
         return Selection("observed", f"two budgets: {why}, so the best mix observed at the largest budget is used "
                                      "(a backtest needs runs at three budgets or more)", "trend")
     last = tables[-1]
-    held = float(np.median(last.tokens_matrix().sum(axis=1)))
+    held = table_budget(last)
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     joint = candidates.get("joint")
     if noise is None and joint is not None and not isinstance(joint, str):
