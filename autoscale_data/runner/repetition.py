@@ -94,10 +94,15 @@ def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[
     return out
 
 
+def _target_counts(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, int]:
+    """Sequences of each domain in a target run of ``weights``."""
+    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names},
+                             _batch_sequences(config, config.target.budget))
+
+
 def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
     """Epochs of each domain in a target run of ``weights`` (its whole training sequences = one epoch)."""
-    counts = largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names},
-                               _batch_sequences(config, config.target.budget))
+    counts = _target_counts(config, domains, weights)
     unique = _unique(config, domains)
     return {d: (counts[d] / unique[d] if unique[d] else math.inf) for d in domains.names}
 
@@ -151,11 +156,11 @@ class DomainRepetition:
 def repetition_records(config: RunnerConfig, domains: DomainInfo) -> list[DomainRepetition]:
     """Per domain, the target's epochs under the base mix and every proxy budget's pool and base-run epochs."""
     unique = _unique(config, domains)
-    base_total = _batch_sequences(config, config.ddo.budgets[0])
-    base_mix = {d: n / base_total for d, n in ddo_base_counts(config, domains, config.ddo.budgets[0]).items()}
-    epochs = target_epochs(config, domains, base_mix)
-    pools = {n: proxy_pools(config, domains, n) for n in config.ddo.budgets}
     bases = {n: ddo_base_counts(config, domains, n) for n in config.ddo.budgets}
+    first = config.ddo.budgets[0]
+    base_total = _batch_sequences(config, first)
+    epochs = target_epochs(config, domains, {d: n / base_total for d, n in bases[first].items()})
+    pools = {n: proxy_pools(config, domains, n) for n in config.ddo.budgets}
     cap = 1.0 if config.max_epochs is None else float(config.max_epochs)
     return [DomainRepetition(domain=d, unique_tokens=unique[d] * config.seq_len, target_epochs=epochs[d],
                              pools={n: p[d] for n, p in pools.items() if d in p},
@@ -225,10 +230,9 @@ def mix_epochs(config: RunnerConfig, domains: DomainInfo,
     """Per target mix, each domain's epochs and effective tokens at the target budget
     (:func:`~autoscale_data.solver.repetition.epochs_table`, within ``max_epochs``)."""
     unique = {d: float(u * config.seq_len) for d, u in _unique(config, domains).items()}
-    total = _batch_sequences(config, config.target.budget)
     out = {}
     for label, weights in mixes.items():
-        counts = largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)
+        counts = _target_counts(config, domains, weights)
         out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique, config.max_epochs)
     return out
 
