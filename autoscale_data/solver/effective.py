@@ -326,9 +326,11 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         got = project_at(e_budget)
         return np.array([float(got[d]) for d in domains])
 
-    def cost(e_budget: float) -> np.ndarray:
-        e = alloc(e_budget)
+    def raw_of(e: np.ndarray) -> np.ndarray:  # raw tokens of an effective allocation, capped domains at their cap
         return np.where(e >= e_cap, cap, np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star), dtype=np.float64))
+
+    def cost(e_budget: float) -> np.ndarray:
+        return raw_of(alloc(e_budget))
 
     lo, hi = t * 1e-6, t  # raw >= effective: at E = T the path costs at least T unless a domain is capped
     grow = 0
@@ -339,10 +341,11 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
                              f"({dict(zip(domains, cap.tolist(), strict=True))} raw tokens available)")
     e_budget = t if abs(cost(t).sum() - t) <= _RTOL * t else brentq(
         lambda e: cost(e).sum() - t, lo, hi, xtol=1e-12 * t, rtol=4 * np.finfo(float).eps, maxiter=500)
-    e = np.minimum(alloc(e_budget), e_cap)
-    raw = cost(e_budget)
+    asked = alloc(e_budget)
+    e = np.minimum(asked, e_cap)
+    raw = raw_of(asked)
     raw = raw * (t / raw.sum())  # the root's last ~1e-12
-    capped = [d for d, v, c in zip(domains, alloc(e_budget), e_cap, strict=True) if v >= c * (1 - 1e-9)]
+    capped = [d for d, v, c in zip(domains, asked, e_cap, strict=True) if v >= c * (1 - 1e-9)]
     plain = alloc(t)
     warnings = []
     if capped:
