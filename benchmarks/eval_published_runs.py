@@ -227,18 +227,19 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
         product["failed"] = f"{type(exc).__name__}: {exc}"[:300]
     out["_status"] = product
 
-    def part(name: str) -> Any:
+    def answer() -> Any:
         if "p" not in product:
             raise ValueError(product.get("refused") or product.get("failed"))
-        value = getattr(product["p"], name)
+        return product["p"]
+
+    def part(name: str) -> Any:
+        value = getattr(answer(), name)
         if isinstance(value, str) or value is None:
             raise ValueError(value or f"{name} not computed")
         return value
 
     def default() -> dict[str, Any]:
-        if "p" not in product:
-            raise ValueError(product.get("refused") or product.get("failed"))
-        p = product["p"]
+        p = answer()
         return {"weights": np.array([p.weights[d] for d in dom]), "chosen": p.used, "reason": p.selection.reason,
                 "rule": p.selection.rule}
 
