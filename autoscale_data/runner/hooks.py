@@ -240,10 +240,10 @@ class DoReMiHook:
         k = len(self.weights)
         tok_domain = batch.domain.to(losses.device).long().view(-1, 1).expand_as(losses)
         m = mask.to(torch.float64)
-        self._sums += torch.zeros(k, dtype=torch.float64, device=losses.device).index_add_(
-            0, tok_domain.reshape(-1), (excess.to(torch.float64) * m).reshape(-1)).cpu()
-        self._counts += torch.zeros(k, dtype=torch.float64, device=losses.device).index_add_(
-            0, tok_domain.reshape(-1), m.reshape(-1)).cpu()
+        both = torch.zeros(2, k, dtype=torch.float64, device=losses.device).index_add_(
+            1, tok_domain.reshape(-1), torch.stack([excess.to(torch.float64) * m, m]).reshape(2, -1)).cpu()
+        self._sums += both[0]
+        self._counts += both[1]
         if batch.last_micro:
             self._update()
         w = torch.tensor(self.weights, dtype=losses.dtype, device=losses.device)[tok_domain] * mask

@@ -70,10 +70,12 @@ class MixtureRunner:
         """The DDO runs of each of the two budgets."""
         return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
 
-    def method_context(self, ledger: Ledger | None = None, fits: Any = None) -> MethodContext:
-        """What the mixing methods read (:class:`~autoscale_data.runner.methods.MethodContext`)."""
-        return MethodContext(self.config, self.domains, self.out, self.proxy_specs(), ledger=ledger, fits=fits,
-                             log=self.log)
+    def method_context(self, ledger: Ledger | None = None, fits: Any = None, *,
+                       proxies: dict[int, list[RunSpec]] | None = None) -> MethodContext:
+        """What the mixing methods read (:class:`~autoscale_data.runner.methods.MethodContext`); ``proxies``:
+        :meth:`proxy_specs` when the caller already has them."""
+        return MethodContext(self.config, self.domains, self.out, self.proxy_specs() if proxies is None else proxies,
+                             ledger=ledger, fits=fits, log=self.log)
 
     def selection_specs(self) -> list[list[RunSpec]]:
         """The extra runs of the methods (DoReMi's reference and proxy, RegMix's swarm), stage by stage."""
@@ -126,7 +128,7 @@ class MixtureRunner:
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             methods = selected_methods(self.config)
-            ctx = self.method_context()
+            ctx = self.method_context(proxies=proxies)
             for method in methods:  # bad input of any method, before anything trains
                 method.check(ctx)
             stages = selection_stages(methods, ctx)
@@ -151,7 +153,7 @@ class MixtureRunner:
             from .fitting import fit_all
 
             fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
-            mixes, targets, records = choose_all(methods, self.method_context(ledger, fits))
+            mixes, targets, records = choose_all(methods, self.method_context(ledger, fits, proxies=proxies))
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
             atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, {r.name: r.to_json() for r in records})
             from .repetition import write_mix_epochs
