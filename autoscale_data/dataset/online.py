@@ -227,10 +227,7 @@ class OnlineMixture:
             raise ValueError(f"update at step {step}: the next update is at step {u * self.every} (every "
                              f"{self.every} steps, {self.updates} updates done)")
         if loss_sums is None:
-            import torch.distributed as dist
-
-            reduce = dist.is_available() and dist.is_initialized()
-            sums, toks = self.meter.totals(all_reduce=reduce, group=group)
+            sums, toks = self._window_totals(group)
             loss_sums, tokens = sums.cpu().numpy(), toks.cpu().numpy()
             self.meter.reset()
         j = self.lookahead + u - 1
@@ -264,6 +261,12 @@ class OnlineMixture:
         self._published[0] = j + 1
 
     # ------------------------------------------------------------------- state
+    def _window_totals(self, group: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """:attr:`meter`'s totals, summed over the ranks when ``torch.distributed`` is initialized."""
+        import torch.distributed as dist
+
+        return self.meter.totals(all_reduce=dist.is_available() and dist.is_initialized(), group=group)
+
     def _digest(self, n: int) -> str:
         return hashlib.sha256(self.counts_table[:n].numpy().tobytes()).hexdigest()[:16]
 
@@ -275,10 +278,7 @@ class OnlineMixture:
         same state and a run resumed at another world size sums the same window; rank 0 loads it.
         """
         n = self.published
-        import torch.distributed as dist
-
-        reduce = dist.is_available() and dist.is_initialized()
-        sums, toks = self.meter.totals(all_reduce=reduce, group=group)
+        sums, toks = self._window_totals(group)
         window = {"domain_names": list(self.names), "loss_sums": sums.tolist(), "tokens": toks.tolist()}
         return {"format": ONLINE_FORMAT, "config": self.config, "segments": n, "digest": self._digest(n),
                 "updates": self.updates, "log": {"weights": self.weights_table[:n].tolist()},
