@@ -28,7 +28,6 @@ Memory is O(segments): one row of counts and weights per segment.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import time
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ import torch
 
 from .._checks import check_int
 from ..mixing import MixtureStream
+from ..mixing.budget import allowed_draws
 from ..mixing.carry import carried_counts
 from ..mixing.controller import Window, check_proposal
 from ..mixing.interleave import InterleaveTree
@@ -166,8 +166,8 @@ class OnlineMixture:
         self.owner_pid = os.getpid()
         self.updates = 0
         self.meter = DomainLossMeter(names)
-        self._allowed = np.asarray([math.floor((1.0 if cap is None else cap) * a + 1e-9) for a, cap in
-                                    zip(dataset._available, (dataset.max_epochs[n] for n in names), strict=True)])
+        self._allowed = np.asarray([allowed_draws(a, dataset.max_epochs[n])
+                                    for a, n in zip(dataset._available, names, strict=True)])
         self._target = np.zeros(d)
         self._drawn = np.zeros(d, dtype=np.int64)
         for _ in range(self.lookahead):

@@ -12,6 +12,7 @@ from .._checks import check_int, is_int
 
 __all__ = [
     "WEIGHT_SUM_TOLERANCE",
+    "allowed_draws",
     "bounded_round",
     "check_supply",
     "largest_remainder",
@@ -20,6 +21,11 @@ __all__ = [
 ]
 
 WEIGHT_SUM_TOLERANCE = 1e-6
+
+
+def allowed_draws(available: int, max_epochs: float | None) -> int:
+    """Sequence draws a domain of ``available`` whole sequences allows: once each, or ``max_epochs`` times."""
+    return math.floor((1.0 if max_epochs is None else float(max_epochs)) * available + 1e-9)
 
 
 def validate_weights(weights: Mapping[str, float], domain_names: Sequence[str]) -> dict[str, float]:
@@ -162,8 +168,7 @@ def check_supply(name: str, needed: int, available: int, seq_len: int, max_epoch
     if available <= 0:
         raise ValueError(f"domain {name!r} is empty: it holds {tokens} tokens, not one whole sequence of {seq_len} tokens, "
                          f"but {needed * seq_len} tokens ({needed} sequences) are asked")
-    cap = 1.0 if max_epochs is None else float(max_epochs)
-    allowed = math.floor(cap * available + 1e-9)
+    allowed = allowed_draws(available, max_epochs)
     if needed > allowed:
         hint = ("allow repetition with max_epochs" if max_epochs is None
                 else f"raise max_epochs above {max_epochs}")

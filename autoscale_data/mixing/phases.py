@@ -7,7 +7,6 @@ continued under another configuration). A phase is one segment; the anytime sche
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import is_int
-from .budget import largest_remainder, sequence_budget, validate_weights
+from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
 __all__ = ["Phase", "SegmentPlan", "check_draws", "phase_bounds", "plan_segments"]
 
@@ -124,7 +123,7 @@ def check_draws(names: Sequence[str], plan: SegmentPlan, base: np.ndarray, avail
         return
     for d, name in enumerate(names):
         avail, cap = int(available[d]), caps[name]
-        allowed = math.floor((1.0 if cap is None else cap) * avail + 1e-9)
+        allowed = allowed_draws(avail, cap)
         over = np.flatnonzero(drawn[:, d] > allowed)
         if over.size:
             j = int(over[0])

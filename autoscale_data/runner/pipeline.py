@@ -123,8 +123,11 @@ class MixtureRunner:
         with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
             changed = self._check_config()
+            same_data = read_json(self.out / layout.DOMAINS) == config_to_dict(d)
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
-            self._write_references()
+            # it reads the whole held-out set: once per folder, again when the config or the stores change
+            if changed or not same_data or not (self.out / layout.REFERENCE_LOSSES).is_file():
+                self._write_references()
             proxies = self.proxy_specs()
             all_proxies = [s for specs in proxies.values() for s in specs]
             methods = selected_methods(self.config)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..mixing.budget import largest_remainder
+from ..mixing.budget import allowed_draws, largest_remainder
 from .config import RunnerConfig, config_to_dict
 
 __all__ = [
@@ -539,7 +539,7 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     """
     epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
     have = {d: domains.train_tokens[d] // config.seq_len for d in domains.names}
-    allowed = {d: math.floor(epochs * have[d] + 1e-9) for d in domains.names}
+    allowed = {d: allowed_draws(have[d], config.max_epochs) for d in domains.names}
     hint = "raise max_epochs" if config.max_epochs is not None else "allow repetition with max_epochs"
     problems: dict[str, list[str]] = {}
     for s in specs:
