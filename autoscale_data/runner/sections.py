@@ -392,7 +392,9 @@ class ExecutorConfig:
 
     - ``local`` (default): up to ``max_parallel`` runs at once on this machine, each pinned to its
       own ``procs`` GPUs (``CUDA_VISIBLE_DEVICES``) or, on CPU, to ``cpu_threads`` threads.
-      ``max_parallel: auto`` = GPUs // procs on a GPU machine, else cores // cpu_threads.
+      ``max_parallel: auto`` = GPUs // procs x ``runs_per_gpu`` on a GPU machine, else
+      cores // cpu_threads. ``runs_per_gpu`` > 1 lets that many small runs share each GPU (slots
+      take the GPUs in turn): a proxy too small to fill a GPU alone trains beside others.
       ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
       one process) as before executors existed.
     - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
@@ -405,6 +407,7 @@ class ExecutorConfig:
     kind: str = "local"
     max_parallel: int | str = 1
     retries: int = 1
+    runs_per_gpu: int = 1
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     ray: RayConfig = field(default_factory=RayConfig)
 
@@ -419,5 +422,6 @@ class ExecutorConfig:
                 object.__setattr__(self, "max_parallel", int(mp))
         check_int_field("executor", "max_parallel", 1 if self.max_parallel == "auto" else self.max_parallel)
         check_int_field("executor", "retries", self.retries, minimum=0)
+        check_int_field("executor", "runs_per_gpu", self.runs_per_gpu)
         object.__setattr__(self, "slurm", _subsection(SlurmConfig, self.slurm, "slurm"))
         object.__setattr__(self, "ray", _subsection(RayConfig, self.ray, "ray"))

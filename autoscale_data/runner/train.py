@@ -132,15 +132,24 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     return ds, val
 
 
+#: The most float32 logits :func:`_token_losses` copies at once (256 MiB).
+_LOSS_CHUNK_BYTES = 1 << 28
+
+
 def _token_losses(logits: torch.Tensor, labels: torch.Tensor, family: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token training losses and their mask, from the logits the forward pass already made (no gradient):
-    the next token for GPT-2, the masked positions (labels != -100) for BERT. One row at a time, so at
-    most one row's logits are copied to float32."""
+    the next token for GPT-2, the masked positions (labels != -100) for BERT, in chunks so that at
+    most ``_LOSS_CHUNK_BYTES`` of float32 logits exist at once (whole rows; at least one): a small
+    vocabulary takes the whole batch in one kernel, a large one a row at a time."""
     with torch.no_grad():
         lg, tg = (logits, labels) if family == "bert" else (logits[:, :-1], labels[:, 1:])
         out = torch.empty(tg.shape, dtype=torch.float32, device=logits.device)
-        for i in range(lg.shape[0]):
-            out[i] = torch.nn.functional.cross_entropy(lg[i].float(), tg[i], reduction="none", ignore_index=-100)
+        rows = max(1, _LOSS_CHUNK_BYTES // (4 * lg.shape[1] * lg.shape[2]))
+        for i in range(0, lg.shape[0], rows):
+            chunk = lg[i:i + rows].float()
+            out[i:i + rows] = torch.nn.functional.cross_entropy(
+                chunk.reshape(-1, chunk.shape[-1]), tg[i:i + rows].reshape(-1), reduction="none",
+                ignore_index=-100).view(chunk.shape[:-1])
         return out, tg != -100
 
 

@@ -20,6 +20,7 @@ from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.executors import (
     InProcessExecutor,
     LocalExecutor,
+    gpu_slots,
     make_executor,
     resolve_max_parallel,
 )
@@ -145,6 +146,23 @@ def test_local_slots_need_enough_gpus(stores: Path, monkeypatch: pytest.MonkeyPa
         LocalExecutor(cfg, 2)
     one = LocalExecutor(cfg, 1)
     assert one._gpus == [["0", "1"]]
+
+
+def test_gpu_slots_spread_before_they_share() -> None:
+    assert gpu_slots(["0", "1"], 2, 1, 1) == [["0"], ["1"]]
+    assert gpu_slots(["0", "1"], 4, 1, 2) == [["0"], ["1"], ["0"], ["1"]]  # each GPU once, then shared
+    assert gpu_slots(["0"], 3, 1, 3) == [["0"], ["0"], ["0"]]
+    assert gpu_slots(["0", "1", "2", "3"], 3, 2, 2) == [["0", "1"], ["2", "3"], ["0", "1"]]
+    with pytest.raises(ValueError, match=r"need 2 GPUs; 1 are visible \(\['0'\]\) at executor.runs_per_gpu = 2"):
+        gpu_slots(["0"], 3, 1, 2)
+
+
+def test_runs_per_gpu_sets_auto_capacity(stores: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    cfg = config_from_dict(tiny_config(stores, device="cuda", executor={"max_parallel": "auto", "runs_per_gpu": 3}))
+    assert resolve_max_parallel(cfg) == 3
+    with pytest.raises(ValueError, match="runs_per_gpu"):
+        config_from_dict(tiny_config(stores, executor={"runs_per_gpu": 0}))
 
 
 def _same_as_sequential(cfg, specs, tmp_path: Path, executor: dict, name: str) -> list[str]:

@@ -11,13 +11,14 @@ import os
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command
 from .driver import train_specs
-from .local import InProcessExecutor, LocalExecutor, resolve_max_parallel
+from .local import InProcessExecutor, LocalExecutor, gpu_slots, resolve_max_parallel
 
 __all__ = [
     "Executor",
     "InProcessExecutor",
     "Job",
     "LocalExecutor",
+    "gpu_slots",
     "launch_command",
     "make_executor",
     "resolve_max_parallel",

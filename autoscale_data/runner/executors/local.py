@@ -1,7 +1,8 @@
 """Training on this machine: in the runner's own process, or up to ``max_parallel`` runs at once.
 
-With ``max_parallel`` slots, slot ``i`` owns GPUs ``[i*procs, (i+1)*procs)`` of the visible ones
-(``CUDA_VISIBLE_DEVICES``; the DeepSpeed launcher gets them as ``--include``) or, on CPU,
+With ``max_parallel`` slots, slot ``i`` owns group ``i mod G`` of the ``G`` groups of ``procs``
+visible GPUs (``CUDA_VISIBLE_DEVICES``; the DeepSpeed launcher gets them as ``--include``; up to
+``runs_per_gpu`` slots share a group) or, on CPU,
 ``cpu_threads`` threads (``OMP_NUM_THREADS`` and ``torch.set_num_threads``). A one-process plain
 torch run goes to the slot's long-lived worker (:mod:`.worker`); other runs start their launcher
 (``deepspeed`` / ``torchrun``) per run. Every process dies with the runner (``PR_SET_PDEATHSIG``,
@@ -21,7 +22,7 @@ from typing import IO
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, visible_gpus, worker_env
 
-__all__ = ["InProcessExecutor", "LocalExecutor", "resolve_max_parallel"]
+__all__ = ["InProcessExecutor", "LocalExecutor", "gpu_slots", "resolve_max_parallel"]
 
 
 def _cpu_count() -> int:
@@ -32,16 +33,31 @@ def _cpu_count() -> int:
 
 
 def resolve_max_parallel(config: RunnerConfig) -> int:
-    """``executor.max_parallel`` as a number: ``auto`` is GPUs // procs on a GPU machine, else
-    cores // cpu_threads (1 when ``cpu_threads`` is not set: one run then uses every core)."""
+    """``executor.max_parallel`` as a number: ``auto`` is GPUs // procs x runs_per_gpu on a GPU machine,
+    else cores // cpu_threads (1 when ``cpu_threads`` is not set: one run then uses every core)."""
     mp = config.executor.max_parallel
     if mp != "auto":
         return int(mp)
     if uses_cuda(config):
-        return max(1, len(visible_gpus()) // config.procs)
+        return max(1, len(visible_gpus()) // config.procs) * config.executor.runs_per_gpu
     if config.cpu_threads is None:
         return 1
     return max(1, _cpu_count() // (config.cpu_threads * config.procs))
+
+
+def gpu_slots(gpus: list[str], capacity: int, procs: int, runs_per_gpu: int) -> list[list[str]]:
+    """The GPUs of each of ``capacity`` slots: slot ``i`` takes group ``i mod G`` of the ``G`` groups of
+    ``procs`` GPUs, so runs spread over the GPUs before they share one (at most ``runs_per_gpu`` a group).
+
+    Raises:
+        ValueError: more slots than the groups hold, naming both numbers and the visible GPUs.
+    """
+    groups = [gpus[j * procs:(j + 1) * procs] for j in range(len(gpus) // procs)]
+    if capacity > len(groups) * runs_per_gpu:
+        raise ValueError(f"executor.max_parallel = {capacity} runs of procs = {procs} GPUs each need "
+                         f"{-(-capacity // runs_per_gpu) * procs} GPUs; {len(gpus)} are visible ({gpus}) at "
+                         f"executor.runs_per_gpu = {runs_per_gpu}: raise runs_per_gpu or lower max_parallel")
+    return [groups[i % len(groups)] for i in range(capacity)]
 
 
 class InProcessExecutor(Executor):
@@ -122,11 +138,7 @@ class LocalExecutor(Executor):
         self.config, self.capacity, self.progress = config, capacity, bool(progress)
         self._gpus: list[list[str]] | None = None
         if uses_cuda(config):
-            gpus = visible_gpus()
-            if capacity * config.procs > len(gpus):
-                raise ValueError(f"executor.max_parallel = {capacity} runs of procs = {config.procs} GPUs each "
-                                 f"need {capacity * config.procs} GPUs; {len(gpus)} are visible ({gpus})")
-            self._gpus = [gpus[i * config.procs:(i + 1) * config.procs] for i in range(capacity)]
+            self._gpus = gpu_slots(visible_gpus(), capacity, config.procs, config.executor.runs_per_gpu)
         self._free = list(range(capacity))[::-1]
         self._workers: dict[int, _Worker] = {}
         self._wake = threading.Event()

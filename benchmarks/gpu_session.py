@@ -1,0 +1,239 @@
+"""One short GPU session: the GPU tests, the throughput benchmark and AutoScale on real text, by a deadline.
+
+Made for a GPU machine lent for minutes: everything is written under ``--out`` as it finishes, and
+whatever is unfinished at ``--deadline`` seconds is stopped (the experiment's ledger keeps every
+finished run, so the same command on the same stores continues it).
+
+1. ``env.json``: GPU, driver, torch / deepspeed / transformers versions, date.
+2. ``throughput.json``: benchmarks/gpu_throughput.py (gpt2-small, context 1024, DeepSpeed bf16 ZeRO-1:
+   the runner's loop fed by the mixture vs by a raw memmap loader; one gpt2-large run).
+3. ``experiment.tgz``: the real-text AutoScale experiment (``--corpus``: ``<domain>.jsonl[.xz]`` files,
+   ``--tokenizer``: a tokenizer directory; stores are prepared here), a 6 x 384 GPT-2 in bf16 with
+   four runs sharing the GPU: proxies at N1 and N2 with an identifying design, then the targets at
+   8 x N2 for AutoScale (the default projection), uniform, natural and DDO(N2): seed 0 first, then seed 1.
+   Runs with the GPU tests (``gpu-tests.log``: pytest -m gpu tests/gpu), which need no quiet GPU.
+
+    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR [--deadline 560]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+START = time.monotonic()
+#: steps of one global batch (128 x 256 tokens) per budget: N1, N2 and the target (8 x N2)
+STEP_TOKENS = 128 * 256
+N1, N2 = 320 * STEP_TOKENS, 480 * STEP_TOKENS
+
+
+def log(msg: str) -> None:
+    print(f"[{time.monotonic() - START:6.1f}s] {msg}", flush=True)
+
+
+def env_info(out: Path) -> None:
+    import torch
+
+    info: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
+                            "cuda": torch.version.cuda,
+                            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
+                            "python": sys.version.split()[0]}
+    for name in ("deepspeed", "transformers", "numpy"):
+        try:
+            info[name] = __import__(name).__version__
+        except Exception as exc:  # noqa: BLE001 - recorded, not raised: the session goes on without it
+            info[name] = f"unavailable: {type(exc).__name__}: {exc}"
+    if shutil.which("nvidia-smi"):
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        info["nvidia_smi"] = smi.stdout.strip() or smi.stderr.strip()
+    (out / "env.json").write_text(json.dumps(info, indent=1))
+    log(f"env: {info}")
+
+
+def prepare_stores(corpus: Path, tokenizer: Path, work: Path, domains: list[str]) -> Path:
+    """Decompress the corpus (``.jsonl.xz``) and prepare one store per domain under ``work/stores``."""
+    from autoscale_data.store.prepare import prepare
+
+    files = {}
+    for d in domains:
+        plain, packed = corpus / f"{d}.jsonl", corpus / f"{d}.jsonl.xz"
+        if not plain.is_file():
+            plain = work / f"{d}.jsonl"
+            if not plain.is_file():
+                with lzma.open(packed) as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        files[d] = os.fspath(plain)
+    stores = work / "stores"
+    prepare(files, stores, os.fspath(tokenizer), progress=False, workers=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    return stores
+
+
+def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bool = False) -> dict[str, Any]:
+    """The experiment's runner config (``smoke``: the same plan shrunk to try the session on a CPU)."""
+    cfg = {
+        "name": "real-text-gpu", "domains": os.fspath(stores),
+        "model": {"preset": "gpt2-small", "overrides": {"n_layer": 6, "n_embd": 384, "n_head": 6}},
+        "seq_len": 256, "micro_batch_size": 128, "global_batch_size": 128, "precision": "bf16", "device": "cuda",
+        "optimizer": {"lr": 2e-3, "weight_decay": 0.1, "warmup_fraction": 0.05, "betas": [0.9, 0.95]},
+        "dropout": 0.0, "num_workers": 2, "cpu_threads": 2, "checkpoint_every": 400, "max_epochs": 16,
+        "ddo": {"budgets": [N1, N2], "multipliers": [[3, 1.7], [3, 1.7]], "objective": "mean_loss",
+                "min_weight": 0.02, "repetition": repetition},
+        "target": {"budget": 8 * N2, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds,
+                   "keep_checkpoints": False},
+        "seeds": [0], "eval": {"heldout_tokens_per_domain": 131072, "proxy_points": 1, "target_points": 4,
+                               "batch_size": 128},
+        "executor": {"max_parallel": 4, "runs_per_gpu": 4},
+    }
+    if smoke:
+        cfg.update(model={"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 32, "n_head": 2}}, seq_len=32,
+                   micro_batch_size=8, global_batch_size=8, device="cpu", precision="fp32", num_workers=0,
+                   cpu_threads=1, executor={"max_parallel": 2})
+        cfg["ddo"]["budgets"] = [N1 // 1024 // 8 * 8, N2 // 1024 // 8 * 8]
+        cfg["target"]["budget"] = 8 * cfg["ddo"]["budgets"][1]
+        cfg["eval"] = {"heldout_tokens_per_domain": 1024, "proxy_points": 1, "target_points": 2}
+    return cfg
+
+
+class Experiment(threading.Thread):
+    """The runner, seed 0's targets first, then seed 1's (``--allow-config-change`` reuses every finished run)."""
+
+    def __init__(self, args: argparse.Namespace, work: Path, out: Path) -> None:
+        super().__init__(daemon=True)
+        self.args, self.work, self.out = args, work, out
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stopped = False
+        self.phases: list[dict[str, Any]] = []
+        self.done = False
+        self.gpu_free = threading.Event()  # set once the throughput benchmark is done with the GPU
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception:  # noqa: BLE001 - the session packs what exists and ends on time either way
+            log("experiment failed:\n" + traceback.format_exc())
+        finally:
+            self.done = True
+
+    def _run(self) -> None:
+        stores = prepare_stores(Path(self.args.corpus), Path(self.args.tokenizer), self.work,
+                                self.args.domains.split(","))
+        log(f"stores prepared in {self.work / 'stores'}")
+        self.gpu_free.wait()
+        for i, seeds in enumerate(([0], [0, 1])):
+            if self.stopped:
+                return
+            cfg = self.work / f"config-seeds{len(seeds)}.json"
+            cfg.write_text(json.dumps(experiment_config(stores, seeds, self.args.repetition, self.args.smoke), indent=1))
+            cmd = [sys.executable, "-m", "autoscale_data.cli", "run", os.fspath(cfg), "--out",
+                   os.fspath(self.work / "experiment"), "--no-progress"] + (["--allow-config-change"] if i else [])
+            t = time.monotonic()
+            with open(self.out / "runner.log", "ab") as fh:
+                self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+                code = self.proc.wait()
+            self.phases.append({"seeds": seeds, "exit": code, "seconds": time.monotonic() - t})
+            log(f"experiment phase seeds={seeds}: exit {code} after {time.monotonic() - t:.0f}s")
+            if code:
+                return
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def run_logged(cmd: list[str], log_path: Path, timeout: float) -> int | None:
+    """Run ``cmd`` with its output in ``log_path``; ``None`` when it ran past ``timeout`` (then killed)."""
+    with open(log_path, "ab") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=max(1.0, timeout))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return None
+
+
+def left(deadline: float) -> float:
+    return deadline - (time.monotonic() - START)
+
+
+def pack(work: Path, out: Path) -> None:
+    exp = work / "experiment"
+    if not exp.is_dir():
+        return
+    skip = {"ckpt", "final_ckpt"}  # checkpoints stay behind: the ledger's finished runs are what continues
+    with tarfile.open(out / "experiment.tgz", "w:gz") as tar:
+        tar.add(exp, arcname="experiment", filter=lambda t: None if Path(t.name).name in skip else t)
+        for cfg in sorted(work.glob("config-seeds*.json")):
+            tar.add(cfg, arcname=cfg.name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="where the session's files go")
+    parser.add_argument("--work", default="/tmp/autoscale-gpu", help="stores, runs and scratch")
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--domains", default="code,tech,books")
+    parser.add_argument("--repetition", default="match", choices=["match", "off"])
+    parser.add_argument("--deadline", type=float, default=560.0, help="seconds from start to the packed results")
+    parser.add_argument("--smoke", action="store_true", help="a CPU try of the session: a tiny experiment")
+    parser.add_argument("--skip", default="", help="comma-separated steps to leave out: throughput,tests,experiment")
+    args = parser.parse_args()
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    skip = set(filter(None, args.skip.split(",")))
+    timing: dict[str, Any] = {}
+    try:
+        env_info(out)
+    except Exception:  # noqa: BLE001 - a missing tool must not cost the session its measurements
+        log("env: " + traceback.format_exc())
+    exp = Experiment(args, work, out)
+    if "experiment" not in skip:  # the stores are prepared on the CPU while the GPU measures throughput
+        exp.start()
+    if "throughput" not in skip:
+        t = time.monotonic()
+        code = run_logged([sys.executable, os.fspath(REPO / "benchmarks" / "gpu_throughput.py"), "--out",
+                           os.fspath(work / "throughput")], out / "throughput.log", min(200.0, left(args.deadline) - 60))
+        timing["throughput"] = {"exit": code, "seconds": time.monotonic() - t}
+        if (work / "throughput" / "summary.json").is_file():
+            shutil.copy(work / "throughput" / "summary.json", out / "throughput.json")
+        log(f"throughput: exit {code}")
+    exp.gpu_free.set()
+    if "tests" not in skip:
+        t = time.monotonic()
+        code = run_logged([sys.executable, "-m", "pytest", os.fspath(REPO / "tests" / "gpu"), "-m", "gpu", "-q", "-rA",
+                           "-p", "no:cacheprovider", "-s"],
+                          out / "gpu-tests.log", min(300.0, left(args.deadline) - 40))
+        timing["tests"] = {"exit": code, "seconds": time.monotonic() - t}
+        log(f"gpu tests: exit {code}")
+    if exp.is_alive():
+        exp.join(timeout=max(0.0, left(args.deadline) - 25))
+        exp.stop()
+        exp.join(timeout=10)
+    timing["experiment"] = exp.phases
+    t = time.monotonic()
+    pack(work, out)
+    timing["pack_s"] = time.monotonic() - t
+    timing["total_s"] = time.monotonic() - START
+    (out / "timing.json").write_text(json.dumps(timing, indent=1))
+    log(f"done: {timing}")
+
+
+if __name__ == "__main__":
+    main()
