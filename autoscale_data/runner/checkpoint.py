@@ -40,9 +40,10 @@ def _rng_state(info: DistInfo) -> dict[str, Any]:
 
 
 def _set_rng_state(state: dict[str, Any], info: DistInfo) -> None:
-    torch.set_rng_state(state["cpu"])
+    """Restore the saved generators; their states must be CPU byte tensors, wherever the checkpoint put them."""
+    torch.set_rng_state(state["cpu"].cpu())
     if "cuda" in state and info.device.type == "cuda":
-        torch.cuda.set_rng_state(state["cuda"], info.device)
+        torch.cuda.set_rng_state(state["cuda"].cpu(), info.device)
 
 
 def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, extra: dict[str, Any]) -> None:
@@ -92,7 +93,9 @@ def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> dict[str, A
             raise ValueError(f"checkpoint {os.fspath(ckpt_dir / tag)!r} named by {_POINTER} could not be loaded")
         extra = client["autoscale"]
     else:
-        blob = torch.load(ckpt_dir / f"{tag}.pt", map_location=info.device, weights_only=False)
+        # to the CPU first: load_state_dict moves parameters and optimiser state to their device, and the
+        # RNG states must stay CPU byte tensors (mapped to a GPU, torch.set_rng_state refuses them)
+        blob = torch.load(ckpt_dir / f"{tag}.pt", map_location="cpu", weights_only=False)
         trainer.model.load_state_dict(blob["model"])
         trainer.optimizer.load_state_dict(blob["optimizer"])
         trainer.scheduler.load_state_dict(blob["scheduler"])
