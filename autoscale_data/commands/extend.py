@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..solver.vocabulary import MEAN_LOSS
 from ._args import add_verb, token_count
 
 __all__ = ["register", "run"]
@@ -57,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
                            warmup_fraction=args.warmup_fraction, peak_lr_ratio=args.peak_lr_ratio)
     ext = result["extension"]
     print(f"run {result['run_id']} ({result['name']}): {ext['parent_tokens']:,} tokens of run {ext['parent']} "
-          f"+ {ext['new_tokens']:,} new = {result['total_tokens']:,} tokens; mean loss {result['mean_loss']:.4f}")
+          f"+ {ext['new_tokens']:,} new = {result['total_tokens']:,} tokens; mean loss {result[MEAN_LOSS]:.4f}")
     print("tokens per domain: " + ", ".join(f"{d} {n:,}" for d, n in result["tokens"].items()))
     return 0

@@ -33,6 +33,7 @@ from .._io import atomic_write_json, atomic_write_text
 from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
 from ..runner.config import config_to_dict
 from ..runner.plan import target_spec
+from ..solver.vocabulary import MEAN_LOSS, ROBUST
 from ..store.prepare import prepare
 from ..store.tokenizers import train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
@@ -143,7 +144,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["max_epochs"] = case.max_epochs
     raw["ddo"]["repetition"] = repetition
     # the projection the case was measured with (docs/demo-and-evaluation.md); ``auto`` would keep DDO(N2) here
-    raw["ddo"]["projection"] = "robust"
+    raw["ddo"]["projection"] = ROBUST
     raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 
@@ -206,7 +207,7 @@ def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case:
         result = results(spec.run_id)
         if result is None:
             raise ValueError(f"target run {label!r} seed {seed} ({spec.run_id}) has no result")
-        losses[seed] = float(result["mean_loss"])
+        losses[seed] = float(result[MEAN_LOSS])
     assert spec is not None
     unique = dom.train_tokens[case.scarce] // cfg.seq_len
     return MixOutcome(label, spec.weights[case.scarce], spec.sequences[case.scarce] / unique, losses)

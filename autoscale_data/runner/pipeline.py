@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import check_int
+from .._executors import INPROCESS
 from .._io import atomic_write_json
 from . import layout
 from .config import RunnerConfig, config_to_dict
@@ -280,7 +281,7 @@ class MixtureRunner:
         show = sys.stderr.isatty() if self.progress is None else self.progress
         # one live line per executor; in the runner's own process the trainer's bar shows the run instead
         train_specs(self._executor, ledger, specs, self.config, self.domains, log=self.log,
-                    progress=show and self._executor.kind != "inprocess")
+                    progress=show and self._executor.kind != INPROCESS)
 
     @contextlib.contextmanager
     def _executor_scope(self) -> Iterator[None]:
