@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
+from .._options import field_help
 from ..solver.ddo import DDOOptions
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
@@ -95,7 +96,7 @@ def register(subparsers: Any) -> None:
                         "below), observed (the largest budget's best mix), geometric (the paper's Theorem-1 path; "
                         "the only method for SCALES.json), joint or robust")
     p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
-                   help=f"objective of the fits to --runs (as for `ddo`; default {DEFAULT_OBJECTIVE})")
+                   help="objective of the fits to --runs: " + field_help(DDOOptions, "objective"))
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
                    help="lower bound on every weight in the fits to --runs")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W",
