@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
 from ..solver.vocabulary import MEAN_LOSS
 from ._args import add_verb, token_count
 
@@ -38,8 +39,8 @@ def register(subparsers: Any) -> None:
                    help="the new total budget in tokens (more than the run's; whole global batches)")
     p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="the target seed, when the mix was trained with several")
-    p.add_argument("--lr-schedule", choices=("rewarm_decay", "constant"), default="rewarm_decay",
-                   help="learning rate of the new steps (default rewarm_decay)")
+    p.add_argument("--lr-schedule", choices=EXTENSION_SCHEDULES, default=REWARM_DECAY,
+                   help=f"learning rate of the new steps (default {REWARM_DECAY})")
     p.add_argument("--warmup-fraction", type=float, default=None, metavar="F",
                    help="share of the new steps that re-warm (default: the config's optimizer.warmup_fraction)")
     p.add_argument("--peak-lr-ratio", type=float, default=1.0, metavar="R",

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .._executors import EXECUTORS, LOCAL
+from .._runner_names import EXECUTORS, LOCAL
 from ._args import add_verb
 
 __all__ = ["register", "run", "with_executor"]

@@ -33,6 +33,7 @@ from .._io import atomic_write_json, atomic_write_text
 from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
 from ..runner.config import config_to_dict
 from ..runner.plan import target_spec
+from ..runner.sections import REPETITION_MATCH, REPETITION_MODES
 from ..solver.vocabulary import MEAN_LOSS, ROBUST
 from ..store.prepare import prepare
 from ..store.tokenizers import train_bpe_tokenizer
@@ -42,7 +43,7 @@ from .demo import DemoSettings, demo_config
 __all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
            "run_scarce_case", "scarce_config"]
 
-_MODES = ("off", "match")
+_MODES = REPETITION_MODES
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
             if (out / name).is_file():
                 os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
         fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
-        tag = "matched" if mode == "match" else "plain"
+        tag = "matched" if mode == REPETITION_MATCH else "plain"
         mixes.update(_autoscale_mixes(tag, fitted["autoscale"],
                                       json.loads((out / layout.FITS / layout.PROJECTION).read_text())))
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]

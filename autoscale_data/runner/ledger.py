@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._executors import INPROCESS
 from .._io import atomic_write_json
+from .._runner_names import INPROCESS
 from . import layout
 
 __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]

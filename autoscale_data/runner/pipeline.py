@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import check_int
-from .._executors import INPROCESS
 from .._io import atomic_write_json
+from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
@@ -187,7 +187,7 @@ class MixtureRunner:
                 ledger.register(s)
             self._train_all(ledger, specs)
 
-    def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = "rewarm_decay",
+    def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = REWARM_DECAY,
                warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> dict[str, Any]:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 

@@ -38,6 +38,7 @@ from ..solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
 from . import layout
 from .config import RunnerConfig
 from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
+from .sections import REPETITION_MATCH, REPETITION_OFF
 
 __all__ = [
     "REPETITION_FILE",
@@ -62,7 +63,7 @@ REPETITION_FILE = layout.REPETITION
 
 def matched(config: RunnerConfig) -> bool:
     """Whether the proxies are repetition-matched (``ddo.repetition: match``)."""
-    return getattr(config.ddo, "repetition", "off") == "match"
+    return getattr(config.ddo, "repetition", REPETITION_OFF) == REPETITION_MATCH
 
 
 def _unique(config: RunnerConfig, domains: DomainInfo) -> dict[str, int]:

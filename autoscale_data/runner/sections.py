@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
-from .._executors import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
+from .._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
 from ..solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
@@ -33,7 +33,9 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "REPETITION_MATCH",
     "REPETITION_MODES",
+    "REPETITION_OFF",
     "RayConfig",
     "SlurmConfig",
     "TargetConfig",
@@ -42,6 +44,7 @@ __all__ = [
 
 #: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
 REPETITION_MODES = ("off", "match")
+REPETITION_OFF, REPETITION_MATCH = REPETITION_MODES
 
 
 def _field(section: str, name: str) -> str:
@@ -160,7 +163,7 @@ class DDOConfig:
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
     # repeats each domain as often as the target will (runner/repetition.py); "off": the whole domain
-    repetition: str = "off"
+    repetition: str = REPETITION_OFF
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)

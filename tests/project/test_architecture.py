@@ -6,7 +6,7 @@ Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`,
     cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. The package root's private helpers
-(``_checks``, ``_io``, ``_extras``, ``_options``, ``_executors``) sit below everything; ``autoscale_data/__init__.py`` is the
+(``_checks``, ``_io``, ``_extras``, ``_options``, ``_runner_names``) sit below everything; ``autoscale_data/__init__.py`` is the
 lazy facade and names its exports as strings, not imports.
 """
 
@@ -32,7 +32,7 @@ RANKS: dict[str, int] = {
     "runner": 3, "integrations": 3,
     "dataset": 2, "online": 2,
     "mixing": 1, "store": 1, "solver": 1,
-    "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_executors": 0,
+    "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0,
 }
 PURE = ("mixing", "online", "solver")  # never torch, not even lazily
 
@@ -264,12 +264,14 @@ VOCABULARIES = (
     ("autoscale_data.solver.vocabulary", "OBJECTIVES"),
     ("autoscale_data.solver.vocabulary", "LAWS"),
     ("autoscale_data.solver.vocabulary", "METHODS"),  # auto, observed and the projections
-    ("autoscale_data._executors", "EXECUTORS"),
-    ("autoscale_data._executors", "SLURM_CLUSTERS"),
+    ("autoscale_data._runner_names", "EXECUTORS"),
+    ("autoscale_data._runner_names", "SLURM_CLUSTERS"),
+    ("autoscale_data._runner_names", "EXTENSION_SCHEDULES"),
+    ("autoscale_data.runner.sections", "REPETITION_MODES"),
     ("autoscale_data.solver.regression", "REGRESSORS"),
 )
 #: The one executor kind no config names (``local`` with one slot runs in the runner's process).
-SINGLE_NAMES = (("autoscale_data._executors", "INPROCESS"),)
+SINGLE_NAMES = (("autoscale_data._runner_names", "INPROCESS"),)
 
 #: (module, word): the same word in another sense, and why it is not the vocabulary's name.
 VOCABULARY_ALLOWED = {
@@ -315,16 +317,17 @@ def _vocabulary_literals(sources: list[tuple[str, str, bool]], where: dict[str, 
 
 
 def test_every_vocabulary_name_is_spelt_only_where_it_is_defined() -> None:
-    """Objectives, laws, projection methods, executors and regressors are read from their one definition."""
+    """Objectives, laws, projection methods, executors, regressors, extension schedules and repetition modes
+    are read from their one definition."""
     found = _vocabulary_literals(_sources(), _vocabulary())
     assert not found, ("vocabulary names spelt outside their definition (import the constant, e.g. "
-                       "solver.vocabulary.MEAN_LOSS or _executors.SLURM):\n" + "\n".join(found))
+                       "solver.vocabulary.MEAN_LOSS or _runner_names.SLURM):\n" + "\n".join(found))
 
 
 def test_the_vocabulary_check_catches_a_planted_literal() -> None:
     where = _vocabulary()
     assert {"mean_loss", "mean_ppl", "3p", "4p", "auto", "geometric", "joint", "robust", "observed", "local",
-            "slurm", "ray", "inprocess", "linear", "lightgbm"} <= set(where)
+            "slurm", "ray", "inprocess", "linear", "lightgbm", "rewarm_decay", "constant", "off", "match"} <= set(where)
     probe = ('"""Module doc."""\n\ndef f(o):\n    """robust"""\n    if o == "mean_ppl":\n'
              '        return {"executor": "slurm", "law": LAW_3P}\n    return f"{o} joint"\n')
     fake = [("autoscale_data.runner.probe", probe, False)]

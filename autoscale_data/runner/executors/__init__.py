@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ..._executors import RAY, SLURM
+from ..._runner_names import RAY, SLURM
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command
 from .driver import train_specs

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from ..._executors import INPROCESS, LOCAL
+from ..._runner_names import INPROCESS, LOCAL
 from ...solver.vocabulary import AUTO
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, visible_gpus, worker_env

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ..._executors import RAY
+from ..._runner_names import RAY
 from ...solver.vocabulary import AUTO
 from .. import layout
 from ..config import RunnerConfig

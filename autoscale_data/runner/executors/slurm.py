@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._executors import LOCAL, SLURM
+from ..._runner_names import LOCAL, SLURM
 from ...solver.vocabulary import AUTO
 from .. import layout
 from ..config import RunnerConfig
