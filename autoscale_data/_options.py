@@ -8,10 +8,14 @@ callers written before the dataclass existed, the same settings as keywords:
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["build_options"]
+__all__ = ["build_options", "field_help"]
+
+_ATTRIBUTE = re.compile(r"^(\s*)([A-Za-z_][\w, ]*):\s+(.*)$")
 
 T = TypeVar("T")
 
@@ -33,3 +37,28 @@ def build_options(cls: type[T], options: T | None, settings: Mapping[str, Any], 
     if not isinstance(options, cls):
         raise TypeError(f"{caller}(): options must be a {cls.__name__}, got {type(options).__name__}")
     return dataclasses.replace(options, **settings) if settings else options  # type: ignore[type-var]
+
+
+def field_help(cls: type, name: str) -> str:
+    """What ``cls``'s docstring says of the field ``name`` (its ``Attributes:`` entry), on one line.
+
+    A CLI's ``help=`` for a setting that is a field of an options dataclass reads it from here, so
+    the setting is described once, in the dataclass. An entry may name several fields
+    (``min_weight, max_weight: ...``); double backticks are dropped and ``%`` is escaped for argparse.
+
+    Raises:
+        ValueError: the docstring has no ``Attributes:`` entry for ``name``.
+    """
+    doc = inspect.getdoc(cls) or ""
+    lines = doc.split("Attributes:", 1)[1].splitlines() if "Attributes:" in doc else []
+    for i, line in enumerate(lines):
+        match = _ATTRIBUTE.match(line)
+        if match is None or name not in [n.strip() for n in match.group(2).split(",")]:
+            continue
+        indent, text = len(match.group(1)), [match.group(3).strip()]
+        for more in lines[i + 1:]:
+            if not more.strip() or len(more) - len(more.lstrip()) <= indent:
+                break
+            text.append(more.strip())
+        return " ".join(text).replace("``", "").replace("%", "%%")
+    raise ValueError(f"{cls.__name__}'s docstring has no 'Attributes:' entry for {name!r}")

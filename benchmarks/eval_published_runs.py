@@ -248,8 +248,8 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
     def joint() -> dict[str, Any]:
         j = part("joint")
         pred = np.array([j.predict(dict(zip(dom, w * ho.tokens, strict=True))) for w in ho.weights])
-        return {"pred": pred, "identified": j.identifiability["identified"],
-                "spread": j.identifiability["spread"], "aar": j.aar, "floor": j.floor}
+        return {"pred": pred, "identified": j.identifiability.identified,
+                "spread": j.identifiability.spread, "aar": j.aar, "floor": j.floor}
 
     attempt("joint", joint)
     attempt("joint-opt", lambda: {"weights": np.array([part("joint").weights[d] for d in dom])})

@@ -40,7 +40,7 @@ DEFAULT_DOMAINS = ("code", "tech", "reference", "books", "web")
 
 def _parse() -> argparse.Namespace:
     from autoscale_data.runner.sections import DDOConfig
-    from autoscale_data.solver.select import METHODS
+    from autoscale_data.solver.vocabulary import METHODS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output directory (corpus, tokenizer, stores, runs, results)")

@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from ..solver.baselines import BASELINES, PRESETS, baseline_weights
+from ..solver.regression import REGRESSORS
 from ..solver.runs import RunTable
+from ..solver.vocabulary import AUTO, DEFAULT_OBJECTIVE, OBJECTIVES
 from ._args import add_json_flag, add_verb, parse_tokens, read_json
 
 __all__ = ["register", "run"]
@@ -35,9 +37,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--preset", default=None, choices=sorted(PRESETS), help="named reference weights")
     p.add_argument("--map", action="append", metavar="KEY=DOMAIN", help="rename a preset key to your domain")
     p.add_argument("--weights-json", default=None, metavar="FILE", help="reference weights {domain: w}")
-    p.add_argument("--objective", choices=("mean_loss", "mean_ppl"), default="mean_loss",
+    p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
                    help="objective for regmix/mixing_law")
-    p.add_argument("--model", choices=("auto", "linear", "lightgbm"), default="auto", help="regmix regressor")
+    p.add_argument("--model", choices=REGRESSORS, default=AUTO, help="regmix regressor")
     p.add_argument("--seed", type=int, default=0, help="RNG seed (regmix, mixing_law)")
     add_json_flag(p, '{"weights": {...}}')
 

@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from ..solver.ddo import FIT_MODES, DDOResult, fit_ddo
+from .._options import field_help
+from ..solver.ddo import FIT_MODES, DDOOptions, DDOResult, fit_ddo
 from ..solver.runs import RunTable
-from ..solver.select import DEFAULT_OBJECTIVE
+from ..solver.vocabulary import DEFAULT_LAW, DEFAULT_OBJECTIVE, LAWS, OBJECTIVES
 from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
 
 __all__ = ["format_ddo", "register", "run"]
@@ -36,12 +37,11 @@ def register(subparsers: Any) -> None:
                  description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
                  epilog=_EPILOG)
     p.add_argument("runs", metavar="RUNS.csv", help="runs table")
-    p.add_argument("--objective", choices=("mean_loss", "mean_ppl"), default=DEFAULT_OBJECTIVE,
-                   help="mean loss (default, as `project` and the runner) or mean per-domain perplexity / base "
-                        "(the authors' code)")
+    p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
+                   help=field_help(DDOOptions, "objective"))
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W", help="lower bound on every weight")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W", help="upper bound on every weight")
-    p.add_argument("--law", choices=("3p", "4p"), default="3p", help="3-parameter law (paper) or with amplitude")
+    p.add_argument("--law", choices=LAWS, default=DEFAULT_LAW, help=field_help(DDOOptions, "law"))
     p.add_argument("--fit", choices=FIT_MODES, default="default",
                    help="how each law is fitted: ours (default) or the authors' procedure (paper)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
+from ..solver.vocabulary import MEAN_LOSS
 from ._args import add_verb, token_count
 
 __all__ = ["register", "run"]
@@ -37,8 +39,8 @@ def register(subparsers: Any) -> None:
                    help="the new total budget in tokens (more than the run's; whole global batches)")
     p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="the target seed, when the mix was trained with several")
-    p.add_argument("--lr-schedule", choices=("rewarm_decay", "constant"), default="rewarm_decay",
-                   help="learning rate of the new steps (default rewarm_decay)")
+    p.add_argument("--lr-schedule", choices=EXTENSION_SCHEDULES, default=REWARM_DECAY,
+                   help=f"learning rate of the new steps (default {REWARM_DECAY})")
     p.add_argument("--warmup-fraction", type=float, default=None, metavar="F",
                    help="share of the new steps that re-warm (default: the config's optimizer.warmup_fraction)")
     p.add_argument("--peak-lr-ratio", type=float, default=1.0, metavar="R",
@@ -57,6 +59,6 @@ def run(args: argparse.Namespace) -> int:
                            warmup_fraction=args.warmup_fraction, peak_lr_ratio=args.peak_lr_ratio)
     ext = result["extension"]
     print(f"run {result['run_id']} ({result['name']}): {ext['parent_tokens']:,} tokens of run {ext['parent']} "
-          f"+ {ext['new_tokens']:,} new = {result['total_tokens']:,} tokens; mean loss {result['mean_loss']:.4f}")
+          f"+ {ext['new_tokens']:,} new = {result['total_tokens']:,} tokens; mean loss {result[MEAN_LOSS]:.4f}")
     print("tokens per domain: " + ", ".join(f"{d} {n:,}" for d, n in result["tokens"].items()))
     return 0

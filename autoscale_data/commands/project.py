@@ -17,13 +17,23 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
+from .._options import field_help
 from ..solver.ddo import DDOOptions
 from ..solver.olmix import read_olmix
 from ..solver.plan import MixturePlan
 from ..solver.projection import project
 from ..solver.projections import project_all
 from ..solver.runs import RunTable
-from ..solver.select import DEFAULT_METHOD, DEFAULT_OBJECTIVE, METHODS
+from ..solver.vocabulary import (
+    DEFAULT_METHOD,
+    DEFAULT_OBJECTIVE,
+    GEOMETRIC,
+    JOINT,
+    METHODS,
+    OBJECTIVES,
+    OBSERVED,
+    ROBUST,
+)
 from ._args import (
     add_json_flag,
     add_supply_args,
@@ -85,8 +95,8 @@ def register(subparsers: Any) -> None:
                    help=f"what gives the weights with --runs: {DEFAULT_METHOD} (default: chosen from the runs, see "
                         "below), observed (the largest budget's best mix), geometric (the paper's Theorem-1 path; "
                         "the only method for SCALES.json), joint or robust")
-    p.add_argument("--objective", choices=("mean_loss", "mean_ppl"), default=DEFAULT_OBJECTIVE,
-                   help="objective of the fits to --runs (as for `ddo`; default mean_loss)")
+    p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
+                   help="objective of the fits to --runs: " + field_help(DDOOptions, "objective"))
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
                    help="lower bound on every weight in the fits to --runs")
     p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W",
@@ -204,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     has_runs = bool(args.runs or args.olmix)
     if (args.scales is None) == (not has_runs):
         raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or neither")
-    if args.method not in (None, "geometric") and not has_runs:
+    if args.method not in (None, GEOMETRIC) and not has_runs:
         raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget "
                          "(SCALES.json gives optima: only the geometric path applies)")
     if args.objective_weights is not None and not has_runs:
@@ -218,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, scales = _from_runs(args, caps)
         used = out["method"]
-        what = (f"the best mix observed: {out['observed']['description']}" if used == "observed"
+        what = (f"the best mix observed: {out[OBSERVED]['description']}" if used == OBSERVED
                 else f"{used} projection")
         text = f"mix at {out['budget_tokens']:.4g} tokens ({what}):"
     if args.plot or args.save_plan:
@@ -237,19 +247,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"chosen: {out['method']} ({out['selection']['reason']})")
         for note in out.get("notes", []) if has_runs else []:
             print(f"note: {note}")
-        other = {"geometric": "joint", "joint": "geometric", "robust": "geometric",
-                 "observed": "robust"}[out.get("method", "geometric")]
-        if has_runs and "moved" in out.get("robust", {}):
+        other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC,
+                 OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
+        if has_runs and "moved" in out.get(ROBUST, {}):
             print(f"robust projection moves the geometric mix by total variation "
-                  f"{out['robust']['moved']['total_variation']:.4f}")
+                  f"{out[ROBUST]['moved']['total_variation']:.4f}")
         if has_runs and "weights" in out[other]:
             print(f"{other} projection (not used): "
                   + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
                   + (f"; total variation {out['disagreement']['total_variation']:.4f}"
-                     if "disagreement" in out and out["method"] in ("geometric", "joint") else ""))
+                     if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
         elif has_runs and (out.get("selection") or {}).get("rule") != "fallback":
             print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
-        ident = out.get("joint", {}).get("identifiability") if has_runs else None
+        ident = out.get(JOINT, {}).get("identifiability") if has_runs else None
         if ident:
             print(f"joint law: {ident['summary']}")
     for w in out["warnings"]:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._runner_names import EXECUTORS, LOCAL
 from ._args import add_verb
 
 __all__ = ["register", "run", "with_executor"]
@@ -32,8 +33,8 @@ def register(subparsers: Any) -> None:
                    help="output directory (default: ./runs/<config name>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, its total tokens and an estimated time")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--executor", choices=("local", "slurm", "ray"), default=None,
-                   help="where runs train (default: the config's executor.kind, else local)")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help=f"where runs train (default: the config's executor.kind, else {LOCAL})")
     p.add_argument("--max-parallel", default=None, metavar="N|auto",
                    help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
     p.add_argument("--allow-config-change", action="store_true",

@@ -28,6 +28,7 @@ from typing import Any
 from .._checks import check_int, check_number
 from .._io import atomic_write_json
 from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary
+from ..solver.vocabulary import AUTO, MEAN_LOSS
 from ..store.tokenizers import train_bpe_tokenizer
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_documents
 from .stores import prepare_synthetic_stores
@@ -133,7 +134,7 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
         "dropout": 0.0,
         "ddo": {"budgets": list(s.budgets), "multipliers": [list(s.multipliers[0]), list(s.multipliers[1])],
                 "base_weights": "uniform",
-                "objective": "mean_loss", "min_weight": s.min_weight},
+                "objective": MEAN_LOSS, "min_weight": s.min_weight},
         "target": {"budget": s.target, "baselines": ["uniform", "ddo_n2"] + (["autoscale_anytime"] if s.anytime else []),
                    "seeds": list(s.target_seeds)},
         "seeds": list(s.seeds),
@@ -142,7 +143,7 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
         "backend": "torch",
         "checkpoint_every": 500,
         "cpu_threads": 1,
-        "executor": {"max_parallel": "auto"},  # one one-thread run per core (two at once on 2 cores)
+        "executor": {"max_parallel": AUTO},  # one one-thread run per core (two at once on 2 cores)
     }
     return config_from_dict(raw, base_dir=out)
 

@@ -33,6 +33,8 @@ from .._io import atomic_write_json, atomic_write_text
 from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
 from ..runner.config import config_to_dict
 from ..runner.plan import target_spec
+from ..runner.sections import REPETITION_MATCH, REPETITION_MODES
+from ..solver.vocabulary import MEAN_LOSS, ROBUST
 from ..store.prepare import prepare
 from ..store.tokenizers import train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
@@ -41,7 +43,7 @@ from .demo import DemoSettings, demo_config
 __all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
            "run_scarce_case", "scarce_config"]
 
-_MODES = ("off", "match")
+_MODES = REPETITION_MODES
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["max_epochs"] = case.max_epochs
     raw["ddo"]["repetition"] = repetition
     # the projection the case was measured with (docs/demo-and-evaluation.md); ``auto`` would keep DDO(N2) here
-    raw["ddo"]["projection"] = "robust"
+    raw["ddo"]["projection"] = ROBUST
     raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 
@@ -206,7 +208,7 @@ def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case:
         result = results(spec.run_id)
         if result is None:
             raise ValueError(f"target run {label!r} seed {seed} ({spec.run_id}) has no result")
-        losses[seed] = float(result["mean_loss"])
+        losses[seed] = float(result[MEAN_LOSS])
     assert spec is not None
     unique = dom.train_tokens[case.scarce] // cfg.seq_len
     return MixOutcome(label, spec.weights[case.scarce], spec.sequences[case.scarce] / unique, losses)
@@ -258,7 +260,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
             if (out / name).is_file():
                 os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
         fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
-        tag = "matched" if mode == "match" else "plain"
+        tag = "matched" if mode == REPETITION_MATCH else "plain"
         mixes.update(_autoscale_mixes(tag, fitted["autoscale"],
                                       json.loads((out / layout.FITS / layout.PROJECTION).read_text())))
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]

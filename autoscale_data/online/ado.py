@@ -28,6 +28,7 @@ import numpy as np
 from .._checks import check_int, check_number
 from ..mixing.controller import Window, check_proposal, check_state
 from ..solver.laws import fit_power_law_batch
+from ..solver.vocabulary import LAW_4P
 
 __all__ = ["ADO"]
 
@@ -133,7 +134,7 @@ class ADO:
             if np.unique(x).size < 4:
                 return None
             try:
-                f = fit_power_law_batch(x, y, law="4p", grid=self.grid)
+                f = fit_power_law_batch(x, y, law=LAW_4P, grid=self.grid)
             except ValueError:
                 return None
             out[k] = [f["amplitude"][0], f["a"][0], f["b"][0], f["c"][0]]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import require
+from ..solver.vocabulary import AUTO
 from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
 from .sections import (
     DDOConfig,
@@ -60,7 +61,7 @@ class RunnerConfig:
     backend: str = "torch"
     precision: str = "fp32"
     procs: int = 1
-    device: str = "auto"
+    device: str = AUTO
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
     max_epochs: float | None = None
     checkpoint_every: int = 200
@@ -94,7 +95,7 @@ class RunnerConfig:
             require("deepspeed", "config backend 'deepspeed'")
         if self.precision not in ("fp32", "bf16"):
             raise field_error("", "precision", self.precision, "'fp32' or 'bf16' (DeepSpeed bf16 mode / torch autocast)")
-        if self.device not in ("auto", "cpu", "cuda"):
+        if self.device not in (AUTO, "cpu", "cuda"):
             raise field_error("", "device", self.device, "'auto', 'cpu' or 'cuda'")
         if self.max_epochs is not None:
             check_number_field("", "max_epochs", self.max_epochs)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .estimate import estimate_seconds, format_duration, startup_seconds
@@ -114,14 +115,14 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
 def projection_note(config: RunnerConfig) -> str:
     """Which projection sets the target mix (``ddo.projection``) and how the weight bounds apply to it."""
     ddo = config.ddo
-    how = {"joint": "joint (one law fitted to the runs of both budgets, optimised at the target)",
-           "robust": "robust (the Theorem-1 path with each domain's trend shrunk by its uncertainty)",
-           "geometric": "geometric (Theorem-1 path through the DDO optima at N1 and N2)",
-           "observed": "observed (no projection: the DDO optimum at N2, as is)",
-           "auto": "auto (the DDO optimum at N2 as is, or the robust projection where a share trend is determined "
+    how = {JOINT: "joint (one law fitted to the runs of both budgets, optimised at the target)",
+           ROBUST: "robust (the Theorem-1 path with each domain's trend shrunk by its uncertainty)",
+           GEOMETRIC: "geometric (Theorem-1 path through the DDO optima at N1 and N2)",
+           OBSERVED: "observed (no projection: the DDO optimum at N2, as is)",
+           AUTO: "auto (the DDO optimum at N2 as is, or the robust projection where a share trend is determined "
                    "beyond its uncertainty; the report says which and why)"}[ddo.projection]
     text = (f"projection to the target: {how}; the other projections are reported beside it "
-            "(ddo.projection: auto | observed | geometric | joint | robust)")
+            f"(ddo.projection: {' | '.join(METHODS)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:
         text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
                  "the DDO optima and the target mix: a projected weight outside them is moved to the bound "
@@ -133,7 +134,7 @@ def design_note(config: RunnerConfig) -> str:
     """One sentence: can the DDO design identify the per-domain law (whether the runs do comes later)?"""
     ddo = config.ddo
     points = ", ".join(f"{x:.3g}" for x in ddo.design_points)
-    params = 3 if ddo.law == "3p" else 4
+    params = law_parameters(ddo.law)
     if ddo.identifies_law:
         return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
                 "law: spare points, so the design CAN identify the law; whether these runs DO is known only after "
@@ -175,7 +176,7 @@ def _runs_at_once(config: RunnerConfig) -> int:
 def _device_kind(config: RunnerConfig) -> str:
     import torch
 
-    return "cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu"
+    return "cuda" if config.device == "cuda" or (config.device == AUTO and torch.cuda.is_available()) else "cpu"
 
 
 def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:

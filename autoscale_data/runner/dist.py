@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 
 import torch
 
+from ..solver.vocabulary import AUTO
+
 __all__ = [
     "DistInfo", "all_gather_objects", "all_reduce_sum", "clear_stale_build_locks", "exit_process", "free_port",
     "setup_distributed", "teardown",
@@ -82,7 +84,7 @@ def _pick_device(device: str, local_rank: int, backend: str) -> torch.device:
             return torch.device("cpu")
         acc.set_device(local_rank)
         return torch.device(acc.device_name(local_rank))
-    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
+    if device == "cuda" or (device == AUTO and torch.cuda.is_available()):
         if not torch.cuda.is_available():
             raise ValueError("device 'cuda' was asked for but torch sees no CUDA device")
         torch.cuda.set_device(local_rank)
@@ -90,7 +92,7 @@ def _pick_device(device: str, local_rank: int, backend: str) -> torch.device:
     return torch.device("cpu")
 
 
-def setup_distributed(backend: str, device: str = "auto") -> DistInfo:
+def setup_distributed(backend: str, device: str = AUTO) -> DistInfo:
     """Join (or create) the process group described by the launcher's environment.
 
     A plain ``python`` process gets ``RANK=0 WORLD_SIZE=1`` and a free ``MASTER_PORT`` so that

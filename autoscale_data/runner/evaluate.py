@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..solver.vocabulary import MEAN_PPL
 from .dist import DistInfo, all_reduce_sum
 from .models import mask_tokens
 
@@ -83,6 +84,6 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
 def mean_objective(losses: Mapping[str, float], objective: str) -> float:
     """The scalar the fit and the report use: mean loss, or mean per-domain perplexity."""
     values = [float(v) for v in losses.values()]
-    if objective == "mean_ppl":
+    if objective == MEAN_PPL:
         return sum(math.exp(min(v, 700.0)) for v in values) / len(values)
     return sum(values) / len(values)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig
 from .data import DomainInfo
@@ -44,8 +45,6 @@ from .plan import RunSpec, extension_spec
 __all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
            "plan_extension"]
 
-#: Learning-rate schedules of an extension's new steps.
-EXTENSION_SCHEDULES = ("rewarm_decay", "constant")
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class ExtensionSchedule:
         peak_ratio: the peak, as a multiple of ``optimizer.lr`` (1: the parent's peak).
     """
 
-    schedule: str = "rewarm_decay"
+    schedule: str = REWARM_DECAY
     warmup_fraction: float | None = None
     peak_ratio: float = 1.0
 
@@ -88,7 +87,7 @@ def extension_lr_lambda(offset: int, steps: int, lr: Mapping[str, Any], min_rati
     """
     warmup = round(float(lr["warmup_fraction"]) * steps)
     peak = float(lr["peak_ratio"])
-    decay = lr["schedule"] == "rewarm_decay"
+    decay = lr["schedule"] == REWARM_DECAY
 
     def factor(step: int) -> float:
         k = max(0, step - offset)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_json
+from ..solver.vocabulary import JOINT, OBSERVED, ROBUST
 from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
@@ -196,7 +197,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     if projections.selection is not None:
         log(f"ddo.projection auto chose {chosen}: {projections.selection.reason}")
     if not isinstance(robust, str):
-        used = "sets the target mix" if chosen == "robust" else "reported only"
+        used = "sets the target mix" if chosen == ROBUST else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
     summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
@@ -224,9 +225,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     for name, error in projections.failures().items():
         log(f"the {name} projection (reported only) failed: {error}")
     weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
-    how = {"joint": lambda: f"joint law, AAR {joint.aar:.4f}",
-           "robust": lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
-           "observed": lambda: f"not projected: {projections.observed.describe()}, as is",
+    how = {JOINT: lambda: f"joint law, AAR {joint.aar:.4f}",
+           ROBUST: lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
+           OBSERVED: lambda: f"not projected: {projections.observed.describe()}, as is",
            }.get(chosen, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
     return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from .._runner_names import INPROCESS
 from . import layout
 
 __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]
@@ -157,7 +158,7 @@ class Ledger:
     def mark_running(self, run_id: str, attempt: int, *, executor: str = "", job_id: str = "") -> None:
         """Log that attempt ``attempt`` started training (``job_id`` defaults to this process)."""
         self._append({"run_id": run_id, "status": RUNNING, "attempt": attempt, "pid": os.getpid(),
-                      "executor": executor or "inprocess", "job_id": str(job_id or os.getpid())})
+                      "executor": executor or INPROCESS, "job_id": str(job_id or os.getpid())})
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Log a finished run; its ``result.json`` must already exist."""

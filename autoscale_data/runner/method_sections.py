@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import is_int, is_number
+from ..solver.regression import LINEAR, REGRESSORS
 from .layout import ADO, ODM
 from .sections import check_int_field, check_number_field, field_error
 
@@ -30,7 +31,7 @@ ONLINE_OPTIONS = {ADO: ("warmup", "fit_after", "refit_every", "min_prob", "histo
                   ODM: ("reward_scale",)}
 
 #: RegMix regressions (``solver.regmix_weights``'s ``model``).
-REGRESSION_MODELS = ("linear", "lightgbm", "auto")
+REGRESSION_MODELS = REGRESSORS
 
 
 def _mapping(section: str, name: str, value: Any) -> dict[str, Any] | None:
@@ -82,7 +83,7 @@ class RegMixConfig:
 
     use_proxies: bool | None = None
     swarm: SwarmConfig | None = None
-    model: str = "linear"
+    model: str = LINEAR
     candidates: int = 100_000
     top_k: int = 100
 

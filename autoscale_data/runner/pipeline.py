@@ -22,6 +22,7 @@ from typing import Any
 
 from .._checks import check_int
 from .._io import atomic_write_json
+from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .data import inspect_domains
@@ -186,7 +187,7 @@ class MixtureRunner:
                 ledger.register(s)
             self._train_all(ledger, specs)
 
-    def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = "rewarm_decay",
+    def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = REWARM_DECAY,
                warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> dict[str, Any]:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
@@ -280,7 +281,7 @@ class MixtureRunner:
         show = sys.stderr.isatty() if self.progress is None else self.progress
         # one live line per executor; in the runner's own process the trainer's bar shows the run instead
         train_specs(self._executor, ledger, specs, self.config, self.domains, log=self.log,
-                    progress=show and self._executor.kind != "inprocess")
+                    progress=show and self._executor.kind != INPROCESS)
 
     @contextlib.contextmanager
     def _executor_scope(self) -> Iterator[None]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..solver.vocabulary import GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, ROBUST
 from . import layout
 
 if TYPE_CHECKING:
@@ -68,14 +69,14 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     grid = None
     if proj and len(scales) >= 2:
         grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
-        if proj.get("method") == "joint":
-            law = JointFit.from_json(proj["joint"])
+        if proj.get("method") == JOINT:
+            law = JointFit.from_json(proj[JOINT])
             curve = [law.weights_at(float(n)) for n in grid]
-        elif proj.get("method") == "robust":  # the shrunk path: through N2's optimum and the robust target mix
+        elif proj.get("method") == ROBUST:  # the shrunk path: through N2's optimum and the robust target mix
             pairs = [(float(scales[-1]), ddo[scales[-1]]["allocation_tokens"]),
-                     (float(proj["budget_tokens"]), proj["robust"]["allocation_tokens"])]
+                     (float(proj["budget_tokens"]), proj[ROBUST]["allocation_tokens"])]
             grid, curve = _reachable(project, pairs, grid)
-        elif proj.get("method") == "observed":  # DDO(N2) as is: constant weights
+        elif proj.get("method") == OBSERVED:  # DDO(N2) as is: constant weights
             curve = [dict(proj["weights"]) for _ in grid]
         else:
             pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
@@ -97,7 +98,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ax.set_xscale("log")
     ax.set_xlabel("training tokens (budget)")
     ax.set_ylabel("weight")
-    method = (proj or {}).get("method", "geometric")
+    method = (proj or {}).get("method", GEOMETRIC)
     ax.set_title(f"DDO optima (points, bootstrap CI) and AutoScale {method} projection (line, * = target)")
     ax.legend(fontsize=8)
     return fig
@@ -174,7 +175,7 @@ def _plot_curves(plt: Any, report: Report) -> Any:
             ax.fill_between(c.tokens, mean - std, mean + std, color=line.get_color(), alpha=0.2)
     ax.set_xscale("log")
     ax.set_xlabel("training tokens")
-    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report.objective == "mean_ppl"
+    ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report.objective == MEAN_PPL
                                    else "loss (mean over domains)"))
     ax.set_title("validation vs tokens at the target budget")
     ax.legend(fontsize=8)

@@ -34,9 +34,11 @@ from typing import Any
 from .._io import atomic_write_json
 from ..mixing.budget import largest_remainder
 from ..solver.repetition import R_STAR, DomainEpochs, epochs_table
+from ..solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
 from . import layout
 from .config import RunnerConfig
 from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
+from .sections import REPETITION_MATCH, REPETITION_OFF
 
 __all__ = [
     "REPETITION_FILE",
@@ -61,7 +63,7 @@ REPETITION_FILE = layout.REPETITION
 
 def matched(config: RunnerConfig) -> bool:
     """Whether the proxies are repetition-matched (``ddo.repetition: match``)."""
-    return getattr(config.ddo, "repetition", "off") == "match"
+    return getattr(config.ddo, "repetition", REPETITION_OFF) == REPETITION_MATCH
 
 
 def _unique(config: RunnerConfig, domains: DomainInfo) -> dict[str, int]:
@@ -383,9 +385,9 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
     if not _law_needed(config, domains, raw_weights):
         return summary
-    method = summary["method"] if summary["method"] in ("geometric", "robust") else "geometric"
+    method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
-    used = matched(config) and summary["method"] != "observed"
+    used = matched(config) and summary["method"] != OBSERVED
     seq = config.seq_len
     whole = {d: float(n * seq) for d, n in _unique(config, domains).items()}
     epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
@@ -403,7 +405,7 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
             optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
                                            raw_caps={d: u * epochs for d, u in exact.items()})
         scales = [optima[n].scale() for n in sorted(optima)]
-        if method == "robust":
+        if method == ROBUST:
             sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
 
             def path(e: float) -> dict[str, float]:

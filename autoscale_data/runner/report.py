@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
+from ..solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
 from . import layout
 from .comparison import build_comparison, comparison_markdown
 from .experiment import plan_run_ids, read_json
@@ -116,7 +117,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
     config = read_json(out / layout.CONFIG) or {}
-    objective = (config.get("ddo") or {}).get("objective", "mean_loss")
+    objective = (config.get("ddo") or {}).get("objective", DEFAULT_OBJECTIVE)
     key = objective_key(objective)
     plan = read_json(out / layout.PLAN) or {}
     every = _runs(out)
@@ -366,7 +367,7 @@ def _ddo_md(r: Report) -> list[str]:
     if proj:
         lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
                      + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r.domains) + " | | |")
-        other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
+        other = next((m for m in (GEOMETRIC, JOINT) if m != proj.get("method", GEOMETRIC)), None)
         alt = proj.get(other) or {}
         if "weights" in alt:
             lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
@@ -523,13 +524,13 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
 
 def projection_label(proj: dict[str, Any]) -> str:
     """Short tag of the projection used, e.g. ``projected: geometric, t=1.585`` (older reports: geometric)."""
-    if proj.get("method", "geometric") == "joint":
-        aar = (proj.get("joint") or {}).get("aar")
+    if proj.get("method", GEOMETRIC) == JOINT:
+        aar = (proj.get(JOINT) or {}).get("aar")
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
-    if proj.get("method") == "robust":
-        moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+    if proj.get("method") == ROBUST:
+        moved = ((proj.get(ROBUST) or {}).get("moved") or {}).get("total_variation")
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
-    if proj.get("method") == "observed":
+    if proj.get("method") == OBSERVED:
         return "not projected: DDO(N2) as is"
     t = proj.get("t")
     return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
@@ -537,20 +538,20 @@ def projection_label(proj: dict[str, Any]) -> str:
 
 def projection_sentence(proj: dict[str, Any]) -> str:
     """One sentence: which projection set the target mix, and how far the other one is from it."""
-    method = proj.get("method", "geometric")
-    how = {"geometric": "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
-           "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
-           "robust": "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
+    method = proj.get("method", GEOMETRIC)
+    how = {GEOMETRIC: "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
+           JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
+           ROBUST: "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
                      "uncertainty, the range of the optimum over the fits consistent with the data)",
-           "observed": "the DDO optimum at N2, used as is (no projection)"}
+           OBSERVED: "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
     if (proj.get("selection") or {}).get("reason"):
         text += f" `ddo.projection: auto` chose it: {proj['selection']['reason']}."
-    moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+    moved = ((proj.get(ROBUST) or {}).get("moved") or {}).get("total_variation")
     if moved is not None:
-        text += (f" The robust step {'moved' if method == 'robust' else 'would move'} the geometric mix by total "
+        text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
-    other = "joint" if method == "geometric" else "geometric"
+    other = JOINT if method == GEOMETRIC else GEOMETRIC
     if proj.get("disagreement"):
         text += (f" The {other} projection differs by total variation {proj['disagreement']['total_variation']:.3f}"
                  f" (max {proj['disagreement']['max_abs']:.3f} per domain).")

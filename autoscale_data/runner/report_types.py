@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..solver.vocabulary import DEFAULT_OBJECTIVE, objective_key
 from . import layout
-from .wording import objective_key
 
 __all__ = [
     "AnytimeComparison",
@@ -676,7 +676,7 @@ class Report:
     """The output folder, resolved."""
     name: str | None = None
     """The experiment's name (config ``name``)."""
-    objective: str = "mean_loss"
+    objective: str = DEFAULT_OBJECTIVE
     """The DDO objective (config ``ddo.objective``); :attr:`objective_key` names its JSON key."""
     domains: list[str] = field(default_factory=list)
     """Domain names, in the stores' order."""

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
-from ..solver.select import METHODS
+from .._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
+from ..solver.vocabulary import (
+    AUTO,
+    DEFAULT_LAW,
+    DEFAULT_METHOD,
+    DEFAULT_OBJECTIVE,
+    LAWS,
+    METHODS,
+    OBJECTIVES,
+    law_parameters,
+)
 from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
@@ -23,17 +33,18 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "REPETITION_MATCH",
     "REPETITION_MODES",
+    "REPETITION_OFF",
     "RayConfig",
     "SlurmConfig",
     "TargetConfig",
 ]
 
 
-#: Mixes the runner can train at the target budget next to the AutoScale mix (``target.baselines``).
-_OBJECTIVES = ("mean_loss", "mean_ppl")
 #: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
 REPETITION_MODES = ("off", "match")
+REPETITION_OFF, REPETITION_MATCH = REPETITION_MODES
 
 
 def _field(section: str, name: str) -> str:
@@ -142,17 +153,17 @@ class DDOConfig:
     multiplier_up: tuple[float, ...] = (3.0,)
     multiplier_down: tuple[float, ...] = (3.0,)
     base_weights: str | dict[str, float] = "uniform"
-    objective: str = "mean_loss"
+    objective: str = DEFAULT_OBJECTIVE
     min_weight: float = 0.0
     max_weight: float = 1.0
-    law: str = "3p"
+    law: str = DEFAULT_LAW
     # auto by default: DDO(N2) as is unless a share trend is determined beyond its uncertainty, then the
     # robust projection (docs/solver.md, "The default: auto"); geometric is the paper's path
-    projection: str = "auto"
+    projection: str = DEFAULT_METHOD
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
     # repeats each domain as often as the target will (runner/repetition.py); "off": the whole domain
-    repetition: str = "off"
+    repetition: str = REPETITION_OFF
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -180,13 +191,13 @@ class DDOConfig:
                 raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
         else:
             _check_weights("ddo", "base_weights", self.base_weights)
-        if self.objective not in _OBJECTIVES:
-            raise field_error("ddo", "objective", self.objective, f"one of {_OBJECTIVES}")
+        if self.objective not in OBJECTIVES:
+            raise field_error("ddo", "objective", self.objective, f"one of {OBJECTIVES}")
         if not 0.0 <= self.min_weight < self.max_weight <= 1.0:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
-        if self.law not in ("3p", "4p"):
-            raise field_error("ddo", "law", self.law, "'3p' or '4p'")
+        if self.law not in LAWS:
+            raise field_error("ddo", "law", self.law, " or ".join(map(repr, LAWS)))
         if self.projection not in METHODS:
             raise field_error("ddo", "projection", self.projection, f"one of {METHODS}")
         if self.repetition not in REPETITION_MODES:
@@ -208,7 +219,7 @@ class DDOConfig:
         the law passes through every point, often in more than one way, so the optimum is not
         determined by the data; see :mod:`autoscale_data.solver.identify`.
         """
-        return len(self.design_points) > (3 if self.law == "3p" else 4)
+        return len(self.design_points) > law_parameters(self.law)
 
 
 @dataclass(frozen=True)
@@ -313,9 +324,6 @@ class DeepSpeedConfig:
             raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
 
 
-#: Where the runs of a plan are trained (``executor.kind``).
-EXECUTORS = ("local", "slurm", "ray")
-
 
 def _subsection(cls: type, raw: Any, name: str) -> Any:
     import dataclasses
@@ -342,7 +350,7 @@ class SlurmConfig:
     running at once. ``requeue`` lets Slurm requeue a preempted job (it resumes from its checkpoint).
     """
 
-    cluster: str = "slurm"
+    cluster: str = SLURM
     partition: str | None = None
     time_min: int = 60
     nodes: int = 1
@@ -356,7 +364,7 @@ class SlurmConfig:
     folder: str | None = None
 
     def __post_init__(self) -> None:
-        if self.cluster not in ("slurm", "local"):
+        if self.cluster not in SLURM_CLUSTERS:
             raise field_error("executor.slurm", "cluster", self.cluster, "'slurm' or 'local'")
         check_int_field("executor.slurm", "time_min", self.time_min)
         check_int_field("executor.slurm", "nodes", self.nodes)
@@ -404,7 +412,7 @@ class ExecutorConfig:
     checkpoint); a diverged run is never retried. ``max_parallel`` also caps slurm and ray.
     """
 
-    kind: str = "local"
+    kind: str = LOCAL
     max_parallel: int | str = 1
     retries: int = 1
     runs_per_gpu: int = 1
@@ -416,12 +424,12 @@ class ExecutorConfig:
             raise field_error("executor", "kind", self.kind, f"one of {EXECUTORS}")
         mp = self.max_parallel
         if isinstance(mp, str):
-            if mp != "auto" and not mp.isdigit():
+            if mp != AUTO and not mp.isdigit():
                 raise field_error("executor", "max_parallel", mp, "a positive integer or 'auto'")
             if mp.isdigit():
                 object.__setattr__(self, "max_parallel", int(mp))
-        check_int_field("executor", "max_parallel", 1 if self.max_parallel == "auto" else self.max_parallel)
+        check_int_field("executor", "max_parallel", 1 if self.max_parallel == AUTO else self.max_parallel)
         check_int_field("executor", "retries", self.retries, minimum=0)
         check_int_field("executor", "runs_per_gpu", self.runs_per_gpu)
-        object.__setattr__(self, "slurm", _subsection(SlurmConfig, self.slurm, "slurm"))
-        object.__setattr__(self, "ray", _subsection(RayConfig, self.ray, "ray"))
+        object.__setattr__(self, SLURM, _subsection(SlurmConfig, self.slurm, SLURM))
+        object.__setattr__(self, RAY, _subsection(RayConfig, self.ray, RAY))

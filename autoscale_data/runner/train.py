@@ -48,6 +48,7 @@ import torch
 
 from .._io import atomic_write_json
 from ..dataset import DomainLossMeter
+from ..solver.vocabulary import MEAN_LOSS, MEAN_PPL
 from . import layout
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RunnerConfig, config_from_dict, config_to_dict
@@ -446,8 +447,8 @@ class _Trainer:
                               "domain_tokens": {d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
                               "train_loss": last_loss, "losses": losses,
                               "train_losses": {d: v if math.isfinite(v) else None for d, v in train.items()},
-                              "mean_loss": mean_objective(losses, "mean_loss"),
-                              "mean_ppl": mean_objective(losses, "mean_ppl")})
+                              MEAN_LOSS: mean_objective(losses, MEAN_LOSS),
+                              MEAN_PPL: mean_objective(losses, MEAN_PPL)})
             if done % config.checkpoint_every == 0 and done < self.steps:
                 save_checkpoint(ckpt_dir, self, info, checkpoint_state(done))
         bar.close()
@@ -493,8 +494,8 @@ class _Trainer:
             "label": spec.label, "seed": spec.seed, "status": "done", "schedule": spec.schedule,
             "tokens": tokens, "total_tokens": sum(tokens.values()), "planned_tokens": spec.tokens,
             "weights": spec.weights, "losses": final, "curve": curve,
-            "mean_loss": mean_objective(final, "mean_loss") if final else math.nan,
-            "mean_ppl": mean_objective(final, "mean_ppl") if final else math.nan,
+            MEAN_LOSS: mean_objective(final, MEAN_LOSS) if final else math.nan,
+            MEAN_PPL: mean_objective(final, MEAN_PPL) if final else math.nan,
             "final_train_loss": last_loss, "steps": self.offset + self.steps, "parameters": self.num_params,
             "wall_time_s": train_s + elapsed["eval_s"], "train_time_s": train_s, "eval_time_s": elapsed["eval_s"],
             "data_wait_s": elapsed["data_wait_s"],

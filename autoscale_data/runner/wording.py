@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..solver.vocabulary import objective_key
+
 if TYPE_CHECKING:
     from .report_types import Report, TokensSaved, Verdict
 
@@ -24,11 +26,6 @@ __all__ = [
     "unigram_warnings",
     "verdict_tag",
 ]
-
-
-def objective_key(objective: str | None) -> str:
-    """The report field that holds the objective: ``"mean_ppl"`` or ``"mean_loss"``."""
-    return "mean_ppl" if objective == "mean_ppl" else "mean_loss"
 
 
 def bootstrap_verdict(boot: Mapping[str, Any]) -> str:

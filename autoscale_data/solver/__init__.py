@@ -26,15 +26,16 @@ from .bootstrap import BootstrapResult, bootstrap_ddo
 from .bounds import apply_weight_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo
 from .design import DDODesign, ddo_runs_plan, read_design
-from .identify import Identifiability
-from .joint import PROJECTIONS, JointFit, fit_joint
+from .identify import Identifiability, JointIdentifiability
+from .joint import JointFit, fit_joint
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import Projection, project
 from .projections import Projections, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
-from .select import METHODS, Observed, Selection
+from .select import Observed, Selection
+from .vocabulary import METHODS, PROJECTIONS
 
 __all__ = [
     "BASELINES",
@@ -44,6 +45,7 @@ __all__ = [
     "DDOResult",
     "Identifiability",
     "JointFit",
+    "JointIdentifiability",
     "METHODS",
     "MixturePlan",
     "Observed",

@@ -35,6 +35,7 @@ from .design import read_design
 from .laws import fit_power_law_batch
 from .projection import fit_path
 from .runs import RunTable
+from .vocabulary import AUTO, MEAN_PPL
 
 __all__ = ["BootstrapResult", "HeldoutCheck", "ProjectionBootstrap", "bootstrap_ddo",
            "bootstrap_projection", "heldout_scale_check"]
@@ -118,7 +119,7 @@ def _replicates(method, y, design, objective, fits, noise_std, n_boot, rng):
     else:  # parametric
         w = np.ones((n_boot, n))
         ys = y + noise_std * rng.standard_normal((n_boot, n))
-    if objective == "mean_ppl":
+    if objective == MEAN_PPL:
         bw = w[:, design.base_runs]
         ys = ys / ((bw * ys[:, design.base_runs]).sum(1) / bw.sum(1))[:, None]
     for j in range(len(design.domains)):
@@ -137,7 +138,7 @@ def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
     return None if dof == 0 else float(np.sqrt(ss / dof))
 
 
-_METHODS = ("auto", "seeds", "parametric", "residuals", "consistent_fits")
+_METHODS = (AUTO, "seeds", "parametric", "residuals", "consistent_fits")
 
 
 def bootstrap_ddo(
@@ -145,7 +146,7 @@ def bootstrap_ddo(
     options: DDOOptions | None = None,
     *,
     n_boot: int = 1000,
-    method: str = "auto",
+    method: str = AUTO,
     noise_std: float | None = None,
     level: float = 0.95,
     seed: int = 0,
@@ -183,7 +184,7 @@ def bootstrap_ddo(
     sizes = np.bincount(design.point_of_run)
     pooled = _pooled_std(y, design.point_of_run)
     min_dof = min(f.dof for f in point.fits.values())
-    if method == "auto":
+    if method == AUTO:
         if noise_std is not None:
             method = "parametric"
         elif np.all(sizes >= 2):

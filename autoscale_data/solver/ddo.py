@@ -26,6 +26,17 @@ from .design import DDODesign, read_design, run_objective
 from .identify import Identifiability, identify
 from .laws import PowerLawFit, fit_power_law_batch, fit_power_law_paper, local_fits
 from .runs import RunTable
+from .vocabulary import (
+    DEFAULT_LAW,
+    DEFAULT_OBJECTIVE,
+    LAW_3P,
+    LAW_4P,
+    LAWS,
+    MEAN_PPL,
+    OBJECTIVES,
+    check_name,
+    law_parameters,
+)
 
 __all__ = ["FIT_MODES", "DDOOptions", "DDOResult", "fit_ddo", "token_caps_array"]
 
@@ -53,11 +64,11 @@ class DDOOptions:
         weight_tol: largest weight movement over those fits that still counts as identified.
     """
 
-    objective: str = "mean_loss"
+    objective: str = DEFAULT_OBJECTIVE
     min_weight: float = 0.0
     max_weight: float = 1.0
     token_caps: Mapping[str, float] | None = None
-    law: str = "3p"
+    law: str = DEFAULT_LAW
     max_epochs: float | Mapping[str, float] | None = None
     base_run: str | None = None
     budget_tokens: float | None = None
@@ -67,13 +78,11 @@ class DDOOptions:
     weight_tol: float = 0.01
 
     def __post_init__(self) -> None:
-        if self.objective not in ("mean_ppl", "mean_loss"):
-            raise ValueError(f"objective must be 'mean_ppl' or 'mean_loss', got {self.objective!r}")
-        if self.law not in ("3p", "4p"):
-            raise ValueError(f"law must be '3p' or '4p', got {self.law!r}")
+        check_name("objective", self.objective, OBJECTIVES)
+        check_name("law", self.law, LAWS)
         if self.fit not in FIT_MODES:
             raise ValueError(f"fit must be one of {FIT_MODES}, got {self.fit!r}")
-        if self.fit == "paper" and self.law != "3p":
+        if self.fit == "paper" and self.law != LAW_3P:
             raise ValueError(f"fit='paper' is the authors' 3-parameter fit; got law={self.law!r}")
         if not (0.0 <= self.min_weight < 1.0) or not (0.0 < self.max_weight <= 1.0):
             raise ValueError(f"weight bounds must satisfy 0 <= min_weight < 1 and 0 < max_weight <= 1, "
@@ -185,7 +194,7 @@ class DDOResult:
         return {
             "weights": dict(self.weights),
             "budget_tokens": self.budget_tokens,
-            "fit": {d: {"a": f.a, "b": f.b, "c": f.c} | ({"amplitude": f.amplitude} if f.law == "4p" else {})
+            "fit": {d: {"a": f.a, "b": f.b, "c": f.c} | ({"amplitude": f.amplitude} if f.law == LAW_4P else {})
                     for d, f in self.fits.items()},
             "aar": self.aar,
             "pinned": list(self.pinned),
@@ -215,13 +224,13 @@ def objective_values(table: RunTable, design: DDODesign, objective: str,
                      val_domains: Sequence[str] | None = None) -> np.ndarray:
     """Per-run objective y as fitted: ``mean_ppl`` is divided by the base runs' mean."""
     raw = run_objective(table, objective, val_domains)
-    if objective == "mean_ppl":
+    if objective == MEAN_PPL:
         raw = raw / raw[design.base_runs].mean()
     return raw
 
 
 def _loo_aar(design: DDODesign, y: np.ndarray, law: str, fits: Mapping[str, PowerLawFit]) -> float | None:
-    k = 3 if law == "3p" else 4
+    k = law_parameters(law)
     errs = []
     for j in range(len(design.domains)):
         idx = design.domain_points(j)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .runs import RunTable
+from .vocabulary import MEAN_PPL, OBJECTIVES, check_name
 
 __all__ = ["DDODesign", "ddo_runs_plan", "objective_weight", "read_design", "run_objective"]
 
@@ -70,8 +71,7 @@ def run_objective(table: RunTable, objective: str,
         ValueError: unknown objective, unknown or no validation domains, negative / non-finite
             weights or weights that are all zero.
     """
-    if objective not in ("mean_ppl", "mean_loss"):
-        raise ValueError(f"objective must be 'mean_ppl' or 'mean_loss', got {objective!r}")
+    check_name("objective", objective, OBJECTIVES)
     weighted = isinstance(val_domains, Mapping)
     cols = list(table.val_domains) if val_domains is None else list(val_domains)
     missing = [d for d in cols if d not in table.val_domains]
@@ -79,7 +79,7 @@ def run_objective(table: RunTable, objective: str,
         raise ValueError(f"validation domains {missing or cols} not in the runs ({list(table.val_domains)})")
     idx = [table.val_domains.index(d) for d in cols]
     loss = table.loss_matrix()[:, idx]
-    vals = np.exp(loss) if objective == "mean_ppl" else loss
+    vals = np.exp(loss) if objective == MEAN_PPL else loss
     if not weighted:
         return vals.mean(axis=1)
     wts = np.array([objective_weight(d, val_domains[d]) for d in cols])

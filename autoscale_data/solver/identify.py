@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy.stats import chi2
 
 from .laws import B_MAX, PROFILE_B, PowerLawFit, fit_on_grid, local_fits, shift_frame
+from .vocabulary import law_parameters
 
-__all__ = ["MAX_COMBINATIONS", "DomainFits", "Identifiability", "consistent_fits", "identify"]
+__all__ = ["MAX_COMBINATIONS", "DomainFits", "Identifiability", "JointIdentifiability", "consistent_fits", "identify"]
 
 MAX_COMBINATIONS = 4096
 """Most combinations of per-domain fits optimised jointly (beyond it: one domain at a time)."""
@@ -151,7 +153,7 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
     if not (0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1), got {level}")
     x, y = np.asarray(best.x), np.asarray(best.y)
-    k = 3 if best.law == "3p" else 4
+    k = law_parameters(best.law)
     points = y.size
     scale = float(y @ y)
     local = list(candidates) if candidates is not None else local_fits(x, y, law=best.law)
@@ -243,6 +245,115 @@ class Identifiability:
         move = (f" Over the consistent fits the weights could move by up to {self.spread:.3f}: {ranges}."
                 if ranges else " All of the consistent fits give the same weights.")
         return f"NOT identified by the data: {why}.{move} More multipliers or seeds per domain narrow this."
+
+
+
+@dataclass(frozen=True)
+class JointIdentifiability:
+    """Whether the runs determine the optimum of the joint law (:func:`~.joint.fit_joint`), and how far it could move.
+
+    The consistent fits are those whose SSE stays within ``noise_variance · χ²₁(level)`` of the best
+    one (linearised); see :func:`~.joint.fit_joint`.
+
+    Attributes:
+        identified: spare points, no undetermined direction, and no weight moves by more than ``weight_tol``.
+        weight_range: ``{domain: (lo, hi)}`` of the optimal weight at the target over the consistent fits.
+        spread: the largest ``hi - lo``.
+        undetermined_directions: parameter combinations the runs do not determine (null directions).
+        points, parameters: runs fitted and parameters of the law.
+        noise_variance: ``s²`` of one run's objective; noise_source: ``"replicates"`` (pure error of
+            repeated runs), ``"residual"`` (``SSE / (runs - parameters)``) or ``"none"``.
+        level, weight_tol: settings used.
+        fits_evaluated: the fits the optimum was computed at.
+        per_budget: ``{budget (as "%.17g"): {domain: (lo, hi)}}``, the same range at each fitted budget
+            (None in a record written before it was stated).
+        pooled: this is the statement carried to one fitted budget (:meth:`at_budget`): ``weight_range``
+            is the range there; the other fields are those at the target.
+    """
+
+    identified: bool
+    weight_range: dict[str, tuple[float, float]]
+    spread: float
+    undetermined_directions: int
+    points: int
+    parameters: int
+    noise_variance: float
+    noise_source: str
+    level: float
+    weight_tol: float
+    fits_evaluated: int
+    per_budget: dict[str, dict[str, tuple[float, float]]] | None = None
+    pooled: bool = False
+
+    def at_budget(self, budget: float) -> JointIdentifiability | None:
+        """The statement at one fitted budget (its ``per_budget`` range), or None if it has none there."""
+        ranges = (self.per_budget or {}).get(f"{float(budget):.17g}")
+        if ranges is None:
+            return None
+        return replace(self, weight_range=dict(ranges), per_budget=None, pooled=True)
+
+    def describe(self) -> str:
+        """One or two sentences for a report."""
+        if self.identified:
+            return (f"Identified: {self.points} runs for {self.parameters} parameters, and the fits within the noise "
+                    f"move no weight by more than {self.spread:.3f}.")
+        why = []
+        if self.undetermined_directions:
+            why.append(f"{self.undetermined_directions} parameter combination(s) are not determined by the runs")
+        if self.spread > self.weight_tol:
+            why.append(f"fits within the noise ({self.level:.0%} profile) move a weight by {self.spread:.3f} > "
+                       f"{self.weight_tol}")
+        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items() if hi - lo > 5e-4)
+        return (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could move: "
+                f"{ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more budgets) "
+                "narrow this.")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form: the fields, ``summary`` (:meth:`describe`), ranges as ``[lo, hi]`` lists."""
+        out: dict[str, Any] = {
+            "identified": self.identified, "weight_range": _range_lists(self.weight_range), "spread": self.spread,
+            "undetermined_directions": self.undetermined_directions, "points": self.points,
+            "parameters": self.parameters, "noise_variance": self.noise_variance, "noise_source": self.noise_source,
+            "level": self.level, "weight_tol": self.weight_tol, "fits_evaluated": self.fits_evaluated,
+            "summary": self.describe(),
+        }
+        if self.per_budget is not None:
+            out["per_budget"] = {n: _range_lists(r) for n, r in self.per_budget.items()}
+        if self.pooled:
+            out["pooled"] = True
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> JointIdentifiability:
+        """The record back from :meth:`to_json`'s dict (``summary`` is made again, not read).
+
+        Raises:
+            ValueError: not a mapping, or a key is missing.
+        """
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"expected the dict of JointIdentifiability.to_json(), got {type(obj).__name__}")
+        try:
+            per_budget = obj.get("per_budget")
+            return cls(
+                identified=bool(obj["identified"]), weight_range=_range_tuples(obj["weight_range"]),
+                spread=float(obj["spread"]), undetermined_directions=int(obj["undetermined_directions"]),
+                points=int(obj["points"]), parameters=int(obj["parameters"]),
+                noise_variance=float(obj["noise_variance"]), noise_source=str(obj["noise_source"]),
+                level=float(obj["level"]), weight_tol=float(obj["weight_tol"]),
+                fits_evaluated=int(obj["fits_evaluated"]),
+                per_budget=None if per_budget is None else {str(n): _range_tuples(r) for n, r in per_budget.items()},
+                pooled=bool(obj.get("pooled", False)),
+            )
+        except KeyError as exc:
+            raise ValueError(f"joint identifiability dict lacks the key {exc.args[0]!r}") from None
+
+
+def _range_lists(ranges: Mapping[str, tuple[float, float]]) -> dict[str, list[float]]:
+    return {d: [float(lo), float(hi)] for d, (lo, hi) in ranges.items()}
+
+
+def _range_tuples(ranges: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    return {str(d): (float(lo), float(hi)) for d, (lo, hi) in ranges.items()}
 
 
 def identify(

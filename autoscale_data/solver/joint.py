@@ -39,12 +39,13 @@ from .._options import build_options
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
 from .design import DDODesign, read_design, run_objective
+from .identify import JointIdentifiability
 from .laws import B_MAX, SHIFT_RANGE
 from .projection import project
 from .runs import RunTable
+from .vocabulary import GEOMETRIC, JOINT, MEAN_PPL
 
 __all__ = [
-    "PROJECTIONS",
     "JointFit",
     "compare_projections",
     "fit_budget_law",
@@ -53,11 +54,6 @@ __all__ = [
     "per_budget_optima",
     "weight_distance",
 ]
-
-PROJECTIONS = ("geometric", "joint", "robust")
-"""The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
-(:func:`~.projection.project`), the optimum of the law fitted jointly to all budgets' runs, or the
-Theorem-1 path with each domain's trend shrunk by its uncertainty (:func:`~.robust.robust_project`)."""
 
 _GRID_A = np.geomspace(1e-3, 1e3, 31)
 _GRID_G = np.concatenate([[0.0], np.geomspace(0.02, 16.0, 30)])
@@ -126,12 +122,12 @@ def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[st
     toks = [t.tokens_matrix()[:, [t.train_domains.index(d) for d in domains]] for t in tabs]
     if designs is not None:
         designs = tuple(designs[k] for k in order)
-        norm = float(raw[0][designs[0].base_runs].mean()) if objective == "mean_ppl" else 1.0
+        norm = float(raw[0][designs[0].base_runs].mean()) if objective == MEAN_PPL else 1.0
         first = designs[0]
         scale = np.array([first.base_tokens[first.domains.index(d)] for d in domains])
     else:
         _check_varied(domains, toks)
-        norm = float(raw[0].mean()) if objective == "mean_ppl" else 1.0
+        norm = float(raw[0].mean()) if objective == MEAN_PPL else 1.0
         scale = toks[0].mean(axis=0)
         everywhere = np.concatenate(toks).mean(axis=0)
         scale = np.where(scale > 0, scale, everywhere)
@@ -341,7 +337,7 @@ class JointFit:
     min_weight: float = 0.0
     max_weight: float = 1.0
     token_caps: dict[str, float] | None = field(default=None)
-    identifiability: dict[str, Any] | None = field(default=None)
+    identifiability: JointIdentifiability | None = field(default=None)
 
     @property
     def budget_tokens(self) -> float:
@@ -387,7 +383,7 @@ class JointFit:
     def to_json(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {
-            "method": "joint", "weights": dict(self.weights), "budget_tokens": self.target_tokens,
+            "method": JOINT, "weights": dict(self.weights), "budget_tokens": self.target_tokens,
             "allocation_tokens": dict(self.allocation_tokens), "budgets": list(self.budgets),
             "law": {d: {"n0": self.n0[d], "gamma": self.gamma[d], "amplitude": self.amplitude[d],
                         "scale_tokens": self.scale_tokens[d]} for d in self.domains},
@@ -398,7 +394,7 @@ class JointFit:
             "bounds_hit": dict(self.bounds_hit), "status": self.status, "kkt_residual": self.kkt_residual,
             "min_weight": self.min_weight, "max_weight": self.max_weight,
             "token_caps": None if self.token_caps is None else dict(self.token_caps),
-            "identifiability": self.identifiability,
+            "identifiability": None if self.identifiability is None else self.identifiability.to_json(),
         }
 
     @classmethod
@@ -408,7 +404,7 @@ class JointFit:
         Raises:
             ValueError: not a joint fit's dict, or a key is missing.
         """
-        if not isinstance(obj, Mapping) or obj.get("method") != "joint":
+        if not isinstance(obj, Mapping) or obj.get("method") != JOINT:
             raise ValueError("expected the dict of JointFit.to_json() (with 'method': 'joint')")
         try:
             law = obj["law"]
@@ -426,7 +422,8 @@ class JointFit:
                 status=obj["status"], kkt_residual=float(obj["kkt_residual"]),
                 min_weight=float(obj["min_weight"]), max_weight=float(obj["max_weight"]),
                 token_caps=None if obj["token_caps"] is None else dict(obj["token_caps"]),
-                identifiability=obj.get("identifiability"),
+                identifiability=None if obj.get("identifiability") is None
+                else JointIdentifiability.from_json(obj["identifiability"]),
             )
         except KeyError as exc:
             raise ValueError(f"joint fit dict lacks the key {exc.args[0]!r}") from None
@@ -622,9 +619,8 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
         _, lo_n, hi_n, _ = fit._allocation(float(n))
         at_n = _identify_joint(data, p, fit, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
-        per_budget_ranges[f"{float(n):.17g}"] = at_n["weight_range"]
-    ident["per_budget"] = per_budget_ranges
-    return replace(fit, identifiability=ident)
+        per_budget_ranges[f"{float(n):.17g}"] = at_n.weight_range
+    return replace(fit, identifiability=replace(ident, per_budget=per_budget_ranges))
 
 
 def _pure_error(data: _Data) -> tuple[float, int]:
@@ -644,7 +640,8 @@ def _pure_error(data: _Data) -> tuple[float, int]:
 
 
 def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray, hi_x: np.ndarray, *,
-                   level: float = 0.95, weight_tol: float = 0.01, target: float | None = None) -> dict[str, Any]:
+                   level: float = 0.95, weight_tol: float = 0.01,
+                   target: float | None = None) -> JointIdentifiability:
     """Range of the law's optimum over the fits consistent with the runs (any design).
 
     The consistent fits are those whose SSE stays within ``s² · χ²₁(level)`` of the best one (``s²``:
@@ -703,26 +700,12 @@ def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray,
     wlo, whi = w.min(axis=0), w.max(axis=0)
     spread = float(np.max(whi - wlo))
     n_null = int(null.sum())
-    ok = n_pts > n_par and n_null == 0 and spread <= weight_tol
-    ranges = ", ".join(f"{dm} {a:.3f}-{b:.3f}" for dm, a, b in zip(data.domains, wlo, whi, strict=True)
-                       if b - a > 5e-4)
-    if ok:
-        text = (f"Identified: {n_pts} runs for {n_par} parameters, and the fits within the noise move no weight "
-                f"by more than {spread:.3f}.")
-    else:
-        why = []
-        if n_null:
-            why.append(f"{n_null} parameter combination(s) are not determined by the runs")
-        if spread > weight_tol:
-            why.append(f"fits within the noise ({level:.0%} profile) move a weight by {spread:.3f} > {weight_tol}")
-        text = (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could move: "
-                f"{ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more budgets) "
-                "narrow this.")
-    return {"identified": bool(ok), "weight_range": {dm: [float(a), float(b)] for dm, a, b in
-                                                     zip(data.domains, wlo, whi, strict=True)},
-            "spread": spread, "undetermined_directions": n_null, "points": int(n_pts), "parameters": int(n_par),
-            "noise_variance": float(s2), "noise_source": source, "level": float(level),
-            "weight_tol": float(weight_tol), "fits_evaluated": len(cands), "summary": text}
+    return JointIdentifiability(
+        identified=bool(n_pts > n_par and n_null == 0 and spread <= weight_tol),
+        weight_range={dm: (float(a), float(b)) for dm, a, b in zip(data.domains, wlo, whi, strict=True)},
+        spread=spread, undetermined_directions=n_null, points=int(n_pts), parameters=int(n_par),
+        noise_variance=float(s2), noise_source=source, level=float(level), weight_tol=float(weight_tol),
+        fits_evaluated=len(cands))
 
 
 def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]) -> dict[str, float]:
@@ -776,14 +759,14 @@ def compare_projections(
     geo = project(scales, target_tokens, token_caps=o.token_caps, max_epochs=o.max_epochs)
     joint = fit_joint(tables, o, target_tokens=target_tokens)
     out: dict[str, Any] = {"target_tokens": float(target_tokens), "budgets": list(joint.budgets),
-                           "geometric": {"weights": dict(geo.weights), "warnings": list(geo.warnings)},
-                           "joint": joint.to_json()}
+                           GEOMETRIC: {"weights": dict(geo.weights), "warnings": list(geo.warnings)},
+                           JOINT: joint.to_json()}
     if heldout is not None:
         ref = heldout if isinstance(heldout, DDOResult) else fit_ddo(heldout, o)
         n3 = ref.budget_tokens
         g3 = project(scales, n3, token_caps=o.token_caps, max_epochs=o.max_epochs).weights
         j3 = joint.weights_at(n3)
         out["heldout"] = {"budget_tokens": n3, "ddo_weights": dict(ref.weights),
-                          "geometric": {"weights": dict(g3), **weight_distance(g3, ref.weights)},
-                          "joint": {"weights": j3, **weight_distance(j3, ref.weights)}}
+                          GEOMETRIC: {"weights": dict(g3), **weight_distance(g3, ref.weights)},
+                          JOINT: {"weights": j3, **weight_distance(j3, ref.weights)}}
     return out

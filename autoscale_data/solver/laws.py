@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import curve_fit, least_squares
 
+from .vocabulary import DEFAULT_LAW, LAW_3P, LAW_4P
+
 __all__ = [
     "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "SHIFT_RANGE", "PowerLawFit", "fit_on_grid",
     "fit_power_law", "fit_power_law_batch", "fit_power_law_paper", "local_fits", "power_law", "profile_over_b",
@@ -103,9 +105,9 @@ class PowerLawFit:
 
 
 def _n_params(law: str) -> int:
-    if law == "3p":
+    if law == LAW_3P:
         return 3
-    if law == "4p":
+    if law == LAW_4P:
         return 4
     raise ValueError(f"law must be '3p' or '4p', got {law!r}")
 
@@ -164,7 +166,7 @@ def fit_power_law_batch(
     y: np.ndarray,
     weights: np.ndarray | None = None,
     *,
-    law: str = "3p",
+    law: str = DEFAULT_LAW,
     n_starts: int = 1,
     per_b_starts: bool = False,
     init: dict[str, float] | None = None,
@@ -195,7 +197,7 @@ def fit_power_law_batch(
     y2 = np.atleast_2d(np.asarray(y, dtype=np.float64))
     w2 = np.ones_like(y2) if weights is None else np.atleast_2d(np.asarray(weights, dtype=np.float64))
     _validate(x, y2, w2, law)
-    four = law == "4p"
+    four = law == LAW_4P
     nb = y2.shape[0]
     xmin, s_lo, s_hi = shift_frame(x)
 
@@ -337,7 +339,7 @@ def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tup
         flags.append("a=min")
     if shift >= SHIFT_RANGE[1] * (1 - 1e-6):
         flags.append("a=max")
-    if law == "4p" and amp <= 1e-12:
+    if law == LAW_4P and amp <= 1e-12:
         flags.append("amplitude=0")
     return tuple(flags)
 
@@ -377,7 +379,7 @@ def fit_on_grid(
     log_shift: np.ndarray,
     b: np.ndarray,
     *,
-    law: str = "3p",
+    law: str = DEFAULT_LAW,
     weights: Sequence[float] | np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The best fit with ``a = exp(log_shift) - min(x)`` and ``b`` fixed (arrays of one shape).
@@ -390,7 +392,7 @@ def fit_on_grid(
     xa, ya, wa = _points(x, y, weights)
     s_, b_ = np.broadcast_arrays(np.asarray(log_shift, dtype=np.float64), np.asarray(b, dtype=np.float64))
     _, _, phi = _basis(xa, float(np.min(xa)), s_, b_)
-    amp, c = _profile(phi, ya, wa, law == "4p")
+    amp, c = _profile(phi, ya, wa, law == LAW_4P)
     r = ya - amp[..., None] * phi - c[..., None]
     return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp, "sse": (wa * r * r).sum(-1)}
 
@@ -399,7 +401,7 @@ def profile_over_b(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     *,
-    law: str = "3p",
+    law: str = DEFAULT_LAW,
     weights: Sequence[float] | np.ndarray | None = None,
     b_values: Sequence[float] | np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
@@ -435,7 +437,7 @@ def local_fits(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     *,
-    law: str = "3p",
+    law: str = DEFAULT_LAW,
     weights: Sequence[float] | np.ndarray | None = None,
 ) -> list[PowerLawFit]:
     """Every distinct local least-squares fit, best first (ties ordered by the highest floor ``c``).
@@ -449,7 +451,7 @@ def local_fits(
     sse = prof["sse"]
     interior = np.r_[sse[0] <= sse[1], (sse[1:-1] <= sse[:-2]) & (sse[1:-1] <= sse[2:]), sse[-1] <= sse[-2]]
     idx = np.flatnonzero(interior)
-    four = law == "4p"
+    four = law == LAW_4P
     xmin, s_lo, s_hi = shift_frame(xa)
     cols = [np.clip(np.log(np.maximum(prof["a"][idx] + xmin, 1e-300)), s_lo, s_hi), prof["b"][idx]]
     cols += ([prof["amplitude"][idx]] if four else []) + [prof["c"][idx]]
@@ -482,7 +484,7 @@ def fit_power_law(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     *,
-    law: str = "3p",
+    law: str = DEFAULT_LAW,
     weights: Sequence[float] | np.ndarray | None = None,
 ) -> PowerLawFit:
     """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
@@ -521,7 +523,7 @@ def fit_power_law_paper(
         ValueError: bad points, or the fit failed or left the law's domain (``x + a <= 0``).
     """
     xa, ya, wa = _points(x, y, None)
-    _validate(xa, ya[None], wa[None], "3p")
+    _validate(xa, ya[None], wa[None], LAW_3P)
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "covariance could not be estimated": expected for exact fits
@@ -531,12 +533,12 @@ def fit_power_law_paper(
         raise ValueError(f"the paper's fit did not converge from {start}: {exc}") from None
     if not (np.isfinite([a, b, c]).all() and xa.min() + a > 0):
         raise ValueError(f"the paper's fit left the law's domain: a={a}, b={b}, c={c} for x={xa.tolist()}")
-    return _fit_from(xa, ya, wa, "3p", float(a), float(b), float(c), 1.0)
+    return _fit_from(xa, ya, wa, LAW_3P, float(a), float(b), float(c), 1.0)
 
 
 def _polish(x, y, w, law, a, b, c, amp, sse0):
     """Final bounded ``least_squares`` from the batched solution; kept only if it is better."""
-    four = law == "4p"
+    four = law == LAW_4P
     xmin, s_lo, s_hi = shift_frame(x)
     sw = np.sqrt(w)
 

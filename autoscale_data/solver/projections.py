@@ -25,12 +25,13 @@ from typing import Any
 
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
-from .joint import PROJECTIONS, JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
+from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
 from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable
-from .select import DEFAULT_METHOD, METHODS, Observed, Selection, choose, observed_best, table_budget
+from .select import Observed, Selection, choose, observed_best, table_budget
+from .vocabulary import AUTO, DEFAULT_METHOD, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = ["Projections", "project_all"]
 
@@ -40,7 +41,7 @@ class Projections:
     """The candidates at one target and the one that sets the mix.
 
     Attributes:
-        method: what was asked for, one of :data:`~.select.METHODS` (``"auto"``: chosen, see ``selection``).
+        method: what was asked for, one of :data:`~.vocabulary.METHODS` (``"auto"``: chosen, see ``selection``).
         geometric: the :class:`~.projection.Projection`, or the text of its error.
         joint: the :class:`~.joint.JointFit`, or the text of its error.
         robust: the :class:`~.robust.RobustProjection`, the text of its error, or None (not computed).
@@ -68,7 +69,7 @@ class Projections:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"projection method must be one of {METHODS}, got {self.method!r}")
-        if self.method == "auto" and self.selection is None:
+        if self.method == AUTO and self.selection is None:
             raise ValueError("method 'auto' needs the selection that chose the answer")
         chosen = getattr(self, self.used)
         if chosen is None:
@@ -79,7 +80,7 @@ class Projections:
     @property
     def used(self) -> str:
         """The candidate that sets the mix (``selection.chosen`` for ``"auto"``)."""
-        return self.selection.chosen if self.method == "auto" and self.selection is not None else self.method
+        return self.selection.chosen if self.method == AUTO and self.selection is not None else self.method
 
     @property
     def chosen(self) -> Projection | JointFit | RobustProjection | Observed:
@@ -98,7 +99,7 @@ class Projections:
 
     def failures(self) -> dict[str, str]:
         """``{name: error text}`` of the candidates that failed (never the one used)."""
-        return {name: p for name in (*PROJECTIONS, "observed") if isinstance(p := getattr(self, name), str)}
+        return {name: p for name in (*PROJECTIONS, OBSERVED) if isinstance(p := getattr(self, name), str)}
 
     def plan_scales(self, first_budget: float | None = None) -> list[tuple[float, dict[str, float]]]:
         """The scales of the chosen answer's :class:`~.plan.MixturePlan` (``MixturePlan.from_scales``).
@@ -115,18 +116,18 @@ class Projections:
             return float(r.budget_tokens), dict(r.allocation_tokens)
 
         used = self.used
-        if used == "observed":
+        if used == OBSERVED:
             obs: Any = self.observed
             start = obs.source_budget if abs(obs.source_budget - obs.budget_tokens) > 1e-9 * obs.budget_tokens \
                 else obs.budget_tokens / 2
             return [(start, {d: w * start for d, w in obs.weights.items()}), pair(obs)]
-        if not self.optima and not (used == "joint" and first_budget is not None):
+        if not self.optima and not (used == JOINT and first_budget is not None):
             raise ValueError("plan_scales needs the per-budget optima (Projections.optima is empty)")
         path = list(self.path) or [pair(r) for r in self.optima]
-        if used == "joint":
+        if used == JOINT:
             joint: Any = self.joint  # a JointFit: __post_init__ refused its error text
             return joint.path_scales(self.optima[0].budget_tokens if first_budget is None else first_budget)
-        if used == "robust":
+        if used == ROBUST:
             return [path[-1], pair(self.robust)]
         return path
 
@@ -143,8 +144,8 @@ class Projections:
             geometric weights) when both exist.
         """
         parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
-                 for name, p in (("geometric", self.geometric), ("joint", self.joint), ("robust", self.robust),
-                                 ("observed", self.observed))
+                 for name, p in ((GEOMETRIC, self.geometric), (JOINT, self.joint), (ROBUST, self.robust),
+                                 (OBSERVED, self.observed))
                  if p is not None}
         chosen = parts[self.used]
         out: dict[str, Any] = {"method": self.used, "requested_method": self.method, "weights": chosen["weights"],
@@ -153,20 +154,19 @@ class Projections:
                                "warnings": list(chosen.get("warnings", [])), **parts,
                                "selection": None if self.selection is None else self.selection.to_json(),
                                "notes": list(self.notes)}
-        if "t" in parts["geometric"]:
-            out.update(t=parts["geometric"]["t"], residual=parts["geometric"]["residual"])
-        if "error" not in parts["geometric"] and "error" not in parts["joint"]:
-            out["disagreement"] = weight_distance(parts["joint"]["weights"], parts["geometric"]["weights"])
+        if "t" in parts[GEOMETRIC]:
+            out.update(t=parts[GEOMETRIC]["t"], residual=parts[GEOMETRIC]["residual"])
+        if "error" not in parts[GEOMETRIC] and "error" not in parts[JOINT]:
+            out["disagreement"] = weight_distance(parts[JOINT]["weights"], parts[GEOMETRIC]["weights"])
         return out
 
 
 def _at_budget(joint: JointFit, n: float) -> JointFit:
     """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
     alloc = joint.optimize_at(n)
-    ranges = (joint.identifiability or {}).get("per_budget", {}).get(f"{float(n):.17g}")
+    ident = None if joint.identifiability is None else joint.identifiability.at_budget(n)
     return replace(joint, target_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
-                   weights={d: v / float(n) for d, v in alloc.items()},
-                   identifiability=None if ranges is None else {"weight_range": ranges, "pooled": True})
+                   weights={d: v / float(n) for d, v in alloc.items()}, identifiability=ident)
 
 
 def _is_design(table: RunTable) -> bool:
@@ -201,7 +201,7 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
     pooled = False
-    joint = attempt("joint", need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
+    joint = attempt(JOINT, need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
     scales: list[Any] | str
     if optima is not None:
         scales = sorted(optima, key=lambda r: r.budget_tokens)
@@ -217,7 +217,7 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
                              "fitted to the runs of all budgets")
             else:
                 scales = str(exc)
-                if method in PROJECTIONS and method != "joint":
+                if method in PROJECTIONS and method != JOINT:
                     raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
@@ -228,14 +228,14 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     def need_scales() -> Any:
         raise ValueError(few or (scales if isinstance(scales, str) else "no per-budget optima"))
 
-    geometric = attempt("geometric", need_scales if not path else lambda: project(
+    geometric = attempt(GEOMETRIC, need_scales if not path else lambda: project(
         path, target, token_caps=caps, max_epochs=epochs, fit=scales[-1] if direct else None))
-    robust = attempt("robust", need_scales if not path else lambda: robust_project(
+    robust = attempt(ROBUST, need_scales if not path else lambda: robust_project(
         path, target, [log_share_sd(scales[0]), log_share_sd(scales[-1])], token_caps=caps, max_epochs=epochs))
     last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
-    observed = attempt("observed", lambda: observed_best(tables[-1], target, objective=o.objective,
+    observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
-    return {"geometric": geometric, "joint": joint, "robust": robust, "observed": observed,
+    return {GEOMETRIC: geometric, JOINT: joint, ROBUST: robust, OBSERVED: observed,
             "optima": tuple(scales) if isinstance(scales, list) else (), "path": tuple(path), "notes": notes, "pooled": pooled,
             "fallback": few or (scales if isinstance(scales, str) else "")}
 
@@ -266,7 +266,7 @@ def project_all(
         options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
             :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
             ``token_caps`` and ``max_epochs`` also bound the projections.
-        method: what sets the mix (:data:`~.select.METHODS`): ``"auto"`` (default) chooses from the
+        method: what sets the mix (:data:`~.vocabulary.METHODS`): ``"auto"`` (default) chooses from the
             runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
             is raised. The other candidates' errors are kept as text.
         optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
@@ -297,18 +297,18 @@ def project_all(
     try:
         c = _candidates(tables, target, o, method, optima, direct)
         selection = None
-        if method == "auto":
+        if method == AUTO:
             backtest = None
             if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
                 held = table_budget(tables[-1])
                 sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
-                sub = _candidates(tables[:-1], held, o, "auto", sub_optima, False)
-                backtest = {n: sub[n] for n in (*PROJECTIONS, "observed")}
+                sub = _candidates(tables[:-1], held, o, AUTO, sub_optima, False)
+                backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
             selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
                                fallback=c["fallback"])
             selection = replace(selection, reason=_label(selection.reason, names))
-        return Projections(method=method, geometric=c["geometric"], joint=c["joint"], robust=c["robust"],
-                           optima=c["optima"], observed=c["observed"], selection=selection, path=c["path"],
+        return Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
+                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
                            notes=tuple(_label(n, names) for n in c["notes"]))
     except ValueError as exc:
         raise ValueError(_label(str(exc), names)) from None

@@ -15,8 +15,9 @@ import numpy as np
 from scipy.optimize import least_squares, minimize
 
 from .runs import RunTable
+from .vocabulary import AUTO, DEFAULT_OBJECTIVE, MEAN_LOSS, OBJECTIVES, check_name
 
-__all__ = ["fit_mixing_law", "mixing_law_weights", "regmix_weights", "sample_mixtures"]
+__all__ = ["LIGHTGBM", "LINEAR", "REGRESSORS", "fit_mixing_law", "mixing_law_weights", "regmix_weights", "sample_mixtures"]
 
 
 def sample_mixtures(domains: Sequence[str], n: int, *, alpha: float | Sequence[float] = 1.0,
@@ -38,6 +39,10 @@ def sample_mixtures(domains: Sequence[str], n: int, *, alpha: float | Sequence[f
     w = min_weight + (1 - m * min_weight) * w
     return [dict(zip(domains, row.tolist(), strict=False)) for row in w]
 
+REGRESSORS = ("linear", "lightgbm", AUTO)
+"""RegMix's regressor of the objective on the mixture: least squares, LightGBM, or LightGBM when importable."""
+LINEAR, LIGHTGBM = REGRESSORS[:2]
+
 
 def _xy(runs: RunTable, objective: str) -> tuple[np.ndarray, np.ndarray]:
     tok = runs.tokens_matrix()
@@ -45,16 +50,12 @@ def _xy(runs: RunTable, objective: str) -> tuple[np.ndarray, np.ndarray]:
     if np.any(tot <= 0):
         raise ValueError("a run has no training tokens")
     loss = runs.loss_matrix()
-    if objective == "mean_loss":
-        y = loss.mean(axis=1)
-    elif objective == "mean_ppl":
-        y = np.exp(loss).mean(axis=1)
-    else:
-        raise ValueError(f"objective must be 'mean_loss' or 'mean_ppl', got {objective!r}")
+    check_name("objective", objective, OBJECTIVES)
+    y = loss.mean(axis=1) if objective == MEAN_LOSS else np.exp(loss).mean(axis=1)
     return tok / tot, y
 
 
-def regmix_weights(runs: RunTable, *, objective: str = "mean_loss", model: str = "auto",
+def regmix_weights(runs: RunTable, *, objective: str = DEFAULT_OBJECTIVE, model: str = AUTO,
                    n_candidates: int = 100_000, top_k: int = 100, alpha: float = 1.0,
                    seed: int = 0) -> dict[str, float]:
     """RegMix-style weights: regression of the objective on the mixture, then a simplex search.
@@ -76,21 +77,21 @@ def regmix_weights(runs: RunTable, *, objective: str = "mean_loss", model: str =
     n, m = w.shape
     if n_candidates < 1 or not (1 <= top_k <= n_candidates):
         raise ValueError(f"need n_candidates >= top_k >= 1, got {n_candidates}, {top_k}")
-    if model == "auto":
+    if model == AUTO:
         try:
             import lightgbm  # noqa: F401
 
-            model = "lightgbm"
+            model = LIGHTGBM
         except ImportError:
-            model = "linear"
+            model = LINEAR
     rng = np.random.default_rng(seed)
     cand = np.vstack([rng.dirichlet(np.full(m, float(alpha)), size=n_candidates), w])
-    if model == "linear":
+    if model == LINEAR:
         if n < m:
             raise ValueError(f"the linear model needs at least {m} runs (one per domain), got {n}")
         coef, *_ = np.linalg.lstsq(w, y, rcond=None)
         pred = cand @ coef
-    elif model == "lightgbm":
+    elif model == LIGHTGBM:
         try:
             import lightgbm
         except ImportError:
@@ -136,7 +137,7 @@ def fit_mixing_law(w: np.ndarray, y: np.ndarray, *, n_starts: int = 4, seed: int
     return float(p[0]), float(p[1]), p[2:].copy()
 
 
-def mixing_law_weights(runs: RunTable, *, objective: str = "mean_loss", n_starts: int = 16,
+def mixing_law_weights(runs: RunTable, *, objective: str = DEFAULT_OBJECTIVE, n_starts: int = 16,
                        seed: int = 0) -> dict[str, float]:
     """Data-mixing-law weights: fit ``L_i(w) = c_i + k_i exp(Σ_j t_ij w_j)`` per validation domain and
     minimise the mean of ``L_i`` (``mean_loss``) or of ``exp(L_i)`` (``mean_ppl``) over the simplex.
@@ -144,9 +145,8 @@ def mixing_law_weights(runs: RunTable, *, objective: str = "mean_loss", n_starts
     Raises:
         ValueError: too few runs (``m + 2`` needed), bad objective.
     """
-    if objective not in ("mean_loss", "mean_ppl"):
-        raise ValueError(f"objective must be 'mean_loss' or 'mean_ppl', got {objective!r}")
-    w, _ = _xy(runs, "mean_loss")
+    check_name("objective", objective, OBJECTIVES)
+    w, _ = _xy(runs, MEAN_LOSS)
     loss = runs.loss_matrix()
     laws = [fit_mixing_law(w, loss[:, i], seed=seed + i) for i in range(loss.shape[1])]
     cs = np.array([c for c, _, _ in laws])
@@ -155,7 +155,7 @@ def mixing_law_weights(runs: RunTable, *, objective: str = "mean_loss", n_starts
 
     def f(v: np.ndarray) -> float:
         li = cs + ks * np.exp(np.clip(ts @ v, -50, 50))
-        return float(np.mean(li if objective == "mean_loss" else np.exp(li)))
+        return float(np.mean(li if objective == MEAN_LOSS else np.exp(li)))
 
     m = w.shape[1]
     rng = np.random.default_rng(seed)

@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from .joint import weight_distance
+from .ddo import DDOResult
+from .identify import Identifiability, JointIdentifiability
+from .joint import JointFit, weight_distance
 from .projection import as_scales, project
+from .vocabulary import ROBUST
 
 __all__ = ["RobustProjection", "log_share_sd", "robust_project"]
 
@@ -40,9 +43,9 @@ def log_share_sd(source: Any, *, level: float = 0.95) -> dict[str, float]:
     fits consistent with the data.
 
     Args:
-        source: a :class:`~.ddo.DDOResult` or :class:`~.identify.Identifiability` (its
-            ``weight_range``), a :class:`~.joint.JointFit` or its ``identifiability`` dict, or a
-            mapping ``{domain: (lo, hi)}``.
+        source: a :class:`~.ddo.DDOResult` or a :class:`~.joint.JointFit` (its identifiability),
+            an :class:`~.identify.Identifiability` or :class:`~.identify.JointIdentifiability` (its
+            ``weight_range``), either's ``to_json()`` dict, or a mapping ``{domain: (lo, hi)}``.
         level: the level of that range (default 0.95, as the fits' profile region).
 
     Raises:
@@ -50,10 +53,8 @@ def log_share_sd(source: Any, *, level: float = 0.95) -> dict[str, float]:
     """
     if not (0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1), got {level}")
-    ranges = source
-    if hasattr(ranges, "identifiability"):
-        ranges = ranges.identifiability
-    if hasattr(ranges, "weight_range"):
+    ranges = source.identifiability if isinstance(source, (DDOResult, JointFit)) else source
+    if isinstance(ranges, (Identifiability, JointIdentifiability)):
         ranges = ranges.weight_range
     if isinstance(ranges, Mapping) and "weight_range" in ranges:
         ranges = ranges["weight_range"]
@@ -95,7 +96,7 @@ class RobustProjection:
 
     def to_json(self) -> dict[str, Any]:
         """Plain-dict form."""
-        return {"method": "robust", "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
+        return {"method": ROBUST, "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
                 "budget_tokens": self.budget_tokens, "plain_weights": dict(self.plain_weights),
                 "trend": dict(self.trend), "sd": dict(self.sd), "shrink": dict(self.shrink),
                 "moved": dict(self.moved), "t": self.t, "warnings": list(self.warnings)}

@@ -233,21 +233,3 @@ class RunTable:
             w.writerow([r.run_id, "" if r.seed is None else r.seed, r.label]
                        + [repr(r.tokens[d]) for d in self.train_domains] + [repr(v) for v in vals])
         atomic_write_text(path, buf.getvalue())
-
-    # --------------------------------------------------------------- Olmix
-    @classmethod
-    def from_olmix(cls, ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,
-                   total_tokens: float | Mapping[str, float], metric: str = "loss",
-                   metric_columns: Sequence[str] | None = None) -> RunTable:
-        """Read an Olmix ``ratios.csv`` + ``metrics.csv`` pair (see :mod:`.olmix`)."""
-        from .olmix import read_olmix
-
-        return read_olmix(ratios, metrics, total_tokens=total_tokens, metric=metric,
-                          metric_columns=metric_columns)
-
-    def to_olmix(self, ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,
-                 metric: str = "loss") -> None:
-        """Write the table as an Olmix ``ratios.csv`` + ``metrics.csv`` pair (see :mod:`.olmix`)."""
-        from .olmix import write_olmix
-
-        write_olmix(self, ratios, metrics, metric=metric)

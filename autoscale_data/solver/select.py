@@ -30,13 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from .ddo import DDOResult
 from .design import run_objective
 from .runs import RunTable
+from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
-    "DEFAULT_METHOD",
-    "DEFAULT_OBJECTIVE",
-    "METHODS",
     "Observed",
     "Selection",
     "choose",
@@ -45,16 +44,6 @@ __all__ = [
     "observed_best",
     "trend_evidence",
 ]
-
-METHODS = ("auto", "observed", "geometric", "joint", "robust")
-"""What sets the mix: ``auto`` (chosen from the runs, module doc), ``observed`` (the largest budget's
-best mix as is) or one of the projections (:data:`~.joint.PROJECTIONS`)."""
-
-DEFAULT_METHOD = "auto"
-
-DEFAULT_OBJECTIVE = "mean_loss"
-"""The objective of every fit by default (library, CLI and runner): the mean validation loss, what
-the runner's report and the published evaluations compare (docs/solver.md, "Objective")."""
 
 TREND_Z = 2.0  # a two-budget trend counts as determined beyond this many standard deviations
 MARGIN_NOISE = 2.0  # a backtest win counts beyond this many times the noise of one run
@@ -92,7 +81,7 @@ class Observed:
 
     def to_json(self) -> dict[str, Any]:
         """Plain-dict form."""
-        return {"method": "observed", "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
+        return {"method": OBSERVED, "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
                 "budget_tokens": self.budget_tokens, "source_budget": self.source_budget, "source": self.source,
                 "run_id": self.run_id, "objective": self.objective, "description": self.describe(),
                 "warnings": list(self.warnings)}
@@ -123,7 +112,7 @@ def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEF
     Raises:
         ValueError: a bad objective, or no run with tokens.
     """
-    if optimum is not None and hasattr(optimum, "base_tokens"):  # a DDOResult: the design's optimum
+    if isinstance(optimum, DDOResult):  # the design's optimum
         w = {d: float(v) for d, v in optimum.weights.items()}
         return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
                         budget_tokens=float(target_tokens), source_budget=float(optimum.budget_tokens), source="ddo")
@@ -258,26 +247,26 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
             computed from all budgets but the largest, for the largest; else None.
         fallback: why no projection could be computed (when none could).
     """
-    projections = [n for n in ("robust", "geometric", "joint") if not isinstance(candidates.get(n), (str, type(None)))]
+    projections = [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
     if not projections:
-        why = fallback or "; ".join(f"{n}: {candidates[n]}" for n in ("geometric", "joint", "robust")
+        why = fallback or "; ".join(f"{n}: {candidates[n]}" for n in PROJECTIONS
                                     if isinstance(candidates.get(n), str))
-        return Selection("observed", f"the best mix observed at the largest budget: no projection could be computed "
+        return Selection(OBSERVED, f"the best mix observed at the largest budget: no projection could be computed "
                                      f"({why})", "fallback")
     if backtest is None:
-        robust = candidates.get("robust")
+        robust = candidates.get(ROBUST)
         if isinstance(robust, (str, type(None))):
-            return Selection("observed", "two budgets and no robust projection to judge the trends by: the best mix "
+            return Selection(OBSERVED, "two budgets and no robust projection to judge the trends by: the best mix "
                                          "observed at the largest budget", "trend")
         determined, why = trend_evidence(robust)
         if determined:
-            return Selection("robust", f"two budgets: {why}, so the robust projection is used", "trend")
-        return Selection("observed", f"two budgets: {why}, so the best mix observed at the largest budget is used "
+            return Selection(ROBUST, f"two budgets: {why}, so the robust projection is used", "trend")
+        return Selection(OBSERVED, f"two budgets: {why}, so the best mix observed at the largest budget is used "
                                      "(a backtest needs runs at three budgets or more)", "trend")
     last = tables[-1]
     held = table_budget(last)
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
-    joint = candidates.get("joint")
+    joint = candidates.get(JOINT)
     if noise is None and joint is not None and not isinstance(joint, str):
         noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1)))
         source = f"the joint law's residual ({source}): an upper bound of the noise"
@@ -289,10 +278,10 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
         y, rid, dist = nearest_run_objective(last, c.weights, objective=objective, val_domains=val_domains)
         scores[name] = {"objective": y, "run": rid, "distance": dist}
     margin = 0.0 if noise is None else MARGIN_NOISE * noise
-    base = scores.get("observed", {})
+    base = scores.get(OBSERVED, {})
     fitted = [n for n in projections if "objective" in scores.get(n, {})]
     if "objective" not in base or not fitted:
-        return Selection("observed", "the backtest could not score the observed mix and a projection: the best mix "
+        return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
                                      "observed at the largest budget", "backtest", scores, held, noise, source)
     best = min(fitted, key=lambda n: (scores[n]["objective"], projections.index(n)))
     gain = base["objective"] - scores[best]["objective"]
@@ -300,5 +289,5 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     if gain > margin and scores[best]["run"] != base["run"]:
         return Selection(best, f"backtest {at}: the {best} projection beat the best observed mix by {gain:.4g}, more "
                                f"than twice the noise ({margin:.3g})", "backtest", scores, held, noise, source)
-    return Selection("observed", f"backtest {at}: no projection beat the best observed mix by more than twice the "
+    return Selection(OBSERVED, f"backtest {at}: no projection beat the best observed mix by more than twice the "
                                  f"noise ({margin:.3g}; best: {best}, {gain:+.4g})", "backtest", scores, held, noise, source)

@@ -54,9 +54,9 @@ def test_recovers_known_law_from_random_mixtures_at_several_budgets():
     tok = np.array([0.2, 0.5, 0.3]) * 5e8
     assert fit.predict(dict(zip(DOMAINS, tok, strict=True))) == pytest.approx(true_loss(tok), abs=2e-3)
     ident = fit.identifiability
-    assert ident["identified"] and ident["noise_source"] == "residual"
+    assert ident.identified and ident.noise_source == "residual"
     for j, d in enumerate(DOMAINS):
-        lo, hi = ident["weight_range"][d]
+        lo, hi = ident.weight_range[d]
         assert lo - 0.01 <= true_weights(1e9)[j] <= hi + 0.01
     assert fit.budgets == (3e7, 6e7, 1.2e8)
 
@@ -90,10 +90,10 @@ def test_under_determined_table_is_not_identified():
         tables.append(RunTable(runs))
     fit = fit_joint(tables, target_tokens=3e8, objective="mean_loss")
     ident = fit.identifiability
-    assert not ident["identified"]
-    assert ident["undetermined_directions"] >= 1
-    assert "NOT identified" in ident["summary"]
-    assert ident["spread"] > 0.01
+    assert not ident.identified
+    assert ident.undetermined_directions >= 1
+    assert "NOT identified" in ident.describe()
+    assert ident.spread > 0.01
 
 
 def test_order_of_tables_and_runs_does_not_matter():

@@ -65,8 +65,8 @@ def test_keywords_and_options_agree(tables, geometric):
     assert fit_joint(tables, target_tokens=TARGET, objective="mean_loss", min_weight=0.01) == joint
     assert fit_joint(tables, OPTS, target_tokens=TARGET, level=0.95) == joint  # the older name of profile_level
     narrower = fit_joint(tables, OPTS, target_tokens=TARGET, level=0.5)
-    assert narrower.identifiability["level"] == 0.5 == fit_joint(tables, OPTS, target_tokens=TARGET,
-                                                                  profile_level=0.5).identifiability["level"]
+    assert narrower.identifiability.level == 0.5 == fit_joint(tables, OPTS, target_tokens=TARGET,
+                                                               profile_level=0.5).identifiability.level
     with pytest.raises(TypeError, match="both level and profile_level"):
         fit_joint(tables, OPTS, level=0.9, profile_level=0.9)
     with pytest.raises(TypeError, match=r"unknown setting\(s\) \['n_boot'\]"):
@@ -75,7 +75,7 @@ def test_keywords_and_options_agree(tables, geometric):
         fit_joint(tables, objective="mean_acc")
     swarm = _swarm(6e7)
     assert fit_budget_law(swarm, OPTS) == fit_budget_law(swarm, objective="mean_loss", min_weight=0.01)
-    assert fit_budget_law(swarm, OPTS, level=0.5).identifiability["level"] == 0.5
+    assert fit_budget_law(swarm, OPTS, level=0.5).identifiability.level == 0.5
 
 
 def _swarm(budget: float, n: int = 40) -> RunTable:

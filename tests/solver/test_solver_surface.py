@@ -18,7 +18,7 @@ import autoscale_data.solver as solver
 import autoscale_data.solver.contrib as contrib
 
 STABLE = [
-    "BASELINES", "BootstrapResult", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit",
+    "BASELINES", "BootstrapResult", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
     "METHODS", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "Projection", "Projections", "RobustProjection",
     "Run", "RunTable", "Selection",
     "apply_weight_bounds", "baseline_weights", "bootstrap_ddo", "ddo_runs_plan", "fit_ddo", "fit_joint",
@@ -33,6 +33,10 @@ INTERNAL = {
     "consistent_fits", "fit_on_grid",
     "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "nearest_run_objective", "objective_weight",
     "one_scale",
+    # the closed name sets (solver/vocabulary.py): read by the runner's config, the CLI and the docs
+    "AUTO", "DEFAULT_LAW", "GEOMETRIC", "JOINT", "LAWS", "LAW_3P", "LAW_4P", "Law", "MEAN_LOSS", "MEAN_PPL", "Method",
+    "OBJECTIVES", "OBSERVED", "Objective", "ROBUST", "check_name", "law_parameters", "objective_key",
+    "LIGHTGBM", "LINEAR", "REGRESSORS",
     "profile_over_b", "run_objective", "shift_frame", "token_caps_array", "trend_evidence",
 }
 

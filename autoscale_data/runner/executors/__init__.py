@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..._runner_names import RAY, SLURM
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command
 from .driver import train_specs
@@ -34,11 +35,11 @@ def make_executor(config: RunnerConfig, out_dir: str | os.PathLike[str], *,
     before executors existed); every other local setting starts processes per slot.
     """
     ex = config.executor
-    if ex.kind == "slurm":
+    if ex.kind == SLURM:
         from .slurm import SlurmExecutor
 
         return SlurmExecutor(config, out_dir)
-    if ex.kind == "ray":
+    if ex.kind == RAY:
         from .ray import RayExecutor
 
         return RayExecutor(config)

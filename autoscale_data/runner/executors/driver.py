@@ -16,6 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...solver.vocabulary import MEAN_LOSS
 from .. import layout
 from ..ledger import DONE, FAILED, RUNNING, SUBMITTED, Ledger
 from ..plan import DomainInfo, RunSpec
@@ -27,7 +28,7 @@ _POLL_S = 0.2
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
-    keys = ("name", "mean_loss", "total_tokens", "wall_time_s", "device", "tokens_per_s")
+    keys = ("name", MEAN_LOSS, "total_tokens", "wall_time_s", "device", "tokens_per_s")
     return {k: result[k] for k in keys if k in result}
 
 
@@ -105,7 +106,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
             finished[DONE] += 1
             status[spec.run_id] = DONE
             log(f"{n} done {spec.name} ({spec.run_id}): {result.get('total_tokens', 0):,} tokens, "
-                f"val loss {result.get('mean_loss', float('nan')):.4f}, {result.get('wall_time_s', 0):.1f} s, "
+                f"val loss {result.get(MEAN_LOSS, float('nan')):.4f}, {result.get('wall_time_s', 0):.1f} s, "
                 f"{result.get('tokens_per_s', 0):,.0f} tok/s, data wait {result.get('data_wait_fraction', 0):.1%}"
                 f", {result.get('device', '?')}")
             return

@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from ..._runner_names import INPROCESS, LOCAL
+from ...solver.vocabulary import AUTO
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, visible_gpus, worker_env
 
@@ -36,7 +38,7 @@ def resolve_max_parallel(config: RunnerConfig) -> int:
     """``executor.max_parallel`` as a number: ``auto`` is GPUs // procs x runs_per_gpu on a GPU machine,
     else cores // cpu_threads (1 when ``cpu_threads`` is not set: one run then uses every core)."""
     mp = config.executor.max_parallel
-    if mp != "auto":
+    if mp != AUTO:
         return int(mp)
     if uses_cuda(config):
         return max(1, len(visible_gpus()) // config.procs) * config.executor.runs_per_gpu
@@ -63,7 +65,7 @@ def gpu_slots(gpus: list[str], capacity: int, procs: int, runs_per_gpu: int) -> 
 class InProcessExecutor(Executor):
     """One run at a time in the runner's own process (plain torch, one process: no start-up cost)."""
 
-    kind = "inprocess"
+    kind = INPROCESS
     capacity = 1
 
     def __init__(self, *, progress: bool | None = None) -> None:
@@ -132,7 +134,7 @@ class LocalExecutor(Executor):
         progress: show each trainer's progress bar (launcher runs only).
     """
 
-    kind = "local"
+    kind = LOCAL
 
     def __init__(self, config: RunnerConfig, capacity: int, *, progress: bool | None = None) -> None:
         self.config, self.capacity, self.progress = config, capacity, bool(progress)

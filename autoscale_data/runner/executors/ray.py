@@ -18,6 +18,8 @@ import subprocess
 import sys
 from typing import Any
 
+from ..._runner_names import RAY
+from ...solver.vocabulary import AUTO
 from .. import layout
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, set_pdeathsig, uses_cuda, worker_env
@@ -79,12 +81,12 @@ class RayExecutor(Executor):
         config: the experiment config (``executor.ray``, ``max_parallel``, procs, cpu_threads).
     """
 
-    kind = "ray"
+    kind = RAY
 
     def __init__(self, config: RunnerConfig) -> None:
         from ..._extras import require
 
-        require("ray", "executor.kind 'ray'")
+        require(RAY, f"executor.kind {RAY!r}")
         import ray
 
         r = config.executor.ray
@@ -96,7 +98,7 @@ class RayExecutor(Executor):
         mp = config.executor.max_parallel
         cpus = r.num_cpus if r.num_cpus is not None else float((config.cpu_threads or 1) * config.procs)
         gpus = r.num_gpus if r.num_gpus is not None else (float(config.procs) if uses_cuda(config) else 0.0)
-        if mp == "auto":
+        if mp == AUTO:
             total = ray.cluster_resources()
             fits = [int(total.get("CPU", 1) // cpus) if cpus else 10**6,
                     int(total.get("GPU", 0) // gpus) if gpus else 10**6]

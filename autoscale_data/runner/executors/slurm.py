@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._runner_names import LOCAL, SLURM
+from ...solver.vocabulary import AUTO
 from .. import layout
 from ..config import RunnerConfig
 from .base import Executor, Job, launch_command, worker_env
@@ -91,21 +93,21 @@ class SlurmExecutor(Executor):
         out_dir: the experiment directory (job folder ``OUT/slurm`` unless ``slurm.folder`` is set).
     """
 
-    kind = "slurm"
+    kind = SLURM
 
     def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str]) -> None:
         from ..._extras import require
 
-        require("slurm", "executor.kind 'slurm'")
+        require(SLURM, f"executor.kind {SLURM!r}")
         import submitit
 
         s = config.executor.slurm
         if config.procs % s.nodes:
             raise ValueError(f"executor.slurm.nodes = {s.nodes} must divide procs = {config.procs}")
         self.config = config
-        self.folder = Path(config.resolve(s.folder)) if s.folder else Path(out_dir) / "slurm"
+        self.folder = Path(config.resolve(s.folder)) if s.folder else Path(out_dir) / SLURM
         self.cluster = s.cluster
-        self.capacity = config.executor.max_parallel if config.executor.max_parallel != "auto" else s.array_parallelism
+        self.capacity = config.executor.max_parallel if config.executor.max_parallel != AUTO else s.array_parallelism
         self._ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster=s.cluster)
         per_node = config.procs // s.nodes
         gpus = s.gpus_per_node if s.gpus_per_node is not None else (per_node if config.device == "cuda" else 0)
@@ -128,16 +130,16 @@ class SlurmExecutor(Executor):
         self._ex.update_parameters(**params)
         self._job_class = _requeueing() if s.requeue else TrainJob
         self._ended: dict[str, int] = {}
-        if s.cluster == "slurm":  # without accounting, submitit warns at every sacct call; squeue answers instead
+        if s.cluster == SLURM:  # without accounting, submitit warns at every sacct call; squeue answers instead
             import logging
 
             logging.getLogger("submitit").setLevel(logging.ERROR)
 
     def describe(self) -> str:
-        return f"slurm{'(local)' if self.cluster == 'local' else ''} x{self.capacity}"
+        return f"{SLURM}{f'({LOCAL})' if self.cluster == LOCAL else ''} x{self.capacity}"
 
     def submit_many(self, jobs: Sequence[Job]) -> None:
-        if len(jobs) > 1 and self.cluster != "local":  # one sbatch: a job array
+        if len(jobs) > 1 and self.cluster != LOCAL:  # one sbatch: a job array
             with self._ex.batch():
                 handles = [self._ex.submit(self._job_class(self.config, os.fspath(j.job_file))) for j in jobs]
         else:
@@ -155,7 +157,7 @@ class SlurmExecutor(Executor):
             state = str(handle.state).upper()
         except Exception:  # noqa: BLE001 - sacct hiccups
             state = "UNKNOWN"
-        if state != "UNKNOWN" or self.cluster != "slurm":
+        if state != "UNKNOWN" or self.cluster != SLURM:
             return state.split()[0] if state else "UNKNOWN"
         try:
             out = subprocess.run(["squeue", "-h", "--states=all", "-j", job_id, "-o", "%T"], capture_output=True,
@@ -177,7 +179,7 @@ class SlurmExecutor(Executor):
                 return None
             handle = handle.finished()
         if not handle.done():
-            if self.cluster != "slurm" or self._state(job.job_id, handle) not in _ENDED:
+            if self.cluster != SLURM or self._state(job.job_id, handle) not in _ENDED:
                 return None
             self._ended[job.job_id] = self._ended.get(job.job_id, 0) + 1
             if self._ended[job.job_id] < _GRACE_POLLS:
@@ -191,7 +193,7 @@ class SlurmExecutor(Executor):
             return 1
 
     def attach(self, job: Job, job_id: str) -> bool:
-        if self.cluster == "local":  # a local job is a process that outlived the previous runner
+        if self.cluster == LOCAL:  # a local job is a process that outlived the previous runner
             orphan = _Orphan(self.folder, job_id)
             if not orphan.alive() and not orphan.finished().paths.result_pickle.exists():
                 return False
@@ -219,7 +221,7 @@ class SlurmExecutor(Executor):
     def wait(self, timeout: float) -> None:
         import time
 
-        time.sleep(max(timeout, 0.5 if self.cluster == "local" else 5.0))
+        time.sleep(max(timeout, 0.5 if self.cluster == LOCAL else 5.0))
 
 
 class _Orphan:
