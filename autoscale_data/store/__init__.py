@@ -1,14 +1,16 @@
 """Token shards on disk: the writer used by ``prepare``, the memory-mapped reader, the manifest."""
 
-from .inplace import (
+from .formats import (
+    FORMATS,
+    HFOptions,
+    InPlaceFormat,
     InPlaceSource,
+    MegatronOptions,
     hf_source,
     megatron_source,
     read_megatron_index,
-    register_domains,
-    register_hf_dataset,
-    register_megatron,
 )
+from .inplace import InPlaceDomain, InPlaceOptions, register_domains, register_in_place
 from .manifest import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -54,13 +56,19 @@ __all__ = [
     "DEFAULT_HOLDOUT_EVERY",
     "DEFAULT_SHARD_TOKENS",
     "DomainResult",
+    "FORMATS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "HFOptions",
     "HFTokenizer",
+    "InPlaceDomain",
+    "InPlaceFormat",
+    "InPlaceOptions",
     "InPlaceSource",
     "MANIFEST_NAME",
     "MAX_FILE_NAME_BYTES",
     "Manifest",
+    "MegatronOptions",
     "PREPARE_INDEX",
     "PrepareOptions",
     "RemoteStore",
@@ -94,8 +102,7 @@ __all__ = [
     "read_manifest",
     "read_megatron_index",
     "register_domains",
-    "register_hf_dataset",
-    "register_megatron",
+    "register_in_place",
     "train_bpe_tokenizer",
     "write_manifest",
 ]
