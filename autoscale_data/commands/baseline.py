@@ -6,8 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..solver.baselines import BASELINES, PRESETS, baseline_weights
-from ..solver.runs import RunTable
+from ..solver import BASELINES, PRESETS, RunTable, baseline_weights
 from ._args import add_json_flag, add_verb, parse_tokens, read_json
 
 __all__ = ["register", "run"]

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from ..solver.ddo import FIT_MODES, DDOResult, fit_ddo
-from ..solver.runs import RunTable
+from ..solver import DDOResult, RunTable, fit_ddo
+from ..solver.ddo import FIT_MODES
 from ..solver.select import DEFAULT_OBJECTIVE
 from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
 

@@ -17,13 +17,8 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..solver.ddo import DDOOptions
-from ..solver.olmix import read_olmix
-from ..solver.plan import MixturePlan
-from ..solver.projection import project
-from ..solver.projections import project_all
-from ..solver.runs import RunTable
-from ..solver.select import DEFAULT_METHOD, DEFAULT_OBJECTIVE, METHODS
+from ..solver import METHODS, DDOOptions, MixturePlan, RunTable, project, project_all, read_olmix
+from ..solver.select import DEFAULT_METHOD, DEFAULT_OBJECTIVE
 from ._args import (
     add_json_flag,
     add_supply_args,

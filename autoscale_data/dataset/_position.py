@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._state import CURSOR_KEY, WORKER_KEY
+
 __all__ = ["RankSlice", "StreamPosition", "StreamState"]
 
 _WORKER_LAYOUT = ("id", "num_workers", "block", "rank", "world_size")
@@ -161,16 +163,16 @@ class StreamState:
                     f"samples (sequences), while len() and the loader count batches in batch mode; pass "
                     f"batches_taken={samples_taken} if that is a number of batches (steps), or samples_taken="
                     f"{samples_taken * self.block} for that many batches of {self.block}")
-            return {"cursor": rank_slice.cursor_after(int(samples_taken)), "worker": None}
+            return {CURSOR_KEY: rank_slice.cursor_after(int(samples_taken)), WORKER_KEY: None}
         if live is None:
             if self._pending is not None and self._pending[1] is not None:
                 raise ValueError("this dataset holds a DataLoader worker's state that has not been iterated; "
                                  "call state_dict(samples_taken=...) or iterate first")
-            return {"cursor": self.next_start, "worker": None}
+            return {CURSOR_KEY: self.next_start, WORKER_KEY: None}
         taken = min(live.next_unit * self.block, live.slice.size)
         worker = None
         if in_worker:
             worker = {"id": live.worker, "num_workers": live.num_workers, "base": live.slice.base,
                       "next_unit": live.next_unit, "block": self.block, "rank": self.rank,
                       "world_size": self.world_size}
-        return {"cursor": live.slice.cursor_after(taken), "worker": worker}
+        return {CURSOR_KEY: live.slice.cursor_after(taken), WORKER_KEY: worker}

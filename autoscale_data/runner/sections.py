@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_number, is_int, is_number
-from ..solver.select import METHODS
+from ..solver import METHODS
 from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
@@ -261,7 +261,7 @@ class TargetConfig:
         if "reference" in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if isinstance(self.reference_weights, str):
-            from ..solver.baselines import PRESETS
+            from ..solver import PRESETS
 
             if self.reference_weights.lower() not in PRESETS:
                 raise field_error("target", "reference_weights", self.reference_weights,
@@ -394,7 +394,7 @@ class ExecutorConfig:
       own ``procs`` GPUs (``CUDA_VISIBLE_DEVICES``) or, on CPU, to ``cpu_threads`` threads.
       ``max_parallel: auto`` = GPUs // procs on a GPU machine, else cores // cpu_threads.
       ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
-      one process) as before executors existed.
+      one process), with no executor.
     - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
     - ``ray``: one Ray task per run (:class:`RayConfig`).
 

@@ -22,6 +22,7 @@ from .manifest import (
     TokenizerInfo,
     check_file_name,
     dtype_for_vocab,
+    megatron_hint,
     read_manifest,
     write_manifest,
 )
@@ -35,7 +36,7 @@ from .prepare import (
     prepare,
     prepare_domains,
 )
-from .reader import TokenSplit, TokenStore, Verify
+from .reader import TokenSplit, TokenStore, Verify, check_verify
 from .remote import RemoteStore, RemoteTokenStore, cache_usage_bytes, is_remote_url, open_store
 from .sources import SUPPORTED_SUFFIXES, iter_documents, list_sources
 from .tokenizers import (
@@ -85,6 +86,7 @@ __all__ = [
     "cache_usage_bytes",
     "check_compatible",
     "check_file_name",
+    "check_verify",
     "dtype_for_vocab",
     "export_webdataset",
     "find_domain_stores",
@@ -94,6 +96,7 @@ __all__ = [
     "iter_documents",
     "list_sources",
     "load_tokenizer",
+    "megatron_hint",
     "megatron_source",
     "open_store",
     "parse_domain_args",
