@@ -22,12 +22,14 @@ from ._state import (
     DOMAIN_COUNTS_KEY,
     FINGERPRINT_KEY,
     FORMAT_KEY,
+    NUM_WORKERS_KEY,
     ONLINE_KEY,
     PHASE_KEY,
     RANK_KEY,
     STATE_FORMAT,
     TOTAL_SEQUENCES_KEY,
     VERSION_KEY,
+    WORKER_ID_KEY,
     WORKER_KEY,
     WORLD_SIZE_KEY,
     compact_dtype,
@@ -376,7 +378,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "
                              f"{cursor}: expected {expected}")
         info = get_worker_info()
-        here = None if info is None else {"id": info.id, "num_workers": info.num_workers}
+        here = None if info is None else {WORKER_ID_KEY: info.id, NUM_WORKERS_KEY: info.num_workers}
         self._state.reset(int(cursor), state.get(WORKER_KEY), here)
 
     def _follow(self, state: Mapping[str, Any], continue_run: bool) -> None:
