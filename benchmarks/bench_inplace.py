@@ -17,7 +17,7 @@ Measured, in one run (medians of ``--reps``, page cache warm):
    shard file stat-ed; the ``.idx`` is not read), and ``ScaleAwareMixtureDataset`` over it up to
    its first sample (``verify="size"``: no hashing);
 3. the first read of a shard with ``verify="checksum"``: it hashes that one shard (2^27 = 134M tokens);
-4. registration (``register_megatron``: reads and hashes every token once), on a
+4. registration (``register_in_place(..., format="megatron")``: reads and hashes every token once), on a
    ``--register-tokens`` sparse dataset; the 10B store's manifest is built by the same cut into
    134M-token ranges but with placeholder digests (hashing 20 GB would only measure SHA-256).
 
@@ -46,7 +46,7 @@ from autoscale_data.store import (
     TokenStore,
     megatron_source,
     read_megatron_index,
-    register_megatron,
+    register_in_place,
     write_manifest,
 )
 
@@ -70,7 +70,7 @@ def write_sparse_megatron(prefix: Path, tokens: int, doc_tokens: int) -> None:
 
 
 def manifest_without_hashing(prefix: Path, store_dir: Path) -> None:
-    """The manifest ``register_megatron`` would write (same 2^27-token ranges), digests left as placeholders."""
+    """The manifest ``register_in_place`` would write (same 2^27-token ranges), digests left as placeholders."""
     src = megatron_source(prefix)
     seg = src.segments[0]
     ends = np.cumsum(seg.doc_lengths)
@@ -152,9 +152,9 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # zeros do not end with EOS; the warning says so
             t = time.perf_counter()
-            register_megatron(small, root / "stores" / "small", "bytes")
+            register_in_place(small, root / "stores" / "small", "bytes", format="megatron")
             t_reg = time.perf_counter() - t
-        print(f"register_megatron, {args.register_tokens / 1e9:g}B tokens (hash + id check)  {t_reg:8.1f} s  "
+        print(f"register_in_place, {args.register_tokens / 1e9:g}B tokens (hash + id check)  {t_reg:8.1f} s  "
               f"= {args.register_tokens / t_reg / 1e6:.0f}M tokens/s")
         store = TokenStore(root / "stores" / "small")  # checksums checked on first read
         t = time.perf_counter()

@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ import numpy as np
 
 from autoscale_data.store import ByteTokenizer, StoreWriter
 
-__all__ = ["TINY_WEIGHTS", "add_data_args", "add_resume_args", "check_resumes", "finish_phase", "make_tiny_stores",
-           "result", "run_phase"]
+__all__ = ["TINY_WEIGHTS", "add_data_args", "add_resume_args", "check_resumes", "check_two_to_one", "compare_resumes",
+           "finish_phase", "make_tiny_stores", "resume_example", "result", "run_phase", "stream_order"]
 
 _WORDS = {
     "books": "the old house stood by the river and she walked along it every morning",
@@ -126,3 +128,90 @@ def result(**fields: object) -> None:
     """Print the machine-checkable summary line the tests read: ``RESULT {json}``."""
     print("RESULT " + json.dumps(fields, sort_keys=True), flush=True)
     sys.stdout.flush()
+
+
+def resume_example(argv: list[str] | None, *, script: str, description: str, train: Callable[..., list[Any]],
+                   count: str, default: int, unit: str, out_help: str, per_step: int,
+                   points: tuple[tuple[int, int, int], ...], seq_len: int, example: str, **versions: str) -> int:
+    """The ``main`` of an example that saves its data state every ``unit`` and resumes it.
+
+    Without ``--tiny`` it trains ``--COUNT`` units (``train(domains, weights, budget_tokens, seq_len,
+    COUNT=n, out=, num_workers=, dp=, resume=, save_at=)``, which returns every sample read in stream
+    order) and prints them (:func:`finish_phase`). With ``--tiny`` it runs itself on tiny stores of 100
+    sequences: once through, then resumed from each ``(unit, workers, data-parallel ranks)`` of
+    ``points`` (:func:`check_resumes`), and prints the ``RESULT`` line (``example``, ``ok``, ``samples``,
+    ``resumes`` and ``versions``); ``per_step`` samples are read per unit.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
+    parser.add_argument(f"--{count}", type=int, default=default)
+    add_resume_args(parser, unit=unit, out_help=out_help)
+    args = parser.parse_args(argv)
+    units = getattr(args, count)
+    if not args.tiny:
+        if not args.domains or not args.weights or not args.out:
+            parser.error("give --domains, --weights and --out, or --tiny")
+        seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, out=Path(args.out),
+                     num_workers=args.num_workers, dp=args.dp, resume=args.resume,
+                     save_at=tuple(int(s) for s in args.save_at.split(",") if s), **{count: units})
+        return finish_phase(args, seen)
+    with tempfile.TemporaryDirectory() as tmp:
+        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
+                  "--budget-tokens", str(100 * 49), "--seq-len", str(seq_len), f"--{count}", str(units), "--out", tmp]
+        full, report, ok = check_resumes(script, common, points, per_step=per_step, num_workers=args.num_workers,
+                                         unit=unit)
+    ok = ok and len(full) == units * per_step
+    result(example=example, ok=ok, samples=len(full), resumes=report, **versions)
+    return 0 if ok else 1
+
+
+def stream_order(per_rank: Sequence[Sequence[Any]], rows: Callable[[Any], list[Any]]) -> list[Any]:
+    """The samples of every rank's steps in stream order (rank r of W holds positions r, r + W, ...);
+    ``rows(step)`` are one step's samples."""
+    out: list[Any] = []
+    for steps in zip(*per_rank, strict=True):
+        per_step = [rows(s) for s in steps]
+        for j in range(max(len(r) for r in per_step)):
+            out += [r[j] for r in per_step if j < len(r)]
+    return out
+
+
+def compare_resumes(full: Sequence[Mapping[str, Any]], resumes: Mapping[int, Sequence[Mapping[str, Any]]], *,
+                    steps: int, rows: Callable[[Any], list[Any]]) -> tuple[dict[str, Any], bool]:
+    """Compare each run resumed at step ``k`` (records ``{"step", ...}``) with the uninterrupted run's
+    records from step ``k``: the same records but for their step (``equal``), at steps ``k .. steps - 1``
+    (``steps_ok``); ``rows(record)`` are a record's samples, ``[domain, sequence id, ...]``.
+
+    Returns:
+        ``{k: {"batches", "equal", "steps_ok", "first", "expected_first"}}`` (the first sequence ids)
+        and whether every resume matched.
+    """
+    def first(record: Mapping[str, Any]) -> list[Any]:
+        return [row[1] for row in rows(record)[:4]]
+
+    report, ok = {}, True
+    for k, resumed in resumes.items():
+        same = [{**r, "step": None} for r in resumed] == [{**r, "step": None} for r in full[k:]]
+        steps_ok = [r["step"] for r in resumed] == list(range(k, steps))
+        report[str(k)] = {"batches": len(resumed), "equal": same, "steps_ok": steps_ok,
+                          "first": first(resumed[0]) if resumed else None,
+                          "expected_first": first(full[k]) if len(full) > k else None}
+        ok = ok and same and steps_ok
+        print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
+    return report, ok
+
+
+def check_two_to_one(two: Sequence[Sequence[Any]], after_two: Sequence[Any], *, rows: Callable[[Any], list[Any]],
+                     label: str, at: int = 4, samples: int = 32) -> tuple[dict[str, Any], bool]:
+    """Whether one process resumed from the state two processes saved at step ``at`` reads, in stream
+    order, exactly the ``samples`` samples the two read after it (and the two read different batches).
+
+    Returns:
+        ``{"samples", "equal"}`` and that verdict.
+    """
+    two_rest = stream_order([r[at:] for r in two], rows)
+    one_rest = stream_order([after_two], rows)[:len(two_rest)]
+    ok = len(two_rest) == samples and one_rest == two_rest and rows(two[0][0]) != rows(two[1][0])
+    print(f"{label} at step {at}, 1 process resumed: {len(one_rest)} samples, "
+          f"{'==' if ok else '!='} what the 2 processes read after step {at}")
+    return {"samples": len(one_rest), "equal": ok}, ok

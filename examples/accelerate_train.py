@@ -37,7 +37,7 @@ from typing import Any
 
 import accelerate
 import torch
-from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from _tiny import add_data_args, check_two_to_one, compare_resumes  # examples/_tiny.py
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 from plain_pytorch import TinyLM
@@ -55,14 +55,9 @@ def batch_record(batch: dict[str, Any], step: int) -> dict[str, Any]:
     return {"step": step, "samples": rows}
 
 
-def global_order(per_rank: list[list[dict[str, Any]]]) -> list[list[Any]]:
-    """The samples of all ranks in stream order (rank r of W holds positions r, r + W, ...)."""
-    out = []
-    for steps in zip(*per_rank, strict=True):
-        rows = [s["samples"] for s in steps]
-        for j in range(max(len(r) for r in rows)):
-            out += [r[j] for r in rows if j < len(r)]
-    return out
+def samples_of(record: dict[str, Any]) -> list[Any]:
+    """A step's samples ``[domain, sequence id, token digest]``."""
+    return record["samples"]
 
 
 def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, steps: int, out: Path,
@@ -160,23 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         after_two = _self([*common, "--steps", "8", "--out", f"{tmp}/after_two", "--num-workers", "0",
                            "--resume", f"{tmp}/two/step_4"], Path(tmp) / "after_two")[0]
     ok = [r["step"] for r in full] == list(range(args.steps))
-    report = {}
-    for k, resumed in resumes.items():
-        same = resumed == full[k:]
-        report[str(k)] = {"batches": len(resumed), "equal": same,
-                          "first": [s[1] for s in resumed[0]["samples"][:4]] if resumed else None,
-                          "expected_first": [s[1] for s in full[k]["samples"][:4]] if len(full) > k else None}
-        ok = ok and same
-        print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
-    two_rest = global_order([r[4:] for r in two])
-    one_rest = global_order([after_two])[:len(two_rest)]
-    elastic = len(two_rest) == 32 and one_rest == two_rest and two[0][0]["samples"] != two[1][0]["samples"]
-    ok = ok and elastic
-    print(f"2 processes saved at step 4, 1 process resumed: {len(one_rest)} samples, "
-          f"{'==' if elastic else '!='} what the 2 processes read after step 4")
+    report, resumed_ok = compare_resumes(full, resumes, steps=args.steps, rows=samples_of)
+    two_to_one, elastic = check_two_to_one(two, after_two, rows=samples_of, label="2 processes saved")
+    ok = ok and resumed_ok and elastic
     result(example="accelerate_train", ok=ok, steps=len(full), batches_per_pass=per_pass, resumes=report,
-           two_to_one={"samples": len(one_rest), "equal": elastic},
-           accelerate=accelerate.__version__)
+           two_to_one=two_to_one, accelerate=accelerate.__version__)
     return 0 if ok else 1
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
-from _tiny import add_data_args  # examples/_tiny.py: the options every example shares
+from _tiny import add_data_args, check_two_to_one, compare_resumes  # examples/_tiny.py
 from lightning.pytorch.callbacks import ModelCheckpoint
 from plain_pytorch import TinyLM
 from torch.nn import functional as F
@@ -105,14 +105,9 @@ def fit(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
     return model.seen
 
 
-def global_order(per_rank: list[list[dict[str, Any]]]) -> list[list[Any]]:
-    """Every rank's samples ``[domain, seq_index]`` in stream order (rank r of W holds positions r, r + W, ...)."""
-    out = []
-    for steps in zip(*per_rank, strict=True):
-        rows = [list(zip(s["domain"], s["seq_index"], strict=True)) for s in steps]
-        for j in range(max(len(r) for r in rows)):
-            out += [list(r[j]) for r in rows if j < len(r)]
-    return out
+def samples_of(record: dict[str, Any]) -> list[Any]:
+    """A step's samples ``(domain, sequence id)``."""
+    return list(zip(record["domain"], record["seq_index"], strict=True))
 
 
 def _wait_for(path: Path, timeout: float = 120.0) -> Path:
@@ -181,23 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         after_two = _self([*data, "--steps", "8", "--out", f"{tmp}/after_two",
                            "--num-workers", "0", "--resume", f"{tmp}/two/ckpt/step=4.ckpt"])
     ok = len(full) == args.steps and [r["step"] for r in full] == list(range(args.steps))
-    report = {}
-    for k, resumed in resumes.items():
-        same = [{**r, "step": None} for r in resumed] == [{**r, "step": None} for r in full[k:]]
-        steps_ok = [r["step"] for r in resumed] == list(range(k, args.steps))
-        report[str(k)] = {"batches": len(resumed), "equal": same, "steps_ok": steps_ok,
-                          "first": resumed[0]["seq_index"][:4] if resumed else None,
-                          "expected_first": full[k]["seq_index"][:4] if len(full) > k else None}
-        ok = ok and same and steps_ok
-        print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
-    two_rest = global_order([r[4:] for r in two])
-    one_rest = global_order([after_two])[:len(two_rest)]
-    elastic = len(two_rest) == 32 and one_rest == two_rest and two[0][0]["seq_index"] != two[1][0]["seq_index"]
-    ok = ok and elastic
-    print(f"2 DDP processes checkpointed at step 4, 1 process resumed: {len(one_rest)} samples, "
-          f"{'==' if elastic else '!='} what the 2 processes trained on after step 4")
-    result(example="lightning_train", ok=ok, two_to_one={"samples": len(one_rest), "equal": elastic}, steps=len(full), batches_per_pass=per_pass, resumes=report,
-           lightning=pl.__version__)
+    report, resumed_ok = compare_resumes(full, resumes, steps=args.steps, rows=samples_of)
+    two_to_one, elastic = check_two_to_one(two, after_two, rows=samples_of, label="2 DDP processes checkpointed")
+    ok = ok and resumed_ok and elastic
+    result(example="lightning_train", ok=ok, two_to_one=two_to_one, steps=len(full), batches_per_pass=per_pass,
+           resumes=report, lightning=pl.__version__)
     return 0 if ok else 1
 
 

@@ -25,16 +25,13 @@ exactly the samples (tokens and domains) the uninterrupted run read after that i
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import megatron.core
 import torch
-from _tiny import add_data_args, add_resume_args, check_resumes, finish_phase  # examples/_tiny.py
+from _tiny import resume_example  # examples/_tiny.py: the save / resume driver the examples share
 from megatron.core.rerun_state_machine import RerunDataIterator
 from plain_pytorch import TinyLM
 from torch.nn import functional as F
@@ -94,32 +91,15 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     return seen
 
 
+PER_PASS = -(-100 // (MICRO_BATCH * NUM_MICROBATCHES))  # 100 sequences: a pass is 12.5 iterations
+POINTS = ((3, 0, 1), (PER_PASS, 2, 1), (15, 0, 2))  # the resumes of --tiny: (iteration, workers, data-parallel ranks)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
-    parser.add_argument("--iters", type=int, default=20)
-    add_resume_args(parser, unit="iteration", out_help="where the dataloader states go")
-    args = parser.parse_args(argv)
-    if not args.tiny:
-        if not args.domains or not args.weights or not args.out:
-            parser.error("give --domains, --weights and --out, or --tiny")
-        seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, iters=args.iters,
-                     out=Path(args.out), num_workers=args.num_workers, dp=args.dp, resume=args.resume,
-                     save_at=tuple(int(s) for s in args.save_at.split(",") if s))
-        return finish_phase(args, seen)
-
-    from _tiny import TINY_WEIGHTS, make_tiny_stores, result
-
-    per_pass = -(-100 // (MICRO_BATCH * NUM_MICROBATCHES))  # 100 sequences: a pass is 12.5 iterations
-    points = ((3, 0, 1), (per_pass, 2, 1), (15, 0, 2))  # (iteration, workers, data-parallel ranks)
-    with tempfile.TemporaryDirectory() as tmp:
-        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
-                  "--budget-tokens", str(100 * 49), "--seq-len", "49", "--iters", str(args.iters), "--out", tmp]
-        full, report, ok = check_resumes(__file__, common, points, per_step=MICRO_BATCH * NUM_MICROBATCHES,
-                                         num_workers=args.num_workers, unit="iteration")
-    ok = ok and len(full) == args.iters * MICRO_BATCH * NUM_MICROBATCHES
-    result(example="megatron_external", ok=ok, samples=len(full), resumes=report, megatron_core=megatron.core.__version__)
-    return 0 if ok else 1
+    return resume_example(argv, script=__file__, description=__doc__.splitlines()[0], train=train, count="iters",
+                          default=20, unit="iteration", out_help="where the dataloader states go",
+                          per_step=MICRO_BATCH * NUM_MICROBATCHES, points=POINTS, seq_len=49,
+                          example="megatron_external", megatron_core=megatron.core.__version__)
 
 
 if __name__ == "__main__":

@@ -25,17 +25,14 @@ torchtitan model on an accelerator; this runs the data-loader contract with torc
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed.checkpoint as dcp
 import torchtitan
-from _tiny import add_data_args, add_resume_args, check_resumes, finish_phase  # examples/_tiny.py
+from _tiny import resume_example  # examples/_tiny.py: the save / resume driver the examples share
 from plain_pytorch import TinyLM
 from torch.nn import functional as F
 from torchtitan.components.dataloader import BaseDataLoader, DataloaderExhaustedError
@@ -92,32 +89,14 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     return seen
 
 
+PER_PASS = -(-100 // LOCAL_BATCH)  # 100 sequences: 25 steps per pass
+POINTS = ((6, 0, 1), (PER_PASS, 2, 1), (28, 0, 2))  # the resumes of --tiny: (step, workers, data-parallel ranks)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")
-    parser.add_argument("--steps", type=int, default=36)
-    add_resume_args(parser, unit="step", out_help="where the checkpoints go")
-    args = parser.parse_args(argv)
-    if not args.tiny:
-        if not args.domains or not args.weights or not args.out:
-            parser.error("give --domains, --weights and --out, or --tiny")
-        seen = train(args.domains, json.loads(args.weights), int(args.budget_tokens), args.seq_len, steps=args.steps,
-                     out=Path(args.out), num_workers=args.num_workers, dp=args.dp, resume=args.resume,
-                     save_at=tuple(int(s) for s in args.save_at.split(",") if s))
-        return finish_phase(args, seen)
-
-    from _tiny import TINY_WEIGHTS, make_tiny_stores, result
-
-    per_pass = -(-100 // LOCAL_BATCH)  # 100 sequences: 25 steps per pass
-    points = ((6, 0, 1), (per_pass, 2, 1), (28, 0, 2))  # (step, workers, data-parallel ranks)
-    with tempfile.TemporaryDirectory() as tmp:
-        common = ["--domains", str(make_tiny_stores(Path(tmp) / "stores")), "--weights", json.dumps(TINY_WEIGHTS),
-                  "--budget-tokens", str(100 * 49), "--seq-len", "48", "--steps", str(args.steps), "--out", tmp]
-        full, report, ok = check_resumes(__file__, common, points, per_step=LOCAL_BATCH,
-                                         num_workers=args.num_workers, unit="step")
-    ok = ok and len(full) == args.steps * LOCAL_BATCH
-    result(example="torchtitan_train", ok=ok, samples=len(full), resumes=report, torchtitan=torchtitan.__version__)
-    return 0 if ok else 1
+    return resume_example(argv, script=__file__, description=__doc__.splitlines()[0], train=train, count="steps",
+                          default=36, unit="step", out_help="where the checkpoints go", per_step=LOCAL_BATCH,
+                          points=POINTS, seq_len=48, example="torchtitan_train", torchtitan=torchtitan.__version__)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from ..solver.baselines import BASELINES, PRESETS, baseline_weights
+from ..solver import BASELINES, PRESETS, RunTable, baseline_weights
 from ..solver.regression import REGRESSORS
-from ..solver.runs import RunTable
 from ..solver.vocabulary import AUTO, DEFAULT_OBJECTIVE, OBJECTIVES
 from ._args import add_json_flag, add_verb, parse_tokens, read_json
 

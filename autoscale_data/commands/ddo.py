@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from .._options import field_help
-from ..solver.ddo import FIT_MODES, DDOOptions, DDOResult, fit_ddo
-from ..solver.runs import RunTable
+from ..solver import DDOOptions, DDOResult, RunTable, fit_ddo
+from ..solver.ddo import FIT_MODES
 from ..solver.vocabulary import DEFAULT_LAW, DEFAULT_OBJECTIVE, LAWS, OBJECTIVES
 from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
 

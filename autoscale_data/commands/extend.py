@@ -50,8 +50,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``extend`` verb."""
-    from ..runner import MixtureRunner
-    from ..runner.experiment import load_folder_config
+    from ..runner import MixtureRunner, load_folder_config
 
     out = Path(args.out_dir)
     runner = MixtureRunner(load_folder_config(out), out, progress=False if args.no_progress else None)

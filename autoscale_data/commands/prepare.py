@@ -6,7 +6,18 @@ import argparse
 import os
 from typing import Any
 
-from ..store.prepare import DEFAULT_HOLDOUT_EVERY, PrepareOptions, prepare_domains
+from ..store import (
+    DEFAULT_HOLDOUT_EVERY,
+    DEFAULT_SHARD_TOKENS,
+    HFOptions,
+    InPlaceDomain,
+    InPlaceOptions,
+    MegatronOptions,
+    PrepareOptions,
+    parse_domain_args,
+    prepare_domains,
+    register_domains,
+)
 from ._args import add_verb, positive_int, token_count
 
 __all__ = ["register", "run"]
@@ -75,32 +86,33 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``prepare`` from parsed arguments; print one line per domain."""
-    from ..store.inplace import register_domains
-    from ..store.prepare import parse_domain_args
-    from ..store.writer import DEFAULT_SHARD_TOKENS
-
     if not (args.domain or args.from_megatron or args.from_hf):
         raise ValueError("give at least one --domain NAME=PATH, --from-megatron NAME=PREFIX or --from-hf NAME=DIR")
     domains = parse_domain_args(args.domain)
     megatron, hf = parse_domain_args(args.from_megatron), parse_domain_args(args.from_hf)
-    if args.megatron_val and not megatron:
+    megatron_val = parse_domain_args(args.megatron_val)
+    if megatron_val and not megatron:
         raise ValueError("--megatron-val NAME=PREFIX names the validation data of a --from-megatron domain: "
                          "give that domain with --from-megatron NAME=PREFIX too")
+    unknown = sorted(set(megatron_val) - set(megatron))
+    if unknown:
+        raise ValueError(f"validation prefixes given for {unknown}, which are not Megatron domains "
+                         f"(those are {sorted(megatron)}): give each as --from-megatron NAME=PREFIX too")
     clash = sorted((set(domains) & (set(megatron) | set(hf))) | (set(megatron) & set(hf)))
     if clash:
         raise ValueError(f"domains {clash} are given twice")
     options = PrepareOptions(text_field=args.text_field, text_ext=args.text_ext or (),
                              holdout_every=args.holdout_every, workers=args.workers,
                              shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
+    in_place = {**{n: InPlaceDomain(p, "megatron", MegatronOptions(megatron_val.get(n))) for n, p in megatron.items()},
+                **{n: InPlaceDomain(p, "hf", HFOptions(args.column)) for n, p in hf.items()}}
     results = {}
     if domains:
         results.update(prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options))
-    if megatron or hf:
-        results.update(register_domains(args.out, args.tokenizer, megatron=megatron, hf=hf, column=args.column,
-                                        megatron_val=parse_domain_args(args.megatron_val),
-                                        eos=args.eos, holdout_every=options.holdout_every,
-                                        shard_tokens=options.shard_tokens, progress=options.progress,
-                                        workers=args.workers))
+    if in_place:
+        results.update(register_domains(args.out, args.tokenizer, in_place, eos=args.eos, options=InPlaceOptions(
+            holdout_every=options.holdout_every, shard_tokens=options.shard_tokens, progress=options.progress,
+            workers=args.workers)))
     if args.quiet:
         return 0
     for name, r in results.items():

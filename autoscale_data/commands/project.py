@@ -18,12 +18,7 @@ import numpy as np
 
 from .._extras import require
 from .._options import field_help
-from ..solver.ddo import DDOOptions
-from ..solver.olmix import read_olmix
-from ..solver.plan import MixturePlan
-from ..solver.projection import project
-from ..solver.projections import project_all
-from ..solver.runs import RunTable
+from ..solver import DDOOptions, MixturePlan, RunTable, project, project_all, read_olmix
 from ..solver.vocabulary import (
     DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_int
-from ..store.reader import Verify, check_verify
+from ..store import Verify, check_verify
 
 __all__ = ["OUTPUTS", "SCHEDULES", "MixtureOptions", "check_output", "epoch_caps"]
 

@@ -27,9 +27,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._state import (
+    BASE_KEY,
+    BLOCK_KEY,
+    CURSOR_KEY,
+    NEXT_UNIT_KEY,
+    NUM_WORKERS_KEY,
+    RANK_KEY,
+    WORKER_ID_KEY,
+    WORKER_KEY,
+    WORLD_SIZE_KEY,
+)
+
 __all__ = ["RankSlice", "StreamPosition", "StreamState"]
 
-_WORKER_LAYOUT = ("id", "num_workers", "block", "rank", "world_size")
+_WORKER_LAYOUT = (WORKER_ID_KEY, NUM_WORKERS_KEY, BLOCK_KEY, RANK_KEY, WORLD_SIZE_KEY)
 
 
 @dataclass(frozen=True)
@@ -117,14 +129,14 @@ class StreamState:
         if not worker:
             self._pending = (cursor, None) if cursor != self.origin else None
             return
-        now = None if here is None else {**here, "block": self.block, "rank": self.rank,
-                                          "world_size": self.world_size}
+        now = None if here is None else {**here, BLOCK_KEY: self.block, RANK_KEY: self.rank,
+                                          WORLD_SIZE_KEY: self.world_size}
         saved = {k: worker.get(k) for k in _WORKER_LAYOUT}
         if now != saved:
             raise ValueError(f"this state describes one DataLoader worker's progress ({saved}) and can only "
                              f"be resumed by that same worker, not here ({now}); for a new layout save "
                              "the state with state_dict(samples_taken=...) from the main process")
-        self._pending = (int(worker["base"]), int(worker["next_unit"]))
+        self._pending = (int(worker[BASE_KEY]), int(worker[NEXT_UNIT_KEY]))
 
     def start(self, num_workers: int, worker: int) -> StreamPosition:
         """A new iterator's position (taking the pending start, if any)."""
@@ -161,16 +173,16 @@ class StreamState:
                     f"samples (sequences), while len() and the loader count batches in batch mode; pass "
                     f"batches_taken={samples_taken} if that is a number of batches (steps), or samples_taken="
                     f"{samples_taken * self.block} for that many batches of {self.block}")
-            return {"cursor": rank_slice.cursor_after(int(samples_taken)), "worker": None}
+            return {CURSOR_KEY: rank_slice.cursor_after(int(samples_taken)), WORKER_KEY: None}
         if live is None:
             if self._pending is not None and self._pending[1] is not None:
                 raise ValueError("this dataset holds a DataLoader worker's state that has not been iterated; "
                                  "call state_dict(samples_taken=...) or iterate first")
-            return {"cursor": self.next_start, "worker": None}
+            return {CURSOR_KEY: self.next_start, WORKER_KEY: None}
         taken = min(live.next_unit * self.block, live.slice.size)
         worker = None
         if in_worker:
-            worker = {"id": live.worker, "num_workers": live.num_workers, "base": live.slice.base,
-                      "next_unit": live.next_unit, "block": self.block, "rank": self.rank,
-                      "world_size": self.world_size}
-        return {"cursor": live.slice.cursor_after(taken), "worker": worker}
+            worker = {WORKER_ID_KEY: live.worker, NUM_WORKERS_KEY: live.num_workers, BASE_KEY: live.slice.base,
+                      NEXT_UNIT_KEY: live.next_unit, BLOCK_KEY: self.block, RANK_KEY: self.rank,
+                      WORLD_SIZE_KEY: self.world_size}
+        return {CURSOR_KEY: live.slice.cursor_after(taken), WORKER_KEY: worker}

@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, is_int
-from ..store import MANIFEST_NAME, TokenSplit, TokenStore, check_compatible, find_domain_stores
-from ..store.remote import open_store
+from ..store import MANIFEST_NAME, TokenSplit, TokenStore, check_compatible, find_domain_stores, open_store
 
 __all__ = ["DomainSplits", "DomainsArg", "open_domains", "resolve_distributed"]
 

@@ -12,9 +12,53 @@ import torch
 
 from ..store import TokenStore
 
-__all__ = ["STATE_FORMAT", "compact_dtype", "config_diff", "fingerprint", "store_summary", "to_output"]
+__all__ = [
+    "BASE_KEY",
+    "BLOCK_KEY",
+    "CONFIG_KEY",
+    "CURSOR_KEY",
+    "DOMAIN_COUNTS_KEY",
+    "FINGERPRINT_KEY",
+    "FORMAT_KEY",
+    "NEXT_UNIT_KEY",
+    "NUM_WORKERS_KEY",
+    "ONLINE_KEY",
+    "PHASE_KEY",
+    "RANK_KEY",
+    "STATE_FORMAT",
+    "TOTAL_SEQUENCES_KEY",
+    "VERSION_KEY",
+    "WORKER_ID_KEY",
+    "WORKER_KEY",
+    "WORLD_SIZE_KEY",
+    "compact_dtype",
+    "config_diff",
+    "fingerprint",
+    "store_summary",
+    "to_output",
+]
 
 STATE_FORMAT = "autoscale-mixture-state"
+
+# The keys of a mixture's resume state (``ScaleAwareMixtureDataset.state_dict``), each spelt here only.
+FORMAT_KEY = "format"  # STATE_FORMAT
+VERSION_KEY = "version"  # the state version
+FINGERPRINT_KEY = "fingerprint"  # the config's fingerprint
+CONFIG_KEY = "config"  # the config itself
+CURSOR_KEY = "cursor"  # the global stream position before which every sample has been yielded
+DOMAIN_COUNTS_KEY = "domain_counts"  # domain name -> samples of that domain before the cursor
+TOTAL_SEQUENCES_KEY = "total_sequences"  # the stream's length
+RANK_KEY = "rank"
+WORLD_SIZE_KEY = "world_size"
+WORKER_KEY = "worker"  # a DataLoader worker's own progress, or None
+PHASE_KEY = "phase"  # the phase of the position at the cursor
+ONLINE_KEY = "online"  # the online mixture's state, when the weights are adapted during training
+# The keys of a DataLoader worker's own progress (the state's WORKER_KEY), besides RANK_KEY and WORLD_SIZE_KEY.
+WORKER_ID_KEY = "id"
+NUM_WORKERS_KEY = "num_workers"
+BLOCK_KEY = "block"  # samples per unit (the batch size, or 1)
+BASE_KEY = "base"  # the cursor the worker's pass started from
+NEXT_UNIT_KEY = "next_unit"  # the worker's next unit of that pass
 
 
 def store_summary(store: TokenStore) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,7 +17,21 @@ from ._options import MixtureOptions, epoch_caps
 from ._position import StreamPosition, StreamState
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
+    CONFIG_KEY,
+    CURSOR_KEY,
+    DOMAIN_COUNTS_KEY,
+    FINGERPRINT_KEY,
+    FORMAT_KEY,
+    NUM_WORKERS_KEY,
+    ONLINE_KEY,
+    PHASE_KEY,
+    RANK_KEY,
     STATE_FORMAT,
+    TOTAL_SEQUENCES_KEY,
+    VERSION_KEY,
+    WORKER_ID_KEY,
+    WORKER_KEY,
+    WORLD_SIZE_KEY,
     compact_dtype,
     config_diff,
     fingerprint,
@@ -36,10 +49,10 @@ _FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", 
 
 def _check_format(state: Any) -> None:
     """Raise ``ValueError`` unless ``state`` is a state of this class and of this state version."""
-    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+    if not isinstance(state, Mapping) or state.get(FORMAT_KEY) != STATE_FORMAT:
         raise ValueError(f"not a {STATE_FORMAT} state: {type(state).__name__} with keys "
                          f"{sorted(state) if isinstance(state, Mapping) else '-'}")
-    version = state.get("version")
+    version = state.get(VERSION_KEY)
     if version in (1, 2):
         raise ValueError(f"this state (version {version}) was saved by an earlier autoscale_data whose stream "
                          f"was a materialized index; the stream is now computed in closed form (state version "
@@ -47,19 +60,6 @@ def _check_format(state: Any) -> None:
                          "be resumed: restart the data stream (or finish the run with the earlier version)")
     if version != STATE_VERSION:
         raise ValueError(f"unsupported state version {version!r}, expected {STATE_VERSION}")
-
-
-def _renamed_samples_taken(samples_taken: int | None, deprecated: Mapping[str, int]) -> int | None:
-    """``state_dict``'s ``samples_taken``, also accepted under its former name ``consumed`` (with a warning)."""
-    unknown = sorted(set(deprecated) - {"consumed"})
-    if unknown:
-        raise TypeError(f"state_dict() got unexpected keyword argument(s) {unknown}")
-    if "consumed" not in deprecated:
-        return samples_taken
-    if samples_taken is not None:
-        raise TypeError("state_dict() got both samples_taken and its former name consumed")
-    warnings.warn("state_dict(consumed=k) is now state_dict(samples_taken=k)", DeprecationWarning, stacklevel=3)
-    return deprecated["consumed"]
 
 
 class ScaleAwareMixtureDataset(IterableDataset):
@@ -165,7 +165,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         }
         if phase_config["phases"] is not None:
             self.config["phases"] = phase_config["phases"]
-        if self.pools:  # only when set, so unpooled fingerprints are those they always were
+        if self.pools:  # only when set, so the fingerprint of a dataset without pools does not hash them
             self.config["pools"] = dict(self.pools)
         self._block = self.batch_size or 1
         if opts.continue_from is not None:  # the supply check counts the prefix's draws
@@ -190,7 +190,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
     def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:
         """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
-        base = None if continued is None else [continued["domain_counts"][n] for n in self.domain_names]
+        base = None if continued is None else [continued[DOMAIN_COUNTS_KEY][n] for n in self.domain_names]
         self._stream = MixtureStream(self.domain_names, self._reader.num_sequences, self.seed, segments.starts,
                                      segments.counts, base=base, shuffle_window=self.shuffle_window,
                                      phases=segments.phases, pools=self.pools or None)
@@ -291,8 +291,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 yield batch
 
     # ------------------------------------------------------------------- state
-    def state_dict(self, samples_taken: int | None = None, *, batches_taken: int | None = None,
-                   **deprecated: int) -> dict[str, Any]:
+    def state_dict(self, samples_taken: int | None = None, *, batches_taken: int | None = None) -> dict[str, Any]:
         """The resume state (plain JSON-able values); the ``get_state`` of :class:`StreamState`.
 
         Args:
@@ -302,7 +301,6 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 most recent iterator of this process; inside a DataLoader worker (torchdata's
                 ``StatefulDataLoader`` calls it there) it describes that worker's own progress.
                 In batch mode it must be a whole number of batches (or all of this rank's samples).
-                (``consumed=`` is its former, deprecated name.)
             batches_taken: batch mode only: batches this rank has taken (the unit of ``len()`` and of
                 a training loop's steps); instead of ``samples_taken``.
 
@@ -312,7 +310,6 @@ class ScaleAwareMixtureDataset(IterableDataset):
             which every sample has been yielded; ``domain_counts`` the per-domain sample counts of that
             prefix; ``phase`` the phase of the position at the cursor.
         """
-        samples_taken = _renamed_samples_taken(samples_taken, deprecated)
         if batches_taken is not None:
             if self.batch_size is None:
                 raise ValueError(f"batches_taken={batches_taken} needs batch mode (batch_size=...); this dataset "
@@ -321,22 +318,22 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 raise TypeError("state_dict() got both samples_taken and batches_taken: pass one")
             samples_taken = self._state.samples_of(int(batches_taken))
         position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
-        counts = self._stream.domain_counts(position["cursor"])
+        counts = self._stream.domain_counts(position[CURSOR_KEY])
         state = {
-            "format": STATE_FORMAT,
-            "version": STATE_VERSION,
-            "fingerprint": self.fingerprint,
-            "config": self.config,
-            "cursor": int(position["cursor"]),
-            "domain_counts": {n: int(c) for n, c in zip(self.domain_names, counts, strict=True)},
-            "total_sequences": self.total_sequences,
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "worker": position["worker"],
-            "phase": self._stream.phase_at(int(position["cursor"])),
+            FORMAT_KEY: STATE_FORMAT,
+            VERSION_KEY: STATE_VERSION,
+            FINGERPRINT_KEY: self.fingerprint,
+            CONFIG_KEY: self.config,
+            CURSOR_KEY: int(position[CURSOR_KEY]),
+            DOMAIN_COUNTS_KEY: {n: int(c) for n, c in zip(self.domain_names, counts, strict=True)},
+            TOTAL_SEQUENCES_KEY: self.total_sequences,
+            RANK_KEY: self.rank,
+            WORLD_SIZE_KEY: self.world_size,
+            WORKER_KEY: position[WORKER_KEY],
+            PHASE_KEY: self._stream.phase_at(int(position[CURSOR_KEY])),
         }
         if self._online is not None:
-            state["online"] = self._online.dataset_state()
+            state[ONLINE_KEY] = self._online.dataset_state()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False) -> None:
@@ -367,42 +364,45 @@ class ScaleAwareMixtureDataset(IterableDataset):
         if self._online is not None:
             self._online.load_into(state, continue_run)
             return
-        if state.get("fingerprint") != self.fingerprint:
+        if state.get(FINGERPRINT_KEY) != self.fingerprint:
             self._follow(state, continue_run)
         self._resume(state)
 
     def _resume(self, state: Mapping[str, Any]) -> None:
-        cursor, origin = state.get("cursor"), self._stream.origin
+        cursor, origin = state.get(CURSOR_KEY), self._stream.origin
         if not is_int(cursor) or not origin <= cursor <= self.total_sequences:
             raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, {self.total_sequences}]")
         expected = {n: int(c) for n, c in zip(self.domain_names, self._stream.domain_counts(cursor), strict=True)}
-        saved = dict(state.get("domain_counts") or {})
+        saved = dict(state.get(DOMAIN_COUNTS_KEY) or {})
         if saved != expected:
             raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "
                              f"{cursor}: expected {expected}")
         info = get_worker_info()
-        here = None if info is None else {"id": info.id, "num_workers": info.num_workers}
-        self._state.reset(int(cursor), state.get("worker"), here)
+        here = None if info is None else {WORKER_ID_KEY: info.id, NUM_WORKERS_KEY: info.num_workers}
+        self._state.reset(int(cursor), state.get(WORKER_KEY), here)
 
     def _follow(self, state: Mapping[str, Any], continue_run: bool) -> None:
         """Make this dataset's stream the one ``state`` belongs to: the same continued run, or (with
         ``continue_run``) a new continuation from its cursor; else raise naming the differences."""
         before = self.config.get("continued_from")
-        saved = state.get("config") or {}
+        saved = state.get(CONFIG_KEY) or {}
         record = saved.get("continued_from") if isinstance(saved, Mapping) else None
         try:
+            unreachable = ""
             if isinstance(record, Mapping):
                 try:
-                    self._continue_at(record)
-                except ValueError:
-                    pass
-                if getattr(self, "fingerprint", None) == state.get("fingerprint"):
-                    return  # a later state of a run continued under this configuration
+                    continuation = self._continuation(record)
+                except ValueError as exc:  # this configuration cannot continue where the state's run was continued
+                    unreachable = f"; nor can it continue where the saved run was continued: {exc}"
+                else:
+                    self._start_stream(*continuation)
+                    if self.fingerprint == state.get(FINGERPRINT_KEY):
+                        return  # a later state of a run continued under this configuration
             if not continue_run:
                 self._restore(before)
                 diff = config_diff(saved, self.config) or ["(config not recorded)"]
-                raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
-                                 f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff)
+                raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
+                                 f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff) + unreachable
                                  + " (to continue that run under this configuration, "
                                    "load_state_dict(state, continue_run=True))")
             fixed = {k: saved.get(k, "<absent>") for k in _FIXED_ON_CONTINUE}
@@ -410,8 +410,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
             if diff:
                 raise ValueError("a run can only be continued on the same stores, seq_len, seed and shuffle "
                                  "window; differences: " + "; ".join(diff))
-            self._continue_at({"cursor": state.get("cursor"), "domain_counts": state.get("domain_counts"),
-                               "fingerprint": state.get("fingerprint")})
+            self._continue_at({CURSOR_KEY: state.get(CURSOR_KEY), DOMAIN_COUNTS_KEY: state.get(DOMAIN_COUNTS_KEY),
+                               FINGERPRINT_KEY: state.get(FINGERPRINT_KEY)})
         except ValueError:
             self._restore(before)
             raise
@@ -424,7 +424,16 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
     def _continue_at(self, record: Mapping[str, Any]) -> None:
         """Continue from ``record = {"cursor", "domain_counts", "fingerprint"}`` (of the run continued)."""
-        cursor, counts = record.get("cursor"), record.get("domain_counts")
+        self._start_stream(*self._continuation(record))
+
+    def _continuation(self, record: Mapping[str, Any]) -> tuple[SegmentPlan, dict[str, Any]]:
+        """The segments after ``record``'s cursor and the record to keep, for :meth:`_start_stream`.
+
+        Raises:
+            ValueError: this configuration cannot continue at ``record`` (a cursor beyond its budget,
+                counts of other domains, a domain asked for more than it holds).
+        """
+        cursor, counts = record.get(CURSOR_KEY), record.get(DOMAIN_COUNTS_KEY)
         if not is_int(cursor) or cursor < 0:
             raise ValueError(f"state cursor {cursor!r} is not a stream position")
         if cursor > self.total_sequences:
@@ -437,8 +446,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         rest = self._segments.after(int(cursor))
         base = np.asarray([int(counts[n]) for n in self.domain_names], dtype=np.int64)
         check_draws(self.domain_names, rest, base, self._available, self.seq_len, self.max_epochs)
-        self._start_stream(rest, {"cursor": int(cursor), "domain_counts": {n: int(counts[n]) for n in self.domain_names},
-                                  "fingerprint": record.get("fingerprint")})
+        return rest, {CURSOR_KEY: int(cursor), DOMAIN_COUNTS_KEY: {n: int(counts[n]) for n in self.domain_names},
+                      FINGERPRINT_KEY: record.get(FINGERPRINT_KEY)}
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}={c}" for n, c in self.sequences_per_domain.items())

@@ -37,17 +37,29 @@ import numpy as np
 import torch
 
 from .._checks import check_int
-from ..mixing import MixtureStream
-from ..mixing.budget import allowed_draws
-from ..mixing.carry import carried_counts
-from ..mixing.controller import Window, check_proposal
-from ..mixing.interleave import InterleaveTree
-from ._state import config_diff, fingerprint
+from ..mixing import InterleaveTree, MixtureStream, Window, allowed_draws, carried_counts, check_proposal
+from ._state import CONFIG_KEY, FINGERPRINT_KEY, FORMAT_KEY, ONLINE_KEY, config_diff, fingerprint
 from .domain_loss import DomainLossMeter
 
-__all__ = ["ONLINE_FORMAT", "OnlineMixture"]
+__all__ = [
+    "CONTROLLER_KEY",
+    "DIGEST_KEY",
+    "LOG_KEY",
+    "METER_KEY",
+    "ONLINE_FORMAT",
+    "OnlineMixture",
+    "SEGMENTS_KEY",
+    "UPDATES_KEY",
+]
 
 ONLINE_FORMAT = "autoscale-online-state"
+# The keys of the online state (``OnlineMixture.state_dict``) besides the mixture state's FORMAT_KEY and CONFIG_KEY.
+SEGMENTS_KEY = "segments"  # how many segments are decided
+DIGEST_KEY = "digest"  # a hash of their counts
+UPDATES_KEY = "updates"  # the controller updates done
+LOG_KEY = "log"  # {"weights": each decided segment's weights}
+CONTROLLER_KEY = "controller"  # the controller's own state
+METER_KEY = "meter"  # the loss window since the last update, summed over the ranks
 _WAIT_S = 0.002  # a worker's poll interval while its next segment is undecided
 
 
@@ -280,9 +292,9 @@ class OnlineMixture:
         n = self.published
         sums, toks = self._window_totals(group)
         window = {"domain_names": list(self.names), "loss_sums": sums.tolist(), "tokens": toks.tolist()}
-        return {"format": ONLINE_FORMAT, "config": self.config, "segments": n, "digest": self._digest(n),
-                "updates": self.updates, "log": {"weights": self.weights_table[:n].tolist()},
-                "controller": self.controller.state_dict(), "meter": window}
+        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n, DIGEST_KEY: self._digest(n),
+                UPDATES_KEY: self.updates, LOG_KEY: {"weights": self.weights_table[:n].tolist()},
+                CONTROLLER_KEY: self.controller.state_dict(), METER_KEY: window}
 
     def dataset_state(self) -> dict[str, Any]:
         """What the dataset's state carries: all of :meth:`state_dict` in the training process; in a
@@ -290,7 +302,7 @@ class OnlineMixture:
         if self.is_owner:
             return self.state_dict()
         n = self.published
-        return {"format": ONLINE_FORMAT, "config": self.config, "segments": n, "digest": self._digest(n)}
+        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n, DIGEST_KEY: self._digest(n)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict` (in the training process, before the loader iterates).
@@ -301,12 +313,12 @@ class OnlineMixture:
             ValueError: another online configuration, or a log that does not replay to its digest.
         """
         self._check_config(state)
-        log = state.get("log")
-        if not isinstance(log, Mapping) or state.get("controller") is None:
+        log = state.get(LOG_KEY)
+        if not isinstance(log, Mapping) or state.get(CONTROLLER_KEY) is None:
             raise ValueError("this online state holds no segment log / controller state (a DataLoader worker's "
                              "state): load the training process's state (OnlineMixture.state_dict())")
         weights = [np.asarray(w, dtype=np.float64) for w in log["weights"]]
-        updates = int(state["updates"])
+        updates = int(state[UPDATES_KEY])
         if len(weights) != min(self.num_segments, self.lookahead + updates):
             raise ValueError(f"the online state has {len(weights)} segments after {updates} updates, expected "
                              f"{min(self.num_segments, self.lookahead + updates)}")
@@ -315,11 +327,11 @@ class OnlineMixture:
         self._drawn = np.zeros(len(self.names), dtype=np.int64)
         for w in weights:
             self._append(w, 0)
-        if self._digest(len(weights)) != state.get("digest"):
+        if self._digest(len(weights)) != state.get(DIGEST_KEY):
             raise ValueError("the online state's segment log does not replay to its recorded counts (digest "
                              f"{state.get('digest')!r}, replayed {self._digest(len(weights))!r})")
-        self.controller.load_state_dict(state["controller"])
-        window = dict(state["meter"])
+        self.controller.load_state_dict(state[CONTROLLER_KEY])
+        window = dict(state[METER_KEY])
         if self.dataset.rank != 0:  # the saved window is every rank's sum: rank 0 carries it
             window = {**window, "loss_sums": [0.0] * len(self.names), "tokens": [0.0] * len(self.names)}
         self.meter.load_state_dict(window)
@@ -329,29 +341,29 @@ class OnlineMixture:
         self.dataset._stream = self.stream
 
     def _check_config(self, state: Any) -> None:
-        if not isinstance(state, Mapping) or state.get("format") != ONLINE_FORMAT:
+        if not isinstance(state, Mapping) or state.get(FORMAT_KEY) != ONLINE_FORMAT:
             raise ValueError(f"not an online mixing state: {type(state).__name__}")
-        if dict(state.get("config") or {}) != self.config:
+        if dict(state.get(CONFIG_KEY) or {}) != self.config:
             raise ValueError("the online state was saved under another configuration; differences: "
-                             + "; ".join(config_diff(dict(state.get("config") or {}), self.config)))
+                             + "; ".join(config_diff(dict(state.get(CONFIG_KEY) or {}), self.config)))
 
     def load_into(self, state: Mapping[str, Any], continue_run: bool) -> None:
         """The dataset's ``load_state_dict`` for an online dataset (see the module docstring)."""
         ds = self.dataset
         if continue_run:
             raise ValueError("an online dataset cannot continue another configuration's run (continue_run=True)")
-        if state.get("fingerprint") != ds.fingerprint:
-            diff = config_diff(state.get("config") or {}, ds.config) or ["(config not recorded)"]
-            raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get('fingerprint')!r}, "
+        if state.get(FINGERPRINT_KEY) != ds.fingerprint:
+            diff = config_diff(state.get(CONFIG_KEY) or {}, ds.config) or ["(config not recorded)"]
+            raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
                              f"this dataset {ds.fingerprint!r}); differences: " + "; ".join(diff))
-        online = state.get("online")
+        online = state.get(ONLINE_KEY)
         self._check_config(online)
         if self.is_owner:
             self.load_state_dict(online)
         else:  # a DataLoader worker: the training process has loaded the log into the shared table
-            n = int(online["segments"])
+            n = int(online[SEGMENTS_KEY])
             self.stream.grow()
-            if self.published < n or self._digest(n) != online["digest"]:
+            if self.published < n or self._digest(n) != online[DIGEST_KEY]:
                 raise ValueError(f"this DataLoader worker's state needs {n} decided segments (digest "
                                  f"{online['digest']!r}); the training process holds {self.published}: load the "
                                  "online state there first (OnlineMixture.load_state_dict / the dataset's "

@@ -29,7 +29,7 @@ from .._checks import check_int, check_number
 from .._io import atomic_write_json
 from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary
 from ..solver.vocabulary import AUTO, MEAN_LOSS
-from ..store.tokenizers import train_bpe_tokenizer
+from ..store import train_bpe_tokenizer
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_documents
 from .stores import prepare_synthetic_stores
 

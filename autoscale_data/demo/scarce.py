@@ -30,13 +30,18 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write_json, atomic_write_text
-from ..runner import MixtureRunner, RunnerConfig, config_from_dict, layout
-from ..runner.config import config_to_dict
-from ..runner.plan import target_spec
-from ..runner.sections import REPETITION_MATCH, REPETITION_MODES
+from ..runner import (
+    REPETITION_MATCH,
+    REPETITION_MODES,
+    MixtureRunner,
+    RunnerConfig,
+    config_from_dict,
+    config_to_dict,
+    layout,
+    target_spec,
+)
 from ..solver.vocabulary import MEAN_LOSS, ROBUST
-from ..store.prepare import prepare
-from ..store.tokenizers import train_bpe_tokenizer
+from ..store import prepare, train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
 from .demo import DemoSettings, demo_config
 
@@ -243,7 +248,7 @@ def _autoscale_mixes(tag: str, trained: dict[str, float], projection: dict[str, 
 def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = None, *,
                     log: Callable[[str], None] = print) -> ScarceCaseResult:
     """Train the case (see the module docstring) in ``out_dir`` and write ``scarce_case.json`` / ``.md``."""
-    from ..runner.ledger import Ledger
+    from ..runner import Ledger
 
     case = case or SCARCE_PRESETS["full"]
     out = Path(out_dir)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..store.prepare import prepare
+from ..store import prepare
 from .corpus import DEMO_DOMAINS, generate_corpus
 
 __all__ = ["STORES_DOMAINS", "prepare_synthetic_stores"]

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 
 from .._checks import check_int
 from .._extras import MissingExtraError, require
-from ..dataset import ScaleAwareMixtureDataset
+from ..dataset import CURSOR_KEY, TOTAL_SEQUENCES_KEY, ScaleAwareMixtureDataset
 
 __all__ = ["LOADER_STATE_FORMAT", "MixtureLoader", "require_library"]
 
@@ -89,8 +89,8 @@ class MixtureLoader:
                              "(ScaleAwareMixtureDataset(..., batch_size=8))")
         check_int("num_workers", num_workers, minimum=0)
         start = dataset.state_dict(samples_taken=0)
-        if start.get("cursor") != 0:
-            raise ValueError(f"the dataset is already positioned at cursor {start.get('cursor')}; wrap a fresh "
+        if start.get(CURSOR_KEY) != 0:
+            raise ValueError(f"the dataset is already positioned at cursor {start.get(CURSOR_KEY)}; wrap a fresh "
                              "dataset and load the state into the MixtureLoader")
         self.dataset = dataset
         self.num_workers = int(num_workers)
@@ -160,7 +160,7 @@ class MixtureLoader:
             state = self.dataset.state_dict()
         else:
             state = self.dataset.state_dict(samples_taken=self._consumed)
-            if state.get("cursor", 0) >= state.get("total_sequences", float("inf")):
+            if state.get(CURSOR_KEY, 0) >= state.get(TOTAL_SEQUENCES_KEY, float("inf")):
                 state = self._start_state  # the pass is complete: the next one starts at 0
         return {"format": LOADER_STATE_FORMAT, "version": _LOADER_STATE_VERSION, "dataset": state,
                 "samples_consumed": self._consumed}

@@ -2,12 +2,15 @@
 
 from .budget import (
     WEIGHT_SUM_TOLERANCE,
+    allowed_draws,
     bounded_round,
     check_supply,
     largest_remainder,
     sequence_budget,
     validate_weights,
 )
+from .carry import carried_counts
+from .controller import Controller, Window, check_proposal, check_state
 from .index import MixtureStream, build_index
 from .interleave import InterleaveTree, christoffel_mask, domain_id_dtype, interleave, prefix_deviation
 from .permutation import (
@@ -30,6 +33,7 @@ from .schedule import (
 )
 
 __all__ = [
+    "Controller",
     "DomainOrders",
     "GRID_POINTS",
     "InterleaveTree",
@@ -38,13 +42,18 @@ __all__ = [
     "PooledOrders",
     "SegmentPlan",
     "WEIGHT_SUM_TOLERANCE",
+    "Window",
     "allocation_path",
+    "allowed_draws",
     "anytime_counts_and_stream",
     "anytime_segments",
     "anytime_stream",
     "bounded_round",
     "build_index",
+    "carried_counts",
     "check_draws",
+    "check_proposal",
+    "check_state",
     "check_supply",
     "christoffel_mask",
     "domain_id_dtype",

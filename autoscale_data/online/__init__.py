@@ -5,7 +5,7 @@ Pure numpy (no torch): a controller is driven by
 per update, asks the controller for the next weights and appends a segment to the exact stream.
 """
 
-from ..mixing.controller import Controller, Window, check_proposal, check_state
+from ..mixing import Controller, Window, check_proposal, check_state
 from .ado import ADO
 from .odm import ODM
 from .schedule import FixedSchedule, Replay, replay_phases

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_number
-from ..mixing.controller import Window, check_proposal, check_state
-from ..solver.laws import fit_power_law_batch
+from ..mixing import Window, check_proposal, check_state
+from ..solver.contrib import fit_power_law_batch
 from ..solver.vocabulary import LAW_4P
 
 __all__ = ["ADO"]

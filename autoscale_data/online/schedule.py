@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mixing.controller import Window, check_proposal, check_state
+from ..mixing import Window, check_proposal, check_state
 
 __all__ = ["FixedSchedule", "Replay", "replay_phases"]
 

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
-from ..mixing.carry import carried_counts
-from ..mixing.controller import Window, check_proposal
+from ..mixing import Window, carried_counts, check_proposal
 
 __all__ = ["KnownLaws", "Simulation", "simulate"]
 

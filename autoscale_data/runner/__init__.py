@@ -13,27 +13,33 @@ from .._extras import require
 
 require("runner", "autoscale_data.runner")
 
-from .config import RunnerConfig, config_from_dict, load_config
-from .experiment import ConfigChangedError
+from .config import RunnerConfig, config_from_dict, config_to_dict, load_config
+from .experiment import ConfigChangedError, load_folder_config
 from .ledger import Ledger
 from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
-from .plan import RunSpec
+from .plan import RunSpec, target_spec
 from .report import build_report, write_report
 from .report_types import Report
+from .sections import REPETITION_MATCH, REPETITION_MODES
 from .summary import format_summary
 
 __all__ = [
     "ConfigChangedError",
     "Ledger",
     "MixtureRunner",
+    "REPETITION_MATCH",
+    "REPETITION_MODES",
     "Report",
     "RunSpec",
     "RunnerConfig",
     "build_report",
     "config_from_dict",
+    "config_to_dict",
     "format_summary",
     "load_config",
+    "load_folder_config",
+    "target_spec",
     "tokens_saved",
     "tokens_to_reach",
     "write_report",

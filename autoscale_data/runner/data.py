@@ -6,8 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores
-from ..store.manifest import megatron_hint
+from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores, megatron_hint
 from .config import RunnerConfig
 from .plan import DomainInfo
 

@@ -20,8 +20,7 @@ from .repetition import repetition_law
 from .wording import bounds_moved
 
 if TYPE_CHECKING:
-    from ..solver.plan import MixturePlan
-    from ..solver.projections import Projections
+    from ..solver import MixturePlan, Projections
 
 __all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
@@ -74,7 +73,7 @@ class Fits:
         Raises:
             ValueError: not such a dict (a key missing, a budget that is not a whole number).
         """
-        from ..solver.plan import MixturePlan
+        from ..solver import MixturePlan
 
         if not isinstance(obj, Mapping):
             raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
@@ -151,10 +150,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver.bootstrap import bootstrap_ddo
-    from ..solver.ddo import DDOOptions, fit_ddo
-    from ..solver.plan import MixturePlan
-    from ..solver.projections import project_all
+    from ..solver import DDOOptions, MixturePlan, bootstrap_ddo, fit_ddo, project_all
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
@@ -242,7 +238,7 @@ def projection_summary(projections: Projections, min_weight: float = 0.0, max_we
     ``weights`` are the bounded ones, ``unbounded_weights`` the projection's own, ``bounds_applied``
     ``{domain: [before, after]}`` the domains moved and ``weight_bounds`` the bounds (a move is logged).
     """
-    from ..solver.bounds import apply_weight_bounds
+    from ..solver import apply_weight_bounds
 
     summary = projections.to_json()
     raw = {d: float(w) for d, w in summary["weights"].items()}

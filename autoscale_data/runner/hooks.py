@@ -2,7 +2,7 @@
 
 A run's :class:`~autoscale_data.runner.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
 hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
-:func:`make_step_hook` and calls it; a run without one trains exactly as before. The protocol
+:func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
 (:class:`StepHook`), in the order the trainer calls it:
 
 - ``bind(ctx)``: once, after the model is built and before a checkpoint is restored; ``ctx`` is a

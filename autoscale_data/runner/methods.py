@@ -211,7 +211,7 @@ class _Fixed(MixingMethod):
         if isinstance(target.reference_weights, Mapping):
             from ..solver import reference_weights
 
-            return reference_weights(d.names, weights=target.reference_weights)  # as before presets existed
+            return reference_weights(d.names, weights=target.reference_weights)  # an explicit mix
         return _reference_mix(d, target.reference_weights or "uniform", target.reference_mapping,
                               "target.reference_weights")
 
@@ -246,7 +246,7 @@ class _Regression(MixingMethod):
         return m
 
     def swarm(self, ctx: MethodContext) -> list[RunSpec]:
-        from ..solver.regression import sample_mixtures
+        from ..solver.contrib import sample_mixtures
 
         sw = self.settings(ctx).swarm
         if sw is None:
@@ -316,7 +316,7 @@ class _RegMix(_Regression):
     source = "RegMix (Liu et al. 2024): regression of the objective on the mixture, best candidates averaged"
 
     def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
-        from ..solver.regression import regmix_weights
+        from ..solver.contrib import regmix_weights
 
         cfg = self.settings(ctx)
         return regmix_weights(table, objective=ctx.config.ddo.objective, model=cfg.model,
@@ -331,7 +331,7 @@ class _MixingLaw(_Regression):
         return m + 2
 
     def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
-        from ..solver.regression import mixing_law_weights
+        from ..solver.contrib import mixing_law_weights
 
         return mixing_law_weights(table, objective=ctx.config.ddo.objective, seed=ctx.config.seeds[0])
 

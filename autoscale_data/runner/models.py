@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..dataset.masking import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
+from ..dataset import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
 
 __all__ = ["PRESETS", "build_model", "mask_tokens", "model_config_dict", "parameter_count"]
 

@@ -110,7 +110,7 @@ class OnlineMixingHook:
 
     def bind(self, ctx: HookContext) -> None:
         """Put the run's dataset in online mode (fresh: before any state is loaded into it)."""
-        from ..dataset.online import OnlineMixture
+        from ..dataset import OnlineMixture
 
         self.names = tuple(ctx.names)
         controller = make_controller(self.kind, self.names, ctx.domains.natural_weights(), self.options)

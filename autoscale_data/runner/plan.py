@@ -7,8 +7,8 @@ two roles that need the very same run (say, a reference mix equal to uniform) sh
 
 A target run may follow the anytime schedule (``schedule="anytime"``: the dataset's cumulative
 per-domain counts track a :class:`~autoscale_data.solver.MixturePlan`'s optimal-allocation path);
-its spec then carries the plan's JSON, and the schedule and the plan enter the id. Fixed-schedule
-runs hash exactly what they always did, so adding the option changed no existing id.
+its spec then carries the plan's JSON, and the schedule and the plan enter the id. A fixed-schedule
+run's id hashes neither, so it does not depend on the option.
 
 Token counts are whole sequences, and every run's total is a whole number of global batches, so
 the trainer consumes exactly the planned data. For a DDO perturbation the perturbed domain's count
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..mixing.budget import allowed_draws, largest_remainder
+from ..mixing import allowed_draws, largest_remainder
 from .config import RunnerConfig, config_to_dict
 
 __all__ = [
@@ -164,7 +164,8 @@ class RunSpec:
         return f"{self.kind}@{self.scale} {self.label} s{self.seed}"
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-able dict; a fixed-schedule run's has no ``schedule``/``plan`` keys (as before they existed)."""
+        """JSON-able dict; the keys of options a run does not use are left out (a fixed-schedule run has no
+        ``schedule``/``plan``; no ``extension``, ``pools`` or ``hook`` when they are None)."""
         obj = asdict(self)
         if self.schedule == "fixed":
             del obj["schedule"], obj["plan"]
@@ -207,7 +208,7 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
     }
     if config.model.family == "bert":
         settings["model"]["mlm_probability"] = config.model.mlm_probability
-        if config.eval.mlm_passes != 1:  # only then: the ids of runs with one pass stay those they always had
+        if config.eval.mlm_passes != 1:  # only then: the ids of runs with one pass do not hash the setting
             settings["mlm_eval_passes"] = config.eval.mlm_passes
     if config.backend == "deepspeed":
         settings["deepspeed"] = {"zero_stage": config.deepspeed.zero_stage,
@@ -222,7 +223,7 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
     """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule,
     ``extension`` only for an extension run, ``hook`` only for a run with a step hook,
     ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
-    proxy, so the ids of other runs are those they always had."""
+    proxy, so the ids of other runs do not depend on those options."""
     payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
                                "eval_points": eval_points}
     if schedule != "fixed":
@@ -451,7 +452,7 @@ def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: i
     Raises:
         ValueError: the plan JSON is not a MixturePlan, or its domains are not ``names``.
     """
-    from ..mixing.schedule import anytime_counts_and_stream
+    from ..mixing import anytime_counts_and_stream
     from ..solver import MixturePlan
 
     plan = MixturePlan.from_json(plan_json)

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
-from ..mixing.budget import largest_remainder
-from ..solver.repetition import R_STAR, DomainEpochs, epochs_table
+from ..mixing import largest_remainder
+from ..solver.contrib import R_STAR, DomainEpochs, epochs_table
 from ..solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
 from . import layout
 from .config import RunnerConfig
@@ -375,12 +375,14 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     """
     from dataclasses import replace
 
-    from ..solver.bounds import apply_weight_bounds
-    from ..solver.ddo import fit_ddo
-    from ..solver.effective import effective_table, optimize_effective, project_effective
-    from ..solver.projection import project
-    from ..solver.repetition import raw_tokens
-    from ..solver.robust import log_share_sd, robust_project
+    from ..solver import apply_weight_bounds, fit_ddo, project, robust_project
+    from ..solver.contrib import (
+        effective_table,
+        log_share_sd,
+        optimize_effective,
+        project_effective,
+        raw_tokens,
+    )
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
     if not _law_needed(config, domains, raw_weights):

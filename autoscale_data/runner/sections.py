@@ -272,7 +272,7 @@ class TargetConfig:
         if "reference" in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if isinstance(self.reference_weights, str):
-            from ..solver.baselines import PRESETS
+            from ..solver import PRESETS
 
             if self.reference_weights.lower() not in PRESETS:
                 raise field_error("target", "reference_weights", self.reference_weights,
@@ -404,7 +404,7 @@ class ExecutorConfig:
       cores // cpu_threads. ``runs_per_gpu`` > 1 lets that many small runs share each GPU (slots
       take the GPUs in turn): a proxy too small to fill a GPU alone trains beside others.
       ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
-      one process) as before executors existed.
+      one process), with no executor.
     - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
     - ``ray``: one Ray task per run (:class:`RayConfig`).
 

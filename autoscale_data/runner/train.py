@@ -47,7 +47,7 @@ from typing import Any
 import torch
 
 from .._io import atomic_write_json
-from ..dataset import DomainLossMeter
+from ..dataset import CURSOR_KEY, DOMAIN_COUNTS_KEY, DomainLossMeter
 from ..solver.vocabulary import MEAN_LOSS, MEAN_PPL
 from . import layout
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -328,9 +328,9 @@ class _Trainer:
         if state is None:
             raise FileNotFoundError(f"run {self.spec.run_id} extends run {self.parent_dir.name}, whose final checkpoint "
                                     f"{where!r} is missing: set target.keep_checkpoints: true and train that run again")
-        if int(state["dataset"]["cursor"]) != self.spec.parent_sequences:
+        if int(state["dataset"][CURSOR_KEY]) != self.spec.parent_sequences:
             raise ValueError(f"run {self.spec.run_id} extends {self.spec.parent_sequences} sequences of run "
-                             f"{self.parent_dir.name}, but {where!r} ends at {state['dataset']['cursor']}")
+                             f"{self.parent_dir.name}, but {where!r} ends at {state['dataset'][CURSOR_KEY]}")
         return state
 
     def _start_from_parent(self) -> None:
@@ -365,7 +365,7 @@ class _Trainer:
         parent = self._parent()
         ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent["dataset"])
         names = list(ds.domain_names)
-        base = torch.tensor([int(parent["dataset"]["domain_counts"][d]) for d in names] if parent else
+        base = torch.tensor([int(parent["dataset"][DOMAIN_COUNTS_KEY][d]) for d in names] if parent else
                             [0] * len(names), dtype=torch.int64)  # the parent's sequences per domain
         self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)

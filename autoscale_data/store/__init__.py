@@ -1,14 +1,16 @@
 """Token shards on disk: the writer used by ``prepare``, the memory-mapped reader, the manifest."""
 
-from .inplace import (
+from .formats import (
+    FORMATS,
+    HFOptions,
+    InPlaceFormat,
     InPlaceSource,
+    MegatronOptions,
     hf_source,
     megatron_source,
     read_megatron_index,
-    register_domains,
-    register_hf_dataset,
-    register_megatron,
 )
+from .inplace import InPlaceDomain, InPlaceOptions, register_domains, register_in_place
 from .manifest import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -20,6 +22,7 @@ from .manifest import (
     TokenizerInfo,
     check_file_name,
     dtype_for_vocab,
+    megatron_hint,
     read_manifest,
     write_manifest,
 )
@@ -33,7 +36,7 @@ from .prepare import (
     prepare,
     prepare_domains,
 )
-from .reader import TokenSplit, TokenStore, Verify
+from .reader import TokenSplit, TokenStore, Verify, check_verify
 from .remote import RemoteStore, RemoteTokenStore, cache_usage_bytes, is_remote_url, open_store
 from .sources import SUPPORTED_SUFFIXES, iter_documents, list_sources
 from .tokenizers import (
@@ -54,13 +57,19 @@ __all__ = [
     "DEFAULT_HOLDOUT_EVERY",
     "DEFAULT_SHARD_TOKENS",
     "DomainResult",
+    "FORMATS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "HFOptions",
     "HFTokenizer",
+    "InPlaceDomain",
+    "InPlaceFormat",
+    "InPlaceOptions",
     "InPlaceSource",
     "MANIFEST_NAME",
     "MAX_FILE_NAME_BYTES",
     "Manifest",
+    "MegatronOptions",
     "PREPARE_INDEX",
     "PrepareOptions",
     "RemoteStore",
@@ -77,6 +86,7 @@ __all__ = [
     "cache_usage_bytes",
     "check_compatible",
     "check_file_name",
+    "check_verify",
     "dtype_for_vocab",
     "export_webdataset",
     "find_domain_stores",
@@ -86,6 +96,7 @@ __all__ = [
     "iter_documents",
     "list_sources",
     "load_tokenizer",
+    "megatron_hint",
     "megatron_source",
     "open_store",
     "parse_domain_args",
@@ -94,8 +105,7 @@ __all__ = [
     "read_manifest",
     "read_megatron_index",
     "register_domains",
-    "register_hf_dataset",
-    "register_megatron",
+    "register_in_place",
     "train_bpe_tokenizer",
     "write_manifest",
 ]

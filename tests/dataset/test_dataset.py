@@ -214,8 +214,8 @@ def test_older_state_versions_are_refused_and_the_former_parameter_name(root: Pa
         with pytest.raises(ValueError, match=rf"state \(version {version}\) was saved by an earlier autoscale_data "
                                              r"whose stream was a materialized index.*cannot be resumed"):
             resumed.load_state_dict(json.loads(json.dumps(saved)))
-    with pytest.warns(DeprecationWarning, match="samples_taken"):
-        assert ds.state_dict(consumed=20) == state
+    with pytest.raises(TypeError, match="consumed"):  # the former name of samples_taken
+        ds.state_dict(consumed=20)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"unsupported state version 4, expected 3"):
         resumed.load_state_dict(dict(state, version=4))
 

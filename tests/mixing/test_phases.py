@@ -169,6 +169,13 @@ def test_a_continued_run_resumes_and_continues_again(root: Path) -> None:
     assert keys(built) == rest[40:] and built.fingerprint == second.fingerprint
     with pytest.raises(ValueError, match="budget of this configuration"):  # its record cannot apply here
         make(root, ANNEAL, 100, continue_from=state2)
+    small = make(root, ANNEAL, 100)  # nor as a resume: the reason is named, the dataset is left as it was
+    small_keys = keys(small)
+    with pytest.raises(ValueError, match=r"different mixture .*; nor can it continue where the saved run was "
+                                         r"continued: the budget of this configuration \(3200 tokens, 100 sequences\) "
+                                         r"is smaller than the state's cursor \(150 .*continue_run=True"):
+        small.load_state_dict(state2)
+    assert keys(small) == small_keys and "continued_from" not in small.config
     assert_resume_equals_suffix(lambda: _continued(root, state), ks=[0, 1, 77, 150])
     # and a continued run continued once more (a larger budget at the weights of the start)
     third = make(root, W3, 420)

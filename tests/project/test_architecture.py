@@ -7,7 +7,8 @@ Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`,
 
 The three bottom packages are independent of each other. The package root's private helpers
 (``_checks``, ``_io``, ``_extras``, ``_options``, ``_runner_names``) sit below everything; ``autoscale_data/__init__.py`` is the
-lazy facade and names its exports as strings, not imports.
+lazy facade and names its exports as strings, not imports. A part imports another part through that
+part's public face (its ``__init__``, or a module of :data:`PUBLIC_FACES`), never from its modules.
 """
 
 from __future__ import annotations
@@ -35,6 +36,24 @@ RANKS: dict[str, int] = {
     "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0,
 }
 PURE = ("mixing", "online", "solver")  # never torch, not even lazily
+
+#: Modules that are public faces of their part besides its ``__init__``.
+PUBLIC_FACES = {
+    "autoscale_data.solver.contrib": "the solver's experimental surface (docs/solver.md, 'Public surface')",
+    "autoscale_data.solver.vocabulary": "the one definition of the closed name sets (objectives, laws, projection "
+                                        "methods) that the config, the CLI and the docs read",
+    "autoscale_data.runner.layout": "the output folder's file names, the one place they are spelt (read by the "
+                                    "CLI and the demo; see test_no_module_but_the_layout_spells_an_output_file_name)",
+}
+#: Imports from another part's module that stay, each with its reason: (importing module, imported module).
+_SOLVER_INTERNAL = "kept out of the solver's pinned surface on purpose (tests/solver/test_solver_surface.py INTERNAL)"
+PRIVATE_IMPORTS_ALLOWED = {
+    ("autoscale_data.commands._args", "autoscale_data.solver.design"): f"objective_weight: {_SOLVER_INTERNAL}",
+    ("autoscale_data.commands.ddo", "autoscale_data.solver.ddo"): f"FIT_MODES: {_SOLVER_INTERNAL}",
+    ("autoscale_data.commands.baseline", "autoscale_data.solver.regression"): f"REGRESSORS: {_SOLVER_INTERNAL}",
+    ("autoscale_data.runner.method_sections", "autoscale_data.solver.regression"):
+        f"LINEAR, REGRESSORS: {_SOLVER_INTERNAL}",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -93,6 +112,37 @@ def _upward_imports(sources: list[tuple[str, str, bool]]) -> list[str]:
     return wrong
 
 
+def _submodules_named(text: str, module: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, module) of every submodule taken by name from its package: ``from ..dataset import online``."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            target = ".".join([*base, node.module])
+            folder = PACKAGE.parent.joinpath(*target.split("."))
+            for alias in node.names:
+                submodule = (folder / f"{alias.name}.py").is_file() or (folder / alias.name / "__init__.py").is_file()
+                if submodule and alias.name not in getattr(importlib.import_module(target), "__all__", ()):
+                    yield node.lineno, f"{target}.{alias.name}"  # (a name in __all__ is the object it exports)
+
+
+def _private_imports(sources: list[tuple[str, str, bool]]) -> list[str]:
+    """Imports of another part's modules (not its package, not a public face, not allowed with a reason)."""
+    wrong = []
+    for module, text, is_package in sources:
+        source = _part(module)
+        if source is None:
+            continue
+        for line, target in sorted([*_imports(text, module, is_package=is_package),
+                                    *_submodules_named(text, module, is_package=is_package)]):
+            parts = target.split(".")
+            if parts[0] != "autoscale_data" or len(parts) < 3 or parts[1] in (source, *(p for p in RANKS if p[0] == "_")):
+                continue
+            if target not in PUBLIC_FACES and (module, target) not in PRIVATE_IMPORTS_ALLOWED:
+                wrong.append(f"{module}:{line} imports {target}: import it from autoscale_data.{parts[1]}")
+    return wrong
+
+
 def _torch_imports(sources: list[tuple[str, str, bool]], part: str) -> list[str]:
     return [f"{module}:{line} imports {target}" for module, text, is_package in sources if _part(module) == part
             for line, target in _imports(text, module, is_package=is_package) if target.split(".")[0] == "torch"]
@@ -106,6 +156,14 @@ def test_every_part_has_a_rank() -> None:
 def test_imports_only_point_down() -> None:
     wrong = _upward_imports(_sources())
     assert not wrong, "imports that do not point down:\n" + "\n".join(wrong)
+
+
+def test_imports_of_another_part_go_through_its_public_face() -> None:
+    wrong = _private_imports(_sources())
+    assert not wrong, "imports of another part's modules:\n" + "\n".join(wrong)
+    imported = {(m, t) for m, text, p in _sources() for _, t in _imports(text, m, is_package=p)}
+    stale = sorted(set(PRIVATE_IMPORTS_ALLOWED) - imported)
+    assert not stale, f"PRIVATE_IMPORTS_ALLOWED lists imports that no longer exist: {stale}"
 
 
 @pytest.mark.parametrize("part", PURE)
@@ -123,6 +181,12 @@ def test_the_checks_see_lazy_relative_and_sibling_imports() -> None:
     assert _torch_imports(fake, "solver") == ["autoscale_data.solver.probe:6 imports torch.nn"]
     fine = [("autoscale_data.runner.x", "from ..dataset import mixture\nfrom . import plan\nfrom .._io import a\n", False)]
     assert _upward_imports(fine) == []
+    deep = ("from ..store.reader import TokenStore\nfrom ..solver import fit_ddo\nfrom ..solver.contrib import power_law\n"
+            "from .plan import RunSpec\n\ndef f():\n    from ..dataset import online\n    import autoscale_data.mixing.budget\n")
+    assert _private_imports([("autoscale_data.runner.x", deep, False)]) == [
+        "autoscale_data.runner.x:1 imports autoscale_data.store.reader: import it from autoscale_data.store",
+        "autoscale_data.runner.x:7 imports autoscale_data.dataset.online: import it from autoscale_data.dataset",
+        "autoscale_data.runner.x:8 imports autoscale_data.mixing.budget: import it from autoscale_data.mixing"]
 
 
 SUBPACKAGES = ("autoscale_data.store", "autoscale_data.mixing", "autoscale_data.solver", "autoscale_data.dataset",

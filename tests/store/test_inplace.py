@@ -26,13 +26,13 @@ from paths import REPO
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.store import (
+    InPlaceDomain,
     TokenStore,
     find_domain_stores,
     megatron_source,
     read_megatron_index,
     register_domains,
-    register_hf_dataset,
-    register_megatron,
+    register_in_place,
 )
 from autoscale_data.store.tokenizers import Tokenizer
 
@@ -92,7 +92,8 @@ def test_megatron_dataset_is_read_token_for_token_as_megatron_reads_it(tmp_path:
                                                                        sentences: bool) -> None:
     docs = documents(0, 400)
     prefix = write_megatron(tmp_path / "data" / "web_text_document", docs, dtype, sentences=sentences)
-    manifest = register_megatron(prefix, tmp_path / "stores" / "web", "bytes", shard_tokens=2000)
+    manifest = register_in_place(prefix, tmp_path / "stores" / "web", "bytes", shard_tokens=2000,
+                                 format="megatron").manifest
     store = TokenStore(tmp_path / "stores" / "web")
     assert store.dtype == np.dtype(dtype).newbyteorder("<") and manifest.dtype == np.dtype(dtype).name
     both = np.concatenate([store_tokens(store, "train"), store_tokens(store, "val")])
@@ -110,7 +111,7 @@ def test_megatron_dataset_is_read_token_for_token_as_megatron_reads_it(tmp_path:
 
 def test_mixture_dataset_reads_megatron_sequences_with_the_store_semantics(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "data" / "web", documents(1, 300))
-    register_domains(tmp_path / "stores", "bytes", megatron={"web": prefix}, shard_tokens=1500)
+    register_domains(tmp_path / "stores", "bytes", {"web": InPlaceDomain(prefix, "megatron")}, shard_tokens=1500)
     write_synthetic_store(tmp_path / "stores", "code", num_tokens=20_000)  # a store written by us beside it
     flat = megatron_tokens(prefix)
     seq_len = 64
@@ -141,7 +142,7 @@ def test_read_only_data_with_the_manifest_kept_apart_and_moved_together(tmp_path
     before = snapshot()
     os.chmod(data_dir, stat.S_IRUSR | stat.S_IXUSR)  # (root may write anyway: the snapshot checks it)
     try:
-        manifest = register_megatron(prefix, tmp_path / "tree" / "stores" / "web", "bytes")
+        manifest = register_in_place(prefix, tmp_path / "tree" / "stores" / "web", "bytes", format="megatron").manifest
         assert manifest.splits["train"].data_dir == "../../data"  # relative: the tree can move
         TokenStore(tmp_path / "tree" / "stores" / "web").verify()
     finally:
@@ -154,7 +155,7 @@ def test_read_only_data_with_the_manifest_kept_apart_and_moved_together(tmp_path
 
 def test_manifest_beside_the_megatron_files(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "web", documents(3, 50))
-    manifest = register_megatron(prefix, tmp_path, "bytes", name="web")
+    manifest = register_in_place(prefix, tmp_path, "bytes", name="web", format="megatron").manifest
     assert manifest.splits["train"].data_dir == "" and (tmp_path / "manifest.json").is_file()
     store = TokenStore(tmp_path)
     assert np.array_equal(np.concatenate([store_tokens(store, "train"), store_tokens(store, "val")]),
@@ -163,7 +164,7 @@ def test_manifest_beside_the_megatron_files(tmp_path: Path) -> None:
 
 def test_megatron_checks_size_checksum_and_vocabulary(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "data" / "web", documents(4, 300))
-    register_megatron(prefix, tmp_path / "web", "bytes", shard_tokens=1000)
+    register_in_place(prefix, tmp_path / "web", "bytes", shard_tokens=1000, format="megatron")
     bin_path = Path(f"{prefix}.bin")
     data = bytearray(bin_path.read_bytes())
     data[2500 * 2] ^= 0x01  # a flipped bit in token 2500: shard 2 (tokens 2000..3000)
@@ -179,7 +180,7 @@ def test_megatron_checks_size_checksum_and_vocabulary(tmp_path: Path) -> None:
     # ids outside the tokenizer's vocabulary are refused at registration (data of another tokenizer)
     bad = write_megatron(tmp_path / "data" / "bad", [np.array([1, 2, 300, EOS])] + documents(5, 10))
     with pytest.raises(ValueError, match="token id 300 .* outside the vocabulary \\[0, 257\\)"):
-        register_megatron(bad, tmp_path / "bad", "bytes")
+        register_in_place(bad, tmp_path / "bad", "bytes", format="megatron")
     assert not (tmp_path / "bad" / "manifest.json").exists()
 
 
@@ -198,11 +199,11 @@ class _BigVocab(Tokenizer):
 def test_dtype_must_hold_the_vocabulary_and_domains_must_share_a_tokenizer(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "data" / "web", documents(6, 30))  # uint16 tokens
     with pytest.raises(ValueError, match="vocab_size 70000 does not fit dtype uint16"):
-        register_megatron(prefix, tmp_path / "big", _BigVocab())
+        register_in_place(prefix, tmp_path / "big", _BigVocab(), format="megatron")
     wide = write_megatron(tmp_path / "data" / "wide", documents(6, 30), np.int32)
     with pytest.warns(UserWarning, match="do not end with the EOS id 69999"):  # these end with 256
-        assert register_megatron(wide, tmp_path / "big", _BigVocab()).dtype == "int32"
-    register_megatron(prefix, tmp_path / "web", "bytes")
+        assert register_in_place(wide, tmp_path / "big", _BigVocab(), format="megatron").manifest.dtype == "int32"
+    register_in_place(prefix, tmp_path / "web", "bytes", format="megatron")
     with pytest.raises(ValueError, match="tokenized differently"):
         ScaleAwareMixtureDataset({"web": tmp_path / "web", "big": tmp_path / "big"}, {"web": 0.5, "big": 0.5},
                                  1000, 10)
@@ -231,18 +232,18 @@ def test_megatron_index_errors_are_clear(tmp_path: Path) -> None:
 
 def test_registration_is_skipped_when_nothing_changed(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "data" / "web", documents(8, 100))
-    first = register_domains(tmp_path / "out", "bytes", megatron={"web": prefix})["web"]
-    again = register_domains(tmp_path / "out", "bytes", megatron={"web": prefix})["web"]
+    first = register_domains(tmp_path / "out", "bytes", {"web": InPlaceDomain(prefix, "megatron")})["web"]
+    again = register_domains(tmp_path / "out", "bytes", {"web": InPlaceDomain(prefix, "megatron")})["web"]
     assert not first.skipped and again.skipped and again.manifest == first.manifest
     write_megatron(tmp_path / "data" / "web", documents(9, 100))  # rewritten data: registered again
-    third = register_domains(tmp_path / "out", "bytes", megatron={"web": prefix})["web"]
+    third = register_domains(tmp_path / "out", "bytes", {"web": InPlaceDomain(prefix, "megatron")})["web"]
     assert not third.skipped and third.manifest != first.manifest
 
 
 def test_documents_without_eos_are_counted_and_warned_about(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "web", documents(10, 40, eos=False))
     with pytest.warns(UserWarning, match="40 of 40 documents do not end with the EOS id 256.*--append-eod"):
-        manifest = register_megatron(prefix, tmp_path / "store", "bytes")
+        manifest = register_in_place(prefix, tmp_path / "store", "bytes", format="megatron").manifest
     assert manifest.source["documents_ending_with_eos"] == 0
 
 
@@ -254,7 +255,7 @@ def test_hf_dataset_is_read_token_for_token_as_datasets_reads_it(tmp_path: Path,
                                   "text": datasets.Value("string")})
     ds = datasets.Dataset.from_dict({"input_ids": rows, "text": ["t"] * len(rows)}, features=features)
     ds.save_to_disk(str(tmp_path / "hf"), num_shards=2)  # 2 files, several record batches each
-    manifest = register_hf_dataset(tmp_path / "hf", tmp_path / "store", "bytes", name="web")
+    manifest = register_in_place(tmp_path / "hf", tmp_path / "store", "bytes", name="web", format="hf").manifest
     assert manifest.dtype == feature and manifest.source["format"] == "hf-datasets"
     store = TokenStore(tmp_path / "store")
     both = np.concatenate([store_tokens(store, "train"), store_tokens(store, "val")])
@@ -269,7 +270,7 @@ def test_hf_dataset_dict_uses_its_validation_split(tmp_path: Path) -> None:
     train = datasets.Dataset.from_dict({"input_ids": [d.tolist() for d in documents(12, 300)]})
     val = datasets.Dataset.from_dict({"input_ids": [d.tolist() for d in documents(13, 20)]})
     datasets.DatasetDict({"train": train, "validation": val}).save_to_disk(str(tmp_path / "hf"))
-    results = register_domains(tmp_path / "out", "bytes", hf={"web": tmp_path / "hf"})
+    results = register_domains(tmp_path / "out", "bytes", {"web": tmp_path / "hf"})
     manifest = results["web"].manifest
     assert manifest.holdout["rule"] == "separate_validation_data"
     store = TokenStore(tmp_path / "out" / "web")
@@ -281,15 +282,15 @@ def test_hf_dataset_dict_uses_its_validation_split(tmp_path: Path) -> None:
 def test_hf_dataset_errors_are_clear(tmp_path: Path) -> None:
     datasets.Dataset.from_dict({"tokens": [[1, 2]]}).save_to_disk(str(tmp_path / "nocol"))
     with pytest.raises(ValueError, match="no column 'input_ids'"):
-        register_hf_dataset(tmp_path / "nocol", tmp_path / "s1", "bytes")
+        register_in_place(tmp_path / "nocol", tmp_path / "s1", "bytes", format="hf")
     datasets.Dataset.from_dict({"input_ids": [[1.5, 2.0]]}).save_to_disk(str(tmp_path / "floats"))
     with pytest.raises(ValueError, match="holds double ids"):
-        register_hf_dataset(tmp_path / "floats", tmp_path / "s2", "bytes")
+        register_in_place(tmp_path / "floats", tmp_path / "s2", "bytes", format="hf")
     datasets.Dataset.from_dict({"input_ids": [[1, 2], None]}).save_to_disk(str(tmp_path / "nulls"))
     with pytest.raises(ValueError, match="null"):
-        register_hf_dataset(tmp_path / "nulls", tmp_path / "s3", "bytes")
+        register_in_place(tmp_path / "nulls", tmp_path / "s3", "bytes", format="hf")
     with pytest.raises(FileNotFoundError, match="save_to_disk"):
-        register_hf_dataset(tmp_path, tmp_path / "s4", "bytes")
+        register_in_place(tmp_path, tmp_path / "s4", "bytes", format="hf")
 
 
 # ------------------------------------------------------------------------------------------- CLI
@@ -316,7 +317,8 @@ def test_cli_prepare_registers_megatron_and_hf_data_beside_a_tokenized_domain(tm
 def test_in_place_stores_are_not_exported_as_webdataset(tmp_path: Path) -> None:
     from autoscale_data.store import export_webdataset
 
-    register_megatron(write_megatron(tmp_path / "web", documents(16, 20)), tmp_path / "store", "bytes")
+    register_in_place(write_megatron(tmp_path / "web", documents(16, 20)), tmp_path / "store", "bytes",
+                      format="megatron")
     with pytest.raises(ValueError, match="in place"):
         export_webdataset(tmp_path / "store", tmp_path / "wds")
 
@@ -326,7 +328,7 @@ def test_int64_in_place_domain_mixes_with_a_uint16_store(tmp_path: Path, output:
     rows = [d.tolist() for d in documents(17, 400)]
     features = datasets.Features({"input_ids": datasets.Sequence(datasets.Value("int64"))})
     datasets.Dataset.from_dict({"input_ids": rows}, features=features).save_to_disk(str(tmp_path / "hf"))
-    register_domains(tmp_path / "out", "bytes", hf={"web": tmp_path / "hf"})
+    register_domains(tmp_path / "out", "bytes", {"web": tmp_path / "hf"})
     write_synthetic_store(tmp_path / "out", "code", num_tokens=20_000)
     flat = hf_tokens(tmp_path / "hf")
     code = TokenStore(tmp_path / "out" / "code")
@@ -348,8 +350,10 @@ def test_int64_in_place_domain_mixes_with_a_uint16_store(tmp_path: Path, output:
 
 def test_registration_does_not_depend_on_the_number_of_threads(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "data" / "web", documents(18, 300))
-    one = register_megatron(prefix, tmp_path / "a" / "web", "bytes", shard_tokens=700, workers=1)
-    four = register_megatron(prefix, tmp_path / "b" / "web", "bytes", shard_tokens=700, workers=4)
+    one = register_in_place(prefix, tmp_path / "a" / "web", "bytes", format="megatron", shard_tokens=700,
+                            workers=1).manifest
+    four = register_in_place(prefix, tmp_path / "b" / "web", "bytes", format="megatron", shard_tokens=700,
+                             workers=4).manifest
     assert one == four and len(one.splits["train"].shards) > 8
 
 
@@ -362,8 +366,8 @@ def test_any_cut_keeps_every_token_and_document_in_order(tmp_path: Path, lengths
     docs = [np.append(rng.integers(0, 256, n - 1), EOS) for n in lengths]
     case = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
     prefix = write_megatron(case / "data", docs)
-    manifest = register_megatron(prefix, case / "store", "bytes", shard_tokens=shard_tokens,
-                                 holdout_every=holdout_every, workers=2)
+    manifest = register_in_place(prefix, case / "store", "bytes", shard_tokens=shard_tokens,
+                                 holdout_every=holdout_every, workers=2, format="megatron").manifest
     store = TokenStore(case / "store")
     n_val = len(docs) // holdout_every or (1 if len(docs) >= 2 else 0)
     assert np.array_equal(store_tokens(store, "train"), np.concatenate(docs[: len(docs) - n_val]))
@@ -400,7 +404,7 @@ def test_megatron_mistakes_point_to_the_fix(tmp_path: Path) -> None:
                                                     r"prepare --from-megatron web="):
             inspect_domains(config_from_dict({"domains": str(where)}, tmp_path))
     # bytes appended after registration: register again
-    register_megatron(prefix, tmp_path / "web", "bytes")
+    register_in_place(prefix, tmp_path / "web", "bytes", format="megatron")
     with open(f"{prefix}.bin", "ab") as fh:
         fh.write(b"\0\0")
     with pytest.raises(ValueError, match=r"grew: it has the wrong size.*register it again"):
@@ -419,3 +423,44 @@ def test_cli_prepare_takes_a_separate_megatron_validation_set(tmp_path: Path) ->
     assert np.array_equal(store_tokens(store, "val"), megatron_tokens(val))
     assert main(["prepare", "--from-megatron", f"web={train}", "--val-prefix", f"code={val}", "--out",
                  str(tmp_path / "out2"), "--tokenizer", "bytes", "--quiet"]) == 2
+
+
+# ------------------------------------------------------------------------------------------- formats
+def test_every_format_is_found_by_name_or_from_its_data(tmp_path: Path) -> None:
+    from autoscale_data.store import FORMATS, HFOptions, MegatronOptions
+
+    assert sorted(FORMATS) == ["hf", "megatron"]
+    assert FORMATS["megatron"].options is MegatronOptions and FORMATS["hf"].options is HFOptions
+    prefix = write_megatron(tmp_path / "data" / "web", documents(19, 40))
+    val = write_megatron(tmp_path / "data" / "web_val", documents(20, 8))
+    datasets.Dataset.from_dict({"input_ids": [d.tolist() for d in documents(21, 30)]}).save_to_disk(
+        str(tmp_path / "hf"))
+    results = register_domains(tmp_path / "out", "bytes", {  # no format given: found from the data
+        "web": prefix, "code": tmp_path / "hf", "books": InPlaceDomain(prefix, options=MegatronOptions(val))})
+    assert [r.manifest.source["format"] for r in results.values()] == ["megatron-indexed", "hf-datasets",
+                                                                       "megatron-indexed"]
+    books = TokenStore(tmp_path / "out" / "books")
+    assert np.array_equal(store_tokens(books, "val"), megatron_tokens(val))  # the format's own option
+    again = register_in_place(f"{prefix}.idx", tmp_path / "out" / "web", "bytes", name="web")
+    assert again.skipped and again.manifest == results["web"].manifest
+
+
+def test_format_mistakes_name_the_value_and_what_was_expected(tmp_path: Path) -> None:
+    from autoscale_data.store import HFOptions, MegatronOptions
+
+    prefix = write_megatron(tmp_path / "web", documents(22, 20))
+    with pytest.raises(ValueError, match=r"unknown in-place format 'arrow'; expected one of \['hf', 'megatron'\]"):
+        register_in_place(prefix, tmp_path / "s", "bytes", format="arrow")
+    with pytest.raises(FileNotFoundError, match=r"no tokenized data of a known in-place format at .*nothing'.*"
+                                                r"'megatron': a Megatron dataset prefix"):
+        register_in_place(tmp_path / "nothing", tmp_path / "s", "bytes")
+    with pytest.raises(TypeError, match=r"unknown setting\(s\) \['column'\]; format 'megatron' takes \['val_prefix'\]"):
+        register_in_place(prefix, tmp_path / "s", "bytes", column="ids")
+    with pytest.raises(ValueError, match=r"given for format 'megatron', which takes MegatronOptions"):
+        InPlaceDomain(prefix, "megatron", HFOptions())
+    with pytest.raises(ValueError, match="column must be a non-empty column name, got ''"):
+        HFOptions("")
+    with pytest.raises(ValueError, match="holdout_every must be an integer >= 2, got 1"):
+        register_in_place(prefix, tmp_path / "s", "bytes", holdout_every=1)
+    assert not (tmp_path / "s").exists()
+    assert InPlaceDomain(prefix, options=MegatronOptions()).format == "megatron"
