@@ -13,7 +13,13 @@ finished run, so the same command on the same stores continues it).
    8 x N2 for AutoScale (the default projection), uniform, natural and DDO(N2): seed 0 first, then seed 1.
    Runs with the GPU tests (``gpu-tests.log``: pytest -m gpu tests/gpu), which need no quiet GPU.
 
-    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR [--deadline 560]
+    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR [--deadline 560] [--resume-from TGZ]
+    python benchmarks/gpu_session.py --make-inputs CORPUS --out DIR   # on the CPU machine: DIR/corpus, DIR/tokenizer
+
+``--make-inputs`` trains the byte-level BPE (8192) on the first 4 MB of each domain of a corpus built by
+``../shared/corpus/build_corpus.sh`` and writes each domain xz-compressed (what the GPU machine gets).
+``--resume-from`` unpacks an earlier session's ``experiment.tgz`` first: with stores prepared from the
+same inputs under the same ``--work``, its finished runs are reused.
 """
 
 from __future__ import annotations
@@ -171,6 +177,26 @@ def left(deadline: float) -> float:
     return deadline - (time.monotonic() - START)
 
 
+def make_inputs(corpus: Path, out: Path, domains: list[str], vocab: int = 8192, sample_chars: int = 4_000_000) -> None:
+    """The GPU machine's inputs from a corpus directory: ``out/tokenizer`` and ``out/corpus/<domain>.jsonl.xz``."""
+    from autoscale_data.store import train_bpe_tokenizer
+
+    texts: list[str] = []
+    for d in domains:
+        size = 0
+        with open(corpus / f"{d}.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                texts.append(json.loads(line)["text"])
+                size += len(texts[-1])
+                if size > sample_chars:
+                    break
+    train_bpe_tokenizer(texts, vocab, out / "tokenizer")
+    (out / "corpus").mkdir(parents=True, exist_ok=True)
+    for d in domains:
+        with open(corpus / f"{d}.jsonl", "rb") as src, lzma.open(out / "corpus" / f"{d}.jsonl.xz", "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+
 def pack(work: Path, out: Path) -> None:
     exp = work / "experiment"
     if not exp.is_dir():
@@ -186,8 +212,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="where the session's files go")
     parser.add_argument("--work", default="/tmp/autoscale-gpu", help="stores, runs and scratch")
-    parser.add_argument("--corpus", required=True)
-    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--corpus", help="<domain>.jsonl[.xz] files")
+    parser.add_argument("--tokenizer", help="a tokenizer directory (tokenizer.json)")
+    parser.add_argument("--make-inputs", metavar="CORPUS", help="write OUT/corpus and OUT/tokenizer from CORPUS and stop")
+    parser.add_argument("--resume-from", metavar="TGZ", help="an earlier session's experiment.tgz to continue")
     parser.add_argument("--domains", default="code,tech,books")
     parser.add_argument("--repetition", default="match", choices=["match", "off"])
     parser.add_argument("--deadline", type=float, default=560.0, help="seconds from start to the packed results")
@@ -196,7 +224,14 @@ def main() -> None:
     args = parser.parse_args()
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
+    if args.make_inputs:
+        return make_inputs(Path(args.make_inputs), out, args.domains.split(","))
+    if not args.corpus or not args.tokenizer:
+        parser.error("--corpus and --tokenizer are required (or --make-inputs)")
     work.mkdir(parents=True, exist_ok=True)
+    if args.resume_from and not (work / "experiment").exists():
+        with tarfile.open(args.resume_from) as tar:
+            tar.extractall(work, filter="data")
     skip = set(filter(None, args.skip.split(",")))
     timing: dict[str, Any] = {}
     try:
