@@ -1,0 +1,39 @@
+"""An output folder written before the records were typed still loads: its runs, fits and report.
+
+``data/out_before_records`` is a tiny experiment (two domains, DDO at 4096 and 8192 tokens, targets
+autoscale / uniform / autoscale_anytime) written by the runner before :mod:`autoscale_data._records`
+existed, with its checkpoints, logs and plots left out (and its JSON written compactly).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autoscale_data.runner.report import build_report
+from autoscale_data.runner.report_types import Report
+
+OLD = Path(__file__).parent / "data" / "out_before_records"
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(OLD, out)
+    return out
+
+
+def test_the_old_report_json_reads_back_unchanged(old: Path) -> None:
+    on_disk = json.loads((old / "report.json").read_text())
+    assert Report.from_json(on_disk).to_json() == on_disk
+
+
+def test_the_report_regenerates_from_the_old_runs_and_fits(old: Path) -> None:
+    on_disk = json.loads((old / "report.json").read_text())
+    again = build_report(old).to_json()
+    for key in ("out_dir", "plots"):  # where it was written, and the plots only write_report draws
+        on_disk.pop(key), again.pop(key, None)
+    assert again == on_disk
