@@ -37,3 +37,15 @@ def test_the_report_regenerates_from_the_old_runs_and_fits(old: Path) -> None:
     for key in ("out_dir", "plots"):  # where it was written, and the plots only write_report draws
         on_disk.pop(key), again.pop(key, None)
     assert again == on_disk
+
+
+def test_every_old_result_json_reads_as_a_run_result_and_writes_back_the_same() -> None:
+    from autoscale_data.runner.records import RunResult
+
+    paths = sorted(OLD.glob("runs/*/result.json"))
+    assert len(paths) >= 20
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        result = RunResult.from_json(on_disk)
+        assert result.to_json() == on_disk, path
+        assert result.curve[-1].losses == result.losses and result.total_tokens == sum(result.tokens.values())

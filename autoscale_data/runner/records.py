@@ -1,0 +1,278 @@
+"""The typed records of the files a run writes in ``OUT/runs/<run_id>/`` and the fits write in ``OUT/fits/``.
+
+Each is a dataclass written and read by the one codec of :mod:`autoscale_data._records` (one JSON
+key per field); :data:`~.layout.RECORDS` names the record of every file of the output folder.
+Reading is lenient where earlier versions wrote less: a key they did not write takes its field's
+default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._records import Record, omitted, required
+
+__all__ = [
+    "BootstrapFile",
+    "CheckpointPointer",
+    "EvalPoint",
+    "FinalState",
+    "MixturePlanError",
+    "ProjectionFile",
+    "RunExtension",
+    "RunFailure",
+    "RunResult",
+]
+
+
+@dataclass(frozen=True)
+class EvalPoint(Record):
+    """One evaluation along a run: an entry of ``result.json``'s ``curve``."""
+
+    tokens: int
+    """Training tokens at this point (an extension's parent's included)."""
+    step: int = 0
+    """Optimiser steps at this point (an extension's parent's included)."""
+    losses: dict[str, float] = field(default_factory=dict)
+    """Validation loss per domain."""
+    mean_loss: float = math.nan
+    """Mean of :attr:`losses` over the domains."""
+    mean_ppl: float = math.nan
+    """Mean over the domains of each domain's perplexity."""
+    train_loss: float = math.nan
+    """Training loss of the last step."""
+    domain_tokens: dict[str, int] = field(default_factory=dict)
+    """Training tokens of each domain seen so far (empty: not recorded)."""
+    train_losses: dict[str, float | None] = field(default_factory=dict)
+    """Per domain, the mean training loss since the previous point (``None``: the domain was not drawn)."""
+
+
+@dataclass(frozen=True)
+class RunExtension(Record):
+    """What an extension run (``autoscale-data extend``) continued, in its ``result.json``."""
+
+    parent: str
+    """The run it continues."""
+    parent_tokens: int
+    """Tokens the parent had trained."""
+    new_tokens: int
+    """Tokens this run trained."""
+    new_steps: int
+    """Optimiser steps this run took."""
+    mix: dict[str, Any]
+    """The mix after the parent's end (the spec's ``extension.mix``)."""
+    lr: dict[str, Any]
+    """The learning-rate schedule of the new steps (the spec's ``extension.lr``)."""
+
+
+@dataclass(frozen=True)
+class RunResult(Record):
+    """A finished run: the content of ``OUT/runs/<run_id>/result.json``.
+
+    Every field but ``run_id`` has a default so that results of earlier versions (and hand-written
+    ones) that lack a key still read.
+    """
+
+    run_id: str
+    """The run's id (its folder under ``OUT/runs``)."""
+    name: str = ""
+    """``kind@scale label sSEED``."""
+    kind: str = ""
+    """``proxy``, ``target``, ``extension`` or a method's selection kind."""
+    scale: int = 0
+    """The nominal budget the run belongs to."""
+    label: str = ""
+    """The run's label (``base``, ``code x3``, ``autoscale`` …)."""
+    seed: int = 0
+    """Model-initialisation and data-order seed."""
+    status: str = "done"
+    """Always ``done`` (a failed run writes ``failure.json`` instead)."""
+    schedule: str = "fixed"
+    """``fixed`` or ``anytime``."""
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Training tokens per domain at the end (an extension's parent's included)."""
+    total_tokens: int = 0
+    """Their sum."""
+    planned_tokens: dict[str, int] = field(default_factory=dict)
+    """Planned training tokens per domain (the spec's)."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """The mixture weights of the planned tokens."""
+    losses: dict[str, float] = field(default_factory=dict)
+    """Final validation loss per domain (the last point of :attr:`curve`)."""
+    curve: list[EvalPoint] = field(default_factory=list)
+    """Every evaluation along the run."""
+    mean_loss: float = math.nan
+    """Final mean validation loss (NaN without an evaluation)."""
+    mean_ppl: float = math.nan
+    """Final mean perplexity (NaN without an evaluation)."""
+    final_train_loss: float = math.nan
+    """Training loss of the last step."""
+    steps: int = 0
+    """Optimiser steps at the end (an extension's parent's included)."""
+    parameters: int = 0
+    """Model parameters."""
+    wall_time_s: float = 0.0
+    """Training plus evaluation time, summed over attempts."""
+    train_time_s: float = 0.0
+    """Training time."""
+    eval_time_s: float = 0.0
+    """Evaluation time."""
+    data_wait_s: float = 0.0
+    """Time the training steps waited for data."""
+    data_wait_fraction: float = 0.0
+    """:attr:`data_wait_s` over :attr:`train_time_s`."""
+    tokens_per_s: float = 0.0
+    """Tokens this run trained per second of training."""
+    device: str = ""
+    """The device trained on (the GPU's name on CUDA)."""
+    world_size: int = 1
+    """Processes that trained the run."""
+    backend: str = ""
+    """The training backend (``torch`` or ``deepspeed``)."""
+    precision: str = ""
+    """The training precision."""
+    resumed_at: list[int] = field(default_factory=list)
+    """Steps at which the run resumed from a checkpoint."""
+    finished_at: float = 0.0
+    """Unix time of the end."""
+    extension: RunExtension | None = omitted(default=None)
+    """What an extension run continued (written only for extension runs)."""
+    step_hook: dict[str, Any] | None = omitted(default=None)
+    """The step hook's summary at the end (written only for runs with a hook). Its keys are the hook's
+    own (:meth:`~.hooks.StepHook.summary`; DoReMi's: ``weights``, ``average_weights``, ``scores``,
+    ``updates``, ``finite``), so it stays a mapping typed by the hook that writes it."""
+
+
+@dataclass(frozen=True)
+class RunFailure(Record):
+    """Why a run failed: the content of ``OUT/runs/<run_id>/failure.json``."""
+
+    run_id: str
+    """The run's id."""
+    reason: str = ""
+    """What went wrong (``diverged: ...``)."""
+
+
+@dataclass(frozen=True)
+class FinalState(Record):
+    """A kept final checkpoint's state: ``OUT/runs/<run_id>/final_ckpt/final_state.json``."""
+
+    run_id: str
+    """The run's id."""
+    steps: int
+    """Optimiser steps at the end."""
+    sequences: int
+    """Sequences the run trained (the spec's total)."""
+    dataset: dict[str, Any]
+    """The dataset's state at the end (:meth:`~autoscale_data.ScaleAwareMixtureDataset.state_dict`; its keys
+    are the dataset's)."""
+
+
+@dataclass(frozen=True)
+class CheckpointPointer(Record):
+    """Which checkpoint of ``ckpt/`` is complete: its tag and step."""
+
+    tag: str
+    """The checkpoint's tag (its file or folder name)."""
+    step: int
+    """Optimiser steps it holds."""
+
+
+@dataclass(frozen=True)
+class MixturePlanError(Record):
+    """Why no mixture plan could be fitted: ``OUT/fits/mixture_plan_error.json``."""
+
+    error: str
+    """The fitting error's message."""
+
+
+@dataclass(frozen=True)
+class BootstrapFile(Record):
+    """One proxy budget's bootstrap verdict: ``OUT/fits/bootstrap_<N>.json``.
+
+    ``available`` and either ``reason`` (it could not run) or the solver's
+    :meth:`~autoscale_data.solver.bootstrap.BootstrapResult.to_json` fields and ``summary``.
+    """
+
+    available: bool
+    """Whether the bootstrap ran."""
+    reason: str | None = omitted(default=None)
+    """Why it did not (``None`` when it did)."""
+    weights: dict[str, float] | None = omitted(default=None)
+    """The point estimate: DDO's weights."""
+    ci_low: dict[str, float] | None = omitted(default=None)
+    """Lower end of each weight's interval."""
+    ci_high: dict[str, float] | None = omitted(default=None)
+    """Upper end of each weight's interval."""
+    base_weights: dict[str, float] | None = omitted(default=None)
+    """The base mix of the proxies."""
+    contains_base: dict[str, bool] | None = omitted(default=None)
+    """Per domain, whether the interval holds the base weight."""
+    distinguishable_from_base: bool | None = omitted(default=None)
+    """Whether some interval leaves the base weight out."""
+    method: str | None = omitted(default=None)
+    """The bootstrap's resampling (``seeds``, ``residuals`` …)."""
+    noise_std: float | None = omitted(default=None)
+    """The noise scale it resampled with."""
+    level: float | None = omitted(default=None)
+    """Confidence level of the intervals."""
+    n_boot: int | None = omitted(default=None)
+    """Replicates drawn."""
+    n_failed: int | None = omitted(default=None)
+    """Replicates whose fit failed."""
+    summary: str | None = omitted(default=None)
+    """The verdict in words."""
+
+
+@dataclass(frozen=True)
+class ProjectionFile(Record):
+    """The projections to the target budget and the target mix: ``OUT/fits/projection.json``.
+
+    The top level is :meth:`~autoscale_data.solver.projections.Projections.to_json` (the candidate
+    used) with the runner's weight bounds and the effective-token law added
+    (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`). Each candidate
+    (``geometric``, ``joint``, ``robust``, ``observed``) and the ``selection`` are the solver's own
+    JSON (``{"error": ...}`` for a failed one); the solver's records read them
+    (e.g. :meth:`~autoscale_data.solver.joint.JointFit.from_json`), so they stay mappings here.
+    """
+
+    method: str
+    """The candidate that set the target mix."""
+    weights: dict[str, float]
+    """The target mix (``ddo.min_weight`` / ``max_weight`` applied)."""
+    requested_method: str = ""
+    """``ddo.projection`` as configured (``auto`` lets the selection choose)."""
+    budget_tokens: float = 0.0
+    """The target budget."""
+    allocation_tokens: dict[str, float] = field(default_factory=dict)
+    """The used candidate's tokens per domain."""
+    warnings: list[str] = field(default_factory=list)
+    """The used candidate's warnings."""
+    geometric: dict[str, Any] | None = omitted(default=None)
+    """The Theorem-1 path through the DDO optima (the solver's JSON)."""
+    joint: dict[str, Any] | None = omitted(default=None)
+    """One law fitted to both budgets' runs (the solver's JSON)."""
+    robust: dict[str, Any] | None = omitted(default=None)
+    """The geometric path with each trend shrunk by its uncertainty (the solver's JSON)."""
+    observed: dict[str, Any] | None = omitted(default=None)
+    """DDO at the larger proxy budget as is (the solver's JSON)."""
+    selection: dict[str, Any] | None = None
+    """``ddo.projection: auto``: what was chosen and why (the solver's JSON); ``None`` otherwise."""
+    notes: list[str] = field(default_factory=list)
+    """Notes on the candidates."""
+    t: float | None = omitted(default=None)
+    """The geometric path's exponent (when it exists)."""
+    residual: float | None = omitted(default=None)
+    """The geometric path's residual (when it exists)."""
+    disagreement: dict[str, float] | None = omitted(default=None)
+    """Distance between the joint and the geometric weights (when both exist)."""
+    unbounded_weights: dict[str, float] = required(default_factory=dict)
+    """The projection's own weights, before the bounds."""
+    bounds_applied: dict[str, list[float]] = required(default_factory=dict)
+    """Domains the bounds moved: ``[before, after]``."""
+    weight_bounds: list[float] = required(default_factory=list)
+    """``[ddo.min_weight, ddo.max_weight]``."""
+    repetition_law: dict[str, Any] | None = omitted(default=None)
+    """The effective-token law (:class:`~.repetition.RepetitionLaw`'s JSON; present when computed)."""
