@@ -19,6 +19,7 @@ from .ledger import Ledger
 from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
 from .plan import RunSpec
+from .records import RunResult
 from .report import build_report, write_report
 from .report_types import Report
 from .summary import format_summary
@@ -28,6 +29,7 @@ __all__ = [
     "Ledger",
     "MixtureRunner",
     "Report",
+    "RunResult",
     "RunSpec",
     "RunnerConfig",
     "build_report",

@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import Record, omitted, required
+from .plan import RunSpec
 
 __all__ = [
     "BootstrapFile",
     "CheckpointPointer",
     "EvalPoint",
     "FinalState",
+    "JobFile",
     "MixturePlanError",
+    "PlanFile",
     "ProjectionFile",
     "RunExtension",
     "RunFailure",
@@ -48,6 +51,10 @@ class EvalPoint(Record):
     train_losses: dict[str, float | None] = field(default_factory=dict)
     """Per domain, the mean training loss since the previous point (``None``: the domain was not drawn)."""
 
+    def value(self, key: str) -> float:
+        """The objective under its key: :attr:`mean_loss` or :attr:`mean_ppl`."""
+        return float(_objective(self, key))
+
 
 @dataclass(frozen=True)
 class RunExtension(Record):
@@ -61,8 +68,8 @@ class RunExtension(Record):
     """Tokens this run trained."""
     new_steps: int
     """Optimiser steps this run took."""
-    mix: dict[str, Any]
-    """The mix after the parent's end (the spec's ``extension.mix``)."""
+    mix: str
+    """How the mix goes on after the parent's end (the spec's ``extension.mix``: ``same``, ``plan`` or ``anytime``)."""
     lr: dict[str, Any]
     """The learning-rate schedule of the new steps (the spec's ``extension.lr``)."""
 
@@ -143,6 +150,49 @@ class RunResult(Record):
     """The step hook's summary at the end (written only for runs with a hook). Its keys are the hook's
     own (:meth:`~.hooks.StepHook.summary`; DoReMi's: ``weights``, ``average_weights``, ``scores``,
     ``updates``, ``finite``), so it stays a mapping typed by the hook that writes it."""
+
+    def value(self, key: str) -> float:
+        """The final objective under its key: :attr:`mean_loss` or :attr:`mean_ppl`."""
+        return float(_objective(self, key))
+
+
+def _objective(record: Any, key: str) -> Any:
+    if key not in ("mean_loss", "mean_ppl"):
+        raise ValueError(f"objective key {key!r} is invalid: expected 'mean_loss' or 'mean_ppl'")
+    return getattr(record, key)
+
+
+@dataclass(frozen=True)
+class PlanFile(Record):
+    """The current plan's runs: ``OUT/plan.json``.
+
+    A list that was never written is ``None`` and stays absent (a folder that only ever trained extra
+    runs has ``extra`` alone).
+    """
+
+    proxies: dict[str, list[RunSpec]] | None = omitted(default=None)
+    """DDO proxies by budget (a string)."""
+    targets: list[RunSpec] | None = omitted(default=None)
+    """Target runs, one per target mix and seed (equal mixes share a run id)."""
+    method_runs: list[RunSpec] | None = omitted(default=None)
+    """Runs other mixing methods train to choose their mixes (RegMix's swarm, DoReMi's proxies)."""
+    extra: list[RunSpec] | None = omitted(default=None)
+    """Runs trained through :meth:`~.pipeline.MixtureRunner.train_runs`."""
+
+
+@dataclass(frozen=True)
+class JobFile(Record):
+    """What ``python -m autoscale_data.runner.train --job PATH`` needs: ``OUT/runs/<run_id>/job.json``."""
+
+    config: dict[str, Any]
+    """The experiment config without its ``base_dir`` (:func:`~.config.config_to_dict`; read by
+    :func:`~.config.config_from_dict`, its one schema)."""
+    base_dir: str | None
+    """The folder the config's relative paths start from."""
+    spec: RunSpec
+    """The run."""
+    domains: dict[str, Any]
+    """The stores (:class:`~.plan.DomainInfo` as :func:`~.config.config_to_dict` writes it)."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .records import RunResult
 from .reference import not_beating_unigram, read_reference_losses
 from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
@@ -68,9 +69,15 @@ def _runs(out: Path) -> list[dict[str, Any]]:
         spec = read_json(run_dir / layout.SPEC)
         if spec is None:
             continue
-        rows.append({"spec": spec, "result": read_json(run_dir / layout.RESULT),
+        result = read_json(run_dir / layout.RESULT)
+        rows.append({"spec": spec, "result": None if result is None else RunResult.from_json(result, layout.RESULT),
                      "failure": read_json(run_dir / layout.FAILURE)})
     return rows
+
+
+def _as_json(results: list[RunResult]) -> list[dict[str, Any]]:
+    """The results as ``result.json`` holds them: what :mod:`.metrics` reads (``{"seed", "curve", key}``)."""
+    return [r.to_json() for r in results]
 
 
 def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
@@ -99,14 +106,13 @@ def _extensions(runs: list[dict[str, Any]], key: str) -> list[ExtensionResult]:
     out = []
     for row in runs:
         spec, result = row["spec"], row["result"]
-        if spec["kind"] != "extension" or not result:
+        if spec["kind"] != "extension" or not result or result.extension is None:
             continue
-        ext, parent = result["extension"], results.get(result["extension"]["parent"])
+        ext, parent = result.extension, results.get(result.extension.parent)
         out.append(ExtensionResult(
-            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext["parent"],
-            parent_tokens=int(ext["parent_tokens"]), tokens=int(result["total_tokens"]),
-            objective_value=float(result[key]), parent_value=None if parent is None else float(parent[key]),
-            lr=str(ext["lr"]["schedule"])))
+            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext.parent,
+            parent_tokens=ext.parent_tokens, tokens=result.total_tokens, objective_value=result.value(key),
+            parent_value=None if parent is None else parent.value(key), lr=str(ext.lr["schedule"])))
     return sorted(out, key=lambda e: (e.label, e.seed, e.tokens))
 
 
@@ -124,8 +130,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.get("targets", []):
         labels[s["run_id"]].append(s["label"])
-    proxies: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    targets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+    targets: dict[str, list[RunResult]] = defaultdict(list)
     failed = []
     for row in runs:
         spec, result = row["spec"], row["result"]
@@ -141,7 +147,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
     fits = out / layout.FITS
-    curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
+    curves = {label: mean_curve([r["curve"] for r in _as_json(rs)], key) for label, rs in targets.items()}
     return Report(
         out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
         domains=(read_json(out / layout.DOMAINS) or {}).get("names", []), failed_runs=failed, stale_runs=stale,
@@ -152,7 +158,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         bootstrap={p.stem.split("_", 1)[1]: read_json(p)
                    for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))},
         projection=read_json(fits / layout.PROJECTION), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
-        targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0]["weights"],
+        targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=Curve(**curves[label]), train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
         missing_targets=sorted(plan_targets - set(targets)),
@@ -161,7 +167,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         tokens_saved={label: TokensSaved(**tokens_saved(curves[layout.AUTOSCALE], curve))
                       for label, curve in curves.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in curves},
         tokens_saved_per_seed={
-            label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
+            label: {seed: TokensSaved(**s)
+                    for seed, s in tokens_saved_per_seed(_as_json(targets[layout.AUTOSCALE]), _as_json(rs), key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
         extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
@@ -169,15 +176,15 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         **_references(out, targets))
 
 
-def _references(out: Path, targets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
     """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
     reference = read_reference_losses(out)
-    finals = {label: {d: statistics.fmean(r["losses"][d] for r in rs) for d in rs[0]["losses"]}
+    finals = {label: {d: statistics.fmean(r.losses[d] for r in rs) for d in rs[0].losses}
               for label, rs in sorted(targets.items())}
     return {"reference_losses": reference, "not_beating_unigram": not_beating_unigram(finals, reference)}
 
 
-def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
+def target_verdicts(targets: dict[str, list[RunResult]], key: str,
                     method: str = layout.AUTOSCALE) -> dict[str, Verdict]:
     """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by label.
 
@@ -188,48 +195,47 @@ def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
     out = {}
     for label, rs in sorted(targets.items()):
         if label != method:
-            v = paired_verdict(targets[method], rs, key)
+            v = paired_verdict(_as_json(targets[method]), _as_json(rs), key)
             out[label] = Verdict(method=method, baseline=label, verdict=v["verdict"],
                                  difference=MeanStd(**v["difference"]), seeds=v["seeds"], level=v["level"],
                                  ci_low=v["ci_low"], ci_high=v["ci_high"], method_wins=v["method_wins"])
     return out
 
 
-def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+def _mix_fields(runs: list[RunResult], key: str) -> dict[str, Any]:
     """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
-    return {"losses": {d: MeanStd(**mean_std([r["losses"][d] for r in runs])) for d in runs[0]["losses"]},
-            "objective_value": MeanStd(**mean_std([r[key] for r in runs])), "tokens": runs[0]["total_tokens"],
-            "seeds": [r["seed"] for r in runs]}
+    return {"losses": {d: MeanStd(**mean_std([r.losses[d] for r in runs])) for d in runs[0].losses},
+            "objective_value": MeanStd(**mean_std([r.value(key) for r in runs])), "tokens": runs[0].total_tokens,
+            "seeds": [r.seed for r in runs]}
 
 
-def _throughput(done: list[dict[str, Any]]) -> Throughput:
+def _throughput(done: list[RunResult]) -> Throughput:
     return Throughput(
         runs=len(done),
-        tokens_per_s_median=statistics.median(r["tokens_per_s"] for r in done) if done else None,
-        data_wait_fraction_median=statistics.median(r["data_wait_fraction"] for r in done) if done else None,
-        data_wait_fraction_max=max(r["data_wait_fraction"] for r in done) if done else None,
-        devices=sorted({r["device"] for r in done}), train_hours=sum(r["wall_time_s"] for r in done) / 3600)
+        tokens_per_s_median=statistics.median(r.tokens_per_s for r in done) if done else None,
+        data_wait_fraction_median=statistics.median(r.data_wait_fraction for r in done) if done else None,
+        data_wait_fraction_max=max(r.data_wait_fraction for r in done) if done else None,
+        devices=sorted({r.device for r in done}), train_hours=sum(r.wall_time_s for r in done) / 3600)
 
 
-def _train_curve(runs: list[dict[str, Any]]) -> TrainCurve:
+def _train_curve(runs: list[RunResult]) -> TrainCurve:
     """Seed-mean per-domain training loss at each evaluation point (``None`` where no seed saw the domain in
     that window; empty for runs that did not record it)."""
-    points = [p for p in runs[0]["curve"] if p.get("train_losses")]
+    points = [p for p in runs[0].curve if p.train_losses]
     if not points:
         return TrainCurve()
     losses: dict[str, list[float | None]] = {}
-    for d in points[0]["train_losses"]:
+    for d in points[0].train_losses:
         values: list[float | None] = []
         for p in points:
-            seen = [q["train_losses"].get(d) for r in runs for q in r["curve"]
-                    if q["tokens"] == p["tokens"] and q.get("train_losses")]
+            seen = [q.train_losses.get(d) for r in runs for q in r.curve if q.tokens == p.tokens and q.train_losses]
             seen = [v for v in seen if v is not None]
             values.append(sum(seen) / len(seen) if seen else None)
         losses[d] = values
-    return TrainCurve(tokens=[p["tokens"] for p in points], losses=losses)
+    return TrainCurve(tokens=[p.tokens for p in points], losses=losses)
 
 
-def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, VersusUniform]:
+def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, VersusUniform]:
     """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
 
     Returns:
@@ -237,26 +243,25 @@ def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[
     """
     if "uniform" not in targets:
         return {}
-    base = {int(r["seed"]): r for r in targets["uniform"]}
+    base = {r.seed: r for r in targets["uniform"]}
     out: dict[str, VersusUniform] = {}
     for label, rs in targets.items():
-        pairs = [(r, base[int(r["seed"])]) for r in rs if int(r["seed"]) in base]
+        pairs = [(r, base[r.seed]) for r in rs if r.seed in base]
         if label == "uniform" or not pairs:
             continue
-        final = {d: MeanStd(**mean_std([r["losses"][d] - u["losses"][d] for r, u in pairs]))
-                 for d in pairs[0][0]["losses"]}
-        final[key] = MeanStd(**mean_std([r[key] - u[key] for r, u in pairs]))
-        out[label] = VersusUniform(curve=CurveComparison.from_json(compare_curves(targets["uniform"], rs, key)),
-                                   final=final)
+        final = {d: MeanStd(**mean_std([r.losses[d] - u.losses[d] for r, u in pairs])) for d in pairs[0][0].losses}
+        final[key] = MeanStd(**mean_std([r.value(key) - u.value(key) for r, u in pairs]))
+        compared = compare_curves(_as_json(targets["uniform"]), _as_json(rs), key)
+        out[label] = VersusUniform(curve=CurveComparison.from_json(compared), final=final)
     return out
 
 
-def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
+def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResult]],
              runs: list[dict[str, Any]], key: str) -> AnytimeComparison | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
     wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
-        comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
+        comparison = compare_curves(_as_json(targets[layout.AUTOSCALE]), _as_json(targets[layout.ANYTIME]), key)
         plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
                      and row["spec"].get("plan")), None)
         if plan is not None and comparison["points"]:

@@ -56,7 +56,7 @@ from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
 from .models import build_model, mask_tokens, parameter_count
 from .plan import DomainInfo, RunSpec
-from .records import EvalPoint, FinalState, RunExtension, RunFailure, RunResult
+from .records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -498,17 +498,15 @@ def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec,
     """Write what ``python -m autoscale_data.runner.train --job PATH`` needs to train ``spec``."""
     raw = config_to_dict(config)
     base_dir = raw.pop("base_dir")
-    atomic_write_json(path, {"config": raw, "base_dir": base_dir, "spec": spec.to_json(),
-                             "domains": config_to_dict(domains)})
+    atomic_write_json(path, JobFile(config=raw, base_dir=base_dir, spec=spec, domains=config_to_dict(domains)).to_json())
 
 
 def load_job(path: str | os.PathLike[str]) -> tuple[RunnerConfig, RunSpec, DomainInfo]:
     """Read a ``job.json`` written by :func:`write_job`."""
-    job = json.loads(Path(path).read_text())
-    config = config_from_dict(job["config"], job["base_dir"])
-    d = job["domains"]
-    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in d.items()})
-    return config, RunSpec.from_json(job["spec"]), domains
+    job = JobFile.from_json(json.loads(Path(path).read_text()), layout.JOB)
+    config = config_from_dict(job.config, job.base_dir)
+    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in job.domains.items()})
+    return config, job.spec, domains
 
 
 def run_job(path: str | os.PathLike[str], *, progress: bool | None = None) -> int:

@@ -49,3 +49,15 @@ def test_every_old_result_json_reads_as_a_run_result_and_writes_back_the_same() 
         result = RunResult.from_json(on_disk)
         assert result.to_json() == on_disk, path
         assert result.curve[-1].losses == result.losses and result.total_tokens == sum(result.tokens.values())
+
+
+def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> None:
+    from autoscale_data.runner.plan import RunSpec
+
+    paths = sorted(OLD.glob("runs/*/spec.json"))
+    assert len(paths) >= 20
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        assert RunSpec.from_json(on_disk).to_json() == on_disk, path
+    anytime = [RunSpec.from_json(json.loads(p.read_text())) for p in paths]
+    assert {s.schedule for s in anytime} == {"fixed", "anytime"}  # both shapes of the JSON are in the folder
