@@ -15,7 +15,7 @@ from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
-from .records import BootstrapFile, MixturePlanError
+from .records import BootstrapFile, MixturePlanError, ProjectionFile
 from .repetition import repetition_law
 from .wording import bounds_moved
 
@@ -251,5 +251,5 @@ def projection_summary(projections: Projections, min_weight: float = 0.0, max_we
     summary.update(weights=bounded, unbounded_weights=raw, bounds_applied=moved,
                    weight_bounds=[min_weight, max_weight])
     if moved and log is not None:
-        log(f"the {summary['method']} {bounds_moved(summary).removeprefix('the ')}")
+        log(f"the {summary['method']} {bounds_moved(ProjectionFile.from_json(summary)).removeprefix('the ')}")
     return summary

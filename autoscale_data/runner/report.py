@@ -13,6 +13,7 @@ import dataclasses
 import os
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
-from .records import RunResult
+from .records import BootstrapFile, DDOFile, ProjectionFile, RunResult
 from .reference import not_beating_unigram, read_reference_losses
 from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
@@ -154,10 +155,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         target_budget=(config.get("target") or {}).get("budget"),
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
-        ddo={p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))},
-        bootstrap={p.stem.split("_", 1)[1]: read_json(p)
-                   for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))},
-        projection=read_json(fits / layout.PROJECTION), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
+        ddo=_fit_files(fits, layout.DDO, DDOFile), bootstrap=_fit_files(fits, layout.BOOTSTRAP, BootstrapFile),
+        projection=_projection(fits), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=Curve(**curves[label]), train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
@@ -174,6 +173,17 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
         repetition=read_json(fits / REPETITION_FILE), verdicts=target_verdicts(targets, key),
         **_references(out, targets))
+
+
+def _fit_files(fits: Path, kind: str, record: Any) -> dict[str, Any]:
+    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as ``record``."""
+    found = {p.stem.split("_", 1)[1]: (p, read_json(p)) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
+    return {n: record.from_json(obj, p.name) for n, (p, obj) in found.items() if obj is not None}
+
+
+def _projection(fits: Path) -> ProjectionFile | None:
+    obj = read_json(fits / layout.PROJECTION)
+    return None if obj is None else ProjectionFile.from_json(obj, layout.PROJECTION)
 
 
 def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
@@ -359,22 +369,22 @@ def _ddo_md(r: Report) -> list[str]:
              "|---:|" + "---:|" * len(r.domains) + "---|---:|"]
     by_budget = sorted(r.ddo.items(), key=lambda kv: int(kv[0]))
     for scale, fit in by_budget:
-        boot = r.bootstrap.get(scale) or {}
+        boot = r.bootstrap.get(scale)
         cells = []
         for d in r.domains:
-            cell = f"{fit['weights'][d]:.3f}"
-            if boot.get("available"):
-                cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
+            cell = f"{fit.weights[d]:.3f}"
+            if boot is not None and boot.available and boot.ci_low and boot.ci_high:
+                cell += f" [{boot.ci_low[d]:.3f}, {boot.ci_high[d]:.3f}]"
             cells.append(cell)
-        lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
+        lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit.status} | {fit.aar:.4f} |")
     proj = r.projection
     if proj:
-        lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
-                     + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r.domains) + " | | |")
-        other = next((m for m in ("geometric", "joint") if m != proj.get("method", "geometric")), None)
-        alt = proj.get(other) or {}
+        lines.append(f"| **{proj.budget_tokens:,.0f}** ({projection_label(proj)}) | "
+                     + " | ".join(f"**{proj.weights[d]:.3f}**" for d in r.domains) + " | | |")
+        other = next(m for m in ("geometric", "joint") if m != proj.method)
+        alt = proj.candidate(other)
         if "weights" in alt:
-            lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
+            lines.append(f"| {proj.budget_tokens:,.0f} ({other}, not used) | "
                          + " | ".join(f"{alt['weights'][d]:.3f}" for d in r.domains) + " | | |")
     lines.append("")
     if proj:
@@ -385,10 +395,10 @@ def _ddo_md(r: Report) -> list[str]:
         verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
         lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
     for scale, fit in by_budget:
-        ident = fit.get("identifiability") or {}
+        ident = fit.identifiability or {}
         if ident.get("summary"):
             lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
-    lines += [f"- Projection warning: {w}" for w in (proj or {}).get("warnings", [])]
+    lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
     return lines + [""]
 
 
@@ -526,39 +536,48 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     return lines
 
 
-def projection_label(proj: dict[str, Any]) -> str:
-    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585`` (older reports: geometric)."""
-    if proj.get("method", "geometric") == "joint":
-        aar = (proj.get("joint") or {}).get("aar")
+def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
+    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``.
+
+    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
+    proj = _as_projection(projection)
+    if proj.method == "joint":
+        aar = proj.candidate("joint").get("aar")
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
-    if proj.get("method") == "robust":
-        moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+    if proj.method == "robust":
+        moved = (proj.candidate("robust").get("moved") or {}).get("total_variation")
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
-    if proj.get("method") == "observed":
+    if proj.method == "observed":
         return "not projected: DDO(N2) as is"
-    t = proj.get("t")
-    return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
+    return "projected: geometric" + ("" if proj.t is None else f", t={proj.t:.3f}")
 
 
-def projection_sentence(proj: dict[str, Any]) -> str:
-    """One sentence: which projection set the target mix, and how far the other one is from it."""
-    method = proj.get("method", "geometric")
+def _as_projection(projection: ProjectionFile | Mapping[str, Any]) -> ProjectionFile:
+    return projection if isinstance(projection, ProjectionFile) else ProjectionFile.from_json(projection)
+
+
+def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
+    """One sentence: which projection set the target mix, and how far the other one is from it.
+
+    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
+    proj = _as_projection(projection)
+    method = proj.method
     how = {"geometric": "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
            "joint": "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
            "robust": "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
                      "uncertainty, the range of the optimum over the fits consistent with the data)",
            "observed": "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
-    if (proj.get("selection") or {}).get("reason"):
-        text += f" `ddo.projection: auto` chose it: {proj['selection']['reason']}."
-    moved = ((proj.get("robust") or {}).get("moved") or {}).get("total_variation")
+    if (proj.selection or {}).get("reason"):
+        text += f" `ddo.projection: auto` chose it: {(proj.selection or {})['reason']}."
+    moved = (proj.candidate("robust").get("moved") or {}).get("total_variation")
     if moved is not None:
         text += (f" The robust step {'moved' if method == 'robust' else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
     other = "joint" if method == "geometric" else "geometric"
-    if proj.get("disagreement"):
-        text += (f" The {other} projection differs by total variation {proj['disagreement']['total_variation']:.3f}"
-                 f" (max {proj['disagreement']['max_abs']:.3f} per domain).")
-    elif "error" in (proj.get(other) or {}):
-        text += f" The {other} projection failed: {proj[other]['error']}"
+    if proj.disagreement:
+        text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
+                 f" (max {proj.disagreement['max_abs']:.3f} per domain).")
+    elif "error" in proj.candidate(other):
+        text += f" The {other} projection failed: {proj.candidate(other)['error']}"
     return text

@@ -9,8 +9,8 @@ Every part is written and read by the one codec of :mod:`autoscale_data._records
 fields; the few whose JSON shape differs from their fields (the objective's key named after the
 objective, a curve keyed by domain, keys that depend on a status) say so where they do it.
 
-The parts the fits write (``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json``,
-``target_mixes.json``) are carried as the fits wrote them: their shape belongs to the fitting code.
+The parts the fits write are their files' records (:class:`~.records.DDOFile`,
+:class:`~.records.BootstrapFile`, :class:`~.records.ProjectionFile`), whose JSON is the file's content.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from .._records import Record, fields_from_json, fields_to_json, from_json, omitted, required
 from . import layout
+from .records import BootstrapFile, DDOFile, ProjectionFile
 from .wording import objective_key
 
 __all__ = [
@@ -444,12 +445,12 @@ class Report(Record):
     """The target budget in tokens (config ``target.budget``)."""
     proxies: dict[str, dict[str, MixResult]] = field(default_factory=dict)
     """DDO proxies: budget (a string, ascending) -> run label -> seed-averaged result."""
-    ddo: dict[str, dict[str, Any]] = required(default_factory=dict)
-    """DDO fit per budget, as ``fits/ddo_<N>.json`` holds it (weights, allocation_tokens, status, aar …)."""
-    bootstrap: dict[str, dict[str, Any]] = required(default_factory=dict)
-    """Bootstrap per budget, as ``fits/bootstrap_<N>.json`` holds it (available, ci_low, ci_high, method …)."""
-    projection: dict[str, Any] | None = None
-    """The projection to the target budget, as ``fits/projection.json`` holds it (``None`` before the fits)."""
+    ddo: dict[str, DDOFile] = required(default_factory=dict)
+    """DDO fit per budget (a string), ``fits/ddo_<N>.json`` (weights, allocation_tokens, status, aar …)."""
+    bootstrap: dict[str, BootstrapFile] = required(default_factory=dict)
+    """Bootstrap per budget, ``fits/bootstrap_<N>.json`` (available, ci_low, ci_high, method …)."""
+    projection: ProjectionFile | None = None
+    """The projection to the target budget, ``fits/projection.json`` (``None`` before the fits)."""
     target_mixes: dict[str, dict[str, float]] | None = None
     """Target mix label -> weights, as ``fits/target_mixes.json`` holds them (``None`` before the fits)."""
     targets: dict[str, TargetResult] = field(default_factory=dict)
@@ -481,6 +482,14 @@ class Report(Record):
     """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older versions)."""
     not_beating_unigram: dict[str, list[str]] = field(default_factory=dict)
     """Target mix -> domains whose final validation loss is not below the domain's unigram loss."""
+
+    def __post_init__(self) -> None:
+        # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records
+        parts = {"ddo": {s: _as(DDOFile, f) for s, f in self.ddo.items()},
+                 "bootstrap": {s: _as(BootstrapFile, b) for s, b in self.bootstrap.items()},
+                 "projection": None if self.projection is None else _as(ProjectionFile, self.projection)}
+        for name, value in parts.items():
+            object.__setattr__(self, name, value)
 
     @property
     def objective_key(self) -> str:
@@ -534,6 +543,10 @@ class Report(Record):
             return cls.from_json(obj)
         except ValueError as e:
             raise ValueError(f"{os.fspath(path)!r}: {e}") from None
+
+
+def _as(record: Any, value: Any) -> Any:
+    return value if isinstance(value, record) else record.from_json(value)
 
 
 _KEYED = ("proxies", "targets")  # the fields whose JSON names the objective's key

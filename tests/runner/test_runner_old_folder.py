@@ -61,3 +61,16 @@ def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> N
         assert RunSpec.from_json(on_disk).to_json() == on_disk, path
     anytime = [RunSpec.from_json(json.loads(p.read_text())) for p in paths]
     assert {s.schedule for s in anytime} == {"fixed", "anytime"}  # both shapes of the JSON are in the folder
+
+
+@pytest.mark.parametrize(("pattern", "record"), [("fits/ddo_*.json", "DDOFile"), ("fits/bootstrap_*.json", "BootstrapFile"),
+                                                 ("fits/projection.json", "ProjectionFile"), ("plan.json", "PlanFile"),
+                                                 ("runs/*/job.json", "JobFile")])
+def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: str, record: str) -> None:
+    from autoscale_data.runner import records
+
+    paths = sorted(OLD.glob(pattern))
+    assert paths
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        assert getattr(records, record).from_json(on_disk).to_json() == on_disk, path
