@@ -4,7 +4,8 @@ A record is a dataclass; its JSON object has one key per field, named as the fie
 field's value in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the
 ``NaN`` that :func:`json.dumps` writes). :func:`to_json` writes it and :func:`from_json` reads it
 back, checked against the field's type hint (``int``, ``float``, ``str``, ``bool``, ``list[T]``,
-``tuple[T, ...]``, ``dict[str, T]``, ``T | None``, nested records, ``Any``). Subclassing
+``tuple[T, ...]``, ``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON has them),
+``T | None``, nested records, ``Any``). Subclassing
 :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
 
 Reading is lenient where the files of earlier versions need it: a key that is missing (or
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import types
 import typing
@@ -67,7 +69,7 @@ def to_json(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return obj.to_json() if _custom(type(obj), "to_json") else fields_to_json(obj)
     if isinstance(obj, Mapping):
-        return {k: to_json(v) for k, v in obj.items()}
+        return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_json(v) for v in obj]
     return obj
@@ -160,8 +162,8 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
         if not isinstance(data, Mapping):
             raise _bad(data, "an object", path, what)
         args = typing.get_args(tp)
-        value_tp = args[1] if args else Any
-        return {str(k): from_json(value_tp, v, _at(path, str(k)), what=what)  # type: ignore[return-value]
+        key_tp, value_tp = args if args else (str, Any)
+        return {_key(key_tp, k, path, what): from_json(value_tp, v, _at(path, str(k)), what=what)  # type: ignore[return-value]
                 for k, v in data.items()}
     if tp in _SCALARS:
         accepted, expected = _SCALARS[tp]
@@ -171,9 +173,20 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
     raise TypeError(f"the records codec cannot read type {tp!r} (at {path or 'the top'})")
 
 
+def _key(tp: Any, key: Any, path: str, what: str) -> Any:
+    if tp is int:
+        try:
+            return int(key)
+        except ValueError:
+            raise ValueError(f"{_where(what, _at(path, str(key)))} is invalid: expected an integer key") from None
+    return str(key)
+
+
 def _record(cls: type, data: Any, path: str, what: str) -> Any:
     if _custom(cls, "from_json"):
-        return cls.from_json(data, path)  # type: ignore[attr-defined]
+        reader = cls.from_json  # type: ignore[attr-defined]
+        takes_path = len(inspect.signature(reader).parameters) > 1
+        return reader(data, path) if takes_path else reader(data)
     return cls(**fields_from_json(cls, data, path, what=what))
 
 
