@@ -14,7 +14,8 @@ Reading is lenient where the files of earlier versions need it: a key that is mi
 ignored. Writing leaves out the fields marked :func:`omitted` whose value is their default (keys
 later versions added, so that older readers and older files agree). A record whose JSON shape
 truly differs from its fields writes its own ``to_json`` / ``from_json`` and says why; the codec
-calls them for it when it is nested in another record.
+calls them for it when it is nested in another record, as it does for any class with a ``to_json`` /
+``from_json`` of its own (the solver's :class:`~autoscale_data.solver.MixturePlan`).
 
 A key that is missing or of the wrong type raises ``ValueError`` naming its path
 (``targets.autoscale.losses``, ``curve[3].tokens``).
@@ -68,6 +69,8 @@ def to_json(obj: Any) -> Any:
     """The JSON value of ``obj``: records as objects (one key per field), tuples as lists, the rest as is."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return obj.to_json() if _custom(type(obj), "to_json") else fields_to_json(obj)
+    if callable(getattr(obj, "to_json", None)) and not isinstance(obj, type):
+        return obj.to_json()  # a class of its own JSON (the solver's MixturePlan …)
     if isinstance(obj, Mapping):
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -147,7 +150,7 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
             except ValueError:
                 continue
         raise _bad(data, " or ".join(str(o) for o in options), path, what)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or callable(getattr(tp, "from_json", None))):
         return _record(tp, data, path, what)  # type: ignore[return-value]
     if origin in (list, tuple):
         if not isinstance(data, (list, tuple)):

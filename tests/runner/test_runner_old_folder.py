@@ -83,3 +83,28 @@ def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: st
             assert to_json(from_json(dict[str, cls], on_disk)) == on_disk, path
         else:
             assert cls.from_json(on_disk).to_json() == on_disk, path
+
+
+def test_layout_names_the_record_of_every_json_file_and_each_reads_the_old_one() -> None:
+    from autoscale_data._records import from_json
+    from autoscale_data.runner import layout
+    from autoscale_data.runner.experiment import load_folder_config
+
+    for path in sorted(OLD.rglob("*.json")):
+        kind = path.stem.split("_")[0] if path.stem.split("_")[-1].isdigit() else path.name
+        assert kind in layout.RECORDS, f"{path.relative_to(OLD)} has no record in layout.RECORDS"
+        obj = json.loads(path.read_text())
+        spec = layout.RECORDS[kind]
+        if kind == layout.CONFIG:
+            assert load_folder_config(OLD).name == obj["name"]
+        elif kind == layout.TARGET_MIXES_FILE:
+            from_json(dict[str, dict[str, float]], obj)
+        elif spec.startswith("dict[str, "):
+            from_json(dict[str, layout.record_of(kind)], obj)
+        else:
+            from_json(layout.record_of(kind), obj)
+    with pytest.raises(ValueError, match="plain mapping"):
+        layout.record_of(layout.TARGET_MIXES_FILE)
+    with pytest.raises(ValueError, match="not a JSON file"):
+        layout.record_of("nothing.json")
+    assert layout.record_of(layout.RESULT).__name__ == "RunResult"
