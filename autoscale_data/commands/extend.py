@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
-from ..solver.vocabulary import MEAN_LOSS
 from ._args import add_verb, token_count
 
 __all__ = ["register", "run"]
@@ -50,14 +49,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``extend`` verb."""
-    from ..runner import MixtureRunner, load_folder_config
+    from ..runner import MixtureRunner, RunResult, load_folder_config
 
     out = Path(args.out_dir)
     runner = MixtureRunner(load_folder_config(out), out, progress=False if args.no_progress else None)
     result = runner.extend(args.run, args.budget, seed=args.seed, lr_schedule=args.lr_schedule,
                            warmup_fraction=args.warmup_fraction, peak_lr_ratio=args.peak_lr_ratio)
-    ext = result["extension"]
-    print(f"run {result['run_id']} ({result['name']}): {ext['parent_tokens']:,} tokens of run {ext['parent']} "
-          f"+ {ext['new_tokens']:,} new = {result['total_tokens']:,} tokens; mean loss {result[MEAN_LOSS]:.4f}")
-    print("tokens per domain: " + ", ".join(f"{d} {n:,}" for d, n in result["tokens"].items()))
+    run = RunResult.from_json(result)
+    ext = run.extension
+    if ext is None:
+        raise ValueError(f"run {run.run_id} is not an extension: its result has no 'extension'")
+    print(f"run {run.run_id} ({run.name}): {ext.parent_tokens:,} tokens of run {ext.parent} "
+          f"+ {ext.new_tokens:,} new = {run.total_tokens:,} tokens; mean loss {run.mean_loss:.4f}")
+    print("tokens per domain: " + ", ".join(f"{d} {n:,}" for d, n in run.tokens.items()))
     return 0

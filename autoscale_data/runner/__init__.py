@@ -19,6 +19,7 @@ from .ledger import Ledger
 from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
 from .plan import RunSpec, target_spec
+from .records import RunResult
 from .report import build_report, write_report
 from .report_types import Report
 from .sections import REPETITION_MATCH, REPETITION_MODES
@@ -31,6 +32,7 @@ __all__ = [
     "REPETITION_MATCH",
     "REPETITION_MODES",
     "Report",
+    "RunResult",
     "RunSpec",
     "RunnerConfig",
     "build_report",

@@ -19,6 +19,7 @@ import torch
 
 from .._io import atomic_write_json
 from .dist import DistInfo, all_gather_objects
+from .records import CheckpointPointer
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
@@ -69,7 +70,7 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, extra: dict[st
         os.replace(tmp, ckpt_dir / f"{tag}.pt")
     _barrier(info)
     if info.is_main:
-        atomic_write_json(ckpt_dir / _POINTER, {"tag": tag, "step": int(extra["step"])})
+        atomic_write_json(ckpt_dir / _POINTER, CheckpointPointer(tag=tag, step=int(extra["step"])).to_json())
         for old in ckpt_dir.iterdir():
             if old.name in (_POINTER, tag, f"{tag}.pt", "latest"):
                 continue

@@ -16,13 +16,14 @@ from typing import Any
 from . import layout
 from .experiment import read_json
 from .metrics import mean_std, paired_verdict
+from .records import RunResult
 from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
 from .wording import VERDICT_TAGS
 
 __all__ = ["build_comparison", "comparison_markdown"]
 
 
-def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, list[dict[str, Any]]],
+def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, list[RunResult]],
                      key: str) -> Comparison | None:
     """The comparison from ``fits/methods.json``, every run folder's result (``runs``: rows of ``spec`` and
     ``result``) and the finished target runs by label; ``None`` when the folder has no methods file."""
@@ -31,16 +32,16 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
     if not records:
         return None
     results = {r["spec"]["run_id"]: r["result"] for r in runs if r["result"]}
-    walls = [float(r["wall_time_s"]) for rs in targets.values() for r in rs]
+    walls = [r.wall_time_s for rs in targets.values() for r in rs]
     target_wall = statistics.median(walls) if walls else None
     batch = int(config.get("seq_len", 1)) * int(config.get("global_batch_size", 1))
     target_tokens = int((config.get("target") or {}).get("budget", 0)) // batch * batch
-    uniform = {int(r["seed"]): r for r in targets.get(layout.UNIFORM, [])}
+    uniform = {r.seed: r for r in targets.get(layout.UNIFORM, [])}
     order = [layout.AUTOSCALE, *((config.get("target") or {}).get("baselines") or [])]
     rows = {}
     for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         done = [results[i] for i in rec["cost_run_ids"] if i in results]
-        wall = sum(float(r["wall_time_s"]) for r in done)
+        wall = sum(r.wall_time_s for r in done)
         cost = MethodCost(runs=len(rec["cost_run_ids"]), tokens=int(rec["cost_tokens"]), wall_s=wall,
                           tokens_ratio=rec["cost_tokens"] / target_tokens if target_tokens else None,
                           wall_ratio=wall / target_wall if target_wall else None)
@@ -48,18 +49,18 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
         row: dict[str, Any] = {"source": rec["source"], "weights": rec["weights"], "cost": cost,
                                "skipped": rec.get("skipped")}
         if rs:
-            losses = {d: MeanStd(**mean_std([r["losses"][d] for r in rs])) for d in rs[0]["losses"]}
-            pairs = [(r, uniform[int(r["seed"])]) for r in rs if int(r["seed"]) in uniform]
+            losses = {d: MeanStd(**mean_std([r.losses[d] for r in rs])) for d in rs[0].losses}
+            pairs = [(r, uniform[r.seed]) for r in rs if r.seed in uniform]
             versus = None
             if name != layout.UNIFORM and pairs:
-                diffs = {str(r["seed"]): float(r[key]) - float(u[key])
-                         for r, u in sorted(pairs, key=lambda p: int(p[0]["seed"]))}
-                versus = {**paired_verdict([r for r, _ in pairs], [u for _, u in pairs], key), "per_seed": diffs}
-            row.update(objective_value=MeanStd(**mean_std([r[key] for r in rs])),
-                       per_seed={str(r["seed"]): float(r[key]) for r in sorted(rs, key=lambda r: int(r["seed"]))},
+                diffs = {str(r.seed): r.value(key) - u.value(key) for r, u in sorted(pairs, key=lambda p: p[0].seed)}
+                versus = {**paired_verdict([r.to_json() for r, _ in pairs], [u.to_json() for _, u in pairs], key),
+                          "per_seed": diffs}
+            row.update(objective_value=MeanStd(**mean_std([r.value(key) for r in rs])),
+                       per_seed={str(r.seed): r.value(key) for r in sorted(rs, key=lambda r: r.seed)},
                        losses=losses,
                        worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)
-            realised = [r["step_hook"]["realised"] for r in rs if "realised" in (r.get("step_hook") or {})]
+            realised = [r.step_hook["realised"] for r in rs if "realised" in (r.step_hook or {})]
             if realised:  # an online run's mix was chosen during training: its realised mix, mean over seeds
                 row["weights"] = {d: statistics.fmean(w[d] for w in realised) for d in realised[0]}
         rows[name] = MethodRow(**row)

@@ -187,7 +187,7 @@ def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
     records = ledger.records()
     rates = []
     for run_id, rec in records.items():
-        result = ledger.result(run_id) if rec.status == DONE else None
-        if result and result.get("tokens_per_s"):
-            rates.append(float(result["tokens_per_s"]))
+        result = ledger.run_result(run_id) if rec.status == DONE else None
+        if result is not None and result.tokens_per_s:
+            rates.append(result.tokens_per_s)
     return {k: r.status for k, r in records.items()}, rates

@@ -16,6 +16,7 @@ from . import layout
 from .config import RunnerConfig
 from .ledger import FAILED, Ledger
 from .plan import DomainInfo, RunSpec
+from .records import BootstrapFile, MixturePlanError, ProjectionFile
 from .repetition import repetition_law
 from .wording import bounds_moved
 
@@ -173,9 +174,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
         try:
             boot = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
-            boots[scale] = {"available": True, **boot.to_json(), "summary": boot.summary()}
+            boots[scale] = BootstrapFile(available=True, **boot.to_json(), summary=boot.summary()).to_json()
         except ValueError as exc:
-            boots[scale] = {"available": False, "reason": str(exc)}
+            boots[scale] = BootstrapFile(available=False, reason=str(exc)).to_json()
         atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boots[scale])
         weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
         verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]
@@ -214,7 +215,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
     except ValueError as exc:
         (out_dir / layout.MIXTURE_PLAN).unlink(missing_ok=True)  # a plan of earlier results is stale
-        atomic_write_json(out_dir / layout.MIXTURE_PLAN_ERROR, {"error": str(exc)})
+        atomic_write_json(out_dir / layout.MIXTURE_PLAN_ERROR, MixturePlanError(error=str(exc)).to_json())
         log(f"no mixture plan saved: {exc}")
     for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")
@@ -247,5 +248,5 @@ def projection_summary(projections: Projections, min_weight: float = 0.0, max_we
     summary.update(weights=bounded, unbounded_weights=raw, bounds_applied=moved,
                    weight_bounds=[min_weight, max_weight])
     if moved and log is not None:
-        log(f"the {summary['method']} {bounds_moved(summary).removeprefix('the ')}")
+        log(f"the {summary['method']} {bounds_moved(ProjectionFile.from_json(summary)).removeprefix('the ')}")
     return summary

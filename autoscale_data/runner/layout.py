@@ -15,6 +15,9 @@ no other module of the runner, the demo or the CLI spells an output file name)::
                                  target_mixes.json, mixture_plan.json | mixture_plan_error.json,
                                  methods.json (how each target mix was chosen and what that cost)
     OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
+
+:data:`RECORDS` names the typed record of every JSON file (``RECORDS[RESULT]`` ->
+``"autoscale_data.runner.records.RunResult"``); :func:`record_of` imports it.
 """
 
 from __future__ import annotations
@@ -71,7 +74,9 @@ __all__ = [
     "TRAIN_LOCK",
     "TRAIN_LOG",
     "UNIFORM",
+    "RECORDS",
     "per_budget",
+    "record_of",
 ]
 
 # ---- the folder itself
@@ -114,6 +119,49 @@ MIXTURE_PLAN = "mixture_plan.json"
 MIXTURE_PLAN_ERROR = "mixture_plan_error.json"
 METHODS_FILE = "methods.json"  # per target mix: how it was chosen, its selection runs and their cost
 REPETITION = "repetition.json"  # each target mix's epochs and effective tokens (ddo.repetition)
+
+
+#: Each JSON file of the output folder -> its typed record (``module.Class`` under ``autoscale_data``; a
+#: ``dict[str, Class]`` file maps names to records). Per-budget files are keyed by their kind (``DDO``).
+#: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too).
+RECORDS: dict[str, str] = {
+    CONFIG: "runner.config.RunnerConfig",  # the config as given (runner.config.config_from_dict reads it)
+    DOMAINS: "runner.plan.DomainInfo",
+    PLAN: "runner.records.PlanFile",
+    REFERENCE_LOSSES: "dict[str, runner.report_types.ReferenceLoss]",
+    REPORT_JSON: "runner.report_types.Report",
+    SPEC: "runner.plan.RunSpec",
+    JOB: "runner.records.JobFile",
+    RESULT: "runner.records.RunResult",
+    FAILURE: "runner.records.RunFailure",
+    FINAL_STATE: "runner.records.FinalState",
+    DDO: "runner.records.DDOFile",
+    BOOTSTRAP: "runner.records.BootstrapFile",
+    PROJECTION: "runner.records.ProjectionFile",
+    TARGET_MIXES_FILE: "dict[str, dict[str, float]]",  # target mix label -> its weights
+    MIXTURE_PLAN: "solver.plan.MixturePlan",
+    MIXTURE_PLAN_ERROR: "runner.records.MixturePlanError",
+    METHODS_FILE: "dict[str, runner.methods.MethodRecord]",
+    REPETITION: "runner.repetition.RepetitionFile",
+}
+
+
+def record_of(name: str) -> type:
+    """The record class of output file ``name`` (a key of :data:`RECORDS`; for a ``dict[str, Class]`` file,
+    ``Class``).
+
+    Raises:
+        ValueError: ``name`` is not a JSON file of the output folder, or its content is a plain mapping.
+    """
+    import importlib
+
+    if name not in RECORDS:
+        raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
+    spec = RECORDS[name].removeprefix("dict[str, ").removesuffix("]")
+    module, _, cls = spec.rpartition(".")
+    if not module.startswith(("runner.", "solver.")):
+        raise ValueError(f"{name!r} holds a plain mapping ({RECORDS[name]}), not a record")
+    return getattr(importlib.import_module(f"autoscale_data.{module}"), cls)  # type: ignore[no-any-return]
 
 
 def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:

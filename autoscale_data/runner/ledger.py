@@ -33,6 +33,7 @@ from typing import Any
 from .._io import atomic_write_json
 from .._runner_names import INPROCESS
 from . import layout
+from .records import RunResult
 
 __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]
 
@@ -198,6 +199,11 @@ class Ledger:
         except (FileNotFoundError, ValueError):
             return None
         return obj if isinstance(obj, dict) and obj.get("run_id") == run_id else None
+
+    def run_result(self, run_id: str) -> RunResult | None:
+        """:meth:`result` read as its record (``None`` as there)."""
+        obj = self.result(run_id)
+        return None if obj is None else RunResult.from_json(obj, layout.RESULT)
 
     def needs_training(self, run_id: str) -> bool:
         """True unless the run is done or failed terminally (diverged)."""

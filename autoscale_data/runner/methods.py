@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._records import Record, required
 from . import layout
 from .config import RunnerConfig
 from .plan import DomainInfo, RunSpec, method_spec, target_spec
@@ -97,28 +98,17 @@ class TargetChoice:
 
 
 @dataclass(frozen=True)
-class MethodRecord:
-    """One method in ``fits/methods.json``."""
+class MethodRecord(Record):
+    """One method in ``fits/methods.json`` (``{name: record}``)."""
 
     name: str
     source: str
-    weights: dict[str, float] | None
+    weights: dict[str, float] | None = required()
     selection_run_ids: list[str]
     cost_run_ids: list[str]
     cost_tokens: int
     skipped: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> MethodRecord:
-        known = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted({"name", "source", "weights", "selection_run_ids", "cost_run_ids", "cost_tokens"} - set(obj))
-        if missing:
-            raise ValueError(f"a method record lacks {missing}")
-        return cls(**{k: v for k, v in obj.items() if k in known})
 
 
 class MixingMethod:
@@ -366,10 +356,10 @@ class _DoReMi(MixingMethod):
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         proxy = self.selection_stages(ctx)[-1][0]
-        result = ctx.ledger.result(proxy.run_id)
-        if result is None or "step_hook" not in result:
+        result = ctx.ledger.run_result(proxy.run_id)
+        if result is None or result.step_hook is None:
             return TargetChoice(skipped=f"the DoReMi proxy {proxy.run_id} did not finish")
-        hook = result["step_hook"]
+        hook = result.step_hook
         if not hook.get("finite", True):
             return TargetChoice(skipped="the DoReMi weights are not finite")
         return TargetChoice(weights=dict(hook["average_weights"]),

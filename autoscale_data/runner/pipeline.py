@@ -17,11 +17,13 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .._checks import check_int
 from .._io import atomic_write_json
+from .._records import to_json
 from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
@@ -31,6 +33,7 @@ from .experiment import check_config, read_json
 from .ledger import Ledger
 from .methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from .records import PlanFile
 from .report_types import Report
 
 __all__ = ["MixtureRunner"]
@@ -159,7 +162,7 @@ class MixtureRunner:
             fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
             mixes, targets, records = choose_all(methods, self.method_context(ledger, fits, proxies=proxies))
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
-            atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, {r.name: r.to_json() for r in records})
+            atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, to_json({r.name: r for r in records}))
             from .repetition import write_mix_epochs
 
             write_mix_epochs(self.config, d, mixes, self.out / layout.FITS, log=self.log)
@@ -179,10 +182,10 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             changed = self._check_config()
-            plan = read_json(self.out / layout.PLAN) or {}
-            extra = {} if changed else {s["run_id"]: s for s in plan.get("extra", [])}
-            extra.update({s.run_id: s.to_json() for s in specs})
-            atomic_write_json(self.out / layout.PLAN, {**plan, "extra": list(extra.values())})
+            plan = PlanFile.from_json(read_json(self.out / layout.PLAN) or {}, layout.PLAN)
+            extra = {} if changed else {s.run_id: s for s in plan.extra or []}
+            extra.update({s.run_id: s for s in specs})
+            atomic_write_json(self.out / layout.PLAN, replace(plan, extra=list(extra.values())).to_json())
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
@@ -264,14 +267,10 @@ class MixtureRunner:
                     keep_extra: bool = True, selection: Sequence[RunSpec] = ()) -> None:
         """``OUT/plan.json``: the current plan's runs (the methods' own runs under ``method_runs``), and the
         extra runs of :meth:`train_runs` unless ``keep_extra`` is false (planned under another config)."""
-        plan: dict[str, Any] = {"proxies": {str(n): [s.to_json() for s in specs] for n, specs in proxies.items()},
-                                "targets": [s.to_json() for s in targets]}
-        if selection:
-            plan["method_runs"] = [s.to_json() for s in selection]
-        extra = (read_json(self.out / layout.PLAN) or {}).get("extra") if keep_extra else None
-        if extra:
-            plan["extra"] = extra
-        atomic_write_json(self.out / layout.PLAN, plan)
+        extra = PlanFile.from_json(read_json(self.out / layout.PLAN) or {}, layout.PLAN).extra if keep_extra else None
+        plan = PlanFile(proxies={str(n): list(specs) for n, specs in proxies.items()}, targets=list(targets),
+                        method_runs=list(selection) or None, extra=extra or None)
+        atomic_write_json(self.out / layout.PLAN, plan.to_json())
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
         from .executors import make_executor, train_specs

@@ -22,9 +22,10 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from .._records import Record, omitted
 from ..mixing import allowed_draws, largest_remainder
 from .config import RunnerConfig, config_to_dict
 
@@ -76,8 +77,10 @@ class DomainInfo:
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """One training run of the plan.
+class RunSpec(Record):
+    """One training run of the plan (``spec.json``; the codec of :mod:`autoscale_data._records` writes and
+    reads it: a fixed-schedule run's JSON has no ``schedule``/``plan`` keys, as before they existed, and
+    ``extension``, ``pools`` and ``hook`` only where set).
 
     Attributes:
         run_id: content hash (hex, 16 chars) of everything that determines the result.
@@ -117,11 +120,11 @@ class RunSpec:
     perturbed: str | None = None
     multiplier: float = 1.0
     settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    schedule: str = "fixed"
-    plan: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-    extension: dict[str, Any] | None = field(default=None, repr=False)
-    pools: dict[str, int] | None = None
-    hook: dict[str, Any] | None = field(default=None, repr=False)
+    schedule: str = omitted(default="fixed")
+    plan: dict[str, Any] | None = omitted(default=None, compare=False, repr=False)
+    extension: dict[str, Any] | None = omitted(default=None, repr=False)
+    pools: dict[str, int] | None = omitted(default=None)
+    hook: dict[str, Any] | None = omitted(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if (self.kind == "extension") != (self.extension is not None):
@@ -163,29 +166,11 @@ class RunSpec:
         """Human-readable name: ``proxy@40000 code x3 s0``."""
         return f"{self.kind}@{self.scale} {self.label} s{self.seed}"
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able dict; the keys of options a run does not use are left out (a fixed-schedule run has no
-        ``schedule``/``plan``; no ``extension``, ``pools`` or ``hook`` when they are None)."""
-        obj = asdict(self)
-        if self.schedule == "fixed":
-            del obj["schedule"], obj["plan"]
-        if self.extension is None:
-            del obj["extension"]
-        if self.pools is None:
-            del obj["pools"]
-        if self.hook is None:
-            del obj["hook"]
-        return obj
-
     @property
     def keeps_model(self) -> bool:
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
         return self.kind == "doremi_reference"
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> RunSpec:
-        return cls(**dict(obj))
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:

@@ -63,42 +63,42 @@ def _plot_weights(plt: Any, report: Report) -> Any:
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)
-    domains = list(ddo[scales[0]]["weights"])
+    domains = list(ddo[scales[0]].weights)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     proj = report.projection
     grid = None
     if proj and len(scales) >= 2:
-        grid = np.geomspace(float(scales[0]), proj["budget_tokens"], 40)
-        if proj.get("method") == JOINT:
-            law = JointFit.from_json(proj[JOINT])
+        grid = np.geomspace(float(scales[0]), proj.budget_tokens, 40)
+        if proj.method == JOINT:
+            law = JointFit.from_json(proj.candidate(JOINT))
             curve = [law.weights_at(float(n)) for n in grid]
-        elif proj.get("method") == ROBUST:  # the shrunk path: through N2's optimum and the robust target mix
-            pairs = [(float(scales[-1]), ddo[scales[-1]]["allocation_tokens"]),
-                     (float(proj["budget_tokens"]), proj[ROBUST]["allocation_tokens"])]
+        elif proj.method == ROBUST:  # the shrunk path: through N2's optimum and the robust target mix
+            pairs = [(float(scales[-1]), ddo[scales[-1]].allocation_tokens or {}),
+                     (float(proj.budget_tokens), proj.candidate(ROBUST)["allocation_tokens"])]
             grid, curve = _reachable(project, pairs, grid)
-        elif proj.get("method") == OBSERVED:  # DDO(N2) as is: constant weights
-            curve = [dict(proj["weights"]) for _ in grid]
+        elif proj.method == OBSERVED:  # DDO(N2) as is: constant weights
+            curve = [dict(proj.weights) for _ in grid]
         else:
-            pairs = [(float(s), ddo[s]["allocation_tokens"]) for s in scales]
+            pairs = [(float(s), ddo[s].allocation_tokens or {}) for s in scales]
             grid, curve = _reachable(project, pairs, grid)
     for k, d in enumerate(domains):
         c = colors[k % len(colors)]
         xs = [int(s) for s in scales]
-        ys = [ddo[s]["weights"][d] for s in scales]
-        boot = [report.bootstrap.get(s) or {} for s in scales]
-        if all(b.get("available") for b in boot):
-            lo = [y - b["ci_low"][d] for y, b in zip(ys, boot, strict=True)]
-            hi = [b["ci_high"][d] - y for y, b in zip(ys, boot, strict=True)]
+        ys = [ddo[s].weights[d] for s in scales]
+        boot = [report.bootstrap.get(s) for s in scales]
+        if all(b is not None and b.available and b.ci_low and b.ci_high for b in boot):
+            lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
+            hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
             ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
         else:
             ax.plot(xs, ys, "o", color=c)
         if grid is not None:
             ax.plot(grid, [w[d] for w in curve], "-", color=c, label=d)
-            ax.plot([proj["budget_tokens"]], [proj["weights"][d]], "*", color=c, markersize=11)
+            ax.plot([proj.budget_tokens], [proj.weights[d]], "*", color=c, markersize=11)
     ax.set_xscale("log")
     ax.set_xlabel("training tokens (budget)")
     ax.set_ylabel("weight")
-    method = (proj or {}).get("method", GEOMETRIC)
+    method = proj.method if proj else GEOMETRIC
     ax.set_title(f"DDO optima (points, bootstrap CI) and AutoScale {method} projection (line, * = target)")
     ax.legend(fontsize=8)
     return fig

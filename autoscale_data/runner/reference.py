@@ -70,8 +70,9 @@ def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: in
 def write_reference_losses(out_dir: str | os.PathLike[str], losses: Mapping[str, ReferenceLoss]) -> None:
     """``OUT/reference_losses.json`` (atomically)."""
     from .._io import atomic_write_json
+    from .._records import to_json
 
-    atomic_write_json(Path(out_dir) / layout.REFERENCE_LOSSES, {d: r.to_json() for d, r in losses.items()})
+    atomic_write_json(Path(out_dir) / layout.REFERENCE_LOSSES, to_json(dict(losses)))
 
 
 def read_reference_losses(out_dir: str | os.PathLike[str]) -> dict[str, ReferenceLoss]:

@@ -27,11 +27,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from .._records import Record, omitted
 from ..mixing import largest_remainder
 from ..solver.contrib import R_STAR, DomainEpochs, epochs_table
 from ..solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
@@ -43,6 +44,7 @@ from .sections import REPETITION_MATCH, REPETITION_OFF
 __all__ = [
     "REPETITION_FILE",
     "DomainRepetition",
+    "RepetitionFile",
     "RepetitionLaw",
     "matched",
     "mix_epochs",
@@ -122,7 +124,7 @@ def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, 
 
 
 @dataclass(frozen=True)
-class DomainRepetition:
+class DomainRepetition(Record):
     """One domain under repetition matching: its target epochs and its proxies' pools.
 
     Attributes:
@@ -141,18 +143,6 @@ class DomainRepetition:
     proxy_epochs: dict[int, float]
     cap: float
 
-    def to_json(self) -> dict[str, Any]:
-        obj = asdict(self)
-        obj["pools"] = {str(k): v for k, v in self.pools.items()}
-        obj["proxy_epochs"] = {str(k): v for k, v in self.proxy_epochs.items()}
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> DomainRepetition:
-        raw = dict(obj)
-        raw["pools"] = {int(k): int(v) for k, v in raw["pools"].items()}
-        raw["proxy_epochs"] = {int(k): float(v) for k, v in raw["proxy_epochs"].items()}
-        return cls(**raw)
 
 
 def repetition_records(config: RunnerConfig, domains: DomainInfo) -> list[DomainRepetition]:
@@ -239,6 +229,26 @@ def mix_epochs(config: RunnerConfig, domains: DomainInfo,
     return out
 
 
+@dataclass(frozen=True)
+class RepetitionFile(Record):
+    """Each target mix's epochs and effective tokens per domain, and the flags: ``OUT/fits/repetition.json``."""
+
+    r_star: float
+    """The repetition constant of the effective-token law (Muennighoff et al. 2023)."""
+    matched: bool
+    """Whether the proxies were repetition-matched (``ddo.repetition: match``)."""
+    max_epochs: float | None
+    """The config's ``max_epochs``."""
+    mixes: dict[str, list[dict[str, Any]]]
+    """Target mix -> one row per domain (the solver's :class:`~autoscale_data.solver.repetition.DomainEpochs` JSON)."""
+    flags: list[str]
+    """Domains that cannot supply a mix's share or that a mix uses up to its epoch cap."""
+    proxies: list[DomainRepetition]
+    """The matched proxies' pools and epochs per domain (empty unless matched)."""
+    law: dict[str, Any] | None = omitted(default=None)
+    """``projection.json``'s ``repetition_law`` (:class:`RepetitionLaw`'s JSON) when it was computed."""
+
+
 def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[str, Mapping[str, float]],
                      fits_dir: Path, log: Any = print) -> dict[str, Any]:
     """Write ``fits/repetition.json`` (each mix's epochs and effective tokens per domain, and the flags) and
@@ -255,12 +265,10 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
                 flags.append(f"{label}: domain {row.domain!r} is used up to its epoch cap ({row.epochs:.3g} of "
                              f"{row.cap:g} epochs): the data bound, not the fit, set its weight; more of it would need "
                              "more data or a higher max_epochs")
-    record = {"r_star": R_STAR, "matched": matched(config), "max_epochs": config.max_epochs,
-              "mixes": {label: [r.to_json() for r in rows] for label, rows in table.items()}, "flags": flags,
-              "proxies": [r.to_json() for r in repetition_records(config, domains)] if matched(config) else []}
-    law = _written_law(fits_dir)
-    if law is not None:
-        record["law"] = law
+    record = RepetitionFile(r_star=R_STAR, matched=matched(config), max_epochs=config.max_epochs,
+                            mixes={label: [r.to_json() for r in rows] for label, rows in table.items()}, flags=flags,
+                            proxies=repetition_records(config, domains) if matched(config) else [],
+                            law=_written_law(fits_dir)).to_json()
     fits_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(fits_dir / REPETITION_FILE, record)
     for line in flags:
@@ -318,7 +326,7 @@ def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
 
 
 @dataclass(frozen=True)
-class RepetitionLaw:
+class RepetitionLaw(Record):
     """The DDO laws and the projection in effective tokens (``projection.json``'s ``repetition_law``).
 
     Attributes:
@@ -340,16 +348,6 @@ class RepetitionLaw:
     weights: dict[str, float]
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        obj = asdict(self)
-        obj["optima"] = {str(k): v for k, v in self.optima.items()}
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> RepetitionLaw:
-        raw = dict(obj)
-        raw["optima"] = {int(k): dict(v) for k, v in raw["optima"].items()}
-        return cls(**raw)
 
 
 def _law_needed(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> bool:

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
+from .records import BootstrapFile, DDOFile, ProjectionFile, RunResult
 from .reference import not_beating_unigram, read_reference_losses
 from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
@@ -69,9 +71,15 @@ def _runs(out: Path) -> list[dict[str, Any]]:
         spec = read_json(run_dir / layout.SPEC)
         if spec is None:
             continue
-        rows.append({"spec": spec, "result": read_json(run_dir / layout.RESULT),
+        result = read_json(run_dir / layout.RESULT)
+        rows.append({"spec": spec, "result": None if result is None else RunResult.from_json(result, layout.RESULT),
                      "failure": read_json(run_dir / layout.FAILURE)})
     return rows
+
+
+def _as_json(results: list[RunResult]) -> list[dict[str, Any]]:
+    """The results as ``result.json`` holds them: what :mod:`.metrics` reads (``{"seed", "curve", key}``)."""
+    return [r.to_json() for r in results]
 
 
 def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
@@ -100,14 +108,13 @@ def _extensions(runs: list[dict[str, Any]], key: str) -> list[ExtensionResult]:
     out = []
     for row in runs:
         spec, result = row["spec"], row["result"]
-        if spec["kind"] != "extension" or not result:
+        if spec["kind"] != "extension" or not result or result.extension is None:
             continue
-        ext, parent = result["extension"], results.get(result["extension"]["parent"])
+        ext, parent = result.extension, results.get(result.extension.parent)
         out.append(ExtensionResult(
-            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext["parent"],
-            parent_tokens=int(ext["parent_tokens"]), tokens=int(result["total_tokens"]),
-            objective_value=float(result[key]), parent_value=None if parent is None else float(parent[key]),
-            lr=str(ext["lr"]["schedule"])))
+            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext.parent,
+            parent_tokens=ext.parent_tokens, tokens=result.total_tokens, objective_value=result.value(key),
+            parent_value=None if parent is None else parent.value(key), lr=str(ext.lr["schedule"])))
     return sorted(out, key=lambda e: (e.label, e.seed, e.tokens))
 
 
@@ -125,8 +132,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.get("targets", []):
         labels[s["run_id"]].append(s["label"])
-    proxies: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    targets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+    targets: dict[str, list[RunResult]] = defaultdict(list)
     failed = []
     for row in runs:
         spec, result = row["spec"], row["result"]
@@ -142,18 +149,16 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
                 targets[label].append(result)
     plan_targets = {s["label"] for s in plan.get("targets", [])}
     fits = out / layout.FITS
-    curves = {label: mean_curve([r["curve"] for r in rs], key) for label, rs in targets.items()}
+    curves = {label: mean_curve([r["curve"] for r in _as_json(rs)], key) for label, rs in targets.items()}
     return Report(
         out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
         domains=(read_json(out / layout.DOMAINS) or {}).get("names", []), failed_runs=failed, stale_runs=stale,
         target_budget=(config.get("target") or {}).get("budget"),
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
-        ddo={p.stem.split("_", 1)[1]: read_json(p) for p in sorted(fits.glob(layout.per_budget(layout.DDO, "*")))},
-        bootstrap={p.stem.split("_", 1)[1]: read_json(p)
-                   for p in sorted(fits.glob(layout.per_budget(layout.BOOTSTRAP, "*")))},
-        projection=read_json(fits / layout.PROJECTION), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
-        targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0]["weights"],
+        ddo=_fit_files(fits, layout.DDO, DDOFile), bootstrap=_fit_files(fits, layout.BOOTSTRAP, BootstrapFile),
+        projection=_projection(fits), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
+        targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=Curve(**curves[label]), train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
         missing_targets=sorted(plan_targets - set(targets)),
@@ -162,7 +167,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         tokens_saved={label: TokensSaved(**tokens_saved(curves[layout.AUTOSCALE], curve))
                       for label, curve in curves.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in curves},
         tokens_saved_per_seed={
-            label: {seed: TokensSaved(**s) for seed, s in tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key).items()}
+            label: {seed: TokensSaved(**s)
+                    for seed, s in tokens_saved_per_seed(_as_json(targets[layout.AUTOSCALE]), _as_json(rs), key).items()}
             for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
         extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
@@ -170,15 +176,26 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         **_references(out, targets))
 
 
-def _references(out: Path, targets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _fit_files(fits: Path, kind: str, record: Any) -> dict[str, Any]:
+    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as ``record``."""
+    found = {p.stem.split("_", 1)[1]: (p, read_json(p)) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
+    return {n: record.from_json(obj, p.name) for n, (p, obj) in found.items() if obj is not None}
+
+
+def _projection(fits: Path) -> ProjectionFile | None:
+    obj = read_json(fits / layout.PROJECTION)
+    return None if obj is None else ProjectionFile.from_json(obj, layout.PROJECTION)
+
+
+def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
     """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
     reference = read_reference_losses(out)
-    finals = {label: {d: statistics.fmean(r["losses"][d] for r in rs) for d in rs[0]["losses"]}
+    finals = {label: {d: statistics.fmean(r.losses[d] for r in rs) for d in rs[0].losses}
               for label, rs in sorted(targets.items())}
     return {"reference_losses": reference, "not_beating_unigram": not_beating_unigram(finals, reference)}
 
 
-def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
+def target_verdicts(targets: dict[str, list[RunResult]], key: str,
                     method: str = layout.AUTOSCALE) -> dict[str, Verdict]:
     """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by label.
 
@@ -189,48 +206,47 @@ def target_verdicts(targets: dict[str, list[dict[str, Any]]], key: str,
     out = {}
     for label, rs in sorted(targets.items()):
         if label != method:
-            v = paired_verdict(targets[method], rs, key)
+            v = paired_verdict(_as_json(targets[method]), _as_json(rs), key)
             out[label] = Verdict(method=method, baseline=label, verdict=v["verdict"],
                                  difference=MeanStd(**v["difference"]), seeds=v["seeds"], level=v["level"],
                                  ci_low=v["ci_low"], ci_high=v["ci_high"], method_wins=v["method_wins"])
     return out
 
 
-def _mix_fields(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+def _mix_fields(runs: list[RunResult], key: str) -> dict[str, Any]:
     """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
-    return {"losses": {d: MeanStd(**mean_std([r["losses"][d] for r in runs])) for d in runs[0]["losses"]},
-            "objective_value": MeanStd(**mean_std([r[key] for r in runs])), "tokens": runs[0]["total_tokens"],
-            "seeds": [r["seed"] for r in runs]}
+    return {"losses": {d: MeanStd(**mean_std([r.losses[d] for r in runs])) for d in runs[0].losses},
+            "objective_value": MeanStd(**mean_std([r.value(key) for r in runs])), "tokens": runs[0].total_tokens,
+            "seeds": [r.seed for r in runs]}
 
 
-def _throughput(done: list[dict[str, Any]]) -> Throughput:
+def _throughput(done: list[RunResult]) -> Throughput:
     return Throughput(
         runs=len(done),
-        tokens_per_s_median=statistics.median(r["tokens_per_s"] for r in done) if done else None,
-        data_wait_fraction_median=statistics.median(r["data_wait_fraction"] for r in done) if done else None,
-        data_wait_fraction_max=max(r["data_wait_fraction"] for r in done) if done else None,
-        devices=sorted({r["device"] for r in done}), train_hours=sum(r["wall_time_s"] for r in done) / 3600)
+        tokens_per_s_median=statistics.median(r.tokens_per_s for r in done) if done else None,
+        data_wait_fraction_median=statistics.median(r.data_wait_fraction for r in done) if done else None,
+        data_wait_fraction_max=max(r.data_wait_fraction for r in done) if done else None,
+        devices=sorted({r.device for r in done}), train_hours=sum(r.wall_time_s for r in done) / 3600)
 
 
-def _train_curve(runs: list[dict[str, Any]]) -> TrainCurve:
+def _train_curve(runs: list[RunResult]) -> TrainCurve:
     """Seed-mean per-domain training loss at each evaluation point (``None`` where no seed saw the domain in
     that window; empty for runs that did not record it)."""
-    points = [p for p in runs[0]["curve"] if p.get("train_losses")]
+    points = [p for p in runs[0].curve if p.train_losses]
     if not points:
         return TrainCurve()
     losses: dict[str, list[float | None]] = {}
-    for d in points[0]["train_losses"]:
+    for d in points[0].train_losses:
         values: list[float | None] = []
         for p in points:
-            seen = [q["train_losses"].get(d) for r in runs for q in r["curve"]
-                    if q["tokens"] == p["tokens"] and q.get("train_losses")]
+            seen = [q.train_losses.get(d) for r in runs for q in r.curve if q.tokens == p.tokens and q.train_losses]
             seen = [v for v in seen if v is not None]
             values.append(sum(seen) / len(seen) if seen else None)
         losses[d] = values
-    return TrainCurve(tokens=[p["tokens"] for p in points], losses=losses)
+    return TrainCurve(tokens=[p.tokens for p in points], losses=losses)
 
 
-def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[str, VersusUniform]:
+def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, VersusUniform]:
     """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
 
     Returns:
@@ -238,26 +254,25 @@ def _versus_uniform(targets: dict[str, list[dict[str, Any]]], key: str) -> dict[
     """
     if "uniform" not in targets:
         return {}
-    base = {int(r["seed"]): r for r in targets["uniform"]}
+    base = {r.seed: r for r in targets["uniform"]}
     out: dict[str, VersusUniform] = {}
     for label, rs in targets.items():
-        pairs = [(r, base[int(r["seed"])]) for r in rs if int(r["seed"]) in base]
+        pairs = [(r, base[r.seed]) for r in rs if r.seed in base]
         if label == "uniform" or not pairs:
             continue
-        final = {d: MeanStd(**mean_std([r["losses"][d] - u["losses"][d] for r, u in pairs]))
-                 for d in pairs[0][0]["losses"]}
-        final[key] = MeanStd(**mean_std([r[key] - u[key] for r, u in pairs]))
-        out[label] = VersusUniform(curve=CurveComparison.from_json(compare_curves(targets["uniform"], rs, key)),
-                                   final=final)
+        final = {d: MeanStd(**mean_std([r.losses[d] - u.losses[d] for r, u in pairs])) for d in pairs[0][0].losses}
+        final[key] = MeanStd(**mean_std([r.value(key) - u.value(key) for r, u in pairs]))
+        compared = compare_curves(_as_json(targets["uniform"]), _as_json(rs), key)
+        out[label] = VersusUniform(curve=CurveComparison.from_json(compared), final=final)
     return out
 
 
-def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[dict[str, Any]]],
+def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResult]],
              runs: list[dict[str, Any]], key: str) -> AnytimeComparison | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
     wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
-        comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
+        comparison = compare_curves(_as_json(targets[layout.AUTOSCALE]), _as_json(targets[layout.ANYTIME]), key)
         plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
                      and row["spec"].get("plan")), None)
         if plan is not None and comparison["points"]:
@@ -355,22 +370,22 @@ def _ddo_md(r: Report) -> list[str]:
              "|---:|" + "---:|" * len(r.domains) + "---|---:|"]
     by_budget = sorted(r.ddo.items(), key=lambda kv: int(kv[0]))
     for scale, fit in by_budget:
-        boot = r.bootstrap.get(scale) or {}
+        boot = r.bootstrap.get(scale)
         cells = []
         for d in r.domains:
-            cell = f"{fit['weights'][d]:.3f}"
-            if boot.get("available"):
-                cell += f" [{boot['ci_low'][d]:.3f}, {boot['ci_high'][d]:.3f}]"
+            cell = f"{fit.weights[d]:.3f}"
+            if boot is not None and boot.available and boot.ci_low and boot.ci_high:
+                cell += f" [{boot.ci_low[d]:.3f}, {boot.ci_high[d]:.3f}]"
             cells.append(cell)
-        lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit['status']} | {fit['aar']:.4f} |")
+        lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit.status} | {fit.aar:.4f} |")
     proj = r.projection
     if proj:
-        lines.append(f"| **{proj['budget_tokens']:,.0f}** ({projection_label(proj)}) | "
-                     + " | ".join(f"**{proj['weights'][d]:.3f}**" for d in r.domains) + " | | |")
-        other = next((m for m in (GEOMETRIC, JOINT) if m != proj.get("method", GEOMETRIC)), None)
-        alt = proj.get(other) or {}
+        lines.append(f"| **{proj.budget_tokens:,.0f}** ({projection_label(proj)}) | "
+                     + " | ".join(f"**{proj.weights[d]:.3f}**" for d in r.domains) + " | | |")
+        other = next(m for m in (GEOMETRIC, JOINT) if m != proj.method)
+        alt = proj.candidate(other)
         if "weights" in alt:
-            lines.append(f"| {proj['budget_tokens']:,.0f} ({other}, not used) | "
+            lines.append(f"| {proj.budget_tokens:,.0f} ({other}, not used) | "
                          + " | ".join(f"{alt['weights'][d]:.3f}" for d in r.domains) + " | | |")
     lines.append("")
     if proj:
@@ -381,10 +396,10 @@ def _ddo_md(r: Report) -> list[str]:
         verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
         lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
     for scale, fit in by_budget:
-        ident = fit.get("identifiability") or {}
+        ident = fit.identifiability or {}
         if ident.get("summary"):
             lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
-    lines += [f"- Projection warning: {w}" for w in (proj or {}).get("warnings", [])]
+    lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
     return lines + [""]
 
 
@@ -522,39 +537,48 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     return lines
 
 
-def projection_label(proj: dict[str, Any]) -> str:
-    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585`` (older reports: geometric)."""
-    if proj.get("method", GEOMETRIC) == JOINT:
-        aar = (proj.get(JOINT) or {}).get("aar")
+def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
+    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``.
+
+    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
+    proj = _as_projection(projection)
+    if proj.method == JOINT:
+        aar = proj.candidate(JOINT).get("aar")
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
-    if proj.get("method") == ROBUST:
-        moved = ((proj.get(ROBUST) or {}).get("moved") or {}).get("total_variation")
+    if proj.method == ROBUST:
+        moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
-    if proj.get("method") == OBSERVED:
+    if proj.method == OBSERVED:
         return "not projected: DDO(N2) as is"
-    t = proj.get("t")
-    return "projected: geometric" + ("" if t is None else f", t={t:.3f}")
+    return "projected: geometric" + ("" if proj.t is None else f", t={proj.t:.3f}")
 
 
-def projection_sentence(proj: dict[str, Any]) -> str:
-    """One sentence: which projection set the target mix, and how far the other one is from it."""
-    method = proj.get("method", GEOMETRIC)
+def _as_projection(projection: ProjectionFile | Mapping[str, Any]) -> ProjectionFile:
+    return projection if isinstance(projection, ProjectionFile) else ProjectionFile.from_json(projection)
+
+
+def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
+    """One sentence: which projection set the target mix, and how far the other one is from it.
+
+    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
+    proj = _as_projection(projection)
+    method = proj.method
     how = {GEOMETRIC: "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
            JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
            ROBUST: "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
                      "uncertainty, the range of the optimum over the fits consistent with the data)",
            OBSERVED: "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
-    if (proj.get("selection") or {}).get("reason"):
-        text += f" `ddo.projection: auto` chose it: {proj['selection']['reason']}."
-    moved = ((proj.get(ROBUST) or {}).get("moved") or {}).get("total_variation")
+    if (proj.selection or {}).get("reason"):
+        text += f" `ddo.projection: auto` chose it: {(proj.selection or {})['reason']}."
+    moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
     other = JOINT if method == GEOMETRIC else GEOMETRIC
-    if proj.get("disagreement"):
-        text += (f" The {other} projection differs by total variation {proj['disagreement']['total_variation']:.3f}"
-                 f" (max {proj['disagreement']['max_abs']:.3f} per domain).")
-    elif "error" in (proj.get(other) or {}):
-        text += f" The {other} projection failed: {proj[other]['error']}"
+    if proj.disagreement:
+        text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
+                 f" (max {proj.disagreement['max_abs']:.3f} per domain).")
+    elif "error" in proj.candidate(other):
+        text += f" The {other} projection failed: {proj.candidate(other)['error']}"
     return text

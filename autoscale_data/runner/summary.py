@@ -78,7 +78,7 @@ def format_summary(report: Report) -> str:
     """
     domains = list(report.domains)
     ddo = report.ddo
-    proj = report.projection or {}
+    proj = report.projection
     targets = report.targets
     mixes = report.target_mixes or {}
     lines: list[str] = []
@@ -86,15 +86,15 @@ def format_summary(report: Report) -> str:
     scales = sorted(ddo, key=int)
     cols = [f"DDO@{_short(int(s))}" for s in scales]
     if proj:
-        cols.append(f"AutoScale@{_short(proj['budget_tokens'])}")
+        cols.append(f"AutoScale@{_short(proj.budget_tokens)}")
     extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
     cols += extra
     lines.append("Mixture weights (DDO optimum at N1 and N2, AutoScale projection to the target, baselines)")
     lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
     for d in domains:
-        vals = [ddo[s]["weights"][d] for s in scales]
+        vals = [ddo[s].weights[d] for s in scales]
         if proj:
-            vals.append(proj["weights"][d])
+            vals.append(proj.weights[d])
         vals += [mixes[m][d] for m in extra]
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
@@ -103,7 +103,7 @@ def format_summary(report: Report) -> str:
             lines.append(f"  {bounds_moved(proj)}")
     boot = report.bootstrap
     for s in scales:
-        ident = ddo[s].get("identifiability") or {}
+        ident = ddo[s].identifiability or {}
         if ident.get("summary"):
             lines.append(f"  at {_short(int(s))}: {ident['summary']}")
         if s in boot:

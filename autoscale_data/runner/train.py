@@ -57,6 +57,7 @@ from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
 from .models import build_model, mask_tokens, parameter_count
 from .plan import DomainInfo, RunSpec
+from .records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -350,9 +351,9 @@ class _Trainer:
         """Save the final checkpoint and move it to ``final_ckpt/`` (all ranks call this)."""
         save_checkpoint(ckpt_dir, self, self.info, extra)
         if self.info.is_main:
-            atomic_write_json(ckpt_dir / layout.FINAL_STATE, {
-                "run_id": self.spec.run_id, "steps": self.offset + self.steps,
-                "sequences": self.spec.total_sequences, "dataset": extra["dataset"]})
+            atomic_write_json(ckpt_dir / layout.FINAL_STATE, FinalState(
+                run_id=self.spec.run_id, steps=self.offset + self.steps, sequences=self.spec.total_sequences,
+                dataset=extra["dataset"]).to_json())
             final = self.dir / layout.FINAL_CHECKPOINT_DIR
             shutil.rmtree(final, ignore_errors=True)
             os.replace(ckpt_dir, final)
@@ -381,7 +382,7 @@ class _Trainer:
         if state is None and parent is not None:
             self._start_from_parent()
         start = int(state["step"]) if state else 0
-        curve: list[dict[str, Any]] = list(state["curve"]) if state else []
+        curve = [EvalPoint.from_json(p) for p in state["curve"]] if state else []
         counts = torch.tensor(state["counts"][info.rank] if state else [0] * len(names), dtype=torch.int64)
         elapsed = dict(state["elapsed"]) if state else {"train_s": 0.0, "eval_s": 0.0, "data_wait_s": 0.0}
         resumed = list(state["resumed_at"]) + [start] if state else []
@@ -402,7 +403,7 @@ class _Trainer:
 
         def checkpoint_state(done: int) -> dict[str, Any]:
             """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
-            record = {"step": done, "curve": curve, "elapsed": elapsed, "resumed_at": resumed,
+            record = {"step": done, "curve": [p.to_json() for p in curve], "elapsed": elapsed, "resumed_at": resumed,
                       "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
                       "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
                       "train_meter": all_gather_objects(self.meter.state_dict(), info)}
@@ -443,12 +444,12 @@ class _Trainer:
                 train = self.meter.compute(all_reduce=info.world_size > 1)
                 self.meter.reset()
                 at_step = self.offset + done
-                curve.append({"step": at_step, "tokens": at_step * config.global_batch_size * spec.seq_len,
-                              "domain_tokens": {d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
-                              "train_loss": last_loss, "losses": losses,
-                              "train_losses": {d: v if math.isfinite(v) else None for d, v in train.items()},
-                              MEAN_LOSS: mean_objective(losses, MEAN_LOSS),
-                              MEAN_PPL: mean_objective(losses, MEAN_PPL)})
+                curve.append(EvalPoint(
+                    step=at_step, tokens=at_step * config.global_batch_size * spec.seq_len,
+                    domain_tokens={d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
+                    train_loss=last_loss, losses=losses,
+                    train_losses={d: v if math.isfinite(v) else None for d, v in train.items()},
+                    mean_loss=mean_objective(losses, MEAN_LOSS), mean_ppl=mean_objective(losses, MEAN_PPL)))
             if done % config.checkpoint_every == 0 and done < self.steps:
                 save_checkpoint(ckpt_dir, self, info, checkpoint_state(done))
         bar.close()
@@ -456,13 +457,11 @@ class _Trainer:
             self._keep_final(ckpt_dir, checkpoint_state(self.steps))
         new = all_reduce_sum(counts.clone(), info)
         result = self._result(names, new + base, new, curve, elapsed, resumed, last_loss)
-        if self.hook is not None:
-            result["step_hook"] = self.hook.summary()
         if info.is_main:
-            atomic_write_json(self.dir / layout.RESULT, result)
+            atomic_write_json(self.dir / layout.RESULT, result.to_json())
             if not self.keep:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
-        return result
+        return result.to_json()
 
     def _bind_hook(self, names: Sequence[str], dataset: Any) -> None:
         """Build and bind the spec's step hook (none: ``self.hook`` stays ``None``)."""
@@ -475,53 +474,49 @@ class _Trainer:
 
     def _fail(self, reason: str) -> None:
         if self.info.is_main:
-            atomic_write_json(self.dir / layout.FAILURE, {"run_id": self.spec.run_id, "reason": reason})
+            atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id, reason=reason).to_json())
         raise Diverged(reason)
 
-    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, curve: list[dict[str, Any]],
-                elapsed: dict[str, float], resumed: list[int], last_loss: float) -> dict[str, Any]:
+    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, curve: list[EvalPoint],
+                elapsed: dict[str, float], resumed: list[int], last_loss: float) -> RunResult:
         spec, config, info = self.spec, self.config, self.info
         tokens = {d: int(total[i]) * spec.seq_len for i, d in enumerate(names)}
         new_tokens = int(new.sum()) * spec.seq_len  # trained by this run (an extension's parent's excluded)
-        final = curve[-1]["losses"] if curve else {}
+        final = curve[-1].losses if curve else {}
         train_s = elapsed["train_s"]
-        extension = {} if spec.extension is None else {"extension": {
-            "parent": spec.extension["parent"], "parent_tokens": spec.parent_sequences * spec.seq_len,
-            "new_tokens": new_tokens, "new_steps": self.steps, "mix": spec.extension["mix"],
-            "lr": spec.extension["lr"]}}
-        return {
-            "run_id": spec.run_id, "name": spec.name, "kind": spec.kind, "scale": spec.scale,
-            "label": spec.label, "seed": spec.seed, "status": "done", "schedule": spec.schedule,
-            "tokens": tokens, "total_tokens": sum(tokens.values()), "planned_tokens": spec.tokens,
-            "weights": spec.weights, "losses": final, "curve": curve,
-            MEAN_LOSS: mean_objective(final, MEAN_LOSS) if final else math.nan,
-            MEAN_PPL: mean_objective(final, MEAN_PPL) if final else math.nan,
-            "final_train_loss": last_loss, "steps": self.offset + self.steps, "parameters": self.num_params,
-            "wall_time_s": train_s + elapsed["eval_s"], "train_time_s": train_s, "eval_time_s": elapsed["eval_s"],
-            "data_wait_s": elapsed["data_wait_s"],
-            "data_wait_fraction": elapsed["data_wait_s"] / train_s if train_s > 0 else 0.0,
-            "tokens_per_s": new_tokens / train_s if train_s > 0 else 0.0,
-            "device": str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
-            "world_size": info.world_size, "backend": config.backend, "precision": config.precision,
-            "resumed_at": resumed, "finished_at": time.time(), **extension,
-        }
+        extension = None if spec.extension is None else RunExtension(
+            parent=spec.extension["parent"], parent_tokens=spec.parent_sequences * spec.seq_len,
+            new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension["mix"], lr=spec.extension["lr"])
+        return RunResult(
+            run_id=spec.run_id, name=spec.name, kind=spec.kind, scale=spec.scale, label=spec.label, seed=spec.seed,
+            status="done", schedule=spec.schedule, tokens=tokens, total_tokens=sum(tokens.values()),
+            planned_tokens=spec.tokens, weights=spec.weights, losses=final, curve=curve,
+            mean_loss=mean_objective(final, MEAN_LOSS) if final else math.nan,
+            mean_ppl=mean_objective(final, MEAN_PPL) if final else math.nan,
+            final_train_loss=last_loss, steps=self.offset + self.steps, parameters=self.num_params,
+            wall_time_s=train_s + elapsed["eval_s"], train_time_s=train_s, eval_time_s=elapsed["eval_s"],
+            data_wait_s=elapsed["data_wait_s"],
+            data_wait_fraction=elapsed["data_wait_s"] / train_s if train_s > 0 else 0.0,
+            tokens_per_s=new_tokens / train_s if train_s > 0 else 0.0,
+            device=str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
+            world_size=info.world_size, backend=config.backend, precision=config.precision,
+            resumed_at=resumed, finished_at=time.time(), extension=extension,
+            step_hook=None if self.hook is None else self.hook.summary())
 
 
 def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec, domains: DomainInfo) -> None:
     """Write what ``python -m autoscale_data.runner.train --job PATH`` needs to train ``spec``."""
     raw = config_to_dict(config)
     base_dir = raw.pop("base_dir")
-    atomic_write_json(path, {"config": raw, "base_dir": base_dir, "spec": spec.to_json(),
-                             "domains": config_to_dict(domains)})
+    atomic_write_json(path, JobFile(config=raw, base_dir=base_dir, spec=spec, domains=config_to_dict(domains)).to_json())
 
 
 def load_job(path: str | os.PathLike[str]) -> tuple[RunnerConfig, RunSpec, DomainInfo]:
     """Read a ``job.json`` written by :func:`write_job`."""
-    job = json.loads(Path(path).read_text())
-    config = config_from_dict(job["config"], job["base_dir"])
-    d = job["domains"]
-    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in d.items()})
-    return config, RunSpec.from_json(job["spec"]), domains
+    job = JobFile.from_json(json.loads(Path(path).read_text()), layout.JOB)
+    config = config_from_dict(job.config, job.base_dir)
+    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in job.domains.items()})
+    return config, job.spec, domains
 
 
 def run_job(path: str | os.PathLike[str], *, progress: bool | None = None) -> int:

@@ -7,11 +7,12 @@ renderer adds its own emphasis around it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..solver.vocabulary import objective_key
 
 if TYPE_CHECKING:
+    from .records import BootstrapFile, ProjectionFile
     from .report_types import Report, TokensSaved, Verdict
 
 __all__ = [
@@ -28,23 +29,24 @@ __all__ = [
 ]
 
 
-def bootstrap_verdict(boot: Mapping[str, Any]) -> str:
+def bootstrap_verdict(boot: BootstrapFile) -> str:
     """What the bootstrap at one budget says about the DDO weights (a clause, no budget)."""
-    if boot.get("available") and boot.get("method") == "consistent_fits":
+    if boot.available and boot.method == "consistent_fits":
         return ("the runs carry no estimate of noise (one run per point): the intervals are the range over the "
                 "fits consistent with the data, and no verdict is given")
-    if boot.get("available"):
-        verdict = "distinguishable from" if boot.get("distinguishable_from_base") else "NOT distinguishable from"
-        return f"the DDO weights are {verdict} the base mix ({boot.get('method')}, {boot.get('level', 0.95):.0%} CI)"
-    return f"not available ({boot.get('reason')})"
+    if boot.available:
+        verdict = "distinguishable from" if boot.distinguishable_from_base else "NOT distinguishable from"
+        level = 0.95 if boot.level is None else boot.level
+        return f"the DDO weights are {verdict} the base mix ({boot.method}, {level:.0%} CI)"
+    return f"not available ({boot.reason})"
 
 
-def bounds_moved(proj: Mapping[str, Any], arrow: str = "->") -> str | None:
+def bounds_moved(proj: ProjectionFile, arrow: str = "->") -> str | None:
     """The sentence on weight bounds applied at the target, or ``None`` when the projection kept them."""
-    moved = proj.get("bounds_applied")
-    if not moved:
+    moved = proj.bounds_applied
+    if not moved or not proj.weight_bounds:
         return None
-    lo, hi = proj["weight_bounds"]
+    lo, hi = proj.weight_bounds
     what = ", ".join(f"{d} {a:.3f} {arrow} {b:.3f}" for d, (a, b) in moved.items())
     return (f"the projection left the weight bounds [{lo:g}, {hi:g}] (ddo.min_weight / max_weight; the paper's "
             f"projection is unbounded): the target mix applies them and the other domains keep their ratios: {what}")

@@ -33,7 +33,7 @@ RANKS: dict[str, int] = {
     "runner": 3, "integrations": 3,
     "dataset": 2, "online": 2,
     "mixing": 1, "store": 1, "solver": 1,
-    "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0,
+    "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0, "_records": 0,
 }
 PURE = ("mixing", "online", "solver")  # never torch, not even lazily
 
@@ -400,3 +400,52 @@ def test_the_vocabulary_check_catches_a_planted_literal() -> None:
     assert _vocabulary_literals([("autoscale_data.solver.vocabulary", probe, False)], where) == [
         "autoscale_data.solver.vocabulary:6: 'slurm'"]  # its own names only, in the defining module
     assert _vocabulary_literals([("autoscale_data.solver.bootstrap", 'x = {"observed": 1}\n', False)], where) == []
+#: The writers of JSON files, and which positional argument is what they write.
+_WRITERS = {"atomic_write_json": 1, "dump": 0}
+#: The modules that declare the records of the output folder, by file name (they may build a JSON object by hand).
+_RECORD_MODULES = ("records.py", "report_types.py")
+
+
+def _inline_dicts(text: str) -> list[tuple[int, str]]:
+    """(line, writer) of every ``atomic_write_json`` / ``json.dump`` whose payload is a dict built in the call:
+    a literal ``{...}``, a comprehension ``{k: v for ...}`` or ``dict(key=...)``."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if name not in _WRITERS or len(node.args) <= _WRITERS[name]:
+            continue
+        payload = node.args[_WRITERS[name]]
+        built = isinstance(payload, (ast.Dict, ast.DictComp)) or (
+            isinstance(payload, ast.Call) and isinstance(payload.func, ast.Name) and payload.func.id == "dict"
+            and bool(payload.keywords))
+        if built:
+            found.append((node.lineno, name))
+    return found
+
+
+def test_the_dict_check_sees_literals_comprehensions_and_dict_calls() -> None:
+    planted = ("def f(path, spec, fh, losses):\n"
+               "    atomic_write_json(path / layout.FAILURE, {'run_id': spec.run_id, 'reason': 'x'})\n"
+               "    _io.atomic_write_json(path, {d: r.to_json() for d, r in losses.items()})\n"
+               "    json.dump(dict(tag='a', step=1), fh)\n"
+               "    atomic_write_json(path, {**spec, 'extra': []}, indent=None)\n"
+               "    atomic_write_json(path, spec.to_json())\n"
+               "    json.dump(to_json(losses), fh)\n"
+               "    atomic_write_json(path, dict(spec))\n")
+    assert _inline_dicts(planted) == [(2, "atomic_write_json"), (3, "atomic_write_json"), (4, "dump"),
+                                      (5, "atomic_write_json")]
+
+
+def test_no_output_file_is_written_from_a_dict_built_outside_its_record() -> None:
+    """What the runner and the CLI write goes through a typed record (``runner/records.py``, the report's types,
+    :mod:`autoscale_data._records`), never a dict spelt out in the call that writes it."""
+    offenders = []
+    for part in ("runner", "commands"):
+        for path in sorted((PACKAGE / part).rglob("*.py")):
+            where = path.relative_to(PACKAGE).as_posix()
+            if path.name in _RECORD_MODULES:
+                continue
+            offenders += [f"{where}:{line}: {writer}" for line, writer in _inline_dicts(path.read_text())]
+    assert not offenders, "a dict written to an output file outside its record:\n" + "\n".join(offenders)

@@ -62,11 +62,11 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     for s in report.tokens_saved.values():
         assert s.status in ("reached", "at_first_eval", "not_reached")
         assert (s.saved_fraction is None) == (s.status == "not_reached")
-    assert report.bootstrap["8192"]["available"]  # two seeds per point: the bootstrap has a verdict
-    assert isinstance(report.bootstrap["8192"]["distinguishable_from_base"], bool)
+    assert report.bootstrap["8192"].available  # two seeds per point: the bootstrap has a verdict
+    assert isinstance(report.bootstrap["8192"].distinguishable_from_base, bool)
     assert report.proxies["4096"]["base"].objective_value.n == 2  # error bars over seeds
     weights = report.targets["autoscale"].weights
-    assert weights == pytest.approx(report.projection["weights"], abs=2 / (16384 // 32))
+    assert weights == pytest.approx(report.projection.weights, abs=2 / (16384 // 32))
     md = (out / "report.md").read_text()
     assert "Tokens saved" in md and "Bootstrap" in md and "data" in md and "## Anytime vs fixed schedule" in md
     assert "- Identifiability at 4,096: NOT identified by the data" in md  # the 2m+1 design: 3 points per law

@@ -20,6 +20,7 @@ from ...solver.vocabulary import MEAN_LOSS
 from .. import layout
 from ..ledger import DONE, FAILED, RUNNING, SUBMITTED, Ledger
 from ..plan import DomainInfo, RunSpec
+from ..records import RunResult
 from .base import Executor, Job, outcome
 
 __all__ = ["train_specs"]
@@ -27,9 +28,10 @@ __all__ = ["train_specs"]
 _POLL_S = 0.2
 
 
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
+def _summary(result: RunResult | None) -> dict[str, Any]:
+    """What the ledger's ``done`` event records of a run's result (nothing when it has none)."""
     keys = ("name", MEAN_LOSS, "total_tokens", "wall_time_s", "device", "tokens_per_s")
-    return {k: result[k] for k in keys if k in result}
+    return {} if result is None else {k: getattr(result, k) for k in keys}
 
 
 class _Progress:
@@ -74,7 +76,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
         rec = records.get(spec.run_id)
         if rec is not None and rec.status == DONE:
             if not any(e["status"] == DONE for e in ledger.events() if e["run_id"] == spec.run_id):
-                ledger.mark_done(spec.run_id, _summary(ledger.result(spec.run_id) or {}))  # adopt
+                ledger.mark_done(spec.run_id, _summary(ledger.run_result(spec.run_id)))  # adopt
             status[spec.run_id] = DONE
             continue
         if rec is not None and rec.status == FAILED and rec.terminal:
@@ -101,14 +103,15 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
         ok, reason, terminal = outcome(job, code)
         n = f"[{finished[DONE] + finished[FAILED] + 1}/{total}]"
         if ok:
-            result = ledger.result(spec.run_id) or {}
-            ledger.mark_done(spec.run_id, _summary(result))
+            found = ledger.run_result(spec.run_id)
+            ledger.mark_done(spec.run_id, _summary(found))
             finished[DONE] += 1
             status[spec.run_id] = DONE
-            log(f"{n} done {spec.name} ({spec.run_id}): {result.get('total_tokens', 0):,} tokens, "
-                f"val loss {result.get(MEAN_LOSS, float('nan')):.4f}, {result.get('wall_time_s', 0):.1f} s, "
-                f"{result.get('tokens_per_s', 0):,.0f} tok/s, data wait {result.get('data_wait_fraction', 0):.1%}"
-                f", {result.get('device', '?')}")
+            result = found or RunResult(run_id=spec.run_id)
+            log(f"{n} done {spec.name} ({spec.run_id}): {result.total_tokens:,} tokens, "
+                f"val loss {result.mean_loss:.4f}, {result.wall_time_s:.1f} s, "
+                f"{result.tokens_per_s:,.0f} tok/s, data wait {result.data_wait_fraction:.1%}"
+                f", {result.device or '?'}")
             return
         ledger.mark_failed(spec.run_id, reason, terminal=terminal)
         if not terminal and tries[spec.run_id] <= retries:

@@ -1,0 +1,234 @@
+"""One JSON codec for every typed record the package writes, driven by the dataclass fields.
+
+A record is a dataclass; its JSON object has one key per field, named as the field, holding the
+field's value in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the
+``NaN`` that :func:`json.dumps` writes). :func:`to_json` writes it and :func:`from_json` reads it
+back, checked against the field's type hint (``int``, ``float``, ``str``, ``bool``, ``list[T]``,
+``tuple[T, ...]``, ``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON has them),
+``T | None``, nested records, ``Any``). Subclassing
+:class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
+
+Reading is lenient where the files of earlier versions need it: a key that is missing (or
+``null``) takes its field's default, and ``None`` for an optional field; a field marked
+:func:`required` must be present even though it has a default. Keys the record does not know are
+ignored. Writing leaves out the fields marked :func:`omitted` whose value is their default (keys
+later versions added, so that older readers and older files agree). A record whose JSON shape
+truly differs from its fields writes its own ``to_json`` / ``from_json`` and says why; the codec
+calls them for it when it is nested in another record, as it does for any class with a ``to_json`` /
+``from_json`` of its own (the solver's :class:`~autoscale_data.solver.MixturePlan`).
+
+A key that is missing or of the wrong type raises ``ValueError`` naming its path
+(``targets.autoscale.losses``, ``curve[3].tokens``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "omitted", "required", "to_json"]
+
+T = TypeVar("T")
+
+_OMIT = "records.omit_default"
+_REQUIRED = "records.required"
+
+
+def omitted(**kwargs: Any) -> Any:
+    """A dataclass field left out of the JSON while it holds its default (``dataclasses.field`` arguments)."""
+    return dataclasses.field(metadata={_OMIT: True}, **kwargs)
+
+
+def required(**kwargs: Any) -> Any:
+    """A dataclass field that must be present in the JSON read, although it has a default."""
+    return dataclasses.field(metadata={_REQUIRED: True}, **kwargs)
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _custom(cls: type, name: str) -> bool:
+    """Whether ``cls`` writes its own ``name`` (``to_json`` / ``from_json``) rather than the codec's."""
+    own = getattr(cls, name, None)
+    generic = getattr(Record, name)
+    return own is not None and getattr(own, "__func__", own) is not getattr(generic, "__func__", generic)
+
+
+def to_json(obj: Any) -> Any:
+    """The JSON value of ``obj``: records as objects (one key per field), tuples as lists, the rest as is."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return obj.to_json() if _custom(type(obj), "to_json") else fields_to_json(obj)
+    if callable(getattr(obj, "to_json", None)) and not isinstance(obj, type):
+        return obj.to_json()  # a class of its own JSON (the solver's MixturePlan …)
+    if isinstance(obj, Mapping):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+def fields_to_json(obj: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The codec's JSON object of the record ``obj``, one key per field (but ``skip``), ignoring a custom ``to_json``."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if f.name in skip or (f.metadata.get(_OMIT) and _same(value, _default(f))):
+            continue
+        out[f.name] = to_json(value)
+    return out
+
+
+def _same(value: Any, default: Any) -> bool:
+    if default is dataclasses.MISSING:
+        return False
+    if isinstance(value, float) and isinstance(default, float) and math.isnan(value) and math.isnan(default):
+        return True
+    return bool(value == default)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+_SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+    bool: ((bool,), "true or false"),
+}
+
+
+def _where(what: str, path: str) -> str:
+    return f"{what} {path!r}" if path else "the record"
+
+
+def _bad(value: Any, expected: str, path: str, what: str) -> ValueError:
+    return ValueError(f"{_where(what, path)} = {value!r} is invalid: expected {expected}")
+
+
+def _at(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key") -> T:
+    """Read ``data`` (parsed JSON) as a value of type ``tp``, checked against it.
+
+    Args:
+        tp: a record class or a type hint (``dict[str, float]``, ``list[Point] | None`` …).
+        data: the parsed JSON.
+        path: where ``data`` sits in its file, for the error messages.
+        what: how the messages name a key (``"report key"``).
+
+    Raises:
+        ValueError: a key is missing or a value is not of its field's type; the message names its path.
+    """
+    if tp is Any:
+        return data  # type: ignore[no-any-return]
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None  # type: ignore[return-value]
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return from_json(options[0], data, path, what=what)  # type: ignore[no-any-return]
+        for option in options:
+            try:
+                return from_json(option, data, path, what=what)  # type: ignore[no-any-return]
+            except ValueError:
+                continue
+        raise _bad(data, " or ".join(str(o) for o in options), path, what)
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or callable(getattr(tp, "from_json", None))):
+        return _record(tp, data, path, what)  # type: ignore[return-value]
+    if origin in (list, tuple):
+        if not isinstance(data, (list, tuple)):
+            raise _bad(data, "a list", path, what)
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        if origin is tuple and args[1:] != (Ellipsis,):
+            raise TypeError(f"the records codec reads tuple[T, ...] only, not {tp}")
+        values = [from_json(item, v, f"{path}[{k}]", what=what) for k, v in enumerate(data)]
+        return (tuple(values) if origin is tuple else values)  # type: ignore[return-value]
+    if origin is dict:
+        if not isinstance(data, Mapping):
+            raise _bad(data, "an object", path, what)
+        args = typing.get_args(tp)
+        key_tp, value_tp = args if args else (str, Any)
+        return {_key(key_tp, k, path, what): from_json(value_tp, v, _at(path, str(k)), what=what)  # type: ignore[return-value]
+                for k, v in data.items()}
+    if tp in _SCALARS:
+        accepted, expected = _SCALARS[tp]
+        if (isinstance(data, bool) and tp is not bool) or not isinstance(data, accepted):
+            raise _bad(data, expected, path, what)
+        return data  # type: ignore[no-any-return]
+    raise TypeError(f"the records codec cannot read type {tp!r} (at {path or 'the top'})")
+
+
+def _key(tp: Any, key: Any, path: str, what: str) -> Any:
+    if tp is int:
+        try:
+            return int(key)
+        except ValueError:
+            raise ValueError(f"{_where(what, _at(path, str(key)))} is invalid: expected an integer key") from None
+    return str(key)
+
+
+def _record(cls: type, data: Any, path: str, what: str) -> Any:
+    if _custom(cls, "from_json"):
+        reader = cls.from_json  # type: ignore[attr-defined]
+        takes_path = len(inspect.signature(reader).parameters) > 1
+        return reader(data, path) if takes_path else reader(data)
+    return cls(**fields_from_json(cls, data, path, what=what))
+
+
+def fields_from_json(cls: type, data: Any, path: str = "", *, what: str = "key",
+                     skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The constructor arguments of record ``cls`` read from ``data`` by the codec (but ``skip``), ignoring a
+    custom ``from_json``: what a record with one key of its own reads the rest with."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{_where(what, path)} = {data!r} is invalid: expected an object")
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name in skip:
+            continue
+        key = _at(path, f.name)
+        value = data.get(f.name)
+        if value is None:
+            default = _default(f)
+            hint = hints[f.name]
+            optional = type(None) in typing.get_args(hint) or hint is Any
+            if f.name not in data and (f.metadata.get(_REQUIRED) or (default is dataclasses.MISSING and not optional)):
+                raise ValueError(f"{what} {key!r} is missing")
+            if default is not dataclasses.MISSING:
+                values[f.name] = default
+                continue
+            if not optional:
+                raise ValueError(f"{what} {key!r} is missing")
+        values[f.name] = from_json(hints[f.name], value, key, what=what)
+    return values
+
+
+class Record:
+    """Gives a dataclass ``to_json()`` and ``from_json(data)`` through the codec (see the module)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """This record's JSON object (:func:`to_json`)."""
+        return to_json(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_json(cls: type[T], data: Any, path: str = "") -> T:
+        """Read a JSON object written by :meth:`to_json` (:func:`from_json`)."""
+        return _record(cls, data, path, "key")  # type: ignore[no-any-return]

@@ -1,0 +1,110 @@
+"""An output folder written before the records were typed still loads: its runs, fits and report.
+
+``data/out_before_records`` is a tiny experiment (two domains, DDO at 4096 and 8192 tokens, targets
+autoscale / uniform / autoscale_anytime) written by the runner before :mod:`autoscale_data._records`
+existed, with its checkpoints, logs and plots left out (and its JSON written compactly).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autoscale_data.runner.report import build_report
+from autoscale_data.runner.report_types import Report
+
+OLD = Path(__file__).parent / "data" / "out_before_records"
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(OLD, out)
+    return out
+
+
+def test_the_old_report_json_reads_back_unchanged(old: Path) -> None:
+    on_disk = json.loads((old / "report.json").read_text())
+    assert Report.from_json(on_disk).to_json() == on_disk
+
+
+def test_the_report_regenerates_from_the_old_runs_and_fits(old: Path) -> None:
+    on_disk = json.loads((old / "report.json").read_text())
+    again = build_report(old).to_json()
+    for key in ("out_dir", "plots"):  # where it was written, and the plots only write_report draws
+        on_disk.pop(key), again.pop(key, None)
+    assert again == on_disk
+
+
+def test_every_old_result_json_reads_as_a_run_result_and_writes_back_the_same() -> None:
+    from autoscale_data.runner.records import RunResult
+
+    paths = sorted(OLD.glob("runs/*/result.json"))
+    assert len(paths) >= 20
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        result = RunResult.from_json(on_disk)
+        assert result.to_json() == on_disk, path
+        assert result.curve[-1].losses == result.losses and result.total_tokens == sum(result.tokens.values())
+
+
+def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> None:
+    from autoscale_data.runner.plan import RunSpec
+
+    paths = sorted(OLD.glob("runs/*/spec.json"))
+    assert len(paths) >= 20
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        assert RunSpec.from_json(on_disk).to_json() == on_disk, path
+    anytime = [RunSpec.from_json(json.loads(p.read_text())) for p in paths]
+    assert {s.schedule for s in anytime} == {"fixed", "anytime"}  # both shapes of the JSON are in the folder
+
+
+@pytest.mark.parametrize(("pattern", "record"), [
+    ("fits/ddo_*.json", "records.DDOFile"), ("fits/bootstrap_*.json", "records.BootstrapFile"),
+    ("fits/projection.json", "records.ProjectionFile"), ("plan.json", "records.PlanFile"),
+    ("runs/*/job.json", "records.JobFile"), ("fits/repetition.json", "repetition.RepetitionFile"),
+    ("fits/methods.json", "methods.MethodRecord"), ("reference_losses.json", "report_types.ReferenceLoss")])
+def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: str, record: str) -> None:
+    import importlib
+
+    from autoscale_data._records import from_json, to_json
+
+    module, name = record.split(".")
+    cls = getattr(importlib.import_module(f"autoscale_data.runner.{module}"), name)
+    paths = sorted(OLD.glob(pattern))
+    assert paths
+    for path in paths:
+        on_disk = json.loads(path.read_text())
+        if name in ("MethodRecord", "ReferenceLoss"):  # a mapping of records: {method: record}, {domain: record}
+            assert to_json(from_json(dict[str, cls], on_disk)) == on_disk, path
+        else:
+            assert cls.from_json(on_disk).to_json() == on_disk, path
+
+
+def test_layout_names_the_record_of_every_json_file_and_each_reads_the_old_one() -> None:
+    from autoscale_data._records import from_json
+    from autoscale_data.runner import layout
+    from autoscale_data.runner.experiment import load_folder_config
+
+    for path in sorted(OLD.rglob("*.json")):
+        kind = path.stem.split("_")[0] if path.stem.split("_")[-1].isdigit() else path.name
+        assert kind in layout.RECORDS, f"{path.relative_to(OLD)} has no record in layout.RECORDS"
+        obj = json.loads(path.read_text())
+        spec = layout.RECORDS[kind]
+        if kind == layout.CONFIG:
+            assert load_folder_config(OLD).name == obj["name"]
+        elif kind == layout.TARGET_MIXES_FILE:
+            from_json(dict[str, dict[str, float]], obj)
+        elif spec.startswith("dict[str, "):
+            from_json(dict[str, layout.record_of(kind)], obj)
+        else:
+            from_json(layout.record_of(kind), obj)
+    with pytest.raises(ValueError, match="plain mapping"):
+        layout.record_of(layout.TARGET_MIXES_FILE)
+    with pytest.raises(ValueError, match="not a JSON file"):
+        layout.record_of("nothing.json")
+    assert layout.record_of(layout.RESULT).__name__ == "RunResult"
