@@ -39,7 +39,7 @@ DEFAULT_DOMAINS = ("code", "tech", "reference", "books", "web")
 
 
 def _parse() -> argparse.Namespace:
-    from autoscale_data.runner.sections import DDOConfig
+    from autoscale_data.runner.config.sections import DDOConfig
     from autoscale_data.solver.vocabulary import METHODS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -202,7 +202,7 @@ def _ms(values: list[float]) -> str:
 def main() -> int:
     args = _parse()
     from autoscale_data.runner import MixtureRunner
-    from autoscale_data.runner.plan import ddo_proxy_specs
+    from autoscale_data.runner.planning.plan import ddo_proxy_specs
     from autoscale_data.solver.design import run_objective
 
     t0 = time.time()

@@ -34,10 +34,10 @@ sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1] / "tests" / "co
 
 from helpers_store import write_synthetic_store  # noqa: E402
 
-from autoscale_data.runner import train as train_mod  # noqa: E402
 from autoscale_data.runner.config import config_from_dict  # noqa: E402
-from autoscale_data.runner.data import inspect_domains  # noqa: E402
-from autoscale_data.runner.plan import target_spec  # noqa: E402
+from autoscale_data.runner.planning.data import inspect_domains  # noqa: E402
+from autoscale_data.runner.planning.plan import target_spec  # noqa: E402
+from autoscale_data.runner.training import train as train_mod  # noqa: E402
 from autoscale_data.store import TokenStore  # noqa: E402
 
 GPT2_VOCAB = 50257

@@ -23,9 +23,9 @@ sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1] / "tests"))
 from helpers_store import write_synthetic_store  # noqa: E402
 
 from autoscale_data.runner.config import config_from_dict  # noqa: E402
-from autoscale_data.runner.data import inspect_domains  # noqa: E402
-from autoscale_data.runner.plan import target_spec  # noqa: E402
-from autoscale_data.runner.train import train_run, write_job  # noqa: E402
+from autoscale_data.runner.planning.data import inspect_domains  # noqa: E402
+from autoscale_data.runner.planning.plan import target_spec  # noqa: E402
+from autoscale_data.runner.training.train import train_run, write_job  # noqa: E402
 
 
 def _config(root: Path, tokens: int, threads: int, **kw) -> dict:
@@ -56,7 +56,7 @@ def main() -> None:
         job = Path(tmp) / "ds" / "job.json"
         write_job(job, cfg, spec, domains)
         env = dict(os.environ, DS_ACCELERATOR="cpu", OMP_NUM_THREADS=str(args.threads))
-        subprocess.run([sys.executable, "-m", "autoscale_data.runner.train", "--job", os.fspath(job)], env=env,
+        subprocess.run([sys.executable, "-m", "autoscale_data.runner.training.train", "--job", os.fspath(job)], env=env,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         rows.append(("deepspeed ZeRO-1, 1 process", json.loads((job.parent / "result.json").read_text())))
     base = rows[0][1]["tokens_per_s"]

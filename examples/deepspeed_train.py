@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset  # noqa: E402
-from autoscale_data.runner.dist import clear_stale_build_locks  # noqa: E402
+from autoscale_data.runner.training.dist import clear_stale_build_locks  # noqa: E402
 
 MICRO_BATCH = 4
 

@@ -14,16 +14,16 @@ from .._extras import require
 require("runner", "autoscale_data.runner")
 
 from .config import RunnerConfig, config_from_dict, config_to_dict, load_config
+from .config.sections import REPETITION_MATCH, REPETITION_MODES
 from .experiment import ConfigChangedError, load_folder_config
 from .ledger import Ledger
-from .metrics import tokens_saved, tokens_to_reach
 from .pipeline import MixtureRunner
-from .plan import RunSpec, target_spec
+from .planning.plan import RunSpec, target_spec
 from .records import RunResult
-from .report import build_report, write_report
-from .report_types import Report
-from .sections import REPETITION_MATCH, REPETITION_MODES
-from .summary import format_summary
+from .reporting.metrics import tokens_saved, tokens_to_reach
+from .reporting.report import build_report, write_report
+from .reporting.report_types import Report
+from .reporting.summary import format_summary
 
 __all__ = [
     "ConfigChangedError",

@@ -16,19 +16,19 @@ from pathlib import Path
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
 from . import layout
 from .config import RunnerConfig, config_to_dict
-from .estimate import estimate_seconds, format_duration, startup_seconds
 from .experiment import config_changes, read_json
 from .ledger import DONE, Ledger
-from .plan import (
+from .planning.data import DomainInfo
+from .planning.estimate import estimate_seconds, format_duration, startup_seconds
+from .planning.plan import (
     MULTIPLIER_TOLERANCE,
-    DomainInfo,
     RunSpec,
     describe_plan,
     design_rounding,
     faithful_budget,
     supply_problems,
 )
-from .repetition import repetition_notes
+from .planning.repetition import repetition_notes
 
 __all__ = ["design_note", "load_note", "plan_text", "projection_note", "rounding_notes"]
 

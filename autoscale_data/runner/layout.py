@@ -126,11 +126,11 @@ REPETITION = "repetition.json"  # each target mix's epochs and effective tokens 
 #: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too).
 RECORDS: dict[str, str] = {
     CONFIG: "runner.config.RunnerConfig",  # the config as given (runner.config.config_from_dict reads it)
-    DOMAINS: "runner.plan.DomainInfo",
+    DOMAINS: "runner.planning.data.DomainInfo",
     PLAN: "runner.records.PlanFile",
-    REFERENCE_LOSSES: "dict[str, runner.report_types.ReferenceLoss]",
-    REPORT_JSON: "runner.report_types.Report",
-    SPEC: "runner.plan.RunSpec",
+    REFERENCE_LOSSES: "dict[str, runner.reporting.report_types.ReferenceLoss]",
+    REPORT_JSON: "runner.reporting.report_types.Report",
+    SPEC: "runner.planning.plan.RunSpec",
     JOB: "runner.records.JobFile",
     RESULT: "runner.records.RunResult",
     FAILURE: "runner.records.RunFailure",
@@ -141,8 +141,8 @@ RECORDS: dict[str, str] = {
     TARGET_MIXES_FILE: "dict[str, dict[str, float]]",  # target mix label -> its weights
     MIXTURE_PLAN: "solver.plan.MixturePlan",
     MIXTURE_PLAN_ERROR: "runner.records.MixturePlanError",
-    METHODS_FILE: "dict[str, runner.methods.MethodRecord]",
-    REPETITION: "runner.repetition.RepetitionFile",
+    METHODS_FILE: "dict[str, runner.mixes.methods.MethodRecord]",
+    REPETITION: "runner.planning.repetition.RepetitionFile",
 }
 
 

@@ -27,14 +27,14 @@ from .._records import to_json
 from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
-from .data import inspect_domains
 from .describe import design_note, rounding_notes
 from .experiment import check_config, read_json
 from .ledger import Ledger
-from .methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
-from .plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from .mixes.methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
+from .planning.data import DomainInfo, inspect_domains
+from .planning.plan import RunSpec, ddo_proxy_specs, supply_problems, target_spec
 from .records import PlanFile
-from .report_types import Report
+from .reporting.report_types import Report
 
 __all__ = ["MixtureRunner"]
 
@@ -76,7 +76,7 @@ class MixtureRunner:
 
     def method_context(self, ledger: Ledger | None = None, fits: Any = None, *,
                        proxies: dict[int, list[RunSpec]] | None = None) -> MethodContext:
-        """What the mixing methods read (:class:`~autoscale_data.runner.methods.MethodContext`); ``proxies``:
+        """What the mixing methods read (:class:`~autoscale_data.runner.mixes.methods.MethodContext`); ``proxies``:
         :meth:`proxy_specs` when the caller already has them."""
         return MethodContext(self.config, self.domains, self.out, self.proxy_specs() if proxies is None else proxies,
                              ledger=ledger, fits=fits, log=self.log)
@@ -121,7 +121,7 @@ class MixtureRunner:
         Raises:
             ValueError: too few finished runs to fit (the message names them), or a solver error.
         """
-        from .report import write_report
+        from .reporting.report import write_report
 
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
@@ -157,13 +157,13 @@ class MixtureRunner:
             self._train_all(ledger, all_proxies + (stages[0] if stages else []))
             for stage in stages[1:]:  # a later stage reads the one before (DoReMi's proxy, its reference)
                 self._train_all(ledger, stage)
-            from .fitting import fit_all
+            from .mixes.fitting import fit_all
 
             fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
             mixes, targets, records = choose_all(methods, self.method_context(ledger, fits, proxies=proxies))
             atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
             atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, to_json({r.name: r for r in records}))
-            from .repetition import write_mix_epochs
+            from .planning.repetition import write_mix_epochs
 
             write_mix_epochs(self.config, d, mixes, self.out / layout.FITS, log=self.log)
             self._write_plan(proxies, targets, selection=selection)
@@ -195,12 +195,12 @@ class MixtureRunner:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
         The extension is its own ledger run (``kind="extension"``, a new id naming the parent and the
-        budget; see :mod:`~autoscale_data.runner.extension`): it loads the parent's
+        budget; see :mod:`~autoscale_data.runner.training.extension`): it loads the parent's
         ``runs/<id>/final_ckpt/`` (model, optimiser, RNG), continues the parent's data stream from its
         end under the mix for the new budget (``autoscale``: the mixture plan's weights at ``budget``;
         ``autoscale_anytime``: the parent's plan path; a fixed mix: the same weights), nothing repeated or
         skipped, and trains the extra tokens with the learning rate of an
-        :class:`~autoscale_data.runner.extension.ExtensionSchedule`. A finished extension is reused; an
+        :class:`~autoscale_data.runner.training.extension.ExtensionSchedule`. A finished extension is reused; an
         interrupted one resumes from its own checkpoint.
 
         Args:
@@ -223,7 +223,7 @@ class MixtureRunner:
             FileNotFoundError: the run kept no final checkpoint (set ``target.keep_checkpoints: true``
                 and train it again), or ``fits/mixture_plan.json`` is missing for an ``autoscale`` run.
         """
-        from .extension import ExtensionSchedule, plan_extension
+        from .training.extension import ExtensionSchedule, plan_extension
 
         check_int("extend budget", budget)
         schedule = ExtensionSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
@@ -242,7 +242,7 @@ class MixtureRunner:
 
     def _write_references(self) -> None:
         """``OUT/reference_losses.json``: the held-out data's unigram and uniform-guess losses under this config."""
-        from .reference import reference_losses, write_reference_losses
+        from .reporting.reference import reference_losses, write_reference_losses
 
         c = self.config
         write_reference_losses(self.out, reference_losses(

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._records import Record, fields_to_json, omitted
 from ..solver.vocabulary import GEOMETRIC, JOINT, OBJECTIVES, OBSERVED, ROBUST
-from .plan import RunSpec
+from .planning.plan import RunSpec
 
 __all__ = [
     "BootstrapFile",
@@ -184,7 +184,7 @@ class PlanFile(Record):
 
 @dataclass(frozen=True)
 class JobFile(Record):
-    """What ``python -m autoscale_data.runner.train --job PATH`` needs: ``OUT/runs/<run_id>/job.json``."""
+    """What ``python -m autoscale_data.runner.training.train --job PATH`` needs: ``OUT/runs/<run_id>/job.json``."""
 
     config: dict[str, Any]
     """The experiment config without its ``base_dir`` (:func:`~.config.config_to_dict`; read by

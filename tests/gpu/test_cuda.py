@@ -22,12 +22,12 @@ import torch
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data import ScaleAwareMixtureDataset
-from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import target_spec
-from autoscale_data.runner.train import write_job
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import target_spec
+from autoscale_data.runner.training import train as train_mod
+from autoscale_data.runner.training.train import write_job
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -111,7 +111,7 @@ def test_deepspeed_bf16_zero_on_cuda_resumes_after_sigkill(stores: Path, tmp_pat
                                 checkpoint_every=8)
     run_dir = tmp_path / "run"
     write_job(run_dir / "job.json", cfg, spec, domains)
-    cmd = [sys.executable, "-m", "autoscale_data.runner.train", "--job", str(run_dir / "job.json")]
+    cmd = [sys.executable, "-m", "autoscale_data.runner.training.train", "--job", str(run_dir / "job.json")]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "DS_ACCELERATOR")}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pointer = run_dir / "ckpt" / "latest.json"

@@ -5,7 +5,8 @@ Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`,
 
     cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/  ->  mixing/ | store/ | solver/
 
-The three bottom packages are independent of each other. The package root's private helpers
+The three bottom packages are independent of each other. Inside the runner the same rule
+holds between its folders and top modules (:data:`RUNNER_RANKS`). The package root's private helpers
 (``_checks``, ``_io``, ``_extras``, ``_options``, ``_runner_names``) sit below everything; ``autoscale_data/__init__.py`` is the
 lazy facade and names its exports as strings, not imports. A part imports another part through that
 part's public face (its ``__init__``, or a module of :data:`PUBLIC_FACES`), never from its modules.
@@ -51,7 +52,7 @@ PRIVATE_IMPORTS_ALLOWED = {
     ("autoscale_data.commands._args", "autoscale_data.solver.design"): f"objective_weight: {_SOLVER_INTERNAL}",
     ("autoscale_data.commands.ddo", "autoscale_data.solver.ddo"): f"FIT_MODES: {_SOLVER_INTERNAL}",
     ("autoscale_data.commands.baseline", "autoscale_data.solver.regression"): f"REGRESSORS: {_SOLVER_INTERNAL}",
-    ("autoscale_data.runner.method_sections", "autoscale_data.solver.regression"):
+    ("autoscale_data.runner.config.method_sections", "autoscale_data.solver.regression"):
         f"LINEAR, REGRESSORS: {_SOLVER_INTERNAL}",
 }
 
@@ -82,7 +83,7 @@ def _imports(text: str, module: str, *, is_package: bool = False) -> Iterator[tu
 
 
 def _part(module: str) -> str | None:
-    """``autoscale_data.runner.plan`` -> ``runner``; ``None`` outside the package or for the root itself."""
+    """``autoscale_data.runner.planning.plan`` -> ``runner``; ``None`` outside the package or for the root itself."""
     parts = module.split(".")
     return parts[1] if parts[0] == "autoscale_data" and len(parts) > 1 else None
 
@@ -293,12 +294,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 #: Circles that stand for now, each with why; the test fails on any other, and on one listed here that is gone.
 KNOWN_CYCLES = {
-    ("autoscale_data.runner.hooks", "autoscale_data.runner.methods", "autoscale_data.runner.online"):
+    ("autoscale_data.runner.mixes.hooks", "autoscale_data.runner.mixes.methods", "autoscale_data.runner.mixes.online"):
         "the online methods (ado, odm) register themselves in the method and step-hook registries, which import "
-        "runner/online.py to be filled: a plugin registry, to go with an explicit registration step",
-    ("autoscale_data.runner.plan", "autoscale_data.runner.repetition"):
-        "the plan lazily asks runner/repetition.py for the proxies' pools, which are built on the plan's RunSpec "
-        "and DomainInfo: to go when the planning moves into its own folder (issue 30, item 2)",
+        "runner/mixes/online.py to be filled: a plugin registry, to go with an explicit registration step",
+    ("autoscale_data.runner.planning.plan", "autoscale_data.runner.planning.repetition"):
+        "the plan lazily asks runner/planning/repetition.py for the proxies' pools, which are built on the plan's RunSpec "
+        "and DomainInfo: both in planning/, one lazy import each way",
 }
 
 
@@ -331,7 +332,7 @@ VOCABULARIES = (
     ("autoscale_data._runner_names", "EXECUTORS"),
     ("autoscale_data._runner_names", "SLURM_CLUSTERS"),
     ("autoscale_data._runner_names", "EXTENSION_SCHEDULES"),
-    ("autoscale_data.runner.sections", "REPETITION_MODES"),
+    ("autoscale_data.runner.config.sections", "REPETITION_MODES"),
     ("autoscale_data.solver.regression", "REGRESSORS"),
 )
 #: The one executor kind no config names (``local`` with one slot runs in the runner's process).
@@ -449,3 +450,56 @@ def test_no_output_file_is_written_from_a_dict_built_outside_its_record() -> Non
                 continue
             offenders += [f"{where}:{line}: {writer}" for line, writer in _inline_dicts(path.read_text())]
     assert not offenders, "a dict written to an output file outside its record:\n" + "\n".join(offenders)
+
+
+#: Rank of each part of the runner (a folder, or a module at its top): a runner module may import its own part
+#: and parts of a strictly lower rank, as between the package's parts. ``__init__`` is the runner's public face.
+RUNNER_RANKS: dict[str, int] = {
+    "__init__": 12, "pipeline": 11, "describe": 10, "executors": 9, "training": 8, "mixes": 7, "reporting": 6,
+    "ledger": 5, "records": 4, "planning": 3, "experiment": 2, "config": 1, "layout": 0, "models": 0,
+}
+RUNNER_FOLDERS = ("mixes", "planning", "reporting", "training")  # each __init__ lists its modules
+
+
+def _runner_part(module: str) -> str | None:
+    """``autoscale_data.runner.planning.plan`` -> ``planning``; ``__init__`` for the runner itself."""
+    parts = module.split(".")
+    if parts[:2] != ["autoscale_data", "runner"]:
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def _runner_upward_imports(sources: list[tuple[str, str, bool]]) -> list[str]:
+    wrong = []
+    for module, text, is_package in sources:
+        source = _runner_part(module)
+        if source is None:
+            continue
+        for line, target in _imports(text, module, is_package=is_package):
+            dest = _runner_part(target)
+            if dest is not None and dest != source and RUNNER_RANKS.get(dest, 99) >= RUNNER_RANKS.get(source, -1):
+                wrong.append(f"{module}:{line} ({source}) imports {target} ({dest})")
+    return wrong
+
+
+def test_every_runner_part_has_a_rank() -> None:
+    parts = {_runner_part(module) for module, _, _ in _sources()} - {None}
+    assert parts <= set(RUNNER_RANKS), f"runner parts without a rank: {sorted(parts - set(RUNNER_RANKS))}"
+
+
+def test_runner_imports_only_point_down() -> None:
+    wrong = _runner_upward_imports(_sources())
+    assert not wrong, "runner imports that do not point down:\n" + "\n".join(wrong)
+
+
+def test_the_runner_check_sees_an_import_up() -> None:
+    probe = "from .. import layout\nfrom . import plan\n\ndef f():\n    from ..training import train\n"
+    assert _runner_upward_imports([("autoscale_data.runner.planning.probe", probe, False)]) == [
+        "autoscale_data.runner.planning.probe:5 (planning) imports autoscale_data.runner.training (training)"]
+
+
+@pytest.mark.parametrize("folder", RUNNER_FOLDERS)
+def test_each_runner_folder_lists_its_modules(folder: str) -> None:
+    mod = importlib.import_module(f"autoscale_data.runner.{folder}")
+    modules = sorted(p.stem for p in (PACKAGE / "runner" / folder).glob("*.py") if p.stem != "__init__")
+    assert mod.__all__ == modules

@@ -18,8 +18,8 @@ from paths import REPO
 from autoscale_data._options import field_help
 from autoscale_data._runner_names import EXECUTORS, EXTENSION_SCHEDULES, LOCAL, REWARM_DECAY
 from autoscale_data.cli import build_parser
-from autoscale_data.runner.extension import ExtensionSchedule
-from autoscale_data.runner.sections import REPETITION_OFF, DDOConfig, ExecutorConfig
+from autoscale_data.runner.config.sections import REPETITION_OFF, DDOConfig, ExecutorConfig
+from autoscale_data.runner.training.extension import ExtensionSchedule
 from autoscale_data.solver import DDOOptions, bootstrap_ddo, project_all
 from autoscale_data.solver.contrib import mixing_law_weights, observed_best, regmix_weights
 from autoscale_data.solver.laws import fit_power_law

@@ -13,15 +13,15 @@ from runner_helpers import kill_runner_when, tiny_config, tiny_stores
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.dataset.online import OnlineMixture
-from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
-from autoscale_data.runner.hooks import make_step_hook
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.methods import METHODS, MethodContext, selected_methods
-from autoscale_data.runner.online import OnlineMixingHook, make_controller, online_target_spec
+from autoscale_data.runner.mixes.hooks import make_step_hook
+from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods
+from autoscale_data.runner.mixes.online import OnlineMixingHook, make_controller, online_target_spec
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -146,7 +146,7 @@ def test_an_online_run_killed_after_a_checkpoint_resumes_to_the_same_run(stores:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_ado_and_odm_end_to_end_with_verdicts_and_no_extension(stores: Path, tmp_path: Path) -> None:
-    from autoscale_data.runner.report_types import Report
+    from autoscale_data.runner.reporting.report_types import Report
 
     cfg = _config(stores, target={"baselines": ["uniform", "ado", "odm"], "seeds": [0, 1],
                                   "keep_checkpoints": True}, online={"every": 2})

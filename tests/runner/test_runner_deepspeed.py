@@ -19,11 +19,11 @@ import pytest
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.executors import launch_command
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import target_spec
-from autoscale_data.runner.train import write_job
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import target_spec
+from autoscale_data.runner.training.train import write_job
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
@@ -50,7 +50,7 @@ def test_single_process_deepspeed_resumes_after_sigkill(tmp_path: Path) -> None:
     cfg, domains, spec = _setup(tmp_path, checkpoint_every=8)
     run_dir = tmp_path / "run"
     write_job(run_dir / "job.json", cfg, spec, domains)
-    cmd = [sys.executable, "-m", "autoscale_data.runner.train", "--job", str(run_dir / "job.json")]
+    cmd = [sys.executable, "-m", "autoscale_data.runner.training.train", "--job", str(run_dir / "job.json")]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pointer = run_dir / "ckpt" / "latest.json"
     deadline = time.time() + 300

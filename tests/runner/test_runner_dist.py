@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscale_data.runner.dist import clear_stale_build_locks
+from autoscale_data.runner.training.dist import clear_stale_build_locks
 
 
 def _build_dir(root: Path, name: str, age_s: float) -> Path:

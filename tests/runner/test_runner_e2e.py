@@ -17,7 +17,7 @@ from autoscale_data.demo import prepare_synthetic_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.report_types import Report
+from autoscale_data.runner.reporting.report_types import Report
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,7 @@ import pytest
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.commands.run import with_executor
-from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.executors import (
     InProcessExecutor,
     LocalExecutor,
@@ -26,7 +24,9 @@ from autoscale_data.runner.executors import (
 )
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import ddo_proxy_specs
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.training import train as train_mod
 
 #: result fields that measure time, not training
 _TIMING = {"wall_time_s", "train_time_s", "eval_time_s", "data_wait_s", "data_wait_fraction", "tokens_per_s",

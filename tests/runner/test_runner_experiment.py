@@ -14,7 +14,7 @@ from autoscale_data.demo import prepare_synthetic_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.experiment import ConfigChangedError, check_config, config_changes
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.report import build_report, write_report
+from autoscale_data.runner.reporting.report import build_report, write_report
 
 
 def test_config_changes_names_every_changed_setting_and_ignores_the_executor() -> None:

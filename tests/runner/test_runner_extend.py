@@ -18,16 +18,16 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data import ScaleAwareMixtureDataset
 from autoscale_data.cli import main
-from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict, config_to_dict
-from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.experiment import check_config
-from autoscale_data.runner.extension import ExtensionSchedule, extension_lr_lambda
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import RunSpec, ddo_proxy_specs, target_spec
-from autoscale_data.runner.report import _markdown, build_report
-from autoscale_data.runner.report_types import Report
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.reporting.report import _markdown, build_report
+from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.training import train as train_mod
+from autoscale_data.runner.training.extension import ExtensionSchedule, extension_lr_lambda
 from autoscale_data.solver import MixturePlan
 
 pytestmark = pytest.mark.timeout(600)

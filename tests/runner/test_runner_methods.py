@@ -12,16 +12,16 @@ import pytest
 import torch
 from runner_helpers import kill_runner_when, tiny_config, tiny_stores
 
-from autoscale_data.runner import train as train_mod
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
-from autoscale_data.runner.hooks import DoReMiHook, HookBatch, doremi_update, per_token_losses
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.methods import METHODS, MethodContext, selected_methods, selection_stages
-from autoscale_data.runner.metrics import paired_verdict
+from autoscale_data.runner.mixes.hooks import DoReMiHook, HookBatch, doremi_update, per_token_losses
+from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods, selection_stages
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import ddo_proxy_specs, method_spec
-from autoscale_data.runner.report_types import Report
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec
+from autoscale_data.runner.reporting.metrics import paired_verdict
+from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -397,8 +397,8 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
 
 
 def test_a_method_may_return_its_own_target_specs(stores: Path, tmp_path: Path) -> None:
-    from autoscale_data.runner.methods import MixingMethod, TargetChoice, choose_all
-    from autoscale_data.runner.plan import target_spec
+    from autoscale_data.runner.mixes.methods import MixingMethod, TargetChoice, choose_all
+    from autoscale_data.runner.planning.plan import target_spec
 
     class _Own(MixingMethod):
         name, source = "own", "a method whose target runs carry their own settings"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from runner_helpers import fake_curve, fake_run
 
-from autoscale_data.runner.metrics import mean_curve, tokens_saved, tokens_to_reach
+from autoscale_data.runner.reporting.metrics import mean_curve, tokens_saved, tokens_to_reach
 
 
 def test_interpolates_in_log_tokens() -> None:
@@ -60,7 +60,7 @@ def test_mean_curve_over_seeds() -> None:
 
 
 def test_compare_curves_pairs_by_seed() -> None:
-    from autoscale_data.runner.metrics import compare_curves
+    from autoscale_data.runner.reporting.metrics import compare_curves
 
     fixed = [{"seed": 0, "curve": fake_curve([5.0, 4.0])}, {"seed": 1, "curve": fake_curve([5.2, 4.4])},
              {"seed": 7, "curve": fake_curve([9.0, 9.0])}]  # no partner: left out
@@ -80,7 +80,7 @@ def test_compare_curves_pairs_by_seed() -> None:
 def test_report_has_the_anytime_section(tmp_path) -> None:
     import json
 
-    from autoscale_data.runner.report import write_report
+    from autoscale_data.runner.reporting.report import write_report
     from autoscale_data.solver import MixturePlan
 
     out = tmp_path / "out"
@@ -123,8 +123,8 @@ def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from autoscale_data.runner.plots import _plot_curves, _plot_losses
-    from autoscale_data.runner.report import write_report
+    from autoscale_data.runner.reporting.plots import _plot_curves, _plot_losses
+    from autoscale_data.runner.reporting.report import write_report
 
     out = tmp_path / "out"
     for run_id, label, seed, values in (("m0", "autoscale", 0, [5.0, 4.5, 4.00]), ("m1", "autoscale", 1, [5.1, 4.6, 4.30]),

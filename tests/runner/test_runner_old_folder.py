@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from autoscale_data.runner.report import build_report
-from autoscale_data.runner.report_types import Report
+from autoscale_data.runner import layout
+from autoscale_data.runner.reporting.report import build_report
+from autoscale_data.runner.reporting.report_types import Report
 
 OLD = Path(__file__).parent / "data" / "out_before_records"
 
@@ -52,7 +53,7 @@ def test_every_old_result_json_reads_as_a_run_result_and_writes_back_the_same() 
 
 
 def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> None:
-    from autoscale_data.runner.plan import RunSpec
+    from autoscale_data.runner.planning.plan import RunSpec
 
     paths = sorted(OLD.glob("runs/*/spec.json"))
     assert len(paths) >= 20
@@ -63,23 +64,20 @@ def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> N
     assert {s.schedule for s in anytime} == {"fixed", "anytime"}  # both shapes of the JSON are in the folder
 
 
-@pytest.mark.parametrize(("pattern", "record"), [
-    ("fits/ddo_*.json", "records.DDOFile"), ("fits/bootstrap_*.json", "records.BootstrapFile"),
-    ("fits/projection.json", "records.ProjectionFile"), ("plan.json", "records.PlanFile"),
-    ("runs/*/job.json", "records.JobFile"), ("fits/repetition.json", "repetition.RepetitionFile"),
-    ("fits/methods.json", "methods.MethodRecord"), ("reference_losses.json", "report_types.ReferenceLoss")])
-def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: str, record: str) -> None:
-    import importlib
-
+@pytest.mark.parametrize(("pattern", "name"), [
+    ("fits/ddo_*.json", layout.DDO), ("fits/bootstrap_*.json", layout.BOOTSTRAP),
+    ("fits/projection.json", layout.PROJECTION), ("plan.json", layout.PLAN), ("runs/*/job.json", layout.JOB),
+    ("fits/repetition.json", layout.REPETITION), ("fits/methods.json", layout.METHODS_FILE),
+    ("reference_losses.json", layout.REFERENCE_LOSSES)])
+def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: str, name: str) -> None:
     from autoscale_data._records import from_json, to_json
 
-    module, name = record.split(".")
-    cls = getattr(importlib.import_module(f"autoscale_data.runner.{module}"), name)
+    cls = layout.record_of(name)
     paths = sorted(OLD.glob(pattern))
     assert paths
     for path in paths:
         on_disk = json.loads(path.read_text())
-        if name in ("MethodRecord", "ReferenceLoss"):  # a mapping of records: {method: record}, {domain: record}
+        if layout.RECORDS[name].startswith("dict["):  # a mapping of records: {method: record}, {domain: record}
             assert to_json(from_json(dict[str, cls], on_disk)) == on_disk, path
         else:
             assert cls.from_json(on_disk).to_json() == on_disk, path

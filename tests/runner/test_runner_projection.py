@@ -12,13 +12,13 @@ import pytest
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
-from autoscale_data.runner.fitting import Fits, fit_all
+from autoscale_data.runner.mixes.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import ddo_proxy_specs
-from autoscale_data.runner.report import projection_label, projection_sentence
-from autoscale_data.runner.report_types import Report
-from autoscale_data.runner.summary import format_summary
+from autoscale_data.runner.planning.data import inspect_domains
+from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.reporting.report import projection_label, projection_sentence
+from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.reporting.summary import format_summary
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -193,8 +193,8 @@ def test_bad_projection_is_named_and_the_dry_run_says_which(stores: Path) -> Non
 
 
 def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path: Path) -> None:
-    from autoscale_data.runner.plots import write_plots
-    from autoscale_data.runner.report import _markdown
+    from autoscale_data.runner.reporting.plots import write_plots
+    from autoscale_data.runner.reporting.report import _markdown
 
     for method in ("joint", "robust"):
         fits, proj, _ = _fit(stores, tmp_path / method, method)
@@ -219,7 +219,7 @@ class _SkewedLedger(_Ledger):
 
 
 def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) -> None:
-    from autoscale_data.runner.sections import DDOConfig
+    from autoscale_data.runner.config.sections import DDOConfig
 
     with pytest.raises(ValueError, match="objective_weights"):
         DDOConfig(objective_weights={"a": -1.0})
@@ -237,7 +237,7 @@ def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) 
 
 
 def test_the_weights_plot_skips_budgets_a_decreasing_path_cannot_reach() -> None:
-    from autoscale_data.runner.plots import _reachable
+    from autoscale_data.runner.reporting.plots import _reachable
     from autoscale_data.solver import project
 
     pairs = [(100.0, {"a": 60.0, "b": 40.0}), (200.0, {"a": 50.0, "b": 150.0})]  # a falls: no total below ~100

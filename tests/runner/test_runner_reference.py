@@ -13,12 +13,12 @@ import torch
 from helpers_store import write_synthetic_store
 from runner_helpers import fake_run
 
-from autoscale_data.runner.dist import DistInfo
-from autoscale_data.runner.evaluate import evaluate
-from autoscale_data.runner.reference import not_beating_unigram, reference_losses, unigram_entropy
-from autoscale_data.runner.report import write_report
-from autoscale_data.runner.report_types import Report
-from autoscale_data.runner.summary import format_summary
+from autoscale_data.runner.reporting.reference import not_beating_unigram, reference_losses, unigram_entropy
+from autoscale_data.runner.reporting.report import write_report
+from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.reporting.summary import format_summary
+from autoscale_data.runner.training.dist import DistInfo
+from autoscale_data.runner.training.evaluate import evaluate
 from autoscale_data.store import TokenStore
 
 

@@ -11,11 +11,11 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.data import inspect_domains
 from autoscale_data.runner.describe import plan_notes
 from autoscale_data.runner.pipeline import MixtureRunner
-from autoscale_data.runner.plan import DomainInfo, RunSpec, ddo_proxy_specs, supply_problems, target_spec
-from autoscale_data.runner.repetition import (
+from autoscale_data.runner.planning.data import DomainInfo, inspect_domains
+from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from autoscale_data.runner.planning.repetition import (
     DomainRepetition,
     proxy_dataset_options,
     proxy_pools,
@@ -134,7 +134,7 @@ def test_matched_proxy_streams_repeat_as_the_target_does(tmp_path: Path) -> None
 
 
 def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
-    from autoscale_data.runner.repetition import REPETITION_FILE, repetition_md, write_mix_epochs
+    from autoscale_data.runner.planning.repetition import REPETITION_FILE, repetition_md, write_mix_epochs
 
     cfg, dom = _config(), _domains()
     lines: list[str] = []
@@ -160,7 +160,7 @@ def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
 
 def test_the_report_carries_the_repetition_record(tmp_path: Path) -> None:
     from autoscale_data.runner import Report
-    from autoscale_data.runner.repetition import write_mix_epochs
+    from autoscale_data.runner.planning.repetition import write_mix_epochs
 
     record = write_mix_epochs(_config(), _domains(), {"uniform": {"big": 0.5, "small": 0.5}}, tmp_path,
                               log=lambda _: None)
@@ -190,7 +190,7 @@ def _law_tables(cfg, dom: DomainInfo) -> dict:
 
 
 def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwise(tmp_path: Path) -> None:
-    from autoscale_data.runner.repetition import RepetitionLaw, repetition_law
+    from autoscale_data.runner.planning.repetition import RepetitionLaw, repetition_law
     from autoscale_data.solver.ddo import DDOOptions
 
     dom = _domains()
@@ -216,7 +216,7 @@ def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwi
     # fits/repetition.json carries it and the report's section says which law set the mix
     import json
 
-    from autoscale_data.runner.repetition import repetition_md, write_mix_epochs
+    from autoscale_data.runner.planning.repetition import repetition_md, write_mix_epochs
 
     fits = tmp_path / "fits"
     fits.mkdir()

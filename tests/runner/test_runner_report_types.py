@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from runner_helpers import fake_run
 
-from autoscale_data.runner.metrics import tokens_saved
-from autoscale_data.runner.report import _markdown, write_report
-from autoscale_data.runner.report_types import Report, TokensSaved
-from autoscale_data.runner.summary import format_summary
+from autoscale_data.runner.reporting.metrics import tokens_saved
+from autoscale_data.runner.reporting.report import _markdown, write_report
+from autoscale_data.runner.reporting.report_types import Report, TokensSaved
+from autoscale_data.runner.reporting.summary import format_summary
 
 
 def _folder(out: Path) -> Path:

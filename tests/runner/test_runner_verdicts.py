@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from runner_helpers import fake_run
 
-from autoscale_data.runner.metrics import paired_verdict
-from autoscale_data.runner.report import write_report
-from autoscale_data.runner.report_types import Report
-from autoscale_data.runner.summary import format_summary
+from autoscale_data.runner.reporting.metrics import paired_verdict
+from autoscale_data.runner.reporting.report import write_report
+from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.reporting.summary import format_summary
 
 
 def _targets(out: Path, autoscale: list[list[float]], uniform: list[list[float]]) -> Path:

@@ -395,7 +395,7 @@ def test_megatron_mistakes_point_to_the_fix(tmp_path: Path) -> None:
         megatron_source(tmp_path / "data")
     # the runner's or the dataset's domains pointing at the unregistered prefix, or at its folder
     from autoscale_data.runner.config import config_from_dict
-    from autoscale_data.runner.data import inspect_domains
+    from autoscale_data.runner.planning.data import inspect_domains
 
     for where in (prefix, tmp_path / "data"):
         with pytest.raises(FileNotFoundError, match=r"prepare --from-megatron web=.*web_text_document"):

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import layout
 from ..config import RunnerConfig
-from ..plan import RunSpec
+from ..planning.plan import RunSpec
 
 __all__ = ["Executor", "Job", "launch_command", "outcome", "set_pdeathsig", "uses_cuda", "visible_gpus", "worker_env"]
 
@@ -99,7 +99,7 @@ class Executor(ABC):
 
 def outcome(job: Job, code: int) -> tuple[bool, str, bool]:
     """``(finished, failure reason, failure is terminal)`` of a job that ended with ``code``."""
-    from ..train import DIVERGED_EXIT
+    from ..training.train import DIVERGED_EXIT
 
     if code == 0 and (job.run_dir / layout.RESULT).exists():
         return True, "", False
@@ -175,9 +175,9 @@ def launch_command(config: RunnerConfig, job_file: str | os.PathLike[str], *, pr
         gpus: the GPUs of this run (the DeepSpeed launcher gets them as ``--include``; for the
             other launchers the caller sets ``CUDA_VISIBLE_DEVICES``).
     """
-    from ..dist import free_port
+    from ..training.dist import free_port
 
-    module = ["autoscale_data.runner.train", "--job", os.fspath(job_file)]
+    module = ["autoscale_data.runner.training.train", "--job", os.fspath(job_file)]
     if progress:
         module.append("--progress")
     if config.procs == 1:

@@ -19,7 +19,8 @@ from typing import Any
 from ...solver.vocabulary import MEAN_LOSS
 from .. import layout
 from ..ledger import DONE, FAILED, RUNNING, SUBMITTED, Ledger
-from ..plan import DomainInfo, RunSpec
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec
 from ..records import RunResult
 from .base import Executor, Job, outcome
 
@@ -65,7 +66,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
         log: where one line per finished or failed run goes.
         progress: show the executor's progress line.
     """
-    from ..train import write_job
+    from ..training.train import write_job
 
     unique = list({s.run_id: s for s in specs}.values())
     records = ledger.records()

@@ -75,7 +75,7 @@ class InProcessExecutor(Executor):
         job.job_id = str(os.getpid())
 
     def poll(self, job: Job) -> int | None:
-        from ..train import DIVERGED_EXIT, Diverged, load_job, train_run
+        from ..training.train import DIVERGED_EXIT, Diverged, load_job, train_run
 
         config, spec, domains = load_job(job.job_file)
         try:

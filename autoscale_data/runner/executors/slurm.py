@@ -43,7 +43,7 @@ class TrainJob:
     """The function a Slurm job runs: train one run with its launcher, return the exit code.
 
     Picklable (submitit sends it to the node); the training processes end through
-    :func:`~autoscale_data.runner.dist.exit_process` as everywhere else.
+    :func:`~autoscale_data.runner.training.dist.exit_process` as everywhere else.
     """
 
     def __init__(self, config: RunnerConfig, job_file: str) -> None:
@@ -62,7 +62,7 @@ class TrainJob:
         return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes),
                 "--node_rank", str(env.node), "--nproc_per_node", str(config.procs // nodes),
                 "--master_addr", env.hostnames[0], "--master_port", str(port),
-                "-m", "autoscale_data.runner.train", "--job", self.job_file]
+                "-m", "autoscale_data.runner.training.train", "--job", self.job_file]
 
     def __call__(self) -> int:
         cmd = self.command()

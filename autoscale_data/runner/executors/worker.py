@@ -7,7 +7,7 @@ to the run's ``train.log``, and answers ``exit <code>`` on the stdout it was sta
 3 diverged, 4 locked, 1 error). Importing torch and transformers once per slot instead of once per
 run is what makes many short runs cheap (``--family`` imports the model classes while the worker
 waits for its first job). At the end of its input the worker leaves through
-:func:`~autoscale_data.runner.dist.exit_process` (results are already saved).
+:func:`~autoscale_data.runner.training.dist.exit_process` (results are already saved).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve jobs from stdin until it closes; returns the exit code."""
     import argparse
 
-    from ..train import run_job
+    from ..training.train import run_job
 
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.executors.worker")
     parser.add_argument("--family", choices=("gpt2", "bert"), default=None, help="model classes to import first")
@@ -65,6 +65,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ..dist import exit_process
+    from ..training.dist import exit_process
 
     exit_process(main())

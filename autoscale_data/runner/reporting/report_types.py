@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._records import Record, fields_from_json, fields_to_json, from_json, omitted, required
-from ..solver.vocabulary import DEFAULT_OBJECTIVE, objective_key
-from . import layout
-from .records import BootstrapFile, DDOFile, ProjectionFile
+from ..._records import Record, fields_from_json, fields_to_json, from_json, omitted, required
+from ...solver.vocabulary import DEFAULT_OBJECTIVE, objective_key
+from .. import layout
+from ..records import BootstrapFile, DDOFile, ProjectionFile
 
 __all__ = [
     "AnytimeComparison",
@@ -62,7 +62,7 @@ def _fields(cls: type, data: Any, path: str, skip: tuple[str, ...] = ()) -> dict
 # ------------------------------------------------------------------------------------------ parts
 @dataclass(frozen=True)
 class MeanStd(Record):
-    """A value over seeds: ``{"mean", "std", "n"}`` (:func:`~autoscale_data.runner.metrics.mean_std`)."""
+    """A value over seeds: ``{"mean", "std", "n"}`` (:func:`~autoscale_data.runner.reporting.metrics.mean_std`)."""
 
     mean: float
     """Mean over the seeds."""
@@ -101,7 +101,7 @@ class MixResult(Record):
 
 @dataclass(frozen=True)
 class Curve(Record):
-    """The seed-mean validation curve of a target mix (:func:`~autoscale_data.runner.metrics.mean_curve`)."""
+    """The seed-mean validation curve of a target mix (:func:`~autoscale_data.runner.reporting.metrics.mean_curve`)."""
 
     tokens: list[float]
     """Training tokens at each evaluation point shared by all seeds."""
@@ -157,7 +157,7 @@ class TargetResult(MixResult):
 
 @dataclass(frozen=True)
 class CurvePoint(Record):
-    """Two mixes at one evaluation point, paired by seed (:func:`~autoscale_data.runner.metrics.compare_curves`)."""
+    """Two mixes at one evaluation point, paired by seed (:func:`~autoscale_data.runner.reporting.metrics.compare_curves`)."""
 
     tokens: float
     """Training tokens at this point."""
@@ -403,7 +403,7 @@ class MethodRow(Record):
     worst_domain: str | None = None
     """The domain with the highest mean final loss."""
     vs_uniform: dict[str, Any] | None = None
-    """:func:`~autoscale_data.runner.metrics.paired_verdict` of this mix against uniform, paired by seed, with
+    """:func:`~autoscale_data.runner.reporting.metrics.paired_verdict` of this mix against uniform, paired by seed, with
     ``per_seed`` differences (``None`` for uniform itself or without uniform runs)."""
     skipped: str | None = None
     """Why the method trained no target (``None`` when it did)."""
@@ -424,7 +424,7 @@ class Comparison(Record):
 # ------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report(Record):
-    """The experiment's results, as :func:`~autoscale_data.runner.report.build_report` collects them.
+    """The experiment's results, as :func:`~autoscale_data.runner.reporting.report.build_report` collects them.
 
     ``to_json()`` is the content of ``OUT/report.json``; :meth:`load` reads that file back.
     """
@@ -526,7 +526,7 @@ class Report(Record):
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:
-        """Read ``OUT/report.json`` (written by :func:`~autoscale_data.runner.report.write_report`).
+        """Read ``OUT/report.json`` (written by :func:`~autoscale_data.runner.reporting.report.write_report`).
 
         Raises:
             FileNotFoundError: the folder has no report yet.

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._extras import require
-from ..solver.vocabulary import AUTO
+from ..._extras import require
+from ...solver.vocabulary import AUTO
 from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
 from .sections import (
     DDOConfig,

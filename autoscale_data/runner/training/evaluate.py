@@ -9,9 +9,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..solver.vocabulary import MEAN_PPL
+from ...solver.vocabulary import MEAN_PPL
+from ..models import mask_tokens
 from .dist import DistInfo, all_reduce_sum
-from .models import mask_tokens
 
 __all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective", "token_losses"]
 

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from ..solver.vocabulary import AUTO
+from ...solver.vocabulary import AUTO
 
 __all__ = [
     "DistInfo", "all_gather_objects", "all_reduce_sum", "clear_stale_build_locks", "exit_process", "free_port",

@@ -17,11 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text
-from ..solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
-from . import layout
+from ..._io import atomic_write_json, atomic_write_text
+from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
+from .. import layout
+from ..experiment import plan_run_ids, read_json
+from ..planning.repetition import REPETITION_FILE, repetition_md
+from ..records import BootstrapFile, DDOFile, ProjectionFile, RunResult
 from .comparison import build_comparison, comparison_markdown
-from .experiment import plan_run_ids, read_json
 from .metrics import (
     compare_curves,
     mean_curve,
@@ -31,9 +33,7 @@ from .metrics import (
     tokens_saved_per_seed,
 )
 from .plots import write_plots
-from .records import BootstrapFile, DDOFile, ProjectionFile, RunResult
 from .reference import not_beating_unigram, read_reference_losses
-from .repetition import REPETITION_FILE, repetition_md
 from .report_types import (
     AnytimeComparison,
     Curve,
@@ -276,7 +276,7 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResul
         plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
                      and row["spec"].get("plan")), None)
         if plan is not None and comparison["points"]:
-            from ..solver import MixturePlan
+            from ...solver import MixturePlan
 
             mp = MixturePlan.from_json(plan)
             for point in comparison["points"]:

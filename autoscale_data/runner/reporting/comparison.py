@@ -3,7 +3,7 @@
 Per method of the plan (``fits/methods.json``, see :mod:`.methods`): the final target objective (mean ±
 seed std and per seed), the per-domain losses and the worst domain, the tokens AutoScale saved to reach
 its final value (the report's ``tokens_saved``), whether it beats uniform beyond seed noise
-(:func:`~autoscale_data.runner.metrics.paired_verdict`, paired by seed), and what choosing the mix cost:
+(:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`, paired by seed), and what choosing the mix cost:
 the tokens and wall time of the runs it needed, and their ratio to one target run.
 """
 
@@ -13,10 +13,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from . import layout
-from .experiment import read_json
+from .. import layout
+from ..experiment import read_json
+from ..records import RunResult
 from .metrics import mean_std, paired_verdict
-from .records import RunResult
 from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
 from .wording import VERDICT_TAGS
 

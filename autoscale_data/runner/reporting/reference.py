@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layout
+from .. import layout
 from .report_types import ReferenceLoss
 
 __all__ = ["not_beating_unigram", "read_reference_losses", "reference_losses", "unigram_entropy",
@@ -48,7 +48,7 @@ def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: in
         family: ``"gpt2"`` (each sequence's first token is never predicted) or ``"bert"``.
         mlm_probability, mlm_passes: a masked LM's masked share and evaluation passes (the scored count).
     """
-    from ..dataset import MixtureValidationDataset
+    from ...dataset import MixtureValidationDataset
 
     if family not in ("gpt2", "bert"):
         raise ValueError(f"family = {family!r} is invalid: expected 'gpt2' or 'bert'")
@@ -69,15 +69,15 @@ def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: in
 
 def write_reference_losses(out_dir: str | os.PathLike[str], losses: Mapping[str, ReferenceLoss]) -> None:
     """``OUT/reference_losses.json`` (atomically)."""
-    from .._io import atomic_write_json
-    from .._records import to_json
+    from ..._io import atomic_write_json
+    from ..._records import to_json
 
     atomic_write_json(Path(out_dir) / layout.REFERENCE_LOSSES, to_json(dict(losses)))
 
 
 def read_reference_losses(out_dir: str | os.PathLike[str]) -> dict[str, ReferenceLoss]:
     """``OUT/reference_losses.json``, or ``{}`` for a folder without one (written by an older version)."""
-    from .experiment import read_json
+    from ..experiment import read_json
 
     obj = read_json(Path(out_dir) / layout.REFERENCE_LOSSES) or {}
     return {d: ReferenceLoss.from_json(r, d) for d, r in obj.items()}

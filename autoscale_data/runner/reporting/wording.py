@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..solver.vocabulary import objective_key
+from ...solver.vocabulary import objective_key
 
 if TYPE_CHECKING:
-    from .records import BootstrapFile, ProjectionFile
+    from ..records import BootstrapFile, ProjectionFile
     from .report_types import Report, TokensSaved, Verdict
 
 __all__ = [
@@ -71,7 +71,7 @@ def _mix_name(label: str) -> str:
     return "AutoScale" if label == "autoscale" else label
 
 
-#: A paired verdict (:func:`~autoscale_data.runner.metrics.paired_verdict`) in a few words, as plain as the proxies'.
+#: A paired verdict (:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`) in a few words, as plain as the proxies'.
 VERDICT_TAGS = {"better": "better beyond seed noise", "worse": "WORSE beyond seed noise",
                 "not_distinguishable": "NOT distinguishable from seed noise",
                 "cannot_judge": "CANNOT be judged (one seed: no estimate of seed noise)"}

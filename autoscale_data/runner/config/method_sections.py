@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import is_int, is_number
-from ..solver.regression import LINEAR, REGRESSORS
-from .layout import ADO, ODM
+from ..._checks import is_int, is_number
+from ...solver.regression import LINEAR, REGRESSORS
+from ..layout import ADO, ODM
 from .sections import check_int_field, check_number_field, field_error
 
 __all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
@@ -63,7 +63,7 @@ class SwarmConfig:
         check_number_field("regmix.swarm", "alpha", self.alpha)
         check_int_field("regmix.swarm", "seed", self.seed, minimum=0)
         if self.preset is not None:
-            from .models import PRESETS
+            from ..models import PRESETS
 
             if self.preset not in PRESETS:
                 raise field_error("regmix.swarm", "preset", self.preset, f"null or one of {sorted(PRESETS)}")

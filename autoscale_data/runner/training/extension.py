@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
-from . import layout
-from .config import RunnerConfig
-from .data import DomainInfo
-from .experiment import read_json
-from .ledger import Ledger
-from .plan import RunSpec, extension_spec
+from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
+from .. import layout
+from ..config import RunnerConfig
+from ..experiment import read_json
+from ..ledger import Ledger
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec, extension_spec
 
 __all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
            "plan_extension"]
@@ -161,8 +161,8 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
             unfinished parent, a budget not above the parent's, stores that cannot supply the mix).
         FileNotFoundError: no kept final checkpoint, or no mixture plan for an ``autoscale`` parent.
     """
-    from ..dataset import ScaleAwareMixtureDataset
-    from ..solver import MixturePlan
+    from ...dataset import ScaleAwareMixtureDataset
+    from ...solver import MixturePlan
 
     parent = find_parent(out, run, seed)
     where = f"{parent.name} ({parent.run_id})"

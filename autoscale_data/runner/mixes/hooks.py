@@ -1,6 +1,6 @@
 """Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
 
-A run's :class:`~autoscale_data.runner.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
+A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
 hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
 :func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
 (:class:`StepHook`), in the order the trainer calls it:
@@ -24,7 +24,7 @@ hook's whole config; it enters the run id). The trainer (:mod:`.train`) then bui
 
 :class:`DoReMiHook` (``kind: "doremi"``) is DoReMi's Group DRO for its proxy run. Further kinds are
 added with :func:`register_step_hook`; ``ado`` and ``odm`` (online mixing of a target run) are
-:class:`~autoscale_data.runner.online.OnlineMixingHook`.
+:class:`~autoscale_data.runner.mixes.online.OnlineMixingHook`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import torch
 
-from . import layout
+from .. import layout
 
 __all__ = [
     "DoReMiHook",
@@ -156,7 +156,7 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
     """
     import json
 
-    from .models import build_model
+    from ..models import build_model
 
     ckpt = ref_dir / layout.FINAL_CHECKPOINT_DIR
     try:

@@ -10,18 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write_json
-from ..solver.vocabulary import JOINT, OBSERVED, ROBUST
-from . import layout
-from .config import RunnerConfig
-from .ledger import FAILED, Ledger
-from .plan import DomainInfo, RunSpec
-from .records import BootstrapFile, MixturePlanError, ProjectionFile
-from .repetition import repetition_law
-from .wording import bounds_moved
+from ..._io import atomic_write_json
+from ...solver.vocabulary import JOINT, OBSERVED, ROBUST
+from .. import layout
+from ..config import RunnerConfig
+from ..ledger import FAILED, Ledger
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec
+from ..planning.repetition import repetition_law
+from ..records import BootstrapFile, MixturePlanError, ProjectionFile
+from ..reporting.wording import bounds_moved
 
 if TYPE_CHECKING:
-    from ..solver import MixturePlan, Projections
+    from ...solver import MixturePlan, Projections
 
 __all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
@@ -74,7 +75,7 @@ class Fits:
         Raises:
             ValueError: not such a dict (a key missing, a budget that is not a whole number).
         """
-        from ..solver import MixturePlan
+        from ...solver import MixturePlan
 
         if not isinstance(obj, Mapping):
             raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
@@ -104,7 +105,7 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
     Raises:
         ValueError: too few runs to fit.
     """
-    from ..solver import Run, RunTable
+    from ...solver import Run, RunTable
 
     records = ledger.records()
     runs, covered, missing = [], set(), []
@@ -151,7 +152,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     Raises:
         ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
     """
-    from ..solver import DDOOptions, MixturePlan, bootstrap_ddo, fit_ddo, project_all
+    from ...solver import DDOOptions, MixturePlan, bootstrap_ddo, fit_ddo, project_all
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
@@ -239,7 +240,7 @@ def projection_summary(projections: Projections, min_weight: float = 0.0, max_we
     ``weights`` are the bounded ones, ``unbounded_weights`` the projection's own, ``bounds_applied``
     ``{domain: [before, after]}`` the domains moved and ``weight_bounds`` the bounds (a move is logged).
     """
-    from ..solver import apply_weight_bounds
+    from ...solver import apply_weight_bounds
 
     summary = projections.to_json()
     raw = {d: float(w) for d, w in summary["weights"].items()}

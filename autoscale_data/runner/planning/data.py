@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores, megatron_hint
-from .config import RunnerConfig
-from .plan import DomainInfo
+from ...store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores, megatron_hint
+from ..config import RunnerConfig
 
-__all__ = ["inspect_domains"]
+__all__ = ["DomainInfo", "inspect_domains"]
+
+
+@dataclass(frozen=True)
+class DomainInfo:
+    """What the plan needs to know about the prepared stores."""
+
+    names: tuple[str, ...]
+    paths: dict[str, str]
+    train_tokens: dict[str, int]
+    val_tokens: dict[str, int]
+    fingerprints: dict[str, str]
+    vocab_size: int
+    eos_id: int
+    tokenizer: str
+
+    def natural_weights(self) -> dict[str, float]:
+        """Each domain's share of the training tokens."""
+        total = sum(self.train_tokens.values())
+        return {d: self.train_tokens[d] / total for d in self.names}
 
 
 def _domain_paths(config: RunnerConfig) -> dict[str, Path]:

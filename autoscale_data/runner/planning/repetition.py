@@ -31,15 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json
-from .._records import Record, omitted
-from ..mixing import largest_remainder
-from ..solver.contrib import R_STAR, DomainEpochs, epochs_table
-from ..solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
-from . import layout
-from .config import RunnerConfig
-from .plan import DomainInfo, RunSpec, _batch_sequences, ddo_base_counts
-from .sections import REPETITION_MATCH, REPETITION_OFF
+from ..._io import atomic_write_json
+from ..._records import Record, omitted
+from ...mixing import largest_remainder
+from ...solver.contrib import R_STAR, DomainEpochs, epochs_table
+from ...solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
+from .. import layout
+from ..config import RunnerConfig
+from ..config.sections import REPETITION_MATCH, REPETITION_OFF
+from .data import DomainInfo
+from .plan import RunSpec, _batch_sequences, ddo_base_counts
 
 __all__ = [
     "REPETITION_FILE",
@@ -373,8 +374,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     """
     from dataclasses import replace
 
-    from ..solver import apply_weight_bounds, fit_ddo, project, robust_project
-    from ..solver.contrib import (
+    from ...solver import apply_weight_bounds, fit_ddo, project, robust_project
+    from ...solver.contrib import (
         effective_table,
         log_share_sd,
         optimize_effective,

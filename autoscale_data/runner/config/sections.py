@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import check_int, check_number, is_int, is_number
-from .._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
-from ..solver.vocabulary import (
+from ..._checks import check_int, check_number, is_int, is_number
+from ..._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
+from ...solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
     DEFAULT_METHOD,
@@ -23,7 +23,7 @@ from ..solver.vocabulary import (
     OBJECTIVES,
     law_parameters,
 )
-from .layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
+from ..layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
 
 __all__ = [
     "DDOConfig",
@@ -101,7 +101,7 @@ class ModelConfig:
     mlm_probability: float = 0.15
 
     def __post_init__(self) -> None:
-        from .models import PRESETS
+        from ..models import PRESETS
 
         if self.preset not in PRESETS:
             raise field_error("model", "preset", self.preset, f"one of {sorted(PRESETS)}")
@@ -162,7 +162,7 @@ class DDOConfig:
     projection: str = DEFAULT_METHOD
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
-    # repeats each domain as often as the target will (runner/repetition.py); "off": the whole domain
+    # repeats each domain as often as the target will (runner/planning/repetition.py); "off": the whole domain
     repetition: str = REPETITION_OFF
 
     def __post_init__(self) -> None:
@@ -233,7 +233,7 @@ class TargetConfig:
       ``llama1`` whose keys ``reference_mapping`` renames to your domains); ``ddo_n2``: the DDO optimum at
       N2 (no projection).
     - other methods, each choosing its mix from runs the runner trains for it (see
-      :mod:`~autoscale_data.runner.methods` and the top-level ``regmix:`` / ``doremi:`` sections):
+      :mod:`~autoscale_data.runner.mixes.methods` and the top-level ``regmix:`` / ``doremi:`` sections):
       ``regmix`` and ``mixing_law`` (fitted on the DDO proxies at N2 and/or a swarm of random mixtures),
       ``doremi`` (a reference run and a Group-DRO proxy run; its average weights); ``ado`` and ``odm``
       (online mixing: the mix chosen during each target run by a controller, the ``online:`` section).
@@ -272,7 +272,7 @@ class TargetConfig:
         if "reference" in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if isinstance(self.reference_weights, str):
-            from ..solver import PRESETS
+            from ...solver import PRESETS
 
             if self.reference_weights.lower() not in PRESETS:
                 raise field_error("target", "reference_weights", self.reference_weights,

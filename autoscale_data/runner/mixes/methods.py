@@ -7,15 +7,15 @@ every name of ``target.baselines``) instead of naming the methods one by one. A 
 - :meth:`~MixingMethod.check`: bad input, raised as ``ValueError`` before anything trains;
 - :meth:`~MixingMethod.selection_stages`: the extra runs it must train before its targets, as stages (a
   stage starts when the one before has finished: DoReMi's proxy reads its reference's final model).
-  They are ordinary :class:`~autoscale_data.runner.plan.RunSpec` s (kinds of
-  :data:`~autoscale_data.runner.plan.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
+  They are ordinary :class:`~autoscale_data.runner.planning.plan.RunSpec` s (kinds of
+  :data:`~autoscale_data.runner.planning.plan.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
   counted through the same ledger and executors as the DDO proxies (which stay as they are);
 - :meth:`~MixingMethod.cost_runs`: the runs whose training is the cost of choosing its mix (the report
   sets their tokens and wall time against one target run);
 - :meth:`~MixingMethod.choose`: from the finished runs and the fits, a :class:`TargetChoice`, either
   ``weights`` (one fixed-schedule target run per target seed) or the method's own target ``specs``
   (``autoscale_anytime``'s runs on the mixture plan; a method whose target run carries an online
-  controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.plan.RunSpec.hook>`,
+  controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.planning.plan.RunSpec.hook>`,
   returns its RunSpecs the same way), or ``skipped`` with the reason (logged and reported).
 
 Methods (``name``: where its mix comes from): ``autoscale`` (DDO at N1 and N2, projected),
@@ -24,8 +24,8 @@ e.g. LLaMA-1's), ``autoscale_anytime`` (the mixture plan's path), ``regmix`` (Re
 regression of the objective on the mixture, then a simplex search), ``mixing_law`` (Data Mixing Laws,
 Ye et al. 2024: ``L_i = c_i + k_i exp(t_i . w)`` per domain, minimised), ``doremi`` (DoReMi, Xie et al.
 2023: the average Group-DRO weights of a proxy trained against a reference model; see
-:class:`~autoscale_data.runner.hooks.DoReMiHook`), ``ado`` and ``odm`` (online mixing: the mix chosen
-during each target run by a controller, no runs before; see :mod:`~autoscale_data.runner.online`). A new method subclasses :class:`MixingMethod` and is
+:class:`~autoscale_data.runner.mixes.hooks.DoReMiHook`), ``ado`` and ``odm`` (online mixing: the mix chosen
+during each target run by a controller, no runs before; see :mod:`~autoscale_data.runner.mixes.online`). A new method subclasses :class:`MixingMethod` and is
 added with :func:`register_method`; a name it registers is what ``target.baselines`` may name once
 :data:`~autoscale_data.runner.layout.TARGET_BASELINES` lists it.
 
@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._records import Record, required
-from . import layout
-from .config import RunnerConfig
-from .plan import DomainInfo, RunSpec, method_spec, target_spec
+from ..._records import Record, required
+from .. import layout
+from ..config import RunnerConfig
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec, method_spec, target_spec
 
 __all__ = [
     "METHODS",
@@ -162,7 +163,7 @@ class _DDON2(MixingMethod):
 def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping: Mapping[str, str] | None,
                    where: str) -> dict[str, float]:
     """``uniform``, ``natural``, a preset name or explicit weights over the stores' domains."""
-    from ..solver import natural_weights, reference_weights, uniform_weights
+    from ...solver import natural_weights, reference_weights, uniform_weights
 
     try:
         if spec == "uniform":
@@ -190,7 +191,7 @@ class _Fixed(MixingMethod):
         self.mix(ctx)
 
     def mix(self, ctx: MethodContext) -> dict[str, float]:
-        from ..solver import natural_weights, uniform_weights
+        from ...solver import natural_weights, uniform_weights
 
         d = ctx.domains
         if self.name == layout.UNIFORM:
@@ -199,7 +200,7 @@ class _Fixed(MixingMethod):
             return natural_weights(d.train_tokens)
         target = ctx.config.target
         if isinstance(target.reference_weights, Mapping):
-            from ..solver import reference_weights
+            from ...solver import reference_weights
 
             return reference_weights(d.names, weights=target.reference_weights)  # an explicit mix
         return _reference_mix(d, target.reference_weights or "uniform", target.reference_mapping,
@@ -228,7 +229,7 @@ class _Regression(MixingMethod):
     """RegMix and the data mixing law: one regression fitted on the DDO proxies at N2 and/or a swarm."""
 
     def settings(self, ctx: MethodContext) -> Any:
-        from .method_sections import RegMixConfig
+        from ..config.method_sections import RegMixConfig
 
         return ctx.config.regmix or RegMixConfig()
 
@@ -236,14 +237,14 @@ class _Regression(MixingMethod):
         return m
 
     def swarm(self, ctx: MethodContext) -> list[RunSpec]:
-        from ..solver.contrib import sample_mixtures
+        from ...solver.contrib import sample_mixtures
 
         sw = self.settings(ctx).swarm
         if sw is None:
             return []
         config = ctx.config
         if sw.preset is not None or sw.overrides:
-            from .sections import ModelConfig
+            from ..config.sections import ModelConfig
 
             model = ModelConfig(preset=sw.preset or config.model.preset, overrides=dict(sw.overrides),
                                 mlm_probability=config.model.mlm_probability)
@@ -275,7 +276,7 @@ class _Regression(MixingMethod):
         return self.fit_runs(ctx)
 
     def table(self, ctx: MethodContext) -> Any:
-        from ..solver import Run, RunTable
+        from ...solver import Run, RunTable
 
         runs, missing = [], []
         for spec in self.fit_runs(ctx):
@@ -306,7 +307,7 @@ class _RegMix(_Regression):
     source = "RegMix (Liu et al. 2024): regression of the objective on the mixture, best candidates averaged"
 
     def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
-        from ..solver.contrib import regmix_weights
+        from ...solver.contrib import regmix_weights
 
         cfg = self.settings(ctx)
         return regmix_weights(table, objective=ctx.config.ddo.objective, model=cfg.model,
@@ -321,7 +322,7 @@ class _MixingLaw(_Regression):
         return m + 2
 
     def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
-        from ..solver.contrib import mixing_law_weights
+        from ...solver.contrib import mixing_law_weights
 
         return mixing_law_weights(table, objective=ctx.config.ddo.objective, seed=ctx.config.seeds[0])
 
@@ -332,7 +333,7 @@ class _DoReMi(MixingMethod):
               "(github.com/sangmichaelxie/doremi)")
 
     def settings(self, ctx: MethodContext) -> Any:
-        from .method_sections import DoReMiConfig
+        from ..config.method_sections import DoReMiConfig
 
         return ctx.config.doremi or DoReMiConfig()
 

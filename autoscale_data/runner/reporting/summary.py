@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from . import layout
+from .. import layout
 from .report import projection_label
 from .report_types import AnytimeComparison, Report, TokensSaved
 from .wording import (
@@ -74,7 +74,7 @@ def format_summary(report: Report) -> str:
     the proxy tables, intervals and throughput.
 
     Args:
-        report: :func:`~autoscale_data.runner.report.build_report`'s report (or :meth:`.Report.load`'s).
+        report: :func:`~autoscale_data.runner.reporting.report.build_report`'s report (or :meth:`.Report.load`'s).
     """
     domains = list(report.domains)
     ddo = report.ddo

@@ -8,7 +8,7 @@ goes through the runner's two general mechanisms, nothing of its own:
 
 - the registry of methods (:mod:`.methods`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
   before its targets (its cost is 0 extra runs: the mix is chosen inside the target run) and returns
-  its own target :class:`~autoscale_data.runner.plan.RunSpec` s (:func:`online_target_spec`), whose
+  its own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`), whose
   ``hook`` is ``{"kind": "ado" | "odm", "every", "lookahead", "options"}`` (so the controller enters the
   run id);
 - the trainer's step hooks (:mod:`.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
@@ -26,16 +26,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import layout
+from .. import layout
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec, target_spec
 from .hooks import HookBatch, HookContext, register_step_hook
 from .methods import MethodContext, MixingMethod, TargetChoice, register_method
-from .plan import DomainInfo, RunSpec, target_spec
 
 __all__ = ["OnlineMethod", "OnlineMixingHook", "make_controller", "online_hook_config", "online_target_spec"]
 
 
 def _settings(config: Any) -> Any:
-    from .method_sections import OnlineMixingConfig
+    from ..config.method_sections import OnlineMixingConfig
 
     return config.online or OnlineMixingConfig()
 
@@ -47,7 +48,7 @@ def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float
     Raises:
         ValueError: an unknown kind, or a setting the controller refuses (it names the value).
     """
-    from ..online import ADO, ODM
+    from ...online import ADO, ODM
 
     if kind == layout.ADO:
         return ADO(list(names), {n: float(natural[n]) for n in names}, **dict(options))
@@ -110,7 +111,7 @@ class OnlineMixingHook:
 
     def bind(self, ctx: HookContext) -> None:
         """Put the run's dataset in online mode (fresh: before any state is loaded into it)."""
-        from ..dataset import OnlineMixture
+        from ...dataset import OnlineMixture
 
         self.names = tuple(ctx.names)
         controller = make_controller(self.kind, self.names, ctx.domains.natural_weights(), self.options)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..solver.vocabulary import GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, ROBUST
-from . import layout
+from ...solver.vocabulary import GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, ROBUST
+from .. import layout
 
 if TYPE_CHECKING:
     from .report_types import Report
@@ -59,7 +59,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ddo = report.ddo
     if not ddo:
         return None
-    from ..solver import JointFit, project
+    from ...solver import JointFit, project
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from .._io import atomic_write_json
+from ..._io import atomic_write_json
+from ..records import CheckpointPointer
 from .dist import DistInfo, all_gather_objects
-from .records import CheckpointPointer
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 

@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._records import Record, omitted
-from ..mixing import allowed_draws, largest_remainder
-from .config import RunnerConfig, config_to_dict
+from ..._records import Record, omitted
+from ...mixing import allowed_draws, largest_remainder
+from ..config import RunnerConfig, config_to_dict
+from .data import DomainInfo
 
 __all__ = [
-    "DomainInfo",
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
@@ -55,25 +55,6 @@ SCHEDULES = ("fixed", "anytime")
 #: Kinds of the runs another mixing method trains to choose its mix (see :mod:`.methods`): RegMix's
 #: swarm, DoReMi's reference (it keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
 SELECTION_KINDS = ("swarm", "doremi_reference", "doremi_proxy")
-
-
-@dataclass(frozen=True)
-class DomainInfo:
-    """What the plan needs to know about the prepared stores."""
-
-    names: tuple[str, ...]
-    paths: dict[str, str]
-    train_tokens: dict[str, int]
-    val_tokens: dict[str, int]
-    fingerprints: dict[str, str]
-    vocab_size: int
-    eos_id: int
-    tokenizer: str
-
-    def natural_weights(self) -> dict[str, float]:
-        """Each domain's share of the training tokens."""
-        total = sum(self.train_tokens.values())
-        return {d: self.train_tokens[d] / total for d in self.names}
 
 
 @dataclass(frozen=True)
@@ -103,10 +84,10 @@ class RunSpec(Record):
             and the learning-rate schedule of the new steps; ``None`` for every other run.
             :attr:`sequences` are the totals at the end (the parent's prefix included).
         pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
-            the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.repetition`);
+            the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.planning.repetition`);
             ``None`` for every other run.
         hook: the config of a step hook the trainer runs every step (``{"kind": "doremi", ...}``, see
-            :mod:`~autoscale_data.runner.hooks`); it enters the run id. ``None`` for plain runs.
+            :mod:`~autoscale_data.runner.mixes.hooks`); it enters the run id. ``None`` for plain runs.
     """
 
     run_id: str
@@ -174,7 +155,7 @@ class RunSpec(Record):
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
-    from .models import model_config_dict
+    from ..models import model_config_dict
 
     model = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
                               seq_len=config.seq_len, dropout=config.dropout)
@@ -416,7 +397,7 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     ``2km+1`` runs. Run sizes are whole global batches, so a perturbed domain's count is rounded: the
     spec's ``multiplier`` is the one actually trained, and its label shows it beside the planned one
     when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``). With ``ddo.repetition: match``
-    every run draws each domain from the budget's pool (:func:`~autoscale_data.runner.repetition.proxy_pools`).
+    every run draws each domain from the budget's pool (:func:`~autoscale_data.runner.planning.repetition.proxy_pools`).
     """
     from .repetition import proxy_pools
 
@@ -437,8 +418,8 @@ def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: i
     Raises:
         ValueError: the plan JSON is not a MixturePlan, or its domains are not ``names``.
     """
-    from ..mixing import anytime_counts_and_stream
-    from ..solver import MixturePlan
+    from ...mixing import anytime_counts_and_stream
+    from ...solver import MixturePlan
 
     plan = MixturePlan.from_json(plan_json)
     ordered = sorted(names, key=str)  # the dataset's domain order
@@ -457,7 +438,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     anytime schedule instead: ``weights`` is ignored, the final counts are the plan's allocation at
     the target budget, and the plan's JSON is stored in the spec (and so in ``job.json``). ``hook``
     gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
-    initial weights; see :mod:`~autoscale_data.runner.online`).
+    initial weights; see :mod:`~autoscale_data.runner.mixes.online`).
     """
     total = _batch_sequences(config, config.target.budget)
     if plan is not None:
@@ -494,7 +475,7 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
         ValueError: the config's training settings differ from the parent's (each difference named), or
             the new steps are not whole global batches.
     """
-    from .experiment import config_changes
+    from ..experiment import config_changes
 
     settings = json.loads(json.dumps(_training_settings(config, domains)))
     if settings != json.loads(json.dumps(parent.settings)):

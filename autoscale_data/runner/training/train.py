@@ -3,7 +3,7 @@
 In process: ``train_run(config, spec, domains, run_dir)``. As a program (one process per rank, as
 the ``deepspeed`` launcher or ``torchrun`` starts it)::
 
-    deepspeed --num_gpus 2 --module autoscale_data.runner.train --job OUT/runs/<id>/job.json
+    deepspeed --num_gpus 2 --module autoscale_data.runner.training.train --job OUT/runs/<id>/job.json
 
 Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the plan's
 weights and budget (or, for an anytime run, with the spec's
@@ -24,7 +24,7 @@ re-planned over its new steps), reads the data stream continued from the parent'
 its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
 
 A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
-it with :func:`~autoscale_data.runner.hooks.make_step_hook` and calls it every micro-batch and step
+it with :func:`~autoscale_data.runner.mixes.hooks.make_step_hook` and calls it every micro-batch and step
 (protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
 ``"step_hook"``. Without one nothing of the above changes. A DoReMi reference run keeps its final
 checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says.
@@ -46,18 +46,19 @@ from typing import Any
 
 import torch
 
-from .._io import atomic_write_json
-from ..dataset import CURSOR_KEY, DOMAIN_COUNTS_KEY, DomainLossMeter
-from ..solver.vocabulary import MEAN_LOSS, MEAN_PPL
-from . import layout
+from ..._io import atomic_write_json
+from ...dataset import CURSOR_KEY, DOMAIN_COUNTS_KEY, DomainLossMeter
+from ...solver.vocabulary import MEAN_LOSS, MEAN_PPL
+from .. import layout
+from ..config import RunnerConfig, config_from_dict, config_to_dict
+from ..models import build_model, mask_tokens, parameter_count
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec
+from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import load_checkpoint, save_checkpoint
-from .config import RunnerConfig, config_from_dict, config_to_dict
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
 from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
-from .models import build_model, mask_tokens, parameter_count
-from .plan import DomainInfo, RunSpec
-from .records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -111,14 +112,14 @@ def _parent_alive() -> bool:
 def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo,
               continue_from: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
-    from ..dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
+    from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
     weights: Any = spec.weights if spec.extension is None else spec.extension["weights"]
     if spec.schedule == "anytime":
-        from ..solver import MixturePlan
+        from ...solver import MixturePlan
 
         weights = MixturePlan.from_json(spec.plan or {})
-    from .repetition import proxy_dataset_options
+    from ..planning.repetition import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
@@ -194,7 +195,7 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
         Diverged: the training loss became NaN/inf (``failure.json`` written).
         RunLocked: another process is training this run.
     """
-    from .ledger import hold_run_lock
+    from ..ledger import hold_run_lock
 
     if config.cpu_threads is not None:
         torch.set_num_threads(config.cpu_threads)
@@ -289,7 +290,7 @@ class _Trainer:
         """The loss to backpropagate: the model's mean loss, or what the run's step hook returns instead."""
         if self.hook is None:
             return out.loss
-        from .hooks import HookBatch
+        from ..mixes.hooks import HookBatch
 
         loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=out.logits, domain=domain, micro=micro,
                                         last_micro=micro == self.gas - 1))
@@ -465,7 +466,7 @@ class _Trainer:
 
     def _bind_hook(self, names: Sequence[str], dataset: Any) -> None:
         """Build and bind the spec's step hook (none: ``self.hook`` stays ``None``)."""
-        from .hooks import HookContext, make_step_hook
+        from ..mixes.hooks import HookContext, make_step_hook
 
         self.hook = make_step_hook(self.spec.hook)
         if self.hook is not None:
@@ -505,7 +506,7 @@ class _Trainer:
 
 
 def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec, domains: DomainInfo) -> None:
-    """Write what ``python -m autoscale_data.runner.train --job PATH`` needs to train ``spec``."""
+    """Write what ``python -m autoscale_data.runner.training.train --job PATH`` needs to train ``spec``."""
     raw = config_to_dict(config)
     base_dir = raw.pop("base_dir")
     atomic_write_json(path, JobFile(config=raw, base_dir=base_dir, spec=spec, domains=config_to_dict(domains)).to_json())
@@ -535,7 +536,7 @@ def run_job(path: str | os.PathLike[str], *, progress: bool | None = None) -> in
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Program entry: train the run described by ``--job`` (exit 0 done, 3 diverged, 4 locked)."""
-    parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.train")
+    parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.training.train")
     parser.add_argument("--job", required=True, help="job.json written by the runner")
     parser.add_argument("--progress", action="store_true", help="show a progress bar")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)

@@ -1,0 +1,11 @@
+"""Training one run: the trainer, its processes, checkpoints and per-domain evaluation.
+
+``train`` is the one entry point (in process, or ``python -m autoscale_data.runner.training.train
+--job job.json`` per rank); ``dist`` the process group and device, ``checkpoint`` the resumable
+checkpoints, ``evaluate`` the validation loss of every domain, ``extension`` a finished target run
+continued to a larger budget (its parent, mix and learning rate).
+"""
+
+from __future__ import annotations
+
+__all__ = ["checkpoint", "dist", "evaluate", "extension", "train"]
