@@ -7,13 +7,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers_store import write_synthetic_store
 
-__all__ = ["fake_curve", "fake_run", "kill_runner_when", "tiny_config", "tiny_stores"]
+__all__ = ["Stopped", "dies_after_checkpoints", "fake_curve", "fake_run", "kill_runner_when", "tiny_config",
+           "tiny_stores"]
 
 
 def tiny_stores(root: Path, names: tuple[str, ...] = ("a", "b"), num_tokens: int = 40_000,
@@ -98,3 +101,31 @@ def kill_runner_when(cmd: Sequence[str], ready: Callable[[], bool], *, timeout: 
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     return env
+
+
+class Stopped(Exception):
+    """What :func:`dies_after_checkpoints` raises where the training process would be killed."""
+
+
+@contextmanager
+def dies_after_checkpoints(monkeypatch: pytest.MonkeyPatch, count: int) -> Iterator[list[int]]:
+    """Within the block the trainer stops (raises :class:`Stopped`) right after its ``count``-th checkpoint,
+    as a process killed there would; yields the steps it saved. The block must stop so; after it the
+    trainer saves as before."""
+    from autoscale_data.runner.training import train as train_mod
+
+    real = train_mod.save_checkpoint
+    saves: list[int] = []
+
+    def save_then_die(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)
+        saves.append(args[3]["step"])
+        if len(saves) == count:
+            raise Stopped
+
+    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
+    try:
+        with pytest.raises(Stopped):
+            yield saves
+    finally:
+        monkeypatch.setattr(train_mod, "save_checkpoint", real)

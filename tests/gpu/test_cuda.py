@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, tiny_config, tiny_stores
 
 from autoscale_data import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
@@ -31,10 +31,6 @@ from autoscale_data.runner.training.train import write_job
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
-
-
-class _Stop(Exception):
-    pass
 
 
 @pytest.fixture(scope="module")
@@ -74,19 +70,8 @@ def test_torch_run_on_cuda_resumes_like_an_uninterrupted_one(stores: Path, tmp_p
     cfg, domains, spec = _setup(stores, precision=precision, num_workers=2, checkpoint_every=3)
     full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False)
     assert full["device"] == _gpu_name() and full["tokens"] == spec.tokens
-    real_save = train_mod.save_checkpoint
-    saves: list[int] = []
-
-    def save_then_die(*args, **kwargs):
-        real_save(*args, **kwargs)
-        saves.append(args[3]["step"])
-        if len(saves) == 2:
-            raise _Stop
-
-    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
-    with pytest.raises(_Stop):
+    with dies_after_checkpoints(monkeypatch, 2):
         train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
-    monkeypatch.setattr(train_mod, "save_checkpoint", real_save)
     resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
     assert resumed["resumed_at"] == [6] and resumed["tokens"] == full["tokens"]  # every token once
     worst = max(abs(a["losses"][d] - b["losses"][d]) for a, b in zip(full["curve"], resumed["curve"], strict=True)

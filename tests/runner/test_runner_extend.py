@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from runner_helpers import tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, tiny_config, tiny_stores
 
 from autoscale_data import ScaleAwareMixtureDataset
 from autoscale_data.cli import main
@@ -59,10 +59,6 @@ def _recording(logs: dict[str, list[tuple[int, int]]]):
         return _Recorder(ds, logs.setdefault(spec.run_id, [])), val
 
     return datasets
-
-
-class _Stop(Exception):
-    pass
 
 
 @pytest.fixture(scope="module")
@@ -233,22 +229,11 @@ def test_a_killed_extension_resumes_on_rerun(template: dict[str, Any], tmp_path:
     assert full["resumed_at"] == [] and full["extension"]["mix"] == "same"
     assert Ledger(tmp_path / "full", lock=False).records()[full["run_id"]].executor == "local"
     out = _copy(template, tmp_path / "cut")
-    real_save = train_mod.save_checkpoint
-    saves: list[int] = []
-
-    def save_then_die(*args, **kwargs):
-        real_save(*args, **kwargs)
-        saves.append(args[3]["step"])
-        if len(saves) == 2:
-            raise _Stop  # the process dies right after the extension's second checkpoint
-
-    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
-    with pytest.raises(_Stop):
+    with dies_after_checkpoints(monkeypatch, 2):  # the process dies right after the extension's second checkpoint
         MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend("uniform", _EXTENDED)
     run_dir = out / "runs" / full["run_id"]  # the same content-hash id
     assert json.loads((run_dir / "ckpt" / "latest.json").read_text())["step"] == 8
     assert not (run_dir / "result.json").exists()
-    monkeypatch.setattr(train_mod, "save_checkpoint", real_save)
     assert main(["extend", str(out), "--run", "uniform", "--budget", str(_EXTENDED), "--no-progress"]) == 0
     assert full["run_id"] in capsys.readouterr().out
     resumed = json.loads((run_dir / "result.json").read_text())

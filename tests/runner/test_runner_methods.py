@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import kill_runner_when, tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
@@ -125,10 +125,6 @@ def test_per_token_losses_average_to_the_models_loss() -> None:
 
 
 # ------------------------------------------------------------------------------------ DoReMi in training
-class _Stop(Exception):
-    pass
-
-
 class _Killed(BaseException):
     """The runner process dies (nothing of the runner catches it)."""
 
@@ -147,22 +143,12 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
     hook = full["step_hook"]
     assert hook["updates"] == full["steps"] == 32 and sum(hook["average_weights"].values()) == pytest.approx(1.0)
     assert not (runs / proxy.run_id / "ckpt").exists()  # a DoReMi proxy keeps no checkpoint
-    real_save = train_mod.save_checkpoint
-    saves = []
-
-    def save_then_die(*args, **kwargs):
-        real_save(*args, **kwargs)
-        saves.append(args[3]["step"])
-        raise _Stop  # the process dies right after its first checkpoint
-
-    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
     cut = tmp_path / "cut" / proxy.run_id
     (tmp_path / "cut").mkdir()
     (tmp_path / "cut" / ref.run_id).symlink_to(runs / ref.run_id)
-    with pytest.raises(_Stop):
+    with dies_after_checkpoints(monkeypatch, 1) as saves:  # the process dies right after its first checkpoint
         train_mod.train_run(cfg, proxy, ctx.domains, cut, progress=False)
     assert saves == [3]
-    monkeypatch.setattr(train_mod, "save_checkpoint", real_save)
     resumed = train_mod.train_run(cfg, proxy, ctx.domains, cut, progress=False)
     assert resumed["resumed_at"] == [3] and resumed["step_hook"]["updates"] == 32
     for name in ("weights", "average_weights", "scores"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, tiny_config, tiny_stores
 
 from autoscale_data._io import atomic_write_json
 from autoscale_data.runner.config import config_from_dict
@@ -19,7 +19,6 @@ from autoscale_data.runner.mixes.fitting import proxy_table
 from autoscale_data.runner.models import mask_tokens
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs, target_spec
-from autoscale_data.runner.training import checkpoint as ckpt_mod
 from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(240)
@@ -35,10 +34,6 @@ def _setup(stores: Path, **overrides):
     return cfg, inspect_domains(cfg)
 
 
-class _Stop(Exception):
-    pass
-
-
 def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     cfg, domains = _setup(stores, checkpoint_every=3)
@@ -47,21 +42,10 @@ def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Pat
     assert full["tokens"] == spec.tokens and full["total_tokens"] == 16384
     assert len(full["curve"]) == spec.eval_points and full["resumed_at"] == []
 
-    real_save = ckpt_mod.save_checkpoint
-    saves = []
-
-    def save_then_die(*args, **kwargs):
-        real_save(*args, **kwargs)
-        saves.append(args[3]["step"])
-        if len(saves) == 3:
-            raise _Stop  # the process dies right after its third checkpoint
-
-    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
-    with pytest.raises(_Stop):
+    with dies_after_checkpoints(monkeypatch, 3):  # the process dies right after its third checkpoint
         train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
     assert not (tmp_path / "cut" / "result.json").exists()
     assert json.loads((tmp_path / "cut" / "ckpt" / "latest.json").read_text())["step"] == 9
-    monkeypatch.setattr(train_mod, "save_checkpoint", real_save)
     resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
     assert resumed["resumed_at"] == [9]
     assert resumed["tokens"] == full["tokens"]
