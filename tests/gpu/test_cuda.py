@@ -10,16 +10,13 @@ in tests/runner/.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import dies_after_checkpoints, tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config, tiny_stores
 
 from autoscale_data import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
@@ -97,20 +94,8 @@ def test_deepspeed_bf16_zero_on_cuda_resumes_after_sigkill(stores: Path, tmp_pat
     run_dir = tmp_path / "run"
     write_job(run_dir / "job.json", cfg, spec, domains)
     cmd = [sys.executable, "-m", "autoscale_data.runner.training.train", "--job", str(run_dir / "job.json")]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "DS_ACCELERATOR")}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    pointer = run_dir / "ckpt" / "latest.json"
-    deadline = time.time() + 300
-    try:
-        while not pointer.exists():
-            if proc.poll() is not None:
-                pytest.fail(f"training ended early: {proc.stderr.read().decode()[-3000:]}")
-            assert time.time() < deadline
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    kill_runner_when(cmd, (run_dir / "ckpt" / "latest.json").exists, timeout=300)  # SIGKILL after a checkpoint
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((run_dir / "result.json").read_text())
     assert result["device"] == _gpu_name() and result["backend"] == "deepspeed" and result["precision"] == "bf16"
