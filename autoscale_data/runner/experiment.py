@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
+from .._records import Record
 from . import layout
 
-__all__ = ["ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "load_folder_config", "plan_run_ids",
+__all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "load_folder_config", "plan_run_ids",
            "read_json"]
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
@@ -33,6 +35,17 @@ IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints")
 
 class ConfigChangedError(ValueError):
     """The output folder was run with another config (the message lists every changed setting)."""
+
+
+
+@dataclass(frozen=True)
+class ConfigChange(Record):
+    """One line of ``config_history.jsonl``: a config the folder was run with, and what replaced it."""
+
+    config: dict[str, Any]
+    """The config as it was (``config.json`` before the change)."""
+    replaced_by_changes: list[str]
+    """The settings the new config changed, one line each."""
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -90,7 +103,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             "reused, and the report covers only the new config's runs.")
     if changes:
         with open(out / layout.CONFIG_HISTORY, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"config": old, "replaced_by_changes": changes}, sort_keys=True) + "\n")
+            fh.write(json.dumps(ConfigChange(dict(old), changes).to_json(), sort_keys=True) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
     atomic_write_json(path, dict(config))

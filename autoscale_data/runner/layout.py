@@ -143,6 +143,8 @@ RECORDS: dict[str, str] = {
     MIXTURE_PLAN_ERROR: "runner.records.MixturePlanError",
     METHODS_FILE: "dict[str, runner.mixes.methods.MethodRecord]",
     REPETITION: "runner.planning.repetition.RepetitionFile",
+    LEDGER: "runner.records.LedgerEvent",  # one record a line
+    CONFIG_HISTORY: "runner.experiment.ConfigChange",  # one record a line
 }
 
 

@@ -26,14 +26,14 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
 from .._runner_names import INPROCESS
 from . import layout
-from .records import RunResult
+from .records import LedgerEvent, RunResult
 
 __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMITTED", "hold_run_lock"]
 
@@ -112,8 +112,8 @@ class Ledger:
         return self.run_dir(run_id) / layout.RESULT
 
     # ---- events ------------------------------------------------------------------------------
-    def _append(self, event: Mapping[str, Any]) -> None:
-        line = json.dumps({"time": round(time.time(), 3), **event}, sort_keys=True) + "\n"
+    def _append(self, event: LedgerEvent) -> None:
+        line = json.dumps(replace(event, time=round(time.time(), 3)).to_json(), sort_keys=True) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             size = os.fstat(fd).st_size
@@ -127,7 +127,7 @@ class Ledger:
         finally:
             os.close(fd)
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self) -> Iterator[LedgerEvent]:
         """Every well-formed event in order (torn or garbled lines are skipped)."""
         try:
             data = self.path.read_bytes()
@@ -137,11 +137,10 @@ class Ledger:
             if not raw.strip():
                 continue
             try:
-                event = json.loads(raw)
-            except ValueError:
+                event = LedgerEvent.from_json(json.loads(raw))
+            except ValueError:  # a torn line, or one that is not an event
                 continue
-            if isinstance(event, dict) and "run_id" in event and "status" in event:
-                yield event
+            yield event
 
     def register(self, spec: Any) -> None:
         """Record a planned run (its spec file is written once; the event only if new)."""
@@ -149,42 +148,41 @@ class Ledger:
         if not path.exists():
             atomic_write_json(path, spec.to_json())
         if spec.run_id not in self.records():
-            self._append({"run_id": spec.run_id, "status": PENDING, "name": spec.name})
+            self._append(LedgerEvent(spec.run_id, PENDING, name=spec.name))
 
     def mark_submitted(self, run_id: str, attempt: int, *, executor: str, job_id: str) -> None:
         """Log that attempt ``attempt`` of the run was handed to ``executor`` as job ``job_id``."""
-        self._append({"run_id": run_id, "status": SUBMITTED, "attempt": attempt, "executor": executor,
-                      "job_id": str(job_id)})
+        self._append(LedgerEvent(run_id, SUBMITTED, attempt=attempt, executor=executor, job_id=str(job_id)))
 
     def mark_running(self, run_id: str, attempt: int, *, executor: str = "", job_id: str = "") -> None:
         """Log that attempt ``attempt`` started training (``job_id`` defaults to this process)."""
-        self._append({"run_id": run_id, "status": RUNNING, "attempt": attempt, "pid": os.getpid(),
-                      "executor": executor or INPROCESS, "job_id": str(job_id or os.getpid())})
+        self._append(LedgerEvent(run_id, RUNNING, attempt=attempt, pid=os.getpid(), executor=executor or INPROCESS,
+                                 job_id=str(job_id or os.getpid())))
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Log a finished run; its ``result.json`` must already exist."""
         if self.result(run_id) is None:
             raise ValueError(f"run {run_id} has no readable result.json: cannot mark it done")
-        self._append({"run_id": run_id, "status": DONE, **dict(summary)})
+        self._append(LedgerEvent(run_id, DONE, **dict(summary)))
 
     def mark_failed(self, run_id: str, reason: str, *, terminal: bool) -> None:
         """Log a failure. ``terminal`` failures (divergence) are not retried; others are."""
-        self._append({"run_id": run_id, "status": FAILED, "reason": reason, "terminal": terminal})
+        self._append(LedgerEvent(run_id, FAILED, reason=reason, terminal=terminal))
 
     # ---- state -------------------------------------------------------------------------------
     def records(self) -> dict[str, RunRecord]:
         """Fold the event log into one record per run (results on disk win over stale events)."""
         out: dict[str, RunRecord] = {}
         for e in self.events():
-            rec = out.setdefault(e["run_id"], RunRecord(e["run_id"]))
-            rec.status = e["status"]
-            rec.name = e.get("name", rec.name)
-            if e["status"] in (SUBMITTED, RUNNING):
-                rec.attempts = max(rec.attempts, int(e.get("attempt", rec.attempts + 1)))
-                rec.executor = str(e.get("executor", rec.executor))
-                rec.job_id = str(e.get("job_id", rec.job_id))
-            rec.reason = e.get("reason", "") if e["status"] == FAILED else ""
-            rec.terminal = bool(e.get("terminal", False)) if e["status"] == FAILED else False
+            rec = out.setdefault(e.run_id, RunRecord(e.run_id))
+            rec.status = e.status
+            rec.name = e.name or rec.name
+            if e.status in (SUBMITTED, RUNNING):
+                rec.attempts = max(rec.attempts, rec.attempts + 1 if e.attempt is None else e.attempt)
+                rec.executor = e.executor or rec.executor
+                rec.job_id = e.job_id or rec.job_id
+            rec.reason = e.reason if e.status == FAILED else ""
+            rec.terminal = bool(e.terminal) if e.status == FAILED else False
         for rec in out.values():
             if rec.status != DONE and self.result(rec.run_id) is not None:
                 rec.status, rec.reason, rec.terminal = DONE, "", False

@@ -23,6 +23,7 @@ __all__ = [
     "EvalPoint",
     "FinalState",
     "JobFile",
+    "LedgerEvent",
     "MixturePlanError",
     "PlanFile",
     "ProjectionFile",
@@ -391,3 +392,40 @@ class ProjectionFile(Record):
 
 
 _CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
+
+
+@dataclass(frozen=True)
+class LedgerEvent(Record):
+    """One line of ``ledger.jsonl``: a run's change of status (:meth:`~autoscale_data.runner.ledger.Ledger.records`
+    folds them into one state per run). Each status writes the fields it has; the others are left out."""
+
+    run_id: str
+    """The run's id."""
+    status: str
+    """``pending``, ``submitted``, ``running``, ``done`` or ``failed``."""
+    time: float = 0.0
+    """When it was written (seconds since the epoch, to the millisecond)."""
+    name: str = omitted(default="")
+    """``kind@scale label sSEED`` (pending and done)."""
+    attempt: int | None = omitted(default=None)
+    """Which attempt of the run (submitted and running)."""
+    pid: int | None = omitted(default=None)
+    """The process that trains it (running)."""
+    executor: str = omitted(default="")
+    """Where it was handed (submitted and running)."""
+    job_id: str = omitted(default="")
+    """Its job there (submitted and running)."""
+    reason: str = omitted(default="")
+    """Why it failed (failed)."""
+    terminal: bool | None = omitted(default=None)
+    """Whether the failure is final, never retried (failed)."""
+    mean_loss: float | None = omitted(default=None)
+    """The finished run's final mean validation loss (done)."""
+    total_tokens: int | None = omitted(default=None)
+    """Tokens it trained (done)."""
+    wall_time_s: float | None = omitted(default=None)
+    """Its training and evaluation time (done)."""
+    device: str | None = omitted(default=None)
+    """What it trained on (done)."""
+    tokens_per_s: float | None = omitted(default=None)
+    """Its training throughput (done)."""

@@ -17,6 +17,7 @@ from autoscale_data.demo import prepare_synthetic_stores
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
+from autoscale_data.runner.records import LedgerEvent
 from autoscale_data.runner.reporting.report_types import Report
 
 pytestmark = pytest.mark.slow
@@ -79,8 +80,8 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     assert main(["report", str(out)]) == 0
 
 
-def _done_events(out: Path) -> list[dict]:
-    return [e for e in Ledger(out, lock=False).events() if e["status"] == "done"]
+def _done_events(out: Path) -> list[LedgerEvent]:
+    return [e for e in Ledger(out, lock=False).events() if e.status == "done"]
 
 
 _EXECUTORS = {
@@ -107,7 +108,7 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, na
     cmd = [sys.executable, "-m", "autoscale_data.cli", "run", str(cfg_path), "--out", str(out), "--no-progress"]
     env = kill_runner_when(cmd, lambda: (out / "ledger.jsonl").exists() and len(_done_events(out)) >= 3,
                            settle=0.7)  # land somewhere inside the next run
-    finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
+    finished = {e.run_id: hashlib.sha256((out / "runs" / e.run_id / "result.json").read_bytes()).hexdigest()
                 for e in _done_events(out)}
     assert len(finished) >= 3
     rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
@@ -115,9 +116,9 @@ def test_sigkill_mid_plan_then_rerun_keeps_every_finished_run(tmp_path: Path, na
     events = list(Ledger(out, lock=False).events())
     for run_id, digest in finished.items():  # kept byte for byte, never trained again
         assert hashlib.sha256((out / "runs" / run_id / "result.json").read_bytes()).hexdigest() == digest
-        assert not any(e["run_id"] == run_id and e["status"] == "running" for e in events
-                       if e["time"] > min(d["time"] for d in events if d["run_id"] == run_id and d["status"] == "done"))
-    done = [e["run_id"] for e in events if e["status"] == "done"]
+        assert not any(e.run_id == run_id and e.status == "running" for e in events
+                       if e.time > min(d.time for d in events if d.run_id == run_id and d.status == "done"))
+    done = [e.run_id for e in events if e.status == "done"]
     assert len(done) == len(set(done))  # every run finished exactly once
     records = Ledger(out, lock=False).records()
     assert all(r.status == "done" for r in records.values())

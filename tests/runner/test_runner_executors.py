@@ -85,9 +85,9 @@ def test_two_local_slots_train_exactly_what_one_process_trains(stores: Path, tmp
         assert _trained(tmp_path / "par" / "runs" / s.run_id / "result.json") == \
             _trained(tmp_path / "seq" / "runs" / s.run_id / "result.json"), s.name
     events = list(Ledger(tmp_path / "par", lock=False).events())
-    submitted = [e for e in events if e["status"] == "submitted"]
-    assert {e["executor"] for e in submitted} == {"local"} and len(submitted) == len(specs)
-    assert len({e["job_id"] for e in submitted}) == 2  # two long-lived workers served every run
+    submitted = [e for e in events if e.status == "submitted"]
+    assert {e.executor for e in submitted} == {"local"} and len(submitted) == len(specs)
+    assert len({e.job_id for e in submitted}) == 2  # two long-lived workers served every run
     assert all(r.attempts == 1 and r.status == "done" for r in Ledger(tmp_path / "par", lock=False).records().values())
 
 
@@ -106,9 +106,9 @@ def test_a_killed_job_is_retried_and_resumes_from_its_checkpoint(stores: Path, t
         while not pointer.exists() and time.time() < deadline:
             time.sleep(0.01)
         for e in Ledger(out, lock=False).events():
-            if e["run_id"] == victim.run_id and e["status"] == "running":
-                killed.append(e["job_id"])
-                os.kill(int(e["job_id"]), signal.SIGKILL)
+            if e.run_id == victim.run_id and e.status == "running":
+                killed.append(e.job_id)
+                os.kill(int(e.job_id), signal.SIGKILL)
                 return
 
     watcher = threading.Thread(target=kill_once, daemon=True)
@@ -184,9 +184,9 @@ def test_submitit_local_jobs_train_exactly_what_one_process_trains(stores: Path,
     specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[:3]
     _same_as_sequential(cfg, specs, tmp_path, {"kind": "slurm", "max_parallel": 2,
                                                 "slurm": {"cluster": "local", "time_min": 10}}, "slurm")
-    submitted = [e for e in Ledger(tmp_path / "slurm", lock=False).events() if e["status"] == "submitted"]
-    assert len(submitted) == 3 and {e["executor"] for e in submitted} == {"slurm"}
-    assert all((tmp_path / "slurm" / "slurm" / e["job_id"]).is_dir() for e in submitted)  # submitit's job folders
+    submitted = [e for e in Ledger(tmp_path / "slurm", lock=False).events() if e.status == "submitted"]
+    assert len(submitted) == 3 and {e.executor for e in submitted} == {"slurm"}
+    assert all((tmp_path / "slurm" / "slurm" / e.job_id).is_dir() for e in submitted)  # submitit's job folders
 
 
 @pytest.mark.slow
@@ -196,5 +196,5 @@ def test_ray_actors_train_exactly_what_one_process_trains(stores: Path, tmp_path
     specs = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[:3]
     _same_as_sequential(cfg, specs, tmp_path, {"kind": "ray", "max_parallel": 2, "ray": {"address": ray_address}},
                         "ray")
-    submitted = [e for e in Ledger(tmp_path / "ray", lock=False).events() if e["status"] == "submitted"]
-    assert len(submitted) == 3 and {e["executor"] for e in submitted} == {"ray"}
+    submitted = [e for e in Ledger(tmp_path / "ray", lock=False).events() if e.status == "submitted"]
+    assert len(submitted) == 3 and {e.executor for e in submitted} == {"ray"}

@@ -102,3 +102,13 @@ def test_a_changed_config_never_pools_two_experiments(tmp_path: Path, capsys: py
     assert {t.tokens for t in fallback.targets.values()} == {32768}
     (out / "plan.json").write_text(json.dumps(plan))
     assert write_report(out).targets.keys() == report.targets.keys()
+
+
+def test_a_config_history_line_is_its_record() -> None:
+    from autoscale_data.runner import layout
+
+    cls = layout.record_of(layout.CONFIG_HISTORY)
+    line = {"config": {"name": "x", "seq_len": 32}, "replaced_by_changes": ["seq_len: 32 -> 64"]}
+    assert cls.from_json(line).to_json() == line
+    with pytest.raises(ValueError, match="replaced_by_changes"):
+        cls.from_json({"config": {}})

@@ -42,7 +42,7 @@ def test_status_lifecycle(tmp_path: Path) -> None:
         assert not ledger.needs_training("r2")
         ledger.mark_failed("r2", "crashed", terminal=False)
         assert ledger.needs_training("r2")
-    assert [e["status"] for e in Ledger(tmp_path, lock=False).events() if e["run_id"] == "r1"] == \
+    assert [e.status for e in Ledger(tmp_path, lock=False).events() if e.run_id == "r1"] == \
         [PENDING, RUNNING, DONE]
 
 

@@ -361,8 +361,8 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
     env = kill_runner_when(cmd, (out / "runs" / proxy.run_id / "ckpt" / "latest.json").exists, timeout=600)
     assert not (out / "runs" / proxy.run_id / "result.json").exists()  # killed inside the proxy
     events = list(Ledger(out, lock=False).events())
-    finished = {e["run_id"]: hashlib.sha256((out / "runs" / e["run_id"] / "result.json").read_bytes()).hexdigest()
-                for e in events if e["status"] == "done"}
+    finished = {e.run_id: hashlib.sha256((out / "runs" / e.run_id / "result.json").read_bytes()).hexdigest()
+                for e in events if e.status == "done"}
     assert ref.run_id in finished and sum(1 for s in json.loads((out / "plan.json").read_text())["method_runs"]
                                           if s["kind"] == "swarm" and s["run_id"] in finished) == 4
     rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

@@ -106,3 +106,12 @@ def test_layout_names_the_record_of_every_json_file_and_each_reads_the_old_one()
     with pytest.raises(ValueError, match="not a JSON file"):
         layout.record_of("nothing.json")
     assert layout.record_of(layout.RESULT).__name__ == "RunResult"
+
+
+def test_every_line_of_the_old_ledger_reads_as_its_event_and_writes_back_the_same() -> None:
+    cls = layout.record_of(layout.LEDGER)
+    lines = (OLD / layout.LEDGER).read_text().splitlines()
+    assert len(lines) >= 40
+    for line in lines:
+        on_disk = json.loads(line)
+        assert cls.from_json(on_disk).to_json() == on_disk, line

@@ -59,12 +59,12 @@ def test_job_arrays_train_exactly_what_one_process_trains(slurm: str, tmp_path: 
     for s in specs:
         assert _trained(tmp_path / "slurm" / "runs" / s.run_id / "result.json") == \
             _trained(tmp_path / "seq" / "runs" / s.run_id / "result.json")
-    ids = [e["job_id"] for e in Ledger(tmp_path / "slurm", lock=False).events() if e["status"] == "submitted"]
+    ids = [e.job_id for e in Ledger(tmp_path / "slurm", lock=False).events() if e.status == "submitted"]
     assert len(ids) == len(specs) and any("_" in i for i in ids)  # submitted as job arrays
 
 
 def _running(out: Path) -> bool:
-    return (out / "ledger.jsonl").exists() and any(e["status"] == "running"
+    return (out / "ledger.jsonl").exists() and any(e.status == "running"
                                                    for e in Ledger(out, lock=False).events())
 
 
@@ -91,5 +91,5 @@ def test_sigkilled_runner_reattaches_to_its_slurm_jobs(slurm: str, tmp_path: Pat
     assert "re-attached to slurm job" in rerun.stdout
     records = Ledger(out, lock=False).records()
     assert all(r.status == "done" for r in records.values()) and len(records) == 2 * 5 + 2
-    done = [e["run_id"] for e in Ledger(out, lock=False).events() if e["status"] == "done"]
+    done = [e.run_id for e in Ledger(out, lock=False).events() if e.status == "done"]
     assert len(done) == len(set(done))  # every run finished exactly once

@@ -76,7 +76,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
     for spec in unique:
         rec = records.get(spec.run_id)
         if rec is not None and rec.status == DONE:
-            if not any(e["status"] == DONE for e in ledger.events() if e["run_id"] == spec.run_id):
+            if not any(e.status == DONE for e in ledger.events() if e.run_id == spec.run_id):
                 ledger.mark_done(spec.run_id, _summary(ledger.run_result(spec.run_id)))  # adopt
             status[spec.run_id] = DONE
             continue
