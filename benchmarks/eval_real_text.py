@@ -90,6 +90,21 @@ def ensure_corpus(args: argparse.Namespace, out: Path, domains: list[str]) -> Pa
     return corpus
 
 
+def sample_texts(corpus: Path, domains: list[str], max_chars: int) -> list[str]:
+    """Each domain's first documents (``corpus/<domain>.jsonl``) until just over ``max_chars`` characters:
+    what the BPE is trained on."""
+    texts: list[str] = []
+    for d in domains:
+        size = 0
+        with open(corpus / f"{d}.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                texts.append(json.loads(line)["text"])
+                size += len(texts[-1])
+                if size > max_chars:
+                    break
+    return texts
+
+
 def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Path:
     """Train the BPE (once) on a sample of every domain and prepare the stores (reused when done)."""
     from autoscale_data.store.prepare import prepare
@@ -97,17 +112,7 @@ def ensure_stores(out: Path, corpus: Path, domains: list[str], vocab: int) -> Pa
 
     tok_dir = out / "tokenizer"
     if not (tok_dir / "tokenizer.json").is_file():
-        texts: list[str] = []
-        for d in domains:
-            size = 0
-            with open(corpus / f"{d}.jsonl", encoding="utf-8") as fh:
-                for line in fh:
-                    text = json.loads(line)["text"]
-                    texts.append(text)
-                    size += len(text)
-                    if size > 3_000_000:
-                        break
-        train_bpe_tokenizer(texts, vocab, tok_dir)
+        train_bpe_tokenizer(sample_texts(corpus, domains, 3_000_000), vocab, tok_dir)
     stores = out / "stores"
     prepare({d: os.fspath(corpus / f"{d}.jsonl") for d in domains}, stores, os.fspath(tok_dir), progress=False)
     return stores

@@ -179,18 +179,11 @@ def left(deadline: float) -> float:
 
 def make_inputs(corpus: Path, out: Path, domains: list[str], vocab: int = 8192, sample_chars: int = 4_000_000) -> None:
     """The GPU machine's inputs from a corpus directory: ``out/tokenizer`` and ``out/corpus/<domain>.jsonl.xz``."""
+    from eval_real_text import sample_texts  # benchmarks/, beside this script
+
     from autoscale_data.store import train_bpe_tokenizer
 
-    texts: list[str] = []
-    for d in domains:
-        size = 0
-        with open(corpus / f"{d}.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                texts.append(json.loads(line)["text"])
-                size += len(texts[-1])
-                if size > sample_chars:
-                    break
-    train_bpe_tokenizer(texts, vocab, out / "tokenizer")
+    train_bpe_tokenizer(sample_texts(corpus, domains, sample_chars), vocab, out / "tokenizer")
     (out / "corpus").mkdir(parents=True, exist_ok=True)
     for d in domains:
         with open(corpus / f"{d}.jsonl", "rb") as src, lzma.open(out / "corpus" / f"{d}.jsonl.xz", "wb") as dst:

@@ -26,8 +26,8 @@ from .._io import atomic_write_json
 from .._records import Record
 from . import layout
 
-__all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes", "load_folder_config", "plan_run_ids",
-           "read_json"]
+__all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes",
+           "load_folder_config", "plan_run_ids", "read_json"]
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
 IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints")
@@ -35,7 +35,6 @@ IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints")
 
 class ConfigChangedError(ValueError):
     """The output folder was run with another config (the message lists every changed setting)."""
-
 
 
 @dataclass(frozen=True)
