@@ -66,7 +66,7 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None,
 def test_default_is_auto_and_a_known_law_gets_the_robust_projection(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, None)
     assert config_from_dict(tiny_config(stores)).ddo.projection == "auto"
-    assert proj["requested_method"] == "auto" and proj["selection"]["rule"] == "trend"
+    assert proj["requested_method"] == "auto" and proj["selection"]["rule"] == "gain"
     assert fits.method == proj["method"] == proj["selection"]["chosen"] == "robust"  # the law's trends are determined
     assert "beyond 2 standard deviations" in proj["selection"]["reason"]
     assert any(line.startswith("ddo.projection auto chose robust") for line in lines)
