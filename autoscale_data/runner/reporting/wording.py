@@ -7,7 +7,7 @@ renderer adds its own emphasis around it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...solver.vocabulary import objective_key
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VERDICT_TAGS",
+    "backtest_lines",
     "bootstrap_verdict",
     "bounds_moved",
     "comparison_verdict",
@@ -39,6 +40,30 @@ def bootstrap_verdict(boot: BootstrapFile) -> str:
         level = 0.95 if boot.level is None else boot.level
         return f"the DDO weights are {verdict} the base mix ({boot.method}, {level:.0%} CI)"
     return f"not available ({boot.reason})"
+
+
+def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
+    """The backtest of ``ddo.projection: auto`` (three budgets or more) in plain lines: the held-back
+    budget, the noise and where it came from, then each candidate's objective there; empty when the
+    selection did not backtest (``selection``: ``projection.json``'s ``selection``)."""
+    if not selection or selection.get("rule") != "backtest":
+        return []
+    held, noise = selection.get("held_back_tokens"), selection.get("noise")
+    at = "the largest budget" if held is None else f"{held:,.0f} tokens"
+    margin = "no noise estimate, so no margin" if noise is None else f"noise {noise:.4g}, margin 2 x {noise:.4g}"
+    lines = [f"backtest at {at} (every candidate refitted without it): {margin} "
+             f"({selection.get('noise_source') or 'no source'})"]
+    scores = selection.get("backtest") or {}
+    base = (scores.get("observed") or {}).get("objective")
+    for name, score in scores.items():
+        if "objective" not in score:
+            lines.append(f"{name}: not scored ({score.get('error', 'no answer')})")
+            continue
+        gain = "" if base is None or name == "observed" else f", {base - score['objective']:+.4g} vs observed"
+        lines.append(f"{name}: objective {score['objective']:.4f} at the nearest run {score.get('run')} "
+                     f"(L1 distance {score.get('distance', float('nan')):.3f}){gain}")
+    lines.append(f"chosen: {selection.get('chosen')}")
+    return lines
 
 
 def bounds_moved(proj: ProjectionFile, arrow: str = "->") -> str | None:
