@@ -288,3 +288,24 @@ def test_two_budgets_report_no_backtest(stores: Path, tmp_path: Path) -> None:
                     bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo}, projection=proj)
     assert "Backtest" not in _markdown(report) and "backtest at" not in format_summary(report)
     assert not any(line.strip().startswith("backtest at") for line in lines)
+
+
+def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path) -> None:
+    from autoscale_data.runner.describe import proxy_costs
+
+    for budgets, runs_three in (([4096, 8192], False), ([2048, 4096, 8192], True)):
+        cfg = config_from_dict(tiny_config(stores, ddo={"budgets": budgets}))
+        domains = inspect_domains(cfg)
+        two, three = proxy_costs(cfg, domains)
+        assert two.budgets == (4096, 8192) and three.budgets == (2048, 4096, 8192)
+        assert two.tokens == sum(s.total_tokens for n in (4096, 8192) for s in ddo_proxy_specs(cfg, domains, n))
+        assert three.tokens - two.tokens == sum(s.total_tokens for s in ddo_proxy_specs(cfg, domains, 2048))
+        assert (two.runs, three.runs) == (14, 21) and two.target_tokens == three.target_tokens == 16384
+        assert 1.0 < three.tokens / two.tokens <= 1.25  # N0 = N1 / 2 costs N0 / (N1 + N2) more, about 1/6 here
+        text = MixtureRunner(cfg, stores.parent / "out", progress=False).describe()
+        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens)"))
+        assert f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens = {two.target_runs:.2f} target runs" in line
+        assert f"3 budgets [2,048, 4,096, 8,192]: 21 runs, {three.tokens:,} tokens" in line
+        assert f"{three.tokens / two.tokens:.2f}x the two-budget proxies" in line
+        assert ("(this config), " in line) == runs_three and ("ddo.extra_budget: half" in line) != runs_three
+        assert ("3 budgets: a backtest" in text) == runs_three
