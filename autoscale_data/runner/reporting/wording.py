@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...solver.vocabulary import objective_key
+from ...solver.vocabulary import OBSERVED, objective_key
 
 if TYPE_CHECKING:
     from ..records import BootstrapFile, ProjectionFile
@@ -54,12 +54,12 @@ def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
     lines = [f"backtest at {at} (every candidate refitted without it): {margin} "
              f"({selection.get('noise_source') or 'no source'})"]
     scores = selection.get("backtest") or {}
-    base = (scores.get("observed") or {}).get("objective")
+    base = (scores.get(OBSERVED) or {}).get("objective")
     for name, score in scores.items():
         if "objective" not in score:
             lines.append(f"{name}: not scored ({score.get('error', 'no answer')})")
             continue
-        gain = "" if base is None or name == "observed" else f", {base - score['objective']:+.4g} vs observed"
+        gain = "" if base is None or name == OBSERVED else f", {base - score['objective']:+.4g} vs observed"
         lines.append(f"{name}: objective {score['objective']:.4f} at the nearest run {score.get('run')} "
                      f"(L1 distance {score.get('distance', float('nan')):.3f}){gain}")
     lines.append(f"chosen: {selection.get('chosen')}")
