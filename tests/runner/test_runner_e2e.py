@@ -118,6 +118,29 @@ def test_three_budgets_end_to_end_backtest_in_projection_json_and_the_report(tmp
     assert not any(" done " in line for line in again)
 
 
+@pytest.mark.timeout(300)
+def test_a_two_budget_folder_gains_n0_and_trains_only_its_proxies(tmp_path: Path) -> None:
+    from autoscale_data.runner.experiment import ConfigChangedError
+
+    raw = _demo_config(tmp_path, target={"baselines": ["ddo_n2"]})
+    out = tmp_path / "out"
+    first: list[str] = []
+    two = MixtureRunner(config_from_dict(raw, tmp_path), out, log=first.append, progress=False).run()
+    assert two.projection.selection["rule"] == "trend" and "Backtest" not in (out / "report.md").read_text()
+    kept = {e.run_id for e in _done_events(out)}
+    three = config_from_dict({**raw, "ddo": {**raw["ddo"], "extra_budget": "half"}}, tmp_path)
+    with pytest.raises(ConfigChangedError, match=r"ddo.budgets: \[4096, 8192\] -> \[2048, 4096, 8192\]"):
+        MixtureRunner(three, out, progress=False).run()
+    lines: list[str] = []
+    report = MixtureRunner(three, out, log=lines.append, progress=False, allow_config_change=True).run()
+    trained = {e.run_id for e in _done_events(out)} - kept
+    n0 = {s.run_id for s in MixtureRunner(three, out, progress=False).proxy_specs()[2048]}
+    assert n0 <= trained and len(n0) == 5  # the N1 and N2 proxies are reused, never trained again
+    assert trained - n0 <= {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]
+                            if t["label"] == "autoscale"}  # only a moved AutoScale mix trains again
+    assert report.projection.selection["rule"] == "backtest" and "### Backtest at 8," in (out / "report.md").read_text()
+
+
 def _done_events(out: Path) -> list[LedgerEvent]:
     return [e for e in Ledger(out, lock=False).events() if e.status == "done"]
 
