@@ -51,6 +51,7 @@ from .report_types import (
     VersusUniform,
 )
 from .wording import (
+    backtest_rows,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -405,24 +406,21 @@ def _ddo_md(r: Report) -> list[str]:
 
 def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
     """The backtest of ``ddo.projection: auto`` (three DDO budgets or more) as a table; empty otherwise."""
-    if not selection or selection.get("rule") != "backtest":
+    rows = backtest_rows(selection)
+    if not rows or selection is None:
         return []
     held, noise = selection.get("held_back_tokens"), selection.get("noise")
-    scores = selection.get("backtest") or {}
-    base = (scores.get(OBSERVED) or {}).get("objective")
     lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
              "Every candidate fitted again without the largest DDO budget and asked for it; each answer is scored "
              "by the objective of the run there nearest to it (L1 over the shares). A projection sets the target "
              "mix only if it beats the observed mix by more than twice the noise of one run.", "",
              "| candidate | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
              "|---|---:|---:|---|---:|"]
-    for name, score in scores.items():
-        if "objective" not in score:
-            lines.append(f"| {name} | not scored: {score.get('error', 'no answer')} | | | |")
-            continue
-        gain = "" if base is None or name == OBSERVED else f"{base - score['objective']:+.4f}"
-        lines.append(f"| {name} | {score['objective']:.4f} | {gain} | {score.get('run')} | "
-                     f"{score.get('distance', float('nan')):.3f} |")
+    for r in rows:
+        cells = ([f"not scored: {r.error}", "", "", ""] if r.objective is None else
+                 [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}", str(r.run),
+                  "" if r.distance is None else f"{r.distance:.3f}"])
+        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     margin = "none (no estimate)" if noise is None else f"{noise:.4g} (margin {2 * noise:.4g})"
     lines += ["", f"- Noise of one run: {margin}; from {selection.get('noise_source') or 'nowhere'}.",
               f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
