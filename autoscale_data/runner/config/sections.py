@@ -152,7 +152,7 @@ class DDOConfig:
     ``budgets`` ``[N1, N2]`` is the paper's design; a third, smaller budget ``N0`` (``[N0, N1, N2]``, or
     ``extra_budget: half`` in a config file for ``N0 = N1 / 2``) lets ``ddo.projection: auto`` backtest
     its projection: refit without ``N2``, score every candidate at ``N2`` (``docs/runner.md``,
-    "Three budgets"). The default is that design: ``N0 = N1 / 2`` costs about 1.1x the proxy tokens of
+    "Three budgets"). The default is that design: ``N0 = N1 / 2`` costs about 1.13x the proxy tokens of
     ``[N1, N2]`` at ``N2 = 3 N1``.
     """
 
