@@ -56,6 +56,7 @@ def with_extra_budget(budgets: Any, extra: Any) -> Any:
         raise field_error("ddo", "budgets", budgets, "[N1, N2] in tokens with ddo.extra_budget: half")
     return (int(budgets[0]) // 2, *budgets)
 
+
 @dataclass(frozen=True)
 class RunnerConfig:
     """A whole AutoScale experiment: data, model, training, DDO budgets, target, evaluation.

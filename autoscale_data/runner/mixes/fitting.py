@@ -134,9 +134,10 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
     """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
-    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: DDO(N2) as is unless
-    a share trend is determined, then the robust projection; the choice and its reason are in
-    ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
+    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: with three budgets or
+    more, a projection only where the backtest at N2 shows it beating DDO(N2) beyond noise; with two,
+    DDO(N2) as is unless a share trend is determined, then the robust projection; the choice, its reason
+    and the backtest's scores are in ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
     Theorem-1 path through the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets,
     optimised at the target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its
     uncertainty); the others are computed and reported too (all by the solver's
