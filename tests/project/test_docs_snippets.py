@@ -56,8 +56,6 @@ SKIPPED = {
     ("docs/ecosystem.md", "from autoscale_data import ScaleAwareMixtureDataset, open_store"): "a remote URL",
     ("docs/dataset.md", "import json"): "needs a finished experiment with kept final checkpoints",
     ("examples/tiny-cpu.yaml", "autoscale-data run examples/tiny-cpu.yaml --out runs/tiny"): "runs in runner.md",
-    ("examples/tiny-cpu-three-budgets.yaml", "autoscale-data run examples/tiny-cpu-three-budgets.yaml --out "
-     "runs/tiny-three"): "the three-budget sibling of examples/tiny-cpu.yaml (its e2e test: tests/runner)",
     ("examples/tiny-cpu-deepspeed.yaml", "autoscale-data run examples/tiny-cpu-deepspeed.yaml --out runs/tiny-ds"):
         "DeepSpeed-launched runs, about 10 min",
     ("docs/demo-and-evaluation.md", "python -m autoscale_data.demo.scarce --out scarce-case"): "about 18 min",
