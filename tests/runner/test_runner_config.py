@@ -65,10 +65,42 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
     ({"seq_len": 32}, "domains"),
     (_base(domains={"only": "x"}), ">= 2 domains"),
     (_base(ddo={"budgets": [64, 8192]}), "at least one global batch"),
+    (_base(ddo={"budgets": [2048, 4096, 4096]}), r"budgets = \[2048, 4096, 4096\] is invalid: expected increasing"),
+    (_base(ddo={"budgets": [4096, 2048, 8192]}), r"\[4096, 2048, 8192\] is invalid: expected increasing"),
+    (_base(ddo={"budgets": [8192]}), r"budgets = \[8192\] is invalid: expected two budgets or more"),
+    (_base(ddo={"budgets": 8192}), "budgets = 8192 is invalid: expected two budgets or more"),
+    (_base(ddo={"budgets": [2048, 4096.5, 8192]}), "ddo.budgets must be a positive integer, got 4096.5"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budget": "third"}), "extra_budget = 'third' is invalid"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budget": "half"}, global_batch_size=8, seq_len=512),
+     "budgets = 2048 is invalid: expected at least one global batch"),
+    (_base(ddo={"budgets": [2048, 4096, 8192]}, target={"budget": 8192}), "more than ddo.budgets N2 = 8192"),
 ])
 def test_bad_configs_name_the_bad_value(raw: dict, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         config_from_dict(raw)
+
+
+def test_two_or_more_budgets_and_the_extra_budget_shorthand(tmp_path: Path) -> None:
+    assert config_from_dict(_base()).ddo.budgets == (4096, 8192)
+    three = config_from_dict(_base(ddo={"budgets": [2048, 4096, 8192]}))
+    assert three.ddo.budgets == (2048, 4096, 8192) and three.ddo.largest == 8192
+    half = config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budget": "half"}))
+    assert half.ddo == three.ddo  # the shorthand reads as the explicit list, which config.json records
+    assert config_to_dict(half)["ddo"]["budgets"] == [2048, 4096, 8192]
+    assert config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budget": "none"})).ddo.budgets == (4096, 8192)
+    four = config_from_dict(_base(ddo={"budgets": [4096, 8192, 16384, 32768]}, target={"budget": 65536}))
+    assert four.ddo.budgets == (4096, 8192, 16384, 32768)
+    (tmp_path / "c.yaml").write_text("domains: stores\nddo: {budgets: [4096, 8192], extra_budget: half}\n"
+                                     "target: {budget: 16384}\nseq_len: 32\nmicro_batch_size: 4\n"
+                                     "global_batch_size: 8\n")
+    assert load_config(tmp_path / "c.yaml").ddo.budgets == (2048, 4096, 8192)
+
+
+def test_the_default_ddo_design_has_three_budgets_n0_half_of_n1() -> None:
+    from autoscale_data.runner.config.sections import DDOConfig
+
+    n0, n1, n2 = DDOConfig().budgets
+    assert n0 * 2 == n1 < n2
 
 
 def test_missing_or_unparsable_files(tmp_path: Path) -> None:
