@@ -62,6 +62,11 @@ largest and scored by the largest's run nearest to its answer; a projection must
 twice the noise of one run); with 2 budgets the robust projection where a share trend lies beyond
 2 standard deviations of its uncertainty. One budget: the observed mix (the projections need two).
 --method geometric is the paper's path; observed | joint | robust force that candidate.
+With --runs the output ends with `trust:` lines (`trust` in --json): whether the choice can be judged
+against the noise of one run, and how many seeds per mix would judge it; a chosen mix on the edge of
+the mixes run; implausible parameters of the joint law. --save-plan records the method, the reason
+and that evidence in the plan's metadata. Token columns that hold shares, loss columns that differ
+between the files, a target the path cannot reach and any NaN in the answer are errors (exit 2).
 --objective-weights d1=w1,d2=w2 (or a JSON file {"d1": w1, ...}): the objective is the weighted sum
 of those validation domains' losses (mean_loss) or perplexities (mean_ppl) instead of the mean.
 
@@ -208,36 +213,6 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
     return out, projections.plan_scales(), evidence
 
 
-def _print_text(out: dict[str, Any], text: str, has_runs: bool) -> None:
-    """The table of weights, what was chosen and why, the other candidates and the trust lines."""
-    print(text)
-    for d, w in out["weights"].items():
-        print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-    if not has_runs:
-        return
-    if out.get("selection"):
-        print(f"chosen: {out['method']} ({out['selection']['reason']})")
-    for note in out.get("notes", []):
-        print(f"note: {note}")
-    other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
-    if "moved" in out.get(ROBUST, {}):
-        print(f"robust projection moves the geometric mix by total variation "
-              f"{out[ROBUST]['moved']['total_variation']:.4f}")
-    if "weights" in out[other]:
-        print(f"{other} projection (not used): "
-              + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
-              + (f"; total variation {out['disagreement']['total_variation']:.4f}"
-                 if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
-    elif (out.get("selection") or {}).get("rule") != "fallback":
-        print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
-    ident = out.get(JOINT, {}).get("identifiability")
-    if ident:
-        print(f"joint law: {ident['summary']}")
-    if out.get("trust"):
-        for line in Trust.from_json(out["trust"]).messages():
-            print(f"trust: {line}")
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``project`` from parsed arguments."""
     has_runs = bool(args.runs or args.olmix)
@@ -275,7 +250,30 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        _print_text(out, text, has_runs)
+        print(text)
+        for d, w in out["weights"].items():
+            print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
+        if has_runs and out.get("selection"):
+            print(f"chosen: {out['method']} ({out['selection']['reason']})")
+        for note in out.get("notes", []) if has_runs else []:
+            print(f"note: {note}")
+        other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC,
+                 OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
+        if has_runs and "moved" in out.get(ROBUST, {}):
+            print(f"robust projection moves the geometric mix by total variation "
+                  f"{out[ROBUST]['moved']['total_variation']:.4f}")
+        if has_runs and "weights" in out[other]:
+            print(f"{other} projection (not used): "
+                  + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
+                  + (f"; total variation {out['disagreement']['total_variation']:.4f}"
+                     if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
+        elif has_runs and (out.get("selection") or {}).get("rule") != "fallback":
+            print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
+        ident = out.get(JOINT, {}).get("identifiability") if has_runs else None
+        if ident:
+            print(f"joint law: {ident['summary']}")
+        for line in Trust.from_json(out["trust"]).messages() if has_runs and out.get("trust") else []:
+            print(f"trust: {line}")
     for w in out["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

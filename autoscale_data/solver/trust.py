@@ -213,7 +213,7 @@ def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None,
         source = f"the joint law's residual, an upper bound of the noise ({source})"
     need = seeds_needed(noise, gap)
     replicated = any(len(g) > 1 for g in mixes)
-    judged = bool(replicated and seeds > 1 and need is not None and seeds >= need)
+    judged = bool(seeds > 1 and need is not None and seeds >= need)
     at = f"at {table_budget(last):.4g} tokens"
     rule = "n = 2 (2 sigma / gap)^2: the gap beyond twice the standard error of a difference"
     if gap is None:
@@ -221,10 +221,11 @@ def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None,
     elif noise is None:
         text = (f"one run per mix and no noise estimate from the runs ({source}): the choice cannot be judged against "
                 "noise; run the best two mixes with 3 seeds or more to measure it")
-    elif not replicated:
+    elif seeds == 1:
         need_text = (f"about {need} seeds per mix would tell them apart ({rule})" if need is not None
                      else "they tie: no number of seeds tells them apart")
-        text = (f"one run per mix (no replicates): the choice cannot be judged against noise. Noise of one run "
+        once = "one run per mix (no replicates)" if not replicated else "the two best mixes were run once each"
+        text = (f"{once}: the choice cannot be judged against noise. Noise of one run "
                 f"~{noise:.3g} ({source}); the two best mixes {at} differ by {gap:.3g}: {need_text}")
     elif judged:
         text = (f"{seeds} seeds per mix: the two best mixes {at} differ by {gap:.3g}, beyond twice the standard error "
