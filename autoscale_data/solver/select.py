@@ -317,7 +317,7 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     joint = candidates.get(JOINT)
     if noise is None and joint is not None and not isinstance(joint, str):
-        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1)))
+        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
         source = f"the joint law's residual ({source}): an upper bound of the noise"
     scores: dict[str, dict[str, Any]] = {}
     for name, c in backtest.items():
