@@ -38,8 +38,6 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # small matrices: threads only contend
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
@@ -54,17 +52,16 @@ for _p in (REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(_p))
 
 from eval_published_runs import (  # noqa: E402
-    DEFAULT_DATA,
     TOKENS_PER_STEP,
     _budget,
-    _jsonable,
-    _require,
+    data_arguments,
+    found_data,
     load_mixinglaws,
     nearest,
     noise_floor,
+    write_results,
 )
 
-from autoscale_data._io import atomic_write_text  # noqa: E402
 from autoscale_data.solver.projections import project_all  # noqa: E402
 from autoscale_data.solver.select import trend_evidence  # noqa: E402
 from autoscale_data.solver.vocabulary import OBSERVED, ROBUST  # noqa: E402
@@ -211,25 +208,17 @@ def run(data: Path, out: Path | None, limit: int | None = None, workers: int = 1
     summary["all"] = summarise(rows)
     doc = {"date": time.strftime("%Y-%m-%d"), "seconds": time.perf_counter() - t0, "summary": summary, "rows": rows}
     print(format_table(summary))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "results.json", json.dumps(_jsonable(doc), indent=1))
-        print(f"\nwrote {out / 'results.json'} ({doc['seconds']:.0f} s)")
+    write_results(out, doc)
     return doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=os.fspath(DEFAULT_DATA), help="directory of the published runs")
-    p.add_argument("--out", default=os.fspath(DEFAULT_OUT), help="output directory for results.json")
+    p = data_arguments(__doc__, DEFAULT_OUT)
     p.add_argument("--limit", type=int, default=None, help="at most this many windows per model size (a quick look)")
     p.add_argument("--workers", type=int, default=1, help="processes (one dataset and model size each)")
     args = p.parse_args(argv)
-    data = Path(args.data)
-    try:
-        _require(data)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    data = found_data(args.data)
+    if data is None:
         return 2
     run(data, Path(args.out), args.limit, args.workers)
     return 0
