@@ -45,7 +45,7 @@ class DownstreamResult(Record):
     seed: int
     """The seed of the draw of questions (the same subset for every model)."""
     tasks: dict[str, TaskScore] = field(default_factory=dict)
-    """Task name -> its scores, in the order asked."""
+    """Task name -> its scores (``downstream.json`` keeps them sorted by name)."""
 
     @property
     def mean_acc(self) -> float:

@@ -305,7 +305,7 @@ class EvalConfig:
     target_points: int = 10
     batch_size: int = 16
     mlm_passes: int = 1
-    tasks: list[str] = field(default_factory=list)
+    tasks: tuple[str, ...] = ()
     task_limit: int | None = 200
     task_seed: int = 0
 
@@ -313,7 +313,7 @@ class EvalConfig:
         from ...evaluation import check_task_names
 
         try:
-            object.__setattr__(self, "tasks", check_task_names(self.tasks))
+            object.__setattr__(self, "tasks", tuple(check_task_names(self.tasks)))
         except ValueError as e:
             raise field_error("eval", "tasks", self.tasks, f"task names ({e})") from None
         if self.task_limit is not None:

@@ -46,7 +46,7 @@ def build_downstream(out: Path, runs: list[dict[str, Any]], labels: dict[str, li
         if raw is None:
             continue
         result = DownstreamResult.from_json(raw, layout.DOWNSTREAM)
-        if list(result.tasks) != tasks:  # scored on other tasks (an earlier config): not comparable
+        if sorted(result.tasks) != sorted(tasks):  # scored on other tasks (an earlier config): not comparable
             continue
         for label in labels.get(spec["run_id"]) or [spec["label"]]:
             found.setdefault(label, []).append((int(spec["seed"]), result))

@@ -79,7 +79,7 @@ def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> 
     if raw is None:
         return None
     found = DownstreamResult.from_json(raw)
-    same = list(found.tasks) == list(tasks) and found.limit == limit and found.seed == seed
+    same = sorted(found.tasks) == sorted(tasks) and found.limit == limit and found.seed == seed
     return found if same else None
 
 
