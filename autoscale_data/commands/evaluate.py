@@ -38,6 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tokenizer", default=None,
                    help="the checkpoint's tokenizer when its folder holds no tokenizer.json: gpt2, bytes or a path")
     p.add_argument("--device", default=None, help="torch device (default: cpu)")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="torch intra-op threads on a CPU (default: torch's; on a busy machine 1 is often fastest)")
     add_json_flag(p)
 
 
@@ -47,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from ..runner import evaluate_run_dir, layout
 
     tasks = check_task_names(args.tasks or list(DEFAULT_TASKS))
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     path = Path(args.path)
     if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None:
         result = evaluate_run_dir(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size)

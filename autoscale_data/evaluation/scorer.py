@@ -105,17 +105,25 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
             mask[b, width - len(s):] = 1
         positions = (mask.cumsum(1) - 1).clamp(min=0)
         logits = _last_logits(model, input_ids.to(dev), mask.to(dev), positions.to(dev), keep)
-        for b, (_, cont, owners) in enumerate(batch):
-            if not cont:  # shared context: the next-token distribution after it scores every one-token answer
-                logp = torch.log_softmax(logits[b, -1], dim=-1)
-                for i, k, token in owners:
-                    out[i][k] = float(logp[token])
-                continue
+        # log p(token) = logit(token) - logsumexp(logits), for the whole batch at once (answers right-aligned)
+        targets = torch.zeros((len(seqs), keep), dtype=torch.long)
+        scored = torch.zeros((len(seqs), keep), dtype=torch.float64)
+        for b, (_, cont, _) in enumerate(batch):
             m = min(len(cont), len(seqs[b]))  # a truncated answer keeps its last m tokens
-            logp = torch.log_softmax(logits[b, keep - m:], dim=-1)
-            target = torch.tensor(cont[len(cont) - m:], dtype=torch.long, device=logp.device)
-            i, k, _ = owners[0]
-            out[i][k] = float(logp.gather(1, target[:, None]).sum(dtype=torch.float64))
+            if m:
+                targets[b, keep - m:] = torch.tensor(cont[len(cont) - m:], dtype=torch.long)
+                scored[b, keep - m:] = 1.0
+        norm = torch.logsumexp(logits, dim=-1)
+        logp = (logits.gather(2, targets.to(logits.device)[:, :, None])[:, :, 0] - norm).double().cpu()
+        sums = (logp * scored).sum(dim=1)
+        last = logits[:, -1] - norm[:, -1:]  # the next-token log-probabilities after each row
+        for b, (_, cont, owners) in enumerate(batch):
+            if cont:
+                i, k, _ = owners[0]
+                out[i][k] = float(sums[b])
+                continue
+            for i, k, token in owners:  # shared context: every one-token answer from one distribution
+                out[i][k] = float(last[b, token])
     return out
 
 

@@ -32,7 +32,7 @@ from .checkpoint import _POINTER
 __all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]
 
 #: FLOP/s the dry run assumes for the evaluation before any was timed in the folder (a busy CPU core).
-_ASSUMED_FLOPS = 2e9
+_ASSUMED_FLOPS = 1e10
 
 
 def stores_tokenizer(domains: DomainInfo) -> Any:
@@ -86,8 +86,20 @@ def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> 
 def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec], *,
                      log: Callable[[str], None] = print) -> dict[str, DownstreamResult]:
     """Score every finished target run of ``specs`` on ``config.eval.tasks``; returns the results by run id."""
-    tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
     results: dict[str, DownstreamResult] = {}
+    threads = torch.get_num_threads()
+    if config.cpu_threads is not None:  # as the runs trained: on a busy CPU, more threads are slower
+        torch.set_num_threads(config.cpu_threads)
+    try:
+        _evaluate_each(config, domains, out, specs, results, log)
+    finally:
+        torch.set_num_threads(threads)
+    return results
+
+
+def _evaluate_each(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec],
+                   results: dict[str, DownstreamResult], log: Callable[[str], None]) -> None:
+    tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
     tok = None
     for spec in specs:
         run_dir = out / layout.RUNS / spec.run_id
@@ -105,7 +117,6 @@ def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs
             log(f"downstream {spec.name}: mean accuracy {found.mean_acc:.3f}, mean bits per byte "
                 f"{found.mean_bpb:.3f} ({len(tasks)} tasks, {time.perf_counter() - start:.1f} s)")
         results[spec.run_id] = found
-    return results
 
 
 def evaluate_run_dir(run_dir: str | os.PathLike[str], tasks: Sequence[str], *, limit: int | None = None,
