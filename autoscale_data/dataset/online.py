@@ -347,7 +347,7 @@ class OnlineMixture:
             raise ValueError("the online state was saved under another configuration; differences: "
                              + "; ".join(config_diff(dict(state.get(CONFIG_KEY) or {}), self.config)))
 
-    def load_into(self, state: Mapping[str, Any], continue_run: bool) -> None:
+    def load_into(self, state: Mapping[str, Any], continue_run: bool, step: int | None = None) -> None:
         """The dataset's ``load_state_dict`` for an online dataset (see the module docstring)."""
         ds = self.dataset
         if continue_run:
@@ -368,5 +368,5 @@ class OnlineMixture:
                                  f"{online['digest']!r}); the training process holds {self.published}: load the "
                                  "online state there first (OnlineMixture.load_state_dict / the dataset's "
                                  "load_state_dict) before the loader iterates")
-        ds._resume(state)
+        ds._resume(state, step)
 

@@ -84,14 +84,14 @@ def run(root: Path, world: int, workers: int, *, controller: str = "odm", state:
     for ds, _ in ranks:
         if state is not None:
             ds.load_state_dict(json.loads(json.dumps(state)))
-    step0 = 0 if state is None else state["cursor"] // G
+    step0 = 0 if state is None else state["step"]  # the step travels in the state
     its = [iter(DataLoader(ds, batch_size=None, num_workers=workers)) if workers else iter(ds) for ds, _ in ranks]
     lead = ranks[0][1]
     out: list[tuple[int, int]] = []
     step = step0
     while True:
         if stop is not None and step == stop:
-            return out, ranks[0][0].state_dict(batches_taken=step - step0), [om for _, om in ranks]
+            return out, ranks[0][0].state_dict(step=step), [om for _, om in ranks]
         try:
             batches = [next(it) for it in its]
         except StopIteration:
