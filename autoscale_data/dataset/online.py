@@ -215,6 +215,30 @@ class OnlineMixture:
         starts = [0, *np.cumsum([sum(r) for r in counts]).tolist()]
         return {"starts": starts, "weights": self.weights_table[:n].tolist(), "counts": counts}
 
+    def require_lookahead(self, n: int) -> None:
+        """Decide at least ``n`` segments ahead (a loop whose loader reads batches ahead of the step in
+        use, like the HF ``Trainer``'s, needs 2): the extra segments are drawn at the initial weights.
+
+        ``lookahead`` is part of the stream's configuration, so call it the same way on a resume.
+
+        Raises:
+            ValueError: ``n`` is not a positive integer, or the lookahead must grow after an update,
+                a loaded state or an iteration (then the stream is already configured).
+        """
+        check_int("lookahead", n)
+        n = min(int(n), self.num_segments)
+        if n <= self.lookahead:
+            return
+        if self.updates or self.published != self.lookahead or self.dataset._state.live is not None:
+            raise ValueError(f"lookahead {self.lookahead} must become {n} before the first update, state load or "
+                             f"iteration (now {self.updates} updates, {self.published} segments decided): build "
+                             f"OnlineMixture(..., lookahead={n})")
+        for _ in range(n - self.lookahead):
+            self._append(self.initial, 0)
+        self.lookahead = self.config["lookahead"] = n
+        self.stream.grow()
+        self.dataset.fingerprint = fingerprint(self.dataset.config)
+
     # ----------------------------------------------------------------- updates
     def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *, group: Any = None) -> dict[str, float] | None:
         """Feed the controller the window's per-domain losses and decide the next segment.
