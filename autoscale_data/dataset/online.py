@@ -129,7 +129,9 @@ class OnlineMixture:
         every: training steps per segment and between updates (``k``).
         sequences_per_step: sequences of the global batch of one step (all ranks); default
             ``batch_size × world_size`` of a batch-mode dataset.
-        lookahead: segments decided ahead (>= 1); default ``ceil(prefetch_steps / every)``.
+        lookahead: segments decided ahead (>= 1); default ``ceil(prefetch_steps / every)``. A loop
+            whose loader reads a batch ahead of the step it trains on in this process (the HF
+            ``Trainer``'s) needs at least 2 (:meth:`require_lookahead`; the Trainer callback sets it).
         prefetch_steps: batches a loader may hold beyond the one in use (``num_workers ×
             prefetch_factor``), for the default ``lookahead``.
 
