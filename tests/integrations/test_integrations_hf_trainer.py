@@ -86,7 +86,7 @@ def _fit(root: Path, out: Path, *, every: int | None, workers: int, steps: int, 
         trainer.train(resume_from_checkpoint=True if resume else None)
     else:
         with pytest.raises(Killed):
-            trainer.train()
+            trainer.train(resume_from_checkpoint=True if resume else None)
     return trainer, record
 
 
@@ -101,17 +101,23 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("every", [None, 2, 16, 100])
 def test_a_killed_run_resumes_bit_for_bit(root: Path, tmp_path: Path, every: int | None, workers: int) -> None:
     """Fixed mix (every=None) and online mixing: killed after a checkpoint, resumed from it with
-    ``resume_from_checkpoint=True`` and no other call. Before the callback set the lookahead the
-    Trainer's one-batch read-ahead needs, every=16 and 100 crashed at the first segment boundary."""
-    steps, save = (10, 4) if every is None else (2 * every + 6, every + 3)  # the kill is past a boundary
+    ``resume_from_checkpoint=True`` and no other call, killed again after the resumed run's checkpoint
+    (saved at the global step, after a resume) and resumed again. Before the callback set the lookahead
+    the Trainer's one-batch read-ahead needs, every=16 and 100 crashed at the first segment boundary."""
+    steps = 10 if every is None else 2 * every + 6  # the kills fall before and after segment boundaries
+    save = steps // 3
     full, full_log = _fit(root, tmp_path / "full", every=every, workers=workers, steps=steps, save=save)
     assert len(full.seen) == steps * B
     first, first_log = _fit(root, tmp_path / "run", every=every, workers=workers, steps=steps, save=save,
                             die_at=save)
     assert (tmp_path / "run" / f"checkpoint-{save}" / STATE_FILE).is_file()
+    second, second_log = _fit(root, tmp_path / "run", every=every, workers=workers, steps=steps, save=save,
+                              die_at=2 * save, resume=True)
     rest, rest_log = _fit(root, tmp_path / "run", every=every, workers=workers, steps=steps, save=save, resume=True)
-    assert first.seen[: save * B] + rest.seen == full.seen  # nothing read again, nothing skipped
-    assert first_log.losses[:save] + rest_log.losses == full_log.losses  # dropout and all: the same numbers
+    seen = first.seen[: save * B] + second.seen[: save * B] + rest.seen
+    assert seen == full.seen  # nothing read again, nothing skipped
+    losses = first_log.losses[:save] + second_log.losses[:save] + rest_log.losses
+    assert losses == full_log.losses  # dropout and all: the same numbers
     if every is not None:
         assert full.online is not None and rest.online is not None and full.online.lookahead == 2
         assert rest.online.segment_log() == full.online.segment_log() and full.online.updates == steps // every
