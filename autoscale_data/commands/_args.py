@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 from .._checks import check_int
 from ..solver.design import objective_weight
 
-__all__ = ["add_json_flag", "add_supply_args", "add_verb", "objective_weights_arg", "parse_token_count", "parse_tokens",
-           "positive_float", "positive_int", "read_json", "token_count", "weight_float"]
+__all__ = ["add_json_flag", "add_supply_args", "add_verb", "check_finite_answer", "objective_weights_arg",
+           "parse_token_count", "parse_tokens", "positive_float", "positive_int", "read_json", "token_count",
+           "weight_float"]
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
@@ -153,3 +155,28 @@ def objective_weights_arg(spec: str | None) -> dict[str, float] | None:
     if not out:
         raise ValueError("--objective-weights is empty")
     return out
+
+
+def _non_finite(obj: Any, path: str) -> list[str]:
+    """``path = value`` of every non-finite number in a JSON-able object."""
+    if isinstance(obj, float):
+        return [] if math.isfinite(obj) else [f"{path} = {obj!r}"]
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _non_finite(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(obj, (list, tuple)):
+        return [x for i, v in enumerate(obj) for x in _non_finite(v, f"{path}[{i}]")]
+    return []
+
+
+def check_finite_answer(answer: Any, verb: str) -> None:
+    """The last check before a verb prints or saves ``answer``: a NaN or infinity in it is a bug, never an answer.
+
+    Raises:
+        ValueError: naming every non-finite number by its path (the CLI then exits non-zero).
+    """
+    bad = _non_finite(answer, "")
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ValueError(f"the {verb} answer holds non-finite numbers ({shown}): a bug, nothing was printed or saved; "
+                         "please report it with the input files")
+

@@ -69,9 +69,17 @@ def format_ddo(res: DDOResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddo`` from parsed arguments."""
     table = RunTable.from_csv(args.runs)
-    res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
-                  law=args.law, fit=args.fit, base_run=args.base_run, token_caps=parse_tokens(args.available),
-                  max_epochs=args.max_epochs, val_domains=objective_weights_arg(args.objective_weights))
+    try:
+        res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
+                      law=args.law, fit=args.fit, base_run=args.base_run, token_caps=parse_tokens(args.available),
+                      max_epochs=args.max_epochs, val_domains=objective_weights_arg(args.objective_weights))
+    except ValueError as exc:
+        if "no base run" not in str(exc):
+            raise
+        raise ValueError(f"{args.runs}: {exc}. `ddo` reads a DDO design (a base run and runs that change one "
+                         "domain's tokens at a time); for runs of any mixtures (a sweep, a grid, random mixes) use "
+                         "`autoscale-data project --runs RUNS.csv [--runs RUNS_2.csv ...] --target-tokens N` "
+                         "(one file per budget), which fits one law to them") from None
     if args.json:
         out = res.to_json()
         out.pop("diagnostics", None)

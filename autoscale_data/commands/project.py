@@ -18,7 +18,7 @@ import numpy as np
 
 from .._extras import require
 from .._options import field_help
-from ..solver import DDOOptions, MixturePlan, RunTable, project, project_all, read_olmix
+from ..solver import DDOOptions, MixturePlan, PlanEvidence, RunTable, Trust, project, project_all, read_olmix
 from ..solver.vocabulary import (
     DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,
@@ -33,6 +33,7 @@ from ._args import (
     add_json_flag,
     add_supply_args,
     add_verb,
+    check_finite_answer,
     objective_weights_arg,
     parse_token_count,
     parse_tokens,
@@ -61,6 +62,11 @@ largest and scored by the largest's run nearest to its answer; a projection must
 twice the noise of one run); with 2 budgets the robust projection where a share trend lies beyond
 2 standard deviations of its uncertainty. One budget: the observed mix (the projections need two).
 --method geometric is the paper's path; observed | joint | robust force that candidate.
+With --runs the output ends with `trust:` lines (`trust` in --json): whether the choice can be judged
+against the noise of one run, and how many seeds per mix would judge it; a chosen mix on the edge of
+the mixes run; implausible parameters of the joint law. --save-plan records the method, the reason
+and that evidence in the plan's metadata. Token columns that hold shares, loss columns that differ
+between the files, a target the path cannot reach and any NaN in the answer are errors (exit 2).
 --objective-weights d1=w1,d2=w2 (or a JSON file {"d1": w1, ...}): the objective is the weighted sum
 of those validation domains' losses (mean_loss) or perplexities (mean_ppl) instead of the mean.
 
@@ -140,10 +146,12 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
-def _plan(scales: Any, args: argparse.Namespace, caps: dict[str, float] | None) -> MixturePlan:
-    """The mixture plan through ``scales`` for ``--plot`` / ``--save-plan``; a domain left out says so."""
+def _plan(scales: Any, args: argparse.Namespace, caps: dict[str, float] | None, evidence: PlanEvidence) -> MixturePlan:
+    """The mixture plan through ``scales`` for ``--plot`` / ``--save-plan`` (``metadata``: the evidence); a domain
+    left out says so."""
     try:
-        return MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs)
+        return MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs,
+                                       metadata=evidence.to_json())
     except ValueError as exc:
         if "allocations must be > 0" not in str(exc):
             raise
@@ -191,8 +199,8 @@ def _tables(args: argparse.Namespace) -> tuple[list[RunTable], list[str], list[s
     return tables, names, notes
 
 
-def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any]]:
-    """Every candidate from the run tables: the summary dict and the scales of the chosen one's plan."""
+def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any], PlanEvidence]:
+    """Every candidate from the run tables: the summary dict, the scales of the chosen one's plan and the evidence."""
     options = DDOOptions(objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
                          token_caps=caps, max_epochs=args.max_epochs,
                          val_domains=objective_weights_arg(args.objective_weights))
@@ -201,7 +209,8 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
                               labels=names)
     out = projections.to_json()
     out["warnings"] = notes + out["warnings"]
-    return out, projections.plan_scales()
+    evidence = PlanEvidence.of(projections, tables, objective=args.objective, sources=names)
+    return out, projections.plan_scales(), evidence
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,17 +229,23 @@ def run(args: argparse.Namespace) -> int:
         res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
         out = res.to_json()
         text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
+        evidence = PlanEvidence(
+            method=GEOMETRIC, requested_method=GEOMETRIC, target_tokens=res.budget_tokens, sources=[args.scales],
+            reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through them",
+            budgets=[float(x["budget_tokens"] if isinstance(x, dict) else x[0]) for x in scales])
     else:
-        out, scales = _from_runs(args, caps)
+        out, scales, evidence = _from_runs(args, caps)
         used = out["method"]
         what = (f"the best mix observed: {out[OBSERVED]['description']}" if used == OBSERVED
                 else f"{used} projection")
         text = f"mix at {out['budget_tokens']:.4g} tokens ({what}):"
+    check_finite_answer(out, "project")  # before anything is drawn, saved or printed
     if args.plot or args.save_plan:
-        plan = _plan(scales, args, caps)
+        plan = _plan(scales, args, caps, evidence)
         if args.plot:
             plot_weights(plan, args.target_tokens, args.plot)
         if args.save_plan:
+            check_finite_answer(plan.to_json(), "project --save-plan")
             plan.save(args.save_plan)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -257,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
         ident = out.get(JOINT, {}).get("identifiability") if has_runs else None
         if ident:
             print(f"joint law: {ident['summary']}")
+        for line in Trust.from_json(out["trust"]).messages() if has_runs and out.get("trust") else []:
+            print(f"trust: {line}")
     for w in out["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0

@@ -13,9 +13,9 @@ from ._args import add_verb
 __all__ = ["register", "run", "with_executor"]
 
 _EPILOG = """\
-Proxies at the two DDO budgets -> DDO fits -> projection to the target budget -> target runs for
-the AutoScale mix and the baselines -> report (OUT/report.md, report.json, plots/), then prints the
-summary table. Re-running the same command skips finished runs and resumes unfinished ones.
+Proxies at the DDO budgets (two, or three for a backtest) -> DDO fits -> projection to the target
+budget -> target runs for the AutoScale mix and the baselines -> report (OUT/report.md, report.json,
+plots/), then prints the summary table. Re-running the same command skips finished runs and resumes unfinished ones.
 
 examples:
   autoscale-data run examples/tiny-cpu.yaml --dry-run

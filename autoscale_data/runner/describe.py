@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
@@ -23,6 +24,7 @@ from .planning.estimate import estimate_seconds, format_duration, startup_second
 from .planning.plan import (
     MULTIPLIER_TOLERANCE,
     RunSpec,
+    ddo_proxy_specs,
     describe_plan,
     design_rounding,
     faithful_budget,
@@ -30,7 +32,8 @@ from .planning.plan import (
 )
 from .planning.repetition import repetition_notes
 
-__all__ = ["design_note", "load_note", "plan_text", "projection_note", "rounding_notes"]
+__all__ = ["ProxyCost", "design_note", "load_note", "plan_text", "projection_note", "proxy_cost_note", "proxy_costs",
+           "rounding_notes"]
 
 
 def _tag(multiplier: float) -> str:
@@ -101,7 +104,8 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
     """What the plan checks before training: data supply (``DATA:`` lines), the design, the rounding of
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
-    notes += [design_note(config), *rounding_notes(config, domains), projection_note(config)]
+    notes += [design_note(config), *rounding_notes(config, domains), projection_note(config),
+              proxy_cost_note(config, domains)]
     notes += repetition_notes(config, domains, specs)
     old = read_json(out / layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
@@ -110,6 +114,68 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
                      "it unless --allow-config-change (then runs whose settings still match are reused and the "
                      "report covers only this config), or give a new --out")
     return notes
+
+
+@dataclass(frozen=True)
+class ProxyCost:
+    """The DDO proxies of one design of budgets, against one target run.
+
+    Attributes:
+        budgets: the DDO budgets; runs: their proxy runs (every seed); tokens: those runs' training tokens.
+        target_tokens: one target run's training tokens (whole global batches).
+    """
+
+    budgets: tuple[int, ...]
+    runs: int
+    tokens: int
+    target_tokens: int
+
+    @property
+    def target_runs(self) -> float:
+        """The proxies' tokens in target runs."""
+        return self.tokens / self.target_tokens
+
+
+def proxy_costs(config: RunnerConfig, domains: DomainInfo) -> tuple[ProxyCost, ProxyCost]:
+    """The paper's two-budget design ``[N1, N2]`` (the config's two largest budgets) and the three-budget
+    one (the config's budgets when it has three or more, else ``[N1 / 2, N1, N2]``, what
+    ``ddo.extra_budget: half`` gives), each planned as the runner would (whole global batches).
+
+    Raises:
+        ValueError: a budget the planner refuses (e.g. ``N1 / 2`` gives some domain no sequence).
+    """
+    budgets = config.ddo.budgets
+    n1, n2 = budgets[-2:]
+    batch = config.seq_len * config.global_batch_size
+    target = (config.target.budget // batch) * batch
+
+    def cost(design: tuple[int, ...]) -> ProxyCost:
+        specs = list({s.run_id: s for n in design for s in ddo_proxy_specs(config, domains, n)}.values())
+        return ProxyCost(budgets=design, runs=len(specs), tokens=sum(s.total_tokens for s in specs),
+                         target_tokens=target)
+
+    three = budgets if len(budgets) >= 3 else (n1 // 2, n1, n2)
+    return cost((n1, n2)), cost(three)
+
+
+def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
+    """The DDO proxies' tokens against one target run: the two-budget design, and the three-budget one
+    that lets ``ddo.projection: auto`` backtest its projection (which of them this config runs)."""
+    try:
+        two, three = proxy_costs(config, domains)
+    except ValueError as exc:
+        return f"proxy cost: not computed ({exc})"
+
+    def shown(c: ProxyCost) -> str:
+        return (f"[{', '.join(f'{n:,}' for n in c.budgets)}]: {c.runs} runs, {c.tokens:,} tokens = "
+                f"{c.target_runs:.2f} target runs")
+
+    runs_three = len(config.ddo.budgets) >= 3
+    how = "this config" if runs_three else "ddo.extra_budget: half, or ddo.budgets: [N0, N1, N2]"
+    return (f"proxy cost against one target run ({two.target_tokens:,} tokens): two budgets "
+            f"{shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} budgets {shown(three)} "
+            f"({how}), {three.tokens / two.tokens:.2f}x the two-budget proxies; with three budgets or more "
+            "ddo.projection: auto backtests its projection at N2 (refitted without it) before it uses one")
 
 
 def projection_note(config: RunnerConfig) -> str:
@@ -121,6 +187,10 @@ def projection_note(config: RunnerConfig) -> str:
            OBSERVED: "observed (no projection: the DDO optimum at N2, as is)",
            AUTO: "auto (the DDO optimum at N2 as is, or the robust projection where a share trend is determined "
                    "beyond its uncertainty; the report says which and why)"}[ddo.projection]
+    if ddo.projection == AUTO and len(ddo.budgets) >= 3:
+        how = (f"auto ({len(ddo.budgets)} budgets: a backtest refits every candidate without N2, scores it at N2, and "
+               "uses a projection only if it beats the DDO optimum at N2 by more than twice the noise of one run; "
+               "the report gives the scores, the noise and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
             f"(ddo.projection: {' | '.join(METHODS)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:

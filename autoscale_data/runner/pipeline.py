@@ -1,4 +1,4 @@
-"""The AutoScale pipeline: proxies at N1 and N2 -> DDO at both -> projection -> target runs -> report.
+"""The AutoScale pipeline: proxies at the DDO budgets -> DDO at each -> projection -> target runs -> report.
 
 The target mixes come from the registry of mixing methods (:mod:`.methods`): AutoScale and every
 ``target.baselines`` name, each with the extra runs it needs before its targets (DoReMi's reference and
@@ -71,7 +71,7 @@ class MixtureRunner:
         return self._domains
 
     def proxy_specs(self) -> dict[int, list[RunSpec]]:
-        """The DDO runs of each of the two budgets."""
+        """The DDO runs of each DDO budget."""
         return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
 
     def method_context(self, ledger: Ledger | None = None, fits: Any = None, *,

@@ -382,6 +382,9 @@ class ProjectionFile(Record):
     """``[ddo.min_weight, ddo.max_weight]``."""
     repetition_law: dict[str, Any] | None = omitted(default=None)
     """The effective-token law (:class:`~.repetition.RepetitionLaw`'s JSON; present when computed)."""
+    trust: dict[str, Any] | None = omitted(default=None)
+    """What the runs say about the answer: noise and seeds needed, edge of the grid, implausible parameters
+    (:class:`~autoscale_data.solver.Trust`'s JSON; files written before it lack it)."""
 
     def candidate(self, name: str) -> dict[str, Any]:
         """The solver's JSON of candidate ``name`` (``geometric``, ``joint``, ``robust``, ``observed``); ``{}`` when

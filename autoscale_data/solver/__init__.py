@@ -35,6 +35,7 @@ from .projections import Projections, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
 from .select import Observed, Selection
+from .trust import PlanEvidence, Trust
 from .vocabulary import METHODS, PROJECTIONS
 
 __all__ = [
@@ -51,12 +52,14 @@ __all__ = [
     "Observed",
     "PRESETS",
     "PROJECTIONS",
+    "PlanEvidence",
     "Projection",
     "Projections",
     "RobustProjection",
     "Run",
     "RunTable",
     "Selection",
+    "Trust",
     "apply_weight_bounds",
     "baseline_weights",
     "bootstrap_ddo",

@@ -3,7 +3,9 @@
 A plan holds the Theorem-1 path fitted on optimal allocations at two or more budgets (see
 :mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, including budgets
 below the smallest fitted one (t < 0, the same path run backwards), so per-domain allocations are
-non-decreasing in N and sum to N.
+non-decreasing in N and sum to N. A path on which some domain's allocation does not grow never gives
+that domain fewer tokens than at the smallest budget: budgets below that (:attr:`MixturePlan.min_budget`)
+are refused with ``ValueError`` (the dataset's anytime schedule starts from ``min_budget``'s mix).
 
 Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows; at small proxy
 budgets noisy DDO optima can still show one. Such a plan is rejected unless built with
@@ -44,7 +46,8 @@ class MixturePlan:
         token_caps: per-domain token caps (tokens available × epoch cap), or None.
         metadata: free JSON-able information (objective, run ids, ...).
         allow_decreasing: whether domains whose allocation falls with the budget are accepted.
-        min_budget: the smallest budget the plan answers (0 unless some allocation decreases).
+        min_budget: the smallest budget the plan answers: 0 unless some allocation decreases or stays
+            the same between the budgets (below it, it raises ``ValueError``: never a NaN).
     """
 
     def __init__(self, path: AllocationPath, scales: Sequence[tuple[float, dict[str, float]]], *,

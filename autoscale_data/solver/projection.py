@@ -19,6 +19,7 @@ from scipy.optimize import brentq
 __all__ = ["AllocationPath", "Projection", "as_scales", "fit_path", "one_scale", "project"]
 
 _SUM_RTOL = 1e-6
+_FLAT = 1e-12  # a log-allocation trend this small relative to the largest one is no growth
 
 
 def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = None, return_sign: bool = False):
@@ -129,14 +130,25 @@ class AllocationPath:
     t_min: float = field(default=-np.inf)
 
     @property
+    def flat(self) -> list[str]:
+        """Domains whose allocation does not grow with the budget (within rounding)."""
+        scale = max(float(np.max(np.abs(self.direction))), 1e-300)
+        return [d for d, v in zip(self.domains, self.direction, strict=True) if abs(v) <= _FLAT * scale]
+
+    @property
     def decreasing(self) -> list[str]:
         """Domains whose allocation falls as the budget grows (impossible under Theorem 1)."""
         return [d for d, v in zip(self.domains, self.direction, strict=False) if v < 0]
 
     @property
     def min_total(self) -> float:
-        """The smallest total on the path (0 when no domain decreases: the path reaches every budget)."""
-        return 0.0 if not np.isfinite(self.t_min) else float(np.exp(_logsumexp(self.log_origin + self.t_min * self.direction)))
+        """The smallest total on the path: 0 when every domain grows with the budget (the path reaches every
+        budget); the tokens of the domains that do not grow when none decreases (the path's limit as
+        ``t -> -inf``, never reached); the total at ``t_min`` when some domain decreases."""
+        if np.isfinite(self.t_min):
+            return float(np.exp(_logsumexp(self.log_origin + self.t_min * self.direction)))
+        flat = self.direction <= _FLAT * max(float(np.max(np.abs(self.direction))), 1e-300)
+        return float(np.exp(self.log_origin[flat]).sum())
 
     def allocation_at_t(self, t: np.ndarray | float) -> np.ndarray:
         """Allocations at path parameter(s) ``t``, shape ``(..., m)``."""
@@ -154,13 +166,15 @@ class AllocationPath:
             raise ValueError(f"target budget must be > 0 tokens, got {nb[~(nb > 0) | ~np.isfinite(nb)][0]}")
         p0, d = self.log_origin, self.direction
         logn = np.log(nb)
-        if np.isfinite(self.t_min):
-            low = nb <= self.min_total
-            if low.any():
-                raise ValueError(
-                    f"target {nb[low][0]:g} tokens is below the smallest total on this path "
-                    f"({self.min_total:g}): a domain's allocation decreases between the budgets"
-                )
+        low = nb <= self.min_total
+        if low.any():
+            why = ("a domain's allocation decreases between the budgets" if np.isfinite(self.t_min) else
+                   f"the allocation of {self.flat} does not grow between the budgets, so the path never gives "
+                   "it fewer tokens than at the smallest budget")
+            raise ValueError(
+                f"target {nb[low][0]:g} tokens is below the smallest total on this path ({self.min_total:.4g}): "
+                f"{why}; use a target above it, or the smallest budget's mix as is"
+            )
         pos = d > 0
         if not pos.any():
             raise ValueError("no domain's allocation grows with the budget: the path cannot reach larger totals")
@@ -179,6 +193,9 @@ class AllocationPath:
             t = t - step
             if np.all(np.abs(step) <= 1e-15 * (1.0 + np.abs(t))):
                 break
+        if not np.all(np.isfinite(t)):
+            raise ValueError(f"no point of this path has {nb[~np.isfinite(t)][0]:g} tokens in all (smallest total "
+                             f"{self.min_total:g}); use a target above it")
         return t if np.ndim(budgets) else t[:1]
 
     def allocations(self, budgets: np.ndarray | float) -> np.ndarray:

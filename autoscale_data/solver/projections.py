@@ -29,8 +29,9 @@ from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight
 from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
-from .runs import RunTable
+from .runs import RunTable, check_same_columns
 from .select import Observed, Selection, choose, observed_best, table_budget
+from .trust import Trust, assess
 from .vocabulary import AUTO, DEFAULT_METHOD, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = ["Projections", "project_all"]
@@ -51,6 +52,8 @@ class Projections:
         selection: why ``method="auto"`` chose what it chose (None for another method).
         path: the optima as the paths use them (left-out domains treated, :mod:`.left_out`).
         notes: what was done to the input to answer (pooled optima, left-out domains), in words.
+        trust: what the runs say about the answer (noise, edge of the grid, the joint law's parameters:
+            :mod:`.trust`); None when not assessed.
 
     Raises:
         ValueError: ``method`` unknown, or the candidate used was not computed or failed.
@@ -65,6 +68,7 @@ class Projections:
     selection: Selection | None = None
     path: tuple[tuple[float, dict[str, float]], ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    trust: Trust | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -140,6 +144,7 @@ class Projections:
             geometric path's ``t`` and ``residual`` when it exists); ``geometric``, ``joint``,
             ``robust`` and ``observed`` (when computed) in full (``{"error": ...}`` for a failed
             one); ``selection`` (``method="auto"``: what was chosen and why, else None); ``notes``;
+            ``trust`` (:class:`~.trust.Trust`'s JSON, or None);
             and ``disagreement`` (:func:`~.joint.weight_distance` between the joint and the
             geometric weights) when both exist.
         """
@@ -153,7 +158,8 @@ class Projections:
                                "allocation_tokens": chosen["allocation_tokens"],
                                "warnings": list(chosen.get("warnings", [])), **parts,
                                "selection": None if self.selection is None else self.selection.to_json(),
-                               "notes": list(self.notes)}
+                               "notes": list(self.notes),
+                               "trust": None if self.trust is None else self.trust.to_json()}
         if "t" in parts[GEOMETRIC]:
             out.update(t=parts[GEOMETRIC]["t"], residual=parts[GEOMETRIC]["residual"])
         if "error" not in parts[GEOMETRIC] and "error" not in parts[JOINT]:
@@ -290,9 +296,10 @@ def project_all(
     names = [f"tables[{k}]" for k in range(len(tables))] if labels is None else [str(x) for x in labels]
     if len(names) != len(tables):
         raise ValueError(f"labels has {len(names)} entries for {len(tables)} tables")
+    o = joint_options(options, settings, caller="project_all")
+    check_same_columns(tables, names, o.val_domains)
     order = sorted(range(len(tables)), key=lambda k: table_budget(tables[k]))
     tables, names = [tables[k] for k in order], [names[k] for k in order]
-    o = joint_options(options, settings, caller="project_all")
     target = float(target_tokens)
     try:
         c = _candidates(tables, target, o, method, optima, direct)
@@ -307,8 +314,11 @@ def project_all(
             selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
                                fallback=c["fallback"])
             selection = replace(selection, reason=_label(selection.reason, names))
-        return Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
-                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
-                           notes=tuple(_label(n, names) for n in c["notes"]))
+        out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
+                          optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
+                          notes=tuple(_label(n, names) for n in c["notes"]))
+        joint_used = out.used == JOINT or (c["pooled"] and out.used in (GEOMETRIC, ROBUST))
+        return replace(out, trust=assess(tables, out.weights, c[JOINT], objective=o.objective,
+                                         val_domains=o.val_domains, joint_used=joint_used))
     except ValueError as exc:
         raise ValueError(_label(str(exc), names)) from None

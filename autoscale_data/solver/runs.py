@@ -22,7 +22,9 @@ import numpy as np
 
 from .._io import atomic_write_text
 
-__all__ = ["Run", "RunTable"]
+__all__ = ["Run", "RunTable", "check_same_columns"]
+
+SHARE_MAX = 1.5  # a tokens.<domain> column whose every value is at most this reads as shares, not tokens
 
 
 def _finite(value: float, what: str) -> float:
@@ -81,6 +83,52 @@ class Run:
 def _domain_diff(a: Sequence[str], b: Sequence[str]) -> str:
     only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
     return f"missing {only_b} / extra {only_a}"
+
+
+def _refuse_shares(source: str, domains: Sequence[str], runs: Sequence[Run]) -> None:
+    """A ``tokens.<d>`` column whose every value is in ``(0, SHARE_MAX]`` holds shares (no run trains on 1 token)."""
+    for d in domains:
+        values = [r.tokens[d] for r in runs]
+        if max(values) > 0 and max(values) <= SHARE_MAX:
+            lo, hi = min(r.total_tokens for r in runs), max(r.total_tokens for r in runs)
+            totals = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
+            raise ValueError(
+                f"{source}: column 'tokens.{d}' looks like shares, not tokens: every value is at most {SHARE_MAX:g} "
+                f"(largest {max(values):.4g}; the runs' totals: {totals} tokens); expected "
+                f"the number of training tokens each run took from {d!r} (e.g. 4e6): multiply each share by the "
+                "run's total training tokens")
+
+
+def check_same_columns(tables: Sequence[RunTable], names: Sequence[str],
+                       val_domains: Sequence[str] | Mapping[str, float] | None = None) -> None:
+    """Refuse tables (one per budget) whose ``tokens.<d>`` or objective's ``loss.<d>`` columns differ.
+
+    A ``loss.<d>`` column missing from one budget's file would silently change the objective between
+    budgets. With ``val_domains`` (the objective's domains) only those loss columns must be in every file.
+
+    Raises:
+        ValueError: naming the file (``names[k]``) and the column missing or extra, against ``names[0]``.
+    """
+    if not tables:
+        return
+    first, wanted = tables[0], None if val_domains is None else sorted({str(d) for d in val_domains})
+    for k, (table, name) in enumerate(zip(tables, names, strict=True)):
+        for prefix, have, ref in (("tokens", table.train_domains, first.train_domains),
+                                  ("loss", table.val_domains, first.val_domains)):
+            if prefix == "loss" and wanted is not None:  # only the objective's columns must be everywhere
+                missing, extra = sorted(set(wanted) - set(have)), []
+            else:
+                missing, extra = sorted(set(ref) - set(have)), sorted(set(have) - set(ref))
+            for what, cols, other in (("missing", missing, "has it"), ("extra", extra, "lacks it")):
+                if cols:
+                    against = "the objective reads it" if k == 0 or wanted is not None and prefix == "loss" \
+                        else f"{names[0]} {other}"
+                    shown = ", ".join(f"'{prefix}.{d}'" for d in cols)
+                    raise ValueError(
+                        f"{name}: column(s) {shown} {what} ({against}); every budget's file needs the same "
+                        f"{prefix}.<domain> columns, else the {'objective' if prefix == 'loss' else 'mix'} changes "
+                        "between budgets: add or drop the column (or name the objective's domains with "
+                        "--objective-weights / val_domains)")
 
 
 @dataclass(frozen=True)
@@ -216,7 +264,9 @@ class RunTable:
                 raise ValueError(f"{source}: {exc}") from None
         if not runs:
             raise ValueError(f"{source}: no runs")
-        return cls(runs)
+        table = cls(runs)
+        _refuse_shares(source, tok, runs)
+        return table
 
     def to_csv(self, path: str | os.PathLike[str], *, metric: str = "loss") -> None:
         """Write the table as CSV (atomically); ``metric="ppl"`` writes ``ppl.<d>`` = exp(loss)."""

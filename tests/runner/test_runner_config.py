@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,10 +67,42 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
     ({"seq_len": 32}, "domains"),
     (_base(domains={"only": "x"}), ">= 2 domains"),
     (_base(ddo={"budgets": [64, 8192]}), "at least one global batch"),
+    (_base(ddo={"budgets": [2048, 4096, 4096]}), r"budgets = \[2048, 4096, 4096\] is invalid: expected increasing"),
+    (_base(ddo={"budgets": [4096, 2048, 8192]}), r"\[4096, 2048, 8192\] is invalid: expected increasing"),
+    (_base(ddo={"budgets": [8192]}), r"budgets = \[8192\] is invalid: expected two budgets or more"),
+    (_base(ddo={"budgets": 8192}), "budgets = 8192 is invalid: expected two budgets or more"),
+    (_base(ddo={"budgets": [2048, 4096.5, 8192]}), "ddo.budgets must be a positive integer, got 4096.5"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budget": "third"}), "extra_budget = 'third' is invalid"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budget": "half"}, global_batch_size=8, seq_len=512),
+     "budgets = 2048 is invalid: expected at least one global batch"),
+    (_base(ddo={"budgets": [2048, 4096, 8192]}, target={"budget": 8192}), "more than ddo.budgets N2 = 8192"),
 ])
 def test_bad_configs_name_the_bad_value(raw: dict, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         config_from_dict(raw)
+
+
+def test_two_or_more_budgets_and_the_extra_budget_shorthand(tmp_path: Path) -> None:
+    assert config_from_dict(_base()).ddo.budgets == (4096, 8192)
+    three = config_from_dict(_base(ddo={"budgets": [2048, 4096, 8192]}))
+    assert three.ddo.budgets == (2048, 4096, 8192) and three.ddo.largest == 8192
+    half = config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budget": "half"}))
+    assert half.ddo == three.ddo  # the shorthand reads as the explicit list, which config.json records
+    assert config_to_dict(half)["ddo"]["budgets"] == [2048, 4096, 8192]
+    assert config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budget": "none"})).ddo.budgets == (4096, 8192)
+    four = config_from_dict(_base(ddo={"budgets": [4096, 8192, 16384, 32768]}, target={"budget": 65536}))
+    assert four.ddo.budgets == (4096, 8192, 16384, 32768)
+    (tmp_path / "c.yaml").write_text("domains: stores\nddo: {budgets: [4096, 8192], extra_budget: half}\n"
+                                     "target: {budget: 16384}\nseq_len: 32\nmicro_batch_size: 4\n"
+                                     "global_batch_size: 8\n")
+    assert load_config(tmp_path / "c.yaml").ddo.budgets == (2048, 4096, 8192)
+
+
+def test_the_default_ddo_design_has_three_budgets_n0_half_of_n1() -> None:
+    from autoscale_data.runner.config.sections import DDOConfig
+
+    n0, n1, n2 = DDOConfig().budgets
+    assert n0 * 2 == n1 < n2
 
 
 def test_missing_or_unparsable_files(tmp_path: Path) -> None:
@@ -107,3 +141,18 @@ def test_presets_match_the_paper_architectures() -> None:
     gpt = build_model("gpt2-tiny", model_config_dict("gpt2-tiny", {"n_layer": 1}, vocab_size=300, seq_len=16),
                       eos_id=299)
     assert gpt.config.n_layer == 1 and gpt.config.vocab_size == 300 and gpt.config.n_positions == 16
+
+
+def test_models_name_their_loss_so_transformers_does_not_warn() -> None:
+    """transformers takes the loss from the class name; GPT2LMHeadModel's names none, so every runner run
+    printed "`loss_type=None` was set in the config but it is unrecognized" (in a fresh process: the
+    warning is emitted once per process)."""
+    code = ("import torch\n"
+            "from autoscale_data.runner.models import build_model, model_config_dict\n"
+            "for preset in ('gpt2-tiny', 'bert-tiny'):\n"
+            "    m = build_model(preset, model_config_dict(preset, {'n_layer': 1}, vocab_size=50, seq_len=8), eos_id=49)\n"
+            "    ids = torch.randint(0, 49, (2, 8))\n"
+            "    assert torch.isfinite(m(input_ids=ids, labels=ids).loss)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "loss_type" not in out.stderr + out.stdout

@@ -80,6 +80,67 @@ def test_tiny_plan_writes_a_complete_report(tmp_path: Path) -> None:
     assert main(["report", str(out)]) == 0
 
 
+@pytest.mark.timeout(300)
+def test_three_budgets_end_to_end_backtest_in_projection_json_and_the_report(tmp_path: Path) -> None:
+    raw = _demo_config(tmp_path, ddo={"budgets": [4096, 8192], "extra_budget": "half"},
+                       target={"baselines": ["ddo_n2"]})
+    cfg_path = tmp_path / "three.json"
+    cfg_path.write_text(json.dumps(raw))
+    from autoscale_data.runner.config import load_config
+
+    config = load_config(cfg_path)
+    assert config.ddo.budgets == (2048, 4096, 8192)
+    out = tmp_path / "out"
+    lines: list[str] = []
+    report = MixtureRunner(config, out, log=lines.append, progress=False).run()
+    assert json.loads((out / "config.json").read_text())["ddo"]["budgets"] == [2048, 4096, 8192]
+    for n in (2048, 4096, 8192):
+        for name in (f"fits/ddo_{n}.json", f"fits/bootstrap_{n}.json", f"fits/runs_{n}.csv"):
+            assert (out / name).stat().st_size > 0, name
+    selection = json.loads((out / "fits" / "projection.json").read_text())["selection"]
+    assert selection["rule"] == "backtest" and selection["held_back_tokens"] == pytest.approx(8192, rel=0.1)
+    assert "objective" in selection["backtest"]["observed"] and selection["noise_source"]
+    assert report.projection.selection == selection and report.projection.method == selection["chosen"]
+    assert set(report.ddo) == {"2048", "4096", "8192"}
+    if selection["chosen"] == "observed":  # DDO(N2) as is: the ddo_n2 baseline trains the same mix
+        assert report.projection.weights == pytest.approx(report.ddo["8192"].weights, abs=1e-9)
+    md = (out / "report.md").read_text()
+    assert "### Backtest at 8," in md and f"Chosen: **{selection['chosen']}**" in md
+    assert f"{selection['backtest']['observed']['objective']:.4f}" in md
+    assert any(line.strip().startswith("backtest at 8,") for line in lines)
+    on_disk = json.loads((out / "report.json").read_text())
+    assert Report.from_json(on_disk).to_json() == on_disk == report.to_json()
+    target_ids = {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]}
+    assert sum(" done " in line for line in lines) == 3 * 5 + len(target_ids)
+    again: list[str] = []  # resumes: nothing trains twice, the same report
+    assert MixtureRunner(load_config(cfg_path), out, log=again.append, progress=False).run().to_json() == \
+        report.to_json()
+    assert not any(" done " in line for line in again)
+
+
+@pytest.mark.timeout(300)
+def test_a_two_budget_folder_gains_n0_and_trains_only_its_proxies(tmp_path: Path) -> None:
+    from autoscale_data.runner.experiment import ConfigChangedError
+
+    raw = _demo_config(tmp_path, target={"baselines": ["ddo_n2"]})
+    out = tmp_path / "out"
+    first: list[str] = []
+    two = MixtureRunner(config_from_dict(raw, tmp_path), out, log=first.append, progress=False).run()
+    assert two.projection.selection["rule"] == "trend" and "Backtest" not in (out / "report.md").read_text()
+    kept = {e.run_id for e in _done_events(out)}
+    three = config_from_dict({**raw, "ddo": {**raw["ddo"], "extra_budget": "half"}}, tmp_path)
+    with pytest.raises(ConfigChangedError, match=r"ddo.budgets: \[4096, 8192\] -> \[2048, 4096, 8192\]"):
+        MixtureRunner(three, out, progress=False).run()
+    lines: list[str] = []
+    report = MixtureRunner(three, out, log=lines.append, progress=False, allow_config_change=True).run()
+    trained = {e.run_id for e in _done_events(out)} - kept
+    n0 = {s.run_id for s in MixtureRunner(three, out, progress=False).proxy_specs()[2048]}
+    assert n0 <= trained and len(n0) == 5  # the N1 and N2 proxies are reused, never trained again
+    assert trained - n0 <= {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]
+                            if t["label"] == "autoscale"}  # only a moved AutoScale mix trains again
+    assert report.projection.selection["rule"] == "backtest" and "### Backtest at 8," in (out / "report.md").read_text()
+
+
 def _done_events(out: Path) -> list[LedgerEvent]:
     return [e for e in Ledger(out, lock=False).events() if e.status == "done"]
 

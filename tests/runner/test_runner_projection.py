@@ -247,3 +247,65 @@ def test_the_weights_plot_skips_budgets_a_decreasing_path_cannot_reach() -> None
     with pytest.raises(ValueError):
         project(pairs, float(grid[0]))
     assert _reachable(project, pairs, np.asarray([1.0, 2.0])) == (None, [])
+
+
+def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_and_the_report(
+        stores: Path, tmp_path: Path) -> None:
+    from autoscale_data.runner.reporting.report import _markdown
+
+    fits, proj, lines = _fit(stores, tmp_path, None, budgets=[8192, 16384, 32768])
+    assert sorted(fits.ddo) == [8192, 16384, 32768] and sorted(fits.bootstrap) == [8192, 16384, 32768]
+    for n in (8192, 16384, 32768):  # one file of each kind per budget
+        assert (tmp_path / "fits" / f"ddo_{n}.json").is_file() and (tmp_path / "fits" / f"bootstrap_{n}.json").is_file()
+    sel = proj["selection"]
+    assert sel["rule"] == "backtest" and sel["held_back_tokens"] == pytest.approx(32768, rel=0.05)
+    assert set(sel["backtest"]) == {"geometric", "joint", "robust", "observed"}
+    scored = {n: s for n, s in sel["backtest"].items() if "objective" in s}
+    assert "observed" in scored and len(scored) >= 2
+    assert sel["noise"] is not None and sel["noise_source"]
+    assert fits.method == sel["chosen"] and fits.plan.metadata["budgets"] == [8192, 16384, 32768]
+    gain = {n: scored["observed"]["objective"] - s["objective"] for n, s in scored.items() if n != "observed"}
+    if sel["chosen"] == "observed":  # the rule: a projection only when it wins by more than twice the noise
+        assert max(gain.values()) <= 2 * sel["noise"] or scored[max(gain, key=gain.get)]["run"] == scored["observed"]["run"]
+    else:
+        assert gain[sel["chosen"]] > 2 * sel["noise"]
+    assert any(line.strip().startswith("backtest at 32,") for line in lines)
+    assert any(line.strip().startswith("observed: objective") for line in lines)
+    report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
+                    bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo}, projection=proj)
+    md = _markdown(report)
+    assert "### Backtest at 32," in md and "| observed | " in md and f"Chosen: **{sel['chosen']}**" in md
+    assert f"{scored['observed']['objective']:.4f}" in md and "Noise of one run:" in md
+    summary = format_summary(report)
+    assert "DDO optimum at each of the 3 budgets" in summary and "  backtest at 32," in summary
+
+
+def test_two_budgets_report_no_backtest(stores: Path, tmp_path: Path) -> None:
+    from autoscale_data.runner.reporting.report import _markdown
+
+    fits, proj, lines = _fit(stores, tmp_path, None)
+    report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
+                    bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo}, projection=proj)
+    assert "Backtest" not in _markdown(report) and "backtest at" not in format_summary(report)
+    assert not any(line.strip().startswith("backtest at") for line in lines)
+
+
+def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path) -> None:
+    from autoscale_data.runner.describe import proxy_costs
+
+    for budgets, runs_three in (([4096, 8192], False), ([2048, 4096, 8192], True)):
+        cfg = config_from_dict(tiny_config(stores, ddo={"budgets": budgets}))
+        domains = inspect_domains(cfg)
+        two, three = proxy_costs(cfg, domains)
+        assert two.budgets == (4096, 8192) and three.budgets == (2048, 4096, 8192)
+        assert two.tokens == sum(s.total_tokens for n in (4096, 8192) for s in ddo_proxy_specs(cfg, domains, n))
+        assert three.tokens - two.tokens == sum(s.total_tokens for s in ddo_proxy_specs(cfg, domains, 2048))
+        assert (two.runs, three.runs) == (14, 21) and two.target_tokens == three.target_tokens == 16384
+        assert 1.0 < three.tokens / two.tokens <= 1.25  # N0 = N1 / 2 costs N0 / (N1 + N2) more, about 1/6 here
+        text = MixtureRunner(cfg, stores.parent / "out", progress=False).describe()
+        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens)"))
+        assert f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens = {two.target_runs:.2f} target runs" in line
+        assert f"3 budgets [2,048, 4,096, 8,192]: 21 runs, {three.tokens:,} tokens" in line
+        assert f"{three.tokens / two.tokens:.2f}x the two-budget proxies" in line
+        assert ("(this config), " in line) == runs_three and ("ddo.extra_budget: half" in line) != runs_three
+        assert ("3 budgets: a backtest" in text) == runs_three

@@ -19,8 +19,8 @@ import autoscale_data.solver.contrib as contrib
 
 STABLE = [
     "BASELINES", "BootstrapResult", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
-    "METHODS", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "Projection", "Projections", "RobustProjection",
-    "Run", "RunTable", "Selection",
+    "METHODS", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "PlanEvidence", "Projection", "Projections",
+    "RobustProjection", "Run", "RunTable", "Selection", "Trust",
     "apply_weight_bounds", "baseline_weights", "bootstrap_ddo", "ddo_runs_plan", "fit_ddo", "fit_joint",
     "natural_weights", "project", "project_all", "read_design", "read_olmix", "reference_weights",
     "robust_project", "temperature_weights", "uniform_weights", "write_olmix",
@@ -38,6 +38,9 @@ INTERNAL = {
     "OBJECTIVES", "OBSERVED", "Objective", "ROBUST", "check_name", "law_parameters", "objective_key",
     "LIGHTGBM", "LINEAR", "REGRESSORS",
     "profile_over_b", "run_objective", "shift_frame", "token_caps_array", "trend_evidence",
+    # the checks behind Projections.trust (solver/trust.py) and the run tables' column check (solver/runs.py)
+    "EDGE_FRACTION", "GAMMA_RANGE", "SEED_Z", "EdgeCheck", "NoiseCheck", "ParameterCheck", "assess", "edge_check",
+    "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
 }
 
 

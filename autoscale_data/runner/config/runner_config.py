@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._checks import is_int
 from ..._extras import require
 from ...solver.vocabulary import AUTO
 from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
@@ -31,7 +32,30 @@ from .sections import (
     field_error,
 )
 
-__all__ = ["RunnerConfig", "config_from_dict", "config_to_dict", "load_config"]
+__all__ = ["EXTRA_BUDGETS", "RunnerConfig", "config_from_dict", "config_to_dict", "load_config", "with_extra_budget"]
+
+#: ``ddo.extra_budget``: ``half`` adds ``N0 = N1 / 2`` below the budgets given; ``none`` adds nothing.
+EXTRA_BUDGETS = ("half", "none")
+
+
+def with_extra_budget(budgets: Any, extra: Any) -> Any:
+    """``ddo.budgets`` with ``ddo.extra_budget`` applied (a config file's shorthand, expanded on reading).
+
+    ``"half"`` puts ``N0 = N1 // 2`` in front of the budgets (``N1`` the smallest given), so that
+    ``{budgets: [N1, N2], extra_budget: half}`` reads as ``budgets: [N0, N1, N2]``; ``"none"`` (or
+    ``None``) leaves them. The expanded list is what ``config.json`` records.
+
+    Raises:
+        ValueError: ``extra`` is not one of :data:`EXTRA_BUDGETS`, or the budgets are not a list.
+    """
+    if extra is None or extra == "none":
+        return budgets
+    if extra not in EXTRA_BUDGETS:
+        raise field_error("ddo", "extra_budget", extra, " or ".join(map(repr, EXTRA_BUDGETS)))
+    if not isinstance(budgets, (list, tuple)) or not budgets or not is_int(budgets[0]):
+        raise field_error("ddo", "budgets", budgets, "[N1, N2] in tokens with ddo.extra_budget: half")
+    return (int(budgets[0]) // 2, *budgets)
+
 
 @dataclass(frozen=True)
 class RunnerConfig:
@@ -112,8 +136,8 @@ class RunnerConfig:
             if b < self.global_batch_size * self.seq_len:
                 raise field_error("", "budgets", b, f"at least one global batch ({self.global_batch_size} x "
                            f"{self.seq_len} = {self.global_batch_size * self.seq_len} tokens)")
-        if self.target.budget <= self.ddo.budgets[1]:
-            raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.budgets[1]}")
+        if self.target.budget <= self.ddo.largest:
+            raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.largest}")
 
     @property
     def grad_accum(self) -> int:
@@ -186,6 +210,9 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
                     raise field_error("ddo", "multipliers", mult,
                                       "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], [3, 1.7]]")
                 section["multiplier_up"], section["multiplier_down"] = mult
+            if cls is DDOConfig and "extra_budget" in section:
+                section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets),
+                                                       section.pop("extra_budget"))
             top[name] = _build(cls, section, name)
     if "data" in top:
         raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads prepared stores "

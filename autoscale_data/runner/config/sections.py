@@ -147,9 +147,16 @@ class OptimizerConfig:
 
 @dataclass(frozen=True)
 class DDOConfig:
-    """The two small budgets where DDO runs, and how its perturbations are made."""
+    """The small budgets where DDO runs (two or more), and how its perturbations are made.
 
-    budgets: tuple[int, int] = (1_000_000, 3_000_000)
+    ``budgets`` ``[N1, N2]`` is the paper's design; a third, smaller budget ``N0`` (``[N0, N1, N2]``, or
+    ``extra_budget: half`` in a config file for ``N0 = N1 / 2``) lets ``ddo.projection: auto`` backtest
+    its projection: refit without ``N2``, score every candidate at ``N2`` (``docs/runner.md``,
+    "Three budgets"). The default is that design: ``N0 = N1 / 2`` costs about 1.13x the proxy tokens of
+    ``[N1, N2]`` at ``N2 = 3 N1``.
+    """
+
+    budgets: tuple[int, ...] = (500_000, 1_000_000, 3_000_000)
     multiplier_up: tuple[float, ...] = (3.0,)
     multiplier_down: tuple[float, ...] = (3.0,)
     base_weights: str | dict[str, float] = "uniform"
@@ -166,13 +173,15 @@ class DDOConfig:
     repetition: str = REPETITION_OFF
 
     def __post_init__(self) -> None:
+        if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
+            shown = list(self.budgets) if isinstance(self.budgets, tuple) else self.budgets
+            raise field_error("ddo", "budgets", shown, "two budgets or more in tokens, [N1, N2] or "
+                              "[N0, N1, N2]")
         budgets = tuple(self.budgets)
-        if len(budgets) != 2:
-            raise field_error("ddo", "budgets", self.budgets, "two budgets [N1, N2] in tokens")
         for b in budgets:
             check_int_field("ddo", "budgets", b)
-        if not budgets[0] < budgets[1]:
-            raise field_error("ddo", "budgets", list(budgets), "N1 < N2")
+        if any(a >= b for a, b in zip(budgets[:-1], budgets[1:], strict=True)):
+            raise field_error("ddo", "budgets", list(budgets), "increasing budgets (N1 < N2, N0 < N1 < N2)")
         object.__setattr__(self, "budgets", budgets)
         for name in ("multiplier_up", "multiplier_down"):
             value = getattr(self, name)
@@ -205,6 +214,11 @@ class DDOConfig:
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    @property
+    def largest(self) -> int:
+        """``N2``: the largest budget (DDO(N2)'s and the backtest's held-back budget)."""
+        return self.budgets[-1]
 
     @property
     def design_points(self) -> tuple[float, ...]:

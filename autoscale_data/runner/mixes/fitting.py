@@ -19,7 +19,7 @@ from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
 from ..planning.repetition import repetition_law
 from ..records import BootstrapFile, MixturePlanError, ProjectionFile
-from ..reporting.wording import bounds_moved
+from ..reporting.wording import backtest_lines, bounds_moved
 
 if TYPE_CHECKING:
     from ...solver import MixturePlan, Projections
@@ -132,11 +132,12 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
 
 def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
             out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
-    """DDO at both budgets, bootstrap verdicts, the projections to the target and the mixture plan.
+    """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
-    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: DDO(N2) as is unless
-    a share trend is determined, then the robust projection; the choice and its reason are in
-    ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
+    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: with three budgets or
+    more, a projection only where the backtest at N2 shows it beating DDO(N2) beyond noise; with two,
+    DDO(N2) as is unless a share trend is determined, then the robust projection; the choice, its reason
+    and the backtest's scores are in ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
     Theorem-1 path through the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets,
     optimised at the target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its
     uncertainty); the others are computed and reported too (all by the solver's
@@ -185,15 +186,19 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             f"{verdict.strip()}")
         if result.identifiability is not None:
             log(f"  {result.identifiability.describe()}")
-    n1, n2 = config.ddo.budgets
+    budgets = list(config.ddo.budgets)
+    n1, n2 = budgets[0], budgets[-1]
     target = config.target.budget
     method = ddo_cfg.projection
-    projections = project_all([tables[n1], tables[n2]], target, options, method=method,
-                              optima=[results[n1], results[n2]], direct=True)
+    # every budget: with three or more, ``auto`` backtests (refits without N2 and scores each candidate there)
+    projections = project_all([tables[n] for n in budgets], target, options, method=method,
+                              optima=[results[n] for n in budgets], direct=True)
     geometric, joint, robust = projections.geometric, projections.joint, projections.robust
     chosen = projections.used
     if projections.selection is not None:
         log(f"ddo.projection auto chose {chosen}: {projections.selection.reason}")
+        for line in backtest_lines(projections.selection.to_json()):
+            log(f"  {line}")
     if not isinstance(robust, str):
         used = "sets the target mix" if chosen == ROBUST else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
@@ -206,7 +211,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     try:
         plan = MixturePlan.from_scales(projections.plan_scales(first_budget=n1), tokenizer=domains.tokenizer,
                                        token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
-                                       metadata={"objective": ddo_cfg.objective, "budgets": [n1, n2],
+                                       metadata={"objective": ddo_cfg.objective, "budgets": budgets,
                                                  "projection": method, "chosen": chosen})
         if plan.path.decreasing:
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "

@@ -80,7 +80,7 @@ class MethodContext:
 
     @property
     def n2_proxies(self) -> list[RunSpec]:
-        return list(self.proxies.get(self.config.ddo.budgets[1], []))
+        return list(self.proxies.get(self.config.ddo.largest, []))
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class _DDON2(MixingMethod):
         return ctx.n2_proxies
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
-        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.budgets[1]]["weights"]))
+        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest]["weights"]))
 
 
 def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping: Mapping[str, str] | None,
@@ -346,7 +346,7 @@ class _DoReMi(MixingMethod):
 
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
         cfg = self.settings(ctx)
-        budget = cfg.budget or ctx.config.ddo.budgets[1]
+        budget = cfg.budget or ctx.config.ddo.largest
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
         ref = method_spec(ctx.config, ctx.domains, "doremi_reference", budget, "doremi reference", mix, seed)

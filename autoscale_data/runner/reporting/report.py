@@ -52,6 +52,7 @@ from .report_types import (
     VersusUniform,
 )
 from .wording import (
+    backtest_rows,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -402,7 +403,30 @@ def _ddo_md(r: Report) -> list[str]:
         if ident.get("summary"):
             lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
     lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
-    return lines + [""]
+    return lines + [""] + _backtest_md(proj.selection if proj else None)
+
+
+def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
+    """The backtest of ``ddo.projection: auto`` (three DDO budgets or more) as a table; empty otherwise."""
+    rows = backtest_rows(selection)
+    if not rows or selection is None:
+        return []
+    held, noise = selection.get("held_back_tokens"), selection.get("noise")
+    lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
+             "Every candidate fitted again without the largest DDO budget and asked for it; each answer is scored "
+             "by the objective of the run there nearest to it (L1 over the shares). A projection sets the target "
+             "mix only if it beats the observed mix by more than twice the noise of one run.", "",
+             "| candidate | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
+             "|---|---:|---:|---|---:|"]
+    for r in rows:
+        cells = ([f"not scored: {r.error}", "", "", ""] if r.objective is None else
+                 [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}", str(r.run),
+                  "" if r.distance is None else f"{r.distance:.3f}"])
+        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
+    margin = "none (no estimate)" if noise is None else f"{noise:.4g} (margin {2 * noise:.4g})"
+    lines += ["", f"- Noise of one run: {margin}; from {selection.get('noise_source') or 'nowhere'}.",
+              f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
+    return lines
 
 
 def _targets_md(r: Report, key: str) -> list[str]:

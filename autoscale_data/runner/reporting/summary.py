@@ -8,6 +8,7 @@ from .. import layout
 from .report import projection_label
 from .report_types import AnytimeComparison, Report, TokensSaved
 from .wording import (
+    backtest_lines,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -89,7 +90,8 @@ def format_summary(report: Report) -> str:
         cols.append(f"AutoScale@{_short(proj.budget_tokens)}")
     extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
     cols += extra
-    lines.append("Mixture weights (DDO optimum at N1 and N2, AutoScale projection to the target, baselines)")
+    at = "N1 and N2" if len(scales) <= 2 else f"each of the {len(scales)} budgets"
+    lines.append(f"Mixture weights (DDO optimum at {at}, AutoScale projection to the target, baselines)")
     lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
     for d in domains:
         vals = [ddo[s].weights[d] for s in scales]
@@ -99,6 +101,7 @@ def format_summary(report: Report) -> str:
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
         lines.append(f"  AutoScale: {projection_label(proj)}")
+        lines += [f"  {line}" for line in backtest_lines(proj.selection)]
         if bounds_moved(proj):
             lines.append(f"  {bounds_moved(proj)}")
     boot = report.bootstrap

@@ -7,9 +7,10 @@ renderer adds its own emphasis around it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ...solver.vocabulary import objective_key
+from ...solver.vocabulary import OBSERVED, objective_key
 
 if TYPE_CHECKING:
     from ..records import BootstrapFile, ProjectionFile
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VERDICT_TAGS",
+    "BacktestRow",
+    "backtest_lines",
+    "backtest_rows",
     "bootstrap_verdict",
     "bounds_moved",
     "comparison_verdict",
@@ -39,6 +43,58 @@ def bootstrap_verdict(boot: BootstrapFile) -> str:
         level = 0.95 if boot.level is None else boot.level
         return f"the DDO weights are {verdict} the base mix ({boot.method}, {level:.0%} CI)"
     return f"not available ({boot.reason})"
+
+
+@dataclass(frozen=True)
+class BacktestRow:
+    """One candidate of the backtest: its objective at the held-back budget (``None``: not scored, see
+    ``error``), its gain over the observed mix (``None`` for the observed mix itself), the nearest run
+    that scored it and the L1 distance of the shares."""
+
+    name: str
+    objective: float | None
+    gain: float | None
+    run: str | None
+    distance: float | None
+    error: str = ""
+
+
+def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
+    """The candidates of the backtest of ``ddo.projection: auto`` (three budgets or more), in the
+    selection's order; empty when it did not backtest (``selection``: ``projection.json``'s ``selection``)."""
+    if not selection or selection.get("rule") != "backtest":
+        return []
+    scores = selection.get("backtest") or {}
+    base = (scores.get(OBSERVED) or {}).get("objective")
+    rows = []
+    for name, score in scores.items():
+        y = score.get("objective")
+        gain = None if y is None or base is None or name == OBSERVED else base - y
+        rows.append(BacktestRow(name, y, gain, score.get("run"), score.get("distance"),
+                                "" if y is not None else str(score.get("error", "no answer"))))
+    return rows
+
+
+def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
+    """The backtest of :func:`backtest_rows` in plain lines: the held-back budget, the noise and where it
+    came from, each candidate's objective there, the choice; empty when the selection did not backtest."""
+    rows = backtest_rows(selection)
+    if not rows or selection is None:
+        return []
+    held, noise = selection.get("held_back_tokens"), selection.get("noise")
+    at = "the largest budget" if held is None else f"{held:,.0f} tokens"
+    margin = "no noise estimate, so no margin" if noise is None else f"noise {noise:.4g}, margin 2 x {noise:.4g}"
+    lines = [f"backtest at {at} (every candidate refitted without it): {margin} "
+             f"({selection.get('noise_source') or 'no source'})"]
+    for r in rows:
+        if r.objective is None:
+            lines.append(f"{r.name}: not scored ({r.error})")
+            continue
+        gain = "" if r.gain is None else f", {r.gain:+.4g} vs observed"
+        lines.append(f"{r.name}: objective {r.objective:.4f} at the nearest run {r.run} "
+                     f"(L1 distance {r.distance if r.distance is not None else float('nan'):.3f}){gain}")
+    lines.append(f"chosen: {selection.get('chosen')}")
+    return lines
 
 
 def bounds_moved(proj: ProjectionFile, arrow: str = "->") -> str | None:
