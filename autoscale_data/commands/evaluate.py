@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     path = Path(args.path)
+    if (path / layout.LEDGER).is_file() and (path / layout.RUNS).is_dir():
+        raise ValueError(f"{args.path!r} is a runner output folder: give one of its run folders ({args.path}/"
+                         f"{layout.RUNS}/<run_id>), or set eval.tasks in its config and rerun `autoscale-data run` "
+                         "to score every target run")
     if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None:
         result = evaluate_run_dir(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size)
     else:

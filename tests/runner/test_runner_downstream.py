@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from runner_helpers import fake_run, tiny_config, tiny_stores
 
+from autoscale_data.cli import main
 from autoscale_data.evaluation import DownstreamResult, TaskScore
 from autoscale_data.runner import MixtureRunner, Report, config_from_dict, layout, write_report
 
@@ -65,7 +66,8 @@ def test_unknown_task_in_the_config_names_the_field(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_tiny_experiment_scores_every_target_run_and_reports_it(tmp_path: Path) -> None:
+def test_tiny_experiment_scores_every_target_run_and_reports_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
     stores = tiny_stores(tmp_path / "stores")
     cfg = config_from_dict(tiny_config(stores, target={"budget": 16384, "baselines": ["uniform"], "seeds": [0, 1]},
                                        eval={"tasks": ["winogrande", "arc_easy"], "task_limit": 6}))
@@ -84,3 +86,10 @@ def test_tiny_experiment_scores_every_target_run_and_reports_it(tmp_path: Path) 
     stamp = files[0].stat().st_mtime_ns
     runner.run()  # nothing to score again
     assert files[0].stat().st_mtime_ns == stamp
+    # the CLI on one run folder scores it the same way (the same questions: the same numbers)
+    assert main(["evaluate", str(files[0].parent), "--tasks", "winogrande", "arc_easy", "--limit", "6", "--json"]) == 0
+    again = DownstreamResult.from_json(json.loads(capsys.readouterr().out))
+    kept = DownstreamResult.from_json(json.loads(files[0].read_text()))
+    assert again.tasks["arc_easy"].bpb == pytest.approx(kept.tasks["arc_easy"].bpb, rel=1e-6)
+    assert main(["evaluate", str(tmp_path / "out")]) != 0
+    assert "is a runner output folder: give one of its run folders" in capsys.readouterr().err
