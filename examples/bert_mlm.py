@@ -11,7 +11,7 @@ the runner's BERT masking (80% ``[MASK]``, 10% random, 10% kept, of 15% of the p
     for batch in loader:
         loss = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss
 
-Exact resume: save the model, the optimizer, ``ds.state_dict(samples_taken=steps * batch_size)`` and
+Exact resume: save the model, the optimizer, ``ds.state_dict(step=step, samples_per_step=batch_size)`` and
 ``torch.get_rng_state()`` (dropout draws from it). To resume, build everything again, load them, call
 ``iter(loader)`` and only then ``torch.set_rng_state(saved)``: creating the DataLoader iterator draws
 a seed from torch's global RNG, which the uninterrupted run did before its first step. The masks are
@@ -72,7 +72,7 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
         masked_share.append(float((batch["labels"] != -100).float().mean()))
         if step == save_at:
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                        "dataset": ds.state_dict(samples_taken=step * batch_size), "rng": torch.get_rng_state()},
+                        "dataset": ds.state_dict(step=step, samples_per_step=batch_size), "rng": torch.get_rng_state()},
                        out / f"step{step}.pt")
     return {"steps": step, "losses": losses, "masked_share": sum(masked_share) / max(1, len(masked_share))}
 

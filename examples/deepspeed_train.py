@@ -9,8 +9,8 @@ The pattern is three lines around an ordinary DeepSpeed loop:
 
 * the dataset finds its rank and world size from ``torch.distributed`` (each rank reads its own
   strided slice of one global stream);
-* ``engine.save_checkpoint(dir, client_state={"dataset": ds.state_dict(samples_taken=k)})`` where
-  ``k`` is the number of samples this rank has taken;
+* ``engine.save_checkpoint(dir, client_state={"dataset": ds.state_dict(step=step, samples_per_step=b)})``
+  with the global step (resumes included; the state records it) and this rank's samples per step;
 * after ``engine.load_checkpoint(dir)``, ``ds.load_state_dict(client_state["dataset"])``: the next
   batch is the one that would have followed (even with a different number of ranks).
 
@@ -84,9 +84,8 @@ def run(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
         losses[step] = out.loss.item()
         step += 1
         if step == save_at:
-            taken = step * MICRO_BATCH  # samples this rank has taken (resumed from 0 here)
             engine.save_checkpoint(ckpt_dir, client_state={
-                "dataset": ds.state_dict(samples_taken=taken), "step": step,
+                "dataset": ds.state_dict(step=step, samples_per_step=MICRO_BATCH), "step": step,
                 "param_checksum": param_checksum(engine.module)})
     return {"ids": ids, "losses": losses, "restored": restored, "steps": step}
 

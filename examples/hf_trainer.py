@@ -19,12 +19,19 @@ losses to a :class:`~autoscale_data.dataset.DomainLossMeter`; every log line the
 label position, ``B × seq_len``, although a causal model predicts ``seq_len - 1`` of them per row, so
 it reads about ``(seq_len - 1) / seq_len`` of the per-domain means.
 
-Resume: ``Trainer`` re-reads every trained batch to skip it; with
-``TrainingArguments(ignore_data_skip=True)`` and
-:class:`~autoscale_data.integrations.hf_trainer.MixtureStateCallback` in ``callbacks`` (the dataset's
-state and torch's RNG in every checkpoint), ``callback.resume(ckpt)`` before
-``trainer.train(resume_from_checkpoint=ckpt)`` continues in O(1) with bit-identical losses (the
-DataLoader iterator draws its seed from torch's global RNG; the callback restores the RNG after it).
+Checkpoints and resume: :class:`~autoscale_data.integrations.hf_trainer.MixtureTrainerCallback` in
+``callbacks`` writes the dataset's state (and torch's RNG) into every ``checkpoint-<step>`` and, when
+``trainer.train(resume_from_checkpoint=...)`` resumes, reads it back by itself: the data continues in
+O(1) after the checkpoint's step with bit-identical losses. Set ``ignore_data_skip=True`` (the
+callback refuses the default, under which the Trainer re-reads every trained batch to skip it)::
+
+    args = TrainingArguments(..., save_steps=500, ignore_data_skip=True, remove_unused_columns=False)
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[MixtureTrainerCallback(ds)])
+    trainer.train(resume_from_checkpoint=True)    # the latest checkpoint in output_dir (None: from the start)
+
+For online mixing pass the ``OnlineMixture`` to the same callback (see ``integrations.hf_trainer``).
+``--tiny`` trains the whole pass, then a run stopped after its checkpoint at step 4, then resumes it
+in a new ``Trainer`` and checks that the resumed steps log the uninterrupted run's losses.
 
 Run: ``python examples/hf_trainer.py --tiny`` (a 2-layer GPT-2 built from its config, no download).
 """
@@ -42,6 +49,7 @@ from torch.nn import functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 from autoscale_data.dataset import DomainLossMeter, ScaleAwareMixtureDataset
+from autoscale_data.integrations.hf_trainer import MixtureTrainerCallback
 
 
 class LossLog(TrainerCallback):
@@ -55,6 +63,17 @@ class LossLog(TrainerCallback):
         if logs and "loss" in logs:
             self.losses.append(float(logs["loss"]))
             self.domain_losses.append({k[len("loss/"):]: v for k, v in logs.items() if k.startswith("loss/")})
+
+
+class StopAt(TrainerCallback):
+    """Stops training after step ``step`` (after its checkpoint), as a killed job would have."""
+
+    def __init__(self, step: int | None) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        if state.global_step == self.step:
+            control.should_training_stop = True
 
 
 class DomainLossTrainer(Trainer):
@@ -83,21 +102,27 @@ class DomainLossTrainer(Trainer):
 
 
 def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, out_dir: str, *,
-          batch_size: int = 8, vocab_size: int = 257) -> dict[str, object]:
-    """Train a tiny GPT-2 for one pass over the mixture with ``Trainer``; returns a summary."""
+          batch_size: int = 8, vocab_size: int = 257, save_steps: int = 4, stop: int | None = None,
+          resume: bool = False) -> dict[str, object]:
+    """Train a tiny GPT-2 for one pass over the mixture with ``Trainer`` (stopped after step ``stop``, or
+    resumed from the latest checkpoint in ``out_dir``); returns a summary."""
+    torch.manual_seed(0)
     ds = ScaleAwareMixtureDataset(domains, weights, budget_tokens=budget_tokens, seq_len=seq_len)
     steps = ds.total_sequences // batch_size
     config = GPT2Config(vocab_size=vocab_size, n_positions=seq_len, n_embd=64, n_layer=2, n_head=2,
                         bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
     model = GPT2LMHeadModel(config)
     args = TrainingArguments(output_dir=out_dir, max_steps=steps, per_device_train_batch_size=batch_size,
-                             learning_rate=3e-3, warmup_steps=0, logging_steps=1, save_strategy="no",
-                             report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+                             learning_rate=3e-3, warmup_steps=0, logging_steps=1, save_steps=save_steps,
+                             save_strategy="steps", report_to=[], use_cpu=True, dataloader_num_workers=0,
+                             disable_tqdm=True, seed=0,
+                             ignore_data_skip=True,  # the callback moves the data to the checkpoint itself
                              remove_unused_columns=False)  # keep `domain` for the per-domain loss
     log = LossLog()
-    trainer = DomainLossTrainer(model=model, args=args, train_dataset=ds, callbacks=[log],
+    trainer = DomainLossTrainer(model=model, args=args, train_dataset=ds,
+                                callbacks=[MixtureTrainerCallback(ds), log, StopAt(stop)],
                                 domain_names=ds.domain_names)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if resume else None)
     return {"steps": trainer.state.global_step, "planned_steps": steps, "losses": log.losses,
             "domain_losses": log.domain_losses, "sequences_per_domain": ds.sequences_per_domain}
 
@@ -111,11 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.tiny:
             from _tiny import TINY_WEIGHTS, make_tiny_stores, result
 
-            summary = train(str(make_tiny_stores(f"{tmp}/stores")), TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/out")
+            stores = str(make_tiny_stores(f"{tmp}/stores"))
+            summary = train(stores, TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/out")
             losses = summary["losses"]
             ok = summary["steps"] == summary["planned_steps"] and len(losses) > 1 and losses[-1] < losses[0]
             ok = ok and all(set(d) == set(TINY_WEIGHTS) for d in summary["domain_losses"])
-            result(example="hf_trainer", ok=ok, **summary)
+            first = train(stores, TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/resumed", stop=4)  # checkpoint-4, then stop
+            rest = train(stores, TINY_WEIGHTS, 80 * 48, 48, f"{tmp}/resumed", resume=True)  # a new Trainer
+            resumed_same = first["losses"] + rest["losses"] == losses and len(rest["losses"]) == len(losses) - 4
+            result(example="hf_trainer", ok=ok and resumed_same, resumed_same=resumed_same, **summary)
             return 0 if ok else 1
         if not args.domains or not args.weights:
             parser.error("give --domains and --weights, or --tiny")

@@ -12,11 +12,12 @@ The 20 lines that matter (``train`` below)::
         if online.due(step):
             online.update(step)                     # one all-reduce; the next segment's weights
         if step % 500 == 0:
-            torch.save({"model": ..., "data": ds.state_dict(batches_taken=step)}, "ckpt.pt")
+            torch.save({"model": ..., "data": ds.state_dict(step=step)}, "ckpt.pt")   # the global step
 
 ``ds.state_dict(...)`` holds the segment log, the controller's state and the loss window; on resume
 build the same dataset and OnlineMixture, ``ds.load_state_dict(ckpt["data"])``, and start the loop
-at the saved step. ``--tiny`` trains a small GRU on three tiny stores, stops at step 7, resumes in a
+at the saved step (``enumerate(loader, start=ckpt["data"]["step"] + 1)``): the state records its
+step, so ``state_dict(step=step)`` takes the global step before and after a resume. ``--tiny`` trains a small GRU on three tiny stores, stops at step 7, resumes in a
 fresh dataset/controller (with another number of workers) and checks that the resumed run reads the
 same batches and makes the same decisions as an uninterrupted one.
 
@@ -74,7 +75,7 @@ def train(stores: str, kind: str, *, steps_every: int = 2, workers: int = 2, sto
             online.update(step)
         batches.append(list(zip(batch["domain"].tolist(), batch["seq_index"].tolist(), strict=True)))
         if step == stop:
-            return {"batches": batches, "checkpoint": {"data": ds.state_dict(batches_taken=step - step0),
+            return {"batches": batches, "checkpoint": {"data": ds.state_dict(step=step),
                                                        "model": model.state_dict(), "head": head.state_dict(),
                                                        "opt": opt.state_dict(), "step": step}}
     return {"batches": batches, "log": online.segment_log(), "controller": online.controller.state_dict()}

@@ -26,6 +26,7 @@ __all__ = [
     "PHASE_KEY",
     "RANK_KEY",
     "STATE_FORMAT",
+    "STEP_KEY",
     "TOTAL_SEQUENCES_KEY",
     "VERSION_KEY",
     "WORKER_ID_KEY",
@@ -52,6 +53,9 @@ RANK_KEY = "rank"
 WORLD_SIZE_KEY = "world_size"
 WORKER_KEY = "worker"  # a DataLoader worker's own progress, or None
 PHASE_KEY = "phase"  # the phase of the position at the cursor
+# The training loop's global step at which the state was saved (state_dict(step=...)), or None when unknown
+# (saved with samples_taken, from the iterator, or by an earlier autoscale_data, whose states lack the key).
+STEP_KEY = "step"
 ONLINE_KEY = "online"  # the online mixture's state, when the weights are adapted during training
 # The keys of a DataLoader worker's own progress (the state's WORKER_KEY), besides RANK_KEY and WORLD_SIZE_KEY.
 WORKER_ID_KEY = "id"

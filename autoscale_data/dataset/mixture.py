@@ -27,6 +27,7 @@ from ._state import (
     PHASE_KEY,
     RANK_KEY,
     STATE_FORMAT,
+    STEP_KEY,
     TOTAL_SEQUENCES_KEY,
     VERSION_KEY,
     WORKER_ID_KEY,
@@ -60,6 +61,23 @@ def _check_format(state: Any) -> None:
                          "be resumed: restart the data stream (or finish the run with the earlier version)")
     if version != STATE_VERSION:
         raise ValueError(f"unsupported state version {version!r}, expected {STATE_VERSION}")
+
+
+def _saved_step(state: Mapping[str, Any], step: int | None) -> int | None:
+    """The training step ``state`` was saved at: the one it records, else ``step`` (``None``: unknown).
+
+    Raises:
+        ValueError: ``step`` differs from the one the state records, or either is not a step.
+    """
+    saved = state.get(STEP_KEY)
+    if saved is not None and not (is_int(saved) and saved >= 0):
+        raise ValueError(f"the state's step {saved!r} is not a training step (a non-negative integer)")
+    if step is None:
+        return None if saved is None else int(saved)
+    check_int("step", step, minimum=0)
+    if saved is not None and int(saved) != int(step):
+        raise ValueError(f"load_state_dict(step={step}): the state records that it was saved at step {saved}")
+    return int(step)
 
 
 class ScaleAwareMixtureDataset(IterableDataset):
@@ -171,7 +189,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         if opts.continue_from is not None:  # the supply check counts the prefix's draws
             _check_format(opts.continue_from)
             self._follow(opts.continue_from, True)
-            self._resume(opts.continue_from)
+            self._resume(opts.continue_from, _saved_step(opts.continue_from, None))
         else:
             if phase_config["phases"] is not None:  # name the phase where a domain runs out
                 check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
@@ -204,6 +222,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.fingerprint: str = fingerprint(self.config)
         self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block,
                                   origin=self._stream.origin)
+        if continued is not None:
+            self._state.origin_step = None  # later passes of a continued run: the step at its origin is not known
 
     # ------------------------------------------------------------------ layout
     @property
@@ -220,7 +240,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers).
 
         In batch mode this counts batches, while ``state_dict(samples_taken=...)`` counts samples: use
-        ``state_dict(batches_taken=...)`` to give a number of batches (steps).
+        ``state_dict(step=...)`` to give the training loop's global step (one batch a step by default).
         """
         return self._state.units()
 
@@ -291,33 +311,74 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 yield batch
 
     # ------------------------------------------------------------------- state
-    def state_dict(self, samples_taken: int | None = None, *, batches_taken: int | None = None) -> dict[str, Any]:
+    def state_dict(self, samples_taken: int | None = None, *, step: int | None = None,
+                   samples_per_step: int | None = None, batches_taken: Any = None) -> dict[str, Any]:
         """The resume state (plain JSON-able values); the ``get_state`` of :class:`StreamState`.
+
+        Pass the training loop's position in one of two ways (or neither, below):
 
         Args:
             samples_taken: samples (sequences, not batches) this rank has taken since the start of the
-                current pass (the loaded resume point, or 0). Needed with a plain ``DataLoader`` with
-                workers, where the iteration runs in other processes. Without it the state follows the
-                most recent iterator of this process; inside a DataLoader worker (torchdata's
-                ``StatefulDataLoader`` calls it there) it describes that worker's own progress.
-                In batch mode it must be a whole number of batches (or all of this rank's samples).
-            batches_taken: batch mode only: batches this rank has taken (the unit of ``len()`` and of
-                a training loop's steps); instead of ``samples_taken``.
+                current pass: since the loaded resume point, or since 0. For loaders that count what
+                they hand out (:class:`~autoscale_data.integrations.MixtureLoader`). In batch mode it
+                must be a whole number of batches (or all of this rank's samples).
+            step: the training loop's global step: steps done since the start of training, resumes
+                included (the step a trainer reports and checkpoints). The state records it, so after
+                :meth:`load_state_dict` the samples since the resume point are ``(step - saved step) ×
+                samples_per_step``: the same call is right before and after a resume.
+            samples_per_step: this rank's samples per step, with ``step``: default ``batch_size`` in
+                batch mode (one batch a step); required for a per-sample dataset (e.g. the per-device
+                batch size × gradient accumulation steps).
+            batches_taken: removed (it counted from the loaded resume point, so a global step passed
+                after a resume pointed too far): pass ``step``.
+
+        Without either the state follows the most recent iterator of this process; inside a
+        DataLoader worker (torchdata's ``StatefulDataLoader`` calls it there) it describes that
+        worker's own progress.
 
         Returns:
             ``{"format", "version", "fingerprint", "config", "cursor", "domain_counts", "total_sequences",
-            "rank", "world_size", "worker", "phase"}``: ``cursor`` is the global stream position before
-            which every sample has been yielded; ``domain_counts`` the per-domain sample counts of that
-            prefix; ``phase`` the phase of the position at the cursor.
+            "rank", "world_size", "worker", "phase", "step"}``: ``cursor`` is the global stream position
+            before which every sample has been yielded; ``domain_counts`` the per-domain sample counts
+            of that prefix; ``phase`` the phase of the position at the cursor; ``step`` the training
+            step given (``None`` when unknown).
+
+        Raises:
+            ValueError: a count that cannot be right: outside this rank's slice, more than this
+                process's iterator has yielded, a ``step`` before the loaded state's step, or a
+                ``step`` after a state that records none (the message names both counts).
+            TypeError: both ``samples_taken`` and ``step``, or ``batches_taken``.
         """
         if batches_taken is not None:
-            if self.batch_size is None:
-                raise ValueError(f"batches_taken={batches_taken} needs batch mode (batch_size=...); this dataset "
-                                 "yields single samples: pass samples_taken")
+            raise TypeError(f"state_dict(batches_taken={batches_taken}) was removed: it counted from the loaded "
+                            f"resume point, so a global step passed after a resume pointed too far; pass "
+                            f"step=<the training loop's global step> (the state records it)")
+        if step is not None:
             if samples_taken is not None:
-                raise TypeError("state_dict() got both samples_taken and batches_taken: pass one")
-            samples_taken = self._state.samples_of(int(batches_taken))
-        position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None)
+                raise TypeError("state_dict() got both samples_taken and step: pass one")
+            check_int("step", step, minimum=0)
+            if samples_per_step is None:
+                if self.batch_size is None:
+                    raise ValueError(f"step={step} needs samples_per_step for a dataset without batch_size (this "
+                                     "rank's samples per training step, e.g. per-device batch size x gradient "
+                                     "accumulation steps)")
+                samples_per_step = self.batch_size
+            check_int("samples_per_step", samples_per_step)
+            if samples_per_step % self._block:
+                raise ValueError(f"samples_per_step={samples_per_step} is not a whole number of batches of "
+                                 f"{self._block}")
+            samples_taken = self._state.samples_at(int(step), int(samples_per_step))
+        elif samples_per_step is not None:
+            raise TypeError("samples_per_step goes with step=: pass step too")
+        yielded = self._state.yielded() if get_worker_info() is None else None
+        if samples_taken is not None and yielded is not None and samples_taken > yielded:
+            said = (f"step={step} ({samples_taken} samples since the pass's start at step {self._state.base_step})"
+                    if step is not None else f"samples_taken={samples_taken}")
+            raise ValueError(f"{said} is more than this dataset has yielded in this pass: {yielded} samples "
+                             "(a count from another start: pass the global step as step=, or the samples since "
+                             "the load as samples_taken=)")
+        position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None,
+                                         step=None if step is None else int(step))
         counts = self._stream.domain_counts(position[CURSOR_KEY])
         state = {
             FORMAT_KEY: STATE_FORMAT,
@@ -331,12 +392,14 @@ class ScaleAwareMixtureDataset(IterableDataset):
             WORLD_SIZE_KEY: self.world_size,
             WORKER_KEY: position[WORKER_KEY],
             PHASE_KEY: self._stream.phase_at(int(position[CURSOR_KEY])),
+            STEP_KEY: position[STEP_KEY],
         }
         if self._online is not None:
             state[ONLINE_KEY] = self._online.dataset_state()
         return state
 
-    def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False) -> None:
+    def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False,
+                        step: int | None = None) -> None:
         """Resume from a state: the next iteration starts at its cursor (once; later passes start at 0).
 
         The ``reset(initial_state)`` of :class:`StreamState`. The world size, rank and number of
@@ -352,23 +415,29 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 from its cursor under this dataset's configuration (new weights or phases after the
                 cursor, or a larger budget); each domain's order goes on where the prefix left it,
                 so nothing repeats or is skipped. Later passes start at that cursor.
+            step: the training step the state was saved at, for a state that does not record it
+                (saved with ``samples_taken``, or by an earlier autoscale_data), so that
+                ``state_dict(step=...)`` counts from it.
 
         Raises:
             ValueError: not a state of this class or of this state version; a different mixture
                 (the message names every config entry that differs) without ``continue_run``; with
                 it, other stores / seq_len / seed / shuffle window, a budget smaller than the
-                cursor, or a domain asked for more than it holds; a cursor outside the stream; or
-                per-domain counts that do not match the stream at the cursor.
+                cursor, or a domain asked for more than it holds; a cursor outside the stream;
+                per-domain counts that do not match the stream at the cursor; or a ``step`` other
+                than the one the state records.
         """
         _check_format(state)
+        step = _saved_step(state, step)
         if self._online is not None:
-            self._online.load_into(state, continue_run)
+            self._online.load_into(state, continue_run, step)
             return
         if state.get(FINGERPRINT_KEY) != self.fingerprint:
             self._follow(state, continue_run)
-        self._resume(state)
+        self._resume(state, step)
 
-    def _resume(self, state: Mapping[str, Any]) -> None:
+    def _resume(self, state: Mapping[str, Any], step: int | None = None) -> None:
+        """Start the next pass at ``state``'s cursor, reached at training step ``step``."""
         cursor, origin = state.get(CURSOR_KEY), self._stream.origin
         if not is_int(cursor) or not origin <= cursor <= self.total_sequences:
             raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, {self.total_sequences}]")
@@ -379,7 +448,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                              f"{cursor}: expected {expected}")
         info = get_worker_info()
         here = None if info is None else {WORKER_ID_KEY: info.id, NUM_WORKERS_KEY: info.num_workers}
-        self._state.reset(int(cursor), state.get(WORKER_KEY), here)
+        self._state.reset(int(cursor), state.get(WORKER_KEY), here, step)
 
     def _follow(self, state: Mapping[str, Any], continue_run: bool) -> None:
         """Make this dataset's stream the one ``state`` belongs to: the same continued run, or (with

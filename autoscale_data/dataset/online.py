@@ -129,7 +129,9 @@ class OnlineMixture:
         every: training steps per segment and between updates (``k``).
         sequences_per_step: sequences of the global batch of one step (all ranks); default
             ``batch_size × world_size`` of a batch-mode dataset.
-        lookahead: segments decided ahead (>= 1); default ``ceil(prefetch_steps / every)``.
+        lookahead: segments decided ahead (>= 1); default ``ceil(prefetch_steps / every)``. A loop
+            whose loader reads a batch ahead of the step it trains on in this process (the HF
+            ``Trainer``'s) needs at least 2 (:meth:`require_lookahead`; the Trainer callback sets it).
         prefetch_steps: batches a loader may hold beyond the one in use (``num_workers ×
             prefetch_factor``), for the default ``lookahead``.
 
@@ -214,6 +216,30 @@ class OnlineMixture:
         counts = self.counts_table[:n].tolist()
         starts = [0, *np.cumsum([sum(r) for r in counts]).tolist()]
         return {"starts": starts, "weights": self.weights_table[:n].tolist(), "counts": counts}
+
+    def require_lookahead(self, n: int) -> None:
+        """Decide at least ``n`` segments ahead (a loop whose loader reads batches ahead of the step in
+        use, like the HF ``Trainer``'s, needs 2): the extra segments are drawn at the initial weights.
+
+        ``lookahead`` is part of the stream's configuration, so call it the same way on a resume.
+
+        Raises:
+            ValueError: ``n`` is not a positive integer, or the lookahead must grow after an update,
+                a loaded state or an iteration (then the stream is already configured).
+        """
+        check_int("lookahead", n)
+        n = min(int(n), self.num_segments)
+        if n <= self.lookahead:
+            return
+        if self.updates or self.published != self.lookahead or self.dataset._state.live is not None:
+            raise ValueError(f"lookahead {self.lookahead} must become {n} before the first update, state load or "
+                             f"iteration (now {self.updates} updates, {self.published} segments decided): build "
+                             f"OnlineMixture(..., lookahead={n})")
+        for _ in range(n - self.lookahead):
+            self._append(self.initial, 0)
+        self.lookahead = self.config["lookahead"] = n
+        self.stream.grow()
+        self.dataset.fingerprint = fingerprint(self.dataset.config)
 
     # ----------------------------------------------------------------- updates
     def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *, group: Any = None) -> dict[str, float] | None:
@@ -347,7 +373,7 @@ class OnlineMixture:
             raise ValueError("the online state was saved under another configuration; differences: "
                              + "; ".join(config_diff(dict(state.get(CONFIG_KEY) or {}), self.config)))
 
-    def load_into(self, state: Mapping[str, Any], continue_run: bool) -> None:
+    def load_into(self, state: Mapping[str, Any], continue_run: bool, step: int | None = None) -> None:
         """The dataset's ``load_state_dict`` for an online dataset (see the module docstring)."""
         ds = self.dataset
         if continue_run:
@@ -368,5 +394,5 @@ class OnlineMixture:
                                  f"{online['digest']!r}); the training process holds {self.published}: load the "
                                  "online state there first (OnlineMixture.load_state_dict / the dataset's "
                                  "load_state_dict) before the loader iterates")
-        ds._resume(state)
+        ds._resume(state, step)
 

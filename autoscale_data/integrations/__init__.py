@@ -8,10 +8,10 @@ model stopped even when the trainer prefetches batches or the loader uses worker
 
 - :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning), and
   ``OnlineMixingCallback`` for a stream that follows an online-mixing controller.
-- :mod:`autoscale_data.integrations.hf`: ``OnlineMixingTrainerCallback`` (HF ``Trainer``, online mixing).
 - :mod:`autoscale_data.integrations.accelerate`: ``prepare_mixture_loader`` (HF Accelerate).
-- :mod:`autoscale_data.integrations.hf_trainer`: ``MixtureStateCallback`` (HF ``Trainer``: resume in
-  O(1) with ``ignore_data_skip=True``).
+- :mod:`autoscale_data.integrations.hf_trainer`: ``MixtureTrainerCallback`` (HF ``Trainer``, fixed or
+  online mixing: saves the data position with every checkpoint and restores it by itself on resume,
+  in O(1), with ``ignore_data_skip=True``).
 - :mod:`autoscale_data.integrations.megatron`: ``MixtureExternalIterator`` (Megatron-Core,
   ``--dataloader-type external``).
 - :mod:`autoscale_data.integrations.torchtitan`: ``MixtureTitanDataLoader`` (torchtitan).

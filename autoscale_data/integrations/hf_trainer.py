@@ -1,32 +1,50 @@
-"""HF ``transformers.Trainer``: resume the mixture in O(1) instead of re-reading every skipped batch.
+"""HF ``transformers.Trainer``: one callback for a fixed or an online mixture, resumed from its checkpoint.
 
-On ``trainer.train(resume_from_checkpoint=...)`` the Trainer skips the batches already trained by
-reading them again (``skip_first_batches``): for a large budget that re-reads, and with workers
-re-tokenizes nothing but still loads, every sample before the checkpoint. The mixture's own state
-jumps there at once. :class:`MixtureStateCallback` writes it into every checkpoint folder
-(``mixture_state.json``: the dataset state and torch's CPU RNG state); set ``ignore_data_skip=True``
-so the Trainer does not skip batches, and call :meth:`MixtureStateCallback.resume` before
-``train``::
+:class:`MixtureTrainerCallback` writes ``mixture_state.json`` into every checkpoint folder (the
+dataset's state at the Trainer's global step, with the online mixture's segment log, controller
+and loss window when there is one, and torch's CPU RNG state), and when ``train()`` resumes it
+reads it back by itself (``on_train_begin``, before the loader is read): the data continues in
+O(1) after the checkpoint's step, with nothing to call and nothing to forget. Online, it also
+updates the mixture every ``every`` steps (``on_step_end``: ``state.global_step`` counts
+optimizer steps, so gradient accumulation counts once) and makes the mixture decide two segments
+ahead, since the Trainer's loader reads one batch ahead of the step in use.
 
-    ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024)
-    args = TrainingArguments(..., max_steps=ds.total_sequences // batch, ignore_data_skip=True)
-    state = MixtureStateCallback(ds)
-    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[state])
-    state.resume("out/checkpoint-500")          # only when resuming; the dataset continues there
-    trainer.train(resume_from_checkpoint="out/checkpoint-500")
+``TrainingArguments`` (checked when the Trainer is built and when it trains; a wrong one raises
+``ValueError`` naming it): ``ignore_data_skip=True`` (the callback moves the data itself, the
+Trainer must not skip the trained batches again), online ``remove_unused_columns=False`` (keep ``domain``),
+one process (under several, the Trainer's accelerate loader re-shards an iterable dataset; use
+:mod:`autoscale_data.integrations.accelerate` there). With ``dataloader_num_workers > 0`` the
+dataset must yield whole batches (``batch_size=B``) and the Trainer take one of them at a time
+(``per_device_train_batch_size=1``, ``data_collator=whole_batches``), because the Trainer's
+DataLoader would batch each worker's samples apart, out of the stream's order::
 
-With ``ignore_data_skip=True`` the Trainer (5.x, ``_inner_training_loop``) also leaves torch's RNG
-as it is, and creating the DataLoader iterator draws a seed from torch's global RNG: the callback
-puts the saved RNG state back at the first step after the resume, so dropout draws what the
-uninterrupted run drew and the losses match it bit for bit (CPU; on GPU, non-deterministic kernels
-aside). One process: under several processes the Trainer's accelerate loader re-shards an
-iterable dataset; use :mod:`autoscale_data.integrations.accelerate` there.
+    ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024)          # fixed mix
+    args = TrainingArguments(..., ignore_data_skip=True, remove_unused_columns=False)
+    Trainer(model=model, args=args, train_dataset=ds,
+            callbacks=[MixtureTrainerCallback(ds)]).train(resume_from_checkpoint=...)  # None or a checkpoint
+
+    online = OnlineMixture(ds, ODM(ds.domain_names), every=50, sequences_per_step=8)          # online mix
+
+    class OnlineTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            return online_loss(online, model, inputs)     # the per-domain losses go to online.meter
+
+    OnlineTrainer(model=model, args=args, train_dataset=ds,
+                  callbacks=[MixtureTrainerCallback(online)]).train(resume_from_checkpoint=...)
+
+The checkpoint is the one ``train(resume_from_checkpoint=...)`` resumes: ``resume_from``, else
+``args.resume_from_checkpoint`` when it is a folder, else ``output_dir/checkpoint-<global step>``
+(what ``resume_from_checkpoint=True`` picks). With ``ignore_data_skip=True`` the Trainer (5.x,
+``_run_epoch``) restores the checkpoint's RNG before creating the DataLoader iterator, which draws
+a seed from torch's global RNG: the callback puts the saved RNG state back at the first step, so
+dropout draws what the uninterrupted run drew and the losses match it bit for bit (CPU).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,68 +53,136 @@ from ._loader import require_library
 require_library("accelerate", "autoscale_data.integrations.hf_trainer", "transformers", "transformers")
 
 import torch  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from .._io import atomic_write_json  # noqa: E402
-from ..dataset import ScaleAwareMixtureDataset  # noqa: E402
+from ..dataset import OnlineMixture, ScaleAwareMixtureDataset  # noqa: E402
 
-__all__ = ["STATE_FILE", "MixtureStateCallback"]
+__all__ = ["STATE_FILE", "TRAINER_LOOKAHEAD", "MixtureTrainerCallback", "online_loss", "whole_batches"]
 
 #: The file the callback writes into each ``checkpoint-<step>`` folder.
 STATE_FILE = "mixture_state.json"
+#: Segments an online mixture decides ahead under the Trainer (its loader reads one batch ahead).
+TRAINER_LOOKAHEAD = 2
 
 
-class MixtureStateCallback(TrainerCallback):
-    """Saves the mixture's data position (and torch's RNG) with every Trainer checkpoint; resumes both.
+def whole_batches(items: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The Trainer's ``data_collator`` for a dataset that yields whole batches
+    (``per_device_train_batch_size=1``): the one batch, as it is."""
+    if len(items) != 1:
+        raise ValueError(f"whole_batches got {len(items)} dataset batches: set per_device_train_batch_size=1 (the "
+                         "dataset's batch_size is the batch)")
+    return items[0]
+
+
+def online_loss(online: Any, model: torch.nn.Module, inputs: dict[str, Any]) -> torch.Tensor:
+    """A causal LM's mean next-token loss; its per-token losses go to ``online.meter`` by ``inputs["domain"]``."""
+    domain = inputs.pop("domain")
+    inputs.pop("seq_index", None)
+    ids = inputs["input_ids"].long()
+    labels = inputs.get("labels", ids).long()
+    logits = model(input_ids=ids).logits[:, :-1]
+    per_token = F.cross_entropy(logits.transpose(1, 2).float(), labels[:, 1:], reduction="none",
+                                ignore_index=-100)
+    mask = labels[:, 1:] != -100
+    online.meter.update(per_token.detach(), domain, mask=mask)
+    return (per_token * mask).sum() / mask.sum().clamp_min(1)
+
+
+class MixtureTrainerCallback(TrainerCallback):
+    """Checkpoints and resumes a mixture (fixed or online) with the HF ``Trainer`` (see the module docstring).
 
     Args:
-        dataset: the Trainer's ``train_dataset``.
+        mixture: the ``train_dataset`` (a :class:`~autoscale_data.dataset.ScaleAwareMixtureDataset`),
+            or the :class:`~autoscale_data.dataset.OnlineMixture` it follows; an online mixture's
+            lookahead is raised to :data:`TRAINER_LOOKAHEAD` here (so build it the same way on resume).
+        resume_from: the checkpoint folder to resume from when ``train()`` resumes; default: the
+            one the Trainer resumes (see the module docstring).
 
-    Samples taken are counted as ``steps x per_device_train_batch_size x gradient_accumulation_steps``
-    since the start (or since the resumed checkpoint), the batches the Trainer has trained on.
+    Raises:
+        ValueError: ``mixture`` is neither.
     """
 
-    def __init__(self, dataset: ScaleAwareMixtureDataset) -> None:
-        if not isinstance(dataset, ScaleAwareMixtureDataset):
-            raise ValueError(f"dataset = {type(dataset).__name__} is invalid: expected a ScaleAwareMixtureDataset")
-        self.dataset = dataset
-        self.start_step = 0
+    def __init__(self, mixture: ScaleAwareMixtureDataset | OnlineMixture, *,
+                 resume_from: str | os.PathLike[str] | None = None) -> None:
+        if isinstance(mixture, OnlineMixture):
+            mixture.require_lookahead(TRAINER_LOOKAHEAD)
+            self.online: OnlineMixture | None = mixture
+            self.dataset: ScaleAwareMixtureDataset = mixture.dataset
+        elif isinstance(mixture, ScaleAwareMixtureDataset):
+            self.online, self.dataset = None, mixture
+        else:
+            raise ValueError(f"mixture = {type(mixture).__name__} is invalid: expected a ScaleAwareMixtureDataset "
+                             "or an OnlineMixture")
+        self.resume_from = resume_from
         self._rng: torch.Tensor | None = None
 
-    def resume(self, checkpoint: str | os.PathLike[str]) -> int:
-        """Load the dataset state saved in ``checkpoint`` (a ``checkpoint-<step>`` folder); returns its step.
+    def _check_args(self, args: Any) -> None:
+        wrong = []
+        if not args.ignore_data_skip:
+            wrong.append("ignore_data_skip=True (the callback moves the data to the checkpoint itself; the Trainer "
+                         "must not skip the trained batches again)")
+        if self.online is not None and args.remove_unused_columns:
+            wrong.append("remove_unused_columns=False (keep the 'domain' column)")
+        if args.world_size > 1:
+            wrong.append(f"one process, not {args.world_size} (the Trainer's accelerate loader re-shards an iterable "
+                         "dataset: use autoscale_data.integrations.accelerate)")
+        if self.dataset.batch_size is None and args.dataloader_num_workers > 0:
+            wrong.append(f"dataloader_num_workers=0, or a dataset with batch_size=B and per_device_train_batch_size=1, "
+                         f"data_collator=whole_batches (with {args.dataloader_num_workers} workers the Trainer's "
+                         "DataLoader batches each worker's samples apart, out of the stream's order)")
+        if self.dataset.batch_size is not None and args.per_device_train_batch_size != 1:
+            wrong.append(f"per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields whole "
+                         f"batches of {self.dataset.batch_size}), not {args.per_device_train_batch_size}")
+        if wrong:
+            raise ValueError("MixtureTrainerCallback needs TrainingArguments with " + "; ".join(wrong))
 
-        Raises:
-            FileNotFoundError: the folder has no ``mixture_state.json`` (saved without this callback).
-        """
-        path = Path(checkpoint) / STATE_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{os.fspath(path)!r} does not exist: the checkpoint was saved without "
-                                    "MixtureStateCallback, so the data position is unknown (resume with "
-                                    "ignore_data_skip=False to let the Trainer skip the trained batches)")
-        saved = json.loads(path.read_text())
-        self.dataset.load_state_dict(saved["dataset"])
-        self.start_step = int(saved["step"])
-        self._rng = torch.tensor(saved["rng"], dtype=torch.uint8)
-        return self.start_step
+    def _samples_per_step(self, args: Any) -> int:
+        """This process's samples per optimizer step."""
+        per_batch = self.dataset.batch_size or args.per_device_train_batch_size
+        return int(per_batch * args.gradient_accumulation_steps)
+
+    def _checkpoint(self, args: Any, state: Any) -> Path:
+        if self.resume_from is not None:
+            return Path(self.resume_from)
+        named = getattr(args, "resume_from_checkpoint", None)
+        if isinstance(named, str | os.PathLike) and (Path(named) / STATE_FILE).is_file():
+            return Path(named)
+        return Path(args.output_dir) / f"checkpoint-{state.global_step}"
+
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._check_args(args)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._rng is not None and not args.ignore_data_skip:
-            raise ValueError("MixtureStateCallback.resume() moved the dataset to the checkpoint already: set "
-                             "TrainingArguments(ignore_data_skip=True), or the Trainer skips those batches again")
+        self._check_args(args)
+        if state.global_step == 0:  # a fresh start
+            return
+        path = self._checkpoint(args, state) / STATE_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"resuming at step {state.global_step}: {os.fspath(path)!r} does not exist (the "
+                                    "checkpoint was saved without MixtureTrainerCallback, or lies elsewhere: "
+                                    "pass MixtureTrainerCallback(..., resume_from=<checkpoint folder>))")
+        saved = json.loads(path.read_text())
+        if saved["dataset"].get("step") != state.global_step:
+            raise ValueError(f"{os.fspath(path)!r} holds the data position of step {saved['dataset'].get('step')}, "
+                             f"the Trainer resumes at step {state.global_step}")
+        self.dataset.load_state_dict(saved["dataset"])  # online: the segment log and controller too
+        self._rng = torch.tensor(saved["rng"], dtype=torch.uint8)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._rng is not None:  # after the Trainer built its DataLoader iterator (which drew a seed)
             torch.set_rng_state(self._rng)
             self._rng = None
 
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.online is not None and self.online.due(state.global_step):
+            self.online.update(state.global_step)
+
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        dataset_state = self.dataset.state_dict(step=state.global_step, samples_per_step=self._samples_per_step(args))
         if not state.is_world_process_zero:
             return
-        per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
-        taken = (state.global_step - self.start_step) * per_step
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / STATE_FILE, {"step": state.global_step,
-                                                 "dataset": self.dataset.state_dict(samples_taken=taken),
-                                                 "rng": torch.get_rng_state().tolist()})
+        atomic_write_json(folder / STATE_FILE, {"dataset": dataset_state, "rng": torch.get_rng_state().tolist()})

@@ -24,6 +24,7 @@ from .reporting.metrics import tokens_saved, tokens_to_reach
 from .reporting.report import build_report, write_report
 from .reporting.report_types import Report
 from .reporting.summary import format_summary
+from .training.downstream import evaluate_run_dir
 
 __all__ = [
     "ConfigChangedError",
@@ -38,6 +39,7 @@ __all__ = [
     "build_report",
     "config_from_dict",
     "config_to_dict",
+    "evaluate_run_dir",
     "format_summary",
     "load_config",
     "load_folder_config",

@@ -30,7 +30,8 @@ __all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_conf
            "load_folder_config", "plan_run_ids", "read_json"]
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
-IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints")
+IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints",
+                    "eval.tasks", "eval.task_limit", "eval.task_seed")  # the zero-shot tasks score finished runs
 
 
 class ConfigChangedError(ValueError):

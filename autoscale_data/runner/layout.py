@@ -10,7 +10,8 @@ no other module of the runner, the demo or the CLI spells an output file name)::
     OUT/ledger.jsonl             the event log (see :mod:`.ledger`); OUT/.lock: one runner at a time
     OUT/runs/<run_id>/           spec.json, job.json, result.json | failure.json, ckpt/, train.log,
                                  final_ckpt/ (a finished target run's final checkpoint, with
-                                 final_state.json: its step and dataset state; target.keep_checkpoints)
+                                 final_state.json: its step and dataset state; target.keep_checkpoints),
+                                 downstream.json (its zero-shot task scores; eval.tasks)
     OUT/fits/                    runs_<N>.csv, ddo_<N>.json, bootstrap_<N>.json, projection.json,
                                  target_mixes.json, mixture_plan.json | mixture_plan_error.json,
                                  methods.json (how each target mix was chosen and what that cost)
@@ -34,6 +35,7 @@ __all__ = [
     "DDO_N2",
     "DOMAINS",
     "DOREMI",
+    "DOWNSTREAM",
     "FAILURE",
     "FINAL_CHECKPOINT_DIR",
     "FINAL_STATE",
@@ -107,6 +109,7 @@ FINAL_CHECKPOINT_DIR = "final_ckpt"  # kept after the run (target.keep_checkpoin
 FINAL_STATE = "final_state.json"  # in FINAL_CHECKPOINT_DIR: the run's steps and dataset state at its end
 TRAIN_LOCK = ".train.lock"
 TRAIN_LOG = "train.log"
+DOWNSTREAM = "downstream.json"  # a finished target run's zero-shot task scores (eval.tasks)
 
 # ---- the fits: OUT/fits/
 FITS = "fits"
@@ -135,6 +138,7 @@ RECORDS: dict[str, str] = {
     RESULT: "runner.records.RunResult",
     FAILURE: "runner.records.RunFailure",
     FINAL_STATE: "runner.records.FinalState",
+    DOWNSTREAM: "evaluation.records.DownstreamResult",
     DDO: "runner.records.DDOFile",
     BOOTSTRAP: "runner.records.BootstrapFile",
     PROJECTION: "runner.records.ProjectionFile",
@@ -161,7 +165,7 @@ def record_of(name: str) -> type:
         raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
     spec = RECORDS[name].removeprefix("dict[str, ").removesuffix("]")
     module, _, cls = spec.rpartition(".")
-    if not module.startswith(("runner.", "solver.")):
+    if not module.startswith(("runner.", "solver.", "evaluation.")):
         raise ValueError(f"{name!r} holds a plain mapping ({RECORDS[name]}), not a record")
     return getattr(importlib.import_module(f"autoscale_data.{module}"), cls)  # type: ignore[no-any-return]
 

@@ -68,7 +68,11 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
 
         extra = {"bos_token_id": eos_id, "eos_token_id": eos_id}
         config = GPT2Config(**{**extra, **dict(fields)})
-        return GPT2LMHeadModel(config)
+        model = GPT2LMHeadModel(config)
+        # transformers picks a loss from the class name; "GPT2LMHeadModel" names none, so it warns "`loss_type=None`
+        # was set in the config but it is unrecognized" on the first loss and falls back to this one: name it.
+        model.loss_type = "ForCausalLM"
+        return model
     if preset.startswith("bert"):
         from transformers import BertConfig, BertForMaskedLM
 

@@ -109,7 +109,15 @@ class MixtureRunner:
         selection = [s for stage in self.selection_specs() for s in stage]
         text = plan_text(self.config, self.domains, self.out, proxies + selection,
                          self.target_specs(self.fixed_target_mixes()))
-        return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context()))
+        return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context())
+                                        + self._downstream_lines())
+
+    def _downstream_lines(self) -> list[str]:
+        """The dry run's line on the zero-shot tasks (``eval.tasks``) of every target run; empty without them."""
+        from .training.downstream import downstream_cost_lines
+
+        runs = (1 + len(self.config.target.baselines)) * len(self.config.target.seeds)  # AutoScale and each baseline
+        return downstream_cost_lines(self.config, self.domains, self.out, runs)
 
     # ------------------------------------------------------------------- run
     def run(self) -> Report:
@@ -170,6 +178,10 @@ class MixtureRunner:
             for s in targets:
                 ledger.register(s)
             self._train_all(ledger, targets)
+            if self.config.eval.tasks:  # the zero-shot tasks on every finished target run (eval.tasks)
+                from .training.downstream import evaluate_targets
+
+                evaluate_targets(self.config, d, self.out, targets, log=self.log)
         report = write_report(self.out)
         self.log(f"report written to {os.fspath(self.out / layout.REPORT_MD)}")
         return report

@@ -340,22 +340,78 @@ def test_plain_dataloader_resume_with_new_worker_count(root: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_batch_mode_takes_batches_taken_and_refuses_a_step_count_as_samples(root: Path) -> None:
+def test_batch_mode_takes_the_step_and_refuses_a_step_count_as_samples(root: Path) -> None:
     ds = make(root, seqs=100, batch_size=8)
     assert len(ds) == 13  # batches: 12 of 8 and one of 4
-    assert ds.state_dict(batches_taken=5)["cursor"] == ds.state_dict(samples_taken=40)["cursor"] == 40
-    assert ds.state_dict(batches_taken=13)["cursor"] == ds.state_dict(samples_taken=100)["cursor"] == 100
-    with pytest.raises(ValueError, match=r"samples_taken=12 is not a whole number of batches of 8.*batches_taken=12"):
+    assert ds.state_dict(step=5)["cursor"] == ds.state_dict(samples_taken=40)["cursor"] == 40
+    assert ds.state_dict(step=13)["cursor"] == ds.state_dict(samples_taken=100)["cursor"] == 100
+    assert ds.state_dict(step=5)["step"] == 5 and ds.state_dict(samples_taken=40)["step"] is None
+    with pytest.raises(ValueError, match=r"samples_taken=12 is not a whole number of batches of 8.*step="):
         ds.state_dict(samples_taken=12)  # a step count passed as samples: refused, not a mid-batch cursor
-    with pytest.raises(ValueError, match=r"batches_taken=14 is outside \[0, 13\]"):
-        ds.state_dict(batches_taken=14)
+    with pytest.raises(ValueError, match=r"step=14 is 14 steps after the pass's start \(step 0, cursor 0\), but this "
+                                         r"rank has only 13 steps of 8 samples"):
+        ds.state_dict(step=14)
     with pytest.raises(TypeError, match="both"):
-        ds.state_dict(samples_taken=8, batches_taken=1)
-    with pytest.raises(ValueError, match="needs batch mode"):
-        make(root, seqs=100).state_dict(batches_taken=1)
+        ds.state_dict(samples_taken=8, step=1)
+    with pytest.raises(TypeError, match=r"batches_taken=5\) was removed.*pass step="):
+        ds.state_dict(batches_taken=5)
+    with pytest.raises(ValueError, match="needs samples_per_step"):
+        make(root, seqs=100).state_dict(step=1)
+    assert make(root, seqs=100).state_dict(step=3, samples_per_step=8)["cursor"] == 24  # per sample: say it
+    with pytest.raises(ValueError, match="samples_per_step=12 is not a whole number of batches of 8"):
+        ds.state_dict(step=1, samples_per_step=12)
+    assert ds.state_dict(step=2, samples_per_step=16)["cursor"] == 32  # two batches a step (accumulation)
     resumed = make(root, seqs=100, batch_size=8)
-    resumed.load_state_dict(ds.state_dict(batches_taken=5))
+    resumed.load_state_dict(ds.state_dict(step=5))
     assert flat([item_key(b) for b in resumed]) == flat([item_key(b) for b in ds])[40:]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_the_global_step_after_a_resume_saves_where_the_loop_is(root: Path, batch_size: int | None) -> None:
+    """Resume at step 5, train 3 more, save with the global step 8: the same stream as never stopping
+    (before the step travelled in the state, a count from the load point landed 5 steps too far)."""
+    per = {} if batch_size else {"samples_per_step": 4}
+    full = flat([item_key(b) for b in make(root, seqs=100, batch_size=batch_size)])
+    first = make(root, seqs=100, batch_size=batch_size)
+    it = iter(first)
+    prefix = flat([item_key(next(it)) for _ in range(5 * (1 if batch_size else 4))])
+    at5 = json.loads(json.dumps(first.state_dict(step=5, **per)))
+    assert at5["step"] == 5 and at5["cursor"] == 20
+    second = make(root, seqs=100, batch_size=batch_size)
+    second.load_state_dict(at5)
+    it = iter(second)
+    middle = flat([item_key(next(it)) for _ in range(3 * (1 if batch_size else 4))])
+    at8 = json.loads(json.dumps(second.state_dict(step=8, **per)))
+    assert at8["cursor"] == 32 and at8["step"] == 8
+    with pytest.raises(ValueError, match=r"step=3 is before the loaded state's step 5"):
+        second.state_dict(step=3, **per)
+    with pytest.raises(ValueError, match=r"step=9 \(16 samples since the pass's start at step 5\) is more than "
+                                         r"this dataset has yielded in this pass: 12 samples"):
+        second.state_dict(step=9, **per)  # the loop cannot have trained on what was not read
+    with pytest.raises(ValueError, match=r"samples_taken=32 is more than this dataset has yielded in this pass: 12"):
+        second.state_dict(samples_taken=32)  # the old mistake: the global count as samples since the load
+    third = make(root, seqs=100, batch_size=batch_size)
+    third.load_state_dict(at8)
+    assert prefix + middle + flat([item_key(b) for b in third]) == full
+
+
+@pytest.mark.timeout(60)
+def test_a_state_without_its_step_still_loads_and_the_step_can_be_given(root: Path) -> None:
+    ds = make(root, seqs=100, batch_size=4)
+    old = {k: v for k, v in ds.state_dict(samples_taken=20).items() if k != "step"}  # an earlier version's state
+    resumed = make(root, seqs=100, batch_size=4)
+    resumed.load_state_dict(old)
+    assert flat([item_key(b) for b in resumed]) == flat([item_key(b) for b in ds])[20:]
+    resumed.load_state_dict(old)
+    with pytest.raises(ValueError, match=r"step=7: the loaded state does not record the training step"):
+        resumed.state_dict(step=7)
+    assert resumed.state_dict(samples_taken=8)["cursor"] == 28  # counted from the load point, as documented
+    resumed.load_state_dict(old, step=5)
+    assert resumed.state_dict(step=7)["cursor"] == 28
+    assert resumed.state_dict()["step"] == 5  # re-saved before iterating: the resume point as loaded
+    with pytest.raises(ValueError, match=r"load_state_dict\(step=6\): the state records that it was saved at step 5"):
+        resumed.load_state_dict(resumed.state_dict(), step=6)
 
 
 @pytest.mark.timeout(120)

@@ -84,14 +84,14 @@ def run(root: Path, world: int, workers: int, *, controller: str = "odm", state:
     for ds, _ in ranks:
         if state is not None:
             ds.load_state_dict(json.loads(json.dumps(state)))
-    step0 = 0 if state is None else state["cursor"] // G
+    step0 = 0 if state is None else state["step"]  # the step travels in the state
     its = [iter(DataLoader(ds, batch_size=None, num_workers=workers)) if workers else iter(ds) for ds, _ in ranks]
     lead = ranks[0][1]
     out: list[tuple[int, int]] = []
     step = step0
     while True:
         if stop is not None and step == stop:
-            return out, ranks[0][0].state_dict(batches_taken=step - step0), [om for _, om in ranks]
+            return out, ranks[0][0].state_dict(step=step), [om for _, om in ranks]
         try:
             batches = [next(it) for it in its]
         except StopIteration:
@@ -356,3 +356,20 @@ def test_spawned_workers_share_the_segment_table(root: Path) -> None:
         return out
 
     assert train(num_workers=2, multiprocessing_context="spawn", prefetch_factor=4) == train()
+
+
+@pytest.mark.timeout(60)
+def test_require_lookahead_decides_more_segments_before_the_run_only(root: Path) -> None:
+    ds, om = make(root, every=8, lookahead=1)  # 4 segments
+    before = ds.fingerprint
+    om.require_lookahead(1)  # already enough: nothing changes
+    assert om.lookahead == 1 and om.published == 1 and ds.fingerprint == before
+    om.require_lookahead(2)
+    assert om.lookahead == 2 and om.published == 2 and ds.config["online"]["lookahead"] == 2
+    assert ds.fingerprint != before  # part of the stream's configuration
+    _, same = make(root, every=8, lookahead=2)
+    assert same.dataset.fingerprint == ds.fingerprint  # the same stream as asking for it when built
+    next(iter(ds))
+    with pytest.raises(ValueError, match=r"lookahead 2 must become 3 before the first update, state load or "
+                                         r"iteration.*OnlineMixture\(\.\.\., lookahead=3\)"):
+        om.require_lookahead(3)

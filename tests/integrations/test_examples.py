@@ -97,6 +97,7 @@ def test_stateful_dataloader_resume(runs) -> None:
 def test_hf_trainer(runs) -> None:
     r = finished(runs, "hf_trainer", 200)
     assert r["steps"] == r["planned_steps"] == 10 and r["losses"][-1] < r["losses"][0]
+    assert r["resumed_same"]  # stopped after checkpoint-4 and resumed by the callback: the same losses
 
 
 @pytest.mark.timeout(300)

@@ -1,4 +1,5 @@
-"""Online mixing where users train: the Lightning callback and the HF Trainer callback, resumed from checkpoints."""
+"""Online mixing where users train: the Lightning callback, resumed from checkpoints (the HF Trainer's is in
+test_integrations_hf_trainer.py)."""
 
 from __future__ import annotations
 
@@ -69,40 +70,3 @@ def test_lightning_callback_resumes_the_online_run(root: Path, tmp_path: Path) -
     assert resumed.seen == full.seen[5 * 4:]  # the batches after the checkpoint, in order
     assert dm_resumed.online.segment_log() == dm_full.online.segment_log()
     assert dm_resumed.online.controller.state_dict() == dm_full.online.controller.state_dict()
-
-
-@pytest.mark.timeout(300)
-def test_hf_trainer_callback_resumes_the_online_run(root: Path, tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    from autoscale_data.dataset import ScaleAwareMixtureDataset
-    from autoscale_data.integrations.hf import OnlineMixingTrainerCallback, online_loss
-
-    class OnlineTrainer(Trainer):
-        seen: list[tuple[int, int]]
-
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # type: ignore[no-untyped-def]
-            self.seen.extend(zip(inputs["domain"].tolist(), inputs["seq_index"].tolist(), strict=True))
-            return online_loss(self.online, model, inputs)
-
-    def train(max_steps: int, resume: str | None = None) -> tuple[OnlineTrainer, OnlineMixture]:
-        ds = ScaleAwareMixtureDataset(root, START, 600 * L, L, batch_size=None, verify="size")
-        online = OnlineMixture(ds, ODM(ds.domain_names), every=2, sequences_per_step=4)
-        torch.manual_seed(0)
-        model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=257, n_positions=L))
-        args = TrainingArguments(output_dir=str(tmp_path / "hf"), max_steps=max_steps, per_device_train_batch_size=4,
-                                 save_steps=3, save_strategy="steps", report_to=[], remove_unused_columns=False,
-                                 logging_steps=100, use_cpu=True, dataloader_num_workers=0, seed=0)
-        trainer = OnlineTrainer(model=model, args=args, train_dataset=ds,
-                                callbacks=[OnlineMixingTrainerCallback(online)])
-        trainer.online, trainer.seen = online, []
-        trainer.train(resume_from_checkpoint=resume)
-        return trainer, online
-
-    full, online_full = train(8)
-    assert len(full.seen) == 8 * 4 and online_full.updates == 4
-    resumed, online_resumed = train(8, resume=str(tmp_path / "hf" / "checkpoint-3"))
-    assert resumed.seen[-5 * 4:] == full.seen[3 * 4:]  # HF re-reads the first 3 batches to skip them
-    assert online_resumed.segment_log() == online_full.segment_log()
-    assert online_resumed.controller.state_dict() == online_full.controller.state_dict()

@@ -3,7 +3,7 @@
 Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`, wherever it sits
 (module level or inside a function: a lazy import is still a dependency). Layers, top to bottom::
 
-    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/  ->  mixing/ | store/ | solver/
+    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/ | evaluation/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. Inside the runner the same rule
 holds between its folders and top modules (:data:`RUNNER_RANKS`). The package root's private helpers
@@ -32,7 +32,7 @@ RANKS: dict[str, int] = {
     "cli": 5, "commands": 5,
     "demo": 4,
     "runner": 3, "integrations": 3,
-    "dataset": 2, "online": 2,
+    "dataset": 2, "online": 2, "evaluation": 2,
     "mixing": 1, "store": 1, "solver": 1,
     "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0, "_records": 0,
 }

@@ -145,11 +145,12 @@ def _jsonl(path: Path, seed: int) -> None:
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(seed)))
 
 
-def _runs_csv(path: Path, budget: float, seed: int) -> None:
+def _runs_csv(path: Path, budget: float, seed: int, domains: tuple[str, ...] = ("web", "code", "books")) -> None:
     from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
-    base = {"web": budget / 3, "code": budget / 3, "books": budget / 3}
-    synthetic_ddo_runs(base, [0.2, 0.4, 0.3], [0.5, 0.7, 0.6], multipliers=(3.0, 1.7), seeds=2, noise=0.002,
+    base = {d: budget / len(domains) for d in domains}
+    alpha, beta = [0.2, 0.4, 0.3][: len(domains)], [0.5, 0.7, 0.6][: len(domains)]
+    synthetic_ddo_runs(base, alpha, beta, multipliers=(3.0, 1.7), seeds=2, noise=0.002,
                        rng_seed=seed).to_csv(path)
 
 
@@ -218,6 +219,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, budget in (("runs", 1e6), ("n1", 1e6), ("n2", 4e6), ("n3", 1.6e7), ("runs_1M", 1e6), ("runs_4M", 4e6),
                          ("runs_16M", 1.6e7)):
         _runs_csv(root / f"{name}.csv", budget, int(budget) % 97)
+    for name, budget in (("sweep_1M", 1e6), ("sweep_4M", 4e6)):  # new-user-flow.md's own sweep: its two domains
+        _runs_csv(root / f"{name}.csv", budget, int(budget) % 89, ("web", "code"))
     return root
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,18 @@ def test_presets_match_the_paper_architectures() -> None:
     gpt = build_model("gpt2-tiny", model_config_dict("gpt2-tiny", {"n_layer": 1}, vocab_size=300, seq_len=16),
                       eos_id=299)
     assert gpt.config.n_layer == 1 and gpt.config.vocab_size == 300 and gpt.config.n_positions == 16
+
+
+def test_models_name_their_loss_so_transformers_does_not_warn() -> None:
+    """transformers takes the loss from the class name; GPT2LMHeadModel's names none, so every runner run
+    printed "`loss_type=None` was set in the config but it is unrecognized" (in a fresh process: the
+    warning is emitted once per process)."""
+    code = ("import torch\n"
+            "from autoscale_data.runner.models import build_model, model_config_dict\n"
+            "for preset in ('gpt2-tiny', 'bert-tiny'):\n"
+            "    m = build_model(preset, model_config_dict(preset, {'n_layer': 1}, vocab_size=50, seq_len=8), eos_id=49)\n"
+            "    ids = torch.randint(0, 49, (2, 8))\n"
+            "    assert torch.isfinite(m(input_ids=ids, labels=ids).loss)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "loss_type" not in out.stderr + out.stdout

@@ -213,6 +213,27 @@ def test_domain_argument_errors(tmp_path: Path) -> None:
         prepare({"Web": tmp_path / "a.txt", "web": tmp_path / "a.txt"}, tmp_path / "o", progress=False)
 
 
+def test_tokenizer_train_cli_fits_a_bpe_that_prepare_uses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``autoscale-data tokenizer train``: a BPE from the user's own text files (every domain's), then prepare."""
+    for domain in ("web", "code"):
+        (tmp_path / domain).mkdir()
+        for i in range(20):
+            (tmp_path / domain / f"{i}.txt").write_text(f"{domain} document {i}: the same words again and again")
+    (tmp_path / "code" / "x.py").write_text("def f():\n    return 1\n")
+    assert main(["tokenizer", "train", str(tmp_path / "web"), str(tmp_path / "code"), "--text-ext", ".py",
+                 "--vocab-size", "300", "--out", str(tmp_path / "tok")]) == 0
+    said = capsys.readouterr().out
+    assert "trained on 41 documents" in said and "--tokenizer" in said
+    assert (tmp_path / "tok" / "tokenizer.json").is_file() and (tmp_path / "tok" / "tokenizer_config.json").is_file()
+    assert main(["prepare", "--domain", f"web={tmp_path / 'web'}", "--out", str(tmp_path / "stores"),
+                 "--tokenizer", str(tmp_path / "tok"), "--workers", "1"]) == 0
+    manifest = json.loads((tmp_path / "stores" / "web" / "manifest.json").read_text())
+    assert manifest["tokenizer"]["eos_id"] == 0
+    capsys.readouterr()
+    assert main(["tokenizer", "train", str(tmp_path / "web"), "--vocab-size", "100", "--out", str(tmp_path / "t2")]) == 2
+    assert "vocab_size must be at least 258" in capsys.readouterr().err
+
+
 def test_out_dir_with_another_tokenizer_is_refused(tmp_path: Path) -> None:
     from autoscale_data.store import train_bpe_tokenizer
 

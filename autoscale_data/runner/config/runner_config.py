@@ -121,6 +121,9 @@ class RunnerConfig:
             raise field_error("", "precision", self.precision, "'fp32' or 'bf16' (DeepSpeed bf16 mode / torch autocast)")
         if self.device not in (AUTO, "cpu", "cuda"):
             raise field_error("", "device", self.device, "'auto', 'cpu' or 'cuda'")
+        if self.eval.tasks and self.model.family != "gpt2":  # zero-shot ranked classification needs a causal LM
+            raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
+                              "(the zero-shot tasks score a causal LM's answers)")
         if self.max_epochs is not None:
             check_number_field("", "max_epochs", self.max_epochs)
         check_int_field("", "checkpoint_every", self.checkpoint_every)

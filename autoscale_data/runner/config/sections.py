@@ -308,6 +308,11 @@ class EvalConfig:
     A masked LM (BERT) is scored only on the masked positions: one evaluation scores about
     ``model.mlm_probability`` (15%) of the held-out tokens. ``mlm_passes`` evaluates the same tokens
     that many times under different fixed masks, scoring ``mlm_passes`` times as many positions.
+
+    ``tasks`` (default none) names zero-shot tasks of :mod:`autoscale_data.evaluation` (``arc_easy``,
+    ``boolq``, ``hellaswag``, ``piqa``, ``sciq``, ``winogrande`` …) scored on every finished target run's
+    final model (a causal LM; ``target.keep_checkpoints``): ``task_limit`` questions per task (``null``:
+    all), drawn with ``task_seed``, the same for every run. The report's "Downstream tasks" table reads them.
     """
 
     heldout_tokens_per_domain: int = 65_536
@@ -315,8 +320,20 @@ class EvalConfig:
     target_points: int = 10
     batch_size: int = 16
     mlm_passes: int = 1
+    tasks: tuple[str, ...] = ()
+    task_limit: int | None = 200
+    task_seed: int = 0
 
     def __post_init__(self) -> None:
+        from ...evaluation import check_task_names
+
+        try:
+            object.__setattr__(self, "tasks", tuple(check_task_names(self.tasks)))
+        except ValueError as e:
+            raise field_error("eval", "tasks", self.tasks, f"task names ({e})") from None
+        if self.task_limit is not None:
+            check_int_field("eval", "task_limit", self.task_limit)
+        check_int_field("eval", "task_seed", self.task_seed, minimum=0)
         check_int_field("eval", "mlm_passes", self.mlm_passes)
         check_int_field("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
         check_int_field("eval", "proxy_points", self.proxy_points)

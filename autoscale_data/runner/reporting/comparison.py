@@ -16,6 +16,7 @@ from typing import Any
 from .. import layout
 from ..experiment import read_json
 from ..records import RunResult
+from .downstream import downstream_cells
 from .metrics import mean_std, paired_verdict
 from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
 from .wording import VERDICT_TAGS
@@ -90,6 +91,11 @@ def _verdict(v: dict[str, Any] | None) -> str:
             f"{v['ci_high']:+.4f}]; {seeds})")
 
 
+def _downstream(r: Report, name: str) -> str:
+    cells = downstream_cells(r, name)
+    return "" if cells is None else f" {cells[0]} | {cells[1]} |"
+
+
 def comparison_markdown(r: Report) -> list[str]:
     """``report.md``'s section "Mixing methods compared" (empty without a comparison)."""
     c = r.comparison
@@ -108,6 +114,8 @@ def comparison_markdown(r: Report) -> list[str]:
              f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | proxy tokens "
              "| x target tokens | proxy wall | x target wall |",
              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
+    if r.downstream is not None and r.downstream.rows:  # the zero-shot tasks' means (eval.tasks)
+        lines[-2:] = [lines[-2] + " downstream bpb | downstream acc |", lines[-1] + "---:|---:|"]
     for name, row in c.rows.items():
         cost = row.cost
         ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
@@ -115,14 +123,15 @@ def comparison_markdown(r: Report) -> list[str]:
         if row.objective_value is None:
             value = f"not trained: {row.skipped}" if row.skipped else "not finished"
             lines.append(f"| {name} | {value} | – | – | – | – | {cost.runs} | {cost.tokens:,} | {ratio} | "
-                         f"{cost.wall_s:.1f} s | {wall_ratio} |")
+                         f"{cost.wall_s:.1f} s | {wall_ratio} |" + _downstream(r, name))
             continue
         ms = row.objective_value
         value = f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
         seeds = ", ".join(f"s{k} {v:.4f}" for k, v in row.per_seed.items())
         worst = f"{row.worst_domain} {row.losses[row.worst_domain].mean:.4f}" if row.worst_domain else "–"
         lines.append(f"| {name} | {value} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | "
-                     f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |")
+                     f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |"
+                     + _downstream(r, name))
     trained = {n: row for n, row in c.rows.items() if row.losses}
     if trained:
         lines += ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in bold:", "",

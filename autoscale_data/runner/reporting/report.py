@@ -24,6 +24,7 @@ from ..experiment import plan_run_ids, read_json
 from ..planning.repetition import REPETITION_FILE, repetition_md
 from ..records import BootstrapFile, DDOFile, ProjectionFile, RunResult
 from .comparison import build_comparison, comparison_markdown
+from .downstream import build_downstream, downstream_markdown
 from .metrics import (
     compare_curves,
     mean_curve,
@@ -174,6 +175,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         throughput=_throughput([row["result"] for row in runs if row["result"]]),
         extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
         repetition=read_json(fits / REPETITION_FILE), verdicts=target_verdicts(targets, key),
+        downstream=build_downstream(out, runs, labels, list((config.get("eval") or {}).get("tasks") or [])),
         **_references(out, targets))
 
 
@@ -319,7 +321,7 @@ def _markdown(r: Report) -> str:
     """``report.md``: one function per section, in reading order."""
     key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
-                comparison_markdown(r),
+                comparison_markdown(r), downstream_markdown(r),
                 _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r), _throughput_md(r),
                 _plots_md(r), repetition_md(r.repetition))
     return "\n".join(line for section in sections for line in section)

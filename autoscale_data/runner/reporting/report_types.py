@@ -32,6 +32,8 @@ __all__ = [
     "Curve",
     "CurveComparison",
     "CurvePoint",
+    "Downstream",
+    "DownstreamRow",
     "ExtensionResult",
     "FailedRun",
     "MeanStd",
@@ -41,6 +43,7 @@ __all__ = [
     "ReferenceLoss",
     "Report",
     "TargetResult",
+    "TaskMean",
     "Throughput",
     "TokensSaved",
     "TrainCurve",
@@ -421,6 +424,51 @@ class Comparison(Record):
     """Method (target mix label) -> its row, in plan order."""
 
 
+# ------------------------------------------------------------------------------ downstream tasks
+@dataclass(frozen=True)
+class TaskMean(Record):
+    """One task's scores of one target mix over its seeds (``OUT/runs/<id>/downstream.json``)."""
+
+    acc: MeanStd
+    """Accuracy."""
+    acc_norm: MeanStd
+    """Length-normalised accuracy (per character)."""
+    bpb: MeanStd
+    """Bits per byte of the gold answer (lower is better)."""
+
+
+@dataclass(frozen=True)
+class DownstreamRow(Record):
+    """One target mix on the zero-shot tasks: per task and averaged over tasks, mean ± std over seeds."""
+
+    tasks: dict[str, TaskMean]
+    """Task -> its scores."""
+    mean_acc: MeanStd
+    """Accuracy averaged over the tasks (per seed), then over seeds."""
+    mean_bpb: MeanStd
+    """Bits per byte averaged over the tasks (per seed), then over seeds."""
+    per_seed_bpb: dict[str, float] = required(default_factory=dict)
+    """Seed (a string) -> its bits per byte averaged over the tasks."""
+    vs_uniform: Verdict | None = None
+    """This mix against uniform on the task-mean bits per byte, paired by seed (``None`` for uniform itself)."""
+    vs_autoscale: Verdict | None = None
+    """This mix against AutoScale the same way (``None`` for AutoScale itself)."""
+
+
+@dataclass(frozen=True)
+class Downstream(Record):
+    """The zero-shot tasks of every target mix (config ``eval.tasks``)."""
+
+    tasks: list[str]
+    """The tasks, in the config's order."""
+    examples: dict[str, int]
+    """Task -> questions scored per model."""
+    chance: dict[str, float]
+    """Task -> accuracy of a uniform guess."""
+    rows: dict[str, DownstreamRow] = field(default_factory=dict)
+    """Target mix -> its row (sorted by label)."""
+
+
 # ------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report(Record):
@@ -482,6 +530,8 @@ class Report(Record):
     """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older versions)."""
     not_beating_unigram: dict[str, list[str]] = field(default_factory=dict)
     """Target mix -> domains whose final validation loss is not below the domain's unigram loss."""
+    downstream: Downstream | None = omitted(default=None)
+    """The zero-shot tasks of every target mix (``None`` without ``eval.tasks``)."""
 
     def __post_init__(self) -> None:
         # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records

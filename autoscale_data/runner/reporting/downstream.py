@@ -1,0 +1,118 @@
+"""The report's "Downstream tasks" section: the zero-shot tasks of every target mix (config ``eval.tasks``).
+
+Reads ``OUT/runs/<id>/downstream.json`` of the finished target runs (written by
+:mod:`~autoscale_data.runner.training.downstream`), averages each task over seeds, and judges each mix
+against uniform and against AutoScale on the bits per byte averaged over the tasks, paired by seed, with
+the same test and words as the loss table (:func:`~.metrics.paired_verdict`, :data:`~.wording.VERDICT_TAGS`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from ...evaluation import DownstreamResult
+from .. import layout
+from ..experiment import read_json
+from .metrics import mean_std, paired_verdict
+from .report_types import Downstream, DownstreamRow, MeanStd, Report, TaskMean, Verdict
+from .wording import verdict_tag
+
+__all__ = ["build_downstream", "downstream_cells", "downstream_markdown"]
+
+_KEY = "bpb"  # what the verdicts compare: the task-mean bits per byte (lower is better)
+
+
+def _verdict(rows: dict[str, list[dict[str, Any]]], method: str, baseline: str) -> Verdict | None:
+    if method == baseline or baseline not in rows:
+        return None
+    v = paired_verdict(rows[method], rows[baseline], _KEY)
+    return Verdict.from_json({**v, "method": method, "baseline": baseline})
+
+
+def build_downstream(out: Path, runs: list[dict[str, Any]], labels: dict[str, list[str]],
+                     tasks: list[str]) -> Downstream | None:
+    """The section's numbers from the finished target runs (``runs``: rows of ``spec`` and ``result``;
+    ``labels``: run id -> the target mixes it stands for); ``None`` without ``tasks`` or any result."""
+    if not tasks:
+        return None
+    found: dict[str, list[tuple[int, DownstreamResult]]] = {}
+    for row in runs:
+        spec = row["spec"]
+        if spec["kind"] != "target" or row["result"] is None:
+            continue
+        raw = read_json(out / layout.RUNS / spec["run_id"] / layout.DOWNSTREAM)
+        if raw is None:
+            continue
+        result = DownstreamResult.from_json(raw, layout.DOWNSTREAM)
+        if sorted(result.tasks) != sorted(tasks):  # scored on other tasks (an earlier config): not comparable
+            continue
+        for label in labels.get(spec["run_id"]) or [spec["label"]]:
+            found.setdefault(label, []).append((int(spec["seed"]), result))
+    if not found:
+        return None
+    seeds = {label: [{"seed": s, _KEY: r.mean_bpb} for s, r in sorted(rs, key=lambda x: x[0])]
+             for label, rs in found.items()}
+    rows = {}
+    for label, rs in sorted(found.items()):
+        scores = [r for _, r in rs]
+        per_task = {t: TaskMean(**{m: MeanStd(**mean_std([getattr(r.tasks[t], m) for r in scores]))
+                                   for m in ("acc", "acc_norm", "bpb")}) for t in tasks}
+        rows[label] = DownstreamRow(
+            tasks=per_task, mean_acc=MeanStd(**mean_std([r.mean_acc for r in scores])),
+            mean_bpb=MeanStd(**mean_std([r.mean_bpb for r in scores])),
+            per_seed_bpb={str(s["seed"]): s[_KEY] for s in seeds[label]},
+            vs_uniform=_verdict(seeds, label, layout.UNIFORM), vs_autoscale=_verdict(seeds, label, layout.AUTOSCALE))
+    first = next(iter(found.values()))[0][1]
+    return Downstream(tasks=tasks, examples={t: first.tasks[t].examples for t in tasks},
+                      chance={t: first.tasks[t].chance for t in tasks}, rows=rows)
+
+
+def _fmt(ms: MeanStd, digits: int = 3) -> str:
+    return f"{ms.mean:.{digits}f} ± {ms.std:.{digits}f}" if ms.n > 1 else f"{ms.mean:.{digits}f}"
+
+
+def _tag(v: Verdict | None) -> str:
+    if v is None:
+        return "–"
+    if v.verdict == "cannot_judge":
+        return verdict_tag(v)
+    return f"{verdict_tag(v)} ({v.difference.mean:+.3f})"
+
+
+def downstream_markdown(r: Report) -> list[str]:
+    """``report.md``'s section "Downstream tasks" (empty without ``eval.tasks`` results)."""
+    d = r.downstream
+    if d is None or not d.rows:
+        return []
+    tasks = d.tasks
+    counts = ", ".join(f"{t} {d.examples[t]}" for t in tasks)
+    lines = ["## Downstream tasks", "",
+             f"Zero-shot ranked classification of each target run's final model on {len(tasks)} tasks (questions "
+             f"per task: {counts}; the same questions for every run), mean ± std over seeds. Bits per byte (bpb) "
+             "of the gold answer: lower is better, and it moves long before accuracy leaves chance at small "
+             "scale. The verdicts compare the task-mean bpb paired by seed (Student-t, 95%), as the loss "
+             "table does; the difference in parentheses is this mix minus the other.", "",
+             "| mix | " + " | ".join(f"{t} bpb" for t in tasks) + " | mean bpb | vs uniform | vs AutoScale |",
+             "|---|" + "---:|" * (len(tasks) + 1) + "---|---|"]
+    for label, row in d.rows.items():
+        lines.append(f"| {label} | " + " | ".join(_fmt(row.tasks[t].bpb) for t in tasks)
+                     + f" | {_fmt(row.mean_bpb)} | {_tag(row.vs_uniform)} | {_tag(row.vs_autoscale)} |")
+    lines += ["", "Accuracy (length-normalised accuracy in parentheses, per character as lm-eval's acc_norm):", "",
+              "| mix | " + " | ".join(tasks) + " | mean acc |", "|---|" + "---:|" * (len(tasks) + 1)]
+    for label, row in d.rows.items():
+        lines.append(f"| {label} | " + " | ".join(f"{_fmt(row.tasks[t].acc)} ({row.tasks[t].acc_norm.mean:.3f})"
+                                                  for t in tasks) + f" | {_fmt(row.mean_acc)} |")
+    lines.append("| chance | " + " | ".join(f"{d.chance[t]:.3f}" for t in tasks)
+                 + f" | {statistics.fmean(d.chance.values()):.3f} |")
+    return lines + [""]
+
+
+def downstream_cells(r: Report, label: str) -> tuple[str, str] | None:
+    """The comparison table's two cells of one method: task-mean bpb and accuracy (``None`` without tasks)."""
+    d = r.downstream
+    if d is None or not d.rows:
+        return None
+    row = d.rows.get(label)
+    return ("–", "–") if row is None else (_fmt(row.mean_bpb), _fmt(row.mean_acc))

@@ -1,0 +1,181 @@
+"""The zero-shot tasks on every finished target run (config ``eval.tasks``): ``runs/<id>/downstream.json``.
+
+After the target runs train, :func:`evaluate_targets` loads each run's final checkpoint
+(``final_ckpt/``, kept by ``target.keep_checkpoints``) into the model the run trained, scores it with
+the stores' tokenizer on the tasks of :mod:`autoscale_data.evaluation`, and writes a
+:class:`~autoscale_data.evaluation.DownstreamResult`. A run whose file already holds the same tasks,
+limit and seed is not scored again. ``autoscale-data evaluate RUN_DIR`` calls :func:`evaluate_run_dir`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..._io import atomic_write_json
+from ...evaluation import TASKS, DownstreamResult, evaluate_model
+from ...store import load_tokenizer
+from .. import layout
+from ..config import RunnerConfig
+from ..experiment import load_folder_config, read_json
+from ..models import build_model, model_config_dict
+from ..planning.data import DomainInfo
+from ..planning.plan import RunSpec
+from .checkpoint import _POINTER
+
+__all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]
+
+#: FLOP/s the dry run assumes for the evaluation before any was timed in the folder (a busy CPU core).
+_ASSUMED_FLOPS = 1e10
+
+
+def stores_tokenizer(domains: DomainInfo) -> Any:
+    """The tokenizer that tokenized the stores (``bytes``, ``gpt2`` or the path their manifest names).
+
+    Raises:
+        ValueError: it cannot be loaded here, or it is not the one the stores were tokenized with.
+    """
+    try:
+        tok = load_tokenizer(domains.tokenizer)
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"the stores' tokenizer {domains.tokenizer!r} cannot be loaded here ({e}): the zero-shot "
+                         "tasks need the model's own tokenizer") from None
+    if tok.vocab_size != domains.vocab_size or tok.eos_id != domains.eos_id:
+        raise ValueError(f"tokenizer {domains.tokenizer!r} has vocabulary {tok.vocab_size} and EOS {tok.eos_id}, but "
+                         f"the stores were tokenized with vocabulary {domains.vocab_size} and EOS {domains.eos_id}")
+    return tok
+
+
+def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains: DomainInfo) -> torch.nn.Module:
+    """The model of a finished run, its weights from ``run_dir/final_ckpt`` (the torch or the DeepSpeed layout).
+
+    Raises:
+        ValueError: the model is a masked LM (no zero-shot ranked classification), or no final checkpoint.
+    """
+    if config.model.family != "gpt2":
+        raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
+                         "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
+    final = run_dir / layout.FINAL_CHECKPOINT_DIR
+    pointer = read_json(final / _POINTER)
+    if not pointer:
+        raise ValueError(f"run {spec.run_id} kept no final checkpoint ({os.fspath(final)!r} is missing): set "
+                         "target.keep_checkpoints: true and train it again")
+    tag = pointer["tag"]
+    torch_file, ds_file = final / f"{tag}.pt", final / tag / "mp_rank_00_model_states.pt"
+    blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
+    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id)
+    model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
+    return model.eval()
+
+
+def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> DownstreamResult | None:
+    raw = read_json(path)
+    if raw is None:
+        return None
+    found = DownstreamResult.from_json(raw)
+    same = sorted(found.tasks) == sorted(tasks) and found.limit == limit and found.seed == seed
+    return found if same else None
+
+
+def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec], *,
+                     log: Callable[[str], None] = print) -> dict[str, DownstreamResult]:
+    """Score every finished target run of ``specs`` on ``config.eval.tasks``; returns the results by run id."""
+    results: dict[str, DownstreamResult] = {}
+    threads = torch.get_num_threads()
+    if config.cpu_threads is not None:  # as the runs trained: on a busy CPU, more threads are slower
+        torch.set_num_threads(config.cpu_threads)
+    try:
+        _evaluate_each(config, domains, out, specs, results, log)
+    finally:
+        torch.set_num_threads(threads)
+    return results
+
+
+def _evaluate_each(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec],
+                   results: dict[str, DownstreamResult], log: Callable[[str], None]) -> None:
+    tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
+    tok = None
+    for spec in specs:
+        run_dir = out / layout.RUNS / spec.run_id
+        if spec.kind != "target" or not (run_dir / layout.RESULT).is_file():
+            continue
+        path = run_dir / layout.DOWNSTREAM
+        found = _current(path, tasks, limit, seed)
+        if found is None:
+            tok = tok or stores_tokenizer(domains)
+            start = time.perf_counter()
+            model = load_final_model(config, spec, run_dir, domains)
+            found = evaluate_model(model, tok, tasks, limit=limit, seed=seed, batch_size=config.eval.batch_size,
+                                   name=spec.run_id)
+            atomic_write_json(path, found.to_json())
+            log(f"downstream {spec.name}: mean accuracy {found.mean_acc:.3f}, mean bits per byte "
+                f"{found.mean_bpb:.3f} ({len(tasks)} tasks, {time.perf_counter() - start:.1f} s)")
+        results[spec.run_id] = found
+
+
+def evaluate_run_dir(run_dir: str | os.PathLike[str], tasks: Sequence[str], *, limit: int | None = None,
+                     seed: int = 0, batch_size: int = 32) -> DownstreamResult:
+    """Score one run folder of a runner output (``OUT/runs/<id>``, with its ``final_ckpt/``); nothing written.
+
+    Raises:
+        ValueError: the folder is not a run of a runner output, or it kept no final checkpoint.
+    """
+    path = Path(run_dir)
+    raw = read_json(path / layout.SPEC)
+    if raw is None:
+        raise ValueError(f"{os.fspath(path)!r} is not a run folder of a runner output (no {layout.SPEC})")
+    out = path.parent.parent
+    config = load_folder_config(out)
+    info = read_json(out / layout.DOMAINS)
+    if info is None:
+        raise ValueError(f"{os.fspath(out)!r} has no {layout.DOMAINS}: not a runner output folder")
+    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in info.items()})
+    spec = RunSpec.from_json(raw)
+    model = load_final_model(config, spec, path, domains)
+    return evaluate_model(model, stores_tokenizer(domains), tasks, limit=limit, seed=seed, batch_size=batch_size,
+                          name=spec.run_id)
+
+
+def _measured_rate(out: Path) -> float | None:
+    """Forward tokens per second of the evaluations already in the folder (median; ``None`` before any)."""
+    rates = []
+    for path in sorted((out / layout.RUNS).glob(f"*/{layout.DOWNSTREAM}")):
+        try:
+            found = DownstreamResult.from_json(json.loads(path.read_text()))
+        except (ValueError, OSError):
+            continue
+        seconds = sum(t.seconds for t in found.tasks.values())
+        if found.tasks and seconds > 0:
+            rates.append(_tokens(list(found.tasks), found.limit) / seconds)
+    return sorted(rates)[len(rates) // 2] if rates else None
+
+
+def _tokens(tasks: Sequence[str], limit: int | None) -> float:
+    """Forward tokens of one model's evaluation, roughly: questions x answers x 128 tokens."""
+    return sum(min(limit or TASKS[t].size, TASKS[t].size) * TASKS[t].choices * 128.0 for t in tasks)
+
+
+def downstream_cost_lines(config: RunnerConfig, domains: DomainInfo, out: Path, target_runs: int) -> list[str]:
+    """The dry run's line on the zero-shot evaluation: tasks, questions, and its estimated time (none without
+    ``eval.tasks``)."""
+    tasks = list(config.eval.tasks)
+    if not tasks:
+        return []
+    limit = config.eval.task_limit
+    tokens = _tokens(tasks, limit) * target_runs
+    rate = _measured_rate(out)
+    how = "rate measured in this folder"
+    if rate is None:  # 2 x parameters FLOPs per token; a GPT-2 block holds 12 d^2 weights, the embedding V d
+        f = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
+                              seq_len=config.seq_len)
+        params = 12 * f["n_layer"] * f["n_embd"] ** 2 + f["vocab_size"] * f["n_embd"]
+        rate, how = _ASSUMED_FLOPS / (2.0 * params), f"assumed {_ASSUMED_FLOPS:.0e} FLOP/s"
+    questions = ", ".join(f"{t} {min(limit or TASKS[t].size, TASKS[t].size)}" for t in tasks)
+    return [f"downstream: {len(tasks)} zero-shot tasks on each of {target_runs} target runs' final models "
+            f"(questions: {questions}); about {tokens / rate / 60:.1f} min ({how})"]
