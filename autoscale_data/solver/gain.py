@@ -14,8 +14,15 @@ of the column-scaled ``J`` below ``1e-10`` of the largest) make the variance inf
 a component along them: a gain that rests on what the runs cannot tell is not evidence. ``σ`` is also
 the noise of one run as the law sees it (misfit included: an upper bound of the seed noise).
 
-The estimate assumes the law is right; the rule that uses it (:mod:`.select`) therefore also asks the
-gain to exceed twice ``σ``, the smallest difference one run could show.
+The delta method assumes the law is right, and on published two-checkpoint windows it is not: the
+predicted gains were 3-10 times the real differences and a rule on ``g > 2 sd`` alone lost beyond
+noise at 30 of 1,278 windows (docs/solver.md). Whether the law is right can only be judged against
+the runs' own noise, which needs replicates (runs of one allocation with other seeds, e.g. the base
+run twice at each budget): their pure error ``SS_pe`` on ``ν_pe`` degrees of freedom gives the noise
+of one run, ``replicate_sd = sqrt(SS_pe / ν_pe)``, to hold the law's residual ``σ`` against (and the
+lack-of-fit test ``F = ((SSE - SS_pe) / (n - p - ν_pe)) / (SS_pe / ν_pe)``, whose p-value is reported:
+the joint fit's optimiser rarely reaches the pure-error level exactly, so the rule in :mod:`.select`
+reads the ratio ``σ / replicate_sd``, not the test).
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import f as f_dist
 
 from .ddo import DDOOptions
-from .joint import JointFit, _gather, _model
+from .joint import JointFit, _gather, _model, _pure_error
 from .runs import RunTable
 
 __all__ = ["GainEstimate", "predicted_gain"]
@@ -42,8 +50,12 @@ class GainEstimate:
     Attributes:
         gain: ``L(reference) - L(candidate)`` in objective units (> 0: the candidate is predicted better).
         sd: the standard deviation of ``gain`` from the fit (``inf``: the runs do not determine it).
-        noise: the residual standard deviation of one run under the law (objective units).
+        noise: the standard deviation of one run: the replicates' pure error where there are
+            replicates, else the residual under the law (objective units).
         free_parameters: parameters of the law not at a bound; points: runs fitted.
+        replicate_dof: degrees of freedom of the replicates' pure error (0: no replicates).
+        replicate_sd: the replicates' standard deviation (None: no replicates); residual_sd: the law's ``σ``.
+        lack_of_fit_p: p-value of the lack-of-fit test against the replicates (None: none to test against).
     """
 
     gain: float
@@ -51,6 +63,10 @@ class GainEstimate:
     noise: float
     free_parameters: int
     points: int
+    replicate_dof: int = 0
+    replicate_sd: float | None = None
+    residual_sd: float | None = None
+    lack_of_fit_p: float | None = None
 
     @property
     def z(self) -> float:
@@ -118,5 +134,17 @@ def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping
         if not np.any(np.abs(proj[null]) > _NULL_ATOL * max(float(np.linalg.norm(grad / scale)), 1e-300)):
             with np.errstate(over="ignore"):
                 sd = float(noise * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
+    ss_pe, dof_pe = _pure_error(data)
+    lof_p, residual = None, noise
+    replicate = float(np.sqrt(ss_pe / dof_pe)) if dof_pe > 0 else None
+    if dof_pe > 0 and dof > dof_pe:
+        lof_ss, lof_dof = max(fit.sse - ss_pe, 0.0), dof - dof_pe
+        if ss_pe > 0:
+            lof_p = float(f_dist.sf((lof_ss / lof_dof) / (ss_pe / dof_pe), lof_dof, dof_pe))
+        else:  # replicates that agree exactly: the law must fit exactly too
+            lof_p = 1.0 if lof_ss <= 1e-12 * max(float(np.sum(data.y ** 2)), 1e-300) else 0.0
+        noise = max(noise, replicate)
     norm = fit.normalizer
-    return GainEstimate(gain=gain * norm, sd=sd * norm, noise=noise * norm, free_parameters=k, points=int(data.y.size))
+    return GainEstimate(gain=gain * norm, sd=sd * norm, noise=noise * norm, free_parameters=k, points=int(data.y.size),
+                        replicate_dof=int(dof_pe), replicate_sd=None if replicate is None else replicate * norm,
+                        residual_sd=residual * norm, lack_of_fit_p=lof_p)

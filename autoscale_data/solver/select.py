@@ -12,15 +12,18 @@ evidence in the user's own runs:
   candidate's (the best mix of the second-largest budget, scored the same way) by more than twice
   the noise of one run (:func:`noise_estimate`; the difference of two runs has ``√2 σ``, and the best
   of three projections is taken); the best such projection wins. Otherwise: the observed mix.
-* **two budgets: the predicted gain and its uncertainty.** No budget is left to check against, so
+* **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
   the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
-  target, the objective of each projection (robust, geometric) and of the observed mix
-  (:mod:`.gain`). A projection is chosen only if its predicted gain over the observed mix exceeds
-  both twice its standard deviation (the delta method over the fit; infinite where it rests on
-  what the runs do not determine) and twice the noise of one run under the law; the larger gain
-  wins. Otherwise: the observed mix. (A share trend beyond twice its uncertainty, the rule before
-  2026-11-27, tests that a trend exists, not that following it helps: on published two-checkpoint
-  windows it fired on noise and lost; docs/solver.md.)
+  target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
+  chosen only if (a) the runs hold replicates (an allocation run with two seeds or more, e.g. the
+  base run twice at each budget) and the law fits within ``MISFIT_RATIO`` times their noise (its
+  residual standard deviation against theirs), and (b) its predicted gain over the observed mix exceeds twice its standard
+  deviation (the delta method over the fit; infinite where it rests on what the runs do not
+  determine) and twice the noise of one run; the larger gain wins. Otherwise: the observed mix,
+  with the numbers. Without (a) the fit's uncertainty cannot be trusted: on 1,278 published
+  two-checkpoint windows (one seed each) every threshold on (b) alone that ever chose a projection
+  lost beyond noise somewhere, and so did the rule before 2026-11-27 (a share trend beyond twice its
+  uncertainty, which tests that a trend exists, not that following it helps; docs/solver.md).
 * **one budget, or no projection could be fitted:** the observed mix, with the reason.
 
 The observed candidate (:func:`observed_best`) is the lowest-objective run of the largest budget for
@@ -51,11 +54,13 @@ __all__ = [
     "observed_best",
     "passes",
     "trend_evidence",
+    "vouched",
 ]
 
 TREND_Z = 2.0  # a two-budget trend counts as determined beyond this many standard deviations
 MARGIN_NOISE = 2.0  # a backtest win (or a predicted gain) counts beyond this many times the noise of one run
 GAIN_Z = 2.0  # a two-budget predicted gain counts beyond this many of its standard deviations
+MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
 RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rule of older files
 
 
@@ -258,12 +263,21 @@ def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
         return float(v) if np.isfinite(v) else None
 
     return {"gain": num(e.gain), "sd": num(e.sd), "z": num(e.z), "noise": num(e.noise),
-            "determined": bool(np.isfinite(e.sd))}
+            "determined": bool(np.isfinite(e.sd)), "replicate_dof": e.replicate_dof, "replicate_sd": e.replicate_sd,
+            "residual_sd": e.residual_sd, "lack_of_fit_p": e.lack_of_fit_p}
+
+
+def vouched(e: GainEstimate) -> bool:
+    """Whether the runs can vouch for the law's uncertainty: replicates, and the law's residual within
+    ``MISFIT_RATIO`` times their standard deviation."""
+    return (e.replicate_sd is not None and e.residual_sd is not None and e.replicate_sd > 0
+            and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0 and e.lack_of_fit_p == 1.0)
 
 
 def passes(e: GainEstimate) -> bool:
-    """Whether a predicted gain is evidence (module doc): ``gain > GAIN_Z·sd`` and ``gain > MARGIN_NOISE·noise``."""
-    return bool(np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
+    """Whether a predicted gain is evidence (module doc): :func:`vouched`, ``gain > GAIN_Z·sd`` and
+    ``gain > MARGIN_NOISE·noise``."""
+    return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
 
 
 def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | str]) -> Selection:
@@ -278,17 +292,27 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
     if good:
         best = max(good, key=lambda n: (good[n].gain, -PROJECTIONS.index(n)))
         e = good[best]
-        return Selection(best, f"two budgets: the joint law predicts the {best} projection beats the best observed mix "
+        return Selection(best, f"two budgets: the joint law (residual sd {e.residual_sd:.3g}, within {MISFIT_RATIO:g}x "
+                               f"the replicates' {e.replicate_sd:.3g}) predicts the {best} projection beats the best "
+                               "observed mix "
                                f"by {e.gain:.4g} (sd {e.sd:.3g}, noise of one run {e.noise:.3g}): more than "
                                f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise, so it is used", "gain", predicted=table)
     best = max(scored, key=lambda n: (scored[n].z, -PROJECTIONS.index(n)))
     e = scored[best]
     sd = "not determined by the runs" if not np.isfinite(e.sd) else f"sd {e.sd:.3g}"
+    numbers = f"best: {best}, {e.gain:+.4g}, {sd}, noise {e.noise:.3g}"
+    if not vouched(e):
+        why = ("no replicate runs (an allocation run with two seeds or more) to test the joint law's fit against, "
+               "so its uncertainty cannot be trusted" if e.replicate_sd is None else
+               f"the joint law misfits the replicate runs (residual sd {e.residual_sd:.3g} against their "
+               f"{e.replicate_sd:.3g}, more than {MISFIT_RATIO:g}x)")
+        return Selection(OBSERVED, f"two budgets: the projections' predicted gains cannot be judged: {why}; the best mix "
+                                     f"observed at the largest budget is used ({numbers}; a backtest needs runs at "
+                                     "three budgets or more)", "gain", predicted=table)
     return Selection(OBSERVED, f"two budgets: no projection's predicted gain over the best observed mix is beyond "
-                                 f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise of one run (best: {best}, "
-                                 f"{e.gain:+.4g}, {sd}, noise {e.noise:.3g}), so the best mix observed at the "
-                                 "largest budget is used (a backtest needs runs at three budgets or more)", "gain",
-                     predicted=table)
+                                 f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise of one run ({numbers}), so the best "
+                                 "mix observed at the largest budget is used (a backtest needs runs at three budgets "
+                                 "or more)", "gain", predicted=table)
 
 
 def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any] | None, *,
