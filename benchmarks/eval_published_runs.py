@@ -722,25 +722,43 @@ def run(cases: Sequence[Case], out: Path | None, cli: Sequence[tuple[str, list[s
     print(format_tables(results, summary["all"]))
     if cli_rows:
         print(format_cli(cli_rows))
+    write_results(out, doc)
+    return doc
+
+
+def write_results(out: Path | None, doc: Mapping[str, Any]) -> None:
+    """``out/results.json`` (atomic), and a line saying so; nothing when ``out`` is None."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / "results.json", json.dumps(_jsonable(doc), indent=1))
         print(f"\nwrote {out / 'results.json'} ({doc['seconds']:.0f} s)")
-    return doc
+
+
+def data_arguments(doc: str, default_out: Path) -> argparse.ArgumentParser:
+    """A parser with ``--data`` (the published runs) and ``--out`` (where results.json goes)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--data", default=os.fspath(DEFAULT_DATA), help="directory of the published runs")
+    p.add_argument("--out", default=os.fspath(default_out), help="output directory for results.json")
+    return p
+
+
+def found_data(path: str) -> Path | None:
+    """The published runs' directory, or None after printing why it is not usable."""
+    try:
+        _require(Path(path))
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return Path(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=os.fspath(DEFAULT_DATA), help="directory of the published runs")
-    p.add_argument("--out", default=os.fspath(DEFAULT_OUT), help="output directory for results.json")
+    p = data_arguments(__doc__, DEFAULT_OUT)
     p.add_argument("--only", default=None, help="comma-separated protocols to run (default all; 'cli': the CLI on "
                                                 "every table window)")
     args = p.parse_args(argv)
-    data = Path(args.data)
-    try:
-        _require(data)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    data = found_data(args.data)
+    if data is None:
         return 2
     cases = mixinglaws_cases(data) + regmix_cases(data)
     keep = set(args.only.split(",")) if args.only else None

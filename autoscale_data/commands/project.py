@@ -59,8 +59,10 @@ identifiability (range of the optimum over the fits consistent with the runs).
 --method auto (default): the best mix observed at the largest budget, unless the runs show a
 projection does better: with >= 3 budgets a backtest (every candidate fitted on all budgets but the
 largest and scored by the largest's run nearest to its answer; a projection must win by more than
-twice the noise of one run); with 2 budgets the robust projection where a share trend lies beyond
-2 standard deviations of its uncertainty. One budget: the observed mix (the projections need two).
+twice the noise of one run); with 2 budgets a projection only where the law fitted jointly to both
+budgets predicts it beats the observed mix by more than twice the prediction's standard deviation
+(delta method over the fit) and twice the noise of one run (`selection.predicted` in --json holds
+gain, sd, z and noise per projection). One budget: the observed mix (the projections need two).
 --method geometric is the paper's path; observed | joint | robust force that candidate.
 With --runs the output ends with `trust:` lines (`trust` in --json): whether the choice can be judged
 against the noise of one run, and how many seeds per mix would judge it; a chosen mix on the edge of

@@ -185,8 +185,9 @@ def projection_note(config: RunnerConfig) -> str:
            ROBUST: "robust (the Theorem-1 path with each domain's trend shrunk by its uncertainty)",
            GEOMETRIC: "geometric (Theorem-1 path through the DDO optima at N1 and N2)",
            OBSERVED: "observed (no projection: the DDO optimum at N2, as is)",
-           AUTO: "auto (the DDO optimum at N2 as is, or the robust projection where a share trend is determined "
-                   "beyond its uncertainty; the report says which and why)"}[ddo.projection]
+           AUTO: "auto (the DDO optimum at N2 as is, or a projection where the law fitted to both budgets "
+                   "predicts it beats that mix by more than twice the prediction's sd and twice the noise of one "
+                   "run; the report says which and why)"}[ddo.projection]
     if ddo.projection == AUTO and len(ddo.budgets) >= 3:
         how = (f"auto ({len(ddo.budgets)} budgets: a backtest refits every candidate without N2, scores it at N2, and "
                "uses a projection only if it beats the DDO optimum at N2 by more than twice the noise of one run; "

@@ -25,6 +25,7 @@ from typing import Any
 
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
+from .gain import GainEstimate, predicted_gain
 from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
 from .left_out import path_scales
 from .projection import Projection, project
@@ -246,6 +247,27 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
             "fallback": few or (scales if isinstance(scales, str) else "")}
 
 
+def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> dict[str, GainEstimate | str]:
+    """Each two-budget projection's predicted gain over the observed mix under the joint law (:mod:`.gain`),
+    or why it could not be predicted."""
+    joint, observed = c[JOINT], c[OBSERVED]
+    if not isinstance(joint, JointFit):
+        return {n: f"no joint law ({joint})" for n in PROJECTIONS}
+    if not isinstance(observed, Observed):
+        return {n: f"no observed mix ({observed})" for n in PROJECTIONS}
+    out: dict[str, GainEstimate | str] = {}
+    for name in PROJECTIONS:
+        cand = c[name]
+        if isinstance(cand, (str, type(None))):
+            out[name] = f"no {name} projection ({cand})"
+            continue
+        try:
+            out[name] = predicted_gain(joint, tables, observed.allocation_tokens, cand.allocation_tokens, o)
+        except ValueError as exc:
+            out[name] = str(exc)
+    return out
+
+
 def _label(text: str, labels: Sequence[str]) -> str:
     """``tables[k]`` in an error replaced by the k-th label (e.g. the user's file)."""
     return re.sub(r"tables\[(\d+)\]", lambda m: labels[int(m.group(1))] if int(m.group(1)) < len(labels)
@@ -311,8 +333,9 @@ def project_all(
                 sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
                 sub = _candidates(tables[:-1], held, o, AUTO, sub_optima, False)
                 backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
+            predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
             selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
-                               fallback=c["fallback"])
+                               fallback=c["fallback"], predicted=predicted)
             selection = replace(selection, reason=_label(selection.reason, names))
         out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],

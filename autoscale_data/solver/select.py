@@ -12,9 +12,18 @@ evidence in the user's own runs:
   candidate's (the best mix of the second-largest budget, scored the same way) by more than twice
   the noise of one run (:func:`noise_estimate`; the difference of two runs has ``√2 σ``, and the best
   of three projections is taken); the best such projection wins. Otherwise: the observed mix.
-* **two budgets: the trend's own evidence.** No budget is left to check against, so the robust
-  projection is chosen only where some domain's share trend lies beyond twice its uncertainty
-  (``|δ_i| > 2 σ_i``, see :mod:`.robust`); otherwise the observed mix.
+* **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
+  the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
+  target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
+  chosen only if (a) the runs hold replicates (an allocation run with two seeds or more, e.g. the
+  base run twice at each budget) and the law fits within ``MISFIT_RATIO`` times their noise (its
+  residual standard deviation against theirs), and (b) its predicted gain over the observed mix exceeds twice its standard
+  deviation (the delta method over the fit; infinite where it rests on what the runs do not
+  determine) and twice the noise of one run; the larger gain wins. Otherwise: the observed mix,
+  with the numbers. Without (a) the fit's uncertainty cannot be trusted: on 1,278 published
+  two-checkpoint windows (one seed each) every threshold on (b) alone that ever chose a projection
+  lost beyond noise somewhere, and so did the rule before 2026-11-27 (a share trend beyond twice its
+  uncertainty, which tests that a trend exists, not that following it helps; docs/solver.md).
 * **one budget, or no projection could be fitted:** the observed mix, with the reason.
 
 The observed candidate (:func:`observed_best`) is the lowest-objective run of the largest budget for
@@ -32,6 +41,7 @@ import numpy as np
 
 from .ddo import DDOResult
 from .design import run_objective
+from .gain import GainEstimate
 from .runs import RunTable
 from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
@@ -42,11 +52,16 @@ __all__ = [
     "nearest_run_objective",
     "noise_estimate",
     "observed_best",
+    "passes",
     "trend_evidence",
+    "vouched",
 ]
 
 TREND_Z = 2.0  # a two-budget trend counts as determined beyond this many standard deviations
-MARGIN_NOISE = 2.0  # a backtest win counts beyond this many times the noise of one run
+MARGIN_NOISE = 2.0  # a backtest win (or a predicted gain) counts beyond this many times the noise of one run
+GAIN_Z = 2.0  # a two-budget predicted gain counts beyond this many of its standard deviations
+MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
+RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rule of older files
 
 
 @dataclass(frozen=True)
@@ -207,11 +222,15 @@ class Selection:
     Attributes:
         chosen: ``"observed"`` or a projection.
         reason: one sentence.
-        rule: ``"backtest"``, ``"trend"`` (two budgets) or ``"fallback"`` (one budget / nothing fitted).
+        rule: ``"backtest"`` (three budgets or more), ``"gain"`` (two budgets), ``"fallback"`` (one budget
+            / nothing fitted); ``"trend"`` in files written before 2026-11-27 (the old two-budget rule).
         backtest: per candidate, ``{"objective", "run", "distance"}`` at the held-back budget, or
             ``{"error": text}``; empty unless ``rule == "backtest"``.
         held_back_tokens: the budget the backtest predicted (or None).
         noise: the noise of one run's objective used as the margin (or None); noise_source: how found.
+        predicted: with two budgets (``rule == "gain"``), per projection, the joint law's predicted gain
+            over the observed mix at the target: ``{"gain", "sd", "z", "noise", "determined"}`` (objective
+            units; a value the runs do not determine is None), or ``{"error": text}``.
     """
 
     chosen: str
@@ -221,23 +240,84 @@ class Selection:
     held_back_tokens: float | None = None
     noise: float | None = None
     noise_source: str = ""
+    predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.chosen not in METHODS[1:]:
             raise ValueError(f"Selection.chosen must be one of {METHODS[1:]}, got {self.chosen!r}")
-        if self.rule not in ("backtest", "trend", "fallback"):
-            raise ValueError(f"Selection.rule must be 'backtest', 'trend' or 'fallback', got {self.rule!r}")
+        if self.rule not in RULES:
+            raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
 
     def to_json(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {"chosen": self.chosen, "reason": self.reason, "rule": self.rule,
                 "backtest": {k: dict(v) for k, v in self.backtest.items()}, "held_back_tokens": self.held_back_tokens,
-                "noise": self.noise, "noise_source": self.noise_source}
+                "noise": self.noise, "noise_source": self.noise_source,
+                "predicted": {k: dict(v) for k, v in self.predicted.items()}}
+
+
+def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
+    if isinstance(e, str):
+        return {"error": e}
+    def num(v: float) -> float | None:  # JSON has no infinity: None where the runs do not determine it
+        return float(v) if np.isfinite(v) else None
+
+    return {"gain": num(e.gain), "sd": num(e.sd), "z": num(e.z), "noise": num(e.noise),
+            "determined": bool(np.isfinite(e.sd)), "replicate_dof": e.replicate_dof, "replicate_sd": e.replicate_sd,
+            "residual_sd": e.residual_sd, "lack_of_fit_p": e.lack_of_fit_p}
+
+
+def vouched(e: GainEstimate) -> bool:
+    """Whether the runs can vouch for the law's uncertainty: replicates, and the law's residual within
+    ``MISFIT_RATIO`` times their standard deviation."""
+    return (e.replicate_sd is not None and e.residual_sd is not None and e.replicate_sd > 0
+            and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0 and e.lack_of_fit_p == 1.0)
+
+
+def passes(e: GainEstimate) -> bool:
+    """Whether a predicted gain is evidence (module doc): :func:`vouched`, ``gain > GAIN_Z·sd`` and
+    ``gain > MARGIN_NOISE·noise``."""
+    return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
+
+
+def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | str]) -> Selection:
+    """The two-budget rule of the module doc."""
+    table = {n: _gain_json(predicted[n]) for n in PROJECTIONS if n in predicted}
+    scored = {n: e for n, e in predicted.items() if n in projections and isinstance(e, GainEstimate)}
+    if not scored:
+        why = "; ".join(f"{n}: {e}" for n, e in predicted.items() if isinstance(e, str)) or "no joint law"
+        return Selection(OBSERVED, f"two budgets: the gain of a projection could not be predicted ({why}), so the "
+                                     "best mix observed at the largest budget is used", "gain", predicted=table)
+    good = {n: e for n, e in scored.items() if passes(e)}
+    if good:
+        best = max(good, key=lambda n: (good[n].gain, -PROJECTIONS.index(n)))
+        e = good[best]
+        return Selection(best, f"two budgets: the joint law (residual sd {e.residual_sd:.3g}, within {MISFIT_RATIO:g}x "
+                               f"the replicates' {e.replicate_sd:.3g}) predicts the {best} projection beats the best "
+                               "observed mix "
+                               f"by {e.gain:.4g} (sd {e.sd:.3g}, noise of one run {e.noise:.3g}): more than "
+                               f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise, so it is used", "gain", predicted=table)
+    best = max(scored, key=lambda n: (scored[n].z, -PROJECTIONS.index(n)))
+    e = scored[best]
+    sd = "not determined by the runs" if not np.isfinite(e.sd) else f"sd {e.sd:.3g}"
+    numbers = f"best: {best}, {e.gain:+.4g}, {sd}, noise {e.noise:.3g}"
+    if not vouched(e):
+        why = ("no replicate runs (an allocation run with two seeds or more) to test the joint law's fit against, "
+               "so its uncertainty cannot be trusted" if e.replicate_sd is None else
+               f"the joint law misfits the replicate runs (residual sd {e.residual_sd:.3g} against their "
+               f"{e.replicate_sd:.3g}, more than {MISFIT_RATIO:g}x)")
+        return Selection(OBSERVED, f"two budgets: the projections' predicted gains cannot be judged: {why}; the best mix "
+                                     f"observed at the largest budget is used ({numbers}; a backtest needs runs at "
+                                     "three budgets or more)", "gain", predicted=table)
+    return Selection(OBSERVED, f"two budgets: no projection's predicted gain over the best observed mix is beyond "
+                                 f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise of one run ({numbers}), so the best "
+                                 "mix observed at the largest budget is used (a backtest needs runs at three budgets "
+                                 "or more)", "gain", predicted=table)
 
 
 def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any] | None, *,
            objective: str = DEFAULT_OBJECTIVE, val_domains: Sequence[str] | Mapping[str, float] | None = None,
-           fallback: str = "") -> Selection:
+           fallback: str = "", predicted: Mapping[str, GainEstimate | str] | None = None) -> Selection:
     """The selection rule of the module doc.
 
     Args:
@@ -246,6 +326,7 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
         backtest: with three budgets or more, ``{name: weights or error text}`` of every candidate
             computed from all budgets but the largest, for the largest; else None.
         fallback: why no projection could be computed (when none could).
+        predicted: with two budgets, ``{projection: its GainEstimate or error text}`` (:mod:`.gain`).
     """
     projections = [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
     if not projections:
@@ -254,21 +335,13 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
         return Selection(OBSERVED, f"the best mix observed at the largest budget: no projection could be computed "
                                      f"({why})", "fallback")
     if backtest is None:
-        robust = candidates.get(ROBUST)
-        if isinstance(robust, (str, type(None))):
-            return Selection(OBSERVED, "two budgets and no robust projection to judge the trends by: the best mix "
-                                         "observed at the largest budget", "trend")
-        determined, why = trend_evidence(robust)
-        if determined:
-            return Selection(ROBUST, f"two budgets: {why}, so the robust projection is used", "trend")
-        return Selection(OBSERVED, f"two budgets: {why}, so the best mix observed at the largest budget is used "
-                                     "(a backtest needs runs at three budgets or more)", "trend")
+        return _choose_by_gain(projections, predicted or {})
     last = tables[-1]
     held = table_budget(last)
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     joint = candidates.get(JOINT)
     if noise is None and joint is not None and not isinstance(joint, str):
-        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1)))
+        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
         source = f"the joint law's residual ({source}): an upper bound of the noise"
     scores: dict[str, dict[str, Any]] = {}
     for name, c in backtest.items():

@@ -63,15 +63,20 @@ def _fit(stores: Path, tmp_path: Path, projection: str | None,
     return fits, json.loads((tmp_path / "fits" / "projection.json").read_text()), lines
 
 
-def test_default_is_auto_and_a_known_law_gets_the_robust_projection(stores: Path, tmp_path: Path) -> None:
+def test_default_is_auto_and_two_budgets_without_replicates_keep_ddo_n2_with_the_numbers(
+        stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, None)
     assert config_from_dict(tiny_config(stores)).ddo.projection == "auto"
-    assert proj["requested_method"] == "auto" and proj["selection"]["rule"] == "trend"
-    assert fits.method == proj["method"] == proj["selection"]["chosen"] == "robust"  # the law's trends are determined
-    assert "beyond 2 standard deviations" in proj["selection"]["reason"]
-    assert any(line.startswith("ddo.projection auto chose robust") for line in lines)
+    sel = proj["selection"]
+    assert proj["requested_method"] == "auto" and sel["rule"] == "gain"
+    assert fits.method == proj["method"] == sel["chosen"] == "observed" and proj["observed"]["source"] == "ddo"
+    assert "no replicate runs" in sel["reason"] and "best: " in sel["reason"]
+    assert set(sel["predicted"]) == {"geometric", "joint", "robust"}
+    for e in sel["predicted"].values():  # the evidence in numbers, though it cannot be vouched for
+        assert e["gain"] is not None and e["noise"] is not None and e["replicate_sd"] is None
+    assert any(line.startswith("ddo.projection auto chose observed") for line in lines)
     assert "`ddo.projection: auto` chose it" in projection_sentence(proj)
-    assert fits.plan is not None and fits.plan.metadata["chosen"] == "robust"
+    assert fits.plan is not None and fits.plan.metadata["chosen"] == "observed"
 
 
 def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> None:
@@ -280,14 +285,18 @@ def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_an
     assert "DDO optimum at each of the 3 budgets" in summary and "  backtest at 32," in summary
 
 
-def test_two_budgets_report_no_backtest(stores: Path, tmp_path: Path) -> None:
+def test_two_budgets_report_the_predicted_gains_and_no_backtest(stores: Path, tmp_path: Path) -> None:
     from autoscale_data.runner.reporting.report import _markdown
 
     fits, proj, lines = _fit(stores, tmp_path, None)
     report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
                     bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo}, projection=proj)
-    assert "Backtest" not in _markdown(report) and "backtest at" not in format_summary(report)
+    md = _markdown(report)
+    assert "Backtest" not in md and "backtest at" not in format_summary(report)
     assert not any(line.strip().startswith("backtest at") for line in lines)
+    assert "### Predicted gain at the target (two budgets)" in md
+    for name, e in proj["selection"]["predicted"].items():  # every projection's numbers, as projection.json has them
+        assert f"| {name} | {e['gain']:+.4g} | {e['sd']:.3g} |" in md
 
 
 def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path) -> None:

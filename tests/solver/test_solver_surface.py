@@ -41,6 +41,8 @@ INTERNAL = {
     # the checks behind Projections.trust (solver/trust.py) and the run tables' column check (solver/runs.py)
     "EDGE_FRACTION", "GAMMA_RANGE", "SEED_Z", "EdgeCheck", "NoiseCheck", "ParameterCheck", "assess", "edge_check",
     "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
+    # the two-budget rule's evidence (solver/gain.py) and its tests (solver/select.py)
+    "GainEstimate", "predicted_gain", "passes", "vouched",
 }
 
 

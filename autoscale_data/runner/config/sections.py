@@ -164,8 +164,9 @@ class DDOConfig:
     min_weight: float = 0.0
     max_weight: float = 1.0
     law: str = DEFAULT_LAW
-    # auto by default: DDO(N2) as is unless a share trend is determined beyond its uncertainty, then the
-    # robust projection (docs/solver.md, "The default: auto"); geometric is the paper's path
+    # auto by default: DDO(N2) as is unless the runs show a projection does better (three budgets: a
+    # backtest at N2; two: a gain the joint law predicts beyond its uncertainty and the noise of one run;
+    # docs/solver.md, "The default: auto"); geometric is the paper's path
     projection: str = DEFAULT_METHOD
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it

@@ -136,7 +136,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
 
     The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: with three budgets or
     more, a projection only where the backtest at N2 shows it beating DDO(N2) beyond noise; with two,
-    DDO(N2) as is unless a share trend is determined, then the robust projection; the choice, its reason
+    DDO(N2) as is unless the joint law predicts a projection beats it beyond the prediction's uncertainty and
+    the noise of one run; the choice, its reason
     and the backtest's scores are in ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
     Theorem-1 path through the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets,
     optimised at the target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its

@@ -403,7 +403,7 @@ def _ddo_md(r: Report) -> list[str]:
         if ident.get("summary"):
             lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
     lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
-    return lines + [""] + _backtest_md(proj.selection if proj else None)
+    return lines + [""] + _backtest_md(proj.selection if proj else None) + _predicted_md(proj.selection if proj else None)
 
 
 def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
@@ -427,6 +427,31 @@ def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
     lines += ["", f"- Noise of one run: {margin}; from {selection.get('noise_source') or 'nowhere'}.",
               f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
     return lines
+
+
+def _predicted_md(selection: Mapping[str, Any] | None) -> list[str]:
+    """The evidence of ``ddo.projection: auto`` with two DDO budgets as a table; empty otherwise."""
+    sel = selection or {}
+    predicted = sel.get("predicted") or {}
+    if not predicted or sel.get("rule") != "gain":
+        return []
+    lines = ["### Predicted gain at the target (two budgets)", "",
+             "The law fitted jointly to both budgets' runs predicts each projection's objective at the target "
+             "against the observed mix's (DDO(N2)); a projection sets the mix only if its predicted gain exceeds "
+             "twice its standard deviation (delta method over the fit; none where the runs do not determine it) "
+             "and twice the noise of one run under the law.", "",
+             "| projection | predicted gain over DDO(N2) | sd | gain / sd | noise of one run |", "|---|---:|---:|---:|---:|"]
+
+    def cell(v: Any, fmt: str) -> str:
+        return "not determined" if v is None else format(v, fmt)
+
+    for name, e in predicted.items():
+        if "error" in e:
+            lines.append(f"| {name} | not predicted: {e['error']} | | | |")
+            continue
+        lines.append(f"| {name} | {cell(e.get('gain'), '+.4g')} | {cell(e.get('sd'), '.3g')} | "
+                     f"{cell(e.get('z'), '.2f')} | {cell(e.get('noise'), '.3g')} |")
+    return lines + ["", f"- Chosen: **{sel.get('chosen')}**: {sel.get('reason')}.", ""]
 
 
 def _targets_md(r: Report, key: str) -> list[str]:
