@@ -3,9 +3,10 @@
 ``train`` is the one entry point (in process, or ``python -m autoscale_data.runner.training.train
 --job job.json`` per rank); ``dist`` the process group and device, ``checkpoint`` the resumable
 checkpoints, ``evaluate`` the validation loss of every domain, ``extension`` a finished target run
-continued to a larger budget (its parent, mix and learning rate).
+continued to a larger budget (its parent, mix and learning rate), ``step`` how fast the step runs
+(TF32, the micro-batch of ``train.micro_batch: auto``).
 """
 
 from __future__ import annotations
 
-__all__ = ["checkpoint", "dist", "evaluate", "extension", "train"]
+__all__ = ["checkpoint", "dist", "evaluate", "extension", "step", "train"]
