@@ -15,8 +15,8 @@ from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.mixes.hooks import DoReMiHook, HookBatch, doremi_update
-from autoscale_data.runner.models import token_cross_entropy
 from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods, selection_stages
+from autoscale_data.runner.models import token_cross_entropy
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec
