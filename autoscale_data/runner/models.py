@@ -86,7 +86,9 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
         from transformers import GPT2Config, GPT2LMHeadModel
 
         extra = {"bos_token_id": eos_id, "eos_token_id": eos_id}
-        model: Any = GPT2LMHeadModel(GPT2Config(**{**extra, **dict(fields)}, attn_implementation="sdpa"))
+        # no key/value cache: training and evaluation read whole sequences (a cache only costs copies)
+        model: Any = GPT2LMHeadModel(GPT2Config(**{**extra, "use_cache": False, **dict(fields)},
+                                                attn_implementation="sdpa"))
     elif preset.startswith("bert"):
         from transformers import BertConfig, BertForMaskedLM
 
@@ -152,14 +154,20 @@ class _TokenCrossEntropy(torch.autograd.Function):
 
 
 def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str, *, vocab_size: int | None = None,
-                        chunk_bytes: int = LOSS_CHUNK_BYTES) -> tuple[torch.Tensor, torch.Tensor]:
+                        chunk_bytes: int = LOSS_CHUNK_BYTES,
+                        recompute: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token cross-entropy (float32, with the logits' graph when they have one) and its token mask.
 
     GPT-2 scores the next token (``[B, T-1]``), BERT the masked positions (``[B, T]``, labels != -100).
     The mean of the masked values is the model's loss (what HF computes with ``labels=``); one call
-    gives the training loss, the per-domain meter and a step hook's weighted loss. At most
-    ``chunk_bytes`` of float32 logits exist at once (whole tokens, at least one); the backward pass
-    recomputes each chunk's softmax from the saved logits.
+    gives the training loss, the per-domain meter and a step hook's weighted loss.
+
+    Float32 logits that need a gradient go through one ``F.cross_entropy`` (no copy of the logits; its
+    backward keeps the log-probabilities, as any cross-entropy's does, and it is the fastest on a CPU).
+    Other logits (bf16 / fp16, or without a gradient) go in chunks: at most ``chunk_bytes`` of float32
+    logits exist at once (whole tokens, at least one), nothing float32 is kept for the backward pass,
+    which recomputes each chunk's softmax from the saved logits. Both give the same values and gradients
+    as ``F.cross_entropy`` on the float32 logits.
 
     Args:
         logits: ``[B, T, V']`` as the model made them (any float dtype).
@@ -167,6 +175,7 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         family: ``"gpt2"`` or ``"bert"``.
         vocab_size: the real vocabulary when the model's is padded: logits from this column on are left out.
         chunk_bytes: the float32 working memory of one chunk.
+        recompute: force the chunked path (``True``) or the single call (``False``); ``None``: as above.
     """
     if family not in ("gpt2", "bert"):
         raise ValueError(f"model family {family!r} is unknown: expected 'gpt2' or 'bert'")
@@ -178,8 +187,15 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         targets = torch.nn.functional.pad(labels[:, 1:], (0, 1), value=-100)
     else:
         targets = labels
-    flat = _TokenCrossEntropy.apply(logits.reshape(b * t, width), targets.reshape(-1), vocab,
-                                    _chunk_rows(vocab, chunk_bytes)).view(b, t)
+    if recompute is None:
+        recompute = not (logits.dtype == torch.float32 and logits.requires_grad and torch.is_grad_enabled())
+    flat_logits = logits.reshape(b * t, width)
+    if recompute:
+        flat = _TokenCrossEntropy.apply(flat_logits, targets.reshape(-1), vocab, _chunk_rows(vocab, chunk_bytes))
+    else:
+        flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1), reduction="none",
+                                                 ignore_index=-100)
+    flat = flat.view(b, t)
     if family == "gpt2":
         return flat[:, :-1].contiguous(), labels[:, 1:] != -100
     return flat, labels != -100
