@@ -123,8 +123,8 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
                                                           **({"activation_function": gelu} if gelu else {})}},
            "ddo": {"budgets": [s.batch * s.seq_len * 1000, s.batch * s.seq_len * 2000]},
            "target": {"budget": s.batch * s.seq_len * 4000}}
-    if compile_:
-        raw["train"] = {"compile": True}
+    if compile_:  # bench_small_proxies.py sets the mode through the environment
+        raw["train"] = {"compile": True, "compile_mode": os.environ.get("AUTOSCALE_COMPILE_MODE", "default")}
     config = config_from_dict(raw)
     domains = SimpleNamespace(vocab_size=s.vocab, eos_id=0, names=("a", "b"), fingerprints={"a": "a", "b": "b"})
     settings = _training_settings(config, domains)  # type: ignore[arg-type]

@@ -164,8 +164,21 @@ def test_train_section_is_validated_and_compiles_only_on_cuda_by_default() -> No
     assert config_from_dict({**base, "dropout": None}).dropout is None  # HF's own defaults, when asked
     for bad, match in [({"compile": "yes"}, "train.compile"), ({"micro_batch": 8}, "train.micro_batch"),
                        ({"pad_vocab": 0}, "train.pad_vocab"), ({"memory_fraction": 1.5}, "train.memory_fraction"),
-                       ({"tf32": "on"}, "train.tf32")]:
+                       ({"tf32": "on"}, "train.tf32"), ({"compile_mode": "fast"}, "train.compile_mode")]:
         with pytest.raises(ValueError, match=match):
             config_from_dict({**base, "train": bad})
     with pytest.raises(ValueError, match="deepspeed.single_process"):
         config_from_dict({**base, "deepspeed": {"single_process": "zero"}})
+
+
+def test_small_proxies_benchmark_skips_cleanly_without_cuda() -> None:
+    import subprocess
+    import sys
+
+    from paths import BENCHMARKS
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the benchmark would run")
+    out = subprocess.run([sys.executable, str(BENCHMARKS / "bench_small_proxies.py")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("skipped: no CUDA")

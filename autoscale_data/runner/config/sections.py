@@ -333,6 +333,9 @@ class DeepSpeedConfig:
 #: nothing over one process; fused AdamW, no engine), or with the DeepSpeed engine all the same.
 SINGLE_PROCESS_MODES = ("torch", "deepspeed")
 
+#: ``train.compile_mode``: ``torch.compile``'s modes.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
 #: ``train.micro_batch``: the configured ``micro_batch_size``, or one chosen from a dry step's memory.
 MICRO_BATCH_MODES = ("config", AUTO)
 
@@ -343,7 +346,8 @@ class TrainConfig:
 
     - ``compile``: ``torch.compile`` the model's training forward: ``true``, ``false`` or ``auto`` (on
       CUDA only: on the CPU the compile time of each run's process costs more than it saves for the
-      models a CPU trains; ``benchmarks/bench_train_step.py --compile`` measures it).
+      models a CPU trains; ``benchmarks/bench_train_step.py --compile`` measures it); ``compile_mode``:
+      ``torch.compile``'s mode (``default``, ``reduce-overhead``: CUDA graphs, ``max-autotune``).
     - ``micro_batch``: ``config`` (``micro_batch_size``) or ``auto``: on CUDA the largest micro-batch that
       divides the per-process batch and whose memory, extrapolated from a dry step at
       ``micro_batch_size``, fits ``memory_fraction`` of the GPU; on the CPU ``micro_batch_size`` (memory
@@ -354,6 +358,7 @@ class TrainConfig:
     """
 
     compile: bool | str = AUTO
+    compile_mode: str = "default"
     micro_batch: str = "config"
     memory_fraction: float = 0.8
     pad_vocab: int = 64
@@ -362,6 +367,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.compile, bool) and self.compile != AUTO:
             raise field_error("train", "compile", self.compile, "true, false or 'auto' (on CUDA only)")
+        if self.compile_mode not in COMPILE_MODES:
+            raise field_error("train", "compile_mode", self.compile_mode, f"one of {list(COMPILE_MODES)}")
         if self.micro_batch not in MICRO_BATCH_MODES:
             raise field_error("train", "micro_batch", self.micro_batch,
                               f"one of {list(MICRO_BATCH_MODES)} (the configured micro_batch_size, or chosen)")

@@ -254,7 +254,7 @@ class _Trainer:
             self.forward = engine
             return
         if config.train.compiles(info.device.type):
-            self.forward = torch.compile(model)
+            self.forward = torch.compile(model, mode=config.train.compile_mode)
         if info.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
 
