@@ -23,6 +23,12 @@ runs without the setting) delete their checkpoint. An extension run (``spec.exte
 re-planned over its new steps), reads the data stream continued from the parent's end, and counts
 its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
 
+The step calls the model without labels and computes one per-token cross-entropy
+(:func:`~autoscale_data.runner.models.token_cross_entropy`, the real vocabulary of a padded model): its
+mean is the loss, the same values feed the per-domain meter and a step hook. One process trains with the
+plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
+deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
+
 A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
 it with :func:`~autoscale_data.runner.mixes.hooks.make_step_hook` and calls it every micro-batch and step
 (protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
