@@ -182,3 +182,22 @@ def test_small_proxies_benchmark_skips_cleanly_without_cuda() -> None:
     out = subprocess.run([sys.executable, str(BENCHMARKS / "bench_small_proxies.py")], capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("skipped: no CUDA")
+
+
+def test_one_process_of_backend_deepspeed_trains_the_torch_step(tmp_path) -> None:
+    pytest.importorskip("deepspeed")
+    from runner_helpers import tiny_config, tiny_stores
+
+    from autoscale_data.runner.planning.data import inspect_domains
+    from autoscale_data.runner.planning.plan import target_spec
+    from autoscale_data.runner.training import train as train_mod
+    from autoscale_data.runner.training.dist import DistInfo
+
+    cfg = config_from_dict(tiny_config(tiny_stores(tmp_path / "stores"), backend="deepspeed"))
+    domains = inspect_domains(cfg)
+    spec = target_spec(cfg, domains, "mix", {"a": 0.5, "b": 0.5}, seed=0)
+    info = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), initialized_here=False)
+    trainer = train_mod._Trainer(cfg, spec, domains, tmp_path / "run", info)
+    trainer._build()
+    assert trainer.engine is None and isinstance(trainer.optimizer, torch.optim.AdamW)
+    assert trainer.forward is trainer.model  # not compiled on the CPU by default
