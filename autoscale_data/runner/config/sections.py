@@ -345,8 +345,8 @@ class TrainConfig:
     """How the training step runs (not what it trains: none of these enter a run id).
 
     - ``compile``: ``torch.compile`` the model's training forward: ``true``, ``false`` or ``auto`` (on
-      CUDA only: on the CPU the compile time of each run's process costs more than it saves for the
-      models a CPU trains; ``benchmarks/bench_train_step.py --compile`` measures it); ``compile_mode``:
+      CUDA only: on the CPU each run's process compiles again, and for the demo's model that pays only
+      after about 300k tokens of one run, never under load; ``benchmarks/bench_train_step.py --compile`` measures it); ``compile_mode``:
       ``torch.compile``'s mode (``default``, ``reduce-overhead``: CUDA graphs, ``max-autotune``).
     - ``micro_batch``: ``config`` (``micro_batch_size``) or ``auto``: on CUDA the largest micro-batch that
       divides the per-process batch and whose memory, extrapolated from a dry step at
