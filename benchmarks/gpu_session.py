@@ -9,9 +9,21 @@ finished run, so the same command on the same stores continues it).
    the runner's loop fed by the mixture vs by a raw memmap loader; one gpt2-large run).
 3. ``experiment.tgz``: the real-text AutoScale experiment (``--corpus``: ``<domain>.jsonl[.xz]`` files,
    ``--tokenizer``: a tokenizer directory; stores are prepared here), a 6 x 384 GPT-2 in bf16 with
-   four runs sharing the GPU: proxies at N1 and N2 with an identifying design, then the targets at
-   8 x N2 for AutoScale (the default projection), uniform, natural and DDO(N2): seed 0 first, then seed 1.
+   four runs sharing the GPU: proxies at N1 and N2 with an identifying design, then the targets for
+   AutoScale (the default projection), uniform, natural and DDO(N2): seed 0 first, then seed 1.
    Runs with the GPU tests (``gpu-tests.log``: pytest -m gpu tests/gpu), which need no quiet GPU.
+
+The experiment is sized to the deadline (``plan.json``): in its first ``--measure-s`` seconds the
+session times the runner's training step for the experiment's model on the GPU
+(``benchmarks/bench_train_step.py``), then :func:`gpu_plan.plan_session` picks the largest target
+(``ratio x N2``, ratio 8 down to 2) and proxies (N1 >= 10M tokens, N2 = 1.5 N1) whose tokens at that
+throughput, plus each run's fixed cost, fit the time left; when nothing fits, ``plan.json`` says so
+and the smallest plan runs (the ledger keeps what finishes, for the next session). ``--dry-run``
+prints the plan and its time estimate for ``--tokens-per-s`` without a GPU. For a finished
+experiment in one call, leave the throughput benchmark and the tests out::
+
+    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR --deadline 540 --skip throughput,tests
+    python benchmarks/gpu_session.py --dry-run --tokens-per-s 2e6 --deadline 540
 
     python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR [--deadline 560] [--resume-from TGZ]
     python benchmarks/gpu_session.py --make-inputs CORPUS --out DIR   # on the CPU machine: DIR/corpus, DIR/tokenizer
@@ -41,9 +53,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 START = time.monotonic()
-#: steps of one global batch (128 x 256 tokens) per budget: N1, N2 and the target (8 x N2)
+#: one global batch (128 x 256 tokens); the budgets of the 2026-11-26 session: N1, N2 and the target (8 x N2)
 STEP_TOKENS = 128 * 256
 N1, N2 = 320 * STEP_TOKENS, 480 * STEP_TOKENS
+#: seconds kept for what follows the experiment (stopping, packing) and precedes it (env, stores)
+RESERVE_S = 45.0
 
 
 def log(msg: str) -> None:
@@ -88,17 +102,20 @@ def prepare_stores(corpus: Path, tokenizer: Path, work: Path, domains: list[str]
     return stores
 
 
-def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bool = False) -> dict[str, Any]:
-    """The experiment's runner config (``smoke``: the same plan shrunk to try the session on a CPU)."""
+def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bool = False,
+                      budgets: tuple[int, int, int] = (N1, N2, 8 * N2)) -> dict[str, Any]:
+    """The experiment's runner config, at ``budgets`` (N1, N2, target) (``smoke``: the same plan shrunk to
+    try the session on a CPU)."""
+    n1, n2, target = budgets
     cfg = {
         "name": "real-text-gpu", "domains": os.fspath(stores),
         "model": {"preset": "gpt2-small", "overrides": {"n_layer": 6, "n_embd": 384, "n_head": 6}},
         "seq_len": 256, "micro_batch_size": 128, "global_batch_size": 128, "precision": "bf16", "device": "cuda",
         "optimizer": {"lr": 2e-3, "weight_decay": 0.1, "warmup_fraction": 0.05, "betas": [0.9, 0.95]},
         "dropout": 0.0, "num_workers": 2, "cpu_threads": 2, "checkpoint_every": 400, "max_epochs": 16,
-        "ddo": {"budgets": [N1, N2], "multipliers": [[3, 1.7], [3, 1.7]], "objective": "mean_loss",
+        "ddo": {"budgets": [n1, n2], "multipliers": [[3, 1.7], [3, 1.7]], "objective": "mean_loss",
                 "min_weight": 0.02, "repetition": repetition},
-        "target": {"budget": 8 * N2, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds,
+        "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds,
                    "keep_checkpoints": False},
         "seeds": [0], "eval": {"heldout_tokens_per_domain": 131072, "proxy_points": 1, "target_points": 4,
                                "batch_size": 128},
@@ -108,7 +125,7 @@ def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bo
         cfg.update(model={"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 32, "n_head": 2}}, seq_len=32,
                    micro_batch_size=8, global_batch_size=8, device="cpu", precision="fp32", num_workers=0,
                    cpu_threads=1, executor={"max_parallel": 2})
-        cfg["ddo"]["budgets"] = [N1 // 1024 // 8 * 8, N2 // 1024 // 8 * 8]
+        cfg["ddo"]["budgets"] = [n1 // 1024 // 8 * 8, n2 // 1024 // 8 * 8]
         cfg["target"]["budget"] = 8 * cfg["ddo"]["budgets"][1]
         cfg["eval"] = {"heldout_tokens_per_domain": 1024, "proxy_points": 1, "target_points": 2}
     return cfg
@@ -125,6 +142,7 @@ class Experiment(threading.Thread):
         self.phases: list[dict[str, Any]] = []
         self.done = False
         self.gpu_free = threading.Event()  # set once the throughput benchmark is done with the GPU
+        self.budgets: tuple[int, int, int] = (N1, N2, 8 * N2)  # the session's plan sets them before gpu_free
 
     def run(self) -> None:
         try:
@@ -143,7 +161,8 @@ class Experiment(threading.Thread):
             if self.stopped:
                 return
             cfg = self.work / f"config-seeds{len(seeds)}.json"
-            cfg.write_text(json.dumps(experiment_config(stores, seeds, self.args.repetition, self.args.smoke), indent=1))
+            cfg.write_text(json.dumps(experiment_config(stores, seeds, self.args.repetition, self.args.smoke,
+                                                        self.budgets), indent=1))
             cmd = [sys.executable, "-m", "autoscale_data.cli", "run", os.fspath(cfg), "--out",
                    os.fspath(self.work / "experiment"), "--no-progress"] + (["--allow-config-change"] if i else [])
             t = time.monotonic()
@@ -177,6 +196,29 @@ def left(deadline: float) -> float:
     return deadline - (time.monotonic() - START)
 
 
+def measure_throughput(seconds: float, batch: int = 128) -> float:
+    """Tokens/s of the runner's training step for the experiment's model (6 x 384, context 256, bf16) on the
+    GPU, from ``benchmarks/bench_train_step.py`` in a process of its own, stopped after ``seconds``."""
+    from dataclasses import asdict
+
+    from bench_train_step import SHAPES, Shape  # benchmarks/, beside this script
+
+    shape = Shape(**{**asdict(SHAPES["realtext"]), "batch": batch, "precision": "bf16", "threads": None,
+                     "steps": 15, "warmup": 3})
+    cmd = [sys.executable, os.fspath(REPO / "benchmarks" / "bench_train_step.py"), "--child", "runner", "--shape",
+           json.dumps(asdict(shape)), "--device", "cuda"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds, check=True)
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["tokens_per_s"])
+
+
+def size_plan(args: argparse.Namespace, tokens_per_s: float, seconds: float) -> Any:
+    """The session's experiment plan (:func:`gpu_plan.plan_session`) for the measured throughput."""
+    from gpu_plan import plan_session  # benchmarks/, beside this script
+
+    return plan_session(tokens_per_s * args.share_gain, seconds, domains=len(args.domains.split(",")),
+                        step_tokens=STEP_TOKENS, seeds=2, run_overhead_s=args.run_overhead_s, parallel=4)
+
+
 def make_inputs(corpus: Path, out: Path, domains: list[str], vocab: int = 8192, sample_chars: int = 4_000_000) -> None:
     """The GPU machine's inputs from a corpus directory: ``out/tokenizer`` and ``out/corpus/<domain>.jsonl.xz``."""
     from eval_real_text import sample_texts  # benchmarks/, beside this script
@@ -203,7 +245,7 @@ def pack(work: Path, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="where the session's files go")
+    parser.add_argument("--out", help="where the session's files go (required but with --dry-run)")
     parser.add_argument("--work", default="/tmp/autoscale-gpu", help="stores, runs and scratch")
     parser.add_argument("--corpus", help="<domain>.jsonl[.xz] files")
     parser.add_argument("--tokenizer", help="a tokenizer directory (tokenizer.json)")
@@ -214,7 +256,21 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=560.0, help="seconds from start to the packed results")
     parser.add_argument("--smoke", action="store_true", help="a CPU try of the session: a tiny experiment")
     parser.add_argument("--skip", default="", help="comma-separated steps to leave out: throughput,tests,experiment")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan for --tokens-per-s and stop")
+    parser.add_argument("--tokens-per-s", type=float, default=None,
+                        help="the GPU's training throughput (default: measured in the first --measure-s seconds)")
+    parser.add_argument("--measure-s", type=float, default=30.0, help="the most seconds the measurement takes")
+    parser.add_argument("--share-gain", type=float, default=1.0,
+                        help="aggregate over one run's throughput with four runs sharing the GPU (1: assume none)")
+    parser.add_argument("--run-overhead-s", type=float, default=20.0, help="one run's fixed seconds (start, eval)")
     args = parser.parse_args()
+    if args.dry_run:
+        plan = size_plan(args, args.tokens_per_s or 0.8e6, args.deadline - RESERVE_S - args.measure_s)
+        print(json.dumps({**plan.__dict__, "ratio": plan.ratio}, indent=1))
+        print(plan.describe())
+        return None
+    if not args.out:
+        parser.error("--out is required (but with --dry-run)")
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     if args.make_inputs:
@@ -234,6 +290,17 @@ def main() -> None:
     exp = Experiment(args, work, out)
     if "experiment" not in skip:  # the stores are prepared on the CPU while the GPU measures throughput
         exp.start()
+        tokens_per_s = args.tokens_per_s
+        if tokens_per_s is None:
+            try:
+                tokens_per_s = measure_throughput(args.measure_s)
+            except Exception:  # noqa: BLE001 - the last session's figure keeps the session going
+                log("throughput measurement failed, planning at 0.8M tokens/s:\n" + traceback.format_exc())
+                tokens_per_s = 0.8e6
+        plan = size_plan(args, tokens_per_s, left(args.deadline) - RESERVE_S)
+        exp.budgets = (plan.n1, plan.n2, plan.target)
+        (out / "plan.json").write_text(json.dumps({**plan.__dict__, "ratio": plan.ratio}, indent=1))
+        log(f"plan: {plan.describe()}")
     if "throughput" not in skip:
         t = time.monotonic()
         code = run_logged([sys.executable, os.fspath(REPO / "benchmarks" / "gpu_throughput.py"), "--out",

@@ -71,7 +71,8 @@ def _config(root: Path, preset: str, seq_len: int, micro: int, steps: int, devic
     return {"domains": os.fspath(root), "model": {"preset": preset}, "seq_len": seq_len, "micro_batch_size": micro,
             "global_batch_size": micro, "ddo": {"budgets": [tokens // 4, tokens // 2]}, "target": {"budget": tokens, "keep_checkpoints": False},
             "eval": {"heldout_tokens_per_domain": 4 * seq_len, "target_points": 1}, "checkpoint_every": 10**6,
-            "backend": "deepspeed", "precision": "bf16", "deepspeed": {"zero_stage": 1}, "num_workers": 2,
+            "backend": "deepspeed", "precision": "bf16", "deepspeed": {"zero_stage": 1, "single_process": "deepspeed"},
+            "num_workers": 2,
             "device": device}
 
 

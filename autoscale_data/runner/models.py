@@ -1,7 +1,12 @@
-"""Models built from config (never downloaded): GPT-2 causal LMs and BERT masked LMs.
+"""Models built from config (never downloaded): GPT-2 causal LMs and BERT masked LMs, and their loss.
 
 Presets carry the architecture only; the vocabulary comes from the token stores and the context
 length from the runner config. ``gpt2-large`` is the paper's model (1280 wide, 36 layers, 20 heads).
+Models use PyTorch's scaled-dot-product attention (``attn_implementation="sdpa"``) and may carry a
+vocabulary padded to a multiple of 64 (:func:`build_model`'s ``pad_vocab_to``; the extra rows are
+zero and their logits are left out of :func:`token_cross_entropy`, so the loss is the unpadded
+model's). :func:`token_cross_entropy` is the one per-token loss of training, of the per-domain meters,
+of the step hooks and of evaluation.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ import torch
 
 from ..dataset import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
 
-__all__ = ["PRESETS", "build_model", "mask_tokens", "model_config_dict", "parameter_count"]
+__all__ = [
+    "PRESETS", "build_model", "mask_tokens", "model_config_dict", "padded_vocab", "parameter_count",
+    "token_cross_entropy",
+]
 
 #: Architecture presets: family ("gpt2" or "bert") plus the transformers config fields.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -55,29 +63,145 @@ def model_config_dict(preset: str, overrides: Mapping[str, Any], *, vocab_size: 
     return fields
 
 
-def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = None) -> torch.nn.Module:
+def padded_vocab(vocab_size: int, multiple: int) -> int:
+    """``vocab_size`` rounded up to a multiple of ``multiple`` (``multiple`` <= 1: unchanged)."""
+    if multiple <= 1:
+        return vocab_size
+    return -(-vocab_size // multiple) * multiple
+
+
+def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = None,
+                vocab_rows: int | None = None) -> torch.nn.Module:
     """Instantiate a randomly initialised model (call ``torch.manual_seed`` first for a seeded init).
 
     Args:
         preset: the preset name (its prefix picks the family).
         fields: the config fields from :func:`model_config_dict`.
         eos_id: the tokenizer's end-of-sequence id (used as BOS/EOS/pad of GPT-2).
+        vocab_rows: the embedding (and output) rows, ``>= fields["vocab_size"]`` (``None``: no padding; see
+            :func:`padded_vocab`). The model is initialised at its own vocabulary first, so the same seed
+            gives the same weights padded or not; the extra rows are zero and no token id reaches them.
     """
     if preset.startswith("gpt2"):
         from transformers import GPT2Config, GPT2LMHeadModel
 
         extra = {"bos_token_id": eos_id, "eos_token_id": eos_id}
-        config = GPT2Config(**{**extra, **dict(fields)})
-        model = GPT2LMHeadModel(config)
+        # no key/value cache: training and evaluation read whole sequences (a cache only costs copies)
+        model: Any = GPT2LMHeadModel(GPT2Config(**{**extra, "use_cache": False, **dict(fields)},
+                                                attn_implementation="sdpa"))
         # transformers picks a loss from the class name; "GPT2LMHeadModel" names none, so it warns "`loss_type=None`
-        # was set in the config but it is unrecognized" on the first loss and falls back to this one: name it.
+        # was set in the config but it is unrecognized" if a loss is ever asked of it: name it.
         model.loss_type = "ForCausalLM"
-        return model
-    if preset.startswith("bert"):
+    elif preset.startswith("bert"):
         from transformers import BertConfig, BertForMaskedLM
 
-        return BertForMaskedLM(BertConfig(**dict(fields)))
-    raise ValueError(f"unknown model family for preset {preset!r}: expected gpt2-* or bert-*")
+        model = BertForMaskedLM(BertConfig(**dict(fields), attn_implementation="sdpa"))
+    else:
+        raise ValueError(f"unknown model family for preset {preset!r}: expected gpt2-* or bert-*")
+    vocab = int(fields["vocab_size"])
+    padded = vocab if vocab_rows is None else int(vocab_rows)
+    if padded < vocab:
+        raise ValueError(f"vocab_rows {vocab_rows} is invalid: expected at least the vocabulary, {vocab}")
+    if padded != vocab:
+        with torch.random.fork_rng(devices=[]):  # the new rows' init must not move the global RNG
+            model.resize_token_embeddings(padded, mean_resizing=False)
+        with torch.no_grad():
+            model.get_input_embeddings().weight[vocab:].zero_()
+            bias = getattr(model.get_output_embeddings(), "bias", None)
+            if bias is not None:
+                bias[vocab:].zero_()
+    return model
+
+
+#: The most float32 logits :func:`token_cross_entropy` makes at once (256 MiB).
+LOSS_CHUNK_BYTES = 1 << 28
+
+
+def _chunk_rows(vocab: int, chunk_bytes: int) -> int:
+    return max(1, chunk_bytes // (4 * vocab))
+
+
+class _TokenCrossEntropy(torch.autograd.Function):
+    """Per-token cross-entropy over the first ``vocab`` logits of each row, in row chunks of float32.
+
+    Forward keeps no float32 copy: it saves the logits as they are (their dtype) and the backward pass
+    recomputes each chunk's softmax. Each chunk runs the same ATen kernels as
+    ``F.cross_entropy(reduction="none")`` (and its backward), so losses and gradients are those of an
+    unchunked call on the float32 logits."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, vocab: int,  # type: ignore[override]
+                rows: int) -> torch.Tensor:
+        out = torch.empty(targets.shape, dtype=torch.float32, device=logits.device)
+        for i in range(0, logits.shape[0], rows):
+            chunk = logits[i:i + rows, :vocab].float()
+            out[i:i + rows] = torch.nn.functional.cross_entropy(chunk, targets[i:i + rows], reduction="none",
+                                                                ignore_index=-100)
+        ctx.save_for_backward(logits, targets)
+        ctx.vocab, ctx.rows = vocab, rows
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
+        logits, targets = ctx.saved_tensors
+        vocab, rows = ctx.vocab, ctx.rows
+        out = torch.zeros_like(logits) if vocab < logits.shape[1] else torch.empty_like(logits)
+        for i in range(0, logits.shape[0], rows):
+            with torch.enable_grad():
+                chunk = logits[i:i + rows, :vocab].detach().float().requires_grad_()
+                loss = torch.nn.functional.cross_entropy(chunk, targets[i:i + rows], reduction="none",
+                                                         ignore_index=-100)
+                (g,) = torch.autograd.grad(loss, chunk, grad[i:i + rows])
+            out[i:i + rows, :vocab] = g
+        return out, None, None, None
+
+
+def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str, *, vocab_size: int | None = None,
+                        chunk_bytes: int = LOSS_CHUNK_BYTES,
+                        recompute: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token cross-entropy (float32, with the logits' graph when they have one) and its token mask.
+
+    GPT-2 scores the next token (``[B, T-1]``), BERT the masked positions (``[B, T]``, labels != -100).
+    The mean of the masked values is the model's loss (what HF computes with ``labels=``); one call
+    gives the training loss, the per-domain meter and a step hook's weighted loss.
+
+    Float32 logits that need a gradient go through one ``F.cross_entropy`` (no copy of the logits; its
+    backward keeps the log-probabilities, as any cross-entropy's does, and it is the fastest on a CPU).
+    Other logits (bf16 / fp16, or without a gradient) go in chunks: at most ``chunk_bytes`` of float32
+    logits exist at once (whole tokens, at least one), nothing float32 is kept for the backward pass,
+    which recomputes each chunk's softmax from the saved logits. Both give the same values and gradients
+    as ``F.cross_entropy`` on the float32 logits.
+
+    Args:
+        logits: ``[B, T, V']`` as the model made them (any float dtype).
+        labels: ``[B, T]`` token ids (GPT-2: the inputs; BERT: -100 where not masked).
+        family: ``"gpt2"`` or ``"bert"``.
+        vocab_size: the real vocabulary when the model's is padded: logits from this column on are left out.
+        chunk_bytes: the float32 working memory of one chunk.
+        recompute: force the chunked path (``True``) or the single call (``False``); ``None``: as above.
+    """
+    if family not in ("gpt2", "bert"):
+        raise ValueError(f"model family {family!r} is unknown: expected 'gpt2' or 'bert'")
+    b, t, width = logits.shape
+    vocab = width if vocab_size is None else int(vocab_size)
+    if not 0 < vocab <= width:
+        raise ValueError(f"vocab_size {vocab_size} is invalid: expected 1..{width} (the logits' width)")
+    if family == "gpt2":  # next token: the last position predicts nothing (as HF pads the shifted labels)
+        targets = torch.nn.functional.pad(labels[:, 1:], (0, 1), value=-100)
+    else:
+        targets = labels
+    if recompute is None:
+        recompute = not (logits.dtype == torch.float32 and logits.requires_grad and torch.is_grad_enabled())
+    flat_logits = logits.reshape(b * t, width)
+    if recompute:
+        flat = _TokenCrossEntropy.apply(flat_logits, targets.reshape(-1), vocab, _chunk_rows(vocab, chunk_bytes))
+    else:
+        flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1), reduction="none",
+                                                 ignore_index=-100)
+    flat = flat.view(b, t)
+    if family == "gpt2":
+        return flat[:, :-1].contiguous(), labels[:, 1:] != -100
+    return flat, labels != -100
 
 
 def parameter_count(model: torch.nn.Module) -> int:

@@ -89,7 +89,8 @@ def test_bert_masked_lm_on_cuda(stores: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("stage", [1, 2])
 def test_deepspeed_bf16_zero_on_cuda_resumes_after_sigkill(stores: Path, tmp_path: Path, stage: int) -> None:
     pytest.importorskip("deepspeed")
-    cfg, domains, spec = _setup(stores, backend="deepspeed", precision="bf16", deepspeed={"zero_stage": stage},
+    cfg, domains, spec = _setup(stores, backend="deepspeed", precision="bf16",
+                                deepspeed={"zero_stage": stage, "single_process": "deepspeed"},
                                 checkpoint_every=8)
     run_dir = tmp_path / "run"
     write_job(run_dir / "job.json", cfg, spec, domains)

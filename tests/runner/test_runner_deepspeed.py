@@ -41,7 +41,8 @@ def _ds_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _setup(tmp_path: Path, **overrides):
     stores = tiny_stores(tmp_path / "stores")
-    cfg = config_from_dict(tiny_config(stores, backend="deepspeed", deepspeed={"zero_stage": 1}, **overrides))
+    cfg = config_from_dict(tiny_config(stores, backend="deepspeed", deepspeed={"zero_stage": 1, "single_process": "deepspeed"},
+                                       **overrides))  # one process too: the engine, as asked
     domains = inspect_domains(cfg)
     return cfg, domains, target_spec(cfg, domains, "mix", {"a": 0.5, "b": 0.5}, seed=0)
 

@@ -54,8 +54,8 @@ class _Recorder(torch.utils.data.IterableDataset):
 def _recording(logs: dict[str, list[tuple[int, int]]]):
     real = train_mod._datasets
 
-    def datasets(config, spec, domains, info, continue_from=None):
-        ds, val = real(config, spec, domains, info, continue_from)
+    def datasets(config, spec, domains, info, continue_from=None, micro=None):
+        ds, val = real(config, spec, domains, info, continue_from, micro)
         return _Recorder(ds, logs.setdefault(spec.run_id, [])), val
 
     return datasets

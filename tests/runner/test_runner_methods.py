@@ -14,8 +14,9 @@ from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.mixes.hooks import DoReMiHook, HookBatch, doremi_update, per_token_losses
+from autoscale_data.runner.mixes.hooks import DoReMiHook, HookBatch, doremi_update
 from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods, selection_stages
+from autoscale_data.runner.models import token_cross_entropy
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec
@@ -119,7 +120,7 @@ def test_per_token_losses_average_to_the_models_loss() -> None:
     torch.manual_seed(1)
     logits = torch.randn(2, 6, 9)
     ids = torch.randint(0, 9, (2, 6))
-    losses, mask = per_token_losses(logits, ids, "gpt2")
+    losses, mask = token_cross_entropy(logits, ids, "gpt2")
     ref = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 9), ids[:, 1:].reshape(-1))
     assert float(losses[mask].mean()) == pytest.approx(float(ref), rel=1e-6)
 

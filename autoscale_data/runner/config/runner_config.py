@@ -26,6 +26,7 @@ from .sections import (
     ModelConfig,
     OptimizerConfig,
     TargetConfig,
+    TrainConfig,
     check_int_field,
     check_number_field,
     check_seeds,
@@ -91,7 +92,8 @@ class RunnerConfig:
     checkpoint_every: int = 200
     num_workers: int = 0
     cpu_threads: int | None = None
-    dropout: float | None = None
+    dropout: float | None = 0.0
+    train: TrainConfig = field(default_factory=TrainConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     regmix: RegMixConfig | None = None  # the regmix / mixing_law baselines' runs (None: their defaults)
     doremi: DoReMiConfig | None = None  # the doremi baseline's settings (None: its defaults)
@@ -161,6 +163,7 @@ _SECTIONS: dict[str, type] = {
     "regmix": RegMixConfig,
     "doremi": DoReMiConfig,
     "online": OnlineMixingConfig,
+    "train": TrainConfig,
 }
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "RayConfig",
     "SlurmConfig",
     "TargetConfig",
+    "TrainConfig",
 ]
 
 
@@ -348,12 +349,70 @@ class DeepSpeedConfig:
     zero_stage: int = 1
     launcher: str = "deepspeed"
     extra: dict[str, Any] = field(default_factory=dict)
+    single_process: str = "torch"
 
     def __post_init__(self) -> None:
         if self.zero_stage not in (0, 1, 2, 3):
             raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
         if self.launcher not in ("deepspeed", "torchrun"):
             raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
+        if self.single_process not in SINGLE_PROCESS_MODES:
+            raise field_error("deepspeed", "single_process", self.single_process,
+                              f"one of {list(SINGLE_PROCESS_MODES)} (what one process of backend deepspeed runs)")
+
+
+#: ``deepspeed.single_process``: a run of one process trains with the plain torch step (ZeRO shards
+#: nothing over one process; fused AdamW, no engine), or with the DeepSpeed engine all the same.
+SINGLE_PROCESS_MODES = ("torch", "deepspeed")
+
+#: ``train.compile_mode``: ``torch.compile``'s modes.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+#: ``train.micro_batch``: the configured ``micro_batch_size``, or one chosen from a dry step's memory.
+MICRO_BATCH_MODES = ("config", AUTO)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How the training step runs (not what it trains: none of these enter a run id).
+
+    - ``compile``: ``torch.compile`` the model's training forward: ``true``, ``false`` or ``auto`` (on
+      CUDA only: on the CPU each run's process compiles again, and for the demo's model that pays only
+      after about 300k tokens of one run, never under load; ``benchmarks/bench_train_step.py --compile`` measures it); ``compile_mode``:
+      ``torch.compile``'s mode (``default``, ``reduce-overhead``: CUDA graphs, ``max-autotune``).
+    - ``micro_batch``: ``config`` (``micro_batch_size``) or ``auto``: on CUDA the largest micro-batch that
+      divides the per-process batch and whose memory, extrapolated from a dry step at
+      ``micro_batch_size``, fits ``memory_fraction`` of the GPU; on the CPU ``micro_batch_size`` (memory
+      is rarely what limits a CPU run, and a larger micro-batch is not faster there).
+    - ``pad_vocab``: pad the model's vocabulary to a multiple of this (1: none); the extra logits are
+      left out of the loss, so the loss is the unpadded model's.
+    - ``tf32``: allow TF32 matmuls on CUDA (fp32 runs; bf16 autocast is unaffected).
+    """
+
+    compile: bool | str = AUTO
+    compile_mode: str = "default"
+    micro_batch: str = "config"
+    memory_fraction: float = 0.8
+    pad_vocab: int = 64
+    tf32: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.compile, bool) and self.compile != AUTO:
+            raise field_error("train", "compile", self.compile, "true, false or 'auto' (on CUDA only)")
+        if self.compile_mode not in COMPILE_MODES:
+            raise field_error("train", "compile_mode", self.compile_mode, f"one of {list(COMPILE_MODES)}")
+        if self.micro_batch not in MICRO_BATCH_MODES:
+            raise field_error("train", "micro_batch", self.micro_batch,
+                              f"one of {list(MICRO_BATCH_MODES)} (the configured micro_batch_size, or chosen)")
+        if not 0.0 < float(self.memory_fraction) <= 1.0:
+            raise field_error("train", "memory_fraction", self.memory_fraction, "a number in (0, 1]")
+        check_int_field("train", "pad_vocab", self.pad_vocab)
+        if not isinstance(self.tf32, bool):
+            raise field_error("train", "tf32", self.tf32, "true or false")
+
+    def compiles(self, device_type: str) -> bool:
+        """Whether a run on ``device_type`` compiles its model."""
+        return device_type == "cuda" if self.compile == AUTO else bool(self.compile)
 
 
 

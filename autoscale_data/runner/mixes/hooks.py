@@ -10,7 +10,8 @@ hook's whole config; it enters the run id). The trainer (:mod:`.train`) then bui
   folder, the model being trained and the training dataset, whose mix an online controller may change).
 - ``load_state_dict(state)``: when the run resumes, with what ``state_dict()`` returned at that checkpoint.
 - ``loss(batch)``: every micro-batch, a :class:`HookBatch` (inputs, labels, the forward pass's logits
-  with their graph, each sequence's domain, which micro-batch of the step); returns the loss to
+  and the trainer's per-token losses with their graph, each sequence's domain, which micro-batch of the
+  step); returns the loss to
   backpropagate instead of the model's mean loss, or ``None`` to keep it. The logged training loss
   stays the model's own mean loss.
 - ``observe_losses(losses, domain, mask)`` (optional): every micro-batch, the per-token training losses
@@ -39,6 +40,7 @@ from typing import Any, Protocol
 import torch
 
 from .. import layout
+from ..models import token_cross_entropy
 
 __all__ = [
     "DoReMiHook",
@@ -48,7 +50,6 @@ __all__ = [
     "StepHook",
     "doremi_update",
     "make_step_hook",
-    "per_token_losses",
     "register_step_hook",
 ]
 
@@ -69,7 +70,10 @@ class HookContext:
 
 @dataclass(frozen=True)
 class HookBatch:
-    """One micro-batch as the trainer saw it: ``domain`` holds each sequence's index into ``names``."""
+    """One micro-batch as the trainer saw it: ``domain`` holds each sequence's index into ``names``;
+    ``losses`` and ``mask`` are the trainer's per-token losses (with the logits' graph) and their token
+    mask from :func:`~autoscale_data.runner.models.token_cross_entropy` (``None``: the hook computes them
+    from ``logits``)."""
 
     inputs: torch.Tensor
     labels: torch.Tensor
@@ -77,6 +81,8 @@ class HookBatch:
     domain: torch.Tensor
     micro: int
     last_micro: bool
+    losses: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
 
 
 class StepHook(Protocol):
@@ -120,15 +126,6 @@ def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
     return STEP_HOOKS[kind](hook)
 
 
-def per_token_losses(logits: torch.Tensor, labels: torch.Tensor, family: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token cross-entropy (float32, with the logits' graph) and its mask: the next token for GPT-2, the
-    masked positions (labels != -100) for BERT. The mean of the masked values is the model's own loss."""
-    lg, tg = (logits, labels) if family == "bert" else (logits[:, :-1], labels[:, 1:])
-    flat = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]).float(), tg.reshape(-1), reduction="none",
-                                             ignore_index=-100)
-    return flat.view(tg.shape), tg != -100
-
-
 def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
                   smoothing: float) -> list[float]:
     """One step of DoReMi's domain weights (``doremiv1`` of the official code):
@@ -169,7 +166,8 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
         state = torch.load(path, map_location="cpu", weights_only=False)["model"]
     else:  # DeepSpeed: the module's states of model-parallel rank 0 (ZeRO stages 0-2)
         state = torch.load(ckpt / tag / "mp_rank_00_model_states.pt", map_location="cpu", weights_only=False)["module"]
-    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id)
+    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
+                        vocab_rows=spec.settings["model"].get("padded_vocab"))
     model.load_state_dict(state)
     model.to(device).eval()
     for p in model.parameters():
@@ -204,11 +202,13 @@ class DoReMiHook:
         self.info: Any = None
         self.names: tuple[str, ...] = ()
         self.autocast = False
+        self.vocab: int | None = None  # the real vocabulary of a padded model
 
     def bind(self, ctx: HookContext) -> None:
         self.info, self.names = ctx.info, tuple(ctx.names)
         self.family = ctx.config.model.family
         self.autocast = ctx.config.precision == "bf16"
+        self.vocab = int(ctx.spec.settings["model"]["fields"]["vocab_size"])
         if self.reference is None:
             self.reference = load_reference_model(ctx.config, ctx.spec, ctx.domains,
                                                   ctx.run_dir.parent / self.reference_run, ctx.info.device)
@@ -232,10 +232,12 @@ class DoReMiHook:
         device_type = inputs.device.type
         with torch.no_grad(), torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.autocast):
             logits = self.reference(input_ids=inputs).logits
-        return per_token_losses(logits, labels, self.family)[0]
+        return token_cross_entropy(logits, labels, self.family, vocab_size=self.vocab)[0]
 
     def loss(self, batch: HookBatch) -> torch.Tensor:
-        losses, mask = per_token_losses(batch.logits, batch.labels, self.family)
+        losses, mask = batch.losses, batch.mask
+        if losses is None or mask is None:
+            losses, mask = token_cross_entropy(batch.logits, batch.labels, self.family, vocab_size=self.vocab)
         excess = (losses.detach() - self._reference_losses(batch.inputs, batch.labels)).clamp(min=0)
         k = len(self.weights)
         tok_domain = batch.domain.to(losses.device).long().view(-1, 1).expand_as(losses)

@@ -155,7 +155,7 @@ class RunSpec(Record):
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
-    from ..models import model_config_dict
+    from ..models import model_config_dict, padded_vocab
 
     model = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
                               seq_len=config.seq_len, dropout=config.dropout)
@@ -172,6 +172,9 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
         "stores": {d: domains.fingerprints[d] for d in domains.names},
         "heldout_tokens_per_domain": config.eval.heldout_tokens_per_domain,
     }
+    rows = padded_vocab(int(model["vocab_size"]), config.train.pad_vocab)
+    if rows != model["vocab_size"]:  # only then: a padded model is another model; other ids stay as they were
+        settings["model"]["padded_vocab"] = rows
     if config.model.family == "bert":
         settings["model"]["mlm_probability"] = config.model.mlm_probability
         if config.eval.mlm_passes != 1:  # only then: the ids of runs with one pass do not hash the setting

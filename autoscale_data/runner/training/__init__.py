@@ -4,9 +4,10 @@
 --job job.json`` per rank); ``dist`` the process group and device, ``checkpoint`` the resumable
 checkpoints, ``evaluate`` the validation loss of every domain, ``extension`` a finished target run
 continued to a larger budget (its parent, mix and learning rate), ``downstream`` the zero-shot tasks on a
-finished target run's final model.
+finished target run's final model, ``step`` how fast the step runs (TF32, the micro-batch of
+``train.micro_batch: auto``).
 """
 
 from __future__ import annotations
 
-__all__ = ["checkpoint", "dist", "downstream", "evaluate", "extension", "train"]
+__all__ = ["checkpoint", "dist", "downstream", "evaluate", "extension", "step", "train"]

@@ -7,10 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from ...solver.vocabulary import MEAN_PPL
-from ..models import mask_tokens
+from ..models import mask_tokens, token_cross_entropy
 from .dist import DistInfo, all_reduce_sum
 
 __all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective", "token_losses"]
@@ -20,8 +19,8 @@ EVAL_MASK_SEED = 20_240_611
 
 
 def token_losses(forward: Callable[..., Any], input_ids: torch.Tensor, *, family: str,
-                 mask: dict[str, Any] | None = None, generator: torch.Generator | None = None
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+                 mask: dict[str, Any] | None = None, generator: torch.Generator | None = None,
+                 vocab_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sequence summed token loss and predicted-token count.
 
     Args:
@@ -30,25 +29,23 @@ def token_losses(forward: Callable[..., Any], input_ids: torch.Tensor, *, family
         family: ``"gpt2"`` (next-token loss) or ``"bert"`` (masked-token loss).
         mask: for BERT, ``mask_tokens`` keyword arguments (``vocab_size``, ``mask_id``, ``probability``).
         generator: random source for BERT masks.
+        vocab_size: the real vocabulary of a model whose vocabulary is padded (the rest of the logits is
+            left out).
     """
     if family == "bert":
         if mask is None:
             raise ValueError("masked-LM evaluation needs the mask settings")
         inputs, labels = mask_tokens(input_ids, generator=generator, **mask)
-        logits = forward(input_ids=inputs).logits.float()
-        target = labels
     else:
-        logits = forward(input_ids=input_ids).logits.float()[:, :-1]
-        target = input_ids[:, 1:]
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100,
-                           reduction="none").view(target.shape)
-    valid = (target != -100)
+        inputs, labels = input_ids, input_ids
+    loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family, vocab_size=vocab_size)
     return (loss * valid).sum(dim=1), valid.sum(dim=1)
 
 
 @torch.no_grad()
 def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
-             family: str, mask: dict[str, Any] | None = None, passes: int = 1) -> dict[str, float]:
+             family: str, mask: dict[str, Any] | None = None, passes: int = 1,
+             vocab_size: int | None = None) -> dict[str, float]:
     """Mean token loss per domain over every held-out sequence (summed over ranks).
 
     Args:
@@ -61,6 +58,7 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
         passes: for a masked LM, read the held-out set this many times, each under new (seeded) masks, so
             about ``passes x probability`` of its tokens are scored; ignored for a causal LM (one pass
             already scores every token).
+        vocab_size: the real vocabulary of a padded model (see :func:`token_losses`).
     """
     m = len(domain_names)
     sums = torch.zeros(m, dtype=torch.float64)
@@ -71,7 +69,8 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
     for _ in range(passes if family == "bert" else 1):
         for batch in loader:
             ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-            loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator)
+            loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator,
+                                   vocab_size=vocab_size)
             dom = torch.as_tensor(batch["domain"]).long()
             sums.index_add_(0, dom, loss.double().cpu())
             counts.index_add_(0, dom, n.double().cpu())

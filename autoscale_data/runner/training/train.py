@@ -23,6 +23,12 @@ runs without the setting) delete their checkpoint. An extension run (``spec.exte
 re-planned over its new steps), reads the data stream continued from the parent's end, and counts
 its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
 
+The step calls the model without labels and computes one per-token cross-entropy
+(:func:`~autoscale_data.runner.models.token_cross_entropy`, the real vocabulary of a padded model): its
+mean is the loss, the same values feed the per-domain meter and a step hook. One process trains with the
+plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
+deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
+
 A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
 it with :func:`~autoscale_data.runner.mixes.hooks.make_step_hook` and calls it every micro-batch and step
 (protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
@@ -48,10 +54,10 @@ import torch
 
 from ..._io import atomic_write_json
 from ...dataset import CURSOR_KEY, DOMAIN_COUNTS_KEY, DomainLossMeter
-from ...solver.vocabulary import MEAN_LOSS, MEAN_PPL
+from ...solver.vocabulary import AUTO, MEAN_LOSS, MEAN_PPL
 from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
-from ..models import build_model, mask_tokens, parameter_count
+from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
@@ -59,6 +65,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
 from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
+from .step import measure_micro_batch, prepare_device
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -110,7 +117,7 @@ def _parent_alive() -> bool:
 
 
 def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: DistInfo,
-              continue_from: dict[str, Any] | None = None) -> tuple[Any, Any]:
+              continue_from: dict[str, Any] | None = None, micro: int | None = None) -> tuple[Any, Any]:
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
@@ -124,7 +131,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
                                   world_size=info.world_size,
-                                  output="compact", batch_size=config.micro_batch_size, schedule=spec.schedule,
+                                  output="compact", batch_size=micro or config.micro_batch_size, schedule=spec.schedule,
                                   verify="size", continue_from=continue_from)
     if ds.sequences_per_domain != spec.sequences:
         raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per domain, "
@@ -135,39 +142,22 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     return ds, val
 
 
-#: The most float32 logits :func:`_token_losses` copies at once (256 MiB).
-_LOSS_CHUNK_BYTES = 1 << 28
-
-
-def _token_losses(logits: torch.Tensor, labels: torch.Tensor, family: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token training losses and their mask, from the logits the forward pass already made (no gradient):
-    the next token for GPT-2, the masked positions (labels != -100) for BERT, in chunks so that at
-    most ``_LOSS_CHUNK_BYTES`` of float32 logits exist at once (whole rows; at least one): a small
-    vocabulary takes the whole batch in one kernel, a large one a row at a time."""
-    with torch.no_grad():
-        lg, tg = (logits, labels) if family == "bert" else (logits[:, :-1], labels[:, 1:])
-        out = torch.empty(tg.shape, dtype=torch.float32, device=logits.device)
-        rows = max(1, _LOSS_CHUNK_BYTES // (4 * lg.shape[1] * lg.shape[2]))
-        for i in range(0, lg.shape[0], rows):
-            chunk = lg[i:i + rows].float()
-            out[i:i + rows] = torch.nn.functional.cross_entropy(
-                chunk.reshape(-1, chunk.shape[-1]), tg[i:i + rows].reshape(-1), reduction="none",
-                ignore_index=-100).view(chunk.shape[:-1])
-        return out, tg != -100
-
-
-def _optimizer(model: torch.nn.Module, config: RunnerConfig) -> torch.optim.Optimizer:
+def _optimizer(model: torch.nn.Module, config: RunnerConfig, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW (decay on matrices only); fused on CUDA (one kernel for all parameters), PyTorch's default
+    implementation elsewhere."""
     o = config.optimizer
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps)
+    fused = {"fused": True} if device.type == "cuda" else {}
+    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, **fused)
 
 
-def _deepspeed_config(config: RunnerConfig) -> dict[str, Any]:
+def _deepspeed_config(config: RunnerConfig, micro: int | None = None) -> dict[str, Any]:
+    micro = config.micro_batch_size if micro is None else micro
     cfg: dict[str, Any] = {
-        "train_micro_batch_size_per_gpu": config.micro_batch_size,
-        "gradient_accumulation_steps": config.grad_accum,
+        "train_micro_batch_size_per_gpu": micro,
+        "gradient_accumulation_steps": config.global_batch_size // (micro * config.procs),
         "train_batch_size": config.global_batch_size,
         "zero_optimization": {"stage": config.deepspeed.zero_stage},
         "gradient_clipping": config.optimizer.grad_clip,
@@ -216,6 +206,7 @@ class _Trainer:
                  info: DistInfo) -> None:
         self.config, self.spec, self.domains, self.dir, self.info = config, spec, domains, run_dir, info
         self.family = config.model.family
+        self.micro = config.micro_batch_size  # train.micro_batch: auto may change it in _build
         self.gas = config.grad_accum
         own = spec.total_sequences - spec.parent_sequences  # an extension trains only what follows its parent
         self.offset = spec.parent_sequences // config.global_batch_size  # the parent's steps
@@ -226,18 +217,32 @@ class _Trainer:
         self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
         self.hook: Any = None
         self.parent_dir = run_dir.parent / spec.extension["parent"] if spec.extension is not None else None
+        self.vocab = int(spec.settings["model"]["fields"]["vocab_size"])  # the loss's (a padded model has more rows)
         self.mask = None
         if self.family == "bert":
             self.mask = {"vocab_size": domains.vocab_size, "mask_id": domains.vocab_size,
                          "probability": config.model.mlm_probability}
 
     def _build(self) -> None:
+        """Model, optimizer, schedule and the step's forward: the DeepSpeed engine when there is one
+        (``backend: deepspeed`` over several processes, or ``deepspeed.single_process: deepspeed``),
+        otherwise the plain torch step (DDP over several processes), compiled if ``train.compile`` says so."""
         config, info = self.config, self.info
+        prepare_device(config.train, info.device)
         torch.manual_seed(self.spec.seed)
-        model = build_model(config.model.preset, self.spec.settings["model"]["fields"], eos_id=self.domains.eos_id)
+        model = build_model(config.model.preset, self.spec.settings["model"]["fields"], eos_id=self.domains.eos_id,
+                            vocab_rows=self.spec.settings["model"].get("padded_vocab"))
         self.num_params = parameter_count(model)
         model.to(info.device)
-        optimizer = _optimizer(model, config)
+        if config.train.micro_batch == AUTO:
+            per_process = config.global_batch_size // config.procs
+            self.micro = measure_micro_batch(
+                model, per_process=per_process, configured=config.micro_batch_size, seq_len=self.spec.seq_len,
+                vocab=self.vocab, family=self.family, bf16=config.precision == "bf16",
+                fraction=config.train.memory_fraction, device=info.device)
+            self.gas = per_process // self.micro
+        engine = config.backend == "deepspeed" and (info.world_size > 1 or config.deepspeed.single_process == "deepspeed")
+        optimizer = _optimizer(model, config, info.device if not engine else torch.device("cpu"))
         o = config.optimizer
         if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
             self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension["lr"], o.min_lr_ratio)
@@ -245,22 +250,25 @@ class _Trainer:
             self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor)
         self.model, self.optimizer, self.scheduler, self.engine = model, optimizer, scheduler, None
-        if config.backend == "deepspeed":
+        self.forward: Any = model
+        if engine:
             import deepspeed
 
             engine, optimizer, _, scheduler = deepspeed.initialize(
-                model=model, optimizer=optimizer, lr_scheduler=scheduler, config=_deepspeed_config(config))
+                model=model, optimizer=optimizer, lr_scheduler=scheduler, config=_deepspeed_config(config, self.micro))
             self.engine, self.optimizer, self.scheduler = engine, optimizer, scheduler
-            self.forward: Any = engine
-        elif info.world_size > 1:
+            self.forward = engine
+            return
+        if config.train.compiles(info.device.type):
+            self.forward = torch.compile(model, mode=config.train.compile_mode)
+        if info.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
 
             ids = [info.device.index] if info.device.type == "cuda" else None
-            self.forward = DistributedDataParallel(model, device_ids=ids)
-        else:
-            self.forward = model
+            self.forward = DistributedDataParallel(self.forward, device_ids=ids)
 
     def _micro_step(self, ids: torch.Tensor, domain: torch.Tensor, step: int, micro: int) -> float:
+        """Forward (no labels: one loss, ours), backward; returns the micro-batch's mean token loss."""
         info, config = self.info, self.config
         if self.family == "bert":
             gen = torch.Generator(device=info.device)
@@ -269,35 +277,40 @@ class _Trainer:
         else:
             inputs, labels = ids, ids
         if self.engine is not None:
-            out = self.engine(input_ids=inputs, labels=labels)
-            self._count_domains(out.logits, labels, domain)
-            self.engine.backward(self._hooked_loss(out, inputs, labels, domain, micro))
+            logits = self.engine(input_ids=inputs).logits
+            losses, keep, mean = self._losses(logits, labels)
+            self.engine.backward(self._hooked_loss(mean, logits, losses, keep, inputs, labels, domain, micro))
             self.engine.step()
-            return float(out.loss.detach().float())
-        sync = nullcontext()
-        if info.world_size > 1 and micro < self.gas - 1:
-            sync = self.forward.no_sync()
-        autocast = torch.autocast(device_type=info.device.type, dtype=torch.bfloat16,
-                                  enabled=config.precision == "bf16")
-        with sync, autocast:
-            out = self.forward(input_ids=inputs, labels=labels)
-            (self._hooked_loss(out, inputs, labels, domain, micro) / self.gas).backward()
-        self._count_domains(out.logits, labels, domain)
-        return float(out.loss.detach().float())
+        else:
+            sync = nullcontext()
+            if info.world_size > 1 and micro < self.gas - 1:
+                sync = self.forward.no_sync()
+            autocast = torch.autocast(device_type=info.device.type, dtype=torch.bfloat16,
+                                      enabled=config.precision == "bf16")
+            with sync, autocast:
+                logits = self.forward(input_ids=inputs).logits
+                losses, keep, mean = self._losses(logits, labels)
+                (self._hooked_loss(mean, logits, losses, keep, inputs, labels, domain, micro) / self.gas).backward()
+        self._count_domains(losses.detach(), keep, domain)
+        return float(mean.detach())
 
-    def _hooked_loss(self, out: Any, inputs: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor,
-                     micro: int) -> torch.Tensor:
+    def _losses(self, logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The per-token losses (with their graph), their mask and their mean (the model's loss)."""
+        losses, keep = token_cross_entropy(logits, labels, self.family, vocab_size=self.vocab)
+        return losses, keep, losses.sum() / keep.sum().clamp(min=1)
+
+    def _hooked_loss(self, mean: torch.Tensor, logits: torch.Tensor, losses: torch.Tensor, keep: torch.Tensor,
+                     inputs: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor, micro: int) -> torch.Tensor:
         """The loss to backpropagate: the model's mean loss, or what the run's step hook returns instead."""
         if self.hook is None:
-            return out.loss
+            return mean
         from ..mixes.hooks import HookBatch
 
-        loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=out.logits, domain=domain, micro=micro,
-                                        last_micro=micro == self.gas - 1))
-        return out.loss if loss is None else loss
+        loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=logits, domain=domain, micro=micro,
+                                        last_micro=micro == self.gas - 1, losses=losses, mask=keep))
+        return mean if loss is None else loss
 
-    def _count_domains(self, logits: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor) -> None:
-        losses, keep = _token_losses(logits, labels, self.family)
+    def _count_domains(self, losses: torch.Tensor, keep: torch.Tensor, domain: torch.Tensor) -> None:
         self.meter.update(losses, domain, mask=keep)
         observe = getattr(self.hook, "observe_losses", None)
         if observe is not None:  # e.g. an online controller's loss window (protocol in .hooks)
@@ -314,12 +327,13 @@ class _Trainer:
         self.optimizer.zero_grad(set_to_none=True)
 
     def _evaluate(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
-        self.forward.eval()
+        forward = self.engine if self.engine is not None else self.model  # not compiled: eval shapes differ
+        forward.eval()
         try:
-            return evaluate(self.forward, loader, names, self.info, family=self.family, mask=self.mask,
-                            passes=self.config.eval.mlm_passes)
+            return evaluate(forward, loader, names, self.info, family=self.family, mask=self.mask,
+                            passes=self.config.eval.mlm_passes, vocab_size=self.vocab)
         finally:
-            self.forward.train()
+            forward.train()
 
     def _parent(self) -> dict[str, Any] | None:
         """An extension's parent ``final_state.json`` (checked against the spec); ``None`` for other runs."""
@@ -365,14 +379,14 @@ class _Trainer:
 
         config, spec, info = self.config, self.spec, self.info
         parent = self._parent()
-        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent["dataset"])
+        self._build()  # first: train.micro_batch: auto sets the micro-batch the stream is cut into
+        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent["dataset"], self.micro)
         names = list(ds.domain_names)
         base = torch.tensor([int(parent["dataset"][DOMAIN_COUNTS_KEY][d]) for d in names] if parent else
                             [0] * len(names), dtype=torch.int64)  # the parent's sequences per domain
         self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
-        self._build()
         self._bind_hook(names, ds)  # before the checkpoint: an online run's dataset state loads only in online mode
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state = load_checkpoint(ckpt_dir, self, info)
@@ -397,7 +411,7 @@ class _Trainer:
                             pin_memory=info.device.type == "cuda", generator=torch.Generator())
         at = set(eval_steps(self.steps, spec.eval_points))
         it = iter(loader)
-        micro_total = config.micro_batch_size
+        micro_total = self.micro
         show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
         bar = tqdm(total=self.steps, initial=start, desc=spec.name, unit="step", disable=not show, leave=False)
         last_loss = float(state.get("last_loss", math.nan)) if state else math.nan

@@ -1,0 +1,111 @@
+"""Size the real-text AutoScale experiment of a GPU session to the time it has (pure; tested on the CPU).
+
+The experiment: proxies at N1 and N2 = 1.5 N1 with the identifying design ``[[3, 1.7], [3, 1.7]]``
+(4 m + 1 runs a budget for m domains, one seed), then targets at ``ratio x N2`` for AutoScale,
+uniform, natural and DDO(N2), each with ``seeds`` seeds. Its GPU time is its tokens over the measured
+aggregate throughput plus each run's fixed cost (start, model build, evaluation) shared by the runs
+that train at once. :func:`plan_session` picks the largest target ratio (then the largest proxies) that
+fits the seconds given, with proxies of at least ``min_proxy_tokens``; when nothing fits it says so
+with the smallest plan's estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["TARGET_METHODS", "SessionPlan", "design_runs", "plan_session"]
+
+#: The target runs of one seed: AutoScale and the three baselines.
+TARGET_METHODS = ("autoscale", "uniform", "natural", "ddo_n2")
+
+
+def design_runs(domains: int, multipliers_per_side: int = 2) -> int:
+    """Proxy runs a budget: the base mix plus each domain up and down by each multiplier."""
+    if domains < 2 or multipliers_per_side < 1:
+        raise ValueError(f"a design needs >= 2 domains and >= 1 multiplier a side, got {domains}, {multipliers_per_side}")
+    return 1 + 2 * multipliers_per_side * domains
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """Budgets (tokens, whole global batches), seeds and the time estimate of one session's experiment."""
+
+    n1: int
+    n2: int
+    target: int
+    seeds: int
+    proxy_runs: int
+    target_runs: int
+    total_tokens: int
+    estimate_s: float
+    seconds: float
+    tokens_per_s: float
+    fits: bool
+
+    @property
+    def ratio(self) -> float:
+        """Target tokens over N2."""
+        return self.target / self.n2
+
+    def describe(self) -> str:
+        verdict = "fits" if self.fits else "does NOT fit"
+        return (f"proxies {self.proxy_runs // 2} at N1 {self.n1 / 1e6:.1f}M and N2 {self.n2 / 1e6:.1f}M tokens, targets "
+                f"{self.target_runs} x {self.target / 1e6:.1f}M ({self.ratio:.1f} x N2; {self.seeds} seeds of "
+                f"{', '.join(TARGET_METHODS)}): {self.total_tokens / 1e9:.2f}B tokens, about {self.estimate_s:.0f} s at "
+                f"{self.tokens_per_s / 1e6:.2f}M tokens/s: {verdict} in {self.seconds:.0f} s")
+
+
+def _round(tokens: float, step_tokens: int) -> int:
+    return max(1, math.floor(tokens / step_tokens)) * step_tokens
+
+
+def plan_session(tokens_per_s: float, seconds: float, *, domains: int = 3, step_tokens: int = 128 * 256,
+                 seeds: int = 2, min_proxy_tokens: int = 10_000_000, ratios: tuple[float, ...] = (8, 6, 4, 3, 2),
+                 run_overhead_s: float = 20.0, parallel: int = 4) -> SessionPlan:
+    """The largest experiment that fits ``seconds`` at ``tokens_per_s`` (the aggregate of the GPU's runs).
+
+    Tries each target ratio of ``ratios`` (largest first) with N1 as large as the time allows (at
+    least ``min_proxy_tokens``); returns the first that fits, else the smallest plan (``fits`` False).
+
+    Args:
+        tokens_per_s: measured training throughput of the GPU, all its runs together.
+        seconds: the time the experiment may take.
+        domains: domains of the corpus (sets the design's runs).
+        step_tokens: tokens of one global batch (budgets are whole batches).
+        seeds: target seeds (each of the four methods trains one target a seed).
+        min_proxy_tokens: the smallest N1.
+        ratios: target / N2 ratios to try.
+        run_overhead_s: one run's fixed time (process start, model build, evaluation).
+        parallel: runs training at once (the overhead is shared among them).
+
+    Raises:
+        ValueError: a non-positive throughput, time, seed count or ratio <= 1.
+    """
+    if tokens_per_s <= 0 or seconds <= 0 or seeds < 1 or parallel < 1:
+        raise ValueError(f"throughput {tokens_per_s}, seconds {seconds}, seeds {seeds} and parallel {parallel} "
+                         f"must be > 0")
+    if not ratios or min(ratios) <= 1:
+        raise ValueError(f"target ratios {ratios} must be > 1 (the target is larger than N2)")
+    proxy_runs = 2 * design_runs(domains)
+    target_runs = len(TARGET_METHODS) * seeds
+    overhead = (proxy_runs + target_runs) * run_overhead_s / parallel
+    smallest: SessionPlan | None = None
+    for ratio in sorted(ratios, reverse=True):
+        per_n1 = design_runs(domains) * 2.5 + target_runs * 1.5 * ratio  # tokens per token of N1
+        n1 = max(min_proxy_tokens, (tokens_per_s * (seconds - overhead)) / per_n1)
+        n1_tokens = _round(n1, step_tokens)
+        if n1_tokens < min_proxy_tokens:
+            n1_tokens += step_tokens * math.ceil((min_proxy_tokens - n1_tokens) / step_tokens)
+        n2 = _round(1.5 * n1_tokens, step_tokens)
+        target = _round(ratio * n2, step_tokens)
+        total = design_runs(domains) * (n1_tokens + n2) + target_runs * target
+        estimate = total / tokens_per_s + overhead
+        plan = SessionPlan(n1=n1_tokens, n2=n2, target=target, seeds=seeds, proxy_runs=proxy_runs,
+                           target_runs=target_runs, total_tokens=total, estimate_s=estimate, seconds=seconds,
+                           tokens_per_s=tokens_per_s, fits=estimate <= seconds)
+        if plan.fits:
+            return plan
+        smallest = plan
+    assert smallest is not None
+    return smallest
