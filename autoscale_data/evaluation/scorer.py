@@ -71,6 +71,7 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     limit = _max_length(model)
     ids = _ids(tokenizer, [t for e in examples for t in (*e.contexts, *e.continuations)])
+    vocab = getattr(tokenizer, "vocab_size", None)
     out: list[list[float]] = [[math.nan] * len(e.contexts) for e in examples]
     # one request per (example, choice): (input ids, answer ids); shared: a context whose answers are all one token
     full: list[tuple[int, int, list[int], list[int]]] = []
@@ -105,6 +106,8 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
             mask[b, width - len(s):] = 1
         positions = (mask.cumsum(1) - 1).clamp(min=0)
         logits = _last_logits(model, input_ids.to(dev), mask.to(dev), positions.to(dev), keep)
+        if vocab is not None:  # rows past the tokenizer's vocabulary (a padded output layer) are no tokens
+            logits = logits[..., :vocab]
         # log p(token) = logit(token) - logsumexp(logits), for the whole batch at once (answers right-aligned)
         targets = torch.zeros((len(seqs), keep), dtype=torch.long)
         scored = torch.zeros((len(seqs), keep), dtype=torch.float64)

@@ -70,6 +70,23 @@ def test_scorer_matches_hand_computed_loglikelihoods_acc_acc_norm_and_bpb() -> N
     assert len("éé".encode()) == 4  # bits per byte count UTF-8 bytes, not characters
 
 
+def test_a_padded_output_layer_scores_as_the_unpadded_model() -> None:
+    """The runner pads the vocabulary to a multiple of 64 (zero rows past the tokenizer's): those rows are no
+    tokens, so they must not enter the softmax."""
+    from autoscale_data.runner.models import build_model, padded_vocab
+
+    tok = load_tokenizer("bytes")
+    fields = {"vocab_size": tok.vocab_size, "n_positions": 64, "n_embd": 16, "n_layer": 1, "n_head": 2}
+    torch.manual_seed(0)
+    plain = build_model("gpt2-tiny", fields, eos_id=tok.eos_id).eval()
+    torch.manual_seed(0)  # the same weights: the model is initialised at its vocabulary, then padded with zero rows
+    padded = build_model("gpt2-tiny", fields, eos_id=tok.eos_id, vocab_rows=padded_vocab(tok.vocab_size, 64)).eval()
+    assert padded.get_output_embeddings().weight.shape[0] > tok.vocab_size
+    want = answer_loglikelihoods(plain, tok, EXAMPLES, batch_size=3)
+    got = answer_loglikelihoods(padded, tok, EXAMPLES, batch_size=3)
+    assert got == [pytest.approx(w, abs=1e-5) for w in want]
+
+
 def test_task_file_is_read_from_the_installed_wheel_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_network(*args, **kwargs):
         raise AssertionError("the task data must not touch the network")

@@ -69,7 +69,8 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     tag = pointer["tag"]
     torch_file, ds_file = final / f"{tag}.pt", final / tag / "mp_rank_00_model_states.pt"
     blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
-    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id)
+    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
+                        vocab_rows=spec.settings["model"].get("padded_vocab"))
     model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
     return model.eval()
 
