@@ -64,7 +64,7 @@ def test_unknown_task_in_the_config_names_the_field(tmp_path: Path) -> None:
         config_from_dict(tiny_config(tmp_path, model={"preset": "bert-tiny", "overrides": {}}, eval={"tasks": ["boolq"]}))
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # a whole tiny experiment with 2 seeds (45-90 s): test_report_has_the_downstream_rows_and_verdicts is its sibling
 @pytest.mark.timeout(600)
 def test_tiny_experiment_scores_every_target_run_and_reports_it(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture) -> None:

@@ -126,7 +126,7 @@ def test_a_two_budget_folder_gains_n0_and_trains_only_its_proxies(tmp_path: Path
     out = tmp_path / "out"
     first: list[str] = []
     two = MixtureRunner(config_from_dict(raw, tmp_path), out, log=first.append, progress=False).run()
-    assert two.projection.selection["rule"] == "trend" and "Backtest" not in (out / "report.md").read_text()
+    assert two.projection.selection["rule"] == "gain" and "Backtest" not in (out / "report.md").read_text()
     kept = {e.run_id for e in _done_events(out)}
     three = config_from_dict({**raw, "ddo": {**raw["ddo"], "extra_budget": "half"}}, tmp_path)
     with pytest.raises(ConfigChangedError, match=r"ddo.budgets: \[4096, 8192\] -> \[2048, 4096, 8192\]"):

@@ -89,7 +89,7 @@ def test_a_changed_config_never_pools_two_experiments(tmp_path: Path, capsys: py
         assert t.tokens == 32768 and t.seeds == [0] and t.objective_value.n == 1, label
     assert report.stale_runs == len(old_targets - {t["run_id"] for t in
                                                    json.loads((out / "plan.json").read_text())["targets"]})
-    assert report.stale_runs >= 2  # the old autoscale and uniform runs at 16,384 tokens
+    assert report.stale_runs >= 1  # the old autoscale and uniform runs at 16,384 tokens (one run when their mixes agree)
     per_seed = report.tokens_saved_per_seed["uniform"]
     assert list(per_seed) == ["0"]
     md = (out / "report.md").read_text()
