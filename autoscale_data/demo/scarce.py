@@ -23,7 +23,7 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from ..runner import (
     layout,
     target_spec,
 )
-from ..solver.vocabulary import MEAN_LOSS, ROBUST
+from ..solver.vocabulary import MEAN_LOSS, METHODS
 from ..store import prepare, train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
 from .demo import DemoSettings, demo_config
@@ -63,8 +63,10 @@ class ScarceCase:
         budgets, target: the DDO budgets and the target budget in tokens.
         grid: the scarce domain's weights trained at the target (the ground truth).
         max_epochs: the epoch cap of every run (the target repeats the scarce domain up to it).
-        seeds, target_seeds: proxy and target seeds.
+        seeds, target_seeds: proxy and target seeds (two or more proxy seeds give the two-budget rule the
+            replicate runs it needs before it trusts a projection).
         model: overrides of ``gpt2-tiny``.
+        projection: ``ddo.projection`` of both configs; ``None`` keeps the runner's default (``auto``).
     """
 
     name: str = "full"
@@ -86,8 +88,11 @@ class ScarceCase:
     heldout_tokens: int = 8_192
     target_points: int = 4
     model: dict[str, Any] = field(default_factory=dict)
+    projection: str | None = None
 
     def __post_init__(self) -> None:
+        if self.projection is not None and self.projection not in METHODS:
+            raise ValueError(f"projection {self.projection!r} must be one of {sorted(METHODS)} or None (the default)")
         if self.scarce in self.abundant or len(self.abundant) < 1:
             raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones {self.abundant}")
         if not 0 < self.budgets[0] < self.budgets[1] < self.target:
@@ -149,8 +154,8 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["name"] = f"scarce-{case.name}-{repetition}"
     raw["max_epochs"] = case.max_epochs
     raw["ddo"]["repetition"] = repetition
-    # the projection the case was measured with (docs/demo-and-evaluation.md); ``auto`` would keep DDO(N2) here
-    raw["ddo"]["projection"] = ROBUST
+    if case.projection is not None:
+        raw["ddo"]["projection"] = case.projection
     raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 
@@ -180,6 +185,9 @@ class ScarceCaseResult:
     best_weight: float
     proxy_tokens: dict[str, int]
     target_tokens: int
+    #: per proxy design (``plain`` / ``matched``), what ``ddo.projection`` chose and why (projection.json's
+    #: ``selection``; empty for a forced projection)
+    chosen: dict[str, str] = field(default_factory=dict)
 
     def errors(self) -> dict[str, float]:
         """Each mix's absolute distance to the grid's best scarce weight."""
@@ -201,7 +209,7 @@ class ScarceCaseResult:
         return cls(case=dict(obj["case"]), scarce=obj["scarce"], grid=[outcome(m) for m in obj["grid"]],
                    mixes=[outcome(m) for m in obj["mixes"]], best_weight=float(obj["best_weight"]),
                    proxy_tokens={k: int(v) for k, v in obj["proxy_tokens"].items()},
-                   target_tokens=int(obj["target_tokens"]))
+                   target_tokens=int(obj["target_tokens"]), chosen=dict(obj.get("chosen", {})))
 
 
 def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case: ScarceCase,
@@ -256,6 +264,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
     prepare_scarce_data(out, case)
     mixes: dict[str, dict[str, float]] = {}
     proxy_tokens: dict[str, int] = {}
+    chosen: dict[str, str] = {}
     runner = None
     for mode in _MODES:
         runner = MixtureRunner(scarce_config(out, case, mode), out, log=log, progress=False,
@@ -266,8 +275,10 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
                 os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
         fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
         tag = "matched" if mode == REPETITION_MATCH else "plain"
-        mixes.update(_autoscale_mixes(tag, fitted["autoscale"],
-                                      json.loads((out / layout.FITS / layout.PROJECTION).read_text())))
+        projection = json.loads((out / layout.FITS / layout.PROJECTION).read_text())
+        mixes.update(_autoscale_mixes(tag, fitted["autoscale"], projection))
+        if projection.get("selection"):
+            chosen[tag] = f"{projection['selection']['chosen']}: {projection['selection']['reason']}"
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]
         mixes.setdefault("uniform", fitted["uniform"])
         mixes.setdefault("natural", fitted["natural"])
@@ -282,7 +293,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
     target_tokens = target_spec(runner.config, runner.domains, "uniform", mixes["uniform"], 0).total_tokens
     result = ScarceCaseResult(case=json.loads(json.dumps(asdict(case))), scarce=case.scarce, grid=grid,
                               mixes=outcomes, best_weight=_best_weight(grid), proxy_tokens=proxy_tokens,
-                              target_tokens=target_tokens)
+                              target_tokens=target_tokens, chosen=chosen)
     atomic_write_json(out / "scarce_case.json", result.to_json())
     text = format_scarce_table(result)
     atomic_write_text(out / "scarce_case.md", text + "\n")
@@ -307,6 +318,8 @@ def format_scarce_table(result: ScarceCaseResult) -> str:
     for tag, tokens in result.proxy_tokens.items():
         lines.append(f"proxy tokens ({tag}): {tokens:,} = {tokens / result.target_tokens:.2f} target runs of "
                      f"{result.target_tokens:,} tokens")
+    for tag, why in result.chosen.items():
+        lines.append(f"AutoScale ({tag}) chose {why}")
     return "\n".join(lines)
 
 
@@ -314,8 +327,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.demo.scarce", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="output directory (reused: finished runs are kept)")
     parser.add_argument("--preset", choices=sorted(SCARCE_PRESETS), default="full")
+    parser.add_argument("--proxy-seeds", default=None,
+                        help="comma-separated proxy seeds (default: the preset's; two give the two-budget rule replicates)")
+    parser.add_argument("--projection", choices=sorted(METHODS), default=None,
+                        help="ddo.projection of both configs (default: the runner's, auto)")
     args = parser.parse_args(argv)
-    run_scarce_case(args.out, SCARCE_PRESETS[args.preset])
+    case = SCARCE_PRESETS[args.preset]
+    if args.proxy_seeds is not None:
+        case = replace(case, seeds=tuple(int(s) for s in args.proxy_seeds.split(",")))
+    if args.projection is not None:
+        case = replace(case, projection=args.projection)
+    run_scarce_case(args.out, case)
     return 0
 
 
