@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ def test_configs_differ_only_in_the_proxies_repetition(tmp_path: Path) -> None:
         scarce_config(tmp_path, case, "on")
 
 
-@pytest.mark.parametrize("kwargs", [{"scarce": "web"}, {"budgets": (100, 50)}, {"grid": (0.0, 0.5)}, {"grid": ()}])
+@pytest.mark.parametrize("kwargs", [{"scarce": "web"}, {"budgets": (100, 50)}, {"grid": (0.0, 0.5)}, {"grid": ()},
+                                    {"projection": "best"}])
 def test_bad_cases_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         ScarceCase(**kwargs)
@@ -48,18 +50,27 @@ def test_grid_best_weight_and_the_record() -> None:
     assert _best_weight(grid) == pytest.approx(0.2)
     assert _best_weight(grid[1:]) == pytest.approx(0.2)  # the best at the edge of the grid stays there
     result = ScarceCaseResult(case={"name": "t"}, scarce="code", grid=grid, mixes=[_mix("autoscale", 0.3, 1.0)],
-                              best_weight=0.2, proxy_tokens={"plain": 100, "matched": 100}, target_tokens=400)
+                              best_weight=0.2, proxy_tokens={"plain": 100, "matched": 100}, target_tokens=400,
+                              chosen={"plain": "observed: two budgets, no replicate runs"})
     assert result.errors() == {"autoscale": pytest.approx(0.1)}
     assert ScarceCaseResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     table = format_scarce_table(result)
     assert "| autoscale | 0.300 | 3.00 | 1.0000 | 1.0100 | 1.0050 | 0.100 |" in table
     assert "proxy tokens (plain): 100 = 0.25 target runs of 400 tokens" in table
+    assert "AutoScale (plain) chose observed: two budgets, no replicate runs" in table
+
+
+def test_the_default_projection_is_the_runners(tmp_path: Path) -> None:
+    case = SCARCE_PRESETS["full"]
+    assert scarce_config(tmp_path, case, "off").ddo.projection == "auto"
+    forced = scarce_config(tmp_path, replace(case, projection="robust"), "match")
+    assert forced.ddo.projection == "robust"
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_small_case_end_to_end(tmp_path: Path) -> None:
-    case = SCARCE_PRESETS["small"]
+    case = replace(SCARCE_PRESETS["small"], projection="robust")  # a projection, so the effective law sets the mix
     result = run_scarce_case(tmp_path, case, log=lambda _: None)
     assert {m.label for m in result.grid} == {f"grid {w:.3g}" for w in case.grid}
     both = {"autoscale (matched, effective law)", "autoscale (matched, raw law)", "autoscale (plain, raw law)",
