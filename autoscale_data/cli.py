@@ -8,6 +8,7 @@ Each verb lives in its own module under ``autoscale_data/commands/`` exposing
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -48,8 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(warnings.formatwarning(message, category, filename, lineno), end="", file=sys.stderr)
 
+    quiet = contextlib.nullcontext()
+    if getattr(args, "json", False):  # stdout holds the JSON answer alone; library logs go to stderr
+        args.json_stream = sys.stdout
+        quiet = contextlib.redirect_stdout(sys.stderr)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), quiet:
             warnings.showwarning = show
             return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, MissingExtraError) as exc:

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from .._checks import check_int
 from ..solver.design import objective_weight
 
 __all__ = ["add_json_flag", "add_supply_args", "add_verb", "check_finite_answer", "objective_weights_arg",
-           "parse_token_count", "parse_tokens", "positive_float", "positive_int", "read_json", "token_count",
+           "parse_token_count", "parse_tokens", "positive_float", "positive_int", "print_json", "read_json", "token_count",
            "weight_float"]
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
@@ -29,8 +30,14 @@ def add_verb(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int
 
 
 def add_json_flag(parser: argparse.ArgumentParser, what: str = "the result") -> None:
-    """``--json``: print ``what`` as JSON instead of the table."""
+    """``--json``: print ``what`` as JSON instead of the table (the CLI then sends anything else a verb or a
+    library prints to stderr, so stdout holds the JSON alone)."""
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def print_json(args: argparse.Namespace, obj: Any) -> None:
+    """Print ``obj`` as the verb's JSON answer, on the stdout the CLI kept for it (``json_stream``)."""
+    print(json.dumps(obj, indent=2), file=getattr(args, "json_stream", None) or sys.stdout)
 
 
 def positive_int(text: str) -> int:

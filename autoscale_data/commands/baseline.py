@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..solver import BASELINES, PRESETS, RunTable, baseline_weights
 from ..solver.regression import REGRESSORS
 from ..solver.vocabulary import AUTO, DEFAULT_OBJECTIVE, OBJECTIVES
-from ._args import add_json_flag, add_verb, parse_tokens, read_json
+from ._args import add_json_flag, add_verb, parse_tokens, print_json, read_json
 
 __all__ = ["register", "run"]
 
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         opts.update(objective=args.objective, seed=args.seed)
     w = baseline_weights(args.name, runs=runs, token_counts=counts, domains=domains, **opts)
     if args.json:
-        print(json.dumps({"baseline": args.name, "weights": w}, indent=2))
+        print_json(args, {"baseline": args.name, "weights": w})
     else:
         for d, v in w.items():
             print(f"{d:>16}: {v:.4f}")

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from .._options import field_help
 from ..solver import DDOOptions, DDOResult, RunTable, fit_ddo
 from ..solver.ddo import FIT_MODES
 from ..solver.vocabulary import DEFAULT_LAW, DEFAULT_OBJECTIVE, LAWS, OBJECTIVES
-from ._args import add_json_flag, add_supply_args, add_verb, objective_weights_arg, parse_tokens, weight_float
+from ._args import (
+    add_json_flag,
+    add_supply_args,
+    add_verb,
+    objective_weights_arg,
+    parse_tokens,
+    print_json,
+    weight_float,
+)
 
 __all__ = ["format_ddo", "register", "run"]
 
@@ -83,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = res.to_json()
         out.pop("diagnostics", None)
-        print(json.dumps(out, indent=2))
+        print_json(args, out)
     else:
         print(format_ddo(res))
     return 0

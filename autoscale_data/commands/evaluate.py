@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from ._args import add_json_flag, add_verb, positive_int
+from ._args import add_json_flag, add_verb, positive_int, print_json
 
 __all__ = ["register", "run"]
 
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate_checkpoint(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size,
                                      tokenizer=args.tokenizer, device=args.device)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print_json(args, result.to_json())
         return 0
     print(f"{result.model} (tokenizer {result.tokenizer})")
     print(f"{'task':14} {'questions':>9} {'acc':>7} {'acc_norm':>8} {'chance':>7} {'bpb':>8} {'seconds':>8}")

@@ -10,7 +10,6 @@ default) chooses between them from the runs (:mod:`autoscale_data.solver.select`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -37,6 +36,7 @@ from ._args import (
     objective_weights_arg,
     parse_token_count,
     parse_tokens,
+    print_json,
     read_json,
     token_count,
     weight_float,
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
             check_finite_answer(plan.to_json(), "project --save-plan")
             plan.save(args.save_plan)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print_json(args, out)
     else:
         print(text)
         for d, w in out["weights"].items():

@@ -113,3 +113,22 @@ def test_project_on_ddo_designs_warns_of_no_spread_and_names_a_left_out_domain_f
     assert main(["project", *paths, "--target-tokens", "1e10", "--min-weight", "0.01",
                  "--save-plan", str(tmp_path / "p.json")]) == 0
     assert (tmp_path / "p.json").is_file()
+
+
+def test_json_answers_keep_library_output_off_stdout(monkeypatch, capsys):
+    # a library that prints while the verb works (e.g. DeepSpeed's accelerator log) must not break `--json | jq`
+    import autoscale_data.commands.baseline as verb
+
+    real = verb.parse_tokens
+
+    def chatty(text):
+        print("[library] Setting ds_accelerator to cpu (auto detect)")
+        return real(text)
+
+    monkeypatch.setattr(verb, "parse_tokens", chatty)
+    assert main(["baseline", "natural", "--tokens", "web=3e9,code=1e9", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["weights"] == {"code": 0.25, "web": 0.75}
+    assert "[library] Setting ds_accelerator" in err
+    assert main(["baseline", "natural", "--tokens", "web=3e9,code=1e9"]) == 0  # without --json: as printed
+    assert "[library]" in capsys.readouterr().out
