@@ -261,7 +261,7 @@ def main() -> int:
                "vocab": args.vocab, "max_mb_per_domain": args.max_mb_per_domain, "per_seed": per_seed,
                "pooled_report_tokens_saved": pooled["tokens_saved"],
                "anytime_vs_fixed": pooled["anytime_vs_fixed"],
-               "pooled_bootstrap": report.bootstrap, "wall_time_s": time.time() - t0,
+               "pooled_bootstrap": pooled["bootstrap"], "wall_time_s": time.time() - t0,
                "data_time_s": t_data, "median_tokens_per_s": report.throughput.tokens_per_s_median}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
     (out / "results.md").write_text(markdown(results))
