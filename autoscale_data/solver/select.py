@@ -7,11 +7,17 @@ CLI and the runner) therefore treats that mix as a candidate beside the projecti
 evidence in the user's own runs:
 
 * **three budgets or more: a backtest.** Every candidate is computed again from all budgets but the
-  largest and asked for that largest budget; each answer is scored by the objective of the run there
-  nearest to it (L1 over the shares). A projection is chosen only if its score beats the observed
-  candidate's (the best mix of the second-largest budget, scored the same way) by more than twice
-  the noise of one run (:func:`noise_estimate`; the difference of two runs has ``√2 σ``, and the best
-  of three projections is taken); the best such projection wins. Otherwise: the observed mix.
+  largest and asked for that largest budget. Where that budget is a DDO design, each answer is scored
+  by the objective the DDO law fitted there predicts for it (:func:`law_objective`), as long as it and
+  the observed candidate lie inside the range of multipliers the design ran; the noise is then the
+  larger of the noise of one run and the laws' residual sd (:func:`law_noise`). Elsewhere (runs of
+  any mixtures, or a candidate outside the design) an answer is scored by the objective of the run
+  there nearest to it (L1 over the shares), against the noise of one run (:func:`noise_estimate`). On
+  a DDO design the nearest run of every candidate is the base run, so only the law can tell them
+  apart. A projection is chosen only if its score beats the observed candidate's (the best mix of
+  the second-largest budget, scored the same way) by more than twice the noise (the difference of
+  two runs has ``√2 σ``, and the best of three projections is taken); the best such projection wins.
+  Otherwise: the observed mix.
 * **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
   the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
   target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
@@ -49,6 +55,9 @@ __all__ = [
     "Observed",
     "Selection",
     "choose",
+    "law_noise",
+    "law_objective",
+    "mix_groups",
     "nearest_run_objective",
     "noise_estimate",
     "observed_best",
