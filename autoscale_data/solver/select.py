@@ -71,6 +71,7 @@ MARGIN_NOISE = 2.0  # a backtest win (or a predicted gain) counts beyond this ma
 GAIN_Z = 2.0  # a two-budget predicted gain counts beyond this many of its standard deviations
 LABEL_TOL = 0.01  # runs with one label are one mixture when their shares differ by at most this (L1)
 SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
+MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
 RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
 SCORES = ("law", "nearest_run")  # how a backtest scores a candidate: the held-back budget's DDO law, or its nearest run
 MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
@@ -273,7 +274,8 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
     their pooled standard deviation; else replicates at the smaller budgets; else mixtures run at three
     budgets or more give the median RMS residual of a power law in the budget through each one's values
     (``E_m + B_m N^-β_m``: each its own ``β_m`` with four budgets or more, one shared ``β`` with three;
-    divided by the degrees of freedom left; replicates averaged); else None.
+    divided by the degrees of freedom left; replicates averaged), where they leave at least
+    ``MIN_CURVE_DOF`` degrees of freedom (one mixture at three budgets leaves 0); else None.
     """
     ids = mix_groups(tables)
     ys = [run_objective(t, objective, val_domains) for t in tables]
@@ -300,6 +302,10 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
         design = np.stack([np.ones_like(xs), xs ** -beta], axis=1)
         coef, *_ = np.linalg.lstsq(design, full.T, rcond=None)
         sse[i] = np.sum((design @ coef - full.T) ** 2, axis=0)
+    dof = len(full) * (k - 3) if k >= 4 else len(full) * (k - 2) - 1
+    if dof < MIN_CURVE_DOF:
+        return None, (f"no replicates, and the {len(full)} mixture(s) run at all {k} budgets leave {dof} degree(s) of "
+                      f"freedom to a power law in the budget (at least {MIN_CURVE_DOF} needed)")
     if k >= 4:  # each mixture its own exponent: 3 parameters per curve
         rms = np.sqrt(sse.min(axis=0) / (k - 3))
         how = "its own exponent"

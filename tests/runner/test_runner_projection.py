@@ -270,6 +270,7 @@ def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_an
     assert sel["noise"] is not None and sel["noise_source"]
     assert fits.method == sel["chosen"] and fits.plan.metadata["budgets"] == [8192, 16384, 32768]
     assert all(s["score"] in ("law", "nearest_run") for s in scored.values())  # each says how it was scored
+    assert scored["observed"]["score"] == "law" and sel["law_noise"] is not None  # DDO designs: the N2 law scores
     margin = {"law": sel["law_noise"], "nearest_run": sel["noise"]}
     gain = {n: s["gain"] for n, s in scored.items() if n != "observed"}
     for n, s in scored.items():  # the gain compares like with like: the observed mix scored the same way
