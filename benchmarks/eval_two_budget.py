@@ -7,7 +7,7 @@ repository; its PROVENANCE.md) and writes ``--out/results.json`` (default
 ``bench_out/two_budget``, git-ignored); prints the table of docs/solver.md:
 
     python benchmarks/eval_two_budget.py [--data ../shared/external_runs] [--out bench_out/two_budget]
-                                         [--limit N] [--workers 2]
+                                         [--limit N] [--workers 2] [--checkpoints 3]
 
 PROTOCOL (fixed before any result was looked at, 2026-11-27)
 -----------------------------------------------------------
@@ -29,6 +29,16 @@ trend lies beyond 2 sd, :func:`autoscale_data.solver.select.trend_evidence`, rec
 call's robust projection). A difference within the checkpoint noise of the model size (the median
 RMS residual of a power law in steps through each mixture's checkpoints 10k-30k, as
 ``eval_published_runs.py``) is a tie.
+
+``--checkpoints 3`` (PROTOCOL fixed 2026-11-28, before its results were looked at): the three-budget
+design, where ``auto`` backtests. Per dataset and model size, every window of three checkpoints
+``a < b < c`` between 10k and 20k steps with equal gaps (``b - a == c - b``, 2k to 5k steps; the
+runner's ``extra_budget`` adds one budget below two, this is its analogue on checkpoints), the target
+30k steps, the mixtures run at all four. One ``project_all([table_a, table_b, table_c], tokens_30k)``
+call each, scored as above against the best mix observed at c; the rows also say how the backtest
+scored each candidate (``law`` or ``nearest_run``: the published tables are runs of any mixtures, not
+DDO designs, so the nearest run scores them). No rule before exists for three budgets (its columns
+are ``-``).
 """
 
 from __future__ import annotations
@@ -86,26 +96,41 @@ def windows(curves: Mapping[str, Mapping[int, float]]) -> list[tuple[int, int, l
     return out
 
 
+EQUAL_GAPS = (2_000, 5_000)
+FIRST_STEP, LAST_FIT, TARGET_3 = 10_000, 20_000, 30_000
+
+
+def windows3(curves: Mapping[str, Mapping[int, float]]) -> list[tuple[tuple[int, ...], list[int]]]:
+    """``[((a, b, c), [target])]`` of one model size (the ``--checkpoints 3`` protocol)."""
+    steps = {s for s in {s for c in curves.values() for s in c}
+             if sum(1 for c in curves.values() if s in c) >= MIN_MIXTURES}
+    if TARGET_3 not in steps:
+        return []
+    fit = sorted(s for s in steps if FIRST_STEP <= s <= LAST_FIT)
+    return [((a, a + g, a + 2 * g), [TARGET_3]) for a in fit for g in range(EQUAL_GAPS[0], EQUAL_GAPS[1] + 1, 1_000)
+            if a + g in fit and a + 2 * g in fit]
+
+
 def _regret(weights: Mapping[str, float], domains: Sequence[str], at_w: np.ndarray, at_y: np.ndarray) -> float:
     w = np.array([float(weights[d]) for d in domains])
     return float(at_y[nearest(w, at_w)] - at_y.min())
 
 
 def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mapping[str, Mapping[int, float]],
-                 weights: Mapping[str, np.ndarray], a: int, b: int, targets: Sequence[int],
+                 weights: Mapping[str, np.ndarray], fit: Sequence[int], targets: Sequence[int],
                  noise: float) -> list[dict[str, Any]]:
-    """One product call per target of window ``(a, b)``, scored at the target (module doc)."""
+    """One product call per target of the window of checkpoints ``fit``, scored at the target (module doc)."""
     rows = []
     optima = None
     for c in targets:
-        mixes = sorted(m for m, cv in curves.items() if {a, b, c} <= set(cv))
+        mixes = sorted(m for m, cv in curves.items() if {*fit, c} <= set(cv))
         if len(mixes) < MIN_MIXTURES:
             continue
-        tables = [_budget(curves, weights, mixes, s).table(domains) for s in (a, b)]
+        tables = [_budget(curves, weights, mixes, s).table(domains) for s in fit]
         at = _budget(curves, weights, mixes, c)
         t0 = time.perf_counter()
-        row: dict[str, Any] = {"dataset": dataset, "size": size, "window": [a, b], "target": c, "mixtures": len(mixes),
-                               "noise": noise}
+        row: dict[str, Any] = {"dataset": dataset, "size": size, "window": list(fit), "target": c,
+                               "mixtures": len(mixes), "noise": noise}
         try:
             p = project_all(tables, c * TOKENS_PER_STEP, optima=optima)
         except ValueError as exc:
@@ -116,12 +141,17 @@ def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mappin
             optima = list(p.optima)
         observed = _regret(p.observed.weights, domains, at.weights, at.loss)
         default = _regret(p.weights, domains, at.weights, at.loss)
-        old = OBSERVED
-        if not isinstance(p.robust, (str, type(None))) and trend_evidence(p.robust)[0]:
-            old = ROBUST
-        old_regret = _regret(p.robust.weights, domains, at.weights, at.loss) if old == ROBUST else observed
+        if len(fit) == 2:
+            old = OBSERVED
+            if not isinstance(p.robust, (str, type(None))) and trend_evidence(p.robust)[0]:
+                old = ROBUST
+            old_regret = _regret(p.robust.weights, domains, at.weights, at.loss) if old == ROBUST else observed
+            row.update(old_rule=old, old_regret=old_regret)
+        else:
+            row.update(rule=p.selection.rule, scores={n: e.get("score", e.get("error")) for n, e in
+                                                      p.selection.backtest.items()})
         row.update(status="answered", chosen=p.used, reason=p.selection.reason, predicted=p.selection.predicted,
-                   regret=default, observed_regret=observed, old_rule=old, old_regret=old_regret,
+                   regret=default, observed_regret=observed,
                    candidates={n: _regret(getattr(p, n).weights, domains, at.weights, at.loss)
                                for n in ("geometric", "joint", "robust") if not isinstance(getattr(p, n), (str, type(None)))},
                    seconds=time.perf_counter() - t0)
@@ -140,6 +170,8 @@ def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not ok:
         return out
     for key, regret, chosen in (("default", "regret", "chosen"), ("old_rule", "old_regret", "old_rule")):
+        if any(regret not in r for r in ok):  # three checkpoints: no rule before
+            continue
         diffs = [r[regret] - r["observed_regret"] for r in ok]
         verdicts = [_verdict(d, r["noise"]) for d, r in zip(diffs, ok, strict=True)]
         fired = [r for r in ok if r[chosen] != OBSERVED]
@@ -161,40 +193,47 @@ def format_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
         if "default" not in s:
             lines.append(f"| {name} | {s['points']} | - | - | - | - | - | - | - |")
             continue
-        d, o = s["default"], s["old_rule"]
+        d, o = s["default"], s.get("old_rule")
 
         def gain(x: Mapping[str, Any]) -> str:
             return f"{x['projection_chosen']}" + ("" if x["gain_when_chosen"] is None
                                                   else f" (gain {x['gain_when_chosen']:+.4f})")
 
+        before = "- | - | -" if o is None else (f"{o['mean_regret']:.4f} | {gain(o)} | {o['worse_beyond_noise']} / "
+                                                f"{o['better_beyond_noise']}")
         lines.append(f"| {name} | {s['answered']} | {s['observed']['mean_regret']:.4f} | {d['mean_regret']:.4f} | "
-                     f"{gain(d)} | {d['worse_beyond_noise']} / {d['better_beyond_noise']} | {o['mean_regret']:.4f} | "
-                     f"{gain(o)} | {o['worse_beyond_noise']} / {o['better_beyond_noise']} |")
+                     f"{gain(d)} | {d['worse_beyond_noise']} / {d['better_beyond_noise']} | {before} |")
     return "\n".join(lines)
 
 
-def score_group(job: tuple[Path, str, str, int | None]) -> tuple[str, list[dict[str, Any]]]:
+def _windows(curves: Mapping[str, Mapping[int, float]], checkpoints: int) -> list[tuple[tuple[int, ...], list[int]]]:
+    return windows3(curves) if checkpoints == 3 else [((a, b), later) for a, b, later in windows(curves)]
+
+
+def score_group(job: tuple[Path, str, str, int | None, int]) -> tuple[str, list[dict[str, Any]]]:
     """Every window of one dataset and model size (at most ``limit``)."""
-    data, dataset, size, limit = job
+    data, dataset, size, limit, checkpoints = job
     domains, curves, weights, _ = load_mixinglaws(data, dataset)
     t0 = time.perf_counter()
-    found = windows(curves[size])[:limit]
+    found = _windows(curves[size], checkpoints)[:limit]
     noise = noise_floor(curves[size])
-    rows = [r for a, b, later in found
-            for r in score_window(dataset, size, domains, curves[size], weights, a, b, later, noise)]
+    rows = [r for fit, later in found
+            for r in score_window(dataset, size, domains, curves[size], weights, fit, later, noise)]
     print(f"[two-budget] {dataset} {size}: {len(found)} windows, {len(rows)} points ({time.perf_counter() - t0:.0f} s)",
           file=sys.stderr, flush=True)
     return f"{dataset} {size}", rows
 
 
-def run(data: Path, out: Path | None, limit: int | None = None, workers: int = 1) -> dict[str, Any]:
-    """Every window of both datasets (at most ``limit`` windows per model size), summarised and written."""
+def run(data: Path, out: Path | None, limit: int | None = None, workers: int = 1,
+        checkpoints: int = 2) -> dict[str, Any]:
+    """Every window of ``checkpoints`` checkpoints of both datasets (at most ``limit`` windows per model size),
+    summarised and written."""
     t0 = time.perf_counter()
     jobs = []
     for dataset in DATASETS:
         _, curves, _, _ = load_mixinglaws(data, dataset)
-        jobs += [(data, dataset, size, limit) for size in sorted(curves, key=lambda s: float(s[:-1]) * (
-            1e3 if s.endswith("B") else 1)) if windows(curves[size])]
+        jobs += [(data, dataset, size, limit, checkpoints) for size in sorted(curves, key=lambda s: float(s[:-1]) * (
+            1e3 if s.endswith("B") else 1)) if _windows(curves[size], checkpoints)]
     if workers > 1:
         from multiprocessing import get_context
 
@@ -206,7 +245,8 @@ def run(data: Path, out: Path | None, limit: int | None = None, workers: int = 1
     rows = [r for g in groups.values() for r in g]
     summary = {name: summarise(g) for name, g in groups.items()}
     summary["all"] = summarise(rows)
-    doc = {"date": time.strftime("%Y-%m-%d"), "seconds": time.perf_counter() - t0, "summary": summary, "rows": rows}
+    doc = {"date": time.strftime("%Y-%m-%d"), "seconds": time.perf_counter() - t0, "checkpoints": checkpoints,
+           "summary": summary, "rows": rows}
     print(format_table(summary))
     write_results(out, doc)
     return doc
@@ -216,11 +256,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = data_arguments(__doc__, DEFAULT_OUT)
     p.add_argument("--limit", type=int, default=None, help="at most this many windows per model size (a quick look)")
     p.add_argument("--workers", type=int, default=1, help="processes (one dataset and model size each)")
+    p.add_argument("--checkpoints", type=int, choices=(2, 3), default=2,
+                   help="checkpoints per window: 2 (the paper's design) or 3 (a backtest; module doc)")
     args = p.parse_args(argv)
     data = found_data(args.data)
     if data is None:
         return 2
-    run(data, Path(args.out), args.limit, args.workers)
+    run(data, Path(args.out), args.limit, args.workers, args.checkpoints)
     return 0
 
 

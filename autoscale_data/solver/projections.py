@@ -334,8 +334,10 @@ def project_all(
                 sub = _candidates(tables[:-1], held, o, AUTO, sub_optima, False)
                 backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
             predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
+            last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
+            held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
             selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
-                               fallback=c["fallback"], predicted=predicted)
+                               fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
             selection = replace(selection, reason=_label(selection.reason, names))
         out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],

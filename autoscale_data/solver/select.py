@@ -7,11 +7,17 @@ CLI and the runner) therefore treats that mix as a candidate beside the projecti
 evidence in the user's own runs:
 
 * **three budgets or more: a backtest.** Every candidate is computed again from all budgets but the
-  largest and asked for that largest budget; each answer is scored by the objective of the run there
-  nearest to it (L1 over the shares). A projection is chosen only if its score beats the observed
-  candidate's (the best mix of the second-largest budget, scored the same way) by more than twice
-  the noise of one run (:func:`noise_estimate`; the difference of two runs has ``√2 σ``, and the best
-  of three projections is taken); the best such projection wins. Otherwise: the observed mix.
+  largest and asked for that largest budget. Where that budget is a DDO design, each answer is scored
+  by the objective the DDO law fitted there predicts for it (:func:`law_objective`), as long as it and
+  the observed candidate lie inside the range of multipliers the design ran; the noise is then the
+  larger of the noise of one run and the laws' residual sd (:func:`law_noise`). Elsewhere (runs of
+  any mixtures, or a candidate outside the design) an answer is scored by the objective of the run
+  there nearest to it (L1 over the shares), against the noise of one run (:func:`noise_estimate`). On
+  a DDO design the nearest run of every candidate is the base run, so only the law can tell them
+  apart. A projection is chosen only if its score beats the observed candidate's (the best mix of
+  the second-largest budget, scored the same way) by more than twice the noise (the difference of
+  two runs has ``√2 σ``, and the best of three projections is taken); the best such projection wins.
+  Otherwise: the observed mix.
 * **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
   the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
   target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
@@ -43,12 +49,15 @@ from .ddo import DDOResult
 from .design import run_objective
 from .gain import GainEstimate
 from .runs import RunTable
-from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
+from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
     "Observed",
     "Selection",
     "choose",
+    "law_noise",
+    "law_objective",
+    "mix_groups",
     "nearest_run_objective",
     "noise_estimate",
     "observed_best",
@@ -60,6 +69,11 @@ __all__ = [
 TREND_Z = 2.0  # a two-budget trend counts as determined beyond this many standard deviations
 MARGIN_NOISE = 2.0  # a backtest win (or a predicted gain) counts beyond this many times the noise of one run
 GAIN_Z = 2.0  # a two-budget predicted gain counts beyond this many of its standard deviations
+LABEL_TOL = 0.01  # runs with one label are one mixture when their shares differ by at most this (L1)
+SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
+MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
+RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
+SCORES = ("law", "nearest_run")  # how a backtest scores a candidate: the held-back budget's DDO law, or its nearest run
 MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
 RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rule of older files
 
@@ -156,32 +170,127 @@ def nearest_run_objective(table: RunTable, weights: Mapping[str, float], *, obje
     return float(y[i]), table.runs[i].run_id, float(dist[i])
 
 
+def mix_groups(tables: Sequence[RunTable]) -> list[np.ndarray]:
+    """Which runs are one mixture, across tables: per table, a group id per run (ids shared across tables).
+
+    Two runs are one mixture when they carry the same non-empty label and their shares are within
+    ``LABEL_TOL`` (L1) of each other (a DDO design's ``"base"``, ``"code x3"``, ... at every budget, whose
+    shares whole-batch rounding moves a little), or when their shares agree within ``SHARE_TOL``
+    (largest absolute difference; runs without labels). A run joins the first group it matches.
+    """
+    labels: list[str] = []
+    rows: list[np.ndarray] = []
+    out = []
+    for table in tables:
+        ids = np.empty(len(table), dtype=np.int64)
+        for i, (run, row) in enumerate(zip(table.runs, _shares(table), strict=True)):
+            label = run.label.strip()
+            diff = np.abs(np.asarray(rows) - row) if rows else np.zeros((0, row.size))
+            same = (diff.max(axis=1) <= SHARE_TOL) | ((diff.sum(axis=1) <= LABEL_TOL)
+                                                     & np.array([bool(label) and x == label for x in labels], dtype=bool))
+            if same.any():
+                ids[i] = int(np.argmax(same))
+            else:
+                labels.append(label)
+                rows.append(row)
+                ids[i] = len(rows) - 1
+        out.append(ids)
+    return out
+
+
+def _replicate_sd(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, int, int] | None:
+    """Pooled sd of the runs of one mixture within one table, its degrees of freedom and the number of mixtures
+    run more than once (``groups``: per table, its group ids and objective values); None without replicates."""
+    ss, dof, mixes = 0.0, 0, 0
+    for ids, y in groups:
+        for g in np.unique(ids):
+            v = y[ids == g]
+            if v.size >= 2:
+                ss += float(np.sum((v - v.mean()) ** 2))
+                dof += v.size - 1
+                mixes += 1
+    return (float(np.sqrt(ss / dof)), dof, mixes) if dof else None
+
+
+def _base_mean(fit: DDOResult, table: RunTable, val_domains: Sequence[str] | Mapping[str, float] | None) -> float:
+    """The base runs' mean raw objective (the fit's objective)."""
+    ids = [r.run_id for r in table.runs]
+    y = run_objective(table, fit.objective, val_domains)
+    return float(np.mean([y[ids.index(r)] for r in fit.base_runs]))
+
+
+def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float], *,
+                  val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float | None, str]:
+    """The objective DDO's law fitted to ``table`` (its budget's design) predicts for ``weights`` at that budget.
+
+    With the multipliers ``x_j = w_j N / base_j`` (``N``: the fit's budget, the base run's total), the
+    prediction is the base runs' mean objective plus ``Σ_j [L_j(x_j) - L_j(1)]``, ``L_j`` the domain's
+    fitted law ``amplitude_j (x + a_j)^(-b_j) + c_j`` (the sum DDO minimises; for ``mean_ppl`` the change
+    is scaled by the base runs' mean, as the fit divides by it). Only inside the region the design
+    covers: every ``x_j`` within the multipliers fitted for domain j.
+
+    Returns:
+        ``(objective, "")``, or ``(None, why)`` where a domain lies outside the fitted range or lacks a share.
+    """
+    missing = [d for d in fit.domains if d not in weights]
+    if missing:
+        return None, f"no share for {missing}"
+    total = sum(float(weights[d]) for d in fit.domains)
+    if not total > 0:
+        return None, "the shares sum to 0"
+    base = _base_mean(fit, table, val_domains)
+    scale = base if fit.objective == MEAN_PPL else 1.0
+    change, outside = 0.0, []
+    for d in fit.domains:
+        law = fit.fits[d]
+        x = float(weights[d]) / total * fit.budget_tokens / fit.base_tokens[d]
+        lo, hi = min(law.x), max(law.x)
+        if not lo * (1 - RANGE_TOL) <= x <= hi * (1 + RANGE_TOL):
+            outside.append(f"{d} x{x:.3g} (runs x{lo:.3g} to x{hi:.3g})")
+        change += float(law.predict(x) - law.predict(1.0))
+    if outside:
+        return None, "outside the design's range: " + ", ".join(outside)
+    return base + scale * change, ""
+
+
+def law_noise(fit: DDOResult, table: RunTable, *,
+              val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float | None, str]:
+    """The residual standard deviation of DDO's laws at one budget (objective units), pooled over the
+    domains' fits that have degrees of freedom left; None where every fit is exact."""
+    sse = sum(f.sse for f in fit.fits.values() if f.dof > 0)
+    dof = sum(f.dof for f in fit.fits.values() if f.dof > 0)
+    if not dof:
+        return None, "the DDO laws fit their points exactly (no degrees of freedom left)"
+    scale = _base_mean(fit, table, val_domains) if fit.objective == MEAN_PPL else 1.0
+    return float(np.sqrt(sse / dof)) * scale, f"the DDO laws' residual sd at the held-back budget ({dof} degrees of freedom)"
+
+
 def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJECTIVE,
                    val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float | None, str]:
     """The noise of one run's objective, from the runs themselves: ``(sd or None, how it was found)``.
 
-    Replicates (runs of one mix at the largest budget) give their pooled standard deviation; else
-    mixtures run at three budgets or more give the median RMS residual of a power law in the budget
-    through each one's values (``E_m + B_m N^-β_m``: each its own ``β_m`` with four budgets or more, one
-    shared ``β`` with three; divided by the degrees of freedom left); else None.
+    Runs of one mixture (:func:`mix_groups`: same label and shares within ``LABEL_TOL``, or shares within
+    ``SHARE_TOL``) are matched. Replicates (runs of one mix at the largest budget, e.g. its seeds) give
+    their pooled standard deviation; else replicates at the smaller budgets; else mixtures run at three
+    budgets or more give the median RMS residual of a power law in the budget through each one's values
+    (``E_m + B_m N^-β_m``: each its own ``β_m`` with four budgets or more, one shared ``β`` with three;
+    divided by the degrees of freedom left; replicates averaged), where they leave at least
+    ``MIN_CURVE_DOF`` degrees of freedom (one mixture at three budgets leaves 0); else None.
     """
-    last = tables[-1]
-    y = run_objective(last, objective, val_domains)
-    groups: dict[tuple[float, ...], list[float]] = {}
-    for row, v in zip(np.round(_shares(last), 9), y, strict=True):
-        groups.setdefault(tuple(row.tolist()), []).append(float(v))
-    reps = [g for g in groups.values() if len(g) >= 2]
-    if reps:
-        ss = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in reps)
-        dof = sum(len(g) - 1 for g in reps)
-        return float(np.sqrt(ss / dof)), f"replicates: {len(reps)} mix(es) run more than once at the largest budget"
+    ids = mix_groups(tables)
+    ys = [run_objective(t, objective, val_domains) for t in tables]
+    for scope, where in ((slice(-1, None), "at the largest budget"), (slice(None), "at the smaller budgets")):
+        reps = _replicate_sd(list(zip(ids[scope], ys[scope], strict=True)))
+        if reps is not None:
+            sd, dof, mixes = reps
+            return sd, f"replicates: {mixes} mix(es) run more than once {where} ({dof} degrees of freedom)"
     if len(tables) < 3:
         return None, "no replicates and fewer than 3 budgets"
     budgets = np.array([table_budget(t) for t in tables])
-    curves: dict[tuple[float, ...], dict[int, float]] = {}
-    for k, t in enumerate(tables):
-        for row, v in zip(np.round(_shares(t), 9), run_objective(t, objective, val_domains), strict=True):
-            curves.setdefault(tuple(row.tolist()), {})[k] = float(v)
+    curves: dict[int, dict[int, float]] = {}
+    for k, (g, y) in enumerate(zip(ids, ys, strict=True)):
+        for m in np.unique(g):
+            curves.setdefault(int(m), {})[k] = float(np.mean(y[g == m]))
     full = np.array([[c[k] for k in range(len(tables))] for c in curves.values() if len(c) == len(tables)])
     if len(full) == 0:
         return None, "no mixture was run at every budget"
@@ -193,6 +302,10 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
         design = np.stack([np.ones_like(xs), xs ** -beta], axis=1)
         coef, *_ = np.linalg.lstsq(design, full.T, rcond=None)
         sse[i] = np.sum((design @ coef - full.T) ** 2, axis=0)
+    dof = len(full) * (k - 3) if k >= 4 else len(full) * (k - 2) - 1
+    if dof < MIN_CURVE_DOF:
+        return None, (f"no replicates, and the {len(full)} mixture(s) run at all {k} budgets leave {dof} degree(s) of "
+                      f"freedom to a power law in the budget (at least {MIN_CURVE_DOF} needed)")
     if k >= 4:  # each mixture its own exponent: 3 parameters per curve
         rms = np.sqrt(sse.min(axis=0) / (k - 3))
         how = "its own exponent"
@@ -224,10 +337,16 @@ class Selection:
         reason: one sentence.
         rule: ``"backtest"`` (three budgets or more), ``"gain"`` (two budgets), ``"fallback"`` (one budget
             / nothing fitted); ``"trend"`` in files written before 2026-11-27 (the old two-budget rule).
-        backtest: per candidate, ``{"objective", "run", "distance"}`` at the held-back budget, or
-            ``{"error": text}``; empty unless ``rule == "backtest"``.
+        backtest: per candidate at the held-back budget, or ``{"error": text}``; empty unless
+            ``rule == "backtest"``: ``objective`` (its score), ``score`` (how it was scored: ``"law"``, the
+            held-back budget's DDO law, where that budget is a DDO design and the candidate and the observed
+            mix lie inside its range, else ``"nearest_run"``), ``gain`` (over the observed mix, scored the
+            same way; projections only), ``run`` / ``distance`` / ``run_objective`` (the nearest run, L1 over
+            the shares, and its objective), ``law_objective`` (None outside the design) and ``law_note`` (why).
         held_back_tokens: the budget the backtest predicted (or None).
-        noise: the noise of one run's objective used as the margin (or None); noise_source: how found.
+        noise: the noise of one run's objective, the margin of nearest-run scores (or None); noise_source: how found.
+        law_noise: the margin of law scores: the larger of ``noise`` and the DDO laws' residual sd at the
+            held-back budget (None: no law scores, or no estimate); law_noise_source: how found.
         predicted: with two budgets (``rule == "gain"``), per projection, the joint law's predicted gain
             over the observed mix at the target: ``{"gain", "sd", "z", "noise", "determined"}`` (objective
             units; a value the runs do not determine is None), or ``{"error": text}``.
@@ -241,6 +360,8 @@ class Selection:
     noise: float | None = None
     noise_source: str = ""
     predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    law_noise: float | None = None
+    law_noise_source: str = ""
 
     def __post_init__(self) -> None:
         if self.chosen not in METHODS[1:]:
@@ -253,7 +374,8 @@ class Selection:
         return {"chosen": self.chosen, "reason": self.reason, "rule": self.rule,
                 "backtest": {k: dict(v) for k, v in self.backtest.items()}, "held_back_tokens": self.held_back_tokens,
                 "noise": self.noise, "noise_source": self.noise_source,
-                "predicted": {k: dict(v) for k, v in self.predicted.items()}}
+                "predicted": {k: dict(v) for k, v in self.predicted.items()}, "law_noise": self.law_noise,
+                "law_noise_source": self.law_noise_source}
 
 
 def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
@@ -317,7 +439,8 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
 
 def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any] | None, *,
            objective: str = DEFAULT_OBJECTIVE, val_domains: Sequence[str] | Mapping[str, float] | None = None,
-           fallback: str = "", predicted: Mapping[str, GainEstimate | str] | None = None) -> Selection:
+           fallback: str = "", predicted: Mapping[str, GainEstimate | str] | None = None,
+           held_fit: DDOResult | None = None) -> Selection:
     """The selection rule of the module doc.
 
     Args:
@@ -327,6 +450,8 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
             computed from all budgets but the largest, for the largest; else None.
         fallback: why no projection could be computed (when none could).
         predicted: with two budgets, ``{projection: its GainEstimate or error text}`` (:mod:`.gain`).
+        held_fit: the largest budget's DDO result when it is a DDO design: the backtest scores candidates by
+            its law (:func:`law_objective`) instead of by the nearest run.
     """
     projections = [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
     if not projections:
@@ -343,24 +468,76 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     if noise is None and joint is not None and not isinstance(joint, str):
         noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
         source = f"the joint law's residual ({source}): an upper bound of the noise"
+    scores = _scores(last, backtest, held_fit, val_domains=val_domains, objective=objective)
+    law_sd, law_source = (None, "") if held_fit is None else _law_margin(held_fit, last, noise, source, val_domains)
+    base = scores.get(OBSERVED, {})
+    fitted = [n for n in projections if "objective" in scores.get(n, {})]
+    record = dict(backtest=scores, held_back_tokens=held, noise=noise, noise_source=source, law_noise=law_sd,
+                  law_noise_source=law_source)
+    if "objective" not in base or not fitted:
+        return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
+                                     "observed at the largest budget", "backtest", **record)
+    margins = {SCORES[0]: None if law_sd is None else MARGIN_NOISE * law_sd,
+               SCORES[1]: 0.0 if noise is None else MARGIN_NOISE * noise}
+    for n in fitted:
+        scores[n]["gain"] = scores[OBSERVED]["objective" if scores[n]["score"] == base["score"] else "run_objective"] \
+            - scores[n]["objective"]
+
+    def beats(n: str) -> bool:
+        e, margin = scores[n], margins[scores[n]["score"]]
+        return margin is not None and e["gain"] > margin and (e["score"] == SCORES[0] or e["run"] != base["run"])
+
+    at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
+    how = {SCORES[0]: f"the DDO law fitted there, noise {law_sd if law_sd is None else f'{law_sd:.3g}'}",
+           SCORES[1]: f"the nearest run there, noise {noise if noise is None else f'{noise:.3g}'}"}
+    good = [n for n in fitted if beats(n)]
+    if good:
+        best = max(good, key=lambda n: (scores[n]["gain"], -projections.index(n)))
+        e = scores[best]
+        return Selection(best, f"backtest {at}, scored by {how[e['score']]}: the {best} projection beat the best "
+                               f"observed mix by {e['gain']:.4g}, more than twice the noise "
+                               f"({margins[e['score']]:.3g})", "backtest", **record)
+    best = max(fitted, key=lambda n: (scores[n]["gain"], -projections.index(n)))
+    e = scores[best]
+    margin = margins[e["score"]]
+    bar = "no noise estimate, so no projection" if margin is None else f"{margin:.3g}"
+    return Selection(OBSERVED, f"backtest {at}: no projection beat the best observed mix by more than twice the "
+                                 f"noise (best: {best}, {e['gain']:+.4g} scored by {how[e['score']]}; margin {bar})",
+                     "backtest", **record)
+
+
+def _scores(last: RunTable, backtest: Mapping[str, Any], held_fit: DDOResult | None, *, objective: str,
+            val_domains: Sequence[str] | Mapping[str, float] | None) -> dict[str, dict[str, Any]]:
+    """Each backtest candidate's score at the held-back budget (``Selection.backtest``'s entries, without ``gain``):
+    by the held-back budget's DDO law where it and the observed mix lie inside the design's range, else by the
+    nearest run."""
     scores: dict[str, dict[str, Any]] = {}
     for name, c in backtest.items():
         if isinstance(c, str) or c is None:
             scores[name] = {"error": str(c)}
             continue
         y, rid, dist = nearest_run_objective(last, c.weights, objective=objective, val_domains=val_domains)
-        scores[name] = {"objective": y, "run": rid, "distance": dist}
-    margin = 0.0 if noise is None else MARGIN_NOISE * noise
-    base = scores.get(OBSERVED, {})
-    fitted = [n for n in projections if "objective" in scores.get(n, {})]
-    if "objective" not in base or not fitted:
-        return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
-                                     "observed at the largest budget", "backtest", scores, held, noise, source)
-    best = min(fitted, key=lambda n: (scores[n]["objective"], projections.index(n)))
-    gain = base["objective"] - scores[best]["objective"]
-    at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
-    if gain > margin and scores[best]["run"] != base["run"]:
-        return Selection(best, f"backtest {at}: the {best} projection beat the best observed mix by {gain:.4g}, more "
-                               f"than twice the noise ({margin:.3g})", "backtest", scores, held, noise, source)
-    return Selection(OBSERVED, f"backtest {at}: no projection beat the best observed mix by more than twice the "
-                                 f"noise ({margin:.3g}; best: {best}, {gain:+.4g})", "backtest", scores, held, noise, source)
+        law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
+            law_objective(held_fit, last, c.weights, val_domains=val_domains)
+        scores[name] = {"objective": y, "score": SCORES[1], "run": rid, "distance": dist, "run_objective": y,
+                        "law_objective": law, "law_note": why}
+    obs = scores.get(OBSERVED, {})
+    if obs.get("law_objective") is not None:  # the law scores a candidate only beside the observed mix
+        for e in scores.values():
+            if e.get("law_objective") is not None:
+                e.update(objective=e["law_objective"], score=SCORES[0])
+    return scores
+
+
+def _law_margin(fit: DDOResult, last: RunTable, noise: float | None, source: str,
+                val_domains: Sequence[str] | Mapping[str, float] | None) -> tuple[float | None, str]:
+    """The noise a difference of the law's scores is judged against: the larger of the noise of one run and the
+    DDO laws' residual sd at the held-back budget (either alone where the other is missing)."""
+    resid, how = law_noise(fit, last, val_domains=val_domains)
+    options = [(v, w) for v, w in ((noise, source), (resid, how)) if v is not None]
+    if not options:
+        return None, f"no noise estimate ({source}; {how})"
+    v, w = max(options, key=lambda o: o[0])
+    others = "; ".join(f"{x:.3g} from {y}" for x, y in options if y != w)
+    return v, f"the larger of the noise of one run and the DDO laws' residual: {w}" + (f" (against {others})"
+                                                                                      if others else "")

@@ -43,7 +43,7 @@ def test_a_window_is_scored_against_the_observed_mix_and_summarised():
         return float((amp * ((n0 + w * step * step_tokens) / 1e10) ** -gamma).sum() + 1.5 + rng.normal(0, 0.002))
 
     curves = {m: {s: loss(w, s) for s in (10_000, 12_000, 14_000)} for m, w in mixes.items()}
-    rows = ev.score_window("synthetic", "1M", domains, curves, mixes, 10_000, 12_000, [14_000], noise=0.002)
+    rows = ev.score_window("synthetic", "1M", domains, curves, mixes, (10_000, 12_000), [14_000], noise=0.002)
     assert len(rows) == 1 and rows[0]["status"] == "answered"
     r = rows[0]
     assert r["regret"] >= 0 and r["observed_regret"] >= 0 and r["old_rule"] in ("observed", "robust")
@@ -54,3 +54,29 @@ def test_a_window_is_scored_against_the_observed_mix_and_summarised():
     assert s["answered"] == 1 and s["default"]["mean_regret"] == pytest.approx(r["regret"])
     table = ev.format_table({"synthetic 1M": s})
     assert table.splitlines()[2].startswith("| synthetic 1M | 1 | ")
+
+
+def test_three_checkpoint_windows_have_equal_gaps_in_10k_to_20k_and_target_30k():
+    ev = _module()
+    steps = (9_000, 10_000, 12_000, 13_000, 14_000, 16_000, 18_000, 20_000, 24_000, 30_000)
+    curves = {f"m{i}": {s: 3.0 for s in steps} for i in range(12)}
+    got = ev.windows3(curves)
+    assert [w for w, _ in got] == [(10_000, 12_000, 14_000), (10_000, 13_000, 16_000), (10_000, 14_000, 18_000),
+                                   (12_000, 14_000, 16_000), (12_000, 16_000, 20_000), (14_000, 16_000, 18_000),
+                                   (16_000, 18_000, 20_000)]
+    assert all(t == [30_000] for _, t in got)
+    assert ev.windows3({m: {s: v for s, v in c.items() if s != 30_000} for m, c in curves.items()}) == []
+
+
+def test_a_three_checkpoint_window_is_backtested_and_says_how_each_candidate_was_scored():
+    ev = _module()
+    rng = np.random.default_rng(1)
+    domains = ("a", "b", "c")
+    mixes = {f"m{i:02d}": w for i, w in enumerate(rng.dirichlet(np.ones(3), size=16))}
+    curves = {m: {s: 3.0 + float(rng.normal(0, 0.002)) for s in (10_000, 12_000, 14_000, 30_000)} for m in mixes}
+    rows = ev.score_window("synthetic", "1M", domains, curves, mixes, (10_000, 12_000, 14_000), [30_000], noise=0.002)
+    assert len(rows) == 1 and rows[0]["status"] == "answered" and rows[0]["rule"] == "backtest"
+    assert set(rows[0]["scores"]) == {"geometric", "joint", "robust", "observed"}  # runs of any mixtures: no DDO law
+    assert "law" not in rows[0]["scores"].values()
+    s = ev.summarise(rows)
+    assert "old_rule" not in s and ev.format_table({"x": s}).splitlines()[2].endswith("| - | - | - |")

@@ -269,18 +269,29 @@ def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_an
     assert "observed" in scored and len(scored) >= 2
     assert sel["noise"] is not None and sel["noise_source"]
     assert fits.method == sel["chosen"] and fits.plan.metadata["budgets"] == [8192, 16384, 32768]
-    gain = {n: scored["observed"]["objective"] - s["objective"] for n, s in scored.items() if n != "observed"}
+    assert all(s["score"] in ("law", "nearest_run") for s in scored.values())  # each says how it was scored
+    assert scored["observed"]["score"] == "law" and sel["law_noise"] is not None  # DDO designs: the N2 law scores
+    margin = {"law": sel["law_noise"], "nearest_run": sel["noise"]}
+    gain = {n: s["gain"] for n, s in scored.items() if n != "observed"}
+    for n, s in scored.items():  # the gain compares like with like: the observed mix scored the same way
+        if n != "observed":
+            same = scored["observed"]["objective" if s["score"] == scored["observed"]["score"] else "run_objective"]
+            assert s["gain"] == pytest.approx(same - s["objective"])
     if sel["chosen"] == "observed":  # the rule: a projection only when it wins by more than twice the noise
-        assert max(gain.values()) <= 2 * sel["noise"] or scored[max(gain, key=gain.get)]["run"] == scored["observed"]["run"]
+        for n, g in gain.items():
+            m = margin[scored[n]["score"]]
+            assert m is None or g <= 2 * m or (scored[n]["score"] == "nearest_run"
+                                               and scored[n]["run"] == scored["observed"]["run"])
     else:
-        assert gain[sel["chosen"]] > 2 * sel["noise"]
+        assert gain[sel["chosen"]] > 2 * margin[scored[sel["chosen"]]["score"]]
     assert any(line.strip().startswith("backtest at 32,") for line in lines)
     assert any(line.strip().startswith("observed: objective") for line in lines)
     report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
                     bootstrap={str(n): {"available": False, "reason": "one seed"} for n in fits.ddo}, projection=proj)
     md = _markdown(report)
     assert "### Backtest at 32," in md and "| observed | " in md and f"Chosen: **{sel['chosen']}**" in md
-    assert f"{scored['observed']['objective']:.4f}" in md and "Noise of one run:" in md
+    assert f"{scored['observed']['objective']:.4f}" in md and "- Noise: " in md
+    assert f"| observed | {scored['observed']['score']}" in md
     summary = format_summary(report)
     assert "DDO optimum at each of the 3 budgets" in summary and "  backtest at 32," in summary
 

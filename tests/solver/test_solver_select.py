@@ -230,3 +230,111 @@ def test_every_path_is_positive_sums_to_its_budgets_and_keeps_free_ratios(rows, 
         free = [d for d in "abc" if all(s[1][d] / s[0] > floor * (1 + 1e-6) + 1e-12 for s in scales)]
         for x, y in itertools.combinations(free, 2):  # domains never left out keep their ratios
             assert alloc[x] / alloc[y] == pytest.approx(orig[x] / orig[y], rel=1e-9)
+
+
+# ------------------------------------------------------------------ three DDO budgets: the law's backtest
+N0_D, GAMMA_D, AMP_D, SCALE_D = np.array([2e6, 5e5, 8e6]), np.array([0.4, 0.9, 0.6]), np.array([1.0, 0.6, 1.5]), 1e6
+MULT_D = (3.0, 1.7, 1 / 1.7, 1 / 3)
+BUDGETS_D = (8e6, 16e6, 32e6)
+
+
+def _law_d(w: np.ndarray, n: float) -> float:
+    return 2.0 + float(np.sum(AMP_D * ((N0_D + w * n) / SCALE_D) ** -GAMMA_D))
+
+
+def _optimum_d(n: float) -> np.ndarray:
+    from scipy.optimize import minimize
+
+    r = minimize(lambda w: _law_d(w, n), np.full(3, 1 / 3), method="SLSQP", bounds=[(0, 1)] * 3,
+                 constraints=({"type": "eq", "fun": lambda w: w.sum() - 1},), options={"ftol": 1e-14})
+    return r.x
+
+
+def _shares_of(c) -> np.ndarray:
+    return np.array([c.weights[d] for d in ("d0", "d1", "d2")])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ddo_designs_whose_optimum_moves_get_the_projection_the_held_back_law_prefers(seed):
+    from autoscale_data.solver.contrib import synthetic_budget_runs
+
+    # the optimum moves from (0.51, 0.49, 0.00) at 8M to (0.42, 0.26, 0.32) at 32M; the design sits at 16M's
+    tables = synthetic_budget_runs(BUDGETS_D, N0_D, GAMMA_D, AMP_D, scale=[SCALE_D] * 3, noise=0.0005,
+                                   multipliers=MULT_D, seeds=2, base_weights=_optimum_d(16e6), rng_seed=seed)
+    res = project_all(tables, 1.28e8)
+    sel = res.selection
+    assert sel.rule == "backtest" and res.used != "observed", sel.reason
+    chosen = sel.backtest[res.used]
+    assert chosen["score"] == "law" and sel.backtest["observed"]["score"] == "law"
+    assert "scored by the DDO law fitted there" in sel.reason
+    assert chosen["gain"] > 2 * sel.law_noise and sel.law_noise >= sel.noise  # the larger of the two noises
+    assert "replicates" in sel.noise_source and "residual" in sel.law_noise_source + sel.noise_source
+    assert _law_d(_shares_of(res.observed), 1.28e8) - _law_d(_shares_of(res.chosen), 1.28e8) > 0.002  # truly better
+    assert sel.to_json()["backtest"][res.used]["law_objective"] == chosen["objective"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ddo_designs_whose_optimum_stays_keep_the_observed_mix_scored_by_the_law(seed):
+    from autoscale_data.solver.contrib import synthetic_budget_runs
+
+    amp, gamma = np.array([1.0, 0.6, 1.5]), 0.5  # no offset, one exponent: the optimum's shares never move
+    w = amp ** (1 / (1 + gamma))
+    tables = synthetic_budget_runs(BUDGETS_D, [1e3] * 3, [gamma] * 3, amp, scale=[SCALE_D] * 3, noise=0.002,
+                                   multipliers=MULT_D, seeds=2, base_weights=w / w.sum(), rng_seed=seed)
+    res = project_all(tables, 1.28e8)
+    assert res.used == "observed" and res.selection.rule == "backtest", res.selection.reason
+    assert {e["score"] for e in res.selection.backtest.values()} == {"law"}
+
+
+def test_pure_noise_on_ddo_designs_keeps_the_observed_mix():
+    from autoscale_data.solver.contrib import synthetic_budget_runs
+
+    tables = synthetic_budget_runs(BUDGETS_D, N0_D, GAMMA_D, [0.0] * 3, scale=[SCALE_D] * 3, noise=0.0005,
+                                   multipliers=MULT_D, seeds=2, base_weights=_optimum_d(16e6))
+    res = project_all(tables, 1.28e8)
+    assert res.used == "observed" and res.selection.rule == "backtest", res.selection.reason
+    for e in res.selection.backtest.values():  # noise drives DDO's optima to the corners, outside the design
+        assert e["score"] == "nearest_run" and "outside the design's range" in e["law_note"]
+
+
+def _relabel(table: RunTable, k: int, jitter: float) -> RunTable:
+    """The runs of ``table`` with labels that name their allocation and shares moved by ``jitter`` (relative)."""
+    runs = []
+    for i, r in enumerate(table.runs):
+        label = r.run_id.split("r", 1)[1].split("s")[0]  # b{k}r{i}s{s}: the allocation i
+        tokens = {d: v * (1 + jitter * ((i + j) % 3 - 1)) for j, (d, v) in enumerate(r.tokens.items())}
+        runs.append(Run(f"{k}-{r.run_id}", tokens, r.loss, seed=r.seed, label=f"alloc {label}"))
+    return RunTable(runs)
+
+
+def test_noise_estimate_matches_one_mixture_across_budgets_by_label_or_by_shares_within_rounding():
+    from autoscale_data.solver.contrib import synthetic_budget_runs
+    from autoscale_data.solver.select import mix_groups
+
+    tables = synthetic_budget_runs(BUDGETS_D, N0_D, GAMMA_D, AMP_D, scale=[SCALE_D] * 3, noise=0.002,
+                                   multipliers=MULT_D, base_weights=_optimum_d(16e6))
+    rounded = [_relabel(t, k, 1e-9 * (k + 1)) for k, t in enumerate(tables)]  # whole-batch rounding: 9th decimal
+    noise, how = noise_estimate(rounded)
+    assert noise is not None and "13 mixture(s) run at all 3 budgets" in how
+    unlabeled = [RunTable([Run(r.run_id, r.tokens, r.loss) for r in t.runs]) for t in rounded]
+    assert noise_estimate(unlabeled) == (noise, how)  # shares within SHARE_TOL match without labels
+    moved = [_relabel(t, k, 2e-4 * k) for k, t in enumerate(tables)]  # a sequence's rounding at a small budget
+    assert "13 mixture(s) run at all 3 budgets" in noise_estimate(moved)[1]
+    bare = [RunTable([Run(r.run_id, r.tokens, r.loss) for r in t.runs]) for t in moved]
+    assert noise_estimate(bare) == (None, "no mixture was run at every budget")  # only labels can match these
+    ids = mix_groups(moved)
+    assert all((g == ids[0]).all() for g in ids) and len(set(ids[0].tolist())) == 13
+
+
+def test_noise_estimate_pools_seeds_of_one_label_and_falls_back_to_the_smaller_budgets():
+    from autoscale_data.solver.contrib import synthetic_budget_runs
+
+    tables = synthetic_budget_runs(BUDGETS_D, N0_D, GAMMA_D, AMP_D, scale=[SCALE_D] * 3, noise=0.003,
+                                   multipliers=MULT_D, seeds=3, base_weights=_optimum_d(16e6), rng_seed=4)
+    seeds = [_relabel(t, k, 1e-9) for k, t in enumerate(tables)]  # seeds of one label: shares differ in rounding
+    noise, how = noise_estimate(seeds)
+    assert noise == pytest.approx(0.003, rel=0.3) and "13 mix(es) run more than once at the largest budget" in how
+    assert "26 degrees of freedom" in how
+    one_seed_last = seeds[:2] + [RunTable([r for r in seeds[2].runs if r.seed == 0])]
+    noise, how = noise_estimate(one_seed_last)
+    assert noise == pytest.approx(0.003, rel=0.3) and "at the smaller budgets (52 degrees of freedom)" in how

@@ -52,6 +52,7 @@ from .report_types import (
     VersusUniform,
 )
 from .wording import (
+    backtest_margin,
     backtest_rows,
     bootstrap_verdict,
     bounds_moved,
@@ -411,20 +412,22 @@ def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
     rows = backtest_rows(selection)
     if not rows or selection is None:
         return []
-    held, noise = selection.get("held_back_tokens"), selection.get("noise")
+    held = selection.get("held_back_tokens")
     lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
              "Every candidate fitted again without the largest DDO budget and asked for it; each answer is scored "
-             "by the objective of the run there nearest to it (L1 over the shares). A projection sets the target "
-             "mix only if it beats the observed mix by more than twice the noise of one run.", "",
-             "| candidate | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
-             "|---|---:|---:|---|---:|"]
+             "by the DDO law fitted at that budget where it and the observed mix lie inside the range of its "
+             "runs (score `law`), else by the objective of the run there nearest to it (L1 over the shares; "
+             "score `nearest_run`). A projection sets the target mix only if it beats the observed mix, scored "
+             "the same way, by more than twice the noise.", "",
+             "| candidate | score | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
+             "|---|---|---:|---:|---|---:|"]
     for r in rows:
         cells = ([f"not scored: {r.error}", "", "", ""] if r.objective is None else
                  [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}", str(r.run),
                   "" if r.distance is None else f"{r.distance:.3f}"])
-        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
-    margin = "none (no estimate)" if noise is None else f"{noise:.4g} (margin {2 * noise:.4g})"
-    lines += ["", f"- Noise of one run: {margin}; from {selection.get('noise_source') or 'nowhere'}.",
+        score = "" if r.objective is None else r.score + (f" ({r.law_note})" if r.score != "law" and r.law_note else "")
+        lines.append(f"| {r.name} | {score} | " + " | ".join(cells) + " |")
+    lines += ["", f"- Noise: {backtest_margin(selection)}.",
               f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
     return lines
 

@@ -20,6 +20,7 @@ __all__ = [
     "VERDICT_TAGS",
     "BacktestRow",
     "backtest_lines",
+    "backtest_margin",
     "backtest_rows",
     "bootstrap_verdict",
     "bounds_moved",
@@ -48,8 +49,9 @@ def bootstrap_verdict(boot: BootstrapFile) -> str:
 @dataclass(frozen=True)
 class BacktestRow:
     """One candidate of the backtest: its objective at the held-back budget (``None``: not scored, see
-    ``error``), its gain over the observed mix (``None`` for the observed mix itself), the nearest run
-    that scored it and the L1 distance of the shares."""
+    ``error``), how it was scored (``score``: ``"law"``, the held-back budget's DDO law, or ``"nearest_run"``),
+    its gain over the observed mix scored the same way (``None`` for the observed mix itself), the nearest run
+    and the L1 distance of the shares, and why the law did not score it (``law_note``)."""
 
     name: str
     objective: float | None
@@ -57,6 +59,11 @@ class BacktestRow:
     run: str | None
     distance: float | None
     error: str = ""
+    score: str = "nearest_run"
+    law_note: str = ""
+
+
+SCORE_WORDS = {"law": "DDO law at the held-back budget", "nearest_run": "nearest run"}
 
 
 def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
@@ -69,30 +76,50 @@ def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
     rows = []
     for name, score in scores.items():
         y = score.get("objective")
-        gain = None if y is None or base is None or name == OBSERVED else base - y
+        gain = score.get("gain")  # files before the law score: the difference of the nearest runs' objectives
+        if gain is None and "score" not in score:
+            gain = None if y is None or base is None or name == OBSERVED else base - y
         rows.append(BacktestRow(name, y, gain, score.get("run"), score.get("distance"),
-                                "" if y is not None else str(score.get("error", "no answer"))))
+                                "" if y is not None else str(score.get("error", "no answer")),
+                                str(score.get("score", "nearest_run")), str(score.get("law_note") or "")))
     return rows
+
+
+def backtest_margin(selection: Mapping[str, Any]) -> str:
+    """The noise the backtest judged gains against, and where it came from (both margins where both apply)."""
+    noise, law = selection.get("noise"), selection.get("law_noise")
+    rows = backtest_rows(selection)
+    parts = []
+    if any(r.score == "law" for r in rows):
+        parts.append("law scores: no noise estimate, so no projection" if law is None else
+                     f"law scores: noise {law:.4g}, margin 2 x {law:.4g} ({selection.get('law_noise_source')})")
+    if any(r.score == "nearest_run" for r in rows) or not parts:
+        parts.append("nearest-run scores: " + ("no noise estimate, so no margin" if noise is None else
+                     f"noise {noise:.4g}, margin 2 x {noise:.4g}")
+                     + f" ({selection.get('noise_source') or 'no source'})")
+    return "; ".join(parts)
 
 
 def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
     """The backtest of :func:`backtest_rows` in plain lines: the held-back budget, the noise and where it
-    came from, each candidate's objective there, the choice; empty when the selection did not backtest."""
+    came from, each candidate's objective there and how it was scored, the choice; empty when the selection
+    did not backtest."""
     rows = backtest_rows(selection)
     if not rows or selection is None:
         return []
-    held, noise = selection.get("held_back_tokens"), selection.get("noise")
+    held = selection.get("held_back_tokens")
     at = "the largest budget" if held is None else f"{held:,.0f} tokens"
-    margin = "no noise estimate, so no margin" if noise is None else f"noise {noise:.4g}, margin 2 x {noise:.4g}"
-    lines = [f"backtest at {at} (every candidate refitted without it): {margin} "
-             f"({selection.get('noise_source') or 'no source'})"]
+    lines = [f"backtest at {at} (every candidate refitted without it): {backtest_margin(selection)}"]
     for r in rows:
         if r.objective is None:
             lines.append(f"{r.name}: not scored ({r.error})")
             continue
         gain = "" if r.gain is None else f", {r.gain:+.4g} vs observed"
-        lines.append(f"{r.name}: objective {r.objective:.4f} at the nearest run {r.run} "
-                     f"(L1 distance {r.distance if r.distance is not None else float('nan'):.3f}){gain}")
+        near = (f"nearest run {r.run}, L1 distance "
+                f"{r.distance if r.distance is not None else float('nan'):.3f}")
+        how = (f"by the {SCORE_WORDS['law']} ({near})" if r.score == "law" else
+               f"at the {near}" + (f"; not by the law: {r.law_note}" if r.law_note else ""))
+        lines.append(f"{r.name}: objective {r.objective:.4f} {how}{gain}")
     lines.append(f"chosen: {selection.get('chosen')}")
     return lines
 
