@@ -79,8 +79,8 @@ def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: st
         on_disk = json.loads(path.read_text())
         if layout.RECORDS[name].startswith("dict["):  # a mapping of records: {method: record}, {domain: record}
             assert to_json(from_json(dict[str, cls], on_disk)) == on_disk, path
-        else:
-            assert cls.from_json(on_disk).to_json() == on_disk, path
+        else:  # a record, or the union of a file's two shapes (a bootstrap that ran | why it did not)
+            assert to_json(from_json(cls, on_disk)) == on_disk, path
 
 
 def test_layout_names_the_record_of_every_json_file_and_each_reads_the_old_one() -> None:

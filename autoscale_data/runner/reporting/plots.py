@@ -59,7 +59,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ddo = report.ddo
     if not ddo:
         return None
-    from ...solver import JointFit, project
+    from ...solver import BootstrapResult, JointFit, project
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)
@@ -86,9 +86,9 @@ def _plot_weights(plt: Any, report: Report) -> Any:
         xs = [int(s) for s in scales]
         ys = [ddo[s].weights[d] for s in scales]
         boot = [report.bootstrap.get(s) for s in scales]
-        if all(b is not None and b.available and b.ci_low and b.ci_high for b in boot):
-            lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
-            hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
+        if all(isinstance(b, BootstrapResult) for b in boot):
+            lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
+            hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
             ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
         else:
             ax.plot(xs, ys, "o", color=c)
