@@ -287,9 +287,9 @@ class JointIdentifiability(Record):
     level: float
     weight_tol: float
     fits_evaluated: int
+    summary: str = field(init=False)
     per_budget: dict[str, dict[str, tuple[float, float]]] | None = omitted(default=None)
     pooled: bool = omitted(default=False)
-    summary: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summary", self.describe())

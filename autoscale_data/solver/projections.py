@@ -172,7 +172,7 @@ def _at_budget(joint: JointFit, n: float) -> JointFit:
     """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
     alloc = joint.optimize_at(n)
     ident = None if joint.identifiability is None else joint.identifiability.at_budget(n)
-    return replace(joint, target_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
+    return replace(joint, budget_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
                    weights={d: v / float(n) for d, v in alloc.items()}, identifiability=ident)
 
 
