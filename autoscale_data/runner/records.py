@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import Record, omitted
-from ..solver.vocabulary import GEOMETRIC, JOINT, OBJECTIVES, OBSERVED, ROBUST
+from ..solver import ProjectionsRecord
+from ..solver.vocabulary import OBJECTIVES
 from .planning.plan import RunSpec
 
 __all__ = [
@@ -252,70 +253,22 @@ class BootstrapUnavailable(Record):
 
 
 @dataclass(frozen=True)
-class ProjectionFile(Record):
+class ProjectionFile(ProjectionsRecord):
     """The projections to the target budget and the target mix: ``OUT/fits/projection.json``.
 
-    The top level is :meth:`~autoscale_data.solver.projections.Projections.to_json` (the candidate
-    used) with the runner's weight bounds and the effective-token law added
-    (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`). Each candidate
-    (``geometric``, ``joint``, ``robust``, ``observed``) and the ``selection`` are the solver's own
-    JSON (``{"error": ...}`` for a failed one); the solver's records read them
-    (e.g. :meth:`~autoscale_data.solver.joint.JointFit.from_json`), so they stay mappings here.
-    ``None``: a key the file lacks (the candidates, ``t``, ``residual``, ``disagreement`` and
-    ``repetition_law`` are written only when they exist).
+    The solver's :class:`~autoscale_data.solver.ProjectionsRecord` (every candidate, the one used, the
+    selection and the trust) with the runner's weight bounds applied to ``weights`` and the effective-token law
+    added (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`).
     """
 
-    weights: dict[str, float]
-    """The target mix (``ddo.min_weight`` / ``max_weight`` applied)."""
-    budget_tokens: float
-    """The target budget."""
-    method: str = GEOMETRIC
-    """The candidate that set the target mix (``geometric`` when the file names none)."""
-    requested_method: str | None = None
-    """``ddo.projection`` as configured (``auto`` lets the selection choose)."""
-    allocation_tokens: dict[str, float] | None = None
-    """The used candidate's tokens per domain."""
-    warnings: list[str] | None = None
-    """The used candidate's warnings."""
-    geometric: dict[str, Any] | None = omitted(default=None)
-    """The Theorem-1 path through the DDO optima (the solver's JSON)."""
-    joint: dict[str, Any] | None = omitted(default=None)
-    """One law fitted to both budgets' runs (the solver's JSON)."""
-    robust: dict[str, Any] | None = omitted(default=None)
-    """The geometric path with each trend shrunk by its uncertainty (the solver's JSON)."""
-    observed: dict[str, Any] | None = omitted(default=None)
-    """DDO at the larger proxy budget as is (the solver's JSON)."""
-    selection: dict[str, Any] | None = None
-    """``ddo.projection: auto``: what was chosen and why (the solver's JSON); ``None`` otherwise."""
-    notes: list[str] | None = None
-    """Notes on the candidates."""
-    t: float | None = omitted(default=None)
-    """The geometric path's exponent (when it exists)."""
-    residual: float | None = omitted(default=None)
-    """The geometric path's residual (when it exists)."""
-    disagreement: dict[str, float] | None = omitted(default=None)
-    """Distance between the joint and the geometric weights (when both exist)."""
     unbounded_weights: dict[str, float] | None = None
-    """The projection's own weights, before the bounds."""
+    """The projection's own weights, before the bounds (``weights`` are the bounded ones)."""
     bounds_applied: dict[str, list[float]] | None = None
     """Domains the bounds moved: ``[before, after]``."""
     weight_bounds: list[float] | None = None
     """``[ddo.min_weight, ddo.max_weight]``."""
     repetition_law: dict[str, Any] | None = omitted(default=None)
     """The effective-token law (:class:`~.repetition.RepetitionLaw`'s JSON; present when computed)."""
-    trust: dict[str, Any] | None = omitted(default=None)
-    """What the runs say about the answer: noise and seeds needed, edge of the grid, implausible parameters
-    (:class:`~autoscale_data.solver.Trust`'s JSON; files written before it lack it)."""
-
-    def candidate(self, name: str) -> dict[str, Any]:
-        """The solver's JSON of candidate ``name`` (``geometric``, ``joint``, ``robust``, ``observed``); ``{}`` when
-        it was not computed."""
-        if name not in _CANDIDATES:
-            raise ValueError(f"projection candidate {name!r} is invalid: expected one of {_CANDIDATES}")
-        return getattr(self, name) or {}
-
-
-_CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ddo = report.ddo
     if not ddo:
         return None
-    from ...solver import BootstrapResult, JointFit, project
+    from ...solver import BootstrapResult, project
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)
@@ -70,11 +70,11 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     if proj and len(scales) >= 2:
         grid = np.geomspace(float(scales[0]), proj.budget_tokens, 40)
         if proj.method == JOINT:
-            law = JointFit.from_json(proj.candidate(JOINT))
+            law = proj.computed(JOINT)
             curve = [law.weights_at(float(n)) for n in grid]
         elif proj.method == ROBUST:  # the shrunk path: through N2's optimum and the robust target mix
             pairs = [(float(scales[-1]), ddo[scales[-1]].allocation_tokens or {}),
-                     (float(proj.budget_tokens), proj.candidate(ROBUST)["allocation_tokens"])]
+                     (float(proj.budget_tokens), proj.computed(ROBUST).allocation_tokens)]
             grid, curve = _reachable(project, pairs, grid)
         elif proj.method == OBSERVED:  # DDO(N2) as is: constant weights
             curve = [dict(proj.weights) for _ in grid]

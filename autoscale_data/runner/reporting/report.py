@@ -389,10 +389,10 @@ def _ddo_md(r: Report) -> list[str]:
         lines.append(f"| **{proj.budget_tokens:,.0f}** ({projection_label(proj)}) | "
                      + " | ".join(f"**{proj.weights[d]:.3f}**" for d in r.domains) + " | | |")
         other = next(m for m in (GEOMETRIC, JOINT) if m != proj.method)
-        alt = proj.candidate(other)
-        if "weights" in alt:
+        alt = proj.computed(other)
+        if alt is not None:
             lines.append(f"| {proj.budget_tokens:,.0f} ({other}, not used) | "
-                         + " | ".join(f"{alt['weights'][d]:.3f}" for d in r.domains) + " | | |")
+                         + " | ".join(f"{alt.weights[d]:.3f}" for d in r.domains) + " | | |")
     lines.append("")
     if proj:
         lines.append(f"- {projection_sentence(proj)}")
@@ -596,10 +596,10 @@ def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
     ``projection``: the record, or ``projection.json``'s content (read as the record)."""
     proj = _as_projection(projection)
     if proj.method == JOINT:
-        aar = proj.candidate(JOINT).get("aar")
+        aar = getattr(proj.computed(JOINT), "aar", None)
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
     if proj.method == ROBUST:
-        moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
+        moved = _robust_moved(proj)
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
     if proj.method == OBSERVED:
         return "not projected: DDO(N2) as is"
@@ -624,7 +624,7 @@ def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
     if (proj.selection or {}).get("reason"):
         text += f" `ddo.projection: auto` chose it: {(proj.selection or {})['reason']}."
-    moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
+    moved = _robust_moved(proj)
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
@@ -632,6 +632,12 @@ def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
     if proj.disagreement:
         text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
                  f" (max {proj.disagreement['max_abs']:.3f} per domain).")
-    elif "error" in proj.candidate(other):
-        text += f" The {other} projection failed: {proj.candidate(other)['error']}"
+    elif proj.failure(other) is not None:
+        text += f" The {other} projection failed: {proj.failure(other)}"
     return text
+
+
+def _robust_moved(proj: ProjectionFile) -> float | None:
+    """How far the robust step moved the geometric mix (total variation); None without a robust projection."""
+    robust = proj.computed(ROBUST)
+    return None if robust is None else robust.moved.get("total_variation")
