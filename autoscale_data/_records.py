@@ -4,15 +4,18 @@ A record is a dataclass; its JSON object has one key per field, named as the fie
 field's value in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the
 ``NaN`` that :func:`json.dumps` writes). :func:`to_json` writes it and :func:`from_json` reads it
 back, checked against the field's type hint (``int``, ``float``, ``str``, ``bool``, ``list[T]``,
-``tuple[T, ...]``, ``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON has them),
-``T | None``, nested records, ``Any``). Subclassing
+``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON
+has them), ``T | None``, nested records, ``Any``). Subclassing
 :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
 
 Reading is lenient where the files of earlier versions need it: a key that is missing (or
 ``null``) takes its field's default, and ``None`` for an optional field; a field marked
 :func:`required` must be present even though it has a default. Keys the record does not know are
 ignored. Writing leaves out the fields marked :func:`omitted` whose value is their default (keys
-later versions added, so that older readers and older files agree). A record whose JSON shape
+later versions added, so that older readers and older files agree). A field with ``init=False`` is
+written and never read: a constant (``method``) or a value the record computes from its other
+fields (``summary``). A field marked :func:`transient` is neither: the record keeps it in memory
+(raw samples, the fits behind a summary) and a record read back holds its default. A record whose JSON shape
 truly differs from its fields writes its own ``to_json`` / ``from_json`` and says why; the codec
 calls them for it when it is nested in another record, as it does for any class with a ``to_json`` /
 ``from_json`` of its own (the solver's :class:`~autoscale_data.solver.MixturePlan`).
@@ -32,12 +35,13 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "omitted", "required", "to_json"]
+__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "omitted", "required", "to_json", "transient"]
 
 T = TypeVar("T")
 
 _OMIT = "records.omit_default"
 _REQUIRED = "records.required"
+_TRANSIENT = "records.transient"
 
 
 def omitted(**kwargs: Any) -> Any:
@@ -48,6 +52,12 @@ def omitted(**kwargs: Any) -> Any:
 def required(**kwargs: Any) -> Any:
     """A dataclass field that must be present in the JSON read, although it has a default."""
     return dataclasses.field(metadata={_REQUIRED: True}, **kwargs)
+
+
+def transient(**kwargs: Any) -> Any:
+    """A dataclass field kept in memory only: never written, and its default when read (``dataclasses.field``
+    arguments; it needs a default)."""
+    return dataclasses.field(metadata={_TRANSIENT: True}, **kwargs)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -83,7 +93,7 @@ def fields_to_json(obj: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if f.name in skip or (f.metadata.get(_OMIT) and _same(value, _default(f))):
+        if f.name in skip or f.metadata.get(_TRANSIENT) or (f.metadata.get(_OMIT) and _same(value, _default(f))):
             continue
         out[f.name] = to_json(value)
     return out
@@ -157,8 +167,11 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
             raise _bad(data, "a list", path, what)
         args = typing.get_args(tp)
         item = args[0] if args else Any
-        if origin is tuple and args[1:] != (Ellipsis,):
-            raise TypeError(f"the records codec reads tuple[T, ...] only, not {tp}")
+        if origin is tuple and args and args[1:] != (Ellipsis,):  # a fixed tuple: one type per place
+            if len(data) != len(args):
+                raise _bad(data, f"a list of {len(args)}", path, what)
+            return tuple(from_json(t, v, f"{path}[{k}]", what=what)  # type: ignore[return-value]
+                         for k, (t, v) in enumerate(zip(args, data, strict=True)))
         values = [from_json(item, v, f"{path}[{k}]", what=what) for k, v in enumerate(data)]
         return (tuple(values) if origin is tuple else values)  # type: ignore[return-value]
     if origin is dict:
@@ -202,7 +215,7 @@ def fields_from_json(cls: type, data: Any, path: str = "", *, what: str = "key",
     hints = _hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if not f.init or f.name in skip:
+        if not f.init or f.name in skip or f.metadata.get(_TRANSIENT):
             continue
         key = _at(path, f.name)
         value = data.get(f.name)

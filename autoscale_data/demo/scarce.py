@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write_json, atomic_write_text
+from .._records import Record
 from ..runner import (
     REPETITION_MATCH,
     REPETITION_MODES,
@@ -161,7 +162,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
 
 
 @dataclass(frozen=True)
-class MixOutcome:
+class MixOutcome(Record):
     """One target mix: its scarce weight and epochs, and the objective per target seed."""
 
     label: str
@@ -175,8 +176,8 @@ class MixOutcome:
 
 
 @dataclass(frozen=True)
-class ScarceCaseResult:
-    """What :func:`run_scarce_case` measured (``OUT/scarce_case.json``)."""
+class ScarceCaseResult(Record):
+    """What :func:`run_scarce_case` measured (``OUT/scarce_case.json``; a record of :mod:`autoscale_data._records`)."""
 
     case: dict[str, Any]
     scarce: str
@@ -192,24 +193,6 @@ class ScarceCaseResult:
     def errors(self) -> dict[str, float]:
         """Each mix's absolute distance to the grid's best scarce weight."""
         return {m.label: abs(m.scarce_weight - self.best_weight) for m in self.mixes}
-
-    def to_json(self) -> dict[str, Any]:
-        obj = asdict(self)
-        for part in ("grid", "mixes"):
-            for m in obj[part]:
-                m["losses"] = {str(k): v for k, v in m["losses"].items()}
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> ScarceCaseResult:
-        def outcome(m: dict[str, Any]) -> MixOutcome:
-            return MixOutcome(m["label"], float(m["scarce_weight"]), float(m["scarce_epochs"]),
-                              {int(k): float(v) for k, v in m["losses"].items()})
-
-        return cls(case=dict(obj["case"]), scarce=obj["scarce"], grid=[outcome(m) for m in obj["grid"]],
-                   mixes=[outcome(m) for m in obj["mixes"]], best_weight=float(obj["best_weight"]),
-                   proxy_tokens={k: int(v) for k, v in obj["proxy_tokens"].items()},
-                   target_tokens=int(obj["target_tokens"]), chosen=dict(obj.get("chosen", {})))
 
 
 def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case: ScarceCase,

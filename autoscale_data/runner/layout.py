@@ -23,6 +23,8 @@ no other module of the runner, the demo or the CLI spells an output file name)::
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ANYTIME",
     "ADO",
@@ -126,7 +128,8 @@ REPETITION = "repetition.json"  # each target mix's epochs and effective tokens 
 
 #: Each JSON file of the output folder -> its typed record (``module.Class`` under ``autoscale_data``; a
 #: ``dict[str, Class]`` file maps names to records). Per-budget files are keyed by their kind (``DDO``).
-#: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too).
+#: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too); a file
+#: of two shapes names both (``A | B``: :func:`record_of` gives their union, which ``_records.from_json`` reads).
 RECORDS: dict[str, str] = {
     CONFIG: "runner.config.RunnerConfig",  # the config as given (runner.config.config_from_dict reads it)
     DOMAINS: "runner.planning.data.DomainInfo",
@@ -139,8 +142,8 @@ RECORDS: dict[str, str] = {
     FAILURE: "runner.records.RunFailure",
     FINAL_STATE: "runner.records.FinalState",
     DOWNSTREAM: "evaluation.records.DownstreamResult",
-    DDO: "runner.records.DDOFile",
-    BOOTSTRAP: "runner.records.BootstrapFile",
+    DDO: "solver.ddo.DDOResult",
+    BOOTSTRAP: "solver.bootstrap.BootstrapResult | runner.records.BootstrapUnavailable",  # it ran | why it did not
     PROJECTION: "runner.records.ProjectionFile",
     TARGET_MIXES_FILE: "dict[str, dict[str, float]]",  # target mix label -> its weights
     MIXTURE_PLAN: "solver.plan.MixturePlan",
@@ -152,22 +155,26 @@ RECORDS: dict[str, str] = {
 }
 
 
-def record_of(name: str) -> type:
+def record_of(name: str) -> Any:
     """The record class of output file ``name`` (a key of :data:`RECORDS`; for a ``dict[str, Class]`` file,
-    ``Class``).
+    ``Class``; for a file of two shapes, the union of their classes).
 
     Raises:
         ValueError: ``name`` is not a JSON file of the output folder, or its content is a plain mapping.
     """
+    import functools
     import importlib
+    import operator
 
     if name not in RECORDS:
         raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
-    spec = RECORDS[name].removeprefix("dict[str, ").removesuffix("]")
-    module, _, cls = spec.rpartition(".")
-    if not module.startswith(("runner.", "solver.", "evaluation.")):
-        raise ValueError(f"{name!r} holds a plain mapping ({RECORDS[name]}), not a record")
-    return getattr(importlib.import_module(f"autoscale_data.{module}"), cls)  # type: ignore[no-any-return]
+    classes = []
+    for spec in RECORDS[name].removeprefix("dict[str, ").removesuffix("]").split(" | "):
+        module, _, cls = spec.rpartition(".")
+        if not module.startswith(("runner.", "solver.", "evaluation.")):
+            raise ValueError(f"{name!r} holds a plain mapping ({RECORDS[name]}), not a record")
+        classes.append(getattr(importlib.import_module(f"autoscale_data.{module}"), cls))
+    return functools.reduce(operator.or_, classes)
 
 
 def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:

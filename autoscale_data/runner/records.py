@@ -12,14 +12,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._records import Record, fields_to_json, omitted
-from ..solver.vocabulary import GEOMETRIC, JOINT, OBJECTIVES, OBSERVED, ROBUST
+from .._records import Record, omitted
+from ..solver import ProjectionsRecord
+from ..solver.vocabulary import OBJECTIVES
 from .planning.plan import RunSpec
 
 __all__ = [
-    "BootstrapFile",
+    "BootstrapUnavailable",
     "CheckpointPointer",
-    "DDOFile",
     "EvalPoint",
     "FinalState",
     "JobFile",
@@ -242,159 +242,33 @@ class MixturePlanError(Record):
 
 
 @dataclass(frozen=True)
-class DDOFile(Record):
-    """The DDO fit at one proxy budget: ``OUT/fits/ddo_<N>.json``, as
-    :meth:`~autoscale_data.solver.ddo.DDOResult.to_json` writes it (``None``: a key the file lacks)."""
+class BootstrapUnavailable(Record):
+    """A proxy budget's bootstrap that could not run: ``OUT/fits/bootstrap_<N>.json``'s other shape (the one
+    that ran is the solver's :class:`~autoscale_data.solver.BootstrapResult`)."""
 
-    weights: dict[str, float]
-    """The optimal mix at the budget."""
-    budget_tokens: float | None = None
-    """The proxy budget."""
-    fit: dict[str, dict[str, float]] | None = None
-    """Each domain's fitted law: ``a``, ``b``, ``c`` (and ``amplitude`` for the 4-parameter law)."""
-    aar: float | None = None
-    """Average absolute relative error of the fits."""
-    pinned: list[str] | None = None
-    """Domains pinned to their bound."""
-    loo_aar: float | None = None
-    """Leave-one-out AAR (``None`` where it cannot be computed)."""
-    allocation_tokens: dict[str, float] | None = None
-    """The optimal tokens per domain."""
-    multipliers: dict[str, float] | None = None
-    """Optimal tokens over the base run's, per domain."""
-    base_tokens: dict[str, float] | None = None
-    """The base run's tokens per domain."""
-    bounds_hit: dict[str, Any] | None = None
-    """Domains at a weight or supply bound."""
-    status: str | None = None
-    """The optimiser's status (``optimal`` …)."""
-    kkt_residual: float | None = None
-    """How far the optimum is from the KKT conditions."""
-    objective: str | None = None
-    """The objective optimised."""
-    law: str | None = None
-    """The per-domain law (``3p`` / ``4p``)."""
-    predicted_change: float | None = None
-    """The objective's predicted change from the base mix."""
-    base_runs: list[str] | None = None
-    """Run ids of the base runs."""
-    fit_mode: str | None = None
-    """How the laws were fitted."""
-    identifiability: dict[str, Any] | None = None
-    """The solver's identifiability of the optimum (its own JSON; ``summary`` words it)."""
-    diagnostics: dict[str, dict[str, Any]] | None = None
-    """Each domain's fit diagnostics (the solver's JSON)."""
+    reason: str
+    """Why it did not run (the solver's error)."""
+    available: bool = field(init=False, default=False)
+    """Always false (a bootstrap that ran writes true)."""
 
 
 @dataclass(frozen=True)
-class BootstrapFile(Record):
-    """One proxy budget's bootstrap verdict: ``OUT/fits/bootstrap_<N>.json``.
-
-    ``{"available": false, "reason": ...}`` when it could not run; else ``available``, the solver's
-    :meth:`~autoscale_data.solver.bootstrap.BootstrapResult.to_json` fields and ``summary``.
-    """
-
-    available: bool
-    """Whether the bootstrap ran."""
-    reason: str | None = None
-    """Why it did not (``None`` when it did)."""
-    weights: dict[str, float] | None = None
-    """The point estimate: DDO's weights."""
-    ci_low: dict[str, float] | None = None
-    """Lower end of each weight's interval."""
-    ci_high: dict[str, float] | None = None
-    """Upper end of each weight's interval."""
-    base_weights: dict[str, float] | None = None
-    """The base mix of the proxies."""
-    contains_base: dict[str, bool] | None = None
-    """Per domain, whether the interval holds the base weight."""
-    distinguishable_from_base: bool | None = None
-    """Whether some interval leaves the base weight out."""
-    method: str | None = None
-    """The bootstrap's resampling (``seeds``, ``residuals``, ``consistent_fits`` …)."""
-    noise_std: float | None = None
-    """The noise scale it resampled with."""
-    level: float | None = None
-    """Confidence level of the intervals."""
-    n_boot: int | None = None
-    """Replicates drawn."""
-    n_failed: int | None = None
-    """Replicates whose fit failed."""
-    summary: str | None = None
-    """The verdict in words."""
-
-    # Custom write only: the two shapes above (an unavailable bootstrap has ``reason`` alone).
-    def to_json(self) -> dict[str, Any]:
-        if not self.available:
-            return {"available": False, "reason": self.reason}
-        return fields_to_json(self, skip=("reason",))
-
-
-@dataclass(frozen=True)
-class ProjectionFile(Record):
+class ProjectionFile(ProjectionsRecord):
     """The projections to the target budget and the target mix: ``OUT/fits/projection.json``.
 
-    The top level is :meth:`~autoscale_data.solver.projections.Projections.to_json` (the candidate
-    used) with the runner's weight bounds and the effective-token law added
-    (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`). Each candidate
-    (``geometric``, ``joint``, ``robust``, ``observed``) and the ``selection`` are the solver's own
-    JSON (``{"error": ...}`` for a failed one); the solver's records read them
-    (e.g. :meth:`~autoscale_data.solver.joint.JointFit.from_json`), so they stay mappings here.
-    ``None``: a key the file lacks (the candidates, ``t``, ``residual``, ``disagreement`` and
-    ``repetition_law`` are written only when they exist).
+    The solver's :class:`~autoscale_data.solver.ProjectionsRecord` (every candidate, the one used, the
+    selection and the trust) with the runner's weight bounds applied to ``weights`` and the effective-token law
+    added (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`).
     """
 
-    weights: dict[str, float]
-    """The target mix (``ddo.min_weight`` / ``max_weight`` applied)."""
-    budget_tokens: float
-    """The target budget."""
-    method: str = GEOMETRIC
-    """The candidate that set the target mix (``geometric`` when the file names none)."""
-    requested_method: str | None = None
-    """``ddo.projection`` as configured (``auto`` lets the selection choose)."""
-    allocation_tokens: dict[str, float] | None = None
-    """The used candidate's tokens per domain."""
-    warnings: list[str] | None = None
-    """The used candidate's warnings."""
-    geometric: dict[str, Any] | None = omitted(default=None)
-    """The Theorem-1 path through the DDO optima (the solver's JSON)."""
-    joint: dict[str, Any] | None = omitted(default=None)
-    """One law fitted to both budgets' runs (the solver's JSON)."""
-    robust: dict[str, Any] | None = omitted(default=None)
-    """The geometric path with each trend shrunk by its uncertainty (the solver's JSON)."""
-    observed: dict[str, Any] | None = omitted(default=None)
-    """DDO at the larger proxy budget as is (the solver's JSON)."""
-    selection: dict[str, Any] | None = None
-    """``ddo.projection: auto``: what was chosen and why (the solver's JSON); ``None`` otherwise."""
-    notes: list[str] | None = None
-    """Notes on the candidates."""
-    t: float | None = omitted(default=None)
-    """The geometric path's exponent (when it exists)."""
-    residual: float | None = omitted(default=None)
-    """The geometric path's residual (when it exists)."""
-    disagreement: dict[str, float] | None = omitted(default=None)
-    """Distance between the joint and the geometric weights (when both exist)."""
     unbounded_weights: dict[str, float] | None = None
-    """The projection's own weights, before the bounds."""
+    """The projection's own weights, before the bounds (``weights`` are the bounded ones)."""
     bounds_applied: dict[str, list[float]] | None = None
     """Domains the bounds moved: ``[before, after]``."""
     weight_bounds: list[float] | None = None
     """``[ddo.min_weight, ddo.max_weight]``."""
     repetition_law: dict[str, Any] | None = omitted(default=None)
     """The effective-token law (:class:`~.repetition.RepetitionLaw`'s JSON; present when computed)."""
-    trust: dict[str, Any] | None = omitted(default=None)
-    """What the runs say about the answer: noise and seeds needed, edge of the grid, implausible parameters
-    (:class:`~autoscale_data.solver.Trust`'s JSON; files written before it lack it)."""
-
-    def candidate(self, name: str) -> dict[str, Any]:
-        """The solver's JSON of candidate ``name`` (``geometric``, ``joint``, ``robust``, ``observed``); ``{}`` when
-        it was not computed."""
-        if name not in _CANDIDATES:
-            raise ValueError(f"projection candidate {name!r} is invalid: expected one of {_CANDIDATES}")
-        return getattr(self, name) or {}
-
-
-_CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .joint import JointFit, fit_joint
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import Projection, project
-from .projections import Projections, project_all
+from .projections import CandidateError, Projections, ProjectionsRecord, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
 from .select import Observed, Selection
@@ -41,6 +41,7 @@ from .vocabulary import METHODS, PROJECTIONS
 __all__ = [
     "BASELINES",
     "BootstrapResult",
+    "CandidateError",
     "DDODesign",
     "DDOOptions",
     "DDOResult",
@@ -55,6 +56,7 @@ __all__ = [
     "PlanEvidence",
     "Projection",
     "Projections",
+    "ProjectionsRecord",
     "RobustProjection",
     "Run",
     "RunTable",

@@ -23,12 +23,13 @@ flag ``distinguishable_from_base`` is not set by chance with many domains (never
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._options import build_options
+from .._records import Record, transient
 from .allocate import allocate, multiplier_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo, objective_values, token_caps_array
 from .design import read_design
@@ -42,23 +43,27 @@ __all__ = ["BootstrapResult", "HeldoutCheck", "ProjectionBootstrap", "bootstrap_
 
 
 @dataclass(frozen=True)
-class BootstrapResult:
+class BootstrapResult(Record):
     """Bootstrap distribution of DDO weights at the fit budget.
 
+    A record (:mod:`autoscale_data._records`): its JSON (the runner's ``fits/bootstrap_<N>.json``) has
+    one key per field but the two kept in memory; ``available`` is always true (a bootstrap that could
+    not run is the runner's :class:`~autoscale_data.runner.records.BootstrapUnavailable`).
+
     Attributes:
-        domains: domain order of ``samples``.
-        point: the DDO result on the original runs.
-        samples: weights per replicate, shape ``(n_ok, m)``.
+        weights: the point estimate, the DDO weights on the original runs (domain order of ``samples``).
         ci_low, ci_high: percentile CI per domain at ``level``.
         base_weights: the base mix's weights.
         contains_base: per domain, whether its CI contains the base weight.
         distinguishable_from_base: some domain's Bonferroni-adjusted CI excludes its base weight.
         method, noise_std, level, n_boot, n_failed: how it was computed.
+        available: true (written for the runner's file, whose other shape says why a bootstrap is not).
+        summary: :meth:`describe` (written, made again when read).
+        point: the DDO result on the original runs (in memory only: None once read from a file).
+        samples: weights per replicate, shape ``(n_ok, m)`` (in memory only: empty once read).
     """
 
-    domains: tuple[str, ...]
-    point: DDOResult
-    samples: np.ndarray
+    weights: dict[str, float]
     ci_low: dict[str, float]
     ci_high: dict[str, float]
     base_weights: dict[str, float]
@@ -69,14 +74,26 @@ class BootstrapResult:
     level: float
     n_boot: int
     n_failed: int
+    available: bool = field(init=False, default=True)
+    summary: str = field(init=False)
+    point: DDOResult | None = transient(default=None, compare=False, repr=False)
+    samples: np.ndarray = transient(default_factory=lambda: np.empty((0, 0)), compare=False, repr=False)
 
-    def summary(self) -> str:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", self.describe())
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """Domain order of ``samples`` (that of :attr:`weights`)."""
+        return tuple(self.weights)
+
+    def describe(self) -> str:
         """A short human-readable table."""
         kind = "range" if self.method == "consistent_fits" else f"{self.level:.0%} CI"
         lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, {kind})"]
         for d in self.domains:
             mark = "" if self.contains_base[d] else "  *differs from base*"
-            lines.append(f"  {d:>16}: {self.point.weights[d]:.3f}  [{self.ci_low[d]:.3f}, {self.ci_high[d]:.3f}]"
+            lines.append(f"  {d:>16}: {self.weights[d]:.3f}  [{self.ci_low[d]:.3f}, {self.ci_high[d]:.3f}]"
                          f"  base {self.base_weights[d]:.3f}{mark}")
         verdict = ("distinguishable from the base mix" if self.distinguishable_from_base
                    else "NOT distinguishable from the base mix (more seeds or tokens needed)")
@@ -85,15 +102,6 @@ class BootstrapResult:
                        "fits consistent with the data")
         lines.append(f"  weights are {verdict}")
         return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able summary (without the raw samples)."""
-        return {
-            "weights": dict(self.point.weights), "ci_low": dict(self.ci_low), "ci_high": dict(self.ci_high),
-            "base_weights": dict(self.base_weights), "contains_base": dict(self.contains_base),
-            "distinguishable_from_base": self.distinguishable_from_base, "method": self.method,
-            "noise_std": self.noise_std, "level": self.level, "n_boot": self.n_boot, "n_failed": self.n_failed,
-        }
 
 
 def _replicates(method, y, design, objective, fits, noise_std, n_boot, rng):
@@ -243,7 +251,7 @@ def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot
         contains = (lo - tol <= base_w) & (base_w <= hi + tol)
         distinct = bool(np.any((blo - tol > base_w) | (base_w > bhi + tol)))
     return BootstrapResult(
-        domains=tuple(domains), point=point, samples=samples,
+        weights=dict(point.weights), point=point, samples=samples,
         ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},
         base_weights={d: float(v) for d, v in zip(domains, base_w, strict=False)},
         contains_base={d: bool(v) for d, v in zip(domains, contains, strict=False)},
@@ -253,30 +261,31 @@ def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot
 
 
 @dataclass(frozen=True)
-class ProjectionBootstrap:
+class ProjectionBootstrap(Record):
     """Bootstrap CI of projected weights (replicates of two scales paired by index).
 
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field but ``samples``.
+
     Attributes:
-        domains, budget_tokens: as for a projection.
+        budget_tokens: the target budget.
         weights: projection of the two point estimates.
-        samples: projected weights per replicate, ``(n_ok, m)``.
         ci_low, ci_high: percentile CI per domain; level; n_failed: replicates that could not be
             projected (e.g. a decreasing path that never reaches the target).
+        samples: projected weights per replicate, ``(n_ok, m)`` (in memory only: empty once read).
     """
 
-    domains: tuple[str, ...]
     budget_tokens: float
     weights: dict[str, float]
-    samples: np.ndarray
     ci_low: dict[str, float]
     ci_high: dict[str, float]
     level: float
     n_failed: int
+    samples: np.ndarray = transient(default_factory=lambda: np.empty((0, 0)), compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able summary (without the raw samples)."""
-        return {"budget_tokens": self.budget_tokens, "weights": dict(self.weights), "ci_low": dict(self.ci_low),
-                "ci_high": dict(self.ci_high), "level": self.level, "n_failed": self.n_failed}
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """Domain order of ``samples`` (that of :attr:`weights`)."""
+        return tuple(self.weights)
 
 
 def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_tokens: float) -> ProjectionBootstrap:
@@ -307,7 +316,7 @@ def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_
     alpha = 1 - small.level
     lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
     return ProjectionBootstrap(
-        domains=small.domains, budget_tokens=target, weights=point, samples=samples,
+        budget_tokens=target, weights=point, samples=samples,
         ci_low={d: float(v) for d, v in zip(small.domains, lo, strict=False)},
         ci_high={d: float(v) for d, v in zip(small.domains, hi, strict=False)}, level=small.level,
         n_failed=failed + (max(len(small.samples), len(large.samples)) - k),
@@ -315,13 +324,15 @@ def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_
 
 
 @dataclass(frozen=True)
-class HeldoutCheck:
+class HeldoutCheck(Record):
     """Projection from two budgets to a third where DDO also ran.
 
     Attributes:
         budget_tokens: the held-out budget.
         projected: projected weights; observed: the held-out DDO weights.
         error: projected − observed per domain; max_abs_error; total_variation (half L1).
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field.
     """
 
     budget_tokens: float
@@ -330,12 +341,6 @@ class HeldoutCheck:
     error: dict[str, float]
     max_abs_error: float
     total_variation: float
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return {"budget_tokens": self.budget_tokens, "projected": dict(self.projected),
-                "observed": dict(self.observed), "error": dict(self.error),
-                "max_abs_error": self.max_abs_error, "total_variation": self.total_variation}
 
 
 def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._options import build_options
+from .._records import Record, omitted
 from .allocate import allocate, kkt_violation, multiplier_bounds
 from .design import DDODesign, read_design, run_objective
 from .identify import Identifiability, identify
@@ -30,7 +31,6 @@ from .vocabulary import (
     DEFAULT_LAW,
     DEFAULT_OBJECTIVE,
     LAW_3P,
-    LAW_4P,
     LAWS,
     MEAN_PPL,
     OBJECTIVES,
@@ -129,17 +129,21 @@ def token_caps_array(
 
 
 @dataclass(frozen=True)
-class DDOResult:
+class DDOResult(Record):
     """The optimal mix at one budget and everything needed to judge it.
 
+    A record (:mod:`autoscale_data._records`): its JSON (the CLI's ``--json`` object, the runner's
+    ``fits/ddo_<N>.json``) has one key per field. ``fit`` is made from ``diagnostics``;
+    ``min_weight``, ``max_weight`` and ``token_caps`` are written where they are not their defaults
+    (files written before they were stated read as the defaults).
+
     Attributes:
-        domains: training domains.
-        weights: optimal weight per domain (sums to 1).
+        weights: optimal weight per domain (sums to 1), in the domains' order.
         budget_tokens: the budget N (the base run's total tokens unless overridden).
         allocation_tokens: ``weights × N``.
         multipliers: optimal multiplier of the base allocation per domain.
         base_tokens: the base allocation.
-        fits: fitted law per domain.
+        diagnostics: fitted law per domain, with its points and residuals (also :attr:`fits`).
         aar: mean absolute relative error of all fitted points.
         loo_aar: leave-one-out AAR (None when some domain has no spare point).
         pinned: domains at a bound (lower or upper) at the optimum.
@@ -149,17 +153,18 @@ class DDOResult:
         objective, law: settings used.
         predicted_change: fitted change of the objective from the base mix to the optimum.
         base_runs: ids of the base runs.
-        fit: how the laws were fitted (``"default"`` or ``"paper"``).
+        fit_mode: how the laws were fitted (``"default"`` or ``"paper"``: :attr:`DDOOptions.fit`).
         identifiability: whether the data determine the weights, and their range.
+        min_weight, max_weight, token_caps: the bounds of the optimisation (:meth:`optimize_at` keeps them).
+        fit: each domain's law parameters ``a``, ``b``, ``c`` (and ``amplitude`` for the 4-parameter law).
     """
 
-    domains: tuple[str, ...]
     weights: dict[str, float]
     budget_tokens: float
     allocation_tokens: dict[str, float]
     multipliers: dict[str, float]
     base_tokens: dict[str, float]
-    fits: dict[str, PowerLawFit]
+    diagnostics: dict[str, PowerLawFit]
     aar: float
     loo_aar: float | None
     pinned: list[str]
@@ -170,11 +175,25 @@ class DDOResult:
     law: str
     predicted_change: float
     base_runs: list[str]
-    min_weight: float = 0.0
-    max_weight: float = 1.0
-    token_caps: dict[str, float] | None = field(default=None)
-    fit: str = "default"
+    fit_mode: str = "default"
     identifiability: Identifiability | None = None
+    min_weight: float = omitted(default=0.0)
+    max_weight: float = omitted(default=1.0)
+    token_caps: dict[str, float] | None = omitted(default=None)
+    fit: dict[str, dict[str, float]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fit", {d: f.parameters for d, f in self.diagnostics.items()})
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """Training domains (the order of :attr:`weights`)."""
+        return tuple(self.weights)
+
+    @property
+    def fits(self) -> dict[str, PowerLawFit]:
+        """Fitted law per domain (:attr:`diagnostics`)."""
+        return self.diagnostics
 
     def optimize_at(self, budget_tokens: float) -> dict[str, float]:
         """Optimal allocation (tokens) of the fitted law at another budget (the 'direct route').
@@ -188,31 +207,6 @@ class DDOResult:
         p = _params(self.fits, self.domains)
         x = allocate(p[0], p[1], p[2], base, float(budget_tokens), lo, hi).x
         return {d: float(v) for d, v in zip(self.domains, x * base, strict=False)}
-
-    def to_json(self) -> dict:
-        """The CLI's ``--json`` object plus diagnostics."""
-        return {
-            "weights": dict(self.weights),
-            "budget_tokens": self.budget_tokens,
-            "fit": {d: {"a": f.a, "b": f.b, "c": f.c} | ({"amplitude": f.amplitude} if f.law == LAW_4P else {})
-                    for d, f in self.fits.items()},
-            "aar": self.aar,
-            "pinned": list(self.pinned),
-            "loo_aar": self.loo_aar,
-            "allocation_tokens": dict(self.allocation_tokens),
-            "multipliers": dict(self.multipliers),
-            "base_tokens": dict(self.base_tokens),
-            "bounds_hit": dict(self.bounds_hit),
-            "status": self.status,
-            "kkt_residual": self.kkt_residual,
-            "objective": self.objective,
-            "law": self.law,
-            "predicted_change": self.predicted_change,
-            "base_runs": list(self.base_runs),
-            "fit_mode": self.fit,
-            "identifiability": None if self.identifiability is None else self.identifiability.to_json(),
-            "diagnostics": {d: f.to_json() for d, f in self.fits.items()},
-        }
 
 
 def _params(fits: Mapping[str, PowerLawFit], domains: Sequence[str]) -> tuple[np.ndarray, ...]:
@@ -292,13 +286,12 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
                      at=dict(zip(domains, x.tolist(), strict=True)), candidates=local, level=o.profile_level,
                      weight_tol=o.weight_tol)
     return DDOResult(
-        domains=domains,
         weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)},
         budget_tokens=n,
         allocation_tokens={d: float(v) for d, v in zip(domains, alloc, strict=False)},
         multipliers={d: float(v) for d, v in zip(domains, x, strict=False)},
         base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)},
-        fits=fits,
+        diagnostics=fits,
         aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
         loo_aar=_loo_aar(design, y, o.law, fits),
         pinned=list(bounds_hit),
@@ -312,6 +305,6 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
         min_weight=float(o.min_weight),
         max_weight=float(o.max_weight),
         token_caps=None if caps is None else {d: float(c) for d, c in zip(domains, caps, strict=False)},
-        fit=o.fit,
+        fit_mode=o.fit,
         identifiability=ident,
     )

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 
+from .._records import Record
 from .repetition import R_STAR, effective_tokens, raw_tokens
 from .runs import Run, RunTable
 
@@ -186,7 +187,7 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
 
 
 @dataclass(frozen=True)
-class EffectiveOptimum:
+class EffectiveOptimum(Record):
     """The optimum of a DDO law in effective tokens at one raw budget (:func:`optimize_effective`).
 
     Attributes:
@@ -210,13 +211,6 @@ class EffectiveOptimum:
     def scale(self) -> tuple[float, dict[str, float]]:
         """``(effective budget, effective allocation)``: this optimum as a scale of a projection's path."""
         return self.effective_budget, dict(self.effective_tokens)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> EffectiveOptimum:
-        return cls(**dict(obj))
 
 
 def optimize_effective(result: Any, unique: Mapping[str, float], budget_tokens: float | None = None, *,
@@ -261,7 +255,7 @@ def optimize_effective(result: Any, unique: Mapping[str, float], budget_tokens: 
 
 
 @dataclass(frozen=True)
-class EffectiveProjection:
+class EffectiveProjection(Record):
     """A projection to the target done in effective tokens (:func:`project_effective`).
 
     Attributes:
@@ -283,13 +277,6 @@ class EffectiveProjection:
     capped: list[str]
     raw_law_weights: dict[str, float]
     warnings: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> EffectiveProjection:
-        return cls(**dict(obj))
 
 
 def project_effective(project_at: Callable[[float], Mapping[str, float]], target_tokens: float,

@@ -20,13 +20,14 @@ when every fit has spare points and no weight moves by more than ``weight_tol``.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 from scipy.stats import chi2
 
+from .._records import Record, omitted, transient
 from .laws import B_MAX, PROFILE_B, PowerLawFit, fit_on_grid, local_fits, shift_frame
 from .vocabulary import law_parameters
 
@@ -40,23 +41,26 @@ Optimum = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (amp, a,
 
 
 @dataclass(frozen=True)
-class DomainFits:
+class DomainFits(Record):
     """One domain's fits consistent with its points.
 
     Attributes:
         points: points fitted; ``parameters``: parameters of the law.
-        fits: ``(amplitude, a, b, c)`` of each consistent fit, the chosen fit first.
+        consistent_fits: how many fits are consistent with the points.
         b_range: smallest and largest exponent ``b`` among them.
         slope_range: smallest and largest marginal value ``-L'(x)`` at the optimum among them.
-        threshold: the SSE bound that defines "consistent" (exact fits: rounding level).
+        fits: ``(amplitude, a, b, c)`` of each consistent fit, the chosen fit first (in memory only:
+            empty once read from a file).
+        threshold: the SSE bound that defines "consistent" (exact fits: rounding level; in memory only).
     """
 
     points: int
     parameters: int
-    fits: tuple[Params, ...]
+    consistent_fits: int
     b_range: tuple[float, float]
     slope_range: tuple[float, float]
-    threshold: float
+    fits: tuple[Params, ...] = transient(default=())
+    threshold: float = transient(default=math.nan)
 
     @property
     def checkable(self) -> bool:
@@ -174,7 +178,8 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
             unique.append(p)
     bs = [p[2] for p in unique]
     slopes = [_slope(p, at) for p in unique]
-    return DomainFits(points, k, tuple(unique), (min(bs), max(bs)), (min(slopes), max(slopes)), float(threshold))
+    return DomainFits(points, k, len(unique), (min(bs), max(bs)), (min(slopes), max(slopes)), tuple(unique),
+                      float(threshold))
 
 
 def _combinations(per_domain: Sequence[Sequence[Params]]) -> np.ndarray:
@@ -192,8 +197,11 @@ def _combinations(per_domain: Sequence[Sequence[Params]]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Identifiability:
+class Identifiability(Record):
     """Whether the data determine the optimal weights, and how far they could move.
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field but the two kept in memory,
+    ranges as ``[lo, hi]`` lists.
 
     Attributes:
         identified: every fit has spare points and no weight moves by more than ``weight_tol``
@@ -201,31 +209,24 @@ class Identifiability:
         weight_range: ``{domain: (lo, hi)}`` of the optimal weight over the consistent fits.
         spread: the largest ``hi - lo``.
         domains: the consistent fits per domain.
-        combinations: how many combinations of fits were optimised.
         level, weight_tol: settings used.
-        samples: optimal weights of every combination, shape ``(combinations, m)``.
+        summary: :meth:`describe` (written, made again when read).
+        combinations: how many combinations of fits were optimised (in memory only: 0 once read).
+        samples: optimal weights of every combination, shape ``(combinations, m)`` (in memory only).
     """
 
     identified: bool
     weight_range: dict[str, tuple[float, float]]
     spread: float
     domains: dict[str, DomainFits]
-    combinations: int
     level: float
     weight_tol: float
-    samples: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
+    summary: str = field(init=False)
+    combinations: int = transient(default=0)
+    samples: np.ndarray = transient(repr=False, compare=False, default_factory=lambda: np.empty((0, 0)))
 
-    def to_json(self) -> dict:
-        """``{"identified", "weight_range": {domain: [lo, hi]}, "spread", "domains": {...}}``."""
-        return {
-            "identified": self.identified,
-            "weight_range": {d: [lo, hi] for d, (lo, hi) in self.weight_range.items()},
-            "spread": self.spread,
-            "domains": {d: {"points": f.points, "parameters": f.parameters, "consistent_fits": len(f.fits),
-                            "b_range": list(f.b_range), "slope_range": list(f.slope_range)}
-                        for d, f in self.domains.items()},
-            "level": self.level, "weight_tol": self.weight_tol, "summary": self.describe(),
-        }
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", self.describe())
 
     def describe(self) -> str:
         """One or two sentences for a report."""
@@ -234,7 +235,7 @@ class Identifiability:
             return (f"Identified: every fit has spare points, and the fits within the noise move no weight "
                     f"by more than {self.spread:.3f}.")
         exact = [d for d, f in self.domains.items() if not f.checkable]
-        several = [d for d, f in self.domains.items() if len(f.fits) > 1]
+        several = [d for d, f in self.domains.items() if f.consistent_fits > 1]
         if exact:
             why = (f"{len(exact)} of {len(self.domains)} domains have no more points than the law has "
                    f"parameters, so their fits pass through every point and nothing checks them"
@@ -249,7 +250,7 @@ class Identifiability:
 
 
 @dataclass(frozen=True)
-class JointIdentifiability:
+class JointIdentifiability(Record):
     """Whether the runs determine the optimum of the joint law (:func:`~.joint.fit_joint`), and how far it could move.
 
     The consistent fits are those whose SSE stays within ``noise_variance · χ²₁(level)`` of the best
@@ -269,6 +270,10 @@ class JointIdentifiability:
             (None in a record written before it was stated).
         pooled: this is the statement carried to one fitted budget (:meth:`at_budget`): ``weight_range``
             is the range there; the other fields are those at the target.
+        summary: :meth:`describe` (written, made again when read).
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field, ranges as ``[lo, hi]`` lists;
+    ``per_budget`` and ``pooled`` are written when set.
     """
 
     identified: bool
@@ -282,8 +287,12 @@ class JointIdentifiability:
     level: float
     weight_tol: float
     fits_evaluated: int
-    per_budget: dict[str, dict[str, tuple[float, float]]] | None = None
-    pooled: bool = False
+    summary: str = field(init=False)
+    per_budget: dict[str, dict[str, tuple[float, float]]] | None = omitted(default=None)
+    pooled: bool = omitted(default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", self.describe())
 
     def at_budget(self, budget: float) -> JointIdentifiability | None:
         """The statement at one fitted budget (its ``per_budget`` range), or None if it has none there."""
@@ -307,53 +316,6 @@ class JointIdentifiability:
         return (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could move: "
                 f"{ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more budgets) "
                 "narrow this.")
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form: the fields, ``summary`` (:meth:`describe`), ranges as ``[lo, hi]`` lists."""
-        out: dict[str, Any] = {
-            "identified": self.identified, "weight_range": _range_lists(self.weight_range), "spread": self.spread,
-            "undetermined_directions": self.undetermined_directions, "points": self.points,
-            "parameters": self.parameters, "noise_variance": self.noise_variance, "noise_source": self.noise_source,
-            "level": self.level, "weight_tol": self.weight_tol, "fits_evaluated": self.fits_evaluated,
-            "summary": self.describe(),
-        }
-        if self.per_budget is not None:
-            out["per_budget"] = {n: _range_lists(r) for n, r in self.per_budget.items()}
-        if self.pooled:
-            out["pooled"] = True
-        return out
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> JointIdentifiability:
-        """The record back from :meth:`to_json`'s dict (``summary`` is made again, not read).
-
-        Raises:
-            ValueError: not a mapping, or a key is missing.
-        """
-        if not isinstance(obj, Mapping):
-            raise ValueError(f"expected the dict of JointIdentifiability.to_json(), got {type(obj).__name__}")
-        try:
-            per_budget = obj.get("per_budget")
-            return cls(
-                identified=bool(obj["identified"]), weight_range=_range_tuples(obj["weight_range"]),
-                spread=float(obj["spread"]), undetermined_directions=int(obj["undetermined_directions"]),
-                points=int(obj["points"]), parameters=int(obj["parameters"]),
-                noise_variance=float(obj["noise_variance"]), noise_source=str(obj["noise_source"]),
-                level=float(obj["level"]), weight_tol=float(obj["weight_tol"]),
-                fits_evaluated=int(obj["fits_evaluated"]),
-                per_budget=None if per_budget is None else {str(n): _range_tuples(r) for n, r in per_budget.items()},
-                pooled=bool(obj.get("pooled", False)),
-            )
-        except KeyError as exc:
-            raise ValueError(f"joint identifiability dict lacks the key {exc.args[0]!r}") from None
-
-
-def _range_lists(ranges: Mapping[str, tuple[float, float]]) -> dict[str, list[float]]:
-    return {d: [float(lo), float(hi)] for d, (lo, hi) in ranges.items()}
-
-
-def _range_tuples(ranges: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    return {str(d): (float(lo), float(hi)) for d, (lo, hi) in ranges.items()}
 
 
 def identify(

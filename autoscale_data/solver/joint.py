@@ -36,6 +36,7 @@ from scipy.optimize import least_squares, lsq_linear
 from scipy.stats import chi2
 
 from .._options import build_options
+from .._records import Record
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
 from .design import DDODesign, read_design, run_objective
@@ -46,6 +47,7 @@ from .runs import RunTable
 from .vocabulary import GEOMETRIC, JOINT, MEAN_PPL
 
 __all__ = [
+    "DomainLaw",
     "JointFit",
     "compare_projections",
     "fit_budget_law",
@@ -285,16 +287,35 @@ def _solve(data: _Data, starts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np
 
 
 @dataclass(frozen=True)
-class JointFit:
-    """The joint law over all budgets and its optimum at a target budget.
+class DomainLaw(Record):
+    """One domain's term of the joint law, ``amplitude · (tokens / scale_tokens + n0 / scale_tokens)^(-gamma)``.
 
     Attributes:
-        domains: training domains (order of the first table).
+        n0: "equivalent data" (tokens, >= 0).
+        gamma: exponent.
+        amplitude: amplitude (objective units at ``scale_tokens``).
+        scale_tokens: the token scale ``s_i`` of the term.
+    """
+
+    n0: float
+    gamma: float
+    amplitude: float
+    scale_tokens: float
+
+
+@dataclass(frozen=True)
+class JointFit(Record):
+    """The joint law over all budgets and its optimum at a target budget.
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field, ``method`` (``"joint"``)
+    included.
+
+    Attributes:
+        weights, allocation_tokens: the fitted law's exact optimum at ``budget_tokens``.
+        budget_tokens: the target budget ``weights`` are optimal for (lets a fit be a scale of
+            :func:`~.projection.project`).
         budgets: the budgets fitted (base totals), increasing.
-        n0: "equivalent data" per domain (tokens, >= 0).
-        gamma: exponent per domain.
-        amplitude: amplitude per domain (objective units at ``scale_tokens``).
-        scale_tokens: the token scale ``s_i`` of each domain's term.
+        law: each domain's term, in the domains' order (that of the first table).
         floor: the common floor ``ℓ``.
         objective: ``"mean_loss"`` or ``"mean_ppl"``; ``normalizer``: the constant the objective is divided by.
         per_budget: per budget, ``{"budget_tokens", "runs", "sse", "aar"}``.
@@ -302,22 +323,20 @@ class JointFit:
         at_bound: per domain, the parameters that ended at a bound (``"gamma=0"``, ``"gamma=max"``,
             ``"n0=min"``, ``"n0=max"``, ``"amplitude=0"``).
         starts: starts that converged.
-        target_tokens: the budget ``weights`` are optimal for.
-        weights, allocation_tokens: the fitted law's exact optimum at ``target_tokens``.
         bounds_hit: ``{domain: "lower" | "upper"}`` at the optimum.
         status: ``"optimal"`` or ``"degenerate"`` (flat laws absorb budget; not unique).
         kkt_residual: largest relative KKT violation at the optimum (0 = exact).
         min_weight, max_weight, token_caps: the bounds of the optimisation.
         identifiability: the range of the optimum over the fits consistent with the data
             (see :func:`fit_joint`), or None.
+        method: which candidate this is: ``"joint"``.
     """
 
-    domains: tuple[str, ...]
+    weights: dict[str, float]
+    budget_tokens: float
+    allocation_tokens: dict[str, float]
     budgets: tuple[float, ...]
-    n0: dict[str, float]
-    gamma: dict[str, float]
-    amplitude: dict[str, float]
-    scale_tokens: dict[str, float]
+    law: dict[str, DomainLaw]
     floor: float
     objective: str
     normalizer: float
@@ -328,27 +347,42 @@ class JointFit:
     n_params: int
     at_bound: dict[str, list[str]]
     starts: int
-    target_tokens: float
-    weights: dict[str, float]
-    allocation_tokens: dict[str, float]
     bounds_hit: dict[str, str]
     status: str
     kkt_residual: float
     min_weight: float = 0.0
     max_weight: float = 1.0
-    token_caps: dict[str, float] | None = field(default=None)
-    identifiability: JointIdentifiability | None = field(default=None)
+    token_caps: dict[str, float] | None = None
+    identifiability: JointIdentifiability | None = None
+    method: str = field(init=False, default=JOINT)
 
     @property
-    def budget_tokens(self) -> float:
-        """The budget ``weights`` are optimal for (``target_tokens``; lets a fit be a scale of
-        :func:`~.projection.project`)."""
-        return self.target_tokens
+    def domains(self) -> tuple[str, ...]:
+        """Training domains (the order of :attr:`law`)."""
+        return tuple(self.law)
+
+    @property
+    def n0(self) -> dict[str, float]:
+        """Each domain's "equivalent data" (tokens)."""
+        return {d: t.n0 for d, t in self.law.items()}
+
+    @property
+    def gamma(self) -> dict[str, float]:
+        """Each domain's exponent."""
+        return {d: t.gamma for d, t in self.law.items()}
+
+    @property
+    def amplitude(self) -> dict[str, float]:
+        """Each domain's amplitude."""
+        return {d: t.amplitude for d, t in self.law.items()}
+
+    @property
+    def scale_tokens(self) -> dict[str, float]:
+        """Each domain's token scale."""
+        return {d: t.scale_tokens for d, t in self.law.items()}
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        s = np.array([self.scale_tokens[d] for d in self.domains])
-        return (np.array([self.amplitude[d] for d in self.domains]),
-                np.array([self.n0[d] for d in self.domains]) / s, np.array([self.gamma[d] for d in self.domains]), s)
+        return _law_arrays(self.law)
 
     def predict(self, tokens: Mapping[str, float]) -> float:
         """The fitted objective for a run with ``tokens`` per domain (``mean_ppl``: divided by ``normalizer``)."""
@@ -360,10 +394,7 @@ class JointFit:
         return float(amp @ np.power(u + a, -g) + self.floor)
 
     def _allocation(self, budget_tokens: float) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
-        amp, a, g, s = self._arrays()
-        caps = None if self.token_caps is None else np.array([self.token_caps[d] for d in self.domains])
-        lo, hi = multiplier_bounds(s, float(budget_tokens), self.min_weight, self.max_weight, caps, self.domains)
-        return allocate(amp, a, g, s, float(budget_tokens), lo, hi), lo, hi, s
+        return _allocation(self.law, budget_tokens, self.min_weight, self.max_weight, self.token_caps)
 
     def optimize_at(self, budget_tokens: float) -> dict[str, float]:
         """The law's optimal allocation (tokens) at ``budget_tokens``, with this fit's bounds."""
@@ -378,55 +409,24 @@ class JointFit:
     def path_scales(self, first_budget: float) -> list[tuple[float, dict[str, float]]]:
         """The law's optima at ``first_budget`` and at the target: a :class:`~.plan.MixturePlan`
         built on them (``MixturePlan.from_scales``) runs through both exactly."""
-        return [(float(first_budget), self.optimize_at(first_budget)), (self.target_tokens, dict(self.allocation_tokens))]
+        return [(float(first_budget), self.optimize_at(first_budget)), (self.budget_tokens, dict(self.allocation_tokens))]
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form."""
-        return {
-            "method": JOINT, "weights": dict(self.weights), "budget_tokens": self.target_tokens,
-            "allocation_tokens": dict(self.allocation_tokens), "budgets": list(self.budgets),
-            "law": {d: {"n0": self.n0[d], "gamma": self.gamma[d], "amplitude": self.amplitude[d],
-                        "scale_tokens": self.scale_tokens[d]} for d in self.domains},
-            "floor": self.floor, "objective": self.objective, "normalizer": self.normalizer,
-            "per_budget": [dict(b) for b in self.per_budget], "sse": self.sse, "aar": self.aar,
-            "n_points": self.n_points, "n_params": self.n_params,
-            "at_bound": {d: list(v) for d, v in self.at_bound.items()}, "starts": self.starts,
-            "bounds_hit": dict(self.bounds_hit), "status": self.status, "kkt_residual": self.kkt_residual,
-            "min_weight": self.min_weight, "max_weight": self.max_weight,
-            "token_caps": None if self.token_caps is None else dict(self.token_caps),
-            "identifiability": None if self.identifiability is None else self.identifiability.to_json(),
-        }
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> JointFit:
-        """The fit back from :meth:`to_json`'s dict.
+def _law_arrays(law: Mapping[str, DomainLaw]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(amplitude, n0 / scale, gamma, scale)`` in the domains' order."""
+    s = np.array([t.scale_tokens for t in law.values()])
+    return (np.array([t.amplitude for t in law.values()]), np.array([t.n0 for t in law.values()]) / s,
+            np.array([t.gamma for t in law.values()]), s)
 
-        Raises:
-            ValueError: not a joint fit's dict, or a key is missing.
-        """
-        if not isinstance(obj, Mapping) or obj.get("method") != JOINT:
-            raise ValueError("expected the dict of JointFit.to_json() (with 'method': 'joint')")
-        try:
-            law = obj["law"]
-            domains = tuple(law)
-            return cls(
-                domains=domains, budgets=tuple(float(n) for n in obj["budgets"]),
-                **{k: {d: float(law[d][key]) for d in domains} for k, key in
-                   (("n0", "n0"), ("gamma", "gamma"), ("amplitude", "amplitude"), ("scale_tokens", "scale_tokens"))},
-                floor=float(obj["floor"]), objective=obj["objective"], normalizer=float(obj["normalizer"]),
-                per_budget=tuple(dict(b) for b in obj["per_budget"]), sse=float(obj["sse"]), aar=float(obj["aar"]),
-                n_points=int(obj["n_points"]), n_params=int(obj["n_params"]),
-                at_bound={d: list(v) for d, v in obj["at_bound"].items()}, starts=int(obj["starts"]),
-                target_tokens=float(obj["budget_tokens"]), weights=dict(obj["weights"]),
-                allocation_tokens=dict(obj["allocation_tokens"]), bounds_hit=dict(obj["bounds_hit"]),
-                status=obj["status"], kkt_residual=float(obj["kkt_residual"]),
-                min_weight=float(obj["min_weight"]), max_weight=float(obj["max_weight"]),
-                token_caps=None if obj["token_caps"] is None else dict(obj["token_caps"]),
-                identifiability=None if obj.get("identifiability") is None
-                else JointIdentifiability.from_json(obj["identifiability"]),
-            )
-        except KeyError as exc:
-            raise ValueError(f"joint fit dict lacks the key {exc.args[0]!r}") from None
+
+def _allocation(law: Mapping[str, DomainLaw], budget_tokens: float, min_weight: float, max_weight: float,
+                token_caps: Mapping[str, float] | None,
+                ) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
+    """The law's optimum at ``budget_tokens`` within the bounds, its multiplier bounds and the token scales."""
+    amp, a, g, s = _law_arrays(law)
+    caps = None if token_caps is None else np.array([token_caps[d] for d in law])
+    lo, hi = multiplier_bounds(s, float(budget_tokens), min_weight, max_weight, caps, tuple(law))
+    return allocate(amp, a, g, s, float(budget_tokens), lo, hi), lo, hi, s
 
 
 def _at_bound(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, domains: Sequence[str]) -> dict[str, list[str]]:
@@ -592,35 +592,31 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
                         "sse": float(np.sum(res[data.budget_of_run == k] ** 2)),
                         "aar": float(rel[data.budget_of_run == k].mean())} for k, n in enumerate(data.budgets))
     s = data.scale
-    fit = JointFit(
-        domains=data.domains, budgets=tuple(float(n) for n in data.budgets),
-        n0={d: float(p[m + j] * s[j]) for j, d in enumerate(data.domains)},
-        gamma={d: float(p[2 * m + j]) for j, d in enumerate(data.domains)},
-        amplitude={d: float(p[j]) for j, d in enumerate(data.domains)},
-        scale_tokens={d: float(s[j]) for j, d in enumerate(data.domains)},
-        floor=float(p[-1]), objective=objective, normalizer=data.normalizer, per_budget=per_budget,
-        sse=float(np.sum(res ** 2)), aar=float(rel.mean()), n_points=int(data.y.size), n_params=n_params,
-        at_bound=_at_bound(p, lo, hi, data.domains), starts=n_ok, target_tokens=float(target),
-        weights={}, allocation_tokens={}, bounds_hit={}, status="optimal", kkt_residual=0.0,
-        min_weight=float(min_weight), max_weight=float(max_weight),
-        token_caps=None if caps is None else {d: float(c) for d, c in zip(data.domains, caps, strict=True)},
-    )
-    sol, lo_x, hi_x, _ = fit._allocation(target)
-    alloc = sol.x * s
-    amp, a, g, _ = fit._arrays()
-    fit = replace(fit, weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)},
-                  allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
-                  bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
-                              if sol.at_lower[j] or sol.at_upper[j]},
-                  status="degenerate" if bool(sol.degenerate) else "optimal",
-                  kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x))
-    ident = _identify_joint(data, p, fit, lo_x, hi_x, level=level, weight_tol=weight_tol)
+    law = {d: DomainLaw(n0=float(p[m + j] * s[j]), gamma=float(p[2 * m + j]), amplitude=float(p[j]),
+                        scale_tokens=float(s[j])) for j, d in enumerate(data.domains)}
+    token_caps = None if caps is None else {d: float(c) for d, c in zip(data.domains, caps, strict=True)}
+    bounds = (float(min_weight), float(max_weight), token_caps)
+    sol, lo_x, hi_x, _ = _allocation(law, target, *bounds)
+    amp, a, g, _ = _law_arrays(law)
+    ident = _identify_joint(data, p, lo_x, hi_x, target=float(target), level=level, weight_tol=weight_tol)
     per_budget_ranges = {}
     for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
-        _, lo_n, hi_n, _ = fit._allocation(float(n))
-        at_n = _identify_joint(data, p, fit, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
+        _, lo_n, hi_n, _ = _allocation(law, float(n), *bounds)
+        at_n = _identify_joint(data, p, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
         per_budget_ranges[f"{float(n):.17g}"] = at_n.weight_range
-    return replace(fit, identifiability=replace(ident, per_budget=per_budget_ranges))
+    alloc = sol.x * s
+    return JointFit(
+        weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)}, budget_tokens=float(target),
+        allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
+        budgets=tuple(float(n) for n in data.budgets), law=law, floor=float(p[-1]), objective=objective,
+        normalizer=data.normalizer, per_budget=per_budget, sse=float(np.sum(res ** 2)), aar=float(rel.mean()),
+        n_points=int(data.y.size), n_params=n_params, at_bound=_at_bound(p, lo, hi, data.domains), starts=n_ok,
+        bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
+                    if sol.at_lower[j] or sol.at_upper[j]},
+        status="degenerate" if bool(sol.degenerate) else "optimal", kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x),
+        min_weight=bounds[0], max_weight=bounds[1], token_caps=token_caps,
+        identifiability=replace(ident, per_budget=per_budget_ranges),
+    )
 
 
 def _pure_error(data: _Data) -> tuple[float, int]:
@@ -639,9 +635,8 @@ def _pure_error(data: _Data) -> tuple[float, int]:
     return ss, dof
 
 
-def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray, hi_x: np.ndarray, *,
-                   level: float = 0.95, weight_tol: float = 0.01,
-                   target: float | None = None) -> JointIdentifiability:
+def _identify_joint(data: _Data, p: np.ndarray, lo_x: np.ndarray, hi_x: np.ndarray, *, target: float,
+                   level: float = 0.95, weight_tol: float = 0.01) -> JointIdentifiability:
     """Range of the law's optimum over the fits consistent with the runs (any design).
 
     The consistent fits are those whose SSE stays within ``s² · χ²₁(level)`` of the best one (``s²``:
@@ -649,7 +644,7 @@ def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray,
     linearised (Gauss-Newton) form: for each domain the two fits of that region that move its optimal
     weight most are found from the weight's gradient, and every parameter combination the runs do not
     determine (a null direction of the Jacobian) is moved by the parameters' own size. The optimum is
-    then computed exactly at each of those fits (at ``target``, default the fit's target);
+    then computed exactly at each of those fits (at ``target``);
     ``weight_range`` is the span per domain. Identified:
     spare points, no undetermined direction, and no weight moves by more than ``weight_tol``.
     """
@@ -673,7 +668,6 @@ def _identify_joint(data: _Data, p: np.ndarray, fit: JointFit, lo_x: np.ndarray,
     null = ev <= 1e-10 * max(float(ev.max()), 1e-300)
     inv = (vec[:, ~null] / ev[~null]) @ vec[:, ~null].T
     ps = p * d
-    target = fit.target_tokens if target is None else target
     s = data.scale
 
     def weights_of(params_s: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import curve_fit, least_squares
 
+from .._records import Record, transient
 from .vocabulary import DEFAULT_LAW, LAW_3P, LAW_4P
 
 __all__ = [
@@ -62,7 +63,7 @@ def power_law(x: np.ndarray | float, a: float, b: float, c: float, amplitude: fl
 
 
 @dataclass(frozen=True)
-class PowerLawFit:
+class PowerLawFit(Record):
     """One domain's fitted law ``L(x) = amplitude · (x + a)^(-b) + c`` and its diagnostics.
 
     Attributes:
@@ -72,9 +73,13 @@ class PowerLawFit:
         x, y: the points fitted (multipliers and objective values), in input order.
         residuals: ``y - prediction`` per point.
         sse: sum of squared residuals; ``aar``: mean absolute relative error ``|res| / |y|``.
-        n_distinct: number of distinct multipliers; ``dof``: points minus parameters.
+        dof: points minus parameters.
         at_bound: names of parameters that ended at a bound (``"b=0"``, ``"b=max"``, ``"a=min"``,
             ``"a=max"``, ``"amplitude=0"``); a fit with a bound active is a warning sign.
+        n_distinct: number of distinct multipliers fitted (in memory only: None once read from a file).
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field, as the ``diagnostics``
+    of a DDO file hold it.
     """
 
     a: float
@@ -87,21 +92,18 @@ class PowerLawFit:
     residuals: tuple[float, ...]
     sse: float
     aar: float
-    n_distinct: int
     dof: int
     at_bound: tuple[str, ...]
+    n_distinct: int | None = transient(default=None)
 
     def predict(self, x: np.ndarray | float) -> np.ndarray:
         """Predicted objective at multiplier(s) ``x``."""
         return power_law(x, self.a, self.b, self.c, self.amplitude)
 
-    def to_json(self) -> dict:
-        """Plain-dict form (the CLI's ``fit`` entries plus diagnostics)."""
-        return {
-            "a": self.a, "b": self.b, "c": self.c, "amplitude": self.amplitude, "law": self.law,
-            "x": list(self.x), "y": list(self.y), "residuals": list(self.residuals),
-            "sse": self.sse, "aar": self.aar, "dof": self.dof, "at_bound": list(self.at_bound),
-        }
+    @property
+    def parameters(self) -> dict[str, float]:
+        """``a``, ``b``, ``c`` (and ``amplitude`` for the 4-parameter law): a DDO file's ``fit`` entry."""
+        return {"a": self.a, "b": self.b, "c": self.c} | ({"amplitude": self.amplitude} if self.law == LAW_4P else {})
 
 
 def _n_params(law: str) -> int:

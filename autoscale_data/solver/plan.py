@@ -133,6 +133,9 @@ class MixturePlan:
         return cap_warnings(self.domains, alloc, caps)
 
     # --------------------------------------------------------- persistence
+    # Hand-written, not the records codec: a plan is a fitted object, not a record. Its file carries a format
+    # tag and version that reading checks, and the fitted ``path`` beside the ``scales`` it is refitted from
+    # (reading refits and validates it, so that a hand-edited file cannot give a path its scales do not).
     def to_json(self) -> dict[str, Any]:
         """JSON-able dict (round-trips through :meth:`from_json`)."""
         return {

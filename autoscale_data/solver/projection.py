@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
+from .._records import Record, omitted
+
 __all__ = ["AllocationPath", "Projection", "as_scales", "fit_path", "one_scale", "project"]
 
 _SUM_RTOL = 1e-6
@@ -243,8 +245,11 @@ def fit_path(scales: Sequence[Any]) -> AllocationPath:
 
 
 @dataclass(frozen=True)
-class Projection:
+class Projection(Record):
     """Projected optimal mix at a target budget.
+
+    A record (:mod:`autoscale_data._records`): its JSON (the CLI's ``--json`` object) has one key per
+    field; ``direct_weights`` and ``disagreement`` are written when there is a direct answer.
 
     Attributes:
         weights, allocation_tokens: the mix and its tokens (sum = budget_tokens).
@@ -262,20 +267,8 @@ class Projection:
     t: float
     residual: float
     warnings: list[str]
-    direct_weights: dict[str, float] | None = None
-    disagreement: dict[str, float] | None = None
-
-    def to_json(self) -> dict:
-        """The CLI's ``--json`` object plus diagnostics."""
-        out: dict[str, Any] = {
-            "weights": dict(self.weights), "budget_tokens": self.budget_tokens,
-            "allocation_tokens": dict(self.allocation_tokens), "t": self.t,
-            "residual": self.residual, "warnings": list(self.warnings),
-        }
-        if self.direct_weights is not None:
-            out["direct_weights"] = dict(self.direct_weights)
-            out["disagreement"] = dict(self.disagreement or {})
-        return out
+    direct_weights: dict[str, float] | None = omitted(default=None)
+    disagreement: dict[str, float] | None = omitted(default=None)
 
 
 def cap_warnings(domains: Sequence[str], alloc: np.ndarray, caps: np.ndarray | None) -> list[str]:

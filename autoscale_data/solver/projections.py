@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._records import Record, omitted
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
 from .gain import GainEstimate, predicted_gain
@@ -35,7 +36,7 @@ from .select import Observed, Selection, choose, observed_best, table_budget
 from .trust import Trust, assess
 from .vocabulary import AUTO, DEFAULT_METHOD, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
 
-__all__ = ["Projections", "project_all"]
+__all__ = ["CandidateError", "Projections", "ProjectionsRecord", "project_all"]
 
 
 @dataclass(frozen=True)
@@ -136,43 +137,105 @@ class Projections:
             return [path[-1], pair(self.robust)]
         return path
 
-    def to_json(self) -> dict[str, Any]:
-        """Every candidate and which one is used.
+    def record(self) -> ProjectionsRecord:
+        """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``): the
+        candidate used's ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` (and the
+        geometric path's ``t`` and ``residual`` when it exists), every candidate computed (a failed one as its
+        :class:`CandidateError`), ``selection``, ``notes``, ``trust`` and the ``disagreement``
+        (:func:`~.joint.weight_distance`) between the joint and the geometric weights when both exist."""
+        def part(p: Any) -> Any:
+            return CandidateError(p) if isinstance(p, str) else p
 
-        Returns:
-            Top-level ``method`` (the candidate used), ``requested_method``, ``weights``,
-            ``budget_tokens``, ``allocation_tokens`` and ``warnings`` of the candidate used (plus the
-            geometric path's ``t`` and ``residual`` when it exists); ``geometric``, ``joint``,
-            ``robust`` and ``observed`` (when computed) in full (``{"error": ...}`` for a failed
-            one); ``selection`` (``method="auto"``: what was chosen and why, else None); ``notes``;
-            ``trust`` (:class:`~.trust.Trust`'s JSON, or None);
-            and ``disagreement`` (:func:`~.joint.weight_distance` between the joint and the
-            geometric weights) when both exist.
-        """
-        parts = {name: ({"error": p} if isinstance(p, str) else p.to_json())
-                 for name, p in ((GEOMETRIC, self.geometric), (JOINT, self.joint), (ROBUST, self.robust),
-                                 (OBSERVED, self.observed))
-                 if p is not None}
-        chosen = parts[self.used]
-        out: dict[str, Any] = {"method": self.used, "requested_method": self.method, "weights": chosen["weights"],
-                               "budget_tokens": chosen["budget_tokens"],
-                               "allocation_tokens": chosen["allocation_tokens"],
-                               "warnings": list(chosen.get("warnings", [])), **parts,
-                               "selection": None if self.selection is None else self.selection.to_json(),
-                               "notes": list(self.notes),
-                               "trust": None if self.trust is None else self.trust.to_json()}
-        if "t" in parts[GEOMETRIC]:
-            out.update(t=parts[GEOMETRIC]["t"], residual=parts[GEOMETRIC]["residual"])
-        if "error" not in parts[GEOMETRIC] and "error" not in parts[JOINT]:
-            out["disagreement"] = weight_distance(parts[JOINT]["weights"], parts[GEOMETRIC]["weights"])
-        return out
+        chosen = self.chosen
+        geometric, joint = self.geometric, self.joint
+        path = geometric if isinstance(geometric, Projection) else None
+        both = isinstance(geometric, Projection) and isinstance(joint, JointFit)
+        return ProjectionsRecord(
+            method=self.used, requested_method=self.method, weights=dict(chosen.weights),
+            budget_tokens=chosen.budget_tokens, allocation_tokens=dict(chosen.allocation_tokens),
+            warnings=list(getattr(chosen, "warnings", [])), geometric=part(geometric), joint=part(joint),
+            robust=part(self.robust), observed=part(self.observed),
+            selection=None if self.selection is None else self.selection.to_json(), notes=list(self.notes),
+            trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
+            disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
+
+    def to_json(self) -> dict[str, Any]:
+        """:meth:`record`'s JSON. Hand-written because this object is more than its file: it holds the optima and
+        the path in memory (for :meth:`plan_scales`), and its file lifts the used candidate's fields to the top."""
+        return self.record().to_json()
+
+
+@dataclass(frozen=True)
+class CandidateError(Record):
+    """A candidate that failed, in :class:`ProjectionsRecord`: the text of its error."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class ProjectionsRecord(Record):
+    """The candidates at one target and the one used, as written (:meth:`Projections.record`).
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field; a candidate that was not
+    computed, and ``t``, ``residual`` and ``disagreement`` where they do not exist, are left out. Files of
+    earlier versions lack keys: ``method`` then reads as ``"geometric"``.
+    """
+
+    weights: dict[str, float]
+    """The used candidate's mix at the target."""
+    budget_tokens: float
+    """The target budget."""
+    method: str = GEOMETRIC
+    """The candidate used."""
+    requested_method: str | None = None
+    """What was asked for (``"auto"``: chosen, see :attr:`selection`)."""
+    allocation_tokens: dict[str, float] = field(default_factory=dict)
+    """The used candidate's tokens per domain."""
+    warnings: list[str] = field(default_factory=list)
+    """The used candidate's warnings."""
+    geometric: Projection | CandidateError | None = omitted(default=None)
+    """The Theorem-1 path through the per-budget optima."""
+    joint: JointFit | CandidateError | None = omitted(default=None)
+    """One law fitted to the runs of every budget."""
+    robust: RobustProjection | CandidateError | None = omitted(default=None)
+    """The geometric path with each trend shrunk by its uncertainty."""
+    observed: Observed | CandidateError | None = omitted(default=None)
+    """The largest budget's best mix as is."""
+    selection: dict[str, Any] | None = None
+    """``method="auto"``: what was chosen and why (:class:`~.select.Selection`'s JSON); None otherwise."""
+    notes: list[str] = field(default_factory=list)
+    """What was done to the input to answer, in words."""
+    trust: Trust | None = omitted(default=None)
+    """What the runs say about the answer (files written before it lack it)."""
+    t: float | None = omitted(default=None)
+    """The geometric path's parameter at the target (when it exists)."""
+    residual: float | None = omitted(default=None)
+    """The geometric path's residual (when it exists)."""
+    disagreement: dict[str, float] | None = omitted(default=None)
+    """Distance between the joint and the geometric weights (when both exist)."""
+
+    def computed(self, name: str) -> Any:
+        """Candidate ``name``'s record (``geometric``, ``joint``, ``robust``, ``observed``); None when it was not
+        computed or failed."""
+        if name not in _CANDIDATES:
+            raise ValueError(f"projection candidate {name!r} is invalid: expected one of {_CANDIDATES}")
+        part = getattr(self, name)
+        return None if isinstance(part, CandidateError) else part
+
+    def failure(self, name: str) -> str | None:
+        """Why candidate ``name`` failed; None when it did not (or was not computed)."""
+        part = getattr(self, name) if name in _CANDIDATES else None
+        return part.error if isinstance(part, CandidateError) else None
+
+
+_CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 
 def _at_budget(joint: JointFit, n: float) -> JointFit:
     """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
     alloc = joint.optimize_at(n)
     ident = None if joint.identifiability is None else joint.identifiability.at_budget(n)
-    return replace(joint, target_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
+    return replace(joint, budget_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
                    weights={d: v / float(n) for d, v in alloc.items()}, identifiability=ident)
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .._records import Record
 
 __all__ = ["R_STAR", "DomainEpochs", "effective_tokens", "epochs_table", "raw_tokens"]
 
@@ -66,7 +68,7 @@ def raw_tokens(effective: Any, unique: Any, r_star: float = R_STAR) -> np.ndarra
 
 
 @dataclass(frozen=True)
-class DomainEpochs:
+class DomainEpochs(Record):
     """One domain of a mix at a budget.
 
     Attributes:
@@ -88,13 +90,6 @@ class DomainEpochs:
     cap: float
     short: bool
     at_cap: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> DomainEpochs:
-        return cls(**dict(obj))
 
 
 def epochs_table(tokens: Mapping[str, float], unique: Mapping[str, float], max_epochs: float | None = None,

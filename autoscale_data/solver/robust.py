@@ -21,12 +21,13 @@ shares (the fall-back when nothing is determined).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.stats import norm
 
+from .._records import Record
 from .ddo import DDOResult
 from .identify import Identifiability, JointIdentifiability
 from .joint import JointFit, weight_distance
@@ -71,8 +72,11 @@ def log_share_sd(source: Any, *, level: float = 0.95) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class RobustProjection:
+class RobustProjection(Record):
     """The shrunk projection and how far it moved from the plain one.
+
+    A record (:mod:`autoscale_data._records`): its JSON has one key per field, ``method`` (``"robust"``)
+    included.
 
     Attributes:
         weights, allocation_tokens, budget_tokens: the robust mix at the target.
@@ -93,13 +97,8 @@ class RobustProjection:
     moved: dict[str, float]
     t: float
     warnings: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form."""
-        return {"method": ROBUST, "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
-                "budget_tokens": self.budget_tokens, "plain_weights": dict(self.plain_weights),
-                "trend": dict(self.trend), "sd": dict(self.sd), "shrink": dict(self.shrink),
-                "moved": dict(self.moved), "t": self.t, "warnings": list(self.warnings)}
+    method: str = field(init=False, default=ROBUST)
+    """Which candidate this is: ``"robust"``."""
 
 
 def robust_project(

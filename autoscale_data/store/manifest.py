@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 import os
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._checks import check_int
 from .._io import atomic_write_json
+from .._records import Record, omitted, required
 
 __all__ = [
     "FORMAT_NAME",
@@ -90,7 +91,7 @@ def dtype_for_vocab(vocab_size: int) -> str:
 
 
 @dataclass(frozen=True)
-class TokenizerInfo:
+class TokenizerInfo(Record):
     """What tokenized a store. Two stores mix only if their fingerprints are equal."""
 
     spec: str
@@ -107,7 +108,7 @@ class TokenizerInfo:
 
 
 @dataclass(frozen=True)
-class ShardInfo:
+class ShardInfo(Record):
     """One shard of a split: a whole file, or (data read in place) ``num_tokens`` tokens from byte ``offset``.
 
     ``sha256`` is the digest of the shard's bytes (the whole file, or its range); ``file_bytes`` is
@@ -118,8 +119,8 @@ class ShardInfo:
     num_tokens: int
     num_documents: int
     sha256: str
-    offset: int = 0
-    file_bytes: int | None = None
+    offset: int = omitted(default=0)
+    file_bytes: int | None = omitted(default=None)
 
     def __post_init__(self) -> None:
         check_file_name(self.file)
@@ -141,11 +142,11 @@ class ShardInfo:
 
 
 @dataclass(frozen=True)
-class SplitInfo:
+class SplitInfo(Record):
     """A split (``train`` or ``val``): an ordered list of shards, in ``data_dir`` (module docstring)."""
 
     shards: tuple[ShardInfo, ...] = ()
-    data_dir: str = ""
+    data_dir: str = omitted(default="")
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, str) or "\x00" in self.data_dir:
@@ -161,8 +162,13 @@ class SplitInfo:
 
 
 @dataclass(frozen=True)
-class Manifest:
-    """Everything needed to read and check one domain's store."""
+class Manifest(Record):
+    """Everything needed to read and check one domain's store.
+
+    A record (:mod:`autoscale_data._records`), as are its parts: ``manifest.json`` has one key per field; the
+    in-place fields (a split's ``data_dir``, a shard's ``offset`` and ``file_bytes``) are left out at their
+    defaults, and ``format`` and ``version`` must be present.
+    """
 
     name: str
     dtype: str
@@ -170,8 +176,8 @@ class Manifest:
     splits: dict[str, SplitInfo]
     holdout: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
-    format: str = FORMAT_NAME
-    version: int = FORMAT_VERSION
+    format: str = required(default=FORMAT_NAME)
+    version: int = required(default=FORMAT_VERSION)
 
     def __post_init__(self) -> None:
         if self.format != FORMAT_NAME:
@@ -201,39 +207,6 @@ class Manifest:
     def num_tokens(self) -> int:
         """Training tokens (the held-out split is not counted)."""
         return self.splits["train"].num_tokens
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object; the in-place fields are left out where they have their defaults."""
-        obj = asdict(self)
-        for split in obj["splits"].values():
-            if not split["data_dir"]:
-                del split["data_dir"]
-            for shard in split["shards"]:
-                if shard["offset"] == 0:
-                    del shard["offset"]
-                if shard["file_bytes"] is None:
-                    del shard["file_bytes"]
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Manifest:
-        try:
-            splits = {
-                name: SplitInfo(tuple(ShardInfo(**s) for s in split["shards"]), split.get("data_dir", ""))
-                for name, split in obj["splits"].items()
-            }
-            return cls(
-                name=obj["name"],
-                dtype=obj["dtype"],
-                tokenizer=TokenizerInfo(**obj["tokenizer"]),
-                splits=splits,
-                holdout=dict(obj.get("holdout", {})),
-                source=dict(obj.get("source", {})),
-                format=obj.get("format", ""),
-                version=obj.get("version", -1),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"malformed store manifest: {exc!r}") from exc
 
 
 def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
@@ -277,7 +250,10 @@ def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
         obj = json.loads(path.read_text("utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"store manifest {os.fspath(path)!r} is not valid JSON: {exc}") from exc
-    return Manifest.from_json(obj)
+    try:
+        return Manifest.from_json(obj)
+    except ValueError as exc:
+        raise ValueError(f"malformed store manifest {os.fspath(path)!r}: {exc}") from None
 
 
 def write_manifest(store_dir: str | os.PathLike[str], manifest: Manifest) -> None:

@@ -79,8 +79,8 @@ def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: st
         on_disk = json.loads(path.read_text())
         if layout.RECORDS[name].startswith("dict["):  # a mapping of records: {method: record}, {domain: record}
             assert to_json(from_json(dict[str, cls], on_disk)) == on_disk, path
-        else:
-            assert cls.from_json(on_disk).to_json() == on_disk, path
+        else:  # a record, or the union of a file's two shapes (a bootstrap that ran | why it did not)
+            assert to_json(from_json(cls, on_disk)) == on_disk, path
 
 
 def test_layout_names_the_record_of_every_json_file_and_each_reads_the_old_one() -> None:
@@ -115,3 +115,48 @@ def test_every_line_of_the_old_ledger_reads_as_its_event_and_writes_back_the_sam
     for line in lines:
         on_disk = json.loads(line)
         assert cls.from_json(on_disk).to_json() == on_disk, line
+
+
+def test_the_old_fit_files_read_as_the_solvers_records() -> None:
+    """The fit files are the solver's records (no runner copy): the DDO file's ``fit`` (parameters) and
+    ``fit_mode`` keys are ``DDOResult.fit`` and ``DDOResult.fit_mode``; files without the keys later versions
+    added still read; a bootstrap that could not run reads as its own record."""
+    from dataclasses import replace
+
+    from autoscale_data._records import from_json
+    from autoscale_data.runner.records import BootstrapUnavailable, ProjectionFile
+    from autoscale_data.solver import (
+        BootstrapResult,
+        DDOResult,
+        JointFit,
+        Observed,
+        Projection,
+        RobustProjection,
+    )
+
+    for path in sorted(OLD.glob("fits/ddo_*.json")):
+        on_disk = json.loads(path.read_text())
+        ddo = DDOResult.from_json(on_disk)
+        assert ddo.fit_mode == on_disk["fit_mode"] == "default"
+        assert ddo.fit == on_disk["fit"] == {d: {k: getattr(f, k) for k in "abc"} for d, f in ddo.fits.items()}
+        assert ddo.domains == tuple(on_disk["weights"]) and ddo.identifiability is not None
+        assert ddo.identifiability.summary == on_disk["identifiability"]["summary"]
+        alloc = ddo.optimize_at(ddo.budget_tokens)
+        assert alloc == pytest.approx(on_disk["allocation_tokens"], rel=1e-6)
+        older = {k: v for k, v in on_disk.items() if k not in ("fit_mode", "identifiability")}  # before Nov 25
+        assert DDOResult.from_json(older) == replace(ddo, identifiability=None)
+    for path in sorted(OLD.glob("fits/bootstrap_*.json")):
+        on_disk = json.loads(path.read_text())
+        boot = from_json(layout.record_of(layout.BOOTSTRAP), on_disk)
+        assert isinstance(boot, BootstrapResult) and boot.summary == on_disk["summary"] and boot.point is None
+    failed = {"available": False, "reason": "too few runs"}
+    assert from_json(layout.record_of(layout.BOOTSTRAP), failed) == BootstrapUnavailable("too few runs")
+    assert BootstrapUnavailable("too few runs").to_json() == failed
+    on_disk = json.loads((OLD / "fits" / layout.PROJECTION).read_text())
+    proj = ProjectionFile.from_json(on_disk)
+    assert isinstance(proj.geometric, Projection) and isinstance(proj.robust, RobustProjection)
+    assert isinstance(proj.observed, Observed) and isinstance(proj.joint, JointFit)
+    assert proj.joint.budget_tokens == on_disk["joint"]["budget_tokens"]
+    assert proj.joint.n0 == {d: law["n0"] for d, law in on_disk["joint"]["law"].items()}
+    assert proj.joint.weights_at(proj.joint.budget_tokens) == pytest.approx(on_disk["joint"]["weights"], rel=1e-6)
+    assert proj.computed("joint") is proj.joint and proj.failure("joint") is None

@@ -19,6 +19,8 @@ from autoscale_data.runner.reporting.report import _markdown, write_report
 from autoscale_data.runner.reporting.report_types import Report, TokensSaved
 from autoscale_data.runner.reporting.summary import format_summary
 
+_OLD_DDO = Path(__file__).parent / "data" / "out_before_records" / "fits" / "ddo_4096.json"
+
 
 def _folder(out: Path) -> Path:
     """A finished experiment written by hand: proxies at two budgets, fits, targets (two seeds, training
@@ -42,8 +44,10 @@ def _folder(out: Path) -> Path:
     fits = out / "fits"
     fits.mkdir()
     for n, w in ((4096, 0.6), (16384, 0.55)):
-        (fits / f"ddo_{n}.json").write_text(json.dumps({"weights": {"a": w, "b": 1 - w}, "status": "ok", "aar": 0.01,
-                                                        "allocation_tokens": {"a": w * n, "b": (1 - w) * n}}))
+        ddo = json.loads(_OLD_DDO.read_text().replace('"encyclopedia"', '"a"').replace('"web"', '"b"'))
+        ddo.update(weights={"a": w, "b": 1 - w}, status="ok", aar=0.01, budget_tokens=float(n),
+                   allocation_tokens={"a": w * n, "b": (1 - w) * n})  # a DDO result of the solver, its numbers set
+        (fits / f"ddo_{n}.json").write_text(json.dumps(ddo))
         (fits / f"bootstrap_{n}.json").write_text(json.dumps({"available": False, "reason": "one seed"}))
     (fits / "projection.json").write_text(json.dumps({"budget_tokens": 4000.0, "weights": {"a": 0.5, "b": 0.5},
                                                       "method": "geometric", "t": 1.5}))

@@ -25,7 +25,7 @@ def test_strong_contrast_is_distinguishable_and_cis_cover_truth():
         assert res.ci_low[d] <= res.ci_high[d]
         # the noiseless optimum lies inside the CI (with a little slack for percentile CIs)
         assert res.ci_low[d] - 0.02 <= clean.point.weights[d] <= res.ci_high[d] + 0.02
-    assert "distinguishable" in res.summary() and set(res.to_json()) >= {"ci_low", "contains_base"}
+    assert "distinguishable" in res.summary and set(res.to_json()) >= {"ci_low", "contains_base"}
 
 
 @pytest.mark.timeout(60)
@@ -34,7 +34,7 @@ def test_weak_contrast_under_noise_is_reported_indistinguishable():
     runs = synthetic_ddo_runs(BASE, [2.0] * 3, [0.5] * 3, seeds=3, noise=0.01, rng_seed=4)
     res = bootstrap_ddo(runs, n_boot=300, objective="mean_loss", seed=2)
     assert not res.distinguishable_from_base
-    assert "NOT distinguishable" in res.summary()
+    assert "NOT distinguishable" in res.summary
     assert sum(res.contains_base.values()) >= 2
 
 
@@ -46,7 +46,7 @@ def test_single_seed_paper_design_gives_the_range_over_exact_fits_without_noise(
     assert res.samples.shape == (ident.combinations, 3)
     for d, (lo, hi) in ident.weight_range.items():
         assert res.ci_low[d] == lo and res.ci_high[d] == hi
-    assert "no estimate of noise" in res.summary()
+    assert "no estimate of noise" in res.summary
     res = bootstrap_ddo(runs, n_boot=40, noise_std=0.01, objective="mean_loss")
     assert res.method == "parametric" and res.noise_std == 0.01 and res.samples.shape[1] == 3
     with pytest.raises(ValueError, match="replicate runs"):

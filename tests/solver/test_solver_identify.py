@@ -87,7 +87,7 @@ def test_paper_mode_on_a_generated_table_returns_the_optimum_of_its_own_fits():
     x = allocate(np.ones(4), p[:, 0], p[:, 1], base_arr, 4e6, lo, hi).x
     assert [res.weights[d] for d in base] == pytest.approx(list(x / 4), abs=1e-9)
     assert max(res.fits[d].aar for d in base) < 1e-9
-    assert res.fit == "paper" and res.to_json()["fit_mode"] == "paper"
+    assert res.fit_mode == "paper" and res.to_json()["fit_mode"] == "paper"
 
 
 def test_over_determined_noise_free_design_is_identified():

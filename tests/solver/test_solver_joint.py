@@ -107,7 +107,7 @@ def test_tables_may_list_their_domains_in_different_orders():
 
 def test_default_target_is_the_largest_budget_and_bounds_apply():
     fit = fit_joint(_runs(), objective="mean_loss", min_weight=0.2, max_weight=0.3)
-    assert fit.target_tokens == BUDGETS[1]
+    assert fit.budget_tokens == BUDGETS[1]
     assert min(fit.weights.values()) >= 0.2 - 1e-12 and max(fit.weights.values()) <= 0.3 + 1e-12
     assert set(fit.bounds_hit.values()) == {"lower", "upper"} and fit.kkt_residual < 1e-8
     caps = {"d0": 1e6, "d1": 1e9, "d2": 1e9, "d3": 1e9}
@@ -131,10 +131,10 @@ def test_mean_ppl_is_normalised_by_one_constant_and_json_round_trips():
     assert fit.predict(base.tokens) == pytest.approx(1.0, rel=1e-9)
     back = JointFit.from_json(out)
     assert back == fit and back.weights_at(3e8) == fit.weights_at(3e8)
-    with pytest.raises(ValueError, match="lacks the key 'floor'"):
+    with pytest.raises(ValueError, match="'floor' is missing"):
         JointFit.from_json({k: v for k, v in out.items() if k != "floor"})
-    with pytest.raises(ValueError, match="method"):
-        JointFit.from_json({"weights": {}})
+    with pytest.raises(ValueError, match="is missing"):  # another candidate's JSON is not a joint fit
+        JointFit.from_json({"method": "robust", "weights": {}})
 
 
 def test_compare_projections_reports_held_out_error_of_both_methods():

@@ -52,9 +52,9 @@ def test_a_record_written_before_per_budget_still_loads(fit: JointFit) -> None:
     back = JointIdentifiability.from_json(old)
     assert back.per_budget is None and back.at_budget(fit.budgets[0]) is None
     assert list(back.to_json()) == KEYS[:-1]
-    with pytest.raises(ValueError, match="lacks the key 'spread'"):
+    with pytest.raises(ValueError, match="'spread' is missing"):
         JointIdentifiability.from_json({k: v for k, v in old.items() if k != "spread"})
-    with pytest.raises(ValueError, match="expected the dict"):
+    with pytest.raises(ValueError, match="expected an object"):
         JointIdentifiability.from_json([1, 2])
 
 

@@ -190,11 +190,11 @@ def test_implausible_parameters_of_the_joint_law_are_flagged(tmp_path, capsys):
     rc, out, _ = _project(capsys, paths)
     assert rc == 0 and "implausible" in out and "floor" in out
     fit = res.joint
-    steep = replace(fit, gamma={**fit.gamma, "web": 16.0}, floor=-21.0)
+    steep = replace(fit, law={**fit.law, "web": replace(fit.law["web"], gamma=16.0)}, floor=-21.0)
     check = parameter_check(steep, tables)
     assert any("'web'" in x and "16" in x for x in check.implausible)
     assert any("floor" in x and "-21" in x for x in check.implausible)
-    sane = replace(fit, gamma=dict.fromkeys(fit.gamma, 0.4), floor=1.0)
+    sane = replace(fit, law={d: replace(t, gamma=0.4) for d, t in fit.law.items()}, floor=1.0)
     assert parameter_check(sane, tables).implausible == []
     assert GAMMA_RANGE[0] < 0.4 <= GAMMA_RANGE[1]
     too_high = replace(sane, floor=float(min(min(r.loss.values()) for t in tables for r in t)) + 5)

@@ -18,7 +18,7 @@ from ..ledger import FAILED, Ledger
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
 from ..planning.repetition import repetition_law
-from ..records import BootstrapFile, MixturePlanError, ProjectionFile
+from ..records import BootstrapUnavailable, MixturePlanError, ProjectionFile
 from ..reporting.wording import backtest_lines, bounds_moved
 
 if TYPE_CHECKING:
@@ -177,9 +177,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
         try:
             boot = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
-            boots[scale] = BootstrapFile(available=True, **boot.to_json(), summary=boot.summary()).to_json()
+            boots[scale] = boot.to_json()
         except ValueError as exc:
-            boots[scale] = BootstrapFile(available=False, reason=str(exc)).to_json()
+            boots[scale] = BootstrapUnavailable(reason=str(exc)).to_json()
         atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boots[scale])
         weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
         verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]

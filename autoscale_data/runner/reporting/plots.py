@@ -59,7 +59,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ddo = report.ddo
     if not ddo:
         return None
-    from ...solver import JointFit, project
+    from ...solver import BootstrapResult, project
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scales = sorted(ddo, key=int)
@@ -70,11 +70,11 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     if proj and len(scales) >= 2:
         grid = np.geomspace(float(scales[0]), proj.budget_tokens, 40)
         if proj.method == JOINT:
-            law = JointFit.from_json(proj.candidate(JOINT))
+            law = proj.computed(JOINT)
             curve = [law.weights_at(float(n)) for n in grid]
         elif proj.method == ROBUST:  # the shrunk path: through N2's optimum and the robust target mix
             pairs = [(float(scales[-1]), ddo[scales[-1]].allocation_tokens or {}),
-                     (float(proj.budget_tokens), proj.candidate(ROBUST)["allocation_tokens"])]
+                     (float(proj.budget_tokens), proj.computed(ROBUST).allocation_tokens)]
             grid, curve = _reachable(project, pairs, grid)
         elif proj.method == OBSERVED:  # DDO(N2) as is: constant weights
             curve = [dict(proj.weights) for _ in grid]
@@ -86,9 +86,9 @@ def _plot_weights(plt: Any, report: Report) -> Any:
         xs = [int(s) for s in scales]
         ys = [ddo[s].weights[d] for s in scales]
         boot = [report.bootstrap.get(s) for s in scales]
-        if all(b is not None and b.available and b.ci_low and b.ci_high for b in boot):
-            lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
-            hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr,index]
+        if all(isinstance(b, BootstrapResult) for b in boot):
+            lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
+            hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
             ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
         else:
             ax.plot(xs, ys, "o", color=c)

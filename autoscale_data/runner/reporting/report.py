@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..._io import atomic_write_json, atomic_write_text
+from ..._records import from_json
+from ...solver import BootstrapResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
 from .. import layout
 from ..experiment import plan_run_ids, read_json
 from ..planning.repetition import REPETITION_FILE, repetition_md
-from ..records import BootstrapFile, DDOFile, ProjectionFile, RunResult
+from ..records import ProjectionFile, RunResult
 from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
 from .metrics import (
@@ -159,7 +161,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         target_budget=(config.get("target") or {}).get("budget"),
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
-        ddo=_fit_files(fits, layout.DDO, DDOFile), bootstrap=_fit_files(fits, layout.BOOTSTRAP, BootstrapFile),
+        ddo=_fit_files(fits, layout.DDO), bootstrap=_fit_files(fits, layout.BOOTSTRAP),
         projection=_projection(fits), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=Curve(**curves[label]), train_curve=_train_curve(rs))
@@ -180,10 +182,11 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         **_references(out, targets))
 
 
-def _fit_files(fits: Path, kind: str, record: Any) -> dict[str, Any]:
-    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as ``record``."""
+def _fit_files(fits: Path, kind: str) -> dict[str, Any]:
+    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as its record (:func:`.layout.record_of`)."""
+    record = layout.record_of(kind)
     found = {p.stem.split("_", 1)[1]: (p, read_json(p)) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
-    return {n: record.from_json(obj, p.name) for n, (p, obj) in found.items() if obj is not None}
+    return {n: from_json(record, obj, p.name) for n, (p, obj) in found.items() if obj is not None}
 
 
 def _projection(fits: Path) -> ProjectionFile | None:
@@ -378,7 +381,7 @@ def _ddo_md(r: Report) -> list[str]:
         cells = []
         for d in r.domains:
             cell = f"{fit.weights[d]:.3f}"
-            if boot is not None and boot.available and boot.ci_low and boot.ci_high:
+            if isinstance(boot, BootstrapResult):
                 cell += f" [{boot.ci_low[d]:.3f}, {boot.ci_high[d]:.3f}]"
             cells.append(cell)
         lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit.status} | {fit.aar:.4f} |")
@@ -387,10 +390,10 @@ def _ddo_md(r: Report) -> list[str]:
         lines.append(f"| **{proj.budget_tokens:,.0f}** ({projection_label(proj)}) | "
                      + " | ".join(f"**{proj.weights[d]:.3f}**" for d in r.domains) + " | | |")
         other = next(m for m in (GEOMETRIC, JOINT) if m != proj.method)
-        alt = proj.candidate(other)
-        if "weights" in alt:
+        alt = proj.computed(other)
+        if alt is not None:
             lines.append(f"| {proj.budget_tokens:,.0f} ({other}, not used) | "
-                         + " | ".join(f"{alt['weights'][d]:.3f}" for d in r.domains) + " | | |")
+                         + " | ".join(f"{alt.weights[d]:.3f}" for d in r.domains) + " | | |")
     lines.append("")
     if proj:
         lines.append(f"- {projection_sentence(proj)}")
@@ -400,9 +403,8 @@ def _ddo_md(r: Report) -> list[str]:
         verdict = bootstrap_verdict(boot).replace("are NOT", "are **NOT**")
         lines.append(f"- Bootstrap at {int(scale):,}: {verdict}.")
     for scale, fit in by_budget:
-        ident = fit.identifiability or {}
-        if ident.get("summary"):
-            lines.append(f"- Identifiability at {int(scale):,}: {ident['summary']}")
+        if fit.identifiability is not None:
+            lines.append(f"- Identifiability at {int(scale):,}: {fit.identifiability.summary}")
     lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
     return lines + [""] + _backtest_md(proj.selection if proj else None) + _predicted_md(proj.selection if proj else None)
 
@@ -597,10 +599,10 @@ def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
     ``projection``: the record, or ``projection.json``'s content (read as the record)."""
     proj = _as_projection(projection)
     if proj.method == JOINT:
-        aar = proj.candidate(JOINT).get("aar")
+        aar = getattr(proj.computed(JOINT), "aar", None)
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
     if proj.method == ROBUST:
-        moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
+        moved = _robust_moved(proj)
         return "projected: robust" + ("" if moved is None else f", {moved:.3f} from geometric")
     if proj.method == OBSERVED:
         return "not projected: DDO(N2) as is"
@@ -625,7 +627,7 @@ def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
     if (proj.selection or {}).get("reason"):
         text += f" `ddo.projection: auto` chose it: {(proj.selection or {})['reason']}."
-    moved = (proj.candidate(ROBUST).get("moved") or {}).get("total_variation")
+    moved = _robust_moved(proj)
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
@@ -633,6 +635,12 @@ def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
     if proj.disagreement:
         text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
                  f" (max {proj.disagreement['max_abs']:.3f} per domain).")
-    elif "error" in proj.candidate(other):
-        text += f" The {other} projection failed: {proj.candidate(other)['error']}"
+    elif proj.failure(other) is not None:
+        text += f" The {other} projection failed: {proj.failure(other)}"
     return text
+
+
+def _robust_moved(proj: ProjectionFile) -> float | None:
+    """How far the robust step moved the geometric mix (total variation); None without a robust projection."""
+    robust = proj.computed(ROBUST)
+    return None if robust is None else robust.moved.get("total_variation")

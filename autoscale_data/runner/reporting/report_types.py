@@ -9,8 +9,9 @@ Every part is written and read by the one codec of :mod:`autoscale_data._records
 fields; the few whose JSON shape differs from their fields (the objective's key named after the
 objective, a curve keyed by domain, keys that depend on a status) say so where they do it.
 
-The parts the fits write are their files' records (:class:`~.records.DDOFile`,
-:class:`~.records.BootstrapFile`, :class:`~.records.ProjectionFile`), whose JSON is the file's content.
+The parts the fits write are their files' records (the solver's :class:`~autoscale_data.solver.DDOResult` and
+:class:`~autoscale_data.solver.BootstrapResult` (or :class:`~.records.BootstrapUnavailable`),
+:class:`~.records.ProjectionFile`), whose JSON is the file's content.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..._records import Record, fields_from_json, fields_to_json, from_json, omitted, required
+from ...solver import BootstrapResult, DDOResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, objective_key
 from .. import layout
-from ..records import BootstrapFile, DDOFile, ProjectionFile
+from ..records import BootstrapUnavailable, ProjectionFile
 
 __all__ = [
     "AnytimeComparison",
@@ -493,9 +495,9 @@ class Report(Record):
     """The target budget in tokens (config ``target.budget``)."""
     proxies: dict[str, dict[str, MixResult]] = field(default_factory=dict)
     """DDO proxies: budget (a string, ascending) -> run label -> seed-averaged result."""
-    ddo: dict[str, DDOFile] = required(default_factory=dict)
+    ddo: dict[str, DDOResult] = required(default_factory=dict)
     """DDO fit per budget (a string), ``fits/ddo_<N>.json`` (weights, allocation_tokens, status, aar …)."""
-    bootstrap: dict[str, BootstrapFile] = required(default_factory=dict)
+    bootstrap: dict[str, BootstrapResult | BootstrapUnavailable] = required(default_factory=dict)
     """Bootstrap per budget, ``fits/bootstrap_<N>.json`` (available, ci_low, ci_high, method …)."""
     projection: ProjectionFile | None = None
     """The projection to the target budget, ``fits/projection.json`` (``None`` before the fits)."""
@@ -535,8 +537,8 @@ class Report(Record):
 
     def __post_init__(self) -> None:
         # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records
-        parts = {"ddo": {s: _as(DDOFile, f) for s, f in self.ddo.items()},
-                 "bootstrap": {s: _as(BootstrapFile, b) for s, b in self.bootstrap.items()},
+        parts = {"ddo": {s: _as(DDOResult, f) for s, f in self.ddo.items()},
+                 "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b) for s, b in self.bootstrap.items()},
                  "projection": None if self.projection is None else _as(ProjectionFile, self.projection)}
         for name, value in parts.items():
             object.__setattr__(self, name, value)
@@ -596,7 +598,7 @@ class Report(Record):
 
 
 def _as(record: Any, value: Any) -> Any:
-    return value if isinstance(value, record) else record.from_json(value)
+    return value if isinstance(value, record) else from_json(record, value)
 
 
 _KEYED = ("proxies", "targets")  # the fields whose JSON names the objective's key

@@ -106,9 +106,8 @@ def format_summary(report: Report) -> str:
             lines.append(f"  {bounds_moved(proj)}")
     boot = report.bootstrap
     for s in scales:
-        ident = ddo[s].identifiability or {}
-        if ident.get("summary"):
-            lines.append(f"  at {_short(int(s))}: {ident['summary']}")
+        if ddo[s].identifiability is not None:
+            lines.append(f"  at {_short(int(s))}: {ddo[s].identifiability.summary}")
         if s in boot:
             lines.append(f"  bootstrap at {_short(int(s))}: {bootstrap_verdict(boot[s])}")
     if targets:

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...solver import BootstrapResult
 from ...solver.vocabulary import OBSERVED, objective_key
 
 if TYPE_CHECKING:
-    from ..records import BootstrapFile, ProjectionFile
+    from ..records import BootstrapUnavailable, ProjectionFile
     from .report_types import Report, TokensSaved, Verdict
 
 __all__ = [
@@ -34,16 +35,15 @@ __all__ = [
 ]
 
 
-def bootstrap_verdict(boot: BootstrapFile) -> str:
+def bootstrap_verdict(boot: BootstrapResult | BootstrapUnavailable) -> str:
     """What the bootstrap at one budget says about the DDO weights (a clause, no budget)."""
-    if boot.available and boot.method == "consistent_fits":
+    if not isinstance(boot, BootstrapResult):
+        return f"not available ({boot.reason})"
+    if boot.method == "consistent_fits":
         return ("the runs carry no estimate of noise (one run per point): the intervals are the range over the "
                 "fits consistent with the data, and no verdict is given")
-    if boot.available:
-        verdict = "distinguishable from" if boot.distinguishable_from_base else "NOT distinguishable from"
-        level = 0.95 if boot.level is None else boot.level
-        return f"the DDO weights are {verdict} the base mix ({boot.method}, {level:.0%} CI)"
-    return f"not available ({boot.reason})"
+    verdict = "distinguishable from" if boot.distinguishable_from_base else "NOT distinguishable from"
+    return f"the DDO weights are {verdict} the base mix ({boot.method}, {boot.level:.0%} CI)"
 
 
 @dataclass(frozen=True)
