@@ -58,8 +58,8 @@ each, one law over all budgets) and the joint law, and reports every candidate w
 identifiability (range of the optimum over the fits consistent with the runs).
 --method auto (default): the best mix observed at the largest budget, unless the runs show a
 projection does better: with >= 3 budgets a backtest (every candidate fitted on all budgets but the
-largest and scored by the largest's run nearest to its answer; a projection must win by more than
-twice the noise of one run); with 2 budgets a projection only where the law fitted jointly to both
+largest and scored by the largest's DDO law or its run nearest to the answer; a projection must win
+beyond a one-sided 2.5% test over the projections, 3.39x the noise of one run for three); with 2 budgets a projection only where the law fitted jointly to both
 budgets predicts it beats the observed mix by more than twice the prediction's standard deviation
 (delta method over the fit) and twice the noise of one run (`selection.predicted` in --json holds
 gain, sd, z and noise per projection). One budget: the observed mix (the projections need two).

@@ -190,7 +190,8 @@ def projection_note(config: RunnerConfig) -> str:
                    "run; the report says which and why)"}[ddo.projection]
     if ddo.projection == AUTO and len(ddo.budgets) >= 3:
         how = (f"auto ({len(ddo.budgets)} budgets: a backtest refits every candidate without N2, scores it at N2, and "
-               "uses a projection only if it beats the DDO optimum at N2 by more than twice the noise of one run; "
+               "uses a projection only if it beats the DDO optimum at N2 beyond a one-sided 2.5% test over the "
+               "projections; "
                "the report gives the scores, the noise and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
             f"(ddo.projection: {' | '.join(METHODS)})")

@@ -19,6 +19,7 @@ from autoscale_data.runner.planning.plan import ddo_proxy_specs
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
+from autoscale_data.solver.select import backtest_margin
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -271,19 +272,20 @@ def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_an
     assert fits.method == sel["chosen"] and fits.plan.metadata["budgets"] == [8192, 16384, 32768]
     assert all(s["score"] in ("law", "nearest_run") for s in scored.values())  # each says how it was scored
     assert scored["observed"]["score"] == "law" and sel["law_noise"] is not None  # DDO designs: the N2 law scores
-    margin = {"law": sel["law_noise"], "nearest_run": sel["noise"]}
+    margin = {"law": sel["law_margin"], "nearest_run": sel["margin"]}
     gain = {n: s["gain"] for n, s in scored.items() if n != "observed"}
     for n, s in scored.items():  # the gain compares like with like: the observed mix scored the same way
         if n != "observed":
             same = scored["observed"]["objective" if s["score"] == scored["observed"]["score"] else "run_objective"]
             assert s["gain"] == pytest.approx(same - s["objective"])
-    if sel["chosen"] == "observed":  # the rule: a projection only when it wins by more than twice the noise
+    assert sel["law_margin"] == pytest.approx(backtest_margin(sel["law_noise"], 3, two_runs=False))
+    if sel["chosen"] == "observed":  # the rule: a projection only when it wins by more than the margin
         for n, g in gain.items():
             m = margin[scored[n]["score"]]
-            assert m is None or g <= 2 * m or (scored[n]["score"] == "nearest_run"
-                                               and scored[n]["run"] == scored["observed"]["run"])
+            assert m is None or g <= m or (scored[n]["score"] == "nearest_run"
+                                           and scored[n]["run"] == scored["observed"]["run"])
     else:
-        assert gain[sel["chosen"]] > 2 * margin[scored[sel["chosen"]]["score"]]
+        assert gain[sel["chosen"]] > margin[scored[sel["chosen"]]["score"]]
     assert any(line.strip().startswith("backtest at 32,") for line in lines)
     assert any(line.strip().startswith("observed: objective") for line in lines)
     report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},

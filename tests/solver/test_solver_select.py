@@ -338,3 +338,19 @@ def test_noise_estimate_pools_seeds_of_one_label_and_falls_back_to_the_smaller_b
     one_seed_last = seeds[:2] + [RunTable([r for r in seeds[2].runs if r.seed == 0])]
     noise, how = noise_estimate(one_seed_last)
     assert noise == pytest.approx(0.003, rel=0.3) and "at the smaller budgets (52 degrees of freedom)" in how
+
+
+def test_backtest_margin_is_a_one_sided_test_over_the_projections() -> None:
+    from scipy.stats import norm
+
+    from autoscale_data.solver.select import backtest_margin
+
+    assert backtest_margin(1.0, 1, two_runs=False) == pytest.approx(norm.ppf(0.975))  # 1.96
+    assert backtest_margin(1.0, 3, two_runs=False) == pytest.approx(2.394, abs=1e-3)  # Bonferroni over three
+    assert backtest_margin(0.01, 3, two_runs=True) == pytest.approx(0.01 * 2.394 * np.sqrt(2), rel=1e-3)
+    assert backtest_margin(0.0, 3, two_runs=True) == 0.0
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="sd must be"):
+            backtest_margin(bad, 3, two_runs=True)
+    with pytest.raises(ValueError, match="candidates must be"):
+        backtest_margin(1.0, 0, two_runs=True)

@@ -420,7 +420,8 @@ def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
              "by the DDO law fitted at that budget where it and the observed mix lie inside the range of its "
              "runs (score `law`), else by the objective of the run there nearest to it (L1 over the shares; "
              "score `nearest_run`). A projection sets the target mix only if it beats the observed mix, scored "
-             "the same way, by more than twice the noise.", "",
+             "the same way, by more than the margin: a one-sided 2.5% test over the projections scored on the sd "
+             "of the score difference (√2 x the noise of one run for two runs, the law's noise for the law).", "",
              "| candidate | score | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
              "|---|---|---:|---:|---|---:|"]
     for r in rows:

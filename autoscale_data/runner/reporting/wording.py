@@ -86,16 +86,21 @@ def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
 
 
 def backtest_margin(selection: Mapping[str, Any]) -> str:
-    """The noise the backtest judged gains against, and where it came from (both margins where both apply)."""
+    """The noise the backtest judged gains against, where it came from, and the margin a win had to exceed
+    (both where both apply; files written before 2026-11-28 hold no margin: theirs was twice the noise)."""
     noise, law = selection.get("noise"), selection.get("law_noise")
     rows = backtest_rows(selection)
+
+    def bar(sd: float, margin: Any) -> str:
+        return f"noise {sd:.4g}, margin " + (f"2 x {sd:.4g}" if margin is None else f"{margin:.4g}")
+
     parts = []
     if any(r.score == "law" for r in rows):
         parts.append("law scores: no noise estimate, so no projection" if law is None else
-                     f"law scores: noise {law:.4g}, margin 2 x {law:.4g} ({selection.get('law_noise_source')})")
+                     f"law scores: {bar(law, selection.get('law_margin'))} ({selection.get('law_noise_source')})")
     if any(r.score == "nearest_run" for r in rows) or not parts:
-        parts.append("nearest-run scores: " + ("no noise estimate, so no margin" if noise is None else
-                     f"noise {noise:.4g}, margin 2 x {noise:.4g}")
+        parts.append("nearest-run scores: " + ("no noise estimate, so no projection" if noise is None else
+                     bar(noise, selection.get("margin")))
                      + f" ({selection.get('noise_source') or 'no source'})")
     return "; ".join(parts)
 
