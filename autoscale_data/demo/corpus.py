@@ -34,6 +34,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,13 @@ class SyntheticWorld:
             "_".join(self.words[int(j)] for j in rng.integers(0, 400, size=int(rng.integers(1, 3))))
             for _ in range(500)
         })
+
+
+@lru_cache(maxsize=4)
+def _default_world(seed: int) -> SyntheticWorld:
+    """The default-sized world of ``seed``, built once per process: building one takes seconds and every
+    caller only reads it (the demo, the scarce case and the runner tests' stores each ask for seed 0)."""
+    return SyntheticWorld(seed)
 
 
 def _make_words(rng: np.random.Generator, n: int, exclude: set[str] | None = None) -> list[str]:
@@ -271,7 +279,7 @@ def generate_documents(domain: str, num_bytes: int, *, seed: int = 0,
         raise ValueError(f"unknown demo domain {domain!r}: expected one of {', '.join(DEMO_DOMAINS)}")
     if num_bytes <= 0:
         raise ValueError(f"num_bytes must be positive, got {num_bytes}")
-    world = world or SyntheticWorld(seed)
+    world = world or _default_world(seed)
     rng = np.random.default_rng([seed, DEMO_DOMAINS.index(domain) + 1])
     make = _GENERATORS[domain]
     produced = 0
@@ -312,7 +320,7 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
     except (FileNotFoundError, ValueError):
         meta = {}
     done = meta.get("domains", {}) if meta.get("params") == params else {}
-    world = SyntheticWorld(seed)
+    world = _default_world(seed)
     paths: dict[str, Path] = {}
     for name in domains:
         path = out / f"{name}.jsonl"

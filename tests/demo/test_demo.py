@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 import time
+import warnings
+from dataclasses import replace
 
 import pytest
 
+from autoscale_data.cli import main
 from autoscale_data.demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, run_demo
 from autoscale_data.runner import Report
 
@@ -108,6 +111,21 @@ def test_table_shows_seed_spread_and_the_anytime_comparison() -> None:
     assert "Anytime schedule: not available (no mixture plan could be fitted)" in _table(report)
 
 
+def _check_first_demo_run(out, stdout: str, stderr: str) -> None:
+    """What a first ``demo --quick`` prints and writes (both sizes below)."""
+    assert "Mixture weights" in stdout and "Tokens saved" in stdout
+    for name in ("report.md", "report.json", "plots/weights.png", "plots/curves.png", "fits/projection.json"):
+        assert (out / name).is_file(), name
+    trained = stdout.count("] done ")
+    # 3m+1 proxies at two budgets (m = 3); fixed target mixes that coincide share a run; + the anytime run
+    assert 2 * 10 + 1 <= trained <= 2 * 10 + 4
+    assert "Anytime schedule" in stdout
+    assert "dentified" in stdout  # the fits say whether these runs identify the weights
+    assert "passes through every point" not in stderr  # its own design draws no warning
+    assert "instead of" not in stderr  # nor does the rounding of its multipliers
+
+
+@pytest.mark.heavy  # 2-5 min: test_demo_verb_end_to_end_and_resume is its sibling (the same verb, smaller sizes)
 @pytest.mark.timeout(900)
 def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
     out = tmp_path / "demo"
@@ -115,19 +133,40 @@ def test_quick_demo_end_to_end_and_resume(tmp_path) -> None:
     cmd = [sys.executable, "-m", "autoscale_data.cli", "demo", "--quick", "--out", os.fspath(out)]
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "Mixture weights" in first.stdout and "Tokens saved" in first.stdout
-    for name in ("report.md", "report.json", "plots/weights.png", "plots/curves.png", "fits/projection.json"):
-        assert (out / name).is_file(), name
-    trained = first.stdout.count("] done ")
-    # 3m+1 proxies at two budgets (m = 3); fixed target mixes that coincide share a run; + the anytime run
-    assert 2 * 10 + 1 <= trained <= 2 * 10 + 4
-    assert "Anytime schedule" in first.stdout
-    assert "dentified" in first.stdout  # the fits say whether these runs identify the weights
-    assert "passes through every point" not in first.stderr  # its own design draws no warning
-    assert "instead of" not in first.stderr  # nor does the rounding of its multipliers
+    _check_first_demo_run(out, first.stdout, first.stderr)
     start = time.monotonic()
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=850)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "] done " not in second.stdout  # nothing trained again
     assert second.stdout.split("Mixture weights", 1)[1] == first.stdout.split("Mixture weights", 1)[1]
     assert time.monotonic() - start < 120  # loose: a resume only re-reads results
+
+
+#: The quick preset's design (3 domains, 3m+1 runs a budget, the anytime run) on a 1-layer GPT with
+#: 32-token sequences: budgets whose whole batches keep every multiplier within 5%.
+_TINY_QUICK = replace(DEMO_PRESETS["quick"], bytes_per_domain=60_000, vocab_size=300, seq_len=32,
+                      budgets=(4_096, 8_192), target=16_384, heldout_tokens=512, target_points=4,
+                      model={"n_layer": 1, "n_embd": 32, "n_head": 2})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_demo_verb_end_to_end_and_resume(tmp_path, monkeypatch, capsys) -> None:
+    """``autoscale-data demo --quick`` in process, its preset swapped for :data:`_TINY_QUICK`: the same
+    checks as the heavy test of the real preset, whose design is checked here without training."""
+    assert demo_config(tmp_path / "real", quick=True).ddo.identifies_law  # the real preset's design
+    monkeypatch.setitem(DEMO_PRESETS, "quick", _TINY_QUICK)
+    out = tmp_path / "demo"
+
+    def demo() -> tuple[str, str]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # every warning reaches stderr, however often it was raised before
+            assert main(["demo", "--quick", "--out", os.fspath(out)]) == 0
+        captured = capsys.readouterr()
+        return captured.out, captured.err
+
+    first, err = demo()
+    _check_first_demo_run(out, first, err)
+    second, _ = demo()
+    assert "] done " not in second  # nothing trained again
+    assert second.split("Mixture weights", 1)[1] == first.split("Mixture weights", 1)[1]
