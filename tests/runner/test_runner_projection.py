@@ -4,6 +4,7 @@ chosen one sets the target mix and the mixture plan, the report and the dry run 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from autoscale_data.runner.mixes.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
@@ -40,10 +42,10 @@ class _Ledger:
     def records(self) -> dict[str, Any]:
         return {}
 
-    def result(self, run_id: str) -> dict[str, Any]:
+    def result(self, run_id: str) -> RunResult:
         s = self._specs[run_id]
         loss = _loss(s.tokens)
-        return {"tokens": s.tokens, "losses": {d: loss for d in s.tokens}}
+        return RunResult(run_id=run_id, tokens=s.tokens, losses={d: loss for d in s.tokens})
 
 
 @pytest.fixture
@@ -217,10 +219,9 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
 class _SkewedLedger(_Ledger):
     """Validation domain 'a' depends on the training tokens of 'a' alone; the others follow the law."""
 
-    def result(self, run_id: str) -> dict[str, Any]:
+    def result(self, run_id: str) -> RunResult:
         out = super().result(run_id)
-        out["losses"]["a"] = 2.0 + ((500.0 + self._specs[run_id].tokens["a"]) / 1000.0) ** -1.0
-        return out
+        return replace(out, losses={**out.losses, "a": 2.0 + ((500.0 + self._specs[run_id].tokens["a"]) / 1000.0) ** -1.0})
 
 
 def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
         rec = records.get(spec.run_id)
         if rec is not None and rec.status == DONE:
             if not any(e.status == DONE for e in ledger.events() if e.run_id == spec.run_id):
-                ledger.mark_done(spec.run_id, _summary(ledger.run_result(spec.run_id)))  # adopt
+                ledger.mark_done(spec.run_id, _summary(ledger.result(spec.run_id)))  # adopt
             status[spec.run_id] = DONE
             continue
         if rec is not None and rec.status == FAILED and rec.terminal:
@@ -104,7 +104,7 @@ def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], co
         ok, reason, terminal = outcome(job, code)
         n = f"[{finished[DONE] + finished[FAILED] + 1}/{total}]"
         if ok:
-            found = ledger.run_result(spec.run_id)
+            found = ledger.result(spec.run_id)
             ledger.mark_done(spec.run_id, _summary(found))
             finished[DONE] += 1
             status[spec.run_id] = DONE

@@ -119,8 +119,8 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
                 warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at {scale}: "
                               f"{rec.reason}", stacklevel=2)
             continue
-        runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result["tokens"].items()},
-                        loss=dict(result["losses"]), seed=spec.seed, label=spec.label))
+        runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
+                        loss=dict(result.losses), seed=spec.seed, label=spec.label))
         covered.add(spec.label)
     needed = {s.label for s in specs}
     lacking = sorted(needed - covered)
