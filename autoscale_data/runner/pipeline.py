@@ -246,7 +246,7 @@ class MixtureRunner:
             spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, schedule)
             ledger.register(spec)
             self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to {spec.total_tokens:,} "
-                     f"tokens as run {spec.run_id} (mix: {spec.extension['mix']}, lr: {schedule.schedule})")
+                     f"tokens as run {spec.run_id} (mix: {spec.extension.mix if spec.extension else '?'}, lr: {schedule.schedule})")
             self._train_all(ledger, [spec])
             result = ledger.result(spec.run_id)
         if result is None:

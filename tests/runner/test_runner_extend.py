@@ -148,7 +148,7 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
 
     spec = RunSpec.from_json(json.loads((out / "runs" / result["run_id"] / "spec.json").read_text()))
     assert spec.kind == "extension" and spec.run_id != parent.run_id and spec.scale == _EXTENDED
-    assert spec.extension["parent"] == parent.run_id and spec.extension["mix"] == "plan"
+    assert spec.extension.parent == parent.run_id and spec.extension.mix == "plan"
     assert result["extension"]["parent"] == parent.run_id and result["extension"]["new_tokens"] == 8192
     # the model starts from the parent's saved weights, at the re-warm-up's first learning rate
     saved = _final_model(out / "runs" / parent.run_id)
@@ -159,7 +159,7 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     # the data: the parent's consumed prefix, then the dataset's own continuation at the plan's mix for the new budget
     state = json.loads((out / "runs" / parent.run_id / "final_ckpt" / "final_state.json").read_text())["dataset"]
     weights = _PLAN.weights_for_budget(_EXTENDED)
-    assert spec.extension["weights"] == pytest.approx(weights)
+    assert spec.extension.weights == pytest.approx(weights)
     old = ScaleAwareMixtureDataset(domains.paths, parent.weights, parent.total_tokens, 32, 0)
     new = ScaleAwareMixtureDataset(domains.paths, weights, _EXTENDED, 32, 0, continue_from=state)
     prefix = [(s["domain"], s["seq_index"]) for s in old]
@@ -268,7 +268,7 @@ def test_an_anytime_run_extends_along_its_plan_path(template: dict[str, Any], tm
         train_mod.train_run(cfg, parent, domains, ledger.run_dir(parent.run_id), progress=False)
     result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(parent.run_id, _EXTENDED).to_json()  # by id
     spec = RunSpec.from_json(json.loads((out / "runs" / result["run_id"] / "spec.json").read_text()))
-    assert spec.schedule == "anytime" and spec.plan == parent.plan and spec.extension["mix"] == "anytime"
+    assert spec.schedule == "anytime" and spec.plan == parent.plan and spec.extension.mix == "anytime"
     whole = ScaleAwareMixtureDataset(domains.paths, _PLAN, _EXTENDED, 32, 0, schedule="anytime")
     assert spec.sequences == whole.sequences_per_domain != parent.sequences  # where a whole anytime run would end
     assert result["tokens"] == spec.tokens and result["curve"][-1]["domain_tokens"] == spec.tokens

@@ -85,8 +85,8 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     fits, proj, lines = _fit(stores, tmp_path, "observed")
     assert fits.method == proj["method"] == "observed" and proj["observed"]["source"] == "ddo"
     n2 = max(fits.ddo)
-    assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2]["weights"], abs=1e-12)
-    assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2]["weights"], abs=1e-9)
+    assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2].weights, abs=1e-12)
+    assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2].weights, abs=1e-9)
     assert "not projected" in lines[-1] and projection_label(proj) == "not projected: DDO(N2) as is"
 
 
@@ -94,7 +94,7 @@ def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path
     fits, proj, lines = _fit(stores, tmp_path, "geometric")
     assert fits.method == proj["method"] == "geometric"
     assert proj["weights"] == fits.weights
-    assert proj["unbounded_weights"] == proj["geometric"]["weights"] and fits.projection == proj
+    assert proj["unbounded_weights"] == proj["geometric"]["weights"] and fits.projection.to_json() == proj
     assert min(fits.weights.values()) >= 0.05 - 1e-12  # tiny_config's ddo.min_weight holds at the target
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
@@ -145,7 +145,7 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
 def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "robust")
     assert fits.method == proj["method"] == "robust"
-    assert proj["unbounded_weights"] == proj["robust"]["weights"] and fits.projection == proj
+    assert proj["unbounded_weights"] == proj["robust"]["weights"] and fits.projection.to_json() == proj
     assert fits.weights == proj["weights"] and min(fits.weights.values()) >= 0.05 - 1e-12
     plan = fits.plan
     end = plan.allocation_for_budget(65536)
@@ -167,11 +167,11 @@ def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     assert back.plan.to_json() == fits_dir  # the plan as saved
     no_plan = Fits.from_json({**obj, "plan": None})
     assert no_plan.plan is None and no_plan.to_json()["plan"] is None
-    with pytest.raises(ValueError, match=r"lacks the key\(s\) \['projection'\]"):
+    with pytest.raises(ValueError, match=r"key 'projection' is missing"):
         Fits.from_json({k: v for k, v in obj.items() if k != "projection"})
-    with pytest.raises(ValueError, match="'ddo' must map budgets"):
+    with pytest.raises(ValueError, match="'ddo.N1' is invalid: expected an integer key"):
         Fits.from_json({**obj, "ddo": {"N1": {}}})
-    with pytest.raises(ValueError, match="lacks \\['weights'\\]"):
+    with pytest.raises(ValueError, match="'projection.weights' is missing"):
         Fits.from_json({**obj, "projection": {"method": "joint"}})
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._io import atomic_write_json
+from ..._records import Record
+from ...solver import MixturePlan
 from ...solver.vocabulary import JOINT, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
@@ -18,11 +20,11 @@ from ..ledger import FAILED, Ledger
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
 from ..planning.repetition import repetition_law
-from ..records import BootstrapFile, MixturePlanError, ProjectionFile
+from ..records import BootstrapFile, DDOFile, MixturePlanError, ProjectionFile
 from ..reporting.wording import backtest_lines, bounds_moved
 
 if TYPE_CHECKING:
-    from ...solver import MixturePlan, Projections
+    from ...solver import Projections
 
 __all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
@@ -30,69 +32,27 @@ BOOTSTRAP_REPLICATES = 400
 
 
 @dataclass(frozen=True)
-class Fits:
-    """What :func:`fit_all` found, as written under ``fits/``.
+class Fits(Record):
+    """What :func:`fit_all` found: the records of the files it wrote under ``fits/``, and the plan."""
 
-    Attributes:
-        ddo: per proxy budget, the DDO result (``DDOResult.to_json()``, the content of ``ddo_<N>.json``).
-        bootstrap: per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``): ``available`` and
-            the intervals and ``summary``, or the ``reason`` it is not.
-        projection: the projections to the target and the target mix (``projection.json``, see
-            :func:`projection_summary`).
-        plan: the mixture plan of the projection used, or None when none could be fitted.
-    """
-
-    ddo: dict[int, dict[str, Any]]
-    bootstrap: dict[int, dict[str, Any]]
-    projection: dict[str, Any]
+    ddo: dict[int, DDOFile]
+    """Per proxy budget, the DDO fit (``ddo_<N>.json``)."""
+    bootstrap: dict[int, BootstrapFile]
+    """Per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``)."""
+    projection: ProjectionFile
+    """The projections to the target and the target mix (``projection.json``, see :func:`projection_summary`)."""
     plan: MixturePlan | None
-
-    def __post_init__(self) -> None:
-        missing = [k for k in ("method", "weights") if k not in self.projection]
-        if missing:
-            raise ValueError(f"Fits.projection lacks {missing} (expected the dict of projection_summary)")
+    """The mixture plan of the projection used (``mixture_plan.json``); ``None`` when none could be fitted."""
 
     @property
     def method(self) -> str:
         """The projection that set the target mix (``ddo.projection``)."""
-        return str(self.projection["method"])
+        return self.projection.method
 
     @property
     def weights(self) -> dict[str, float]:
         """The target mix (the projection's weights with ``ddo.min_weight`` / ``max_weight`` applied)."""
-        return dict(self.projection["weights"])
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form (budgets as strings; round-trips through :meth:`from_json`)."""
-        return {"ddo": {str(n): dict(v) for n, v in self.ddo.items()},
-                "bootstrap": {str(n): dict(v) for n, v in self.bootstrap.items()},
-                "projection": dict(self.projection), "plan": None if self.plan is None else self.plan.to_json()}
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Fits:
-        """The fits back from :meth:`to_json`'s dict.
-
-        Raises:
-            ValueError: not such a dict (a key missing, a budget that is not a whole number).
-        """
-        from ...solver import MixturePlan
-
-        if not isinstance(obj, Mapping):
-            raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
-        missing = sorted({"ddo", "bootstrap", "projection", "plan"} - set(obj))
-        if missing:
-            raise ValueError(f"Fits dict lacks the key(s) {missing}")
-
-        def by_budget(part: str) -> dict[int, dict[str, Any]]:
-            try:
-                return {int(n): dict(v) for n, v in obj[part].items()}
-            except (TypeError, ValueError, AttributeError):
-                raise ValueError(f"Fits dict: {part!r} must map budgets (whole numbers) to dicts, "
-                                 f"got {obj[part]!r:.200}") from None
-
-        plan = None if obj["plan"] is None else MixturePlan.from_json(obj["plan"])
-        return cls(ddo=by_budget("ddo"), bootstrap=by_budget("bootstrap"), projection=dict(obj["projection"]),
-                   plan=plan)
+        return dict(self.projection.weights)
 
 
 def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
@@ -234,7 +194,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
            OBSERVED: lambda: f"not projected: {projections.observed.describe()}, as is",
            }.get(chosen, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)
+    return Fits(ddo={n: DDOFile.from_json(r.to_json(), layout.DDO) for n, r in results.items()},
+                bootstrap={n: BootstrapFile.from_json(b, layout.BOOTSTRAP) for n, b in boots.items()},
+                projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,

@@ -157,7 +157,7 @@ class _DDON2(MixingMethod):
         return ctx.n2_proxies
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
-        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest]["weights"]))
+        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest].weights))
 
 
 def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping: Mapping[str, str] | None,

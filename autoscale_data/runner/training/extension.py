@@ -39,7 +39,7 @@ from .. import layout
 from ..config import RunnerConfig
 from ..ledger import Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec, extension_spec
+from ..planning.plan import ExtensionSpec, RunSpec, extension_spec
 from ..records import FinalState, PlanFile
 
 __all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
@@ -189,7 +189,7 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
     plan_json: dict[str, Any] | None = None
     weights: dict[str, float] | None = None
     mixture: Any
-    source = parent.extension["mix"] if parent.extension is not None else None
+    source = parent.extension.mix if parent.extension is not None else None
     if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
         mix, plan_json = "anytime", dict(parent.plan or {})
         mixture = MixturePlan.from_json(plan_json)
@@ -202,11 +202,11 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
         mixture = weights
     else:  # a fixed mix keeps its weights
         mix = "same"
-        weights = dict(parent.extension["weights"]) if parent.extension is not None else parent.weights
+        weights = dict(parent.extension.weights or {}) if parent.extension is not None else parent.weights
         mixture = weights
     ds = ScaleAwareMixtureDataset(domains.paths, mixture, total * seq_len, seq_len, parent.seed,
                                   max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
                                   continue_from=state.dataset)
-    record = {"parent": parent.run_id, "parent_sequences": parent.total_sequences, "mix": mix,
-              "weights": weights, "lr": schedule.to_json(config.optimizer.warmup_fraction)}
+    record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix, weights=weights,
+                           lr=schedule.to_json(config.optimizer.warmup_fraction))
     return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan_json), where

@@ -121,7 +121,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    weights: Any = spec.weights if spec.extension is None else spec.extension["weights"]
+    weights: Any = spec.weights if spec.extension is None else spec.extension.weights
     if spec.schedule == "anytime":
         from ...solver import MixturePlan
 
@@ -202,7 +202,7 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
 
 
 @dataclass
-class _Progress:
+class _Standing:
     """Where a run stands: what its checkpoints save and its result reports."""
 
     start: int
@@ -234,7 +234,7 @@ class _Trainer:
                              f"global batches of {config.global_batch_size}")
         self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
         self.hook: Any = None
-        self.parent_dir = run_dir.parent / spec.extension["parent"] if spec.extension is not None else None
+        self.parent_dir = run_dir.parent / spec.extension.parent if spec.extension is not None else None
         self.vocab = int(spec.settings["model"]["fields"]["vocab_size"])  # the loss's (a padded model has more rows)
         self.mask = None
         if self.family == "bert":
@@ -263,7 +263,7 @@ class _Trainer:
         optimizer = _optimizer(model, config, info.device if not engine else torch.device("cpu"))
         o = config.optimizer
         if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
-            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension["lr"], o.min_lr_ratio)
+            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)
         else:
             self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor)
@@ -390,22 +390,22 @@ class _Trainer:
             self._start_from_parent()
         return state, False
 
-    def _resume(self, state: CheckpointState | None, names: Sequence[str], ds: Any) -> _Progress:
+    def _resume(self, state: CheckpointState | None, names: Sequence[str], ds: Any) -> _Standing:
         """Where the run stands: from the checkpoint's state (its hook, dataset and meter restored) or at 0."""
         if state is None:
-            return _Progress(start=0, curve=[], counts=torch.zeros(len(names), dtype=torch.int64), times=TrainTimes(),
+            return _Standing(start=0, curve=[], counts=torch.zeros(len(names), dtype=torch.int64), times=TrainTimes(),
                              resumed=[], last_loss=math.nan)
         if self.hook is not None:
             self.hook.load_state_dict(state.step_hook or {})
         ds.load_state_dict(state.dataset)
         if state.train_meter:
             self.meter.load_state_dict(state.train_meter[self.info.rank])
-        return _Progress(start=state.step, curve=list(state.curve),
+        return _Standing(start=state.step, curve=list(state.curve),
                          counts=torch.tensor(state.counts[self.info.rank], dtype=torch.int64),
                          times=replace(state.elapsed), resumed=[*state.resumed_at, state.step],
                          last_loss=state.last_loss)
 
-    def _state(self, now: _Progress, ds: Any, done: int) -> CheckpointState:
+    def _state(self, now: _Standing, ds: Any, done: int) -> CheckpointState:
         """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
         info = self.info
         return CheckpointState(
@@ -456,7 +456,7 @@ class _Trainer:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
         return result
 
-    def _loop(self, now: _Progress, it: Iterator[Any], val_loader: Any, names: list[str], base: torch.Tensor,
+    def _loop(self, now: _Standing, it: Iterator[Any], val_loader: Any, names: list[str], base: torch.Tensor,
               ds: Any, ckpt_dir: Path, progress: bool | None) -> None:
         """Train from ``now.start`` to the last step: evaluate at the spec's points, checkpoint every
         ``checkpoint_every`` steps (the last step excepted)."""
@@ -482,7 +482,7 @@ class _Trainer:
                 save_checkpoint(ckpt_dir, self, info, self._state(now, ds, done))
         bar.close()
 
-    def _train_step(self, step: int, it: Iterator[Any], now: _Progress, domains: int) -> float:
+    def _train_step(self, step: int, it: Iterator[Any], now: _Standing, domains: int) -> float:
         """One optimiser step over ``gas`` micro-batches; returns its mean training loss over the processes."""
         info = self.info
         t0 = time.perf_counter()
@@ -502,7 +502,7 @@ class _Trainer:
         return float(mean[0]) / info.world_size
 
     def _eval_point(self, done: int, val_loader: Any, names: list[str], base: torch.Tensor,
-                    now: _Progress) -> EvalPoint:
+                    now: _Standing) -> EvalPoint:
         """Evaluate after ``done`` steps: validation and training losses per domain, tokens seen so far."""
         te = time.perf_counter()
         losses = self._evaluate(val_loader, names)
@@ -534,7 +534,7 @@ class _Trainer:
             atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id, reason=reason).to_json())
         raise Diverged(reason)
 
-    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, now: _Progress) -> RunResult:
+    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, now: _Standing) -> RunResult:
         spec, config, info = self.spec, self.config, self.info
         curve, times = now.curve, now.times
         tokens = {d: int(total[i]) * spec.seq_len for i, d in enumerate(names)}
@@ -542,8 +542,8 @@ class _Trainer:
         final = curve[-1].losses if curve else {}
         train_s = times.train_s
         extension = None if spec.extension is None else RunExtension(
-            parent=spec.extension["parent"], parent_tokens=spec.parent_sequences * spec.seq_len,
-            new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension["mix"], lr=spec.extension["lr"])
+            parent=spec.extension.parent, parent_tokens=spec.parent_sequences * spec.seq_len,
+            new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension.mix, lr=spec.extension.lr)
         return RunResult(
             run_id=spec.run_id, name=spec.name, kind=spec.kind, scale=spec.scale, label=spec.label, seed=spec.seed,
             status="done", schedule=spec.schedule, tokens=tokens, total_tokens=sum(tokens.values()),
