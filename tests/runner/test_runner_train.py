@@ -169,3 +169,24 @@ def test_anytime_target_run_follows_the_plan_path(stores: Path, tmp_path: Path,
             assert abs(seen[d] - optimum[d]) <= batch_tokens, (point["tokens"], seen, optimum)
     first = result["curve"][0]
     assert first["domain_tokens"]["b"] / first["tokens"] < 0.2 < spec.weights["b"]  # not the final mix
+
+
+def test_a_checkpoint_state_reads_the_bare_keys_older_checkpoints_wrote() -> None:
+    """The runner state inside a checkpoint is a record whose field names are the keys earlier versions
+    wrote, so their checkpoints resume (one without the later keys takes their defaults)."""
+    import torch
+
+    from autoscale_data.runner.training.checkpoint import CheckpointState, TrainTimes
+
+    old = {"step": 9, "curve": [{"tokens": 4096, "step": 8, "losses": {"a": 3.0}, "mean_loss": 3.0}],
+           "elapsed": {"train_s": 1.5, "eval_s": 0.5, "data_wait_s": 0.1}, "resumed_at": [4],
+           "dataset": {"cursor": 72, "config": ("kept", "as is")}, "counts": [[40, 32]],
+           "rng": [{"cpu": torch.get_rng_state()}]}  # no last_loss, train_meter or step_hook yet
+    state = CheckpointState.from_json(old)
+    assert state.step == 9 and state.curve[0].tokens == 4096 and state.elapsed == TrainTimes(1.5, 0.5, 0.1)
+    assert state.counts == [[40, 32]] and math.isnan(state.last_loss) and state.train_meter is None
+    assert state.dataset["config"] == ("kept", "as is") and torch.equal(state.rng[0]["cpu"], old["rng"][0]["cpu"])
+    blob = state.to_json()  # what a checkpoint saves: the same keys, the dataset's and RNG states as they are
+    assert set(blob) == {"step", "curve", "elapsed", "resumed_at", "dataset", "counts", "last_loss", "train_meter",
+                         "rng"} and blob["dataset"] is state.dataset and blob["elapsed"] == old["elapsed"]
+    assert CheckpointState.from_json(blob).curve == state.curve
