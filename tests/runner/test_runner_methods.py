@@ -139,7 +139,7 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
     assert ref.sequences == proxy.sequences and ref.run_id != proxy.run_id  # same data, the hook makes the id
     runs = tmp_path / "out" / "runs"
     done = train_mod.train_run(cfg, ref, ctx.domains, runs / ref.run_id, progress=False)
-    assert "step_hook" not in done and (runs / ref.run_id / "final_ckpt").is_dir()  # the proxy reads it
+    assert done.step_hook is None and (runs / ref.run_id / "final_ckpt").is_dir()  # the proxy reads it
     full = train_mod.train_run(cfg, proxy, ctx.domains, runs / proxy.run_id, progress=False).to_json()
     hook = full["step_hook"]
     assert hook["updates"] == full["steps"] == 32 and sum(hook["average_weights"].values()) == pytest.approx(1.0)
