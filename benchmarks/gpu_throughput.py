@@ -105,11 +105,11 @@ def run_case(args: argparse.Namespace) -> None:
     gaps = np.diff(ends[args.warmup:])
     tokens_per_step = args.micro * args.seq_len
     out = {"case": args.case, "preset": args.preset, "seq_len": args.seq_len, "micro_batch": args.micro,
-           "steps": len(ends), "parameters": result["parameters"], "device": result["device"],
-           "tokens_per_s_whole_run": result["tokens_per_s"], "data_wait_fraction": result["data_wait_fraction"],
+           "steps": len(ends), "parameters": result.parameters, "device": result.device,
+           "tokens_per_s_whole_run": result.tokens_per_s, "data_wait_fraction": result.data_wait_fraction,
            "step_s_median": float(np.median(gaps)) if len(gaps) else None,
            "tokens_per_s_steady": tokens_per_step / float(np.mean(gaps)) if len(gaps) else None,
-           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None, "final_loss": result["final_train_loss"],
+           "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None, "final_loss": result.final_train_loss,
            "torch": torch.__version__}
     Path(args.out, f"{args.case}.json").write_text(json.dumps(out, indent=1))
 

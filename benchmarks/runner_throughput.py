@@ -49,7 +49,7 @@ def main() -> None:
             cfg = config_from_dict(_config(root, args.tokens, args.threads, **extra))
             domains = inspect_domains(cfg)
             spec = target_spec(cfg, domains, "half", {"a": 0.5, "b": 0.5}, seed=0)
-            rows.append((label, train_run(cfg, spec, domains, Path(tmp) / label.replace(" ", ""), progress=False)))
+            rows.append((label, train_run(cfg, spec, domains, Path(tmp) / label.replace(" ", ""), progress=False).to_json()))
         cfg = config_from_dict(_config(root, args.tokens, args.threads, backend="deepspeed"))
         domains = inspect_domains(cfg)
         spec = target_spec(cfg, domains, "half", {"a": 0.5, "b": 0.5}, seed=0)

@@ -49,13 +49,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the ``extend`` verb."""
-    from ..runner import MixtureRunner, RunResult, load_folder_config
+    from ..runner import MixtureRunner, load_folder_config
 
     out = Path(args.out_dir)
     runner = MixtureRunner(load_folder_config(out), out, progress=False if args.no_progress else None)
-    result = runner.extend(args.run, args.budget, seed=args.seed, lr_schedule=args.lr_schedule,
-                           warmup_fraction=args.warmup_fraction, peak_lr_ratio=args.peak_lr_ratio)
-    run = RunResult.from_json(result)
+    run = runner.extend(args.run, args.budget, seed=args.seed, lr_schedule=args.lr_schedule,
+                        warmup_fraction=args.warmup_fraction, peak_lr_ratio=args.peak_lr_ratio)
     ext = run.extension
     if ext is None:
         raise ValueError(f"run {run.run_id} is not an extension: its result has no 'extension'")

@@ -36,6 +36,7 @@ from ..runner import (
     REPETITION_MODES,
     MixtureRunner,
     RunnerConfig,
+    RunResult,
     config_from_dict,
     config_to_dict,
     layout,
@@ -196,7 +197,7 @@ class ScarceCaseResult(Record):
 
 
 def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case: ScarceCase,
-             results: Callable[[str], dict[str, Any] | None]) -> MixOutcome:
+             results: Callable[[str], RunResult | None]) -> MixOutcome:
     cfg, dom = runner.config, runner.domains
     losses, spec = {}, None
     for seed in case.target_seeds:
@@ -204,7 +205,7 @@ def _outcome(runner: MixtureRunner, label: str, weights: dict[str, float], case:
         result = results(spec.run_id)
         if result is None:
             raise ValueError(f"target run {label!r} seed {seed} ({spec.run_id}) has no result")
-        losses[seed] = float(result[MEAN_LOSS])
+        losses[seed] = result.value(MEAN_LOSS)
     assert spec is not None
     unique = dom.train_tokens[case.scarce] // cfg.seq_len
     return MixOutcome(label, spec.weights[case.scarce], spec.sequences[case.scarce] / unique, losses)
@@ -225,10 +226,10 @@ def _best_weight(grid: Sequence[MixOutcome]) -> float:
     return float(np.exp(np.clip(-b / (2 * a), x[0], x[2])))
 
 
-def _autoscale_mixes(tag: str, trained: dict[str, float], projection: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _autoscale_mixes(tag: str, trained: dict[str, float], projection: Any) -> dict[str, dict[str, float]]:
     """AutoScale's mix under both laws (``projection.json``'s ``repetition_law``): the one the runner trained
     and the other, reported one (the raw-token law's alone when the effective one was not computed)."""
-    law = projection.get("repetition_law") or {}
+    law = projection.repetition_law or {}
     if not law.get("weights"):
         return {f"autoscale ({tag}, raw law)": trained}
     if law.get("used"):
@@ -256,12 +257,12 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
         for name in (layout.REPORT_MD, layout.REPORT_JSON):  # each config's report kept beside the other's
             if (out / name).is_file():
                 os.replace(out / name, out / f"{Path(name).stem}_{mode}{Path(name).suffix}")
-        fitted = json.loads((out / layout.FITS / layout.TARGET_MIXES_FILE).read_text())
+        fitted = layout.read(out / layout.FITS, layout.TARGET_MIXES_FILE)
         tag = "matched" if mode == REPETITION_MATCH else "plain"
-        projection = json.loads((out / layout.FITS / layout.PROJECTION).read_text())
+        projection = layout.read(out / layout.FITS, layout.PROJECTION)
         mixes.update(_autoscale_mixes(tag, fitted["autoscale"], projection))
-        if projection.get("selection"):
-            chosen[tag] = f"{projection['selection']['chosen']}: {projection['selection']['reason']}"
+        if projection.selection:
+            chosen[tag] = f"{projection.selection['chosen']}: {projection.selection['reason']}"
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]
         mixes.setdefault("uniform", fitted["uniform"])
         mixes.setdefault("natural", fitted["natural"])

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
 from . import layout
 from .config import RunnerConfig, config_to_dict
-from .experiment import config_changes, read_json
+from .experiment import config_changes
 from .ledger import DONE, Ledger
 from .planning.data import DomainInfo
 from .planning.estimate import estimate_seconds, format_duration, startup_seconds
@@ -107,7 +107,7 @@ def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequ
     notes += [design_note(config), *rounding_notes(config, domains), projection_note(config),
               proxy_cost_note(config, domains)]
     notes += repetition_notes(config, domains, specs)
-    old = read_json(out / layout.CONFIG)
+    old = layout.read(out, layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
     if changes:
         notes.append(f"{os.fspath(out)} was run with another config (changed: {'; '.join(changes)}): `run` refuses "
@@ -259,7 +259,7 @@ def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
     records = ledger.records()
     rates = []
     for run_id, rec in records.items():
-        result = ledger.run_result(run_id) if rec.status == DONE else None
+        result = ledger.result(run_id) if rec.status == DONE else None
         if result is not None and result.tokens_per_s:
             rates.append(result.tokens_per_s)
     return {k: r.status for k, r in records.items()}, rates

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from .._records import Record
 from . import layout
 
 __all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes",
-           "load_folder_config", "plan_run_ids", "read_json"]
+           "load_folder_config"]
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
 IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints",
@@ -85,13 +85,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
     Raises:
         ConfigChangedError: the config changed and ``allow_change`` is false.
     """
-    path = out / layout.CONFIG
-    try:
-        old = json.loads(path.read_text())
-    except FileNotFoundError:
-        old = None
-    except ValueError:
-        old = None  # a torn file from a crash before the atomic writer existed: nothing to compare
+    old = layout.read(out, layout.CONFIG)  # None: none, or a file torn by a crash before the atomic writer existed
     changes = [] if old is None else config_changes(_with_defaults(old), config)
     if changes and not allow_change:
         shown = "\n  ".join(changes)
@@ -106,7 +100,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
             fh.write(json.dumps(ConfigChange(dict(old), changes).to_json(), sort_keys=True) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-    atomic_write_json(path, dict(config))
+    atomic_write_json(out / layout.CONFIG, dict(config))
     return changes
 
 
@@ -130,28 +124,10 @@ def load_folder_config(out: Path) -> Any:
     """
     from .config import config_from_dict
 
-    raw = read_json(out / layout.CONFIG)
-    if not isinstance(raw, dict):
+    raw = layout.read(out, layout.CONFIG)
+    if raw is None:
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output folder (no readable "
                                 f"{layout.CONFIG}): give the --out folder of `autoscale-data run`")
     raw = dict(raw)
     base_dir = raw.pop("base_dir", ".")
     return config_from_dict(raw, base_dir)
-
-
-def read_json(path: Path) -> Any:
-    """The parsed JSON file, or ``None`` when it is missing or does not parse (a torn write)."""
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def plan_run_ids(plan: Mapping[str, Any] | None) -> set[str] | None:
-    """Every run id of ``OUT/plan.json`` (proxies, targets, the methods' runs and extra runs); ``None`` without a plan."""
-    if not plan:
-        return None
-    specs: Iterable[Mapping[str, Any]] = [
-        *(s for specs in (plan.get("proxies") or {}).values() for s in specs),
-        *(plan.get("targets") or []), *(plan.get("extra") or []), *(plan.get("method_runs") or [])]
-    return {str(s["run_id"]) for s in specs}

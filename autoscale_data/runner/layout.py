@@ -18,11 +18,16 @@ no other module of the runner, the demo or the CLI spells an output file name)::
     OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
 
 :data:`RECORDS` names the typed record of every JSON file (``RECORDS[RESULT]`` ->
-``"autoscale_data.runner.records.RunResult"``); :func:`record_of` imports it.
+``"autoscale_data.runner.records.RunResult"``); :func:`record_of` imports it, and :func:`read` (:func:`read_lines`
+for the JSON-lines files) is the one reader of every JSON file of the folder: it returns the file's record (a test
+checks that no other module parses an output file's JSON).
 """
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -31,6 +36,7 @@ __all__ = [
     "AUTOSCALE",
     "BOOTSTRAP",
     "CHECKPOINT_DIR",
+    "CHECKPOINT_POINTER",
     "CONFIG",
     "CONFIG_HISTORY",
     "DDO",
@@ -80,6 +86,8 @@ __all__ = [
     "UNIFORM",
     "RECORDS",
     "per_budget",
+    "read",
+    "read_lines",
     "record_of",
 ]
 
@@ -107,6 +115,7 @@ JOB = "job.json"
 RESULT = "result.json"
 FAILURE = "failure.json"
 CHECKPOINT_DIR = "ckpt"
+CHECKPOINT_POINTER = "latest.json"  # in CHECKPOINT_DIR / FINAL_CHECKPOINT_DIR: the newest complete checkpoint
 FINAL_CHECKPOINT_DIR = "final_ckpt"  # kept after the run (target.keep_checkpoints): what `extend` starts from
 FINAL_STATE = "final_state.json"  # in FINAL_CHECKPOINT_DIR: the run's steps and dataset state at its end
 TRAIN_LOCK = ".train.lock"
@@ -141,6 +150,7 @@ RECORDS: dict[str, str] = {
     RESULT: "runner.records.RunResult",
     FAILURE: "runner.records.RunFailure",
     FINAL_STATE: "runner.records.FinalState",
+    CHECKPOINT_POINTER: "runner.records.CheckpointPointer",
     DOWNSTREAM: "evaluation.records.DownstreamResult",
     DDO: "solver.ddo.DDOResult",
     BOOTSTRAP: "solver.bootstrap.BootstrapResult | runner.records.BootstrapUnavailable",  # it ran | why it did not
@@ -175,6 +185,71 @@ def record_of(name: str) -> Any:
             raise ValueError(f"{name!r} holds a plain mapping ({RECORDS[name]}), not a record")
         classes.append(getattr(importlib.import_module(f"autoscale_data.{module}"), cls))
     return functools.reduce(operator.or_, classes)
+
+
+def _hint(kind: str) -> Any:
+    """The type :func:`read` parses file kind ``kind`` as."""
+    if kind == CONFIG:
+        return dict[str, Any]  # the config as given (config_from_dict reads it, with its base_dir)
+    if kind == TARGET_MIXES_FILE:
+        return dict[str, dict[str, float]]
+    cls = record_of(kind)
+    return dict[str, cls] if RECORDS[kind].startswith("dict[str, ") else cls  # type: ignore[valid-type]
+
+
+def _kind(name: str) -> str:
+    """The key of :data:`RECORDS` of file ``name``: itself, or a per-budget file's kind (``ddo_40000.json`` ->
+    ``ddo``)."""
+    if name in RECORDS:
+        return name
+    stem, _, budget = name.removesuffix(".json").rpartition("_")
+    if stem in RECORDS and budget.isdigit():
+        return stem
+    raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
+
+
+def read(folder: str | os.PathLike[str], name: str, *, kind: str | None = None, where: str | None = None) -> Any:
+    """The record of the output file ``folder/name`` (its :data:`RECORDS` entry; a per-budget file's kind's), or
+    ``None`` when the file is missing or is not JSON (a write torn by a crash).
+
+    Args:
+        folder: the folder that holds it (``OUT``, ``OUT/fits``, ``OUT/runs/<run_id>`` …).
+        name: its file name (a key of :data:`RECORDS`, or a :func:`per_budget` name).
+        kind: the key of :data:`RECORDS` when ``name`` is not one (a job file given by its path).
+        where: how the error messages name the file's top (default ``name``; ``""``: not at all).
+
+    Raises:
+        ValueError: ``name`` is not an output file, or the JSON is not its record (the message names the key).
+    """
+    from .._records import from_json
+
+    hint = _hint(kind or _kind(name))
+    try:
+        obj = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return from_json(hint, obj, name if where is None else where)
+
+
+def read_lines(folder: str | os.PathLike[str], name: str) -> list[Any]:
+    """Every record of the JSON-lines output file ``folder/name`` (``ledger.jsonl``, ``config_history.jsonl``) in
+    order; a line torn by a crash, or one that is not its record, is skipped (none: the file is missing)."""
+    from .._records import from_json
+
+    hint = _hint(name)
+    try:
+        data = (Path(folder) / name).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            out.append(from_json(hint, json.loads(raw), name))
+        except ValueError:  # a torn line, or one that is not a record
+            continue
+    return out
 
 
 def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:

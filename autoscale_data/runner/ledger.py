@@ -82,6 +82,7 @@ class Ledger:
         (self.dir / layout.RUNS).mkdir(exist_ok=True)
         self.path = self.dir / layout.LEDGER
         self._lock_fd: int | None = None
+        self._results: dict[str, tuple[tuple[int, int, int], RunResult | None]] = {}
         if lock:
             fd = os.open(self.dir / layout.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -129,18 +130,7 @@ class Ledger:
 
     def events(self) -> Iterator[LedgerEvent]:
         """Every well-formed event in order (torn or garbled lines are skipped)."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return
-        for raw in data.split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                event = LedgerEvent.from_json(json.loads(raw))
-            except ValueError:  # a torn line, or one that is not an event
-                continue
-            yield event
+        yield from layout.read_lines(self.dir, layout.LEDGER)
 
     def register(self, spec: Any) -> None:
         """Record a planned run (its spec file is written once; the event only if new)."""
@@ -161,7 +151,7 @@ class Ledger:
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Log a finished run; its ``result.json`` must already exist."""
-        if self.result(run_id) is None:
+        if not self.has_result(run_id):
             raise ValueError(f"run {run_id} has no readable result.json: cannot mark it done")
         self._append(LedgerEvent(run_id, DONE, **dict(summary)))
 
@@ -184,24 +174,34 @@ class Ledger:
             rec.reason = e.reason if e.status == FAILED else ""
             rec.terminal = bool(e.terminal) if e.status == FAILED else False
         for rec in out.values():
-            if rec.status != DONE and self.result(rec.run_id) is not None:
+            if rec.status != DONE and self.has_result(rec.run_id):
                 rec.status, rec.reason, rec.terminal = DONE, "", False
-            elif rec.status == DONE and self.result(rec.run_id) is None:
+            elif rec.status == DONE and not self.has_result(rec.run_id):
                 rec.status = PENDING
         return out
 
-    def result(self, run_id: str) -> dict[str, Any] | None:
-        """The finished run's result, or ``None`` if there is none (or it does not parse)."""
+    def result(self, run_id: str) -> RunResult | None:
+        """The finished run's ``result.json``, or ``None`` if there is none (or it does not parse, or holds
+        another run's result, or not a result at all)."""
         try:
-            obj = json.loads(self.result_path(run_id).read_text())
-        except (FileNotFoundError, ValueError):
+            stat = self.result_path(run_id).stat()
+        except FileNotFoundError:
             return None
-        return obj if isinstance(obj, dict) and obj.get("run_id") == run_id else None
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        cached = self._results.get(run_id)
+        if cached is not None and cached[0] == key:  # the folding of records() asks for every run, often
+            return cached[1]
+        try:
+            found: RunResult | None = layout.read(self.run_dir(run_id), layout.RESULT)
+        except ValueError:
+            found = None
+        found = found if found is not None and found.run_id == run_id else None
+        self._results[run_id] = (key, found)
+        return found
 
-    def run_result(self, run_id: str) -> RunResult | None:
-        """:meth:`result` read as its record (``None`` as there)."""
-        obj = self.result(run_id)
-        return None if obj is None else RunResult.from_json(obj, layout.RESULT)
+    def has_result(self, run_id: str) -> bool:
+        """Whether the run has a readable ``result.json`` (:meth:`result` is not ``None``)."""
+        return self.result(run_id) is not None
 
     def needs_training(self, run_id: str) -> bool:
         """True unless the run is done or failed terminally (diverged)."""

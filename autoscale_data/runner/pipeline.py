@@ -28,12 +28,12 @@ from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .describe import design_note, rounding_notes
-from .experiment import check_config, read_json
+from .experiment import check_config
 from .ledger import Ledger
 from .mixes.methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .planning.data import DomainInfo, inspect_domains
 from .planning.plan import RunSpec, ddo_proxy_specs, supply_problems, target_spec
-from .records import PlanFile
+from .records import PlanFile, RunResult
 from .reporting.report_types import Report
 
 __all__ = ["MixtureRunner"]
@@ -135,7 +135,8 @@ class MixtureRunner:
         with Ledger(self.out) as ledger, self._executor_scope():
             d = self.domains
             changed = self._check_config()
-            same_data = read_json(self.out / layout.DOMAINS) == config_to_dict(d)
+            before = layout.read(self.out, layout.DOMAINS)
+            same_data = before is not None and config_to_dict(before) == config_to_dict(d)
             atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
             # it reads the whole held-out set: once per folder, again when the config or the stores change
             if changed or not same_data or not (self.out / layout.REFERENCE_LOSSES).is_file():
@@ -194,7 +195,7 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             changed = self._check_config()
-            plan = PlanFile.from_json(read_json(self.out / layout.PLAN) or {}, layout.PLAN)
+            plan: PlanFile = layout.read(self.out, layout.PLAN) or PlanFile()
             extra = {} if changed else {s.run_id: s for s in plan.extra or []}
             extra.update({s.run_id: s for s in specs})
             atomic_write_json(self.out / layout.PLAN, replace(plan, extra=list(extra.values())).to_json())
@@ -203,7 +204,7 @@ class MixtureRunner:
             self._train_all(ledger, specs)
 
     def extend(self, run: str, budget: int, *, seed: int | None = None, lr_schedule: str = REWARM_DECAY,
-               warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> dict[str, Any]:
+               warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> RunResult:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
         The extension is its own ledger run (``kind="extension"``, a new id naming the parent and the
@@ -245,7 +246,7 @@ class MixtureRunner:
             spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, schedule)
             ledger.register(spec)
             self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to {spec.total_tokens:,} "
-                     f"tokens as run {spec.run_id} (mix: {spec.extension['mix']}, lr: {schedule.schedule})")
+                     f"tokens as run {spec.run_id} (mix: {spec.extension.mix if spec.extension else '?'}, lr: {schedule.schedule})")
             self._train_all(ledger, [spec])
             result = ledger.result(spec.run_id)
         if result is None:
@@ -279,7 +280,7 @@ class MixtureRunner:
                     keep_extra: bool = True, selection: Sequence[RunSpec] = ()) -> None:
         """``OUT/plan.json``: the current plan's runs (the methods' own runs under ``method_runs``), and the
         extra runs of :meth:`train_runs` unless ``keep_extra`` is false (planned under another config)."""
-        extra = PlanFile.from_json(read_json(self.out / layout.PLAN) or {}, layout.PLAN).extra if keep_extra else None
+        extra = (layout.read(self.out, layout.PLAN) or PlanFile()).extra if keep_extra else None
         plan = PlanFile(proxies={str(n): list(specs) for n, specs in proxies.items()}, targets=list(targets),
                         method_runs=list(selection) or None, extra=extra or None)
         atomic_write_json(self.out / layout.PLAN, plan.to_json())

@@ -182,6 +182,15 @@ class PlanFile(Record):
     extra: list[RunSpec] | None = omitted(default=None)
     """Runs trained through :meth:`~.pipeline.MixtureRunner.train_runs`."""
 
+    def run_ids(self) -> set[str] | None:
+        """Every run id of the plan (proxies, targets, the methods' runs and extra runs); ``None``: an empty plan
+        (no ``plan.json``)."""
+        specs = [*(s for specs in (self.proxies or {}).values() for s in specs), *(self.targets or []),
+                 *(self.extra or []), *(self.method_runs or [])]
+        if not specs and self == PlanFile():
+            return None
+        return {s.run_id for s in specs}
+
 
 @dataclass(frozen=True)
 class JobFile(Record):

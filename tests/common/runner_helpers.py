@@ -58,6 +58,15 @@ def fake_curve(values: list[float], shares: list[dict[str, int]] | None = None) 
             for i, v in enumerate(values)]
 
 
+def fake_domains(out: Path, names: Sequence[str] = ("a", "b")) -> None:
+    """``OUT/domains.json`` of stores ``names`` (paths, token counts and tokenizer made up)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "domains.json").write_text(json.dumps({
+        "names": list(names), "paths": {d: f"/stores/{d}" for d in names}, "train_tokens": {d: 1000 for d in names},
+        "val_tokens": {d: 100 for d in names}, "fingerprints": {d: "0" for d in names}, "vocab_size": 64, "eos_id": 0,
+        "tokenizer": "byte"}))
+
+
 def fake_run(out: Path, run_id: str, label: str, seed: int, values: list[float], schedule: str = "fixed",
              plan: dict[str, Any] | None = None, *, kind: str = "target", scale: int = 4000,
              train_losses: bool = False) -> None:
@@ -68,7 +77,8 @@ def fake_run(out: Path, run_id: str, label: str, seed: int, values: list[float],
     """
     run_dir = out / "runs" / run_id
     run_dir.mkdir(parents=True)
-    spec = {"run_id": run_id, "kind": kind, "scale": scale, "label": label, "seed": seed}
+    spec = {"run_id": run_id, "kind": kind, "scale": scale, "label": label, "seed": seed, "sequences": {"a": 1, "b": 3},
+            "seq_len": 1, "eval_points": len(values)}
     if schedule != "fixed":
         spec.update(schedule=schedule, plan=plan)
     curve = [{**p, "losses": {"a": p["mean_loss"], "b": p["mean_loss"]},
@@ -119,7 +129,7 @@ def dies_after_checkpoints(monkeypatch: pytest.MonkeyPatch, count: int) -> Itera
 
     def save_then_die(*args: Any, **kwargs: Any) -> None:
         real(*args, **kwargs)
-        saves.append(args[3]["step"])
+        saves.append(args[3].step)
         if len(saves) == count:
             raise Stopped
 

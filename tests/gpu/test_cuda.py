@@ -65,11 +65,11 @@ def test_compact_batches_are_pinned_and_converted_on_the_device(stores: Path) ->
 def test_torch_run_on_cuda_resumes_like_an_uninterrupted_one(stores: Path, tmp_path: Path, precision: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     cfg, domains, spec = _setup(stores, precision=precision, num_workers=2, checkpoint_every=3)
-    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False)
+    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False).to_json()
     assert full["device"] == _gpu_name() and full["tokens"] == spec.tokens
     with dies_after_checkpoints(monkeypatch, 2):
         train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
-    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
+    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False).to_json()
     assert resumed["resumed_at"] == [6] and resumed["tokens"] == full["tokens"]  # every token once
     worst = max(abs(a["losses"][d] - b["losses"][d]) for a, b in zip(full["curve"], resumed["curve"], strict=True)
                 for d in a["losses"])
@@ -81,7 +81,7 @@ def test_torch_run_on_cuda_resumes_like_an_uninterrupted_one(stores: Path, tmp_p
 def test_bert_masked_lm_on_cuda(stores: Path, tmp_path: Path) -> None:
     cfg, domains, spec = _setup(stores, precision="bf16", model={"preset": "bert-tiny", "overrides": {
         "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}})
-    result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False)
+    result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False).to_json()
     assert result["device"] == _gpu_name() and result["tokens"] == spec.tokens
     assert all(0 < v < 10 for v in result["losses"].values())
 

@@ -458,6 +458,66 @@ def test_no_output_file_is_written_from_a_dict_built_outside_its_record() -> Non
     assert not offenders, "a dict written to an output file outside its record:\n" + "\n".join(offenders)
 
 
+#: Modules of the runner, the demo and the CLI that parse JSON that is not a file of the runner's output folder.
+_OTHER_JSON = {
+    "runner/config/runner_config.py": "the user's config file (JSON or YAML)",
+    "demo/demo.py": "the demo's own marker demo.json (which demo the folder holds)",
+    "demo/corpus.py": "the synthetic corpus's metadata",
+    "commands/_args.py": "the user's input files (--weights-json, --scales …)",
+}
+_FILE_READS = ("read_text", "read_bytes")
+
+
+def _raw_json_reads(text: str, json_names: set[str]) -> list[int]:
+    """Lines that parse JSON outside :func:`layout.read`: a ``json.load`` / ``json.loads`` call (but the
+    ``json.loads(json.dumps(x))`` copy), and a ``read_text`` / ``read_bytes`` of a path spelt with a layout name of
+    a JSON file (``layout.RESULT``)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = node.func.attr
+        if name in ("load", "loads") and isinstance(node.func.value, ast.Name) and node.func.value.id == "json":
+            arg = node.args[0] if node.args else None
+            copy = (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "dumps")
+            if not copy:
+                found.append(node.lineno)
+        elif name in _FILE_READS and any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                                         and n.value.id == "layout" and n.attr in json_names
+                                         for n in ast.walk(node.func.value)):
+            found.append(node.lineno)
+    return found
+
+
+def test_the_raw_read_check_sees_loads_and_reads_of_output_files() -> None:
+    planted = ("def f(path, out, fh):\n"
+               "    a = json.loads(path.read_text())\n"
+               "    b = json.load(fh)\n"
+               "    c = (out / layout.RESULT).read_text()\n"
+               "    d = json.loads(json.dumps(a))\n"
+               "    e = layout.read(out, layout.RESULT)\n"
+               "    f = (out / layout.REPORT_MD).read_text()\n")
+    assert _raw_json_reads(planted, {"RESULT"}) == [2, 3, 4]
+
+
+def test_no_output_file_is_read_but_through_layout_read() -> None:
+    """Every JSON file of the output folder is read by ``layout.read`` (or ``layout.read_lines``), which returns
+    its record: no module of the runner, the demo or the CLI parses one itself."""
+    from autoscale_data.runner import layout
+
+    json_names = {k for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
+                  and v.endswith((".json", ".jsonl"))}
+    offenders = []
+    for part in ("runner", "demo", "commands"):
+        for path in sorted((PACKAGE / part).rglob("*.py")):
+            where = path.relative_to(PACKAGE).as_posix()
+            if where in _OTHER_JSON or where == "runner/layout.py":
+                continue
+            offenders += [f"{where}:{line}" for line in _raw_json_reads(path.read_text(), json_names)]
+    assert not offenders, "JSON parsed outside layout.read (read the output file with layout.read):\n" + \
+        "\n".join(offenders)
+
+
 #: Rank of each part of the runner (a folder, or a module at its top): a runner module may import its own part
 #: and parts of a strictly lower rank, as between the package's parts. ``__init__`` is the runner's public face.
 RUNNER_RANKS: dict[str, int] = {

@@ -115,7 +115,7 @@ def test_an_online_run_killed_after_a_checkpoint_resumes_to_the_same_run(stores:
     cfg = _config(stores, online={"every": 2}, checkpoint_every=4)
     domains = inspect_domains(cfg)
     spec = online_target_spec(cfg, domains, "odm", seed=0)
-    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False)
+    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False).to_json()
     hook = full["step_hook"]
     assert hook["kind"] == "odm" and hook["updates"] == spec.total_sequences // cfg.global_batch_size // 2
     assert len({tuple(w) for w in hook["weights"]}) > 1  # ODM moved the mix
@@ -128,8 +128,8 @@ def test_an_online_run_killed_after_a_checkpoint_resumes_to_the_same_run(stores:
 
     def dying(ckpt_dir, trainer, info, extra):
         real(ckpt_dir, trainer, info, extra)
-        saves.append(extra["step"])
-        if extra["step"] == 12:
+        saves.append(extra.step)
+        if extra.step == 12:
             raise _Killed
 
     monkeypatch.setattr(train_mod, "save_checkpoint", dying)
@@ -137,7 +137,7 @@ def test_an_online_run_killed_after_a_checkpoint_resumes_to_the_same_run(stores:
         train_mod.train_run(cfg, spec, domains, tmp_path / "killed", progress=False)
     monkeypatch.setattr(train_mod, "save_checkpoint", real)
     workers = dataclasses.replace(cfg, num_workers=2)  # resumed with DataLoader workers: the same stream
-    resumed = train_mod.train_run(workers, spec, domains, tmp_path / "killed", progress=False)
+    resumed = train_mod.train_run(workers, spec, domains, tmp_path / "killed", progress=False).to_json()
     assert resumed["resumed_at"] == [12]
     assert _comparable(resumed) == _comparable(full)
 
@@ -214,7 +214,7 @@ def test_sigkill_during_an_online_target_run_then_rerun_gives_the_uninterrupted_
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     resumed = json.loads((out / "runs" / spec.run_id / "result.json").read_text())
     assert resumed["resumed_at"] and resumed["resumed_at"][0] >= 16
-    clean = train_mod.train_run(cfg, spec, domains, tmp_path / "clean" / spec.run_id, progress=False)
+    clean = train_mod.train_run(cfg, spec, domains, tmp_path / "clean" / spec.run_id, progress=False).to_json()
     assert clean["step_hook"]["weights"] != [clean["step_hook"]["weights"][0]] * len(clean["step_hook"]["weights"])
     assert _comparable(resumed) == _comparable(clean)
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runner_helpers import fake_run, tiny_config, tiny_stores
+from runner_helpers import fake_domains, fake_run, tiny_config, tiny_stores
 
 from autoscale_data.cli import main
 from autoscale_data.evaluation import DownstreamResult, TaskScore
@@ -34,7 +34,7 @@ def test_report_has_the_downstream_rows_and_verdicts(tmp_path: Path) -> None:
     config = {"name": "v", "target": {"budget": 4000, "baselines": ["uniform", "ddo_n2"]},
               "eval": {"tasks": ["boolq", "piqa"]}}
     (out / "config.json").write_text(json.dumps(config))
-    (out / "domains.json").write_text(json.dumps({"names": ["a", "b"]}))
+    fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)
     d = report.downstream

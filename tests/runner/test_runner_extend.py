@@ -123,7 +123,7 @@ def test_a_run_killed_after_keeping_its_checkpoint_only_writes_its_result(templa
     before = json.loads((run_dir / "result.json").read_text())
     (run_dir / "result.json").unlink()  # the kill landed between final_ckpt/ and result.json
     monkeypatch.setattr(train_mod._Trainer, "_micro_step", lambda *a: pytest.fail("trained again"))
-    again = train_mod.train_run(template["cfg"], spec, template["domains"], run_dir, progress=False)
+    again = train_mod.train_run(template["cfg"], spec, template["domains"], run_dir, progress=False).to_json()
     assert again["tokens"] == before["tokens"] and again["curve"] == before["curve"]
     assert again["final_train_loss"] == before["final_train_loss"] and (run_dir / "final_ckpt").is_dir()
 
@@ -144,11 +144,11 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
         started["lr"] = [g["lr"] for g in self.optimizer.param_groups]
 
     monkeypatch.setattr(train_mod._Trainer, "_start_from_parent", start)
-    result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend("autoscale", _EXTENDED)
+    result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend("autoscale", _EXTENDED).to_json()
 
     spec = RunSpec.from_json(json.loads((out / "runs" / result["run_id"] / "spec.json").read_text()))
     assert spec.kind == "extension" and spec.run_id != parent.run_id and spec.scale == _EXTENDED
-    assert spec.extension["parent"] == parent.run_id and spec.extension["mix"] == "plan"
+    assert spec.extension.parent == parent.run_id and spec.extension.mix == "plan"
     assert result["extension"]["parent"] == parent.run_id and result["extension"]["new_tokens"] == 8192
     # the model starts from the parent's saved weights, at the re-warm-up's first learning rate
     saved = _final_model(out / "runs" / parent.run_id)
@@ -159,7 +159,7 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     # the data: the parent's consumed prefix, then the dataset's own continuation at the plan's mix for the new budget
     state = json.loads((out / "runs" / parent.run_id / "final_ckpt" / "final_state.json").read_text())["dataset"]
     weights = _PLAN.weights_for_budget(_EXTENDED)
-    assert spec.extension["weights"] == pytest.approx(weights)
+    assert spec.extension.weights == pytest.approx(weights)
     old = ScaleAwareMixtureDataset(domains.paths, parent.weights, parent.total_tokens, 32, 0)
     new = ScaleAwareMixtureDataset(domains.paths, weights, _EXTENDED, 32, 0, continue_from=state)
     prefix = [(s["domain"], s["seq_index"]) for s in old]
@@ -177,7 +177,7 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     assert first["step"] > 64 and last["step"] == 96 and last["tokens"] == _EXTENDED
     assert last["domain_tokens"] == result["tokens"] and result["steps"] == 96
     # and extended again (by its run id), still at the plan's mix, still nothing repeated
-    again = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(spec.run_id, 32768)
+    again = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(spec.run_id, 32768).to_json()
     assert again["extension"]["parent"] == spec.run_id and again["extension"]["mix"] == "plan"
     third = logs[again["run_id"]]
     assert len(third) == 256 and len(set(trained + third)) == 1024 and again["total_tokens"] == 32768
@@ -225,7 +225,7 @@ def test_a_killed_extension_resumes_on_rerun(template: dict[str, Any], tmp_path:
     cfg = template["cfg"]
     local = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, max_parallel=2))  # worker processes
     full = MixtureRunner(local, _copy(template, tmp_path / "full"), log=lambda _: None,
-                         progress=False).extend("uniform", _EXTENDED)
+                         progress=False).extend("uniform", _EXTENDED).to_json()
     assert full["resumed_at"] == [] and full["extension"]["mix"] == "same"
     assert Ledger(tmp_path / "full", lock=False).records()[full["run_id"]].executor == "local"
     out = _copy(template, tmp_path / "cut")
@@ -243,7 +243,7 @@ def test_a_killed_extension_resumes_on_rerun(template: dict[str, Any], tmp_path:
         for d in a["losses"]:
             assert b["losses"][d] == pytest.approx(a["losses"][d], abs=1e-5)
     # a second rerun reuses the finished extension
-    again = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend("uniform", _EXTENDED)
+    again = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend("uniform", _EXTENDED).to_json()
     assert again == resumed
 
 
@@ -266,9 +266,9 @@ def test_an_anytime_run_extends_along_its_plan_path(template: dict[str, Any], tm
     with Ledger(out) as ledger:
         ledger.register(parent)
         train_mod.train_run(cfg, parent, domains, ledger.run_dir(parent.run_id), progress=False)
-    result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(parent.run_id, _EXTENDED)  # by id
+    result = MixtureRunner(cfg, out, log=lambda _: None, progress=False).extend(parent.run_id, _EXTENDED).to_json()  # by id
     spec = RunSpec.from_json(json.loads((out / "runs" / result["run_id"] / "spec.json").read_text()))
-    assert spec.schedule == "anytime" and spec.plan == parent.plan and spec.extension["mix"] == "anytime"
+    assert spec.schedule == "anytime" and spec.plan == parent.plan and spec.extension.mix == "anytime"
     whole = ScaleAwareMixtureDataset(domains.paths, _PLAN, _EXTENDED, 32, 0, schedule="anytime")
     assert spec.sequences == whole.sequences_per_domain != parent.sequences  # where a whole anytime run would end
     assert result["tokens"] == spec.tokens and result["curve"][-1]["domain_tokens"] == spec.tokens

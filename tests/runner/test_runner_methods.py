@@ -21,7 +21,7 @@ from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec
 from autoscale_data.runner.reporting.metrics import paired_verdict
-from autoscale_data.runner.reporting.report_types import Report
+from autoscale_data.runner.reporting.report_types import Report, Verdict
 from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(300)
@@ -139,8 +139,8 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
     assert ref.sequences == proxy.sequences and ref.run_id != proxy.run_id  # same data, the hook makes the id
     runs = tmp_path / "out" / "runs"
     done = train_mod.train_run(cfg, ref, ctx.domains, runs / ref.run_id, progress=False)
-    assert "step_hook" not in done and (runs / ref.run_id / "final_ckpt").is_dir()  # the proxy reads it
-    full = train_mod.train_run(cfg, proxy, ctx.domains, runs / proxy.run_id, progress=False)
+    assert done.step_hook is None and (runs / ref.run_id / "final_ckpt").is_dir()  # the proxy reads it
+    full = train_mod.train_run(cfg, proxy, ctx.domains, runs / proxy.run_id, progress=False).to_json()
     hook = full["step_hook"]
     assert hook["updates"] == full["steps"] == 32 and sum(hook["average_weights"].values()) == pytest.approx(1.0)
     assert not (runs / proxy.run_id / "ckpt").exists()  # a DoReMi proxy keeps no checkpoint
@@ -150,7 +150,7 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
     with dies_after_checkpoints(monkeypatch, 1) as saves:  # the process dies right after its first checkpoint
         train_mod.train_run(cfg, proxy, ctx.domains, cut, progress=False)
     assert saves == [3]
-    resumed = train_mod.train_run(cfg, proxy, ctx.domains, cut, progress=False)
+    resumed = train_mod.train_run(cfg, proxy, ctx.domains, cut, progress=False).to_json()
     assert resumed["resumed_at"] == [3] and resumed["step_hook"]["updates"] == 32
     for name in ("weights", "average_weights", "scores"):
         for d, v in hook[name].items():
@@ -228,19 +228,19 @@ def test_bad_method_input_fails_before_training(stores: Path, tmp_path: Path, ov
 
 
 def test_paired_verdict_against_uniform() -> None:
-    def runs(values: list[float]) -> list[dict]:
-        return [{"seed": s, "mean_loss": v} for s, v in enumerate(values)]
+    def runs(values: list[float]) -> dict[int, float]:
+        return dict(enumerate(values))
 
-    def verdict(diffs: list[float]) -> dict:
-        return paired_verdict(runs([1.0 + d for d in diffs]), runs([1.0] * len(diffs)), "mean_loss")
+    def verdict(diffs: list[float]) -> Verdict:
+        return paired_verdict("doremi", runs([1.0 + d for d in diffs]), "uniform", runs([1.0] * len(diffs)))
 
-    assert verdict([-0.1])["verdict"] == "cannot_judge"
-    assert verdict([-0.10, -0.11, -0.09])["verdict"] == "better"
-    assert verdict([0.10, 0.11, 0.09])["verdict"] == "worse"
-    assert verdict([-0.1, 0.12, 0.01])["verdict"] == "not_distinguishable"
+    assert verdict([-0.1]).verdict == "cannot_judge"
+    assert verdict([-0.10, -0.11, -0.09]).verdict == "better"
+    assert verdict([0.10, 0.11, 0.09]).verdict == "worse"
+    assert verdict([-0.1, 0.12, 0.01]).verdict == "not_distinguishable"
     two = verdict([-0.10, -0.12])  # 2 seeds: t(0.975, 1 df) = 12.71 standard errors, not 2
-    assert two["verdict"] == "not_distinguishable"
-    assert (two["ci_high"] - two["ci_low"]) / 2 == pytest.approx(12.7062 * 0.01, rel=1e-4)
+    assert two.verdict == "not_distinguishable" and two.ci_high is not None and two.ci_low is not None
+    assert (two.ci_high - two.ci_low) / 2 == pytest.approx(12.7062 * 0.01, rel=1e-4)
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -377,7 +377,7 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
     # the same proxy trained without interruption (beside the same reference) ends at the same weights
     (tmp_path / "clean").mkdir()
     (tmp_path / "clean" / ref.run_id).symlink_to(out / "runs" / ref.run_id)
-    clean = train_mod.train_run(cfg, proxy, ctx.domains, tmp_path / "clean" / proxy.run_id, progress=False)
+    clean = train_mod.train_run(cfg, proxy, ctx.domains, tmp_path / "clean" / proxy.run_id, progress=False).to_json()
     methods = json.loads((out / "fits" / "methods.json").read_text())
     for d, v in clean["step_hook"]["average_weights"].items():
         assert methods["doremi"]["weights"][d] == pytest.approx(v, abs=1e-6)

@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from runner_helpers import fake_curve, fake_run
 
+from autoscale_data.runner.records import EvalPoint, RunResult
 from autoscale_data.runner.reporting.metrics import mean_curve, tokens_saved, tokens_to_reach
+from autoscale_data.runner.reporting.report_types import Curve, CurveComparison
 
 
 def test_interpolates_in_log_tokens() -> None:
@@ -23,20 +25,20 @@ def test_first_eval_and_never() -> None:
     assert tokens_to_reach([100, 200], [3.0, 2.5], 2.0) == (None, "not_reached")
 
 
+def _curve(mean: list[float]) -> Curve:
+    return Curve(tokens=[1e3, 1e4, 1e5], mean=mean, std=[0.0] * len(mean), n=1)
+
+
 def test_saving_positive_when_autoscale_is_better() -> None:
-    auto = {"tokens": [1e3, 1e4, 1e5], "mean": [5.0, 3.0, 2.0]}
-    base = {"tokens": [1e3, 1e4, 1e5], "mean": [5.0, 3.5, 3.0]}
-    s = tokens_saved(auto, base)
-    assert s["status"] == "reached"
-    assert s["saved_fraction"] == pytest.approx(1 - 1e4 / 1e5)
+    s = tokens_saved(_curve([5.0, 3.0, 2.0]), _curve([5.0, 3.5, 3.0]))
+    assert s.status == "reached"
+    assert s.saved_fraction == pytest.approx(1 - 1e4 / 1e5) and s.signed_fraction == s.saved_fraction
 
 
 def test_not_reached_gives_no_number_and_the_honest_reverse() -> None:
-    auto = {"tokens": [1e3, 1e4, 1e5], "mean": [5.0, 3.5, 3.0]}
-    base = {"tokens": [1e3, 1e4, 1e5], "mean": [5.0, 3.0, 2.0]}
-    s = tokens_saved(auto, base)
-    assert s["status"] == "not_reached" and s["saved_fraction"] is None
-    assert s["baseline_saved_fraction"] == pytest.approx(1 - 1e4 / 1e5)
+    s = tokens_saved(_curve([5.0, 3.5, 3.0]), _curve([5.0, 3.0, 2.0]))
+    assert s.status == "not_reached" and s.saved_fraction is None
+    assert s.baseline_saved_fraction == pytest.approx(1 - 1e4 / 1e5) and s.signed_fraction == -s.baseline_saved_fraction
 
 
 @given(st.lists(st.floats(0.1, 10), min_size=2, max_size=8))
@@ -52,29 +54,32 @@ def test_reached_point_lies_between_evaluations(values: list[float]) -> None:
 
 
 def test_mean_curve_over_seeds() -> None:
-    c1 = [{"tokens": 10, "mean_loss": 2.0}, {"tokens": 20, "mean_loss": 1.0}]
-    c2 = [{"tokens": 10, "mean_loss": 4.0}, {"tokens": 20, "mean_loss": 3.0}]
+    c1 = [EvalPoint(tokens=10, mean_loss=2.0), EvalPoint(tokens=20, mean_loss=1.0)]
+    c2 = [EvalPoint(tokens=10, mean_loss=4.0), EvalPoint(tokens=20, mean_loss=3.0)]
     m = mean_curve([c1, c2], "mean_loss")
-    assert m["tokens"] == [10.0, 20.0] and m["mean"] == [3.0, 2.0] and m["n"] == 2
-    assert m["std"][0] == pytest.approx(math.sqrt(2))
+    assert m.tokens == [10.0, 20.0] and m.mean == [3.0, 2.0] and m.n == 2
+    assert m.std[0] == pytest.approx(math.sqrt(2))
 
 
 def test_compare_curves_pairs_by_seed() -> None:
     from autoscale_data.runner.reporting.metrics import compare_curves
 
-    fixed = [{"seed": 0, "curve": fake_curve([5.0, 4.0])}, {"seed": 1, "curve": fake_curve([5.2, 4.4])},
-             {"seed": 7, "curve": fake_curve([9.0, 9.0])}]  # no partner: left out
-    anytime = [{"seed": 1, "curve": fake_curve([5.0, 4.5], [{"a": 900, "b": 100}, {"a": 1000, "b": 1000}])},
-               {"seed": 0, "curve": fake_curve([4.6, 4.0], [{"a": 700, "b": 300}, {"a": 1000, "b": 1000}])}]
+    def run(seed: int, values: list[float], shares: list[dict[str, int]] | None = None) -> RunResult:
+        return RunResult(run_id=f"r{seed}", seed=seed,
+                         curve=[EvalPoint.from_json(p) for p in fake_curve(values, shares)])
+
+    fixed = [run(0, [5.0, 4.0]), run(1, [5.2, 4.4]), run(7, [9.0, 9.0])]  # seed 7 has no partner: left out
+    anytime = [run(1, [5.0, 4.5], [{"a": 900, "b": 100}, {"a": 1000, "b": 1000}]),
+               run(0, [4.6, 4.0], [{"a": 700, "b": 300}, {"a": 1000, "b": 1000}])]
     c = compare_curves(fixed, anytime, "mean_loss")
-    assert c["seeds"] == [0, 1] and [p["tokens"] for p in c["points"]] == [1000.0, 2000.0]
-    first, last = c["points"]
-    assert first["reference"]["mean"] == pytest.approx(5.1) and first["other"]["mean"] == pytest.approx(4.8)
-    assert first["difference"]["mean"] == pytest.approx(-0.3) and first["difference"]["n"] == 2
-    assert first["difference"]["std"] == pytest.approx(math.sqrt(0.02))  # differences -0.4 and -0.2
-    assert last["difference"]["mean"] == pytest.approx(0.05)
-    assert first["other_shares"] == pytest.approx({"a": 0.8, "b": 0.2}) and "reference_shares" not in first
-    assert compare_curves(fixed, [], "mean_loss") == {"seeds": [], "points": []}
+    assert c.seeds == [0, 1] and [p.tokens for p in c.points] == [1000.0, 2000.0]
+    first, last = c.points
+    assert first.reference.mean == pytest.approx(5.1) and first.other.mean == pytest.approx(4.8)
+    assert first.difference.mean == pytest.approx(-0.3) and first.difference.n == 2
+    assert first.difference.std == pytest.approx(math.sqrt(0.02))  # differences -0.4 and -0.2
+    assert last.difference.mean == pytest.approx(0.05)
+    assert first.other_shares == pytest.approx({"a": 0.8, "b": 0.2}) and first.reference_shares is None
+    assert compare_curves(fixed, [], "mean_loss") == CurveComparison(seeds=[], points=[])
 
 
 def test_report_has_the_anytime_section(tmp_path) -> None:

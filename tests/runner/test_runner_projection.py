@@ -4,6 +4,7 @@ chosen one sets the target mix and the mixture plan, the report and the dry run 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from autoscale_data.runner.mixes.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
@@ -41,10 +43,10 @@ class _Ledger:
     def records(self) -> dict[str, Any]:
         return {}
 
-    def result(self, run_id: str) -> dict[str, Any]:
+    def result(self, run_id: str) -> RunResult:
         s = self._specs[run_id]
         loss = _loss(s.tokens)
-        return {"tokens": s.tokens, "losses": {d: loss for d in s.tokens}}
+        return RunResult(run_id=run_id, tokens=s.tokens, losses={d: loss for d in s.tokens})
 
 
 @pytest.fixture
@@ -84,8 +86,8 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     fits, proj, lines = _fit(stores, tmp_path, "observed")
     assert fits.method == proj["method"] == "observed" and proj["observed"]["source"] == "ddo"
     n2 = max(fits.ddo)
-    assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2]["weights"], abs=1e-12)
-    assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2]["weights"], abs=1e-9)
+    assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2].weights, abs=1e-12)
+    assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2].weights, abs=1e-9)
     assert "not projected" in lines[-1] and projection_label(proj) == "not projected: DDO(N2) as is"
 
 
@@ -93,7 +95,7 @@ def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path
     fits, proj, lines = _fit(stores, tmp_path, "geometric")
     assert fits.method == proj["method"] == "geometric"
     assert proj["weights"] == fits.weights
-    assert proj["unbounded_weights"] == proj["geometric"]["weights"] and fits.projection == proj
+    assert proj["unbounded_weights"] == proj["geometric"]["weights"] and fits.projection.to_json() == proj
     assert min(fits.weights.values()) >= 0.05 - 1e-12  # tiny_config's ddo.min_weight holds at the target
     assert proj["joint"]["method"] == "joint" and proj["joint"]["sse"] < 1e-12  # the data follow the law
     assert set(proj["disagreement"]) == {"l1", "total_variation", "max_abs"}
@@ -144,7 +146,7 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
 def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "robust")
     assert fits.method == proj["method"] == "robust"
-    assert proj["unbounded_weights"] == proj["robust"]["weights"] and fits.projection == proj
+    assert proj["unbounded_weights"] == proj["robust"]["weights"] and fits.projection.to_json() == proj
     assert fits.weights == proj["weights"] and min(fits.weights.values()) >= 0.05 - 1e-12
     plan = fits.plan
     end = plan.allocation_for_budget(65536)
@@ -166,11 +168,11 @@ def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     assert back.plan.to_json() == fits_dir  # the plan as saved
     no_plan = Fits.from_json({**obj, "plan": None})
     assert no_plan.plan is None and no_plan.to_json()["plan"] is None
-    with pytest.raises(ValueError, match=r"lacks the key\(s\) \['projection'\]"):
+    with pytest.raises(ValueError, match=r"key 'projection' is missing"):
         Fits.from_json({k: v for k, v in obj.items() if k != "projection"})
-    with pytest.raises(ValueError, match="'ddo' must map budgets"):
+    with pytest.raises(ValueError, match="'ddo.N1' is invalid: expected an integer key"):
         Fits.from_json({**obj, "ddo": {"N1": {}}})
-    with pytest.raises(ValueError, match="lacks \\['weights'\\]"):
+    with pytest.raises(ValueError, match="'projection.weights' is missing"):
         Fits.from_json({**obj, "projection": {"method": "joint"}})
 
 
@@ -218,10 +220,9 @@ def test_report_says_which_projection_and_plots_its_curve(stores: Path, tmp_path
 class _SkewedLedger(_Ledger):
     """Validation domain 'a' depends on the training tokens of 'a' alone; the others follow the law."""
 
-    def result(self, run_id: str) -> dict[str, Any]:
+    def result(self, run_id: str) -> RunResult:
         out = super().result(run_id)
-        out["losses"]["a"] = 2.0 + ((500.0 + self._specs[run_id].tokens["a"]) / 1000.0) ** -1.0
-        return out
+        return replace(out, losses={**out.losses, "a": 2.0 + ((500.0 + self._specs[run_id].tokens["a"]) / 1000.0) ** -1.0})
 
 
 def test_objective_weights_set_the_fits_objective(stores: Path, tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from runner_helpers import fake_run
+from runner_helpers import fake_domains, fake_run
 
 from autoscale_data.runner.reporting.metrics import tokens_saved
 from autoscale_data.runner.reporting.report import _markdown, write_report
-from autoscale_data.runner.reporting.report_types import Report, TokensSaved
+from autoscale_data.runner.reporting.report_types import Curve, Report, TokensSaved
 from autoscale_data.runner.reporting.summary import format_summary
 
 _OLD_DDO = Path(__file__).parent / "data" / "out_before_records" / "fits" / "ddo_4096.json"
@@ -38,9 +38,10 @@ def _folder(out: Path) -> Path:
         fake_run(out, run_id, "autoscale_anytime", seed, values, "anytime", plan)
     broken = out / "runs" / "x0"
     broken.mkdir()
-    (broken / "spec.json").write_text(json.dumps({"run_id": "x0", "kind": "target", "scale": 4000,
-                                                  "label": "natural", "seed": 0}))
-    (broken / "failure.json").write_text(json.dumps({"reason": "out of memory"}))
+    (broken / "spec.json").write_text(json.dumps({"run_id": "x0", "kind": "target", "scale": 4000, "label": "natural",
+                                                  "seed": 0, "sequences": {"a": 1, "b": 3}, "seq_len": 1,
+                                                  "eval_points": 1}))
+    (broken / "failure.json").write_text(json.dumps({"run_id": "x0", "reason": "out of memory"}))
     fits = out / "fits"
     fits.mkdir()
     for n, w in ((4096, 0.6), (16384, 0.55)):
@@ -55,7 +56,7 @@ def _folder(out: Path) -> Path:
                                                         "uniform": {"a": 0.5, "b": 0.5}}))
     (out / "config.json").write_text(json.dumps({"name": "typed", "target": {"budget": 4000, "baselines":
                                                                            ["uniform", "autoscale_anytime"]}}))
-    (out / "domains.json").write_text(json.dumps({"names": ["a", "b"]}))
+    fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     return out
 
@@ -152,7 +153,9 @@ _curve = st.lists(st.floats(0.5, 10.0), min_size=1, max_size=5)
 
 @given(_curve, _curve, st.booleans())
 def test_tokens_saved_round_trips_whatever_the_status(a: list[float], b: list[float], empty: bool) -> None:
-    auto = {"tokens": [1000.0 * (i + 1) for i in range(len(a))], "mean": sorted(a, reverse=True)}
-    base = {"tokens": [] if empty else [1000.0 * (i + 1) for i in range(len(b))], "mean": sorted(b, reverse=True)}
+    auto = Curve(tokens=[1000.0 * (i + 1) for i in range(len(a))], mean=sorted(a, reverse=True), std=[0.0] * len(a),
+                 n=1)
+    base = Curve(tokens=[] if empty else [1000.0 * (i + 1) for i in range(len(b))], mean=sorted(b, reverse=True),
+                 std=[0.0] * len(b), n=1)
     saved = tokens_saved(auto, base)
-    assert TokensSaved.from_json(saved).to_json() == saved
+    assert TokensSaved.from_json(saved.to_json()) == saved

@@ -38,7 +38,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Pat
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     cfg, domains = _setup(stores, checkpoint_every=3)
     spec = target_spec(cfg, domains, "uniform", {"a": 0.3, "b": 0.7}, seed=1)  # 64 steps of 8 x 32 tokens
-    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False)
+    full = train_mod.train_run(cfg, spec, domains, tmp_path / "full", progress=False).to_json()
     assert full["tokens"] == spec.tokens and full["total_tokens"] == 16384
     assert len(full["curve"]) == spec.eval_points and full["resumed_at"] == []
 
@@ -46,7 +46,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(stores: Path, tmp_path: Pat
         train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
     assert not (tmp_path / "cut" / "result.json").exists()
     assert json.loads((tmp_path / "cut" / "ckpt" / "latest.json").read_text())["step"] == 9
-    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False)
+    resumed = train_mod.train_run(cfg, spec, domains, tmp_path / "cut", progress=False).to_json()
     assert resumed["resumed_at"] == [9]
     assert resumed["tokens"] == full["tokens"]
     for a, b in zip(full["curve"], resumed["curve"], strict=True):
@@ -66,8 +66,8 @@ def test_dataloader_workers_deliver_the_same_stream(stores: Path, tmp_path: Path
     spec0 = ddo_proxy_specs(cfg0, domains, 4096)[0]
     spec2 = ddo_proxy_specs(cfg2, domains, 4096)[0]
     assert spec0.run_id == spec2.run_id  # loader workers do not change what a run computes
-    r0 = train_mod.train_run(cfg0, spec0, domains, tmp_path / "w0", progress=False)
-    r2 = train_mod.train_run(cfg2, spec2, domains, tmp_path / "w2", progress=False)
+    r0 = train_mod.train_run(cfg0, spec0, domains, tmp_path / "w0", progress=False).to_json()
+    r2 = train_mod.train_run(cfg2, spec2, domains, tmp_path / "w2", progress=False).to_json()
     assert r0["tokens"] == r2["tokens"] == spec0.tokens
     assert r0["losses"] == r2["losses"]
 
@@ -76,7 +76,7 @@ def test_bert_mlm_proxy_step(stores: Path, tmp_path: Path) -> None:
     cfg, domains = _setup(stores, model={"preset": "bert-tiny", "overrides": {
         "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}})
     spec = ddo_proxy_specs(cfg, domains, 4096)[1]
-    result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False)
+    result = train_mod.train_run(cfg, spec, domains, tmp_path / "bert", progress=False).to_json()
     assert result["tokens"] == spec.tokens
     last = result["curve"][-1]["train_losses"]  # the masked positions' loss, per domain
     assert set(last) == set(domains.names) and all(v is not None and 0 < v < 20 for v in last.values())
@@ -169,3 +169,24 @@ def test_anytime_target_run_follows_the_plan_path(stores: Path, tmp_path: Path,
             assert abs(seen[d] - optimum[d]) <= batch_tokens, (point["tokens"], seen, optimum)
     first = result["curve"][0]
     assert first["domain_tokens"]["b"] / first["tokens"] < 0.2 < spec.weights["b"]  # not the final mix
+
+
+def test_a_checkpoint_state_reads_the_bare_keys_older_checkpoints_wrote() -> None:
+    """The runner state inside a checkpoint is a record whose field names are the keys earlier versions
+    wrote, so their checkpoints resume (one without the later keys takes their defaults)."""
+    import torch
+
+    from autoscale_data.runner.training.checkpoint import CheckpointState, TrainTimes
+
+    old = {"step": 9, "curve": [{"tokens": 4096, "step": 8, "losses": {"a": 3.0}, "mean_loss": 3.0}],
+           "elapsed": {"train_s": 1.5, "eval_s": 0.5, "data_wait_s": 0.1}, "resumed_at": [4],
+           "dataset": {"cursor": 72, "config": ("kept", "as is")}, "counts": [[40, 32]],
+           "rng": [{"cpu": torch.get_rng_state()}]}  # no last_loss, train_meter or step_hook yet
+    state = CheckpointState.from_json(old)
+    assert state.step == 9 and state.curve[0].tokens == 4096 and state.elapsed == TrainTimes(1.5, 0.5, 0.1)
+    assert state.counts == [[40, 32]] and math.isnan(state.last_loss) and state.train_meter is None
+    assert state.dataset["config"] == ("kept", "as is") and torch.equal(state.rng[0]["cpu"], old["rng"][0]["cpu"])
+    blob = state.to_json()  # what a checkpoint saves: the same keys, the dataset's and RNG states as they are
+    assert set(blob) == {"step", "curve", "elapsed", "resumed_at", "dataset", "counts", "last_loss", "train_meter",
+                         "rng"} and blob["dataset"] is state.dataset and blob["elapsed"] == old["elapsed"]
+    assert CheckpointState.from_json(blob).curve == state.curve

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runner_helpers import fake_run
+from runner_helpers import fake_domains, fake_run
 
 from autoscale_data.runner.reporting.metrics import paired_verdict
 from autoscale_data.runner.reporting.report import write_report
@@ -21,7 +21,7 @@ def _targets(out: Path, autoscale: list[list[float]], uniform: list[list[float]]
     for seed, values in enumerate(uniform):
         fake_run(out, f"u{seed}", "uniform", seed, values)
     (out / "config.json").write_text(json.dumps({"name": "v", "target": {"budget": 4000, "baselines": ["uniform"]}}))
-    (out / "domains.json").write_text(json.dumps({"names": ["a", "b"]}))
+    fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     return out
 
@@ -58,11 +58,12 @@ def test_one_seed_cannot_be_judged(tmp_path: Path) -> None:
 
 
 def test_consistent_seeds_are_judged_better_or_worse() -> None:
-    auto = [{"seed": s, "mean_loss": 4.0 + 0.01 * s} for s in range(3)]
-    base = [{"seed": s, "mean_loss": 4.3 + 0.012 * s} for s in range(3)]
-    assert paired_verdict(auto, base, "mean_loss")["verdict"] == "better"
-    assert paired_verdict(base, auto, "mean_loss")["verdict"] == "worse"
-    only_shared = paired_verdict(auto, base[:1], "mean_loss")
-    assert only_shared["verdict"] == "cannot_judge" and only_shared["seeds"] == [0]
+    auto = {s: 4.0 + 0.01 * s for s in range(3)}
+    base = {s: 4.3 + 0.012 * s for s in range(3)}
+    better = paired_verdict("autoscale", auto, "uniform", base)
+    assert better.verdict == "better" and (better.method, better.baseline) == ("autoscale", "uniform")
+    assert paired_verdict("uniform", base, "autoscale", auto).verdict == "worse"
+    only_shared = paired_verdict("autoscale", auto, "uniform", {0: base[0]})
+    assert only_shared.verdict == "cannot_judge" and only_shared.seeds == [0]
     with pytest.raises(ValueError, match="level = 1.5"):
-        paired_verdict(auto, base, "mean_loss", level=1.5)
+        paired_verdict("autoscale", auto, "uniform", base, level=1.5)

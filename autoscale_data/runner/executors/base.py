@@ -7,7 +7,6 @@ submit, writes the ledger and reads each finished job's outcome from its run dir
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -106,9 +105,10 @@ def outcome(job: Job, code: int) -> tuple[bool, str, bool]:
     failure = job.run_dir / layout.FAILURE
     if code == DIVERGED_EXIT or failure.exists():
         try:
-            return False, json.loads(failure.read_text())["reason"], True
-        except (FileNotFoundError, ValueError, KeyError):
-            return False, f"diverged (exit {code})", True
+            found = layout.read(job.run_dir, layout.FAILURE)
+        except ValueError:
+            found = None
+        return False, found.reason if found is not None else f"diverged (exit {code})", True
     if job.error:
         return False, job.error, False
     try:

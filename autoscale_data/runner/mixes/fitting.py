@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._io import atomic_write_json
+from ..._records import Record
+from ...solver import BootstrapResult, DDOResult, MixturePlan
 from ...solver.vocabulary import JOINT, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
@@ -22,7 +24,7 @@ from ..records import BootstrapUnavailable, MixturePlanError, ProjectionFile
 from ..reporting.wording import backtest_lines, bounds_moved
 
 if TYPE_CHECKING:
-    from ...solver import MixturePlan, Projections
+    from ...solver import Projections
 
 __all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
 
@@ -30,69 +32,27 @@ BOOTSTRAP_REPLICATES = 400
 
 
 @dataclass(frozen=True)
-class Fits:
-    """What :func:`fit_all` found, as written under ``fits/``.
+class Fits(Record):
+    """What :func:`fit_all` found: the records of the files it wrote under ``fits/``, and the plan."""
 
-    Attributes:
-        ddo: per proxy budget, the DDO result (``DDOResult.to_json()``, the content of ``ddo_<N>.json``).
-        bootstrap: per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``): ``available`` and
-            the intervals and ``summary``, or the ``reason`` it is not.
-        projection: the projections to the target and the target mix (``projection.json``, see
-            :func:`projection_summary`).
-        plan: the mixture plan of the projection used, or None when none could be fitted.
-    """
-
-    ddo: dict[int, dict[str, Any]]
-    bootstrap: dict[int, dict[str, Any]]
-    projection: dict[str, Any]
+    ddo: dict[int, DDOResult]
+    """Per proxy budget, the DDO fit (``ddo_<N>.json``)."""
+    bootstrap: dict[int, BootstrapResult | BootstrapUnavailable]
+    """Per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``)."""
+    projection: ProjectionFile
+    """The projections to the target and the target mix (``projection.json``, see :func:`projection_summary`)."""
     plan: MixturePlan | None
-
-    def __post_init__(self) -> None:
-        missing = [k for k in ("method", "weights") if k not in self.projection]
-        if missing:
-            raise ValueError(f"Fits.projection lacks {missing} (expected the dict of projection_summary)")
+    """The mixture plan of the projection used (``mixture_plan.json``); ``None`` when none could be fitted."""
 
     @property
     def method(self) -> str:
         """The projection that set the target mix (``ddo.projection``)."""
-        return str(self.projection["method"])
+        return self.projection.method
 
     @property
     def weights(self) -> dict[str, float]:
         """The target mix (the projection's weights with ``ddo.min_weight`` / ``max_weight`` applied)."""
-        return dict(self.projection["weights"])
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form (budgets as strings; round-trips through :meth:`from_json`)."""
-        return {"ddo": {str(n): dict(v) for n, v in self.ddo.items()},
-                "bootstrap": {str(n): dict(v) for n, v in self.bootstrap.items()},
-                "projection": dict(self.projection), "plan": None if self.plan is None else self.plan.to_json()}
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Fits:
-        """The fits back from :meth:`to_json`'s dict.
-
-        Raises:
-            ValueError: not such a dict (a key missing, a budget that is not a whole number).
-        """
-        from ...solver import MixturePlan
-
-        if not isinstance(obj, Mapping):
-            raise ValueError(f"expected the dict of Fits.to_json(), got {type(obj).__name__}")
-        missing = sorted({"ddo", "bootstrap", "projection", "plan"} - set(obj))
-        if missing:
-            raise ValueError(f"Fits dict lacks the key(s) {missing}")
-
-        def by_budget(part: str) -> dict[int, dict[str, Any]]:
-            try:
-                return {int(n): dict(v) for n, v in obj[part].items()}
-            except (TypeError, ValueError, AttributeError):
-                raise ValueError(f"Fits dict: {part!r} must map budgets (whole numbers) to dicts, "
-                                 f"got {obj[part]!r:.200}") from None
-
-        plan = None if obj["plan"] is None else MixturePlan.from_json(obj["plan"])
-        return cls(ddo=by_budget("ddo"), bootstrap=by_budget("bootstrap"), projection=dict(obj["projection"]),
-                   plan=plan)
+        return dict(self.projection.weights)
 
 
 def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
@@ -119,8 +79,8 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
                 warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at {scale}: "
                               f"{rec.reason}", stacklevel=2)
             continue
-        runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result["tokens"].items()},
-                        loss=dict(result["losses"]), seed=spec.seed, label=spec.label))
+        runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
+                        loss=dict(result.losses), seed=spec.seed, label=spec.label))
         covered.add(spec.label)
     needed = {s.label for s in specs}
     lacking = sorted(needed - covered)
@@ -164,7 +124,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
                          val_domains=ddo_cfg.objective_weights)  # a mapping: the objective is that weighted sum
     results: dict[int, Any] = {}
     tables: dict[int, Any] = {}
-    boots: dict[int, dict[str, Any]] = {}
+    boots: dict[int, BootstrapResult | BootstrapUnavailable] = {}
     for scale, specs in proxies.items():
         table = proxy_table(ledger, specs, scale)
         table.to_csv(out_dir / layout.per_budget(layout.RUNS_CSV, scale, ".csv"))
@@ -176,13 +136,14 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         results[scale] = result
         atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
         try:
-            boot = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
-            boots[scale] = boot.to_json()
+            boots[scale] = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
         except ValueError as exc:
-            boots[scale] = BootstrapUnavailable(reason=str(exc)).to_json()
-        atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boots[scale])
+            boots[scale] = BootstrapUnavailable(reason=str(exc))
+        boot_record = boots[scale]
+        atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boot_record.to_json())
         weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
-        verdict = boots[scale].get("summary", "bootstrap: " + boots[scale].get("reason", "")).splitlines()[-1]
+        verdict = (f"bootstrap: {boot_record.reason}" if isinstance(boot_record, BootstrapUnavailable)
+                   else boot_record.summary).splitlines()[-1]
         log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
             f"{verdict.strip()}")
         if result.identifiability is not None:
@@ -234,7 +195,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
            OBSERVED: lambda: f"not projected: {projections.observed.describe()}, as is",
            }.get(chosen, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return Fits(ddo={n: r.to_json() for n, r in results.items()}, bootstrap=boots, projection=summary, plan=plan)
+    return Fits(ddo=dict(results), bootstrap=boots,
+                projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,

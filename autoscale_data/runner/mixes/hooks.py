@@ -151,16 +151,17 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.
     """
-    import json
-
     from ..models import build_model
 
     ckpt = ref_dir / layout.FINAL_CHECKPOINT_DIR
     try:
-        tag = json.loads((ckpt / "latest.json").read_text())["tag"]
-    except (FileNotFoundError, ValueError, KeyError):
+        pointer = layout.read(ckpt, layout.CHECKPOINT_POINTER)
+    except ValueError:
+        pointer = None
+    if pointer is None:
         raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
-                                f"{os.fspath(ckpt)!r} holds no complete checkpoint: train the reference first") from None
+                                f"{os.fspath(ckpt)!r} holds no complete checkpoint: train the reference first")
+    tag = pointer.tag
     path = ckpt / f"{tag}.pt"
     if path.exists():
         state = torch.load(path, map_location="cpu", weights_only=False)["model"]

@@ -157,7 +157,7 @@ class _DDON2(MixingMethod):
         return ctx.n2_proxies
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
-        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest]["weights"]))
+        return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest].weights))
 
 
 def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping: Mapping[str, str] | None,
@@ -284,8 +284,8 @@ class _Regression(MixingMethod):
             if result is None:
                 missing.append(spec.name)
                 continue
-            runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result["tokens"].items()},
-                            loss=dict(result["losses"]), seed=spec.seed, label=spec.label))
+            runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
+                            loss=dict(result.losses), seed=spec.seed, label=spec.label))
         if missing:
             ctx.log(f"{self.name}: {len(missing)} of its runs did not finish and are left out: {', '.join(missing)}")
         return RunTable(runs)
@@ -357,7 +357,7 @@ class _DoReMi(MixingMethod):
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         proxy = self.selection_stages(ctx)[-1][0]
-        result = ctx.ledger.run_result(proxy.run_id)
+        result = ctx.ledger.result(proxy.run_id)
         if result is None or result.step_hook is None:
             return TargetChoice(skipped=f"the DoReMi proxy {proxy.run_id} did not finish")
         hook = result.step_hook

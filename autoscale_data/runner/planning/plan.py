@@ -31,6 +31,7 @@ from ..config import RunnerConfig, config_to_dict
 from .data import DomainInfo
 
 __all__ = [
+    "ExtensionSpec",
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
@@ -58,6 +59,23 @@ SELECTION_KINDS = ("swarm", "doremi_reference", "doremi_proxy")
 
 
 @dataclass(frozen=True)
+class ExtensionSpec(Record):
+    """What an extension run continues (:attr:`RunSpec.extension`; see :func:`extension_spec`)."""
+
+    parent: str
+    """The finished run it continues (its run id)."""
+    parent_sequences: int
+    """Sequences the parent trained: the new run's first steps come after them."""
+    mix: str
+    """How the mix goes on after the parent's end: ``same``, ``plan`` or ``anytime``."""
+    weights: dict[str, float] | None
+    """The mix of the new sequences (a fixed schedule; ``None`` for ``anytime``, which follows the plan)."""
+    lr: dict[str, Any]
+    """The learning-rate schedule of the new steps
+    (:meth:`~autoscale_data.runner.training.extension.ExtensionSchedule.to_json`)."""
+
+
+@dataclass(frozen=True)
 class RunSpec(Record):
     """One training run of the plan (``spec.json``; the codec of :mod:`autoscale_data._records` writes and
     reads it: a fixed-schedule run's JSON has no ``schedule``/``plan`` keys, as before they existed, and
@@ -79,9 +97,8 @@ class RunSpec(Record):
             per-domain counts follow :attr:`plan`'s allocation path).
         plan: the :class:`~autoscale_data.solver.MixturePlan` JSON of an anytime run (else ``None``).
         extension: for ``kind="extension"`` (a finished run extended to a larger budget, see
-            :func:`extension_spec`): ``{"parent", "parent_sequences", "mix", "weights", "lr"}``, the
-            parent run's id and sequences, the mix after its end (``weights`` for a fixed schedule)
-            and the learning-rate schedule of the new steps; ``None`` for every other run.
+            :func:`extension_spec`): the parent run's id and sequences, the mix after its end and the
+            learning-rate schedule of the new steps (:class:`ExtensionSpec`); ``None`` for every other run.
             :attr:`sequences` are the totals at the end (the parent's prefix included).
         pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
             the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.planning.repetition`);
@@ -103,7 +120,7 @@ class RunSpec(Record):
     settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     schedule: str = omitted(default="fixed")
     plan: dict[str, Any] | None = omitted(default=None, compare=False, repr=False)
-    extension: dict[str, Any] | None = omitted(default=None, repr=False)
+    extension: ExtensionSpec | None = omitted(default=None, repr=False)
     pools: dict[str, int] | None = omitted(default=None)
     hook: dict[str, Any] | None = omitted(default=None, repr=False)
 
@@ -129,7 +146,7 @@ class RunSpec(Record):
     @property
     def parent_sequences(self) -> int:
         """Sequences trained before this run started: the parent's total for an extension, else 0."""
-        return int(self.extension["parent_sequences"]) if self.extension is not None else 0
+        return self.extension.parent_sequences if self.extension is not None else 0
 
     @property
     def tokens(self) -> dict[str, int]:
@@ -460,7 +477,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
 
 
 def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, budget: int,
-                   sequences: Mapping[str, int], extension: Mapping[str, Any], *,
+                   sequences: Mapping[str, int], extension: ExtensionSpec, *,
                    plan: Mapping[str, Any] | None = None) -> RunSpec:
     """The run that extends the finished run ``parent`` to ``budget`` tokens (whole global batches).
 
@@ -471,7 +488,7 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
         budget: the new budget in tokens (the spec's ``scale``).
         sequences: per-domain sequences at the end (the parent's prefix included), as the dataset
             continued from the parent's end plans them.
-        extension: ``{"parent", "parent_sequences", "mix", "weights", "lr"}`` (see :class:`RunSpec`).
+        extension: what it continues and how.
         plan: a MixturePlan JSON: the extension follows the anytime schedule (an anytime parent).
 
     Raises:
@@ -485,19 +502,19 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
         diff = config_changes(parent.settings, settings)
         raise ValueError(f"run {parent.run_id} was trained with other settings than this config's; it can only be "
                          "extended under its own: " + "; ".join(diff or ["(settings not recorded)"]))
-    new = sum(sequences.values()) - int(extension["parent_sequences"])
+    new = sum(sequences.values()) - extension.parent_sequences
     if new <= 0 or new % config.global_batch_size:
         raise ValueError(f"an extension of run {parent.run_id} must add whole global batches of "
                          f"{config.global_batch_size} sequences, it adds {new}")
     points = max(1, min(config.eval.target_points, new // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
     plan_json = None if plan is None else dict(plan)
-    ext = json.loads(json.dumps(dict(extension)))
+    ext = json.loads(json.dumps(extension.to_json()))  # the run id hashes its JSON, as the spec file holds it
     run_id = run_fingerprint(settings, sequences, parent.seed, points, schedule=schedule, plan=plan_json,
                              extension=ext)
     return RunSpec(run_id=run_id, kind="extension", scale=int(budget), label=parent.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=parent.seed, eval_points=points,
-                   settings=settings, schedule=schedule, plan=plan_json, extension=ext)
+                   settings=settings, schedule=schedule, plan=plan_json, extension=ExtensionSpec.from_json(ext))
 
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:

@@ -24,7 +24,6 @@ proxy's own epoch cap is what its pool needs) and named in the dry run.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -280,9 +279,10 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
 def _written_law(fits_dir: Path) -> dict[str, Any] | None:
     """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None."""
     try:
-        law = json.loads((fits_dir / layout.PROJECTION).read_text()).get("repetition_law")
-    except (FileNotFoundError, ValueError, AttributeError):
+        projection = layout.read(fits_dir, layout.PROJECTION)
+    except ValueError:
         return None
+    law = None if projection is None else projection.repetition_law
     return dict(law) if isinstance(law, Mapping) else None
 
 

@@ -13,26 +13,25 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..._records import fields_to_json
 from .. import layout
-from ..experiment import read_json
 from ..records import RunResult
 from .downstream import downstream_cells
 from .metrics import mean_std, paired_verdict
-from .report_types import Comparison, MeanStd, MethodCost, MethodRow, Report
+from .report_types import Comparison, MethodCost, MethodRow, Report
 from .wording import VERDICT_TAGS
 
 __all__ = ["build_comparison", "comparison_markdown"]
 
 
-def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, list[RunResult]],
+def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str, list[RunResult]],
                      key: str) -> Comparison | None:
-    """The comparison from ``fits/methods.json``, every run folder's result (``runs``: rows of ``spec`` and
-    ``result``) and the finished target runs by label; ``None`` when the folder has no methods file."""
-    records = read_json(out / layout.FITS / layout.METHODS_FILE)
-    config = read_json(out / layout.CONFIG) or {}
+    """The comparison from ``fits/methods.json``, every finished run's result by run id and the finished target
+    runs by label; ``None`` when the folder has no methods file."""
+    records = layout.read(out / layout.FITS, layout.METHODS_FILE)
+    config = layout.read(out, layout.CONFIG) or {}
     if not records:
         return None
-    results = {r["spec"]["run_id"]: r["result"] for r in runs if r["result"]}
     walls = [r.wall_time_s for rs in targets.values() for r in rs]
     target_wall = statistics.median(walls) if walls else None
     batch = int(config.get("seq_len", 1)) * int(config.get("global_batch_size", 1))
@@ -41,23 +40,23 @@ def build_comparison(out: Path, runs: list[dict[str, Any]], targets: dict[str, l
     order = [layout.AUTOSCALE, *((config.get("target") or {}).get("baselines") or [])]
     rows = {}
     for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
-        done = [results[i] for i in rec["cost_run_ids"] if i in results]
+        done = [results[i] for i in rec.cost_run_ids if i in results]
         wall = sum(r.wall_time_s for r in done)
-        cost = MethodCost(runs=len(rec["cost_run_ids"]), tokens=int(rec["cost_tokens"]), wall_s=wall,
-                          tokens_ratio=rec["cost_tokens"] / target_tokens if target_tokens else None,
+        cost = MethodCost(runs=len(rec.cost_run_ids), tokens=rec.cost_tokens, wall_s=wall,
+                          tokens_ratio=rec.cost_tokens / target_tokens if target_tokens else None,
                           wall_ratio=wall / target_wall if target_wall else None)
         rs = targets.get(name, [])
-        row: dict[str, Any] = {"source": rec["source"], "weights": rec["weights"], "cost": cost,
-                               "skipped": rec.get("skipped")}
+        row: dict[str, Any] = {"source": rec.source, "weights": rec.weights, "cost": cost, "skipped": rec.skipped}
         if rs:
-            losses = {d: MeanStd(**mean_std([r.losses[d] for r in rs])) for d in rs[0].losses}
+            losses = {d: mean_std([r.losses[d] for r in rs]) for d in rs[0].losses}
             pairs = [(r, uniform[r.seed]) for r in rs if r.seed in uniform]
             versus = None
             if name != layout.UNIFORM and pairs:
                 diffs = {str(r.seed): r.value(key) - u.value(key) for r, u in sorted(pairs, key=lambda p: p[0].seed)}
-                versus = {**paired_verdict([r.to_json() for r, _ in pairs], [u.to_json() for _, u in pairs], key),
-                          "per_seed": diffs}
-            row.update(objective_value=MeanStd(**mean_std([r.value(key) for r in rs])),
+                verdict = paired_verdict(name, {r.seed: r.value(key) for r, _ in pairs}, layout.UNIFORM,
+                                         {u.seed: u.value(key) for _, u in pairs})
+                versus = {**fields_to_json(verdict, skip=("method", "baseline")), "per_seed": diffs}
+            row.update(objective_value=mean_std([r.value(key) for r in rs]),
                        per_seed={str(r.seed): r.value(key) for r in sorted(rs, key=lambda r: r.seed)},
                        losses=losses,
                        worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)

@@ -10,60 +10,50 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
 
 from ...evaluation import DownstreamResult
 from .. import layout
-from ..experiment import read_json
+from ..planning.plan import RunSpec
 from .metrics import mean_std, paired_verdict
 from .report_types import Downstream, DownstreamRow, MeanStd, Report, TaskMean, Verdict
 from .wording import verdict_tag
 
 __all__ = ["build_downstream", "downstream_cells", "downstream_markdown"]
 
-_KEY = "bpb"  # what the verdicts compare: the task-mean bits per byte (lower is better)
-
-
-def _verdict(rows: dict[str, list[dict[str, Any]]], method: str, baseline: str) -> Verdict | None:
-    if method == baseline or baseline not in rows:
+def _verdict(bpb: dict[str, dict[int, float]], method: str, baseline: str) -> Verdict | None:
+    if method == baseline or baseline not in bpb:
         return None
-    v = paired_verdict(rows[method], rows[baseline], _KEY)
-    return Verdict.from_json({**v, "method": method, "baseline": baseline})
+    return paired_verdict(method, bpb[method], baseline, bpb[baseline])
 
 
-def build_downstream(out: Path, runs: list[dict[str, Any]], labels: dict[str, list[str]],
+def build_downstream(out: Path, finished: list[RunSpec], labels: dict[str, list[str]],
                      tasks: list[str]) -> Downstream | None:
-    """The section's numbers from the finished target runs (``runs``: rows of ``spec`` and ``result``;
-    ``labels``: run id -> the target mixes it stands for); ``None`` without ``tasks`` or any result."""
+    """The section's numbers from the finished runs' target runs (``labels``: run id -> the target mixes it
+    stands for); ``None`` without ``tasks`` or any result."""
     if not tasks:
         return None
     found: dict[str, list[tuple[int, DownstreamResult]]] = {}
-    for row in runs:
-        spec = row["spec"]
-        if spec["kind"] != "target" or row["result"] is None:
+    for spec in finished:
+        if spec.kind != "target":
             continue
-        raw = read_json(out / layout.RUNS / spec["run_id"] / layout.DOWNSTREAM)
-        if raw is None:
+        result: DownstreamResult | None = layout.read(out / layout.RUNS / spec.run_id, layout.DOWNSTREAM)
+        if result is None or sorted(result.tasks) != sorted(tasks):  # other tasks (an earlier config): not comparable
             continue
-        result = DownstreamResult.from_json(raw, layout.DOWNSTREAM)
-        if sorted(result.tasks) != sorted(tasks):  # scored on other tasks (an earlier config): not comparable
-            continue
-        for label in labels.get(spec["run_id"]) or [spec["label"]]:
-            found.setdefault(label, []).append((int(spec["seed"]), result))
+        for label in labels.get(spec.run_id) or [spec.label]:
+            found.setdefault(label, []).append((spec.seed, result))
     if not found:
         return None
-    seeds = {label: [{"seed": s, _KEY: r.mean_bpb} for s, r in sorted(rs, key=lambda x: x[0])]
-             for label, rs in found.items()}
+    bpb = {label: {s: r.mean_bpb for s, r in sorted(rs, key=lambda x: x[0])} for label, rs in found.items()}
     rows = {}
     for label, rs in sorted(found.items()):
         scores = [r for _, r in rs]
-        per_task = {t: TaskMean(**{m: MeanStd(**mean_std([getattr(r.tasks[t], m) for r in scores]))
+        per_task = {t: TaskMean(**{m: mean_std([getattr(r.tasks[t], m) for r in scores])
                                    for m in ("acc", "acc_norm", "bpb")}) for t in tasks}
         rows[label] = DownstreamRow(
-            tasks=per_task, mean_acc=MeanStd(**mean_std([r.mean_acc for r in scores])),
-            mean_bpb=MeanStd(**mean_std([r.mean_bpb for r in scores])),
-            per_seed_bpb={str(s["seed"]): s[_KEY] for s in seeds[label]},
-            vs_uniform=_verdict(seeds, label, layout.UNIFORM), vs_autoscale=_verdict(seeds, label, layout.AUTOSCALE))
+            tasks=per_task, mean_acc=mean_std([r.mean_acc for r in scores]),
+            mean_bpb=mean_std([r.mean_bpb for r in scores]),
+            per_seed_bpb={str(s): v for s, v in bpb[label].items()},
+            vs_uniform=_verdict(bpb, label, layout.UNIFORM), vs_autoscale=_verdict(bpb, label, layout.AUTOSCALE))
     first = next(iter(found.values()))[0][1]
     return Downstream(tasks=tasks, examples={t: first.tasks[t].examples for t in tasks},
                       chance={t: first.tasks[t].chance for t in tasks}, rows=rows)

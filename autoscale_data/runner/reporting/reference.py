@@ -77,10 +77,8 @@ def write_reference_losses(out_dir: str | os.PathLike[str], losses: Mapping[str,
 
 def read_reference_losses(out_dir: str | os.PathLike[str]) -> dict[str, ReferenceLoss]:
     """``OUT/reference_losses.json``, or ``{}`` for a folder without one (written by an older version)."""
-    from ..experiment import read_json
-
-    obj = read_json(Path(out_dir) / layout.REFERENCE_LOSSES) or {}
-    return {d: ReferenceLoss.from_json(r, d) for d, r in obj.items()}
+    found: dict[str, ReferenceLoss] | None = layout.read(out_dir, layout.REFERENCE_LOSSES)
+    return found or {}
 
 
 def not_beating_unigram(losses: Mapping[str, Mapping[str, float]],

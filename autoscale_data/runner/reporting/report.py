@@ -15,16 +15,15 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
-from ..._records import from_json
 from ...solver import BootstrapResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
 from .. import layout
-from ..experiment import plan_run_ids, read_json
+from ..planning.plan import RunSpec
 from ..planning.repetition import REPETITION_FILE, repetition_md
-from ..records import ProjectionFile, RunResult
+from ..records import PlanFile, ProjectionFile, RunFailure, RunResult
 from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
 from .metrics import (
@@ -39,8 +38,6 @@ from .plots import write_plots
 from .reference import not_beating_unigram, read_reference_losses
 from .report_types import (
     AnytimeComparison,
-    Curve,
-    CurveComparison,
     ExtensionResult,
     FailedRun,
     MeanStd,
@@ -48,7 +45,6 @@ from .report_types import (
     Report,
     TargetResult,
     Throughput,
-    TokensSaved,
     TrainCurve,
     Verdict,
     VersusUniform,
@@ -70,54 +66,52 @@ from .wording import (
 __all__ = ["build_report", "projection_label", "projection_sentence", "target_verdicts", "write_report"]
 
 
-def _runs(out: Path) -> list[dict[str, Any]]:
+class _Run(NamedTuple):
+    """One run folder as the report reads it."""
+
+    spec: RunSpec
+    result: RunResult | None
+    failure: RunFailure | None
+
+
+def _runs(out: Path) -> list[_Run]:
     rows = []
     for run_dir in sorted((out / layout.RUNS).glob("*")):
-        spec = read_json(run_dir / layout.SPEC)
-        if spec is None:
-            continue
-        result = read_json(run_dir / layout.RESULT)
-        rows.append({"spec": spec, "result": None if result is None else RunResult.from_json(result, layout.RESULT),
-                     "failure": read_json(run_dir / layout.FAILURE)})
+        spec = layout.read(run_dir, layout.SPEC)
+        if spec is not None:
+            rows.append(_Run(spec, layout.read(run_dir, layout.RESULT), layout.read(run_dir, layout.FAILURE)))
     return rows
 
 
-def _as_json(results: list[RunResult]) -> list[dict[str, Any]]:
-    """The results as ``result.json`` holds them: what :mod:`.metrics` reads (``{"seed", "curve", key}``)."""
-    return [r.to_json() for r in results]
-
-
-def _current_runs(runs: list[dict[str, Any]], plan: dict[str, Any],
-                  config: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _current_runs(runs: list[_Run], plan: PlanFile, config: dict[str, Any]) -> tuple[list[_Run], int]:
     """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
 
     With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
     the fits) keeps the runs at the config's DDO budgets and target budget. Extensions of target runs
     (``autoscale-data extend``) are neither: :func:`_extensions` reports them.
     """
-    runs = [r for r in runs if r["spec"]["kind"] != "extension"]
-    ids = plan_run_ids(plan)
+    runs = [r for r in runs if r.spec.kind != "extension"]
+    ids = plan.run_ids()
     if ids is None:
         scales = {int(n) for n in (config.get("ddo") or {}).get("budgets", [])}
         target = (config.get("target") or {}).get("budget")
-        keep = [r for r in runs if (r["spec"]["kind"] == "proxy" and (not scales or int(r["spec"]["scale"]) in scales))
-                or (r["spec"]["kind"] != "proxy" and (target is None or int(r["spec"]["scale"]) == int(target)))]
+        keep = [r for r in runs if (r.spec.kind == "proxy" and (not scales or r.spec.scale in scales))
+                or (r.spec.kind != "proxy" and (target is None or r.spec.scale == int(target)))]
     else:
-        keep = [r for r in runs if r["spec"]["run_id"] in ids]
+        keep = [r for r in runs if r.spec.run_id in ids]
     return keep, len(runs) - len(keep)
 
 
-def _extensions(runs: list[dict[str, Any]], key: str) -> list[ExtensionResult]:
+def _extensions(runs: list[_Run], key: str) -> list[ExtensionResult]:
     """The finished extensions, by label, seed and budget, each beside its parent's final objective."""
-    results = {r["spec"]["run_id"]: r["result"] for r in runs if r["result"]}
+    results = {r.spec.run_id: r.result for r in runs if r.result}
     out = []
-    for row in runs:
-        spec, result = row["spec"], row["result"]
-        if spec["kind"] != "extension" or not result or result.extension is None:
+    for spec, result, _ in runs:
+        if spec.kind != "extension" or not result or result.extension is None:
             continue
         ext, parent = result.extension, results.get(result.extension.parent)
         out.append(ExtensionResult(
-            run_id=spec["run_id"], label=spec["label"], seed=int(spec["seed"]), parent=ext.parent,
+            run_id=spec.run_id, label=spec.label, seed=spec.seed, parent=ext.parent,
             parent_tokens=ext.parent_tokens, tokens=result.total_tokens, objective_value=result.value(key),
             parent_value=None if parent is None else parent.value(key), lr=str(ext.lr["schedule"])))
     return sorted(out, key=lambda e: (e.label, e.seed, e.tokens))
@@ -128,70 +122,70 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     out = Path(out_dir)
     if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
-    config = read_json(out / layout.CONFIG) or {}
+    config = layout.read(out, layout.CONFIG) or {}
     objective = (config.get("ddo") or {}).get("objective", DEFAULT_OBJECTIVE)
     key = objective_key(objective)
-    plan = read_json(out / layout.PLAN) or {}
+    plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
     every = _runs(out)
     runs, stale = _current_runs(every, plan, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
-    for s in plan.get("targets", []):
-        labels[s["run_id"]].append(s["label"])
+    for s in plan.targets or []:
+        labels[s.run_id].append(s.label)
     proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     targets: dict[str, list[RunResult]] = defaultdict(list)
     failed = []
-    for row in runs:
-        spec, result = row["spec"], row["result"]
+    for spec, result, failure in runs:
         if result is None:
-            if row["failure"]:
-                failed.append(FailedRun(run_id=spec["run_id"], name=f"{spec['kind']}@{spec['scale']} {spec['label']} "
-                                        f"s{spec['seed']}", reason=row["failure"].get("reason", "")))
+            if failure is not None:
+                failed.append(FailedRun(run_id=spec.run_id, name=f"{spec.kind}@{spec.scale} {spec.label} s{spec.seed}",
+                                        reason=failure.reason))
             continue
-        if spec["kind"] == "proxy":
-            proxies[str(spec["scale"])][spec["label"]].append(result)
-        elif spec["kind"] == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
-            for label in labels.get(spec["run_id"]) or [spec["label"]]:
+        if spec.kind == "proxy":
+            proxies[str(spec.scale)][spec.label].append(result)
+        elif spec.kind == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
+            for label in labels.get(spec.run_id) or [spec.label]:
                 targets[label].append(result)
-    plan_targets = {s["label"] for s in plan.get("targets", [])}
+    plan_targets = {s.label for s in plan.targets or []}
     fits = out / layout.FITS
-    curves = {label: mean_curve([r["curve"] for r in _as_json(rs)], key) for label, rs in targets.items()}
+    curves = {label: mean_curve([r.curve for r in rs], key) for label, rs in targets.items()}
+    domains = layout.read(out, layout.DOMAINS)
+    finished = [r for r in runs if r.result is not None]
     return Report(
         out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
-        domains=(read_json(out / layout.DOMAINS) or {}).get("names", []), failed_runs=failed, stale_runs=stale,
+        domains=list(domains.names) if domains is not None else [], failed_runs=failed, stale_runs=stale,
         target_budget=(config.get("target") or {}).get("budget"),
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
         ddo=_fit_files(fits, layout.DDO), bootstrap=_fit_files(fits, layout.BOOTSTRAP),
-        projection=_projection(fits), target_mixes=read_json(fits / layout.TARGET_MIXES_FILE),
+        projection=layout.read(fits, layout.PROJECTION), target_mixes=layout.read(fits, layout.TARGET_MIXES_FILE),
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
-                                     curve=Curve(**curves[label]), train_curve=_train_curve(rs))
+                                     curve=curves[label], train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
         missing_targets=sorted(plan_targets - set(targets)),
         anytime_vs_fixed=_anytime(out, config, targets, runs, key),
         vs_uniform=_versus_uniform(targets, key),
-        tokens_saved={label: TokensSaved(**tokens_saved(curves[layout.AUTOSCALE], curve))
+        tokens_saved={label: tokens_saved(curves[layout.AUTOSCALE], curve)
                       for label, curve in curves.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in curves},
-        tokens_saved_per_seed={
-            label: {seed: TokensSaved(**s)
-                    for seed, s in tokens_saved_per_seed(_as_json(targets[layout.AUTOSCALE]), _as_json(rs), key).items()}
-            for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
-        throughput=_throughput([row["result"] for row in runs if row["result"]]),
-        extensions=_extensions(every, key), comparison=build_comparison(out, runs, targets, key),
-        repetition=read_json(fits / REPETITION_FILE), verdicts=target_verdicts(targets, key),
-        downstream=build_downstream(out, runs, labels, list((config.get("eval") or {}).get("tasks") or [])),
+        tokens_saved_per_seed={label: tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key)
+                               for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
+        throughput=_throughput([r.result for r in finished]),
+        extensions=_extensions(every, key),
+        comparison=build_comparison(out, {r.spec.run_id: r.result for r in finished}, targets, key),
+        repetition=_as_json(layout.read(fits, REPETITION_FILE)), verdicts=target_verdicts(targets, key),
+        downstream=build_downstream(out, [r.spec for r in finished], labels,
+                                    list((config.get("eval") or {}).get("tasks") or [])),
         **_references(out, targets))
 
 
+def _as_json(record: Any) -> Any:
+    """The record as the report holds it (the report shows the file as written; ``None`` stays)."""
+    return None if record is None else record.to_json()
+
+
 def _fit_files(fits: Path, kind: str) -> dict[str, Any]:
-    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as its record (:func:`.layout.record_of`)."""
-    record = layout.record_of(kind)
-    found = {p.stem.split("_", 1)[1]: (p, read_json(p)) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
-    return {n: from_json(record, obj, p.name) for n, (p, obj) in found.items() if obj is not None}
-
-
-def _projection(fits: Path) -> ProjectionFile | None:
-    obj = read_json(fits / layout.PROJECTION)
-    return None if obj is None else ProjectionFile.from_json(obj, layout.PROJECTION)
+    """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as its record."""
+    found = {p.stem.split("_", 1)[1]: layout.read(fits, p.name) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
+    return {n: record for n, record in found.items() if record is not None}
 
 
 def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
@@ -210,20 +204,15 @@ def target_verdicts(targets: dict[str, list[RunResult]], key: str,
     """
     if method not in targets:
         return {}
-    out = {}
-    for label, rs in sorted(targets.items()):
-        if label != method:
-            v = paired_verdict(_as_json(targets[method]), _as_json(rs), key)
-            out[label] = Verdict(method=method, baseline=label, verdict=v["verdict"],
-                                 difference=MeanStd(**v["difference"]), seeds=v["seeds"], level=v["level"],
-                                 ci_low=v["ci_low"], ci_high=v["ci_high"], method_wins=v["method_wins"])
-    return out
+    mine = {r.seed: r.value(key) for r in targets[method]}
+    return {label: paired_verdict(method, mine, label, {r.seed: r.value(key) for r in rs})
+            for label, rs in sorted(targets.items()) if label != method}
 
 
 def _mix_fields(runs: list[RunResult], key: str) -> dict[str, Any]:
     """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
-    return {"losses": {d: MeanStd(**mean_std([r.losses[d] for r in runs])) for d in runs[0].losses},
-            "objective_value": MeanStd(**mean_std([r.value(key) for r in runs])), "tokens": runs[0].total_tokens,
+    return {"losses": {d: mean_std([r.losses[d] for r in runs]) for d in runs[0].losses},
+            "objective_value": mean_std([r.value(key) for r in runs]), "tokens": runs[0].total_tokens,
             "seeds": [r.seed for r in runs]}
 
 
@@ -267,38 +256,35 @@ def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, 
         pairs = [(r, base[r.seed]) for r in rs if r.seed in base]
         if label == "uniform" or not pairs:
             continue
-        final = {d: MeanStd(**mean_std([r.losses[d] - u.losses[d] for r, u in pairs])) for d in pairs[0][0].losses}
-        final[key] = MeanStd(**mean_std([r.value(key) - u.value(key) for r, u in pairs]))
-        compared = compare_curves(_as_json(targets["uniform"]), _as_json(rs), key)
-        out[label] = VersusUniform(curve=CurveComparison.from_json(compared), final=final)
+        final = {d: mean_std([r.losses[d] - u.losses[d] for r, u in pairs]) for d in pairs[0][0].losses}
+        final[key] = mean_std([r.value(key) - u.value(key) for r, u in pairs])
+        out[label] = VersusUniform(curve=compare_curves(targets["uniform"], rs, key), final=final)
     return out
 
 
 def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResult]],
-             runs: list[dict[str, Any]], key: str) -> AnytimeComparison | None:
+             runs: list[_Run], key: str) -> AnytimeComparison | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
     wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
-        comparison = compare_curves(_as_json(targets[layout.AUTOSCALE]), _as_json(targets[layout.ANYTIME]), key)
-        plan = next((row["spec"]["plan"] for row in runs if row["spec"].get("schedule") == "anytime"
-                     and row["spec"].get("plan")), None)
-        if plan is not None and comparison["points"]:
+        comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
+        points, decreasing = comparison.points, None
+        plan = next((r.spec.plan for r in runs if r.spec.schedule == "anytime" and r.spec.plan), None)
+        if plan is not None and points:
             from ...solver import MixturePlan
 
             mp = MixturePlan.from_json(plan)
-            for point in comparison["points"]:
-                if point["tokens"] > mp.min_budget:
-                    point["plan_shares"] = mp.weights_for_budget(point["tokens"])
-            comparison["plan_decreasing"] = mp.path.decreasing
-        return AnytimeComparison.from_json(
-            {"available": bool(comparison["points"]), "objective": key, **comparison,
-             **({} if comparison["points"] else {"reason": "no seed has both an autoscale and an "
-                                                           "autoscale_anytime run"})})
+            points = [dataclasses.replace(p, plan_shares=dict(mp.weights_for_budget(p.tokens)))
+                      if p.tokens > mp.min_budget else p for p in points]
+            decreasing = list(mp.path.decreasing)
+        return AnytimeComparison(
+            available=bool(points), objective=key, seeds=comparison.seeds, points=points, plan_decreasing=decreasing,
+            reason=None if points else "no seed has both an autoscale and an autoscale_anytime run")
     if not wanted and layout.ANYTIME not in targets:
         return None
-    error = read_json(out / layout.FITS / layout.MIXTURE_PLAN_ERROR)
+    error = layout.read(out / layout.FITS, layout.MIXTURE_PLAN_ERROR)
     if error:
-        reason = f"no mixture plan could be fitted, so autoscale_anytime was not trained: {error.get('error')}"
+        reason = f"no mixture plan could be fitted, so autoscale_anytime was not trained: {error.error}"
     elif layout.ANYTIME not in targets:
         reason = "the autoscale_anytime runs are not finished yet"
     else:

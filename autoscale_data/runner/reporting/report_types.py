@@ -16,7 +16,6 @@ The parts the fits write are their files' records (the solver's :class:`~autosca
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -585,16 +584,15 @@ class Report(Record):
             ValueError: the file is not JSON, or a key is missing or of the wrong type.
         """
         path = Path(out_dir) / layout.REPORT_JSON
+        if not path.is_file():
+            raise FileNotFoundError(f"{os.fspath(path)!r} does not exist: run `autoscale-data report` first")
         try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{os.fspath(path)!r} does not exist: run `autoscale-data report` first") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{os.fspath(path)!r} is not valid JSON: {e}") from None
-        try:
-            return cls.from_json(obj)
+            report: Report | None = layout.read(out_dir, layout.REPORT_JSON, where="")
         except ValueError as e:
             raise ValueError(f"{os.fspath(path)!r}: {e}") from None
+        if report is None:
+            raise ValueError(f"{os.fspath(path)!r} is not valid JSON")
+        return report
 
 
 def _as(record: Any, value: Any) -> Any:

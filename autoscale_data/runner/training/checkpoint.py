@@ -9,21 +9,76 @@ tag, every rank writing its ZeRO partition) with the runner's state as ``client_
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import shutil
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..._io import atomic_write_json
-from ..records import CheckpointPointer
+from ..._records import Record, fields_to_json, omitted
+from .. import layout
+from ..records import CheckpointPointer, EvalPoint
 from .dist import DistInfo, all_gather_objects
 
-__all__ = ["load_checkpoint", "save_checkpoint"]
+__all__ = ["CheckpointState", "TrainTimes", "load_checkpoint", "save_checkpoint"]
 
-_POINTER = "latest.json"
+
+
+@dataclass
+class TrainTimes(Record):
+    """Seconds a run has spent so far, summed over its attempts (a checkpoint's ``elapsed``)."""
+
+    train_s: float = 0.0
+    """Training steps (data waits included)."""
+    eval_s: float = 0.0
+    """Evaluations."""
+    data_wait_s: float = 0.0
+    """Waiting for the next batch."""
+
+
+@dataclass(frozen=True)
+class CheckpointState(Record):
+    """What a checkpoint records besides the model, optimiser and schedule (``"autoscale"`` in its blob).
+
+    Its field names are the blob's keys, as checkpoints of earlier versions wrote them, so those resume;
+    a key they lack takes its default.
+    """
+
+    step: int
+    """The run's own optimiser steps done (an extension's parent's excluded)."""
+    curve: list[EvalPoint] = field(default_factory=list)
+    """The evaluations so far."""
+    elapsed: TrainTimes = field(default_factory=TrainTimes)
+    """Time spent so far."""
+    resumed_at: list[int] = field(default_factory=list)
+    """The steps earlier attempts resumed at."""
+    dataset: dict[str, Any] = field(default_factory=dict)
+    """The training stream's state (the dataset's own keys)."""
+    counts: list[list[int]] = field(default_factory=list)
+    """Per rank, the sequences of each domain trained so far by this run."""
+    last_loss: float = math.nan
+    """The training loss of the last step."""
+    train_meter: list[dict[str, Any]] | None = None
+    """Per rank, the per-domain training-loss meter's state (the meter's own keys)."""
+    step_hook: dict[str, Any] | None = omitted(default=None)
+    """The step hook's state (the hook's own keys; runs with a hook only)."""
+    rng: list[dict[str, Any]] = omitted(default_factory=list)
+    """Per rank, the random generators' states (tensors; added by :func:`save_checkpoint`)."""
+
+    # Custom write: the dataset's, the hook's and the generators' states go into the blob as they are
+    # (tensors, the owners' own values), not through the JSON codec.
+    def to_json(self) -> dict[str, Any]:
+        out = fields_to_json(self, skip=("dataset", "step_hook", "rng"))
+        out["dataset"] = self.dataset
+        if self.step_hook is not None:
+            out["step_hook"] = self.step_hook
+        if self.rng:
+            out["rng"] = self.rng
+        return out
 
 
 def _barrier(info: DistInfo) -> None:
@@ -47,17 +102,17 @@ def _set_rng_state(state: dict[str, Any], info: DistInfo) -> None:
         torch.cuda.set_rng_state(state["cuda"].cpu(), info.device)
 
 
-def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, extra: dict[str, Any]) -> None:
+def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: CheckpointState) -> None:
     """Save a checkpoint tagged ``step<N>`` (all ranks call this) and move the pointer to it.
 
     Args:
         ckpt_dir: the run's ``ckpt/`` directory.
         trainer: holds ``model``, ``optimizer``, ``scheduler`` and ``engine`` (DeepSpeed or ``None``).
         info: the process group.
-        extra: the runner's JSON-able state (``step`` required); RNG states are added here.
+        state: the runner's state; every rank's RNG states are added here.
     """
-    tag = f"step{int(extra['step'])}"
-    extra = {**extra, "rng": all_gather_objects(_rng_state(info), info)}
+    tag = f"step{state.step}"
+    extra = replace(state, rng=all_gather_objects(_rng_state(info), info)).to_json()
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     if trainer.engine is not None:
         trainer.engine.save_checkpoint(os.fspath(ckpt_dir), tag=tag, client_state={"autoscale": extra})
@@ -70,9 +125,9 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, extra: dict[st
         os.replace(tmp, ckpt_dir / f"{tag}.pt")
     _barrier(info)
     if info.is_main:
-        atomic_write_json(ckpt_dir / _POINTER, CheckpointPointer(tag=tag, step=int(extra["step"])).to_json())
+        atomic_write_json(ckpt_dir / layout.CHECKPOINT_POINTER, CheckpointPointer(tag=tag, step=state.step).to_json())
         for old in ckpt_dir.iterdir():
-            if old.name in (_POINTER, tag, f"{tag}.pt", "latest"):
+            if old.name in (layout.CHECKPOINT_POINTER, tag, f"{tag}.pt", "latest"):
                 continue
             if old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
@@ -81,17 +136,16 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, extra: dict[st
     _barrier(info)
 
 
-def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> dict[str, Any] | None:
+def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> CheckpointState | None:
     """Restore the newest complete checkpoint into ``trainer``; returns the runner state or ``None``."""
-    try:
-        pointer = json.loads((ckpt_dir / _POINTER).read_text())
-    except (FileNotFoundError, ValueError):
+    pointer: CheckpointPointer | None = layout.read(ckpt_dir, layout.CHECKPOINT_POINTER)
+    if pointer is None:
         return None
-    tag = pointer["tag"]
+    tag = pointer.tag
     if trainer.engine is not None:
         path, client = trainer.engine.load_checkpoint(os.fspath(ckpt_dir), tag=tag)
         if path is None or not client or "autoscale" not in client:
-            raise ValueError(f"checkpoint {os.fspath(ckpt_dir / tag)!r} named by {_POINTER} could not be loaded")
+            raise ValueError(f"checkpoint {os.fspath(ckpt_dir / tag)!r} named by {layout.CHECKPOINT_POINTER} could not be loaded")
         extra = client["autoscale"]
     else:
         # to the CPU first: load_state_dict moves parameters and optimiser state to their device, and the
@@ -101,7 +155,7 @@ def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> dict[str, A
         trainer.optimizer.load_state_dict(blob["optimizer"])
         trainer.scheduler.load_state_dict(blob["scheduler"])
         extra = blob["autoscale"]
-    rngs = extra.get("rng") or []
-    if len(rngs) == info.world_size:
-        _set_rng_state(rngs[info.rank], info)
-    return extra
+    state = CheckpointState.from_json(extra, "checkpoint")
+    if len(state.rng) == info.world_size:
+        _set_rng_state(state.rng[info.rank], info)
+    return state

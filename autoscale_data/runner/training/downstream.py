@@ -9,7 +9,6 @@ limit and seed is not scored again. ``autoscale-data evaluate RUN_DIR`` calls :f
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -23,11 +22,10 @@ from ...evaluation import TASKS, DownstreamResult, evaluate_model
 from ...store import load_tokenizer
 from .. import layout
 from ..config import RunnerConfig
-from ..experiment import load_folder_config, read_json
+from ..experiment import load_folder_config
 from ..models import build_model, model_config_dict
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
-from .checkpoint import _POINTER
 
 __all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]
 
@@ -62,11 +60,11 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
         raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
                          "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
     final = run_dir / layout.FINAL_CHECKPOINT_DIR
-    pointer = read_json(final / _POINTER)
-    if not pointer:
+    pointer = layout.read(final, layout.CHECKPOINT_POINTER)
+    if pointer is None:
         raise ValueError(f"run {spec.run_id} kept no final checkpoint ({os.fspath(final)!r} is missing): set "
                          "target.keep_checkpoints: true and train it again")
-    tag = pointer["tag"]
+    tag = pointer.tag
     torch_file, ds_file = final / f"{tag}.pt", final / tag / "mp_rank_00_model_states.pt"
     blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
     model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
@@ -76,10 +74,9 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
 
 
 def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> DownstreamResult | None:
-    raw = read_json(path)
-    if raw is None:
+    found: DownstreamResult | None = layout.read(path.parent, path.name)
+    if found is None:
         return None
-    found = DownstreamResult.from_json(raw)
     same = sorted(found.tasks) == sorted(tasks) and found.limit == limit and found.seed == seed
     return found if same else None
 
@@ -128,16 +125,14 @@ def evaluate_run_dir(run_dir: str | os.PathLike[str], tasks: Sequence[str], *, l
         ValueError: the folder is not a run of a runner output, or it kept no final checkpoint.
     """
     path = Path(run_dir)
-    raw = read_json(path / layout.SPEC)
-    if raw is None:
+    spec: RunSpec | None = layout.read(path, layout.SPEC)
+    if spec is None:
         raise ValueError(f"{os.fspath(path)!r} is not a run folder of a runner output (no {layout.SPEC})")
     out = path.parent.parent
     config = load_folder_config(out)
-    info = read_json(out / layout.DOMAINS)
-    if info is None:
+    domains: DomainInfo | None = layout.read(out, layout.DOMAINS)
+    if domains is None:
         raise ValueError(f"{os.fspath(out)!r} has no {layout.DOMAINS}: not a runner output folder")
-    domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in info.items()})
-    spec = RunSpec.from_json(raw)
     model = load_final_model(config, spec, path, domains)
     return evaluate_model(model, stores_tokenizer(domains), tasks, limit=limit, seed=seed, batch_size=batch_size,
                           name=spec.run_id)
@@ -148,8 +143,10 @@ def _measured_rate(out: Path) -> float | None:
     rates = []
     for path in sorted((out / layout.RUNS).glob(f"*/{layout.DOWNSTREAM}")):
         try:
-            found = DownstreamResult.from_json(json.loads(path.read_text()))
+            found = layout.read(path.parent, layout.DOWNSTREAM)
         except (ValueError, OSError):
+            continue
+        if found is None:
             continue
         seconds = sum(t.seconds for t in found.tasks.values())
         if found.tasks and seconds > 0:

@@ -37,10 +37,10 @@ from typing import Any
 from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
 from .. import layout
 from ..config import RunnerConfig
-from ..experiment import read_json
 from ..ledger import Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec, extension_spec
+from ..planning.plan import ExtensionSpec, RunSpec, extension_spec
+from ..records import FinalState, PlanFile
 
 __all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
            "plan_extension"]
@@ -101,15 +101,15 @@ def extension_lr_lambda(offset: int, steps: int, lr: Mapping[str, Any], min_rati
     return factor
 
 
-def parent_state(run_dir: Path) -> dict[str, Any] | None:
+def parent_state(run_dir: Path) -> FinalState | None:
     """``final_ckpt/final_state.json`` of a finished run (its steps and dataset state), or ``None``."""
-    state = read_json(run_dir / layout.FINAL_CHECKPOINT_DIR / layout.FINAL_STATE)
-    return state if isinstance(state, dict) and "dataset" in state else None
+    state: FinalState | None = layout.read(run_dir / layout.FINAL_CHECKPOINT_DIR, layout.FINAL_STATE)
+    return state
 
 
 def _spec(out: Path, run_id: str) -> RunSpec | None:
-    obj = read_json(out / layout.RUNS / run_id / layout.SPEC)
-    return RunSpec.from_json(obj) if isinstance(obj, dict) else None
+    spec: RunSpec | None = layout.read(out / layout.RUNS / run_id, layout.SPEC)
+    return spec
 
 
 def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
@@ -122,8 +122,8 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     """
     spec = _spec(out, run) if run and os.sep not in run and run not in (".", "..") else None
     if spec is None:
-        plan = read_json(out / layout.PLAN) or {}
-        targets = [RunSpec.from_json(s) for s in plan.get("targets", [])]
+        plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
+        targets = plan.targets or []
         known: dict[str, list[int]] = {}
         for t in targets:
             known.setdefault(t.label, []).append(t.seed)
@@ -189,7 +189,7 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
     plan_json: dict[str, Any] | None = None
     weights: dict[str, float] | None = None
     mixture: Any
-    source = parent.extension["mix"] if parent.extension is not None else None
+    source = parent.extension.mix if parent.extension is not None else None
     if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
         mix, plan_json = "anytime", dict(parent.plan or {})
         mixture = MixturePlan.from_json(plan_json)
@@ -202,11 +202,11 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
         mixture = weights
     else:  # a fixed mix keeps its weights
         mix = "same"
-        weights = dict(parent.extension["weights"]) if parent.extension is not None else parent.weights
+        weights = dict(parent.extension.weights or {}) if parent.extension is not None else parent.weights
         mixture = weights
     ds = ScaleAwareMixtureDataset(domains.paths, mixture, total * seq_len, seq_len, parent.seed,
                                   max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
-                                  continue_from=state["dataset"])
-    record = {"parent": parent.run_id, "parent_sequences": parent.total_sequences, "mix": mix,
-              "weights": weights, "lr": schedule.to_json(config.optimizer.warmup_fraction)}
+                                  continue_from=state.dataset)
+    record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix, weights=weights,
+                           lr=schedule.to_json(config.optimizer.warmup_fraction))
     return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan_json), where

@@ -39,14 +39,14 @@ checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ from ..models import build_model, mask_tokens, parameter_count, token_cross_entr
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
 from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
@@ -121,7 +121,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    weights: Any = spec.weights if spec.extension is None else spec.extension["weights"]
+    weights: Any = spec.weights if spec.extension is None else spec.extension.weights
     if spec.schedule == "anytime":
         from ...solver import MixturePlan
 
@@ -171,7 +171,7 @@ def _deepspeed_config(config: RunnerConfig, micro: int | None = None) -> dict[st
 
 
 def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir: str | os.PathLike[str], *,
-              progress: bool | None = None) -> dict[str, Any]:
+              progress: bool | None = None) -> RunResult:
     """Train one run to the end (resuming from its checkpoint if one exists) and return its result.
 
     Args:
@@ -201,6 +201,24 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
         teardown(info)
 
 
+@dataclass
+class _Standing:
+    """Where a run stands: what its checkpoints save and its result reports."""
+
+    start: int
+    """The step this attempt started at."""
+    curve: list[EvalPoint]
+    """The evaluations so far."""
+    counts: torch.Tensor
+    """This process's sequences of each domain trained so far (an extension's parent's excluded)."""
+    times: TrainTimes
+    """Time spent so far, earlier attempts included."""
+    resumed: list[int]
+    """The steps the attempts resumed at."""
+    last_loss: float
+    """The training loss of the last step."""
+
+
 class _Trainer:
     def __init__(self, config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir: Path,
                  info: DistInfo) -> None:
@@ -216,7 +234,7 @@ class _Trainer:
                              f"global batches of {config.global_batch_size}")
         self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
         self.hook: Any = None
-        self.parent_dir = run_dir.parent / spec.extension["parent"] if spec.extension is not None else None
+        self.parent_dir = run_dir.parent / spec.extension.parent if spec.extension is not None else None
         self.vocab = int(spec.settings["model"]["fields"]["vocab_size"])  # the loss's (a padded model has more rows)
         self.mask = None
         if self.family == "bert":
@@ -245,7 +263,7 @@ class _Trainer:
         optimizer = _optimizer(model, config, info.device if not engine else torch.device("cpu"))
         o = config.optimizer
         if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
-            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension["lr"], o.min_lr_ratio)
+            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)
         else:
             self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor)
@@ -335,7 +353,7 @@ class _Trainer:
         finally:
             forward.train()
 
-    def _parent(self) -> dict[str, Any] | None:
+    def _parent(self) -> FinalState | None:
         """An extension's parent ``final_state.json`` (checked against the spec); ``None`` for other runs."""
         if self.parent_dir is None:
             return None
@@ -344,9 +362,9 @@ class _Trainer:
         if state is None:
             raise FileNotFoundError(f"run {self.spec.run_id} extends run {self.parent_dir.name}, whose final checkpoint "
                                     f"{where!r} is missing: set target.keep_checkpoints: true and train that run again")
-        if int(state["dataset"][CURSOR_KEY]) != self.spec.parent_sequences:
+        if int(state.dataset[CURSOR_KEY]) != self.spec.parent_sequences:
             raise ValueError(f"run {self.spec.run_id} extends {self.spec.parent_sequences} sequences of run "
-                             f"{self.parent_dir.name}, but {where!r} ends at {state['dataset'][CURSOR_KEY]}")
+                             f"{self.parent_dir.name}, but {where!r} ends at {state.dataset[CURSOR_KEY]}")
         return state
 
     def _start_from_parent(self) -> None:
@@ -355,128 +373,152 @@ class _Trainer:
         if load_checkpoint(self.parent_dir / layout.FINAL_CHECKPOINT_DIR, self, self.info) is None:
             raise FileNotFoundError(f"run {self.parent_dir.name} has no complete final checkpoint in "
                                     f"{os.fspath(self.parent_dir / layout.FINAL_CHECKPOINT_DIR)!r}")
-        sched = self.scheduler
-        sched.last_epoch = self.offset
-        lrs = [base * self.lr_factor(self.offset) for base in sched.base_lrs]
-        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
-            group["lr"] = lr
-        sched._last_lr = lrs
+        # the schedule goes on at the parent's last step with this run's factor: one step from the one before
+        # sets every group's learning rate to base x factor(offset), as the schedule's own steps do
+        self.scheduler.last_epoch = self.offset - 1
+        self.scheduler.step()
 
-    def _keep_final(self, ckpt_dir: Path, extra: dict[str, Any]) -> None:
+    def _restore(self, ckpt_dir: Path, extends: bool) -> tuple[CheckpointState | None, bool]:
+        """Load the newest checkpoint (or start an extension from its parent); returns its state (``None``: a
+        fresh start) and whether it is the kept final one (the run was killed before writing its result)."""
+        state = load_checkpoint(ckpt_dir, self, self.info)
+        if state is None and self.keep:
+            state = load_checkpoint(self.dir / layout.FINAL_CHECKPOINT_DIR, self, self.info)
+            if state is not None:
+                return state, True
+        if state is None and extends:
+            self._start_from_parent()
+        return state, False
+
+    def _resume(self, state: CheckpointState | None, names: Sequence[str], ds: Any) -> _Standing:
+        """Where the run stands: from the checkpoint's state (its hook, dataset and meter restored) or at 0."""
+        if state is None:
+            return _Standing(start=0, curve=[], counts=torch.zeros(len(names), dtype=torch.int64), times=TrainTimes(),
+                             resumed=[], last_loss=math.nan)
+        if self.hook is not None:
+            self.hook.load_state_dict(state.step_hook or {})
+        ds.load_state_dict(state.dataset)
+        if state.train_meter:
+            self.meter.load_state_dict(state.train_meter[self.info.rank])
+        return _Standing(start=state.step, curve=list(state.curve),
+                         counts=torch.tensor(state.counts[self.info.rank], dtype=torch.int64),
+                         times=replace(state.elapsed), resumed=[*state.resumed_at, state.step],
+                         last_loss=state.last_loss)
+
+    def _state(self, now: _Standing, ds: Any, done: int) -> CheckpointState:
+        """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
+        info = self.info
+        return CheckpointState(
+            step=done, curve=list(now.curve), elapsed=replace(now.times), resumed_at=list(now.resumed),
+            dataset=ds.state_dict(samples_taken=(done - now.start) * self.gas * self.micro),
+            counts=all_gather_objects(now.counts.tolist(), info), last_loss=now.last_loss,
+            train_meter=all_gather_objects(self.meter.state_dict(), info),
+            step_hook=None if self.hook is None else self.hook.state_dict())
+
+    def _keep_final(self, ckpt_dir: Path, state: CheckpointState) -> None:
         """Save the final checkpoint and move it to ``final_ckpt/`` (all ranks call this)."""
-        save_checkpoint(ckpt_dir, self, self.info, extra)
+        save_checkpoint(ckpt_dir, self, self.info, state)
         if self.info.is_main:
             atomic_write_json(ckpt_dir / layout.FINAL_STATE, FinalState(
                 run_id=self.spec.run_id, steps=self.offset + self.steps, sequences=self.spec.total_sequences,
-                dataset=extra["dataset"]).to_json())
+                dataset=state.dataset).to_json())
             final = self.dir / layout.FINAL_CHECKPOINT_DIR
             shutil.rmtree(final, ignore_errors=True)
             os.replace(ckpt_dir, final)
 
-    def run(self, progress: bool | None) -> dict[str, Any]:
+    def run(self, progress: bool | None) -> RunResult:
         from torch.utils.data import DataLoader
-        from tqdm.auto import tqdm
 
         config, spec, info = self.config, self.spec, self.info
         parent = self._parent()
         self._build()  # first: train.micro_batch: auto sets the micro-batch the stream is cut into
-        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent["dataset"], self.micro)
+        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent.dataset, self.micro)
         names = list(ds.domain_names)
-        base = torch.tensor([int(parent["dataset"][DOMAIN_COUNTS_KEY][d]) for d in names] if parent else
+        base = torch.tensor([int(parent.dataset[DOMAIN_COUNTS_KEY][d]) for d in names] if parent else
                             [0] * len(names), dtype=torch.int64)  # the parent's sequences per domain
         self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
         self._bind_hook(names, ds)  # before the checkpoint: an online run's dataset state loads only in online mode
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
-        state = load_checkpoint(ckpt_dir, self, info)
-        from_final = False
-        if state is None and self.keep:  # killed after keeping its final checkpoint, before its result
-            state = load_checkpoint(self.dir / layout.FINAL_CHECKPOINT_DIR, self, info)
-            from_final = state is not None
-        if state is None and parent is not None:
-            self._start_from_parent()
-        start = int(state["step"]) if state else 0
-        curve = [EvalPoint.from_json(p) for p in state["curve"]] if state else []
-        counts = torch.tensor(state["counts"][info.rank] if state else [0] * len(names), dtype=torch.int64)
-        elapsed = dict(state["elapsed"]) if state else {"train_s": 0.0, "eval_s": 0.0, "data_wait_s": 0.0}
-        resumed = list(state["resumed_at"]) + [start] if state else []
-        if state and self.hook is not None:
-            self.hook.load_state_dict(state["step_hook"])
-        if state:
-            ds.load_state_dict(state["dataset"])
-            if state.get("train_meter"):
-                self.meter.load_state_dict(state["train_meter"][info.rank])
+        state, from_final = self._restore(ckpt_dir, parent is not None)
+        now = self._resume(state, names, ds)
         loader = DataLoader(ds, batch_size=None, num_workers=config.num_workers,
                             pin_memory=info.device.type == "cuda", generator=torch.Generator())
-        at = set(eval_steps(self.steps, spec.eval_points))
-        it = iter(loader)
-        micro_total = self.micro
-        show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
-        bar = tqdm(total=self.steps, initial=start, desc=spec.name, unit="step", disable=not show, leave=False)
-        last_loss = float(state.get("last_loss", math.nan)) if state else math.nan
-
-        def checkpoint_state(done: int) -> dict[str, Any]:
-            """What a checkpoint after ``done`` steps records besides model, optimiser and RNG."""
-            record = {"step": done, "curve": [p.to_json() for p in curve], "elapsed": elapsed, "resumed_at": resumed,
-                      "dataset": ds.state_dict(samples_taken=(done - start) * self.gas * micro_total),
-                      "counts": all_gather_objects(counts.tolist(), info), "last_loss": last_loss,
-                      "train_meter": all_gather_objects(self.meter.state_dict(), info)}
-            if self.hook is not None:
-                record["step_hook"] = self.hook.state_dict()
-            return record
-
-        self.forward.train()
-        for step in range(start, self.steps):
-            if not _parent_alive():
-                os._exit(_ORPHAN_EXIT)  # the runner was killed: stop at once, keep the last checkpoint
-            t0 = time.perf_counter()
-            loss_sum = 0.0
-            for micro in range(self.gas):
-                tw = time.perf_counter()
-                batch = next(it)
-                ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-                counts += torch.bincount(batch["domain"], minlength=len(names))
-                elapsed["data_wait_s"] += time.perf_counter() - tw
-                loss_sum += self._micro_step(ids, batch["domain"], step, micro)
-            self._optimizer_step()
-            if self.hook is not None:
-                self.hook.after_step(step + 1)
-            mean = all_reduce_sum(torch.tensor([loss_sum / self.gas], dtype=torch.float64), info)
-            last_loss = float(mean[0]) / info.world_size
-            elapsed["train_s"] += time.perf_counter() - t0
-            if not math.isfinite(last_loss):
-                self._fail(f"diverged: training loss {last_loss} at step {step + 1}/{self.steps}")
-            bar.update(1)
-            bar.set_postfix(loss=f"{last_loss:.3f}")
-            done = step + 1
-            if done in at:
-                te = time.perf_counter()
-                losses = self._evaluate(val_loader, names)
-                elapsed["eval_s"] += time.perf_counter() - te
-                seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(counts.tolist(), info), base.tolist(),
-                                                         strict=True)]
-                train = self.meter.compute(all_reduce=info.world_size > 1)
-                self.meter.reset()
-                at_step = self.offset + done
-                curve.append(EvalPoint(
-                    step=at_step, tokens=at_step * config.global_batch_size * spec.seq_len,
-                    domain_tokens={d: int(n) * spec.seq_len for d, n in zip(names, seen, strict=True)},
-                    train_loss=last_loss, losses=losses,
-                    train_losses={d: v if math.isfinite(v) else None for d, v in train.items()},
-                    mean_loss=mean_objective(losses, MEAN_LOSS), mean_ppl=mean_objective(losses, MEAN_PPL)))
-            if done % config.checkpoint_every == 0 and done < self.steps:
-                save_checkpoint(ckpt_dir, self, info, checkpoint_state(done))
-        bar.close()
+        self._loop(now, iter(loader), val_loader, names, base, ds, ckpt_dir, progress)
         if self.keep and not from_final:
-            self._keep_final(ckpt_dir, checkpoint_state(self.steps))
-        new = all_reduce_sum(counts.clone(), info)
-        result = self._result(names, new + base, new, curve, elapsed, resumed, last_loss)
+            self._keep_final(ckpt_dir, self._state(now, ds, self.steps))
+        new = all_reduce_sum(now.counts.clone(), info)
+        result = self._result(names, new + base, new, now)
         if info.is_main:
             atomic_write_json(self.dir / layout.RESULT, result.to_json())
             if not self.keep:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
-        return result.to_json()
+        return result
+
+    def _loop(self, now: _Standing, it: Iterator[Any], val_loader: Any, names: list[str], base: torch.Tensor,
+              ds: Any, ckpt_dir: Path, progress: bool | None) -> None:
+        """Train from ``now.start`` to the last step: evaluate at the spec's points, checkpoint every
+        ``checkpoint_every`` steps (the last step excepted)."""
+        from tqdm.auto import tqdm
+
+        config, info = self.config, self.info
+        at = set(eval_steps(self.steps, self.spec.eval_points))
+        show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
+        bar = tqdm(total=self.steps, initial=now.start, desc=self.spec.name, unit="step", disable=not show, leave=False)
+        self.forward.train()
+        for step in range(now.start, self.steps):
+            if not _parent_alive():
+                os._exit(_ORPHAN_EXIT)  # the runner was killed: stop at once, keep the last checkpoint
+            now.last_loss = self._train_step(step, it, now, len(names))
+            if not math.isfinite(now.last_loss):
+                self._fail(f"diverged: training loss {now.last_loss} at step {step + 1}/{self.steps}")
+            bar.update(1)
+            bar.set_postfix(loss=f"{now.last_loss:.3f}")
+            done = step + 1
+            if done in at:
+                now.curve.append(self._eval_point(done, val_loader, names, base, now))
+            if done % config.checkpoint_every == 0 and done < self.steps:
+                save_checkpoint(ckpt_dir, self, info, self._state(now, ds, done))
+        bar.close()
+
+    def _train_step(self, step: int, it: Iterator[Any], now: _Standing, domains: int) -> float:
+        """One optimiser step over ``gas`` micro-batches; returns its mean training loss over the processes."""
+        info = self.info
+        t0 = time.perf_counter()
+        loss_sum = 0.0
+        for micro in range(self.gas):
+            tw = time.perf_counter()
+            batch = next(it)
+            ids = batch["input_ids"].to(info.device, non_blocking=True).long()
+            now.counts += torch.bincount(batch["domain"], minlength=domains)
+            now.times.data_wait_s += time.perf_counter() - tw
+            loss_sum += self._micro_step(ids, batch["domain"], step, micro)
+        self._optimizer_step()
+        if self.hook is not None:
+            self.hook.after_step(step + 1)
+        mean = all_reduce_sum(torch.tensor([loss_sum / self.gas], dtype=torch.float64), info)
+        now.times.train_s += time.perf_counter() - t0
+        return float(mean[0]) / info.world_size
+
+    def _eval_point(self, done: int, val_loader: Any, names: list[str], base: torch.Tensor,
+                    now: _Standing) -> EvalPoint:
+        """Evaluate after ``done`` steps: validation and training losses per domain, tokens seen so far."""
+        te = time.perf_counter()
+        losses = self._evaluate(val_loader, names)
+        now.times.eval_s += time.perf_counter() - te
+        seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info), base.tolist(),
+                                                 strict=True)]
+        train = self.meter.compute(all_reduce=self.info.world_size > 1)
+        self.meter.reset()
+        at_step = self.offset + done
+        seq_len = self.spec.seq_len
+        return EvalPoint(
+            step=at_step, tokens=at_step * self.config.global_batch_size * seq_len,
+            domain_tokens={d: int(n) * seq_len for d, n in zip(names, seen, strict=True)},
+            train_loss=now.last_loss, losses=losses,
+            train_losses={d: v if math.isfinite(v) else None for d, v in train.items()},
+            mean_loss=mean_objective(losses, MEAN_LOSS), mean_ppl=mean_objective(losses, MEAN_PPL))
 
     def _bind_hook(self, names: Sequence[str], dataset: Any) -> None:
         """Build and bind the spec's step hook (none: ``self.hook`` stays ``None``)."""
@@ -492,30 +534,30 @@ class _Trainer:
             atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id, reason=reason).to_json())
         raise Diverged(reason)
 
-    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, curve: list[EvalPoint],
-                elapsed: dict[str, float], resumed: list[int], last_loss: float) -> RunResult:
+    def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, now: _Standing) -> RunResult:
         spec, config, info = self.spec, self.config, self.info
+        curve, times = now.curve, now.times
         tokens = {d: int(total[i]) * spec.seq_len for i, d in enumerate(names)}
         new_tokens = int(new.sum()) * spec.seq_len  # trained by this run (an extension's parent's excluded)
         final = curve[-1].losses if curve else {}
-        train_s = elapsed["train_s"]
+        train_s = times.train_s
         extension = None if spec.extension is None else RunExtension(
-            parent=spec.extension["parent"], parent_tokens=spec.parent_sequences * spec.seq_len,
-            new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension["mix"], lr=spec.extension["lr"])
+            parent=spec.extension.parent, parent_tokens=spec.parent_sequences * spec.seq_len,
+            new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension.mix, lr=spec.extension.lr)
         return RunResult(
             run_id=spec.run_id, name=spec.name, kind=spec.kind, scale=spec.scale, label=spec.label, seed=spec.seed,
             status="done", schedule=spec.schedule, tokens=tokens, total_tokens=sum(tokens.values()),
             planned_tokens=spec.tokens, weights=spec.weights, losses=final, curve=curve,
             mean_loss=mean_objective(final, MEAN_LOSS) if final else math.nan,
             mean_ppl=mean_objective(final, MEAN_PPL) if final else math.nan,
-            final_train_loss=last_loss, steps=self.offset + self.steps, parameters=self.num_params,
-            wall_time_s=train_s + elapsed["eval_s"], train_time_s=train_s, eval_time_s=elapsed["eval_s"],
-            data_wait_s=elapsed["data_wait_s"],
-            data_wait_fraction=elapsed["data_wait_s"] / train_s if train_s > 0 else 0.0,
+            final_train_loss=now.last_loss, steps=self.offset + self.steps, parameters=self.num_params,
+            wall_time_s=train_s + times.eval_s, train_time_s=train_s, eval_time_s=times.eval_s,
+            data_wait_s=times.data_wait_s,
+            data_wait_fraction=times.data_wait_s / train_s if train_s > 0 else 0.0,
             tokens_per_s=new_tokens / train_s if train_s > 0 else 0.0,
             device=str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
             world_size=info.world_size, backend=config.backend, precision=config.precision,
-            resumed_at=resumed, finished_at=time.time(), extension=extension,
+            resumed_at=now.resumed, finished_at=time.time(), extension=extension,
             step_hook=None if self.hook is None else self.hook.summary())
 
 
@@ -528,7 +570,9 @@ def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec,
 
 def load_job(path: str | os.PathLike[str]) -> tuple[RunnerConfig, RunSpec, DomainInfo]:
     """Read a ``job.json`` written by :func:`write_job`."""
-    job = JobFile.from_json(json.loads(Path(path).read_text()), layout.JOB)
+    job: JobFile | None = layout.read(Path(path).parent, Path(path).name, kind=layout.JOB)
+    if job is None:
+        raise FileNotFoundError(f"job file {os.fspath(path)!r} is missing or is not JSON")
     config = config_from_dict(job.config, job.base_dir)
     domains = DomainInfo(**{k: (tuple(v) if k == "names" else v) for k, v in job.domains.items()})
     return config, job.spec, domains
