@@ -161,7 +161,10 @@ def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     obj = json.loads(json.dumps(fits.to_json()))
     back = Fits.from_json(obj)
     assert back.to_json() == obj and back.method == "joint" and back.weights == fits.weights == proj["weights"]
-    assert back.ddo == fits.ddo and back.bootstrap == fits.bootstrap and back.projection == fits.projection
+    # what is written comes back (a fit read back holds no raw samples: those fields are transient)
+    assert {n: r.to_json() for n, r in back.ddo.items()} == {n: r.to_json() for n, r in fits.ddo.items()}
+    assert {n: r.to_json() for n, r in back.bootstrap.items()} == {n: r.to_json() for n, r in fits.bootstrap.items()}
+    assert back.projection == fits.projection
     assert sorted(back.ddo) == [4096, 8192]  # the budgets are ints again
     assert back.plan.weights_for_budget(65536) == pytest.approx(fits.plan.weights_for_budget(65536), abs=1e-12)
     fits_dir = json.loads((tmp_path / "fits" / "mixture_plan.json").read_text())
