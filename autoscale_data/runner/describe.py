@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
-from . import layout
+from . import layout, registry
 from .config import RunnerConfig, config_to_dict
 from .experiment import config_changes, read_json
 from .ledger import DONE, Ledger
@@ -46,7 +46,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     follow the fits, the totals with an estimated time, and the notes of :func:`plan_notes`."""
     cfg = config
     later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines
-                                  if b in layout.FITTED_MIXES + layout.METHOD_MIXES + layout.ONLINE_MIXES]
+                                  if registry.declaration(b).runs != registry.STORES]
     per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
     n_later = len(later) * len(cfg.target.seeds)
     known = [*proxies, *fixed]
@@ -68,7 +68,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
                      f"{seqs}{mark}")
     for label in later:
         how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else "weights from the solver"
-        how = "weights chosen during the run (online mixing)" if label in layout.ONLINE_MIXES else how
+        how = "weights chosen during the run (online mixing)" if label in registry.names(registry.ONLINE) else how
         lines += [f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} {per_target:>11}  "
                   f"{how}" for seed in cfg.target.seeds]
     source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"

@@ -215,11 +215,10 @@ def test_top_level_names_load_lazily_and_solver_names_never_import_torch() -> No
 
 def test_no_module_but_the_layout_spells_an_output_file_name() -> None:
     """Every path of the runner's output folder comes from ``runner/layout.py`` (runner, demo, CLI)."""
-    from autoscale_data.runner import layout
+    from autoscale_data.runner import layout, registry
 
-    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
-             and k not in ("AUTOSCALE", "ANYTIME", "DDO_N2", "NATURAL", "REFERENCE", "UNIFORM", "RUNS_CSV", "DDO",
-                           "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR", "DOREMI", "REGMIX", "MIXING_LAW")}
+    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str) and k not in vars(registry)
+             and k not in ("RUNS_CSV", "DDO", "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR")}
     prefixes = tuple(f"{p}_" for p in (layout.RUNS_CSV, layout.DDO, layout.BOOTSTRAP))
     offenders = []
     for part in ("runner", "demo", "commands"):
@@ -294,9 +293,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 #: Circles that stand for now, each with why; the test fails on any other, and on one listed here that is gone.
 KNOWN_CYCLES = {
-    ("autoscale_data.runner.mixes.hooks", "autoscale_data.runner.mixes.methods", "autoscale_data.runner.mixes.online"):
-        "the online methods (ado, odm) register themselves in the method and step-hook registries, which import "
-        "runner/mixes/online.py to be filled: a plugin registry, to go with an explicit registration step",
     ("autoscale_data.runner.planning.plan", "autoscale_data.runner.planning.repetition"):
         "the plan lazily asks runner/planning/repetition.py for the proxies' pools, which are built on the plan's RunSpec "
         "and DomainInfo: both in planning/, one lazy import each way",
@@ -461,8 +457,8 @@ def test_no_output_file_is_written_from_a_dict_built_outside_its_record() -> Non
 #: Rank of each part of the runner (a folder, or a module at its top): a runner module may import its own part
 #: and parts of a strictly lower rank, as between the package's parts. ``__init__`` is the runner's public face.
 RUNNER_RANKS: dict[str, int] = {
-    "__init__": 12, "pipeline": 11, "describe": 10, "executors": 9, "training": 8, "mixes": 7, "reporting": 6,
-    "ledger": 5, "records": 4, "planning": 3, "experiment": 2, "config": 1, "layout": 0, "models": 0,
+    "__init__": 13, "pipeline": 12, "describe": 11, "executors": 10, "mixes": 9, "training": 8, "reporting": 7,
+    "ledger": 6, "records": 5, "planning": 4, "experiment": 3, "config": 2, "layout": 1, "models": 1, "registry": 0,
 }
 RUNNER_FOLDERS = ("mixes", "planning", "reporting", "training")  # each __init__ lists its modules
 

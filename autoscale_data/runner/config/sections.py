@@ -23,7 +23,8 @@ from ...solver.vocabulary import (
     OBJECTIVES,
     law_parameters,
 )
-from ..layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
+from .. import registry
+from ..registry import DDO_N2, NATURAL, REFERENCE, UNIFORM
 
 __all__ = [
     "DDOConfig",
@@ -279,13 +280,14 @@ class TargetConfig:
     def __post_init__(self) -> None:
         check_int_field("target", "budget", self.budget)
         baselines = tuple(self.baselines)
+        known = registry.baselines()
         for b in baselines:
-            if b not in TARGET_BASELINES:
-                raise field_error("target", "baselines", b, f"names from {TARGET_BASELINES}")
+            if b not in known:
+                raise field_error("target", "baselines", b, f"names from {known}")
         if len(set(baselines)) != len(baselines):
             raise field_error("target", "baselines", list(baselines), "each baseline at most once")
         object.__setattr__(self, "baselines", baselines)
-        if "reference" in baselines and self.reference_weights is None:
+        if REFERENCE in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if isinstance(self.reference_weights, str):
             from ...solver import PRESETS

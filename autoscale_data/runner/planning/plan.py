@@ -27,6 +27,7 @@ from typing import Any
 
 from ..._records import Record, omitted
 from ...mixing import allowed_draws, largest_remainder
+from .. import registry
 from ..config import RunnerConfig, config_to_dict
 from .data import DomainInfo
 
@@ -52,9 +53,10 @@ __all__ = [
 _PLAN_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
-#: Kinds of the runs another mixing method trains to choose its mix (see :mod:`.methods`): RegMix's
-#: swarm, DoReMi's reference (it keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
-SELECTION_KINDS = ("swarm", "doremi_reference", "doremi_proxy")
+#: Kinds of the runs the built-in mixing methods train to choose their mixes (their declarations'
+#: ``selection_kinds`` in :mod:`~autoscale_data.runner.registry`): RegMix's swarm, DoReMi's reference (it
+#: keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
+SELECTION_KINDS = registry.selection_kinds()
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ class RunSpec(Record):
     def keeps_model(self) -> bool:
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
-        return self.kind == "doremi_reference"
+        return self.kind in registry.model_keeping_kinds()
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
@@ -241,7 +243,7 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     points = config.eval.target_points if role.kind == "target" else config.eval.proxy_points
     points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    keeps = role.kind == "doremi_reference"
+    keeps = role.kind in registry.model_keeping_kinds()
     run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, hook=hook,
                              keeps_model=keeps, pools=pools)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
@@ -259,8 +261,9 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
     Raises:
         ValueError: an unknown kind, weights naming unknown domains, or a budget under one global batch.
     """
-    if kind not in SELECTION_KINDS:
-        raise ValueError(f"run kind {kind!r} is invalid: expected one of {SELECTION_KINDS}")
+    known = registry.selection_kinds()
+    if kind not in known:
+        raise ValueError(f"run kind {kind!r} is invalid: expected one of {known}")
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
         raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
