@@ -505,3 +505,81 @@ def test_each_runner_folder_lists_its_modules(folder: str) -> None:
     mod = importlib.import_module(f"autoscale_data.runner.{folder}")
     modules = sorted(p.stem for p in (PACKAGE / "runner" / folder).glob("*.py") if p.stem != "__init__")
     assert mod.__all__ == modules
+
+
+# ---------------------------------------------------------------------- the method registry is the source
+
+#: (module, method name): a name of the registry written in a tuple, list or set, or compared, outside
+#: ``runner/registry.py``, and why it stays.
+METHOD_NAMES_ALLOWED = {
+    ("autoscale_data.solver.baselines", name): "the solver's baseline weight functions (autoscale-data baseline), "
+    "below the runner: the names the runner's registry trains with the same meaning"
+    for name in ("uniform", "natural", "reference", "regmix", "mixing_law")
+} | {
+    ("autoscale_data.commands.baseline", name): "the `baseline` verb dispatches the solver's baselines by name"
+    for name in ("reference", "regmix", "mixing_law")
+} | {
+    ("autoscale_data.runner.config.sections", "uniform"): "ddo.base_weights: 'uniform' is a weight spec, not the method",
+    ("autoscale_data.runner.planning.plan", "uniform"): "ddo.base_weights: 'uniform' is a weight spec, not the method",
+    ("autoscale_data.runner.mixes.methods", "uniform"): "a reference spec ('uniform', 'natural' or a preset) of "
+                                                       "doremi.reference / target.reference_weights",
+    ("autoscale_data.runner.mixes.methods", "natural"): "a reference spec, as above",
+    ("autoscale_data.runner.reporting", "reference"): "__all__ names the module reporting/reference.py",
+    ("autoscale_data.runner.training.checkpoint", "autoscale"): "the key of the runner's state in a DeepSpeed "
+                                                                "checkpoint's client state",
+    ("autoscale_data.solver.gain", "reference"): "the reference allocation a candidate is compared with",
+}
+
+
+def _method_name_uses(sources: list[tuple[str, str, bool]], names: set[str]) -> list[str]:
+    """``module:line: 'name'`` for each registered method name in a tuple, list or set literal or a comparison
+    (``== "doremi"``, ``in ("regmix", ...)``) outside the registry: a hand-kept list of methods."""
+    found = []
+    for module, text, _ in sources:
+        if module == "autoscale_data.runner.registry":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                values = node.elts
+            elif isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+            else:
+                continue
+            found += [f"{module}:{v.lineno}: {v.value!r}" for v in values
+                      if isinstance(v, ast.Constant) and v.value in names and (module, v.value) not in METHOD_NAMES_ALLOWED]
+    return sorted(set(found))
+
+
+def test_no_method_name_is_listed_or_compared_outside_the_registry() -> None:
+    """Which methods exist, where they run and what they need is read from ``runner/registry.py``."""
+    from autoscale_data.runner import registry
+
+    found = _method_name_uses(_sources(), set(registry.names()) | set(registry.selection_kinds()))
+    assert not found, ("mixing-method names listed or compared outside runner/registry.py (read the registry: "
+                       "registry.names(...), a declaration, or its constants):\n" + "\n".join(found))
+
+
+def test_the_method_name_check_catches_a_planted_tuple_and_comparison() -> None:
+    from autoscale_data.runner import registry
+
+    probe = ('"""doremi"""\nKNOWN = ("regmix", "mixing_law")\n\ndef f(kind, label):\n    if kind == "swarm":\n'
+             '        return label\n    return f"{label} doremi", {"x": "ado"}\n')
+    names = set(registry.names()) | set(registry.selection_kinds())
+    assert _method_name_uses([("autoscale_data.runner.probe", probe, False)], names) == [
+        "autoscale_data.runner.probe:2: 'mixing_law'", "autoscale_data.runner.probe:2: 'regmix'",
+        "autoscale_data.runner.probe:5: 'swarm'"]
+    assert _method_name_uses([("autoscale_data.runner.registry", probe, False)], names) == []
+
+
+def test_the_allowed_method_names_are_still_used() -> None:
+    from autoscale_data.runner import registry
+
+    names = set(registry.names()) | set(registry.selection_kinds())
+    used = set()
+    for module, text, _ in _sources():
+        for node in ast.walk(ast.parse(text)):
+            values = (node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else
+                      [node.left, *node.comparators] if isinstance(node, ast.Compare) else [])
+            used |= {(module, v.value) for v in values if isinstance(v, ast.Constant) and v.value in names}
+    stale = sorted(set(METHOD_NAMES_ALLOWED) - used)
+    assert not stale, f"METHOD_NAMES_ALLOWED lists uses that no longer exist: {stale}"

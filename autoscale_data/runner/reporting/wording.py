@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...solver.vocabulary import OBSERVED, objective_key
+from .. import layout
 
 if TYPE_CHECKING:
     from ..records import BootstrapFile, ProjectionFile
@@ -124,7 +125,7 @@ def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
 
 
 def _mix_name(label: str) -> str:
-    return "AutoScale" if label == "autoscale" else label
+    return "AutoScale" if label == layout.AUTOSCALE else label
 
 
 #: A paired verdict (:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`) in a few words, as plain as the proxies'.
