@@ -90,24 +90,24 @@ class MethodDeclaration:
         order: its place in the plan (0 AutoScale, 1 DDO at N2, 2 the stores' mixes, 3 the anytime schedule,
             4 methods with runs of their own or online; within a place, ``target.baselines`` order).
         implementation: its :class:`~autoscale_data.runner.mixes.methods.MixingMethod` class
-            (``package.module.Class``), built with this declaration.
+            (``package.module.Class``, imported when first used, or the class), built with this declaration.
         section: the optional top-level config section it reads (``None``: none).
         selection_kinds: the kinds of the runs it trains before its targets.
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
-        hook: the step hook's class (``package.module.Class``), built from a spec's hook config.
+        hook: the step hook's class (as ``implementation``), built from a spec's hook config.
     """
 
     name: str
     source: str
     runs: RunPlace
     order: int
-    implementation: str
+    implementation: str | type
     section: str | None = None
     selection_kinds: tuple[str, ...] = ()
     keeps_model: tuple[str, ...] = ()
     hook_kind: str | None = None
-    hook: str | None = None
+    hook: str | type | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier():
@@ -219,12 +219,15 @@ def sections() -> tuple[str, ...]:
     return _union((m.section,) for m in MIXING_METHODS.values() if m.section)
 
 
-def load(path: str) -> Any:
-    """The object at ``package.module.Name`` (a declaration's ``implementation`` or ``hook``), imported now.
+def load(path: str | type) -> Any:
+    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a ``package.module.Name``
+    imported now.
 
     Raises:
         ValueError: the path names no importable object.
     """
+    if not isinstance(path, str):
+        return path
     module, _, attr = path.rpartition(".")
     try:
         return getattr(importlib.import_module(module), attr)
