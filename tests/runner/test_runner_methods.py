@@ -421,10 +421,10 @@ _OWN = MethodDeclaration("own", "a method whose target runs carry their own sett
 def test_a_registered_method_is_a_baseline_the_config_and_the_plan_accept(stores: Path) -> None:
     """Declaring a method in the registry is all it takes for ``target.baselines`` to name it."""
     with pytest.raises(ValueError, match="'own'"):
-        _config(stores, target={"budget": 4096, "baselines": ["own"]})
+        _config(stores, target={"budget": 65536, "baselines": ["own"]})
     registry.register_method(_OWN)
     try:
-        cfg = _config(stores, target={"budget": 4096, "baselines": ["own", "uniform"]})
+        cfg = _config(stores, target={"budget": 65536, "baselines": ["own", "uniform"]})
         assert [m.name for m in selected_methods(cfg)] == ["autoscale", "uniform", "own"]
         assert isinstance(mixing_method("own"), _Own) and "own" in registry.baselines()
     finally:
