@@ -30,7 +30,7 @@ from .planning.plan import (
     faithful_budget,
     supply_problems,
 )
-from .planning.repetition import repetition_notes
+from .planning.repetition import matched, repetition_records, target_epochs
 
 __all__ = ["ProxyCost", "design_note", "load_note", "plan_text", "projection_note", "proxy_cost_note", "proxy_costs",
            "rounding_notes"]
@@ -262,3 +262,35 @@ def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
         if result is not None and result.tokens_per_s:
             rates.append(result.tokens_per_s)
     return {k: r.status for k, r in records.items()}, rates
+
+
+def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequence[RunSpec] = ()) -> list[str]:
+    """The dry run's lines on repetition: each domain's target epochs and its proxies' pools (with
+    ``match``), or, without it, the domains the target would repeat while the proxies do not."""
+    if not matched(config):
+        epochs = target_epochs(config, domains, domains.natural_weights())
+        uniform = target_epochs(config, domains, dict.fromkeys(domains.names, 1.0))
+        repeated = [d for d in domains.names if max(epochs[d], uniform[d]) > 1.0 + 1e-9]
+        if not repeated:
+            return []
+        what = ", ".join(f"{d} {uniform[d]:.3g} epochs uniform" for d in repeated)
+        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: match "
+                "gives each proxy the target's repetition (docs/runner.md)"]
+    try:
+        records = repetition_records(config, domains)
+    except ValueError as exc:
+        return [f"REPETITION: {exc}"]
+    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its sequences "
+             "scaled by the proxy budget over the target's, so every run sees each domain's epochs of the target run with its tokens scaled to the target budget"]
+    for rec in records:
+        pools = ", ".join(f"{n:,}: {rec.pools[n]} seq ({rec.proxy_epochs[n]:.3g} ep)" if n in rec.pools
+                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} ep)" for n in config.ddo.budgets)
+        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs at the base "
+                     f"mix (cap {rec.cap:g}); proxy pools {pools}")
+    over = sorted({(s.label, s.scale) for s in proxies if s.pools and any(
+        s.sequences[d] / s.pools.get(d, 1) > (1.0 if config.max_epochs is None else config.max_epochs) + 1e-9
+        for d in s.pools)}, key=lambda x: (x[1], x[0]))
+    if over:
+        lines.append("  beyond max_epochs at the target (measured, the target mix stays within it): "
+                     + ", ".join(f"{label} @{n:,}" for label, n in over))
+    return lines

@@ -29,7 +29,7 @@ from ..._records import Record, omitted
 from ...mixing import allowed_draws, largest_remainder
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
-from .data import DomainInfo
+from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
     "MULTIPLIER_TOLERANCE",
@@ -44,6 +44,7 @@ __all__ = [
     "faithful_budget",
     "id_payload",
     "method_spec",
+    "proxy_dataset_options",
     "run_fingerprint",
     "schedule_counts",
     "supply_problems",
@@ -154,6 +155,19 @@ class RunSpec(Record):
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
         return self.kind in registry.model_keeping_kinds()
+
+
+def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
+    """The dataset's ``pool`` (tokens) and ``max_epochs`` for ``spec``: a pooled domain may repeat as its
+    pool needs (the target's bound is checked on the target,
+    :func:`~autoscale_data.runner.planning.repetition.repetition_problems`)."""
+    pools = getattr(spec, "pools", None)
+    if not pools:
+        return {"max_epochs": max_epochs}
+    caps: dict[str, float | None] = dict.fromkeys(spec.sequences, max_epochs)
+    for d, size in pools.items():
+        caps[d] = max(1.0, spec.sequences[d] / size, max_epochs or 1.0)
+    return {"pool": {d: int(n) * spec.seq_len for d, n in pools.items()}, "max_epochs": caps}
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
@@ -268,40 +282,10 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
     if unknown:
         raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, _batch_sequences(config, budget))
+    counts = largest_remainder(full, batch_sequences(config, budget))
     return _make(config, domains, _Role(kind, budget, label, seed), counts,
                  hook=None if hook is None else dict(hook))
 
-
-def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
-    per_batch = config.global_batch_size
-    batches = budget_tokens // (config.seq_len * per_batch)
-    if batches < 1:
-        raise ValueError(f"budget {budget_tokens} tokens is less than one global batch "
-                         f"({per_batch} x {config.seq_len} tokens)")
-    return batches * per_batch
-
-
-def ddo_base_counts(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, int]:
-    """Sequences per domain of the DDO base run at ``budget`` (uniform or configured base weights)."""
-    base = config.ddo.base_weights
-    if base == "uniform":
-        weights = {d: 1.0 for d in domains.names}
-    else:
-        missing = sorted(set(domains.names) - set(base))
-        extra = sorted(set(base) - set(domains.names))
-        if missing or extra:
-            raise ValueError(f"ddo.base_weights must name exactly the domains {list(domains.names)}: "
-                             f"missing {missing}, unknown {extra}")
-        weights = {d: float(base[d]) for d in domains.names}
-    if any(w <= 0 for w in weights.values()):
-        raise ValueError(f"ddo.base_weights must all be positive (a domain with no base data cannot be "
-                         f"perturbed): {weights}")
-    counts = largest_remainder(weights, _batch_sequences(config, budget))
-    empty = [d for d, n in counts.items() if n == 0]
-    if empty:
-        raise ValueError(f"ddo budget {budget} gives no sequence to domains {empty}: raise ddo.budgets")
-    return counts
 
 
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
@@ -446,7 +430,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
     initial weights; see :mod:`~autoscale_data.runner.mixes.online`).
     """
-    total = _batch_sequences(config, config.target.budget)
+    total = batch_sequences(config, config.target.budget)
     if plan is not None:
         plan_json = plan.to_json() if hasattr(plan, "to_json") else dict(plan)
         counts = schedule_counts(plan_json, domains.names, total, config.seq_len)

@@ -126,7 +126,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
         from ...solver import MixturePlan
 
         weights = MixturePlan.from_json(spec.plan or {})
-    from ..planning.repetition import proxy_dataset_options
+    from ..planning.plan import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
