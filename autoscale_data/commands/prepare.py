@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import Any
 
+from .._options import field_help
 from ..store import (
     DEFAULT_HOLDOUT_EVERY,
     DEFAULT_SHARD_TOKENS,
-    HFOptions,
+    FORMATS,
     InPlaceDomain,
+    InPlaceFormat,
     InPlaceOptions,
-    MegatronOptions,
     PrepareOptions,
     parse_domain_args,
     prepare_domains,
@@ -34,12 +36,12 @@ each domain's held-out tokens and warns when their share is far from 1/K (long d
 Re-running skips domains already prepared from unchanged inputs and finishes interrupted ones.
 
 already tokenized data is read in place, not copied (OUT/NAME/ then holds only a manifest):
---from-megatron NAME=PREFIX for PREFIX.bin/PREFIX.idx (Megatron's preprocess_data.py), and
---from-hf NAME=DIR for a datasets save_to_disk directory with an input_ids column (see
---column). --tokenizer must be the tokenizer that made them (its vocabulary is checked);
---workers threads read every token once (SHA-256 per shard). Their validation split is a
-DatasetDict's 'validation' split, or the Megatron dataset --megatron-val NAME=PREFIX, else the last
-1/K of the documents (K = --holdout-every).
+--from-FORMAT NAME=PATH for each in-place format (below), and --FORMAT-OPTION [NAME=]VALUE for its
+options (for domain NAME, or every domain of that format). --tokenizer must be the tokenizer that made
+them (its vocabulary is checked); --workers threads read every token once (SHA-256 per shard). Their
+validation split is a DatasetDict's 'validation' split, or the Megatron dataset --megatron-val-prefix
+NAME=PREFIX, else the last 1/K of the documents (K = --holdout-every).
+{formats}
 
 examples:
   autoscale-data prepare --domain web=data/web.jsonl --domain code=data/code/ \\
@@ -47,26 +49,72 @@ examples:
   autoscale-data prepare --from-megatron web=/data/web_text_document \\
       --from-hf code=/data/code_tok --out store/ --tokenizer /data/tokenizer.json
   autoscale-data prepare --from-megatron web=/data/web_train_text_document \\
-      --megatron-val web=/data/web_valid_text_document --out store/ --tokenizer /data/tokenizer.json
+      --megatron-val-prefix web=/data/web_valid_text_document --out store/ --tokenizer /data/tokenizer.json
 """
+
+
+def _flag(fmt: InPlaceFormat, name: str) -> str:
+    return f"--{fmt.name}-{name.replace('_', '-')}"
+
+
+def _in_place_help() -> str:
+    return "\n".join(f"  --from-{f.name} NAME={f.argument}: {f.expected}" for f in FORMATS.values())
+
+
+def _add_in_place(p: argparse.ArgumentParser) -> None:
+    """``--from-FORMAT NAME=ARGUMENT`` and ``--FORMAT-FIELD [NAME=]VALUE``, derived from the format registry."""
+    for f in FORMATS.values():
+        p.add_argument(f"--from-{f.name}", dest=f"from_{f.name}", action="append", default=[],
+                       metavar=f"NAME={f.argument}", help=f"a domain read in place from {f.expected} (repeatable)")
+        for option in dataclasses.fields(f.options):
+            p.add_argument(_flag(f, option.name), *f.flags.get(option.name, ()), dest=f"{f.name}_{option.name}",
+                           action="append", default=[], metavar="[NAME=]VALUE",
+                           help=f"--from-{f.name}: {field_help(f.options, option.name).rstrip('.')} (for domain NAME, or all)")
+
+
+def _in_place_domains(args: argparse.Namespace) -> dict[str, InPlaceDomain]:
+    """The ``--from-FORMAT`` domains with their ``--FORMAT-FIELD`` options (``NAME=VALUE``: domain NAME's; a
+    value without ``NAME=``: every domain of the format's, unless its own is given).
+
+    Raises:
+        ValueError: an option names a domain not given with that format's ``--from-FORMAT``.
+    """
+    out: dict[str, InPlaceDomain] = {}
+    for f in FORMATS.values():
+        paths = parse_domain_args(getattr(args, f"from_{f.name}"))
+        options: dict[str, dict[str, str]] = {n: {} for n in paths}
+        for option in dataclasses.fields(f.options):
+            given = getattr(args, f"{f.name}_{option.name}")
+            if given and not paths:
+                raise ValueError(f"{_flag(f, option.name)} {given[0]} is an option of --from-{f.name} domains: give "
+                                 f"them with --from-{f.name} NAME={f.argument}")
+            own = {}
+            for value in given:
+                name, eq, rest = value.partition("=")
+                if not eq or os.sep in name or "/" in name:  # one value for every domain of the format
+                    own.update({n: value for n in paths if n not in own})
+                elif name not in paths:
+                    raise ValueError(f"{_flag(f, option.name)} {value} names domain {name!r}, which is not given with "
+                                     f"--from-{f.name} NAME={f.argument} (those are {sorted(paths)})")
+                else:
+                    own[name] = rest
+            for n, v in own.items():
+                options[n][option.name] = v
+        clash = sorted(set(paths) & set(out))
+        if clash:
+            raise ValueError(f"domains {clash} are given twice")
+        out.update({n: InPlaceDomain(p, f.name, f.options(**options[n])) for n, p in paths.items()})
+    return out
 
 
 def register(subparsers: Any) -> None:
     """Add the ``prepare`` sub-command."""
     p = add_verb(subparsers, "prepare", run, help="tokenize each domain's documents into a token store",
                  description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
-                 epilog=_EPILOG)
+                 epilog=_EPILOG.replace("{formats}", _in_place_help()))
     p.add_argument("--domain", action="append", default=[], metavar="NAME=PATH",
                    help="a domain and its input (repeat for each domain)")
-    p.add_argument("--from-megatron", action="append", default=[], metavar="NAME=PREFIX",
-                   help="a domain read in place from a Megatron dataset PREFIX.bin / PREFIX.idx (repeatable)")
-    p.add_argument("--megatron-val", "--val-prefix", dest="megatron_val", action="append", default=[], metavar="NAME=PREFIX",
-                   help="validate the --from-megatron domain NAME on this separate Megatron dataset instead of "
-                        "holding out its last documents (repeatable)")
-    p.add_argument("--from-hf", action="append", default=[], metavar="NAME=DIR",
-                   help="a domain read in place from a tokenized datasets save_to_disk directory (repeatable)")
-    p.add_argument("--column", default="input_ids", metavar="COLUMN",
-                   help="token-id column of --from-hf data (default: input_ids)")
+    _add_in_place(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per domain)")
     p.add_argument("--tokenizer", required=True, metavar="SPEC", help="'bytes', 'gpt2', or a tokenizer path")
     p.add_argument("--eos", default=None, metavar="TOKEN",
@@ -86,26 +134,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``prepare`` from parsed arguments; print one line per domain."""
-    if not (args.domain or args.from_megatron or args.from_hf):
-        raise ValueError("give at least one --domain NAME=PATH, --from-megatron NAME=PREFIX or --from-hf NAME=DIR")
     domains = parse_domain_args(args.domain)
-    megatron, hf = parse_domain_args(args.from_megatron), parse_domain_args(args.from_hf)
-    megatron_val = parse_domain_args(args.megatron_val)
-    if megatron_val and not megatron:
-        raise ValueError("--megatron-val NAME=PREFIX names the validation data of a --from-megatron domain: "
-                         "give that domain with --from-megatron NAME=PREFIX too")
-    unknown = sorted(set(megatron_val) - set(megatron))
-    if unknown:
-        raise ValueError(f"validation prefixes given for {unknown}, which are not Megatron domains "
-                         f"(those are {sorted(megatron)}): give each as --from-megatron NAME=PREFIX too")
-    clash = sorted((set(domains) & (set(megatron) | set(hf))) | (set(megatron) & set(hf)))
+    in_place = _in_place_domains(args)
+    if not (domains or in_place):
+        raise ValueError("give at least one --domain NAME=PATH or " + ", ".join(
+            f"--from-{f.name} NAME={f.argument}" for f in FORMATS.values()))
+    clash = sorted(set(domains) & set(in_place))
     if clash:
         raise ValueError(f"domains {clash} are given twice")
     options = PrepareOptions(text_field=args.text_field, text_ext=args.text_ext or (),
                              holdout_every=args.holdout_every, workers=args.workers,
                              shard_tokens=args.shard_tokens or DEFAULT_SHARD_TOKENS, progress=not args.quiet)
-    in_place = {**{n: InPlaceDomain(p, "megatron", MegatronOptions(megatron_val.get(n))) for n, p in megatron.items()},
-                **{n: InPlaceDomain(p, "hf", HFOptions(args.column)) for n, p in hf.items()}}
     results = {}
     if domains:
         results.update(prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options))

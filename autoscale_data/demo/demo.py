@@ -27,7 +27,7 @@ from typing import Any
 
 from .._checks import check_int, check_number
 from .._io import atomic_write_json
-from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary
+from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary, layout
 from ..solver.vocabulary import AUTO, MEAN_LOSS
 from ..store import train_bpe_tokenizer
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, generate_documents
@@ -135,7 +135,7 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
         "ddo": {"budgets": list(s.budgets), "multipliers": [list(s.multipliers[0]), list(s.multipliers[1])],
                 "base_weights": "uniform",
                 "objective": MEAN_LOSS, "min_weight": s.min_weight},
-        "target": {"budget": s.target, "baselines": ["uniform", "ddo_n2"] + (["autoscale_anytime"] if s.anytime else []),
+        "target": {"budget": s.target, "baselines": [layout.UNIFORM, layout.DDO_N2] + ([layout.ANYTIME] if s.anytime else []),
                    "seeds": list(s.target_seeds)},
         "seeds": list(s.seeds),
         "eval": {"heldout_tokens_per_domain": s.heldout_tokens, "proxy_points": 1,

@@ -158,7 +158,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["ddo"]["repetition"] = repetition
     if case.projection is not None:
         raw["ddo"]["projection"] = case.projection
-    raw["target"].update(baselines=["uniform", "natural", "ddo_n2"], keep_checkpoints=False)
+    raw["target"].update(baselines=[layout.UNIFORM, layout.NATURAL, layout.DDO_N2], keep_checkpoints=False)
     return config_from_dict(raw, base_dir=Path(out_dir).resolve())
 
 

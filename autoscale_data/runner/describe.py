@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
-from . import layout
+from . import layout, registry
 from .config import RunnerConfig, config_to_dict
 from .experiment import config_changes
 from .ledger import DONE, Ledger
@@ -30,7 +30,7 @@ from .planning.plan import (
     faithful_budget,
     supply_problems,
 )
-from .planning.repetition import repetition_notes
+from .planning.repetition import matched, repetition_records, target_epochs
 
 __all__ = ["ProxyCost", "design_note", "load_note", "plan_text", "projection_note", "proxy_cost_note", "proxy_costs",
            "rounding_notes"]
@@ -46,7 +46,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
     follow the fits, the totals with an estimated time, and the notes of :func:`plan_notes`."""
     cfg = config
     later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines
-                                  if b in layout.FITTED_MIXES + layout.METHOD_MIXES + layout.ONLINE_MIXES]
+                                  if registry.declaration(b).runs != registry.STORES]
     per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
     n_later = len(later) * len(cfg.target.seeds)
     known = [*proxies, *fixed]
@@ -68,7 +68,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
                      f"{seqs}{mark}")
     for label in later:
         how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else "weights from the solver"
-        how = "weights chosen during the run (online mixing)" if label in layout.ONLINE_MIXES else how
+        how = "weights chosen during the run (online mixing)" if label in registry.names(registry.ONLINE) else how
         lines += [f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} {per_target:>11}  "
                   f"{how}" for seed in cfg.target.seeds]
     source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
@@ -263,3 +263,35 @@ def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
         if result is not None and result.tokens_per_s:
             rates.append(result.tokens_per_s)
     return {k: r.status for k, r in records.items()}, rates
+
+
+def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequence[RunSpec] = ()) -> list[str]:
+    """The dry run's lines on repetition: each domain's target epochs and its proxies' pools (with
+    ``match``), or, without it, the domains the target would repeat while the proxies do not."""
+    if not matched(config):
+        epochs = target_epochs(config, domains, domains.natural_weights())
+        uniform = target_epochs(config, domains, dict.fromkeys(domains.names, 1.0))
+        repeated = [d for d in domains.names if max(epochs[d], uniform[d]) > 1.0 + 1e-9]
+        if not repeated:
+            return []
+        what = ", ".join(f"{d} {uniform[d]:.3g} epochs uniform" for d in repeated)
+        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: match "
+                "gives each proxy the target's repetition (docs/runner.md)"]
+    try:
+        records = repetition_records(config, domains)
+    except ValueError as exc:
+        return [f"REPETITION: {exc}"]
+    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its sequences "
+             "scaled by the proxy budget over the target's, so every run sees each domain's epochs of the target run with its tokens scaled to the target budget"]
+    for rec in records:
+        pools = ", ".join(f"{n:,}: {rec.pools[n]} seq ({rec.proxy_epochs[n]:.3g} ep)" if n in rec.pools
+                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} ep)" for n in config.ddo.budgets)
+        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs at the base "
+                     f"mix (cap {rec.cap:g}); proxy pools {pools}")
+    over = sorted({(s.label, s.scale) for s in proxies if s.pools and any(
+        s.sequences[d] / s.pools.get(d, 1) > (1.0 if config.max_epochs is None else config.max_epochs) + 1e-9
+        for d in s.pools)}, key=lambda x: (x[1], x[0]))
+    if over:
+        lines.append("  beyond max_epochs at the target (measured, the target mix stays within it): "
+                     + ", ".join(f"{label} @{n:,}" for label, n in over))
+    return lines

@@ -30,6 +30,23 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .registry import (
+    ADO,
+    ANYTIME,
+    AUTOSCALE,
+    DDO_N2,
+    DOREMI,
+    FITTED,
+    MIXING_LAW,
+    NATURAL,
+    ODM,
+    OWN_RUNS,
+    REFERENCE,
+    REGMIX,
+    UNIFORM,
+    names,
+)
+
 __all__ = [
     "ANYTIME",
     "ADO",
@@ -59,7 +76,6 @@ __all__ = [
     "MIXTURE_PLAN_ERROR",
     "NATURAL",
     "ODM",
-    "ONLINE_MIXES",
     "PLAN",
     "PLOTS",
     "PLOT_CURVES",
@@ -78,7 +94,6 @@ __all__ = [
     "RUNS",
     "RUNS_CSV",
     "SPEC",
-    "TARGET_BASELINES",
     "TARGET_MIXES",
     "TARGET_MIXES_FILE",
     "TRAIN_LOCK",
@@ -257,27 +272,11 @@ def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:
     return f"{kind}_{budget}{suffix}"
 
 
-# ---- target mixes (labels of the target runs)
-AUTOSCALE = "autoscale"
-ANYTIME = "autoscale_anytime"
-DDO_N2 = "ddo_n2"
-NATURAL = "natural"
-REFERENCE = "reference"
-UNIFORM = "uniform"
-DOREMI = "doremi"
-REGMIX = "regmix"
-MIXING_LAW = "mixing_law"
-ADO = "ado"
-ODM = "odm"
-#: Every target mix: AutoScale first, then the baselines a config may ask for.
-TARGET_MIXES = (AUTOSCALE, ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW, ADO, ODM)
-#: What ``target.baselines`` may name.
-TARGET_BASELINES = (ANYTIME, DDO_N2, NATURAL, REFERENCE, UNIFORM, DOREMI, REGMIX, MIXING_LAW, ADO, ODM)
+# ---- target mixes (labels of the target runs): the method registry's names (runner/registry.py)
+#: Every built-in target mix: AutoScale first, then the baselines a config may ask for.
+TARGET_MIXES = names()
 #: Mixes known only after the fits (the rest are known from the stores or, below, from runs of their own).
-FITTED_MIXES = (AUTOSCALE, ANYTIME, DDO_N2)
+FITTED_MIXES = names(FITTED)
 #: Other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's swarm, the
 #: DDO proxies at N2 for RegMix and the data mixing law).
-METHOD_MIXES = (DOREMI, REGMIX, MIXING_LAW)
-#: Mixes chosen during the target run itself by an online controller (no runs of their own; see
-#: :mod:`.online`): ADO and ODM.
-ONLINE_MIXES = (ADO, ODM)
+METHOD_MIXES = names(OWN_RUNS)

@@ -215,11 +215,10 @@ def test_top_level_names_load_lazily_and_solver_names_never_import_torch() -> No
 
 def test_no_module_but_the_layout_spells_an_output_file_name() -> None:
     """Every path of the runner's output folder comes from ``runner/layout.py`` (runner, demo, CLI)."""
-    from autoscale_data.runner import layout
+    from autoscale_data.runner import layout, registry
 
-    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
-             and k not in ("AUTOSCALE", "ANYTIME", "DDO_N2", "NATURAL", "REFERENCE", "UNIFORM", "RUNS_CSV", "DDO",
-                           "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR", "DOREMI", "REGMIX", "MIXING_LAW")}
+    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str) and k not in vars(registry)
+             and k not in ("RUNS_CSV", "DDO", "BOOTSTRAP", "RUNS", "PLOTS", "FITS", "CHECKPOINT_DIR")}
     prefixes = tuple(f"{p}_" for p in (layout.RUNS_CSV, layout.DDO, layout.BOOTSTRAP))
     offenders = []
     for part in ("runner", "demo", "commands"):
@@ -293,14 +292,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 #: Circles that stand for now, each with why; the test fails on any other, and on one listed here that is gone.
-KNOWN_CYCLES = {
-    ("autoscale_data.runner.mixes.hooks", "autoscale_data.runner.mixes.methods", "autoscale_data.runner.mixes.online"):
-        "the online methods (ado, odm) register themselves in the method and step-hook registries, which import "
-        "runner/mixes/online.py to be filled: a plugin registry, to go with an explicit registration step",
-    ("autoscale_data.runner.planning.plan", "autoscale_data.runner.planning.repetition"):
-        "the plan lazily asks runner/planning/repetition.py for the proxies' pools, which are built on the plan's RunSpec "
-        "and DomainInfo: both in planning/, one lazy import each way",
-}
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 def test_no_import_cycle_between_modules() -> None:
@@ -521,8 +513,8 @@ def test_no_output_file_is_read_but_through_layout_read() -> None:
 #: Rank of each part of the runner (a folder, or a module at its top): a runner module may import its own part
 #: and parts of a strictly lower rank, as between the package's parts. ``__init__`` is the runner's public face.
 RUNNER_RANKS: dict[str, int] = {
-    "__init__": 12, "pipeline": 11, "describe": 10, "executors": 9, "training": 8, "mixes": 7, "reporting": 6,
-    "ledger": 5, "records": 4, "planning": 3, "experiment": 2, "config": 1, "layout": 0, "models": 0,
+    "__init__": 13, "pipeline": 12, "describe": 11, "executors": 10, "mixes": 9, "training": 8, "reporting": 7,
+    "ledger": 6, "records": 5, "planning": 4, "experiment": 3, "config": 2, "layout": 1, "models": 1, "registry": 0,
 }
 RUNNER_FOLDERS = ("mixes", "planning", "reporting", "training")  # each __init__ lists its modules
 
@@ -569,3 +561,81 @@ def test_each_runner_folder_lists_its_modules(folder: str) -> None:
     mod = importlib.import_module(f"autoscale_data.runner.{folder}")
     modules = sorted(p.stem for p in (PACKAGE / "runner" / folder).glob("*.py") if p.stem != "__init__")
     assert mod.__all__ == modules
+
+
+# ---------------------------------------------------------------------- the method registry is the source
+
+#: (module, method name): a name of the registry written in a tuple, list or set, or compared, outside
+#: ``runner/registry.py``, and why it stays.
+METHOD_NAMES_ALLOWED = {
+    ("autoscale_data.solver.baselines", name): "the solver's baseline weight functions (autoscale-data baseline), "
+    "below the runner: the names the runner's registry trains with the same meaning"
+    for name in ("uniform", "natural", "reference", "regmix", "mixing_law")
+} | {
+    ("autoscale_data.commands.baseline", name): "the `baseline` verb dispatches the solver's baselines by name"
+    for name in ("reference", "regmix", "mixing_law")
+} | {
+    ("autoscale_data.runner.config.sections", "uniform"): "ddo.base_weights: 'uniform' is a weight spec, not the method",
+    ("autoscale_data.runner.planning.data", "uniform"): "ddo.base_weights: 'uniform' is a weight spec, not the method",
+    ("autoscale_data.runner.mixes.methods", "uniform"): "a reference spec ('uniform', 'natural' or a preset) of "
+                                                       "doremi.reference / target.reference_weights",
+    ("autoscale_data.runner.mixes.methods", "natural"): "a reference spec, as above",
+    ("autoscale_data.runner.reporting", "reference"): "__all__ names the module reporting/reference.py",
+    ("autoscale_data.runner.training.checkpoint", "autoscale"): "the key of the runner's state in a DeepSpeed "
+                                                                "checkpoint's client state",
+    ("autoscale_data.solver.gain", "reference"): "the reference allocation a candidate is compared with",
+}
+
+
+def _method_name_uses(sources: list[tuple[str, str, bool]], names: set[str]) -> list[str]:
+    """``module:line: 'name'`` for each registered method name in a tuple, list or set literal or a comparison
+    (``== "doremi"``, ``in ("regmix", ...)``) outside the registry: a hand-kept list of methods."""
+    found = []
+    for module, text, _ in sources:
+        if module == "autoscale_data.runner.registry":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                values = node.elts
+            elif isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+            else:
+                continue
+            found += [f"{module}:{v.lineno}: {v.value!r}" for v in values
+                      if isinstance(v, ast.Constant) and v.value in names and (module, v.value) not in METHOD_NAMES_ALLOWED]
+    return sorted(set(found))
+
+
+def test_no_method_name_is_listed_or_compared_outside_the_registry() -> None:
+    """Which methods exist, where they run and what they need is read from ``runner/registry.py``."""
+    from autoscale_data.runner import registry
+
+    found = _method_name_uses(_sources(), set(registry.names()) | set(registry.selection_kinds()))
+    assert not found, ("mixing-method names listed or compared outside runner/registry.py (read the registry: "
+                       "registry.names(...), a declaration, or its constants):\n" + "\n".join(found))
+
+
+def test_the_method_name_check_catches_a_planted_tuple_and_comparison() -> None:
+    from autoscale_data.runner import registry
+
+    probe = ('"""doremi"""\nKNOWN = ("regmix", "mixing_law")\n\ndef f(kind, label):\n    if kind == "swarm":\n'
+             '        return label\n    return f"{label} doremi", {"x": "ado"}\n')
+    names = set(registry.names()) | set(registry.selection_kinds())
+    assert _method_name_uses([("autoscale_data.runner.probe", probe, False)], names) == [
+        "autoscale_data.runner.probe:2: 'mixing_law'", "autoscale_data.runner.probe:2: 'regmix'",
+        "autoscale_data.runner.probe:5: 'swarm'"]
+    assert _method_name_uses([("autoscale_data.runner.registry", probe, False)], names) == []
+
+
+def test_the_allowed_method_names_are_still_used() -> None:
+    from autoscale_data.runner import registry
+
+    names = set(registry.names()) | set(registry.selection_kinds())
+    used = set()
+    for module, text, _ in _sources():
+        for node in ast.walk(ast.parse(text)):
+            values = (node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else
+                      [node.left, *node.comparators] if isinstance(node, ast.Compare) else [])
+            used |= {(module, v.value) for v in values if isinstance(v, ast.Constant) and v.value in names}
+    stale = sorted(set(METHOD_NAMES_ALLOWED) - used)
+    assert not stale, f"METHOD_NAMES_ALLOWED lists uses that no longer exist: {stale}"

@@ -115,6 +115,16 @@ def test_the_docs_name_each_set_whole_with_its_default(key: str, names: tuple[st
     assert row.split("|")[2].strip() == f"`{default}`"
 
 
+def test_the_docs_name_every_registered_baseline_and_the_default() -> None:
+    """The method registry is the one list of baselines: the docs' row names each, with the config's default."""
+    from autoscale_data.runner import registry
+    from autoscale_data.runner.config.sections import TargetConfig
+
+    row = _config_row("target.baselines")
+    assert [n for n in registry.baselines() if f"`{n}`" not in row] == []
+    assert row.split("|")[2].strip() == f"[{', '.join(TargetConfig().baselines)}]"
+
+
 def test_the_docs_name_the_laws_and_the_solver_docs_the_methods_in_order() -> None:
     row = _config_row("ddo.min_weight")
     assert all(f"`{n}`" in row for n in LAWS) and f"`{DEFAULT_LAW}`" in row.split("|")[2]

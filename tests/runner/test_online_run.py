@@ -15,13 +15,13 @@ from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.dataset.online import OnlineMixture
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.mixes.hooks import make_step_hook
-from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods
+from autoscale_data.runner.mixes.methods import MethodContext, mixing_method, selected_methods
 from autoscale_data.runner.mixes.online import OnlineMixingHook, make_controller, online_target_spec
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
 from autoscale_data.runner.training import train as train_mod
+from autoscale_data.runner.training.hooks import make_step_hook
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -66,8 +66,8 @@ def test_the_online_methods_are_registered_with_their_hooks(stores: Path) -> Non
     d = inspect_domains(cfg)
     ctx = MethodContext(cfg, d, Path("."), {n: ddo_proxy_specs(cfg, d, n) for n in cfg.ddo.budgets})
     for name in ("ado", "odm"):
-        assert METHODS[name].cost_runs(ctx) == [] and METHODS[name].selection_stages(ctx) == []
-        choice = METHODS[name].choose(ctx)
+        assert mixing_method(name).cost_runs(ctx) == [] and mixing_method(name).selection_stages(ctx) == []
+        choice = mixing_method(name).choose(ctx)
         assert [s.seed for s in choice.specs] == list(cfg.target.seeds) and choice.specs[0].hook["kind"] == name
 
 

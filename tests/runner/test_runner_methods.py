@@ -4,6 +4,7 @@ new baseline end to end on tiny stores (plan -> runs -> weights -> target runs -
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -12,17 +13,27 @@ import pytest
 import torch
 from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config, tiny_stores
 
+from autoscale_data.runner import registry
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.mixes.hooks import DoReMiHook, HookBatch, doremi_update
-from autoscale_data.runner.mixes.methods import METHODS, MethodContext, selected_methods, selection_stages
+from autoscale_data.runner.mixes.hooks import DoReMiHook, doremi_update
+from autoscale_data.runner.mixes.methods import (
+    MethodContext,
+    MixingMethod,
+    TargetChoice,
+    mixing_method,
+    selected_methods,
+    selection_stages,
+)
 from autoscale_data.runner.models import token_cross_entropy
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec
+from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec, target_spec
+from autoscale_data.runner.registry import OWN_RUNS, MethodDeclaration
 from autoscale_data.runner.reporting.metrics import paired_verdict
 from autoscale_data.runner.reporting.report_types import Report, Verdict
 from autoscale_data.runner.training import train as train_mod
+from autoscale_data.runner.training.hooks import HookBatch
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -134,7 +145,7 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = _config(stores, checkpoint_every=3)
     ctx = _ctx(cfg, tmp_path / "out")
-    (ref,), (proxy,) = METHODS["doremi"].selection_stages(ctx)
+    (ref,), (proxy,) = mixing_method("doremi").selection_stages(ctx)
     assert ref.kind == "doremi_reference" and proxy.kind == "doremi_proxy" and proxy.hook["reference_run"] == ref.run_id
     assert ref.sequences == proxy.sequences and ref.run_id != proxy.run_id  # same data, the hook makes the id
     runs = tmp_path / "out" / "runs"
@@ -160,7 +171,7 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
 def test_a_doremi_proxy_without_its_reference_says_so(stores: Path, tmp_path: Path) -> None:
     cfg = _config(stores)
     ctx = _ctx(cfg, tmp_path / "out")
-    proxy = METHODS["doremi"].selection_stages(ctx)[1][0]
+    proxy = mixing_method("doremi").selection_stages(ctx)[1][0]
     with pytest.raises(FileNotFoundError, match="reference run"):
         train_mod.train_run(cfg, proxy, ctx.domains, tmp_path / "out" / "runs" / proxy.run_id, progress=False)
 
@@ -185,7 +196,7 @@ def test_the_swarm_is_planned_as_content_hashed_runs(stores: Path, tmp_path: Pat
                     regmix={"swarm": {"runs": 5, "budget": 2048, "seed": 3, "overrides": {"n_embd": 16}}})
     small_ids = [s.run_id for s in selection_stages(selected_methods(small), _ctx(small, tmp_path))[0]]
     assert not set(small_ids) & {s.run_id for s in swarm}
-    assert METHODS["regmix"].cost_runs(ctx) == swarm  # with a swarm, the proxies are not pooled by default
+    assert mixing_method("regmix").cost_runs(ctx) == swarm  # with a swarm, the proxies are not pooled by default
 
 
 def test_method_runs_have_a_kind_of_their_own(stores: Path) -> None:
@@ -354,7 +365,7 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
                       regmix={"swarm": {"runs": 4, "budget": 2048}, "use_proxies": True})
     cfg = config_from_dict(raw)
     ctx = _ctx(cfg, tmp_path / "out")
-    (ref,), (proxy,) = METHODS["doremi"].selection_stages(ctx)
+    (ref,), (proxy,) = mixing_method("doremi").selection_stages(ctx)
     cfg_path = tmp_path / "kill.json"
     cfg_path.write_text(json.dumps(raw))
     out = tmp_path / "out"
@@ -384,19 +395,41 @@ def test_sigkill_in_the_doremi_proxy_then_rerun_gives_the_same_weights(stores: P
 
 
 def test_a_method_may_return_its_own_target_specs(stores: Path, tmp_path: Path) -> None:
-    from autoscale_data.runner.mixes.methods import MixingMethod, TargetChoice, choose_all
-    from autoscale_data.runner.planning.plan import target_spec
-
-    class _Own(MixingMethod):
-        name, source = "own", "a method whose target runs carry their own settings"
-
-        def choose(self, ctx: MethodContext) -> TargetChoice:
-            return TargetChoice(specs=tuple(target_spec(ctx.config, ctx.domains, self.name, {"a": 0.5, "b": 0.5}, s)
-                                            for s in (0, 1)))
+    from autoscale_data.runner.mixes.methods import choose_all
 
     cfg = _config(stores)
-    mixes, targets, records = choose_all([_Own()], _ctx(cfg, tmp_path))
+    own = _Own(_OWN)
+    mixes, targets, records = choose_all([own], _ctx(cfg, tmp_path))
     assert [t.seed for t in targets] == [0, 1] and mixes["own"] == targets[0].weights
     assert records[0].cost_tokens == 0 and records[0].skipped is None
     with pytest.raises(ValueError, match="exactly one of"):
         TargetChoice()
+
+
+class _Own(MixingMethod):
+    """A method declared outside the package, whose target runs carry their own settings."""
+
+    def choose(self, ctx: MethodContext) -> TargetChoice:
+        return TargetChoice(specs=tuple(target_spec(ctx.config, ctx.domains, self.name, {"a": 0.5, "b": 0.5}, s)
+                                        for s in (0, 1)))
+
+
+_OWN = MethodDeclaration("own", "a method whose target runs carry their own settings", OWN_RUNS, 4,
+                         f"{__name__}._Own")
+
+
+def test_a_registered_method_is_a_baseline_the_config_and_the_plan_accept(stores: Path) -> None:
+    """Declaring a method in the registry is all it takes for ``target.baselines`` to name it."""
+    with pytest.raises(ValueError, match="'own'"):
+        _config(stores, target={"budget": 65536, "baselines": ["own"]})
+    registry.register_method(_OWN)
+    try:
+        cfg = _config(stores, target={"budget": 65536, "baselines": ["own", "uniform"]})
+        assert [m.name for m in selected_methods(cfg)] == ["autoscale", "uniform", "own"]
+        assert isinstance(mixing_method("own"), _Own) and "own" in registry.baselines()
+    finally:
+        registry.MIXING_METHODS.pop("own")
+    with pytest.raises(ValueError, match="is AutoScale itself"):
+        registry.register_method(dataclasses.replace(_OWN, name="autoscale"))
+    with pytest.raises(ValueError, match="names no importable object"):
+        registry.load("autoscale_data.runner.mixes.methods.NoSuchMethod")

@@ -14,10 +14,15 @@ from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.describe import plan_notes
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import DomainInfo, inspect_domains
-from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from autoscale_data.runner.planning.plan import (
+    RunSpec,
+    ddo_proxy_specs,
+    proxy_dataset_options,
+    supply_problems,
+    target_spec,
+)
 from autoscale_data.runner.planning.repetition import (
     DomainRepetition,
-    proxy_dataset_options,
     proxy_pools,
     repetition_problems,
     repetition_records,

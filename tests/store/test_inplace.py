@@ -425,6 +425,31 @@ def test_cli_prepare_takes_a_separate_megatron_validation_set(tmp_path: Path) ->
                  str(tmp_path / "out2"), "--tokenizer", "bytes", "--quiet"]) == 2
 
 
+def test_the_prepare_cli_derives_its_in_place_options_from_the_format_registry() -> None:
+    """Each format gives ``--from-NAME`` and one flag per option field; the older spellings still parse."""
+    from autoscale_data.cli import build_parser
+    from autoscale_data.commands.prepare import _in_place_domains
+    from autoscale_data.store import FORMATS, HFOptions, MegatronOptions
+
+    parse = build_parser().parse_args
+    base = ["prepare", "--out", "o", "--tokenizer", "bytes"]
+    text = build_parser()._subparsers._group_actions[0].choices["prepare"].format_help()  # noqa: SLF001
+    for f in FORMATS.values():
+        assert f"--from-{f.name} NAME={f.argument}" in text
+    args = parse([*base, "--from-megatron", "web=w", "--from-megatron", "math=m", "--megatron-val-prefix", "web=v",
+                  "--from-hf", "code=c", "--hf-column", "ids"])
+    got = _in_place_domains(args)
+    assert got["web"].options == MegatronOptions("v") and got["math"].options == MegatronOptions()
+    assert got["code"].format == "hf" and got["code"].options == HFOptions("ids")
+    old = parse([*base, "--from-megatron", "web=w", "--from-megatron", "math=m", "--megatron-val", "web=v",
+                 "--from-hf", "code=c", "--column", "ids"])
+    assert _in_place_domains(old) == got
+    with pytest.raises(ValueError, match="names domain 'code', which is not given with --from-megatron"):
+        _in_place_domains(parse([*base, "--from-megatron", "web=w", "--val-prefix", "code=v"]))
+    with pytest.raises(ValueError, match="given twice"):
+        _in_place_domains(parse([*base, "--from-megatron", "web=w", "--from-hf", "web=c"]))
+
+
 # ------------------------------------------------------------------------------------------- formats
 def test_every_format_is_found_by_name_or_from_its_data(tmp_path: Path) -> None:
     from autoscale_data.store import FORMATS, HFOptions, MegatronOptions

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..._checks import is_int, is_number
 from ...solver.regression import LINEAR, REGRESSORS
-from ..layout import ADO, ODM
+from ..registry import ADO, ODM
 from .sections import check_int_field, check_number_field, field_error
 
 __all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]

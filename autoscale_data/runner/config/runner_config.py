@@ -17,6 +17,7 @@ from typing import Any
 from ..._checks import is_int
 from ..._extras import require
 from ...solver.vocabulary import AUTO
+from .. import registry
 from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
 from .sections import (
     DDOConfig,
@@ -203,7 +204,7 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
         raise ValueError("config is missing the required key 'domains' (a prepared-store directory "
                          "or a mapping domain -> store path)")
     for name, cls in _SECTIONS.items():
-        if name in ("regmix", "doremi", "online") and top.get(name, 0) is None:
+        if name in registry.sections() and top.get(name, 0) is None:
             continue  # unset: the method's defaults (and no change to an older folder's config)
         if name in top:
             section = dict(top[name] or {})

@@ -23,7 +23,8 @@ from ...solver.vocabulary import (
     OBJECTIVES,
     law_parameters,
 )
-from ..layout import DDO_N2, NATURAL, TARGET_BASELINES, UNIFORM
+from .. import registry
+from ..registry import DDO_N2, NATURAL, REFERENCE, UNIFORM
 
 __all__ = [
     "DDOConfig",
@@ -242,17 +243,11 @@ class DDOConfig:
 class TargetConfig:
     """The target budget and the mixes trained there (AutoScale is always trained).
 
-    ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points:
+    ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points: any
+    method of the registry (:mod:`autoscale_data.runner.registry`, where each declares where its mix comes
+    from and the config section it reads). ``reference`` trains ``reference_weights`` (a mapping, or a preset
+    name of ``solver.PRESETS`` such as ``llama1`` whose keys ``reference_mapping`` renames to your domains).
 
-    - ``uniform``: equal weights; ``natural``: each domain's share of the training tokens;
-      ``reference``: ``reference_weights`` (a mapping, or a preset name of ``solver.PRESETS`` such as
-      ``llama1`` whose keys ``reference_mapping`` renames to your domains); ``ddo_n2``: the DDO optimum at
-      N2 (no projection).
-    - other methods, each choosing its mix from runs the runner trains for it (see
-      :mod:`~autoscale_data.runner.mixes.methods` and the top-level ``regmix:`` / ``doremi:`` sections):
-      ``regmix`` and ``mixing_law`` (fitted on the DDO proxies at N2 and/or a swarm of random mixtures),
-      ``doremi`` (a reference run and a Group-DRO proxy run; its average weights); ``ado`` and ``odm``
-      (online mixing: the mix chosen during each target run by a controller, the ``online:`` section).
     - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
       ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
       per domain follow the plan's optimal-allocation path, so every intermediate point of the run
@@ -279,13 +274,14 @@ class TargetConfig:
     def __post_init__(self) -> None:
         check_int_field("target", "budget", self.budget)
         baselines = tuple(self.baselines)
+        known = registry.baselines()
         for b in baselines:
-            if b not in TARGET_BASELINES:
-                raise field_error("target", "baselines", b, f"names from {TARGET_BASELINES}")
+            if b not in known:
+                raise field_error("target", "baselines", b, f"names from {known}")
         if len(set(baselines)) != len(baselines):
             raise field_error("target", "baselines", list(baselines), "each baseline at most once")
         object.__setattr__(self, "baselines", baselines)
-        if "reference" in baselines and self.reference_weights is None:
+        if REFERENCE in baselines and self.reference_weights is None:
             raise field_error("target", "reference_weights", None, "weights for the 'reference' baseline")
         if isinstance(self.reference_weights, str):
             from ...solver import PRESETS

@@ -1,7 +1,8 @@
 """The mixing methods: how each target mix is chosen, what runs that needs, and its cost.
 
-The registry (``methods``), AutoScale's fits and projection (``fitting``), online mixing
-(``online``) and the step hooks the methods' runs train with (``hooks``: DoReMi, online controllers).
+The methods (``methods``; their declarations are :mod:`autoscale_data.runner.registry`), AutoScale's
+fits and projection (``fitting``), online mixing (``online``: its methods and step hook) and DoReMi's
+step hook (``hooks``; the protocol is :mod:`autoscale_data.runner.training.hooks`).
 """
 
 from __future__ import annotations

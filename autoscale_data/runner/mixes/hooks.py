@@ -1,129 +1,22 @@
-"""Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
-
-A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
-hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
-:func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
-(:class:`StepHook`), in the order the trainer calls it:
-
-- ``bind(ctx)``: once, after the model is built and before a checkpoint is restored; ``ctx`` is a
-  :class:`HookContext` (the spec, config, domains in the dataset's order, process group, device, run
-  folder, the model being trained and the training dataset, whose mix an online controller may change).
-- ``load_state_dict(state)``: when the run resumes, with what ``state_dict()`` returned at that checkpoint.
-- ``loss(batch)``: every micro-batch, a :class:`HookBatch` (inputs, labels, the forward pass's logits
-  and the trainer's per-token losses with their graph, each sequence's domain, which micro-batch of the
-  step); returns the loss to
-  backpropagate instead of the model's mean loss, or ``None`` to keep it. The logged training loss
-  stays the model's own mean loss.
-- ``observe_losses(losses, domain, mask)`` (optional): every micro-batch, the per-token training losses
-  the trainer computes for its per-domain training loss (no gradient), each sequence's domain and the
-  token mask; a hook that only needs per-domain losses (an online controller) reads them here.
-- ``after_step(step)``: after every optimizer step (``step``: the steps this run has done; a hook that
-  acts every k steps tests ``step % k``).
-- ``state_dict()``: JSON-able state saved in every checkpoint (under ``"step_hook"``), so a run killed
-  at any moment resumes to the same state.
-- ``summary()``: JSON-able record written into the run's ``result.json`` under ``"step_hook"``.
-
-:class:`DoReMiHook` (``kind: "doremi"``) is DoReMi's Group DRO for its proxy run. Further kinds are
-added with :func:`register_step_hook`; ``ado`` and ``odm`` (online mixing of a target run) are
-:class:`~autoscale_data.runner.mixes.online.OnlineMixingHook`.
-"""
+"""DoReMi's step hook: Group DRO on its proxy run (the step-hook protocol is
+:mod:`autoscale_data.runner.training.hooks`; the hook kind ``doremi`` is declared in
+:mod:`autoscale_data.runner.registry`)."""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
-from .. import layout
+from .. import layout, registry
 from ..models import token_cross_entropy
+from ..training.hooks import HookBatch, HookContext
 
-__all__ = [
-    "DoReMiHook",
-    "HookBatch",
-    "HookContext",
-    "STEP_HOOKS",
-    "StepHook",
-    "doremi_update",
-    "make_step_hook",
-    "register_step_hook",
-]
-
-
-@dataclass(frozen=True)
-class HookContext:
-    """What a hook may use of the run it joins (see the module docstring)."""
-
-    spec: Any
-    config: Any
-    domains: Any
-    names: tuple[str, ...]
-    info: Any
-    run_dir: Path
-    model: torch.nn.Module
-    dataset: Any
-
-
-@dataclass(frozen=True)
-class HookBatch:
-    """One micro-batch as the trainer saw it: ``domain`` holds each sequence's index into ``names``;
-    ``losses`` and ``mask`` are the trainer's per-token losses (with the logits' graph) and their token
-    mask from :func:`~autoscale_data.runner.models.token_cross_entropy` (``None``: the hook computes them
-    from ``logits``)."""
-
-    inputs: torch.Tensor
-    labels: torch.Tensor
-    logits: torch.Tensor
-    domain: torch.Tensor
-    micro: int
-    last_micro: bool
-    losses: torch.Tensor | None = None
-    mask: torch.Tensor | None = None
-
-
-class StepHook(Protocol):
-    """The step-hook protocol (see the module docstring)."""
-
-    def bind(self, ctx: HookContext) -> None: ...
-
-    def loss(self, batch: HookBatch) -> torch.Tensor | None: ...
-
-    def after_step(self, step: int) -> None: ...
-
-    def state_dict(self) -> dict[str, Any]: ...
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
-
-    def summary(self) -> dict[str, Any]: ...
-
-
-#: Hook kinds: ``kind`` -> factory taking the spec's hook config.
-STEP_HOOKS: dict[str, Callable[[Mapping[str, Any]], StepHook]] = {}
-
-
-def register_step_hook(kind: str, factory: Callable[[Mapping[str, Any]], StepHook]) -> None:
-    """Make ``{"kind": kind, ...}`` in a spec's ``hook`` build ``factory(hook_config)``."""
-    STEP_HOOKS[str(kind)] = factory
-
-
-def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
-    """The hook a spec's ``hook`` config names (``None`` for none).
-
-    Raises:
-        ValueError: an unknown kind.
-    """
-    if hook is None:
-        return None
-    from . import online  # noqa: F401  (registers the online-mixing kinds ado and odm)
-
-    kind = hook.get("kind")
-    if kind not in STEP_HOOKS:
-        raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {sorted(STEP_HOOKS)}")
-    return STEP_HOOKS[kind](hook)
+__all__ = ["DoReMiHook", "doremi_update", "load_reference_model"]
 
 
 def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
@@ -286,10 +179,8 @@ class DoReMiHook:
         def named(values: Sequence[float]) -> dict[str, float]:
             return {d: float(v) for d, v in zip(self.names, values, strict=True)}
 
-        return {"kind": "doremi", "reference_run": self.reference_run, "step_size": self.step_size,
+        return {"kind": registry.DOREMI, "reference_run": self.reference_run, "step_size": self.step_size,
                 "smoothing": self.smoothing, "updates": self.updates, "weights": named(self.weights),
                 "average_weights": named(self.average), "scores": named(self.scores),
                 "finite": all(math.isfinite(v) for v in self.average)}
 
-
-register_step_hook("doremi", DoReMiHook)

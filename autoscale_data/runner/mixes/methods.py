@@ -18,16 +18,11 @@ every name of ``target.baselines``) instead of naming the methods one by one. A 
   controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.planning.plan.RunSpec.hook>`,
   returns its RunSpecs the same way), or ``skipped`` with the reason (logged and reported).
 
-Methods (``name``: where its mix comes from): ``autoscale`` (DDO at N1 and N2, projected),
-``ddo_n2`` (the DDO optimum at N2), ``uniform``, ``natural``, ``reference`` (user or preset weights,
-e.g. LLaMA-1's), ``autoscale_anytime`` (the mixture plan's path), ``regmix`` (RegMix, Liu et al. 2024:
-regression of the objective on the mixture, then a simplex search), ``mixing_law`` (Data Mixing Laws,
-Ye et al. 2024: ``L_i = c_i + k_i exp(t_i . w)`` per domain, minimised), ``doremi`` (DoReMi, Xie et al.
-2023: the average Group-DRO weights of a proxy trained against a reference model; see
-:class:`~autoscale_data.runner.mixes.hooks.DoReMiHook`), ``ado`` and ``odm`` (online mixing: the mix chosen
-during each target run by a controller, no runs before; see :mod:`~autoscale_data.runner.mixes.online`). A new method subclasses :class:`MixingMethod` and is
-added with :func:`register_method`; a name it registers is what ``target.baselines`` may name once
-:data:`~autoscale_data.runner.layout.TARGET_BASELINES` lists it.
+The methods and what each declares (its name, where its mix is chosen, its config section, its
+selection kinds and its step hook) are the registry's, :mod:`autoscale_data.runner.registry`: the one
+list of them. A new method subclasses :class:`MixingMethod` and is declared there (a
+:class:`~autoscale_data.runner.registry.MethodDeclaration` whose ``implementation`` names the class);
+``target.baselines`` may name it from then on.
 
 ``fits/methods.json`` holds one :class:`MethodRecord` per method: its source, weights, selection and cost
 run ids, and why it was skipped.
@@ -42,20 +37,26 @@ from pathlib import Path
 from typing import Any
 
 from ..._records import Record, required
-from .. import layout
+from .. import registry
 from ..config import RunnerConfig
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec, method_spec, target_spec
 
 __all__ = [
-    "METHODS",
+    "Anytime",
+    "AutoScale",
+    "DDON2",
+    "DoReMi",
+    "FixedMix",
     "MethodContext",
     "MethodRecord",
+    "MixingLaw",
     "MixingMethod",
+    "RegMix",
     "TargetChoice",
     "choose_all",
     "cost_lines",
-    "register_method",
+    "mixing_method",
     "selected_methods",
     "selection_stages",
 ]
@@ -113,15 +114,16 @@ class MethodRecord(Record):
 
 
 class MixingMethod:
-    """One way of choosing a target mix (see the module docstring); subclasses override what they need."""
+    """One way of choosing a target mix (see the module docstring); subclasses override what they need.
 
-    name = ""
-    #: Place in the plan: 0 AutoScale, 1 DDO at N2, 2 mixes known from the stores, 3 the anytime schedule,
-    #: 4 methods with runs of their own (within a place, ``target.baselines`` order).
-    order = 4
-    #: ``False``: the mix is known before any run (uniform, natural, reference).
-    after_runs = True
-    source = ""
+    Built from its :class:`~autoscale_data.runner.registry.MethodDeclaration`: ``name``, ``source`` and
+    ``order`` (its place in the plan) are the declaration's; ``after_runs`` is ``False`` for a mix known
+    before any run (from the stores: uniform, natural, reference)."""
+
+    def __init__(self, declaration: registry.MethodDeclaration) -> None:
+        self.declaration = declaration
+        self.name, self.source, self.order = declaration.name, declaration.source, declaration.order
+        self.after_runs = declaration.runs != registry.STORES
 
     def check(self, ctx: MethodContext) -> None:
         """Raise ``ValueError`` for input this method cannot use, before anything trains."""
@@ -138,9 +140,8 @@ class MixingMethod:
         raise NotImplementedError
 
 
-class _AutoScale(MixingMethod):
-    name, order = layout.AUTOSCALE, 0
-    source = "AutoScale (Kang et al.): DDO at N1 and N2, projected to the target budget"
+class AutoScale(MixingMethod):
+    """AutoScale: the DDO optima at N1 and N2, projected to the target budget."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
         return ctx.all_proxies
@@ -149,9 +150,8 @@ class _AutoScale(MixingMethod):
         return TargetChoice(weights=ctx.fits.weights, details={"projection": ctx.fits.method})
 
 
-class _DDON2(MixingMethod):
-    name, order = layout.DDO_N2, 1
-    source = "the DDO optimum at N2, not projected"
+class DDON2(MixingMethod):
+    """The DDO optimum at N2, used as is."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
         return ctx.n2_proxies
@@ -181,11 +181,8 @@ def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping
                          f"{exc}") from None
 
 
-class _Fixed(MixingMethod):
-    order, after_runs = 2, False
-
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
+class FixedMix(MixingMethod):
+    """A mix known from the stores: ``uniform``, ``natural`` or ``reference`` (``target.reference_weights``)."""
 
     def check(self, ctx: MethodContext) -> None:
         self.mix(ctx)
@@ -194,9 +191,9 @@ class _Fixed(MixingMethod):
         from ...solver import natural_weights, uniform_weights
 
         d = ctx.domains
-        if self.name == layout.UNIFORM:
+        if self.name == registry.UNIFORM:
             return uniform_weights(d.names)
-        if self.name == layout.NATURAL:
+        if self.name == registry.NATURAL:
             return natural_weights(d.train_tokens)
         target = ctx.config.target
         if isinstance(target.reference_weights, Mapping):
@@ -210,9 +207,8 @@ class _Fixed(MixingMethod):
         return TargetChoice(weights=self.mix(ctx))
 
 
-class _Anytime(MixingMethod):
-    name, order = layout.ANYTIME, 3
-    source = "AutoScale's mixture plan, followed along the run (schedule 'anytime')"
+class Anytime(MixingMethod):
+    """AutoScale's mixture plan, followed along the target run (schedule ``anytime``)."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
         return ctx.all_proxies
@@ -250,7 +246,7 @@ class _Regression(MixingMethod):
                                 mlm_probability=config.model.mlm_probability)
             config = dataclasses.replace(config, model=model)
         mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
-        return [method_spec(config, ctx.domains, "swarm", sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
+        return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
                 for k, w in enumerate(mixes)]
 
     def fit_runs(self, ctx: MethodContext) -> list[RunSpec]:
@@ -302,9 +298,8 @@ class _Regression(MixingMethod):
         raise NotImplementedError
 
 
-class _RegMix(_Regression):
-    name = layout.REGMIX
-    source = "RegMix (Liu et al. 2024): regression of the objective on the mixture, best candidates averaged"
+class RegMix(_Regression):
+    """RegMix: a regression of the objective on the mixture, its best candidates averaged."""
 
     def fit(self, ctx: MethodContext, table: Any) -> dict[str, float]:
         from ...solver.contrib import regmix_weights
@@ -314,9 +309,8 @@ class _RegMix(_Regression):
                               n_candidates=cfg.candidates, top_k=cfg.top_k, seed=ctx.config.seeds[0])
 
 
-class _MixingLaw(_Regression):
-    name = layout.MIXING_LAW
-    source = "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, minimised"
+class MixingLaw(_Regression):
+    """The data mixing law, fitted per domain and minimised."""
 
     def needed(self, m: int) -> int:
         return m + 2
@@ -327,10 +321,8 @@ class _MixingLaw(_Regression):
         return mixing_law_weights(table, objective=ctx.config.ddo.objective, seed=ctx.config.seeds[0])
 
 
-class _DoReMi(MixingMethod):
-    name = layout.DOREMI
-    source = ("DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a reference model "
-              "(github.com/sangmichaelxie/doremi)")
+class DoReMi(MixingMethod):
+    """DoReMi: a reference run, then a Group-DRO proxy run against it; the proxy's average weights."""
 
     def settings(self, ctx: MethodContext) -> Any:
         from ..config.method_sections import DoReMiConfig
@@ -349,10 +341,10 @@ class _DoReMi(MixingMethod):
         budget = cfg.budget or ctx.config.ddo.largest
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
-        ref = method_spec(ctx.config, ctx.domains, "doremi_reference", budget, "doremi reference", mix, seed)
-        hook = {"kind": "doremi", "reference_run": ref.run_id, "step_size": cfg.step_size,
+        ref = method_spec(ctx.config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
+        hook = {"kind": self.declaration.hook_kind, "reference_run": ref.run_id, "step_size": cfg.step_size,
                 "smoothing": cfg.smoothing, "initial": ref.weights}
-        proxy = method_spec(ctx.config, ctx.domains, "doremi_proxy", budget, "doremi proxy", mix, seed, hook=hook)
+        proxy = method_spec(ctx.config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
         return [[ref], [proxy]]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -368,24 +360,15 @@ class _DoReMi(MixingMethod):
                                      "updates": hook["updates"], "proxy_run": proxy.run_id})
 
 
-#: Every method by name.
-METHODS: dict[str, MixingMethod] = {}
+def mixing_method(name: str) -> MixingMethod:
+    """The method registered as ``name``, built from its declaration.
 
-
-def register_method(method: MixingMethod) -> None:
-    """Add (or replace) a method under its ``name``."""
-    if not method.name:
-        raise ValueError("a mixing method needs a name")
-    METHODS[method.name] = method
-
-
-for _m in (_AutoScale(), _DDON2(), _Anytime(), _RegMix(), _MixingLaw(), _DoReMi(),
-           _Fixed(layout.UNIFORM, "equal weights"), _Fixed(layout.NATURAL, "each domain's share of the tokens"),
-           _Fixed(layout.REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)")):
-    register_method(_m)
-
-
-from . import online as _online  # noqa: E402,F401  (registers the online methods ado and odm)
+    Raises:
+        ValueError: no method of that name is registered.
+    """
+    decl = registry.declaration(name)
+    method: MixingMethod = registry.load(decl.implementation)(decl)
+    return method
 
 
 def selected_methods(config: RunnerConfig) -> list[MixingMethod]:
@@ -394,12 +377,12 @@ def selected_methods(config: RunnerConfig) -> list[MixingMethod]:
     Raises:
         ValueError: a baseline no method is registered for.
     """
-    names = [layout.AUTOSCALE, *config.target.baselines]
-    unknown = [n for n in names if n not in METHODS]
+    names = [registry.AUTOSCALE, *config.target.baselines]
+    unknown = [n for n in names if n not in registry.MIXING_METHODS]
     if unknown:
         raise ValueError(f"target.baselines names {unknown}, for which no mixing method is registered "
-                         f"(known: {sorted(METHODS)})")
-    return sorted((METHODS[n] for n in names), key=lambda m: (m.order, names.index(m.name)))
+                         f"(known: {sorted(registry.MIXING_METHODS)})")
+    return sorted((mixing_method(n) for n in names), key=lambda m: (m.order, names.index(m.name)))
 
 
 def selection_stages(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[list[RunSpec]]:

@@ -6,12 +6,12 @@ An online run is a target run whose stream follows a controller
 controller sees the per-domain training losses (all-reduced once) and decides a later segment. It
 goes through the runner's two general mechanisms, nothing of its own:
 
-- the registry of methods (:mod:`.methods`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
+- the registry of methods (:mod:`autoscale_data.runner.registry`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
   before its targets (its cost is 0 extra runs: the mix is chosen inside the target run) and returns
   its own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`), whose
   ``hook`` is ``{"kind": "ado" | "odm", "every", "lookahead", "options"}`` (so the controller enters the
   run id);
-- the trainer's step hooks (:mod:`.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
+- the trainer's step hooks (:mod:`autoscale_data.runner.training.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
   puts the run's dataset in online mode (before the trainer loads a checkpoint's dataset state: the
   state of an online dataset only loads into one); ``observe_losses`` feeds the trainer's per-token
   losses of every micro-batch to the mixture's loss meter (the losses the trainer computes anyway for
@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import layout
+from .. import registry
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec, target_spec
-from .hooks import HookBatch, HookContext, register_step_hook
-from .methods import MethodContext, MixingMethod, TargetChoice, register_method
+from ..training.hooks import HookBatch, HookContext
+from .methods import MethodContext, MixingMethod, TargetChoice
 
 __all__ = ["OnlineMethod", "OnlineMixingHook", "make_controller", "online_hook_config", "online_target_spec"]
 
@@ -50,11 +50,11 @@ def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float
     """
     from ...online import ADO, ODM
 
-    if kind == layout.ADO:
+    if kind == registry.ADO:
         return ADO(list(names), {n: float(natural[n]) for n in names}, **dict(options))
-    if kind == layout.ODM:
+    if kind == registry.ODM:
         return ODM(list(names), **dict(options))
-    raise ValueError(f"online controller {kind!r} is unknown: expected one of {list(layout.ONLINE_MIXES)}")
+    raise ValueError(f"online controller {kind!r} is unknown: expected one of {list(registry.names(registry.ONLINE))}")
 
 
 def online_hook_config(config: Any, method: str) -> dict[str, Any]:
@@ -74,10 +74,8 @@ def online_target_spec(config: Any, domains: DomainInfo, method: str, seed: int)
 class OnlineMethod(MixingMethod):
     """``ado`` / ``odm``: one online-mixing target run per target seed; no runs before them."""
 
-    after_runs = True  # planned with the other target runs, once the proxies are fitted
-
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
+    # planned with the other target runs, once the proxies are fitted (``after_runs``: its declaration's runs
+    # are ``online``, not the stores)
 
     def check(self, ctx: MethodContext) -> None:
         hook = online_hook_config(ctx.config, self.name)
@@ -96,7 +94,7 @@ class OnlineMethod(MixingMethod):
 
 
 class OnlineMixingHook:
-    """The trainer's side of an online run (the step-hook protocol of :mod:`.hooks`).
+    """The trainer's side of an online run (the step-hook protocol of :mod:`autoscale_data.runner.training.hooks`).
 
     Config: ``{"kind": "ado" | "odm", "every": k, "lookahead": L or None, "options": {...}}``.
     """
@@ -151,10 +149,3 @@ class OnlineMixingHook:
                 "starts": log["starts"], "weights": log["weights"],
                 "realised": {d: n / whole for d, n in zip(self.names, totals, strict=True)}}
 
-
-for _kind, _source in ((layout.ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix "
-                                    "following their slopes; no proxy runs (0 extra runs: chosen inside the target run)"),
-                       (layout.ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy "
-                                    "runs (0 extra runs: chosen inside the target run)")):
-    register_step_hook(_kind, OnlineMixingHook)
-    register_method(OnlineMethod(_kind, _source))

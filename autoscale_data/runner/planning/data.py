@@ -7,10 +7,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...mixing import largest_remainder
 from ...store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores, megatron_hint
 from ..config import RunnerConfig
 
-__all__ = ["DomainInfo", "inspect_domains"]
+__all__ = ["DomainInfo", "batch_sequences", "ddo_base_counts", "inspect_domains"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +66,35 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
         train_tokens={n: s.train.num_tokens for n, s in stores.items()},
         val_tokens={n: s.val.num_tokens for n, s in stores.items()},
         fingerprints=fingerprints, vocab_size=first.vocab_size, eos_id=first.eos_id, tokenizer=first.spec)
+
+
+def batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
+    """Whole global batches of sequences in ``budget_tokens`` (``ValueError`` under one batch)."""
+    per_batch = config.global_batch_size
+    batches = budget_tokens // (config.seq_len * per_batch)
+    if batches < 1:
+        raise ValueError(f"budget {budget_tokens} tokens is less than one global batch "
+                         f"({per_batch} x {config.seq_len} tokens)")
+    return batches * per_batch
+
+
+def ddo_base_counts(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, int]:
+    """Sequences per domain of the DDO base run at ``budget`` (uniform or configured base weights)."""
+    base = config.ddo.base_weights
+    if base == "uniform":
+        weights = {d: 1.0 for d in domains.names}
+    else:
+        missing = sorted(set(domains.names) - set(base))
+        extra = sorted(set(base) - set(domains.names))
+        if missing or extra:
+            raise ValueError(f"ddo.base_weights must name exactly the domains {list(domains.names)}: "
+                             f"missing {missing}, unknown {extra}")
+        weights = {d: float(base[d]) for d in domains.names}
+    if any(w <= 0 for w in weights.values()):
+        raise ValueError(f"ddo.base_weights must all be positive (a domain with no base data cannot be "
+                         f"perturbed): {weights}")
+    counts = largest_remainder(weights, batch_sequences(config, budget))
+    empty = [d for d, n in counts.items() if n == 0]
+    if empty:
+        raise ValueError(f"ddo budget {budget} gives no sequence to domains {empty}: raise ddo.budgets")
+    return counts

@@ -27,8 +27,9 @@ from typing import Any
 
 from ..._records import Record, omitted
 from ...mixing import allowed_draws, largest_remainder
+from .. import registry
 from ..config import RunnerConfig, config_to_dict
-from .data import DomainInfo
+from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
     "ExtensionSpec",
@@ -44,6 +45,7 @@ __all__ = [
     "faithful_budget",
     "id_payload",
     "method_spec",
+    "proxy_dataset_options",
     "run_fingerprint",
     "schedule_counts",
     "supply_problems",
@@ -53,9 +55,10 @@ __all__ = [
 _PLAN_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
-#: Kinds of the runs another mixing method trains to choose its mix (see :mod:`.methods`): RegMix's
-#: swarm, DoReMi's reference (it keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
-SELECTION_KINDS = ("swarm", "doremi_reference", "doremi_proxy")
+#: Kinds of the runs the built-in mixing methods train to choose their mixes (their declarations'
+#: ``selection_kinds`` in :mod:`~autoscale_data.runner.registry`): RegMix's swarm, DoReMi's reference (it
+#: keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
+SELECTION_KINDS = registry.selection_kinds()
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,20 @@ class RunSpec(Record):
     def keeps_model(self) -> bool:
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
-        return self.kind == "doremi_reference"
+        return self.kind in registry.model_keeping_kinds()
+
+
+def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
+    """The dataset's ``pool`` (tokens) and ``max_epochs`` for ``spec``: a pooled domain may repeat as its
+    pool needs (the target's bound is checked on the target,
+    :func:`~autoscale_data.runner.planning.repetition.repetition_problems`)."""
+    pools = getattr(spec, "pools", None)
+    if not pools:
+        return {"max_epochs": max_epochs}
+    caps: dict[str, float | None] = dict.fromkeys(spec.sequences, max_epochs)
+    for d, size in pools.items():
+        caps[d] = max(1.0, spec.sequences[d] / size, max_epochs or 1.0)
+    return {"pool": {d: int(n) * spec.seq_len for d, n in pools.items()}, "max_epochs": caps}
 
 
 def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
@@ -258,7 +274,7 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     points = config.eval.target_points if role.kind == "target" else config.eval.proxy_points
     points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    keeps = role.kind == "doremi_reference"
+    keeps = role.kind in registry.model_keeping_kinds()
     run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, hook=hook,
                              keeps_model=keeps, pools=pools)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
@@ -276,46 +292,17 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
     Raises:
         ValueError: an unknown kind, weights naming unknown domains, or a budget under one global batch.
     """
-    if kind not in SELECTION_KINDS:
-        raise ValueError(f"run kind {kind!r} is invalid: expected one of {SELECTION_KINDS}")
+    known = registry.selection_kinds()
+    if kind not in known:
+        raise ValueError(f"run kind {kind!r} is invalid: expected one of {known}")
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
         raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
     full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, _batch_sequences(config, budget))
+    counts = largest_remainder(full, batch_sequences(config, budget))
     return _make(config, domains, _Role(kind, budget, label, seed), counts,
                  hook=None if hook is None else dict(hook))
 
-
-def _batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:
-    per_batch = config.global_batch_size
-    batches = budget_tokens // (config.seq_len * per_batch)
-    if batches < 1:
-        raise ValueError(f"budget {budget_tokens} tokens is less than one global batch "
-                         f"({per_batch} x {config.seq_len} tokens)")
-    return batches * per_batch
-
-
-def ddo_base_counts(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, int]:
-    """Sequences per domain of the DDO base run at ``budget`` (uniform or configured base weights)."""
-    base = config.ddo.base_weights
-    if base == "uniform":
-        weights = {d: 1.0 for d in domains.names}
-    else:
-        missing = sorted(set(domains.names) - set(base))
-        extra = sorted(set(base) - set(domains.names))
-        if missing or extra:
-            raise ValueError(f"ddo.base_weights must name exactly the domains {list(domains.names)}: "
-                             f"missing {missing}, unknown {extra}")
-        weights = {d: float(base[d]) for d in domains.names}
-    if any(w <= 0 for w in weights.values()):
-        raise ValueError(f"ddo.base_weights must all be positive (a domain with no base data cannot be "
-                         f"perturbed): {weights}")
-    counts = largest_remainder(weights, _batch_sequences(config, budget))
-    empty = [d for d, n in counts.items() if n == 0]
-    if empty:
-        raise ValueError(f"ddo budget {budget} gives no sequence to domains {empty}: raise ddo.budgets")
-    return counts
 
 
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
@@ -460,7 +447,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
     initial weights; see :mod:`~autoscale_data.runner.mixes.online`).
     """
-    total = _batch_sequences(config, config.target.budget)
+    total = batch_sequences(config, config.target.budget)
     if plan is not None:
         plan_json = plan.to_json() if hasattr(plan, "to_json") else dict(plan)
         counts = schedule_counts(plan_json, domains.names, total, config.seq_len)

@@ -25,7 +25,7 @@ proxy's own epoch cap is what its pool needs) and named in the dry run.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,7 @@ from ...solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
 from ..config.sections import REPETITION_MATCH, REPETITION_OFF
-from .data import DomainInfo
-from .plan import RunSpec, _batch_sequences, ddo_base_counts
+from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
     "REPETITION_FILE",
@@ -48,11 +47,9 @@ __all__ = [
     "RepetitionLaw",
     "matched",
     "mix_epochs",
-    "proxy_dataset_options",
     "proxy_pools",
     "repetition_law",
     "repetition_md",
-    "repetition_notes",
     "repetition_problems",
     "repetition_records",
     "target_epochs",
@@ -73,7 +70,7 @@ def _unique(config: RunnerConfig, domains: DomainInfo) -> dict[str, int]:
 
 
 def _exact_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[str, float]:
-    ratio = _batch_sequences(config, budget) / _batch_sequences(config, config.target.budget)
+    ratio = batch_sequences(config, budget) / batch_sequences(config, config.target.budget)
     return {d: u * ratio for d, u in _unique(config, domains).items()}
 
 
@@ -101,7 +98,7 @@ def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[
 def _target_counts(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, int]:
     """Sequences of each domain in a target run of ``weights``."""
     return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names},
-                             _batch_sequences(config, config.target.budget))
+                             batch_sequences(config, config.target.budget))
 
 
 def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
@@ -109,18 +106,6 @@ def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[st
     counts = _target_counts(config, domains, weights)
     unique = _unique(config, domains)
     return {d: (counts[d] / unique[d] if unique[d] else math.inf) for d in domains.names}
-
-
-def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
-    """The dataset's ``pool`` (tokens) and ``max_epochs`` for ``spec``: a pooled domain may repeat as its
-    pool needs (the target's bound is checked on the target, :func:`repetition_problems`)."""
-    pools = getattr(spec, "pools", None)
-    if not pools:
-        return {"max_epochs": max_epochs}
-    caps: dict[str, float | None] = dict.fromkeys(spec.sequences, max_epochs)
-    for d, size in pools.items():
-        caps[d] = max(1.0, spec.sequences[d] / size, max_epochs or 1.0)
-    return {"pool": {d: int(n) * spec.seq_len for d, n in pools.items()}, "max_epochs": caps}
 
 
 @dataclass(frozen=True)
@@ -150,7 +135,7 @@ def repetition_records(config: RunnerConfig, domains: DomainInfo) -> list[Domain
     unique = _unique(config, domains)
     bases = {n: ddo_base_counts(config, domains, n) for n in config.ddo.budgets}
     first = config.ddo.budgets[0]
-    base_total = _batch_sequences(config, first)
+    base_total = batch_sequences(config, first)
     epochs = target_epochs(config, domains, {d: n / base_total for d, n in bases[first].items()})
     pools = {n: proxy_pools(config, domains, n) for n in config.ddo.budgets}
     cap = 1.0 if config.max_epochs is None else float(config.max_epochs)
@@ -184,37 +169,6 @@ def repetition_problems(config: RunnerConfig, domains: DomainInfo) -> list[str]:
                          f"its base weight (ddo.base_weights) or the target budget, or add data")
     return lines
 
-
-def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequence[RunSpec] = ()) -> list[str]:
-    """The dry run's lines on repetition: each domain's target epochs and its proxies' pools (with
-    ``match``), or, without it, the domains the target would repeat while the proxies do not."""
-    if not matched(config):
-        epochs = target_epochs(config, domains, domains.natural_weights())
-        uniform = target_epochs(config, domains, dict.fromkeys(domains.names, 1.0))
-        repeated = [d for d in domains.names if max(epochs[d], uniform[d]) > 1.0 + 1e-9]
-        if not repeated:
-            return []
-        what = ", ".join(f"{d} {uniform[d]:.3g} epochs uniform" for d in repeated)
-        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: match "
-                "gives each proxy the target's repetition (docs/runner.md)"]
-    try:
-        records = repetition_records(config, domains)
-    except ValueError as exc:
-        return [f"REPETITION: {exc}"]
-    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its sequences "
-             "scaled by the proxy budget over the target's, so every run sees each domain's epochs of the target run with its tokens scaled to the target budget"]
-    for rec in records:
-        pools = ", ".join(f"{n:,}: {rec.pools[n]} seq ({rec.proxy_epochs[n]:.3g} ep)" if n in rec.pools
-                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} ep)" for n in config.ddo.budgets)
-        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs at the base "
-                     f"mix (cap {rec.cap:g}); proxy pools {pools}")
-    over = sorted({(s.label, s.scale) for s in proxies if s.pools and any(
-        s.sequences[d] / s.pools.get(d, 1) > (1.0 if config.max_epochs is None else config.max_epochs) + 1e-9
-        for d in s.pools)}, key=lambda x: (x[1], x[0]))
-    if over:
-        lines.append("  beyond max_epochs at the target (measured, the target mix stays within it): "
-                     + ", ".join(f"{label} @{n:,}" for label, n in over))
-    return lines
 
 
 def mix_epochs(config: RunnerConfig, domains: DomainInfo,

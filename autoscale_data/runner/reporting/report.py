@@ -248,13 +248,13 @@ def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, 
     Returns:
         ``{label: VersusUniform}``, the final values per domain and under ``key`` (empty without uniform runs).
     """
-    if "uniform" not in targets:
+    if layout.UNIFORM not in targets:
         return {}
-    base = {r.seed: r for r in targets["uniform"]}
+    base = {r.seed: r for r in targets[layout.UNIFORM]}
     out: dict[str, VersusUniform] = {}
     for label, rs in targets.items():
         pairs = [(r, base[r.seed]) for r in rs if r.seed in base]
-        if label == "uniform" or not pairs:
+        if label == layout.UNIFORM or not pairs:
             continue
         final = {d: mean_std([r.losses[d] - u.losses[d] for r, u in pairs]) for d in pairs[0][0].losses}
         final[key] = mean_std([r.value(key) - u.value(key) for r, u in pairs])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...solver import BootstrapResult
 from ...solver.vocabulary import OBSERVED, objective_key
+from .. import layout
 
 if TYPE_CHECKING:
     from ..records import BootstrapUnavailable, ProjectionFile
@@ -156,7 +157,7 @@ def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
 
 
 def _mix_name(label: str) -> str:
-    return "AutoScale" if label == "autoscale" else label
+    return "AutoScale" if label == layout.AUTOSCALE else label
 
 
 #: A paired verdict (:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`) in a few words, as plain as the proxies'.

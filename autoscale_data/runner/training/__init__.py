@@ -5,9 +5,9 @@
 checkpoints, ``evaluate`` the validation loss of every domain, ``extension`` a finished target run
 continued to a larger budget (its parent, mix and learning rate), ``downstream`` the zero-shot tasks on a
 finished target run's final model, ``step`` how fast the step runs (TF32, the micro-batch of
-``train.micro_batch: auto``).
+``train.micro_batch: auto``), ``hooks`` the step-hook protocol (a mixing method's code inside the steps).
 """
 
 from __future__ import annotations
 
-__all__ = ["checkpoint", "dist", "downstream", "evaluate", "extension", "step", "train"]
+__all__ = ["checkpoint", "dist", "downstream", "evaluate", "extension", "hooks", "step", "train"]

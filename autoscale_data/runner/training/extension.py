@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
-from .. import layout
+from .. import layout, registry
 from ..config import RunnerConfig
 from ..ledger import Ledger
 from ..planning.data import DomainInfo
@@ -167,7 +167,7 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
     parent = find_parent(out, run, seed)
     where = f"{parent.name} ({parent.run_id})"
     kind = (parent.hook or {}).get("kind")
-    if kind in layout.ONLINE_MIXES:
+    if kind in registry.names(registry.ONLINE):
         raise ValueError(f"run {where} is an online-mixing run ({kind}): its mix was chosen during training by a "
                          "controller, which leaves no mix to continue under, so it cannot be extended; train a target run "
                          f"at the larger budget instead (target.budget, with target.baselines: [{kind}])")

@@ -30,7 +30,7 @@ plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) ev
 deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
 
 A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
-it with :func:`~autoscale_data.runner.mixes.hooks.make_step_hook` and calls it every micro-batch and step
+it with :func:`~autoscale_data.runner.training.hooks.make_step_hook` and calls it every micro-batch and step
 (protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
 ``"step_hook"``. Without one nothing of the above changes. A DoReMi reference run keeps its final
 checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says.
@@ -126,7 +126,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
         from ...solver import MixturePlan
 
         weights = MixturePlan.from_json(spec.plan or {})
-    from ..planning.repetition import proxy_dataset_options
+    from ..planning.plan import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
@@ -322,7 +322,7 @@ class _Trainer:
         """The loss to backpropagate: the model's mean loss, or what the run's step hook returns instead."""
         if self.hook is None:
             return mean
-        from ..mixes.hooks import HookBatch
+        from .hooks import HookBatch
 
         loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=logits, domain=domain, micro=micro,
                                         last_micro=micro == self.gas - 1, losses=losses, mask=keep))
@@ -522,7 +522,7 @@ class _Trainer:
 
     def _bind_hook(self, names: Sequence[str], dataset: Any) -> None:
         """Build and bind the spec's step hook (none: ``self.hook`` stays ``None``)."""
-        from ..mixes.hooks import HookContext, make_step_hook
+        from .hooks import HookContext, make_step_hook
 
         self.hook = make_step_hook(self.spec.hook)
         if self.hook is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,11 @@ class InPlaceFormat:
             validation data, if the format or its options give one.
         detect: whether ``path`` holds data of this format (for ``format=None``).
         expected: what a path of this format is, for messages (``"a Megatron prefix ..."``).
+        argument: what the path is called in the CLI (``prepare --from-NAME DOMAIN=ARGUMENT``).
+        flags: older CLI spellings of an option field's flag (``prepare --NAME-FIELD``), by field.
+
+    The ``prepare`` CLI derives its options from here: ``--from-NAME DOMAIN=ARGUMENT`` for each format, and
+    ``--NAME-FIELD [DOMAIN=]VALUE`` for each field of its options (help: the field's ``Attributes:`` entry).
     """
 
     name: str
@@ -71,3 +76,5 @@ class InPlaceFormat:
     open: Callable[[Path, Any], tuple[InPlaceSource, InPlaceSource | None]]
     detect: Callable[[Path], bool]
     expected: str
+    argument: str = "PATH"
+    flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -27,7 +27,7 @@ HF_FORMAT = "hf-datasets"
 class HFOptions:
     """Options of the ``datasets`` format.
 
-    Args:
+    Attributes:
         column: the token-id column (a list of integers per row).
     """
 
@@ -130,4 +130,5 @@ def _detect(path: Path) -> bool:
 
 
 FORMAT = InPlaceFormat("hf", HFOptions, _open, _detect,
-                       "a datasets directory written by save_to_disk (a Dataset or a DatasetDict)")
+                       "a datasets directory written by save_to_disk (a Dataset or a DatasetDict)", "DIR",
+                       {"column": ("--column",)})

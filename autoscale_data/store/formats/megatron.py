@@ -33,7 +33,7 @@ _CODES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float64
 class MegatronOptions:
     """Options of the Megatron format.
 
-    Args:
+    Attributes:
         val_prefix: a separate Megatron dataset to validate on (default: hold out the last documents).
     """
 
@@ -173,4 +173,5 @@ def _detect(path: Path) -> bool:
 
 
 FORMAT = InPlaceFormat("megatron", MegatronOptions, _open, _detect,
-                       "a Megatron dataset prefix (PREFIX.bin + PREFIX.idx)")
+                       "a Megatron dataset prefix (PREFIX.bin + PREFIX.idx)", "PREFIX",
+                       {"val_prefix": ("--megatron-val", "--val-prefix")})

@@ -1,0 +1,247 @@
+"""The registry of mixing methods: every method's declaration, the one place a method's name is spelt.
+
+A method (:class:`MethodDeclaration`) declares its ``name``, where its mix is chosen (``runs``: from the
+fits, from the stores, from runs of its own, or online inside the target run), its place in the plan, its
+config section, the kinds of the runs it trains before its targets (its selection kinds), the step-hook
+kind its runs train with, and where its code lives (``implementation``, and ``hook`` for its step hook:
+``package.module.Class``, imported when first used). The built-in methods are
+:data:`BUILTINS`, registered here and nowhere else; :func:`register_method` adds another.
+
+Everything else reads this registry: the layout's target-mix labels, the config's check of
+``target.baselines`` and of its optional method sections, the selection kinds of a
+:class:`~autoscale_data.runner.planning.plan.RunSpec`, the trainer's step hooks
+(:func:`~autoscale_data.runner.training.hooks.make_step_hook`) and the methods the runner plans
+(:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "ADO",
+    "ANYTIME",
+    "AUTOSCALE",
+    "BUILTINS",
+    "DDO_N2",
+    "DOREMI",
+    "DOREMI_PROXY",
+    "DOREMI_REFERENCE",
+    "FITTED",
+    "MIXING_LAW",
+    "MIXING_METHODS",
+    "MethodDeclaration",
+    "NATURAL",
+    "ODM",
+    "ONLINE",
+    "OWN_RUNS",
+    "REFERENCE",
+    "REGMIX",
+    "RUN_PLACES",
+    "STORES",
+    "SWARM",
+    "UNIFORM",
+    "baselines",
+    "declaration",
+    "hook_factory",
+    "hook_kinds",
+    "load",
+    "model_keeping_kinds",
+    "names",
+    "register_method",
+    "sections",
+    "selection_kinds",
+]
+
+RunPlace = Literal["fitted", "stores", "own_runs", "online"]
+"""Where a method's mix is chosen: from AutoScale's fits, from the stores before any run, from runs the
+runner trains for it, or by a controller inside each target run."""
+RUN_PLACES: tuple[RunPlace, ...] = get_args(RunPlace)
+FITTED, STORES, OWN_RUNS, ONLINE = RUN_PLACES
+
+# ---- the built-in methods' names (the target runs' labels)
+AUTOSCALE = "autoscale"
+ANYTIME = "autoscale_anytime"
+DDO_N2 = "ddo_n2"
+NATURAL = "natural"
+REFERENCE = "reference"
+UNIFORM = "uniform"
+DOREMI = "doremi"
+REGMIX = "regmix"
+MIXING_LAW = "mixing_law"
+ADO = "ado"
+ODM = "odm"
+# ---- their selection kinds (the kinds of the runs they train before their targets)
+SWARM = "swarm"
+DOREMI_REFERENCE = "doremi_reference"
+DOREMI_PROXY = "doremi_proxy"
+
+
+@dataclass(frozen=True)
+class MethodDeclaration:
+    """What a mixing method declares (see the module docstring).
+
+    Attributes:
+        name: the label of its target runs and what ``target.baselines`` names.
+        source: where its mix comes from, in words (``fits/methods.json`` and the report).
+        runs: where the mix is chosen (one of :data:`RUN_PLACES`).
+        order: its place in the plan (0 AutoScale, 1 DDO at N2, 2 the stores' mixes, 3 the anytime schedule,
+            4 methods with runs of their own or online; within a place, ``target.baselines`` order).
+        implementation: its :class:`~autoscale_data.runner.mixes.methods.MixingMethod` class
+            (``package.module.Class``, imported when first used, or the class), built with this declaration.
+        section: the optional top-level config section it reads (``None``: none).
+        selection_kinds: the kinds of the runs it trains before its targets.
+        keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
+        hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
+        hook: the step hook's class (as ``implementation``), built from a spec's hook config.
+    """
+
+    name: str
+    source: str
+    runs: RunPlace
+    order: int
+    implementation: str | type
+    section: str | None = None
+    selection_kinds: tuple[str, ...] = ()
+    keeps_model: tuple[str, ...] = ()
+    hook_kind: str | None = None
+    hook: str | type | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.isidentifier():
+            raise ValueError(f"mixing method name {self.name!r} is invalid: expected an identifier")
+        if self.runs not in RUN_PLACES:
+            raise ValueError(f"mixing method {self.name!r} runs = {self.runs!r} is invalid: expected one of "
+                             f"{RUN_PLACES}")
+        if not set(self.keeps_model) <= set(self.selection_kinds):
+            raise ValueError(f"mixing method {self.name!r}: keeps_model {self.keeps_model} are not among its "
+                             f"selection kinds {self.selection_kinds}")
+        if (self.hook_kind is None) != (self.hook is None):
+            raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
+
+
+_METHODS = "autoscale_data.runner.mixes.methods"
+_ONLINE = "autoscale_data.runner.mixes.online"
+_FIXED = f"{_METHODS}.FixedMix"
+
+#: The built-in methods, registered explicitly (this order gives each target mix its colour in the plots).
+BUILTINS: tuple[MethodDeclaration, ...] = (
+    MethodDeclaration(AUTOSCALE, "AutoScale (Kang et al.): DDO at N1 and N2, projected to the target budget",
+                      FITTED, 0, f"{_METHODS}.AutoScale"),
+    MethodDeclaration(ANYTIME, "AutoScale's mixture plan, followed along the run (schedule 'anytime')", FITTED, 3,
+                      f"{_METHODS}.Anytime"),
+    MethodDeclaration(DDO_N2, "the DDO optimum at N2, not projected", FITTED, 1, f"{_METHODS}.DDON2"),
+    MethodDeclaration(NATURAL, "each domain's share of the tokens", STORES, 2, _FIXED),
+    MethodDeclaration(REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)", STORES, 2,
+                      _FIXED),
+    MethodDeclaration(UNIFORM, "equal weights", STORES, 2, _FIXED),
+    MethodDeclaration(DOREMI, "DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a "
+                      "reference model (github.com/sangmichaelxie/doremi)", OWN_RUNS, 4, f"{_METHODS}.DoReMi",
+                      section=DOREMI, selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY),
+                      keeps_model=(DOREMI_REFERENCE,), hook_kind=DOREMI, hook="autoscale_data.runner.mixes.hooks.DoReMiHook"),
+    MethodDeclaration(REGMIX, "RegMix (Liu et al. 2024): regression of the objective on the mixture, best "
+                      "candidates averaged", OWN_RUNS, 4, f"{_METHODS}.RegMix", section=REGMIX,
+                      selection_kinds=(SWARM,)),
+    MethodDeclaration(MIXING_LAW, "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, "
+                      "minimised", OWN_RUNS, 4, f"{_METHODS}.MixingLaw", section=REGMIX, selection_kinds=(SWARM,)),
+    MethodDeclaration(ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix following "
+                      "their slopes; no proxy runs (0 extra runs: chosen inside the target run)", ONLINE, 4,
+                      f"{_ONLINE}.OnlineMethod", section="online", hook_kind=ADO,
+                      hook=f"{_ONLINE}.OnlineMixingHook"),
+    MethodDeclaration(ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy runs "
+                      "(0 extra runs: chosen inside the target run)", ONLINE, 4, f"{_ONLINE}.OnlineMethod",
+                      section="online", hook_kind=ODM, hook=f"{_ONLINE}.OnlineMixingHook"),
+)
+
+#: Every registered method by name (the built-ins, then what :func:`register_method` added).
+MIXING_METHODS: dict[str, MethodDeclaration] = {m.name: m for m in BUILTINS}
+
+
+def register_method(method: MethodDeclaration) -> None:
+    """Add (or replace) a method under its name: ``target.baselines`` may name it from then on.
+
+    Raises:
+        ValueError: the name is AutoScale's (always trained), or its hook kind is another method's.
+    """
+    if method.name == AUTOSCALE:
+        raise ValueError(f"mixing method {AUTOSCALE!r} is AutoScale itself and cannot be replaced")
+    taken = {m.hook_kind: m.name for m in MIXING_METHODS.values() if m.hook_kind and m.name != method.name}
+    if method.hook_kind in taken and MIXING_METHODS[taken[method.hook_kind]].hook != method.hook:
+        raise ValueError(f"step hook kind {method.hook_kind!r} of {method.name!r} is {taken[method.hook_kind]!r}'s "
+                         "with another hook class")
+    MIXING_METHODS[method.name] = method
+
+
+def declaration(name: str) -> MethodDeclaration:
+    """The declaration of method ``name``.
+
+    Raises:
+        ValueError: no method of that name is registered.
+    """
+    if name not in MIXING_METHODS:
+        raise ValueError(f"mixing method {name!r} is not registered: expected one of {names()}")
+    return MIXING_METHODS[name]
+
+
+def names(*runs: RunPlace) -> tuple[str, ...]:
+    """The registered methods' names (only those whose mix is chosen at one of ``runs``, when given)."""
+    return tuple(m.name for m in MIXING_METHODS.values() if not runs or m.runs in runs)
+
+
+def baselines() -> tuple[str, ...]:
+    """What ``target.baselines`` may name: every method but AutoScale (always trained)."""
+    return tuple(n for n in names() if n != AUTOSCALE)
+
+
+def _union(values: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for vs in values for v in vs))
+
+
+def selection_kinds() -> tuple[str, ...]:
+    """The kinds of the runs methods train before their targets."""
+    return _union(m.selection_kinds for m in MIXING_METHODS.values())
+
+
+def model_keeping_kinds() -> tuple[str, ...]:
+    """The selection kinds whose run keeps its final model."""
+    return _union(m.keeps_model for m in MIXING_METHODS.values())
+
+
+def hook_kinds() -> tuple[str, ...]:
+    """The step-hook kinds of the registered methods."""
+    return _union((m.hook_kind,) for m in MIXING_METHODS.values() if m.hook_kind)
+
+
+def sections() -> tuple[str, ...]:
+    """The optional top-level config sections the methods read."""
+    return _union((m.section,) for m in MIXING_METHODS.values() if m.section)
+
+
+def load(path: str | type) -> Any:
+    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a ``package.module.Name``
+    imported now.
+
+    Raises:
+        ValueError: the path names no importable object.
+    """
+    if not isinstance(path, str):
+        return path
+    module, _, attr = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"{path!r} names no importable object (expected package.module.Name): {exc}") from None
+
+
+def hook_factory(kind: str) -> Any:
+    """The step-hook class of ``kind`` (called with a spec's hook config).
+
+    Raises:
+        ValueError: no registered method declares that kind.
+    """
+    for m in MIXING_METHODS.values():
+        if m.hook_kind == kind and m.hook is not None:
+            return load(m.hook)
+    raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {sorted(hook_kinds())}")
