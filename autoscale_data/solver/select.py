@@ -88,7 +88,7 @@ RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rul
 
 
 @dataclass(frozen=True)
-class Observed:
+class Observed(Record):
     """The observed candidate: the largest budget's best mix, used as is at the target.
 
     Attributes:
@@ -96,6 +96,7 @@ class Observed:
         budget_tokens: the target; source_budget: the budget it was observed at.
         source: ``"run"`` (the lowest-objective run) or ``"ddo"`` (the DDO optimum of a design).
         run_id: the run (``source == "run"``); objective: its objective value as run (or None).
+        method: ``"observed"``; description: :meth:`describe` (both written, not read).
     """
 
     weights: dict[str, float]
@@ -106,23 +107,19 @@ class Observed:
     run_id: str | None = None
     objective: float | None = None
     warnings: list[str] = field(default_factory=list)
+    method: str = field(init=False, default=OBSERVED)
+    description: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         if self.source not in ("run", "ddo"):
             raise ValueError(f"Observed.source must be 'run' or 'ddo', got {self.source!r}")
+        object.__setattr__(self, "description", self.describe())
 
     def describe(self) -> str:
         """One line: which mix this is."""
         if self.source == "ddo":
             return f"the DDO optimum at {self.source_budget:.4g} tokens"
         return f"run {self.run_id!r}, the best at {self.source_budget:.4g} tokens (objective {self.objective:.5g})"
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain-dict form."""
-        return {"method": OBSERVED, "weights": dict(self.weights), "allocation_tokens": dict(self.allocation_tokens),
-                "budget_tokens": self.budget_tokens, "source_budget": self.source_budget, "source": self.source,
-                "run_id": self.run_id, "objective": self.objective, "description": self.describe(),
-                "warnings": list(self.warnings)}
 
 
 def table_budget(table: RunTable) -> float:
