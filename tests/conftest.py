@@ -59,3 +59,14 @@ def ray_address() -> Any:
         yield context.address_info["address"]
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _method_registry_restored():
+    """A test (or a docs snippet) that registers a mixing method leaves the registry as it found it."""
+    from autoscale_data.runner.registry import MIXING_METHODS
+
+    before = dict(MIXING_METHODS)
+    yield
+    MIXING_METHODS.clear()
+    MIXING_METHODS.update(before)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import subprocess
 import sys
@@ -45,6 +47,27 @@ def test_a_directory_holds_one_demo_mode(tmp_path) -> None:
         run_demo(tmp_path, quick=True, log=lambda _: None)
 
 
+@functools.cache
+def _fit_files() -> tuple[dict, dict]:
+    """A real DDO fit file and bootstrap file of two domains ``a`` and ``b`` (the tests set what the table reads)."""
+    from autoscale_data.solver import DDOOptions, bootstrap_ddo, fit_ddo
+    from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+    runs = synthetic_ddo_runs({"a": 50.0, "b": 50.0}, [1.0, 2.0], [0.3, 0.4], multipliers=(3.0, 1.7, 1 / 1.7, 1 / 3),
+                              seeds=2, noise=0.01)
+    ddo = fit_ddo(runs, DDOOptions())
+    return ddo.to_json(), bootstrap_ddo(runs, DDOOptions(), n_boot=20, point=ddo).to_json()
+
+
+def _ddo(weights: dict, identified: bool | None = None) -> dict:
+    obj = copy.deepcopy(_fit_files()[0]) | {"weights": weights}
+    if identified is None:
+        obj["identifiability"] = None
+    else:
+        obj["identifiability"]["identified"] = identified
+    return obj
+
+
 def _report() -> dict:
     """A report.json's content: what the table reads, the rest empty."""
     curve = {"tokens": [1.0], "mean": [1.0], "std": [0.0], "n": 1}
@@ -52,10 +75,9 @@ def _report() -> dict:
     return {
         "domains": ["a", "b"], "objective": "mean_loss", "out_dir": "/x", "name": "t", "failed_runs": [],
         "proxies": {}, "throughput": {"runs": 0, "devices": [], "train_hours": 0.0},
-        "ddo": {"100": {"weights": {"a": 0.6, "b": 0.4},
-                        "identifiability": {"identified": False, "summary": "NOT identified by the data: a b c."}},
-                "200": {"weights": {"a": 0.55, "b": 0.45}}},
-        "bootstrap": {"100": {"available": True, "distinguishable_from_base": False}},
+        "ddo": {"100": _ddo({"a": 0.6, "b": 0.4}, identified=False),
+                "200": _ddo({"a": 0.55, "b": 0.45})},
+        "bootstrap": {"100": copy.deepcopy(_fit_files()[1]) | {"distinguishable_from_base": False}},
         "projection": {"budget_tokens": 1000.0, "weights": {"a": 0.45, "b": 0.55}},
         "target_mixes": {"autoscale": {"a": 0.45, "b": 0.55}, "ddo_n2": {"a": 0.55, "b": 0.45},
                          "uniform": {"a": 0.5, "b": 0.5}},
@@ -82,7 +104,8 @@ def test_table_shows_weights_losses_and_savings_honestly() -> None:
     assert "+30.0%" in text  # saving vs uniform
     assert "not reached" in text and "20.0% fewer tokens" in text  # a loss against DDO(N2) is shown as such
     assert "NOT distinguishable" in text
-    assert "at 100: NOT identified by the data: a b c." in text
+    ident = Report.from_json(_report()).ddo["100"].identifiability  # its summary is computed from its fields
+    assert not ident.identified and f"at 100: {ident.summary}" in text
     report = _report()
     report["bootstrap"]["100"]["method"] = "consistent_fits"
     assert "bootstrap at 100: the runs carry no estimate of noise" in _table(report, DEMO_PRESETS["full"])

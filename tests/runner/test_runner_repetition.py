@@ -201,7 +201,7 @@ def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwi
     dom = _domains()
     options = DDOOptions(objective="mean_loss", min_weight=0.02)
     raw_mix = {"big": 0.6, "small": 0.4}  # small: 3,277 of 625 sequences at the target = 5.2 epochs
-    summary = {"method": "robust", "weights": dict(raw_mix)}
+    summary = {"method": "robust", "weights": dict(raw_mix), "budget_tokens": 262_144.0}  # projection.json's keys
     cfg = _config()
     lines: list[str] = []
     out = repetition_law(cfg, dom, _law_tables(cfg, dom), options, summary, log=lines.append)

@@ -32,6 +32,7 @@ INTERNAL = {
     "OUT_FLOOR", "PROFILE_B", "PROFILE_SHIFTS", "SHARE_SUM_TOL", "SHIFT_RANGE", "allocate", "as_scales", "choose",
     "consistent_fits", "fit_on_grid",
     "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "nearest_run_objective", "objective_weight",
+    "backtest_margin", "law_noise", "law_objective", "mix_groups",  # the backtest's pieces (solver/select.py)
     "one_scale",
     # the closed name sets (solver/vocabulary.py): read by the runner's config, the CLI and the docs
     "AUTO", "DEFAULT_LAW", "GEOMETRIC", "JOINT", "LAWS", "LAW_3P", "LAW_4P", "Law", "MEAN_LOSS", "MEAN_PPL", "Method",
