@@ -63,10 +63,13 @@ def ray_address() -> Any:
 
 @pytest.fixture(autouse=True)
 def _method_registry_restored():
-    """A test (or a docs snippet) that registers a mixing method leaves the registry as it found it."""
-    from autoscale_data.runner.registry import MIXING_METHODS
-
-    before = dict(MIXING_METHODS)
+    """A test (or a docs snippet) that registers a mixing method leaves the registry as it found it (without
+    importing the runner, and so torch, into tests that never touch it)."""
+    name = "autoscale_data.runner.registry"
+    registry = sys.modules.get(name)
+    before = None if registry is None else dict(registry.MIXING_METHODS)
     yield
-    MIXING_METHODS.clear()
-    MIXING_METHODS.update(before)
+    registry = sys.modules.get(name)
+    if registry is not None:
+        registry.MIXING_METHODS.clear()
+        registry.MIXING_METHODS.update(before if before is not None else {m.name: m for m in registry.BUILTINS})
