@@ -92,6 +92,8 @@ class MethodDeclaration:
         implementation: its :class:`~autoscale_data.runner.mixes.methods.MixingMethod` class
             (``package.module.Class``, imported when first used, or the class), built with this declaration.
         section: the optional top-level config section it reads (``None``: none).
+        config: that section's frozen dataclass (as ``implementation``); the config builds, checks and
+            documents the section from it.
         selection_kinds: the kinds of the runs it trains before its targets.
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
@@ -104,6 +106,7 @@ class MethodDeclaration:
     order: int
     implementation: str | type
     section: str | None = None
+    config: str | type | None = None
     selection_kinds: tuple[str, ...] = ()
     keeps_model: tuple[str, ...] = ()
     hook_kind: str | None = None
@@ -118,6 +121,8 @@ class MethodDeclaration:
         if not set(self.keeps_model) <= set(self.selection_kinds):
             raise ValueError(f"mixing method {self.name!r}: keeps_model {self.keeps_model} are not among its "
                              f"selection kinds {self.selection_kinds}")
+        if (self.section is None) != (self.config is None):
+            raise ValueError(f"mixing method {self.name!r} declares a config section and its class together or neither")
         if (self.hook_kind is None) != (self.hook is None):
             raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
 
@@ -125,6 +130,7 @@ class MethodDeclaration:
 _METHODS = "autoscale_data.runner.mixes.methods"
 _ONLINE = "autoscale_data.runner.mixes.online"
 _FIXED = f"{_METHODS}.FixedMix"
+_SECTIONS = "autoscale_data.runner.config.method_sections"
 
 #: The built-in methods, registered explicitly (this order gives each target mix its colour in the plots).
 BUILTINS: tuple[MethodDeclaration, ...] = (
@@ -139,20 +145,23 @@ BUILTINS: tuple[MethodDeclaration, ...] = (
     MethodDeclaration(UNIFORM, "equal weights", STORES, 2, _FIXED),
     MethodDeclaration(DOREMI, "DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a "
                       "reference model (github.com/sangmichaelxie/doremi)", OWN_RUNS, 4, f"{_METHODS}.DoReMi",
-                      section=DOREMI, selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY),
+                      section=DOREMI, config=f"{_SECTIONS}.DoReMiConfig",
+                      selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY),
                       keeps_model=(DOREMI_REFERENCE,), hook_kind=DOREMI, hook="autoscale_data.runner.mixes.hooks.DoReMiHook"),
     MethodDeclaration(REGMIX, "RegMix (Liu et al. 2024): regression of the objective on the mixture, best "
                       "candidates averaged", OWN_RUNS, 4, f"{_METHODS}.RegMix", section=REGMIX,
-                      selection_kinds=(SWARM,)),
+                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,)),
     MethodDeclaration(MIXING_LAW, "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, "
-                      "minimised", OWN_RUNS, 4, f"{_METHODS}.MixingLaw", section=REGMIX, selection_kinds=(SWARM,)),
+                      "minimised", OWN_RUNS, 4, f"{_METHODS}.MixingLaw", section=REGMIX,
+                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,)),
     MethodDeclaration(ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix following "
                       "their slopes; no proxy runs (0 extra runs: chosen inside the target run)", ONLINE, 4,
-                      f"{_ONLINE}.OnlineMethod", section="online", hook_kind=ADO,
-                      hook=f"{_ONLINE}.OnlineMixingHook"),
+                      f"{_ONLINE}.OnlineMethod", section="online", config=f"{_SECTIONS}.OnlineMixingConfig",
+                      hook_kind=ADO, hook=f"{_ONLINE}.OnlineMixingHook"),
     MethodDeclaration(ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy runs "
                       "(0 extra runs: chosen inside the target run)", ONLINE, 4, f"{_ONLINE}.OnlineMethod",
-                      section="online", hook_kind=ODM, hook=f"{_ONLINE}.OnlineMixingHook"),
+                      section="online", config=f"{_SECTIONS}.OnlineMixingConfig", hook_kind=ODM,
+                      hook=f"{_ONLINE}.OnlineMixingHook"),
 )
 
 #: Every registered method by name (the built-ins, then what :func:`register_method` added).
@@ -214,9 +223,9 @@ def hook_kinds() -> tuple[str, ...]:
     return _union((m.hook_kind,) for m in MIXING_METHODS.values() if m.hook_kind)
 
 
-def sections() -> tuple[str, ...]:
-    """The optional top-level config sections the methods read."""
-    return _union((m.section,) for m in MIXING_METHODS.values() if m.section)
+def sections() -> dict[str, str | type]:
+    """The optional top-level config sections the methods read: name -> its dataclass (as ``config``)."""
+    return {m.section: m.config for m in MIXING_METHODS.values() if m.section and m.config}
 
 
 def load(path: str | type) -> Any:

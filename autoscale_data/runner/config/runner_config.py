@@ -12,13 +12,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from ..._checks import is_int
 from ..._extras import require
 from ...solver.vocabulary import AUTO
 from .. import registry
-from .method_sections import DoReMiConfig, OnlineMixingConfig, RegMixConfig
 from .sections import (
     DDOConfig,
     DeepSpeedConfig,
@@ -34,7 +33,7 @@ from .sections import (
     field_error,
 )
 
-__all__ = ["EXTRA_BUDGETS", "RunnerConfig", "config_from_dict", "config_to_dict", "load_config", "with_extra_budget"]
+__all__ = ["EXTRA_BUDGETS", "RunnerConfig", "SECTIONS", "config_from_dict", "config_to_dict", "load_config", "with_extra_budget"]
 
 #: ``ddo.extra_budget``: ``half`` adds ``N0 = N1 / 2`` below the budgets given; ``none`` adds nothing.
 EXTRA_BUDGETS = ("half", "none")
@@ -65,42 +64,55 @@ class RunnerConfig:
 
     Example (YAML)::
 
-        domains: ../stores/tiny        # a prepared-store dir (one sub-dir per domain) or name -> path
+        domains: ../stores/tiny
         model: {preset: gpt2-tiny}
-        seq_len: 128
-        micro_batch_size: 8
-        global_batch_size: 16
         ddo: {budgets: [40000, 80000]}
         target: {budget: 200000, baselines: [uniform, natural]}
     """
 
     domains: str | dict[str, str]
+    """A prepared-store directory (one sub-directory per domain) or a mapping ``name: store path``."""
     model: ModelConfig = field(default_factory=ModelConfig)
     seq_len: int = 128
+    """Context length."""
     micro_batch_size: int = 8
+    """Sequences per process per micro-step."""
     global_batch_size: int = 16
+    """Sequences per optimiser step (a multiple of ``micro_batch_size`` x ``procs``)."""
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     ddo: DDOConfig = field(default_factory=DDOConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     seeds: tuple[int, ...] = (0,)
+    """Seeds of every DDO point (several: error bars and a bootstrap verdict)."""
     backend: str = "torch"
+    """``torch`` or ``deepspeed``."""
     precision: str = "fp32"
+    """``fp32``, or ``bf16``: DeepSpeed's bf16 mode, or torch autocast."""
     procs: int = 1
+    """Processes per run."""
     device: str = AUTO
+    """``auto`` (CUDA when present, NCCL), ``cpu`` or ``cuda``."""
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
     max_epochs: float | None = None
+    """How often a domain may repeat (``None``: once; needed when x r_up exceeds a small domain)."""
     checkpoint_every: int = 200
+    """Optimiser steps between checkpoints."""
     num_workers: int = 0
+    """DataLoader workers (the stream and resume stay exact)."""
     cpu_threads: int | None = None
+    """Intra-op threads per process (``None``: torch's default; 1 is much faster on a busy 2-core machine)."""
     dropout: float | None = 0.0
+    """Every dropout probability (0 for pre-training, as nanoGPT; ``None``: the model's defaults, 0.1)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
-    regmix: RegMixConfig | None = None  # the regmix / mixing_law baselines' runs (None: their defaults)
-    doremi: DoReMiConfig | None = None  # the doremi baseline's settings (None: its defaults)
-    online: OnlineMixingConfig | None = None  # the ado / odm baselines' controllers (None: their defaults)
+    sections: dict[str, Any] = field(default_factory=dict)
+    """The registered methods' own sections, each a top-level key of the file (read as ``config.NAME``;
+    unset: ``None``, the method's defaults)."""
     name: str = "autoscale"
+    """The experiment's name (default output folder ``./runs/<name>``)."""
     base_dir: str = "."
+    """Where relative paths start: the config file's folder (set on reading, not a key of the file)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.domains, str):
@@ -141,6 +153,16 @@ class RunnerConfig:
                            f"{self.seq_len} = {self.global_batch_size * self.seq_len} tokens)")
         if self.target.budget <= self.ddo.largest:
             raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.largest}")
+        known = registry.sections()
+        for name, section in self.sections.items():
+            if name not in known or not isinstance(section, registry.load(known[name])):
+                raise field_error("", name, section, f"a section of a registered method ({sorted(known)})")
+
+    def __getattr__(self, name: str) -> Any:
+        """A registered method's section (``config.regmix``): ``None`` where the config leaves it unset."""
+        if name.startswith("_") or name not in registry.sections():
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.__dict__.get("sections", {}).get(name)
 
     @property
     def grad_accum(self) -> int:
@@ -153,19 +175,8 @@ class RunnerConfig:
         return p if p.is_absolute() else (Path(self.base_dir) / p).resolve()
 
 
-_SECTIONS: dict[str, type] = {
-    "model": ModelConfig,
-    "optimizer": OptimizerConfig,
-    "ddo": DDOConfig,
-    "target": TargetConfig,
-    "eval": EvalConfig,
-    "deepspeed": DeepSpeedConfig,
-    "executor": ExecutorConfig,
-    "regmix": RegMixConfig,
-    "doremi": DoReMiConfig,
-    "online": OnlineMixingConfig,
-    "train": TrainConfig,
-}
+#: RunnerConfig's own sections (its fields that are dataclasses); the methods' come from the registry.
+SECTIONS: dict[str, type] = {n: t for n, t in get_type_hints(RunnerConfig).items() if dataclasses.is_dataclass(t)}
 
 
 def _build(cls: type, raw: Any, section: str) -> Any:
@@ -203,9 +214,7 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
     if "domains" not in top:
         raise ValueError("config is missing the required key 'domains' (a prepared-store directory "
                          "or a mapping domain -> store path)")
-    for name, cls in _SECTIONS.items():
-        if name in registry.sections() and top.get(name, 0) is None:
-            continue  # unset: the method's defaults (and no change to an older folder's config)
+    for name, cls in SECTIONS.items():
         if name in top:
             section = dict(top[name] or {})
             if cls is DDOConfig and "multipliers" in section:
@@ -218,6 +227,12 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
                 section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets),
                                                        section.pop("extra_budget"))
             top[name] = _build(cls, section, name)
+    if "sections" in top:
+        raise ValueError("config key 'sections' is not read: give each method's section as a top-level key")
+    methods = registry.sections()
+    given = {name: top.pop(name) for name in methods if name in top}
+    top["sections"] = {name: _build(registry.load(methods[name]), value, name)
+                       for name, value in given.items() if value is not None}  # None: the method's defaults
     if "data" in top:
         raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads prepared stores "
                          "only. Build the synthetic demo stores with `autoscale-data demo --stores DIR` (or "
@@ -262,7 +277,11 @@ def load_config(path: str | os.PathLike[str]) -> RunnerConfig:
 def config_to_dict(config: Any) -> Any:
     """A JSON-able dict of a config (dataclasses and tuples become dicts and lists)."""
     if dataclasses.is_dataclass(config):
-        return {f.name: config_to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+        raw = {f.name: config_to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+        if isinstance(config, RunnerConfig):  # each method's section is a top-level key (null: unset)
+            sections = raw.pop("sections")
+            raw |= {name: sections.get(name) for name in registry.sections()}
+        return raw
     if isinstance(config, (list, tuple)):
         return [config_to_dict(v) for v in config]
     if isinstance(config, dict):
