@@ -126,7 +126,7 @@ def test_the_docs_name_every_registered_baseline_and_the_default() -> None:
 
 
 def test_the_docs_name_the_laws_and_the_solver_docs_the_methods_in_order() -> None:
-    row = _config_row("ddo.min_weight")
+    row = _config_row("ddo.law")
     assert all(f"`{n}`" in row for n in LAWS) and f"`{DEFAULT_LAW}`" in row.split("|")[2]
     solver = (REPO / "docs" / "solver.md").read_text(encoding="utf-8")
     assert f"`ddo.projection: {' | '.join(METHODS)}`" in solver

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from paths import EXAMPLES
+from paths import EXAMPLES, REPO
 
+from autoscale_data.runner import registry
 from autoscale_data.runner.config import RunnerConfig, config_from_dict, config_to_dict, load_config
+from autoscale_data.runner.config.docs import config_table, main, with_config_table
 from autoscale_data.runner.models import PRESETS, build_model, model_config_dict
 
 
@@ -156,3 +159,57 @@ def test_models_name_their_loss_so_transformers_does_not_warn() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "loss_type" not in out.stderr + out.stdout
+
+
+def test_the_docs_config_table_is_generated_from_the_docstrings() -> None:
+    text = (REPO / "docs" / "runner.md").read_text(encoding="utf-8")
+    assert with_config_table(text) == text, ("docs/runner.md's config table differs from the sections' docstrings: "
+                                             "regenerate it with `python -m autoscale_data.runner.config.docs`")
+
+
+@dataclass(frozen=True)
+class _Flattening:
+    """How the ``flattened`` method flattens the token shares."""
+
+    temperature: float = 2.0
+    """Divides each domain's log token share."""
+
+    def __post_init__(self) -> None:
+        if not self.temperature > 0:
+            raise ValueError(f"config flattened.temperature = {self.temperature!r} is invalid: expected > 0")
+
+
+def test_a_registered_methods_section_is_read_checked_written_and_documented(tmp_path: Path) -> None:
+    registry.register_method(registry.MethodDeclaration("flattened", "token shares flattened", registry.STORES, 2,
+                                                        "x.Y", section="flattened", config=_Flattening))
+    cfg = config_from_dict(_base(flattened={"temperature": "3e0"}))
+    assert cfg.flattened == _Flattening(3.0) and config_from_dict(_base()).flattened is None
+    raw = config_to_dict(cfg)
+    assert raw["flattened"] == {"temperature": 3.0} and "sections" not in raw
+    raw.pop("base_dir")
+    assert config_from_dict(raw) == cfg
+    for bad, needle in [({"temperature": -1}, "flattened.temperature"), ({"temp": 1}, "unknown keys"),
+                        (3, "must be a mapping")]:
+        with pytest.raises(ValueError, match=needle):
+            config_from_dict(_base(flattened=bad))
+    with pytest.raises(ValueError, match="'sections' is not read"):
+        config_from_dict(_base(sections={}))
+    table = config_table()
+    assert "| `flattened.temperature` | 2 | `float` | Divides each domain's log token share. |" in table
+    assert "Read by `flattened`" in table and "`flattened`" in table.split("| `target.baselines` |")[1].split("\n")[0]
+    with pytest.raises(AttributeError):
+        cfg.flatened  # noqa: B018
+    with pytest.raises(ValueError, match="together or neither"):
+        registry.MethodDeclaration("half", "", registry.STORES, 2, "x.Y", section="half")
+
+
+def test_the_table_generator_rewrites_or_checks_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "runner.md"
+    doc.write_text("# Config\n<!-- config table: generated from runner/config/'s docstrings by python -m "
+                   "autoscale_data.runner.config.docs -->\nold\n<!-- end of the generated config table -->\nafter\n")
+    assert main([str(doc), "--check"]) == 1 and "old" in doc.read_text()
+    assert main([str(doc)]) == 1 and main([str(doc), "--check"]) == 0
+    assert doc.read_text().endswith("-->\nafter\n") and "| `ddo.law` | `3p` |" in doc.read_text()
+    assert "stale" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="markers"):
+        with_config_table("no table")

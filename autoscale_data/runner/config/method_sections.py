@@ -1,16 +1,7 @@
-"""Config sections of the other mixing methods the runner trains beside AutoScale (``regmix:``, ``doremi:``).
+"""The config sections of the built-in mixing methods beside AutoScale (``regmix:``, ``doremi:``, ``online:``).
 
-Both are optional top-level sections; without them a method named in ``target.baselines`` runs with the
-defaults below. Every bad value raises ``ValueError`` naming the field, the value and what was expected.
-
-- ``regmix`` (read by the ``regmix`` and ``mixing_law`` baselines): which runs the two regressions are
-  fitted on. By default the DDO proxies at N2 (the paper fitted RegMix "on the exact same pairs of
-  domain weights and evaluation loss"); with ``swarm`` an extra swarm of random Dirichlet mixtures at a
-  small budget (RegMix's own recipe), planned, trained and resumed like the proxies.
-- ``doremi``: the reference run's mix, the budget of the reference and the proxy, and the
-  exponentiated-gradient step size and smoothing of DoReMi's Group DRO (the official defaults 1 and 1e-3).
-- ``online`` (read by the ``ado`` and ``odm`` baselines): how often the controller of an online-mixing
-  target run updates the mix, how far ahead it decides, and each controller's own settings.
+Each is optional: unset, a method named in ``target.baselines`` runs with the defaults. The registry names
+each section's dataclass (``MethodDeclaration.config``), so the config builds, checks and documents it.
 """
 
 from __future__ import annotations
@@ -44,18 +35,21 @@ def _mapping(section: str, name: str, value: Any) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class SwarmConfig:
-    """RegMix's swarm: ``runs`` runs of random Dirichlet(``alpha``) mixtures at ``budget`` tokens each.
-
-    ``preset`` / ``overrides`` train the swarm with another (smaller) model than the config's (``None``:
-    the config's model); ``seed`` draws the mixtures (the runs train with the config's first seed).
-    """
+    """RegMix's swarm: runs of random Dirichlet mixtures at a small budget, planned, trained and resumed like
+    the proxies."""
 
     runs: int = 0
+    """Runs of the swarm."""
     budget: int = 0
+    """Tokens per run."""
     alpha: float = 1.0
+    """The Dirichlet's concentration."""
     seed: int = 0
+    """Draws the mixtures (the runs train with the config's first seed)."""
     preset: str | None = None
+    """Train the swarm with another (smaller) model preset (``None``: the config's model)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    """That model's overrides (as ``model.overrides``)."""
 
     def __post_init__(self) -> None:
         check_int_field("regmix.swarm", "runs", self.runs)
@@ -73,19 +67,20 @@ class SwarmConfig:
 
 @dataclass(frozen=True)
 class RegMixConfig:
-    """What RegMix and the data mixing law are fitted on, and RegMix's regression.
-
-    ``use_proxies``: fit on the DDO proxy runs at N2 (``None``: yes without a swarm, no with one, so
-    runs of different budgets are not pooled unless asked). ``model``: ``linear`` (default; least squares
-    on the weights), ``lightgbm`` (RegMix's own, for large swarms; needs the optional package) or ``auto``.
-    ``top_k``: RegMix averages the best ``top_k`` of ``candidates`` random mixtures scored by the model.
-    """
+    """What RegMix and the data mixing law are fitted on, and RegMix's regression."""
 
     use_proxies: bool | None = None
+    """Fit on the DDO proxies at N2, as the paper did (``None``: yes without a swarm, no with one, so runs of
+    different budgets are pooled only when asked)."""
     swarm: SwarmConfig | None = None
+    """An extra swarm of runs to fit on (RegMix's own recipe; ``None``: none)."""
     model: str = LINEAR
+    """RegMix's regression: ``linear`` (least squares on the weights), ``lightgbm`` (RegMix's own, for large
+    swarms; needs the optional package) or ``auto``."""
     candidates: int = 100_000
+    """Random mixtures scored by the regression."""
     top_k: int = 100
+    """RegMix's mix: the mean of the best ``top_k`` candidates."""
 
     def __post_init__(self) -> None:
         if self.use_proxies is not None and not isinstance(self.use_proxies, bool):
@@ -116,22 +111,22 @@ class RegMixConfig:
 
 @dataclass(frozen=True)
 class DoReMiConfig:
-    """DoReMi (Xie et al. 2023): a reference run, then a Group-DRO proxy whose average weights are the mix.
-
-    ``reference``: the reference run's mix, ``"uniform"`` (default, as DoReMi), ``"natural"``, a preset of
-    ``solver.PRESETS`` (``"llama1"``; ``reference_mapping`` renames its keys to your domains) or a mapping
-    domain -> weight. ``budget``: tokens of the reference run and of the proxy run each (``None``: the
-    DDO budget N2). ``step_size`` (eta) and ``smoothing`` (c) of the exponentiated-gradient update
-    ``w <- (1 - c) softmax(log w + eta * excess) + c / k`` (the official defaults 1 and 1e-3). ``seed``:
-    of both runs (``None``: the config's first seed).
-    """
+    """DoReMi (Xie et al. 2023): a reference run, then a Group-DRO proxy whose average weights are the mix."""
 
     reference: str | dict[str, float] = "uniform"
+    """The reference run's mix: ``uniform`` (as DoReMi), ``natural``, a preset of ``solver.PRESETS``
+    (``llama1``) or a mapping domain -> weight."""
     reference_mapping: dict[str, str] | None = None
+    """A preset's keys -> your domains."""
     budget: int | None = None
+    """Tokens of the reference run and of the proxy run each (``None``: the DDO budget N2)."""
     step_size: float = 1.0
+    """eta of the exponentiated-gradient update ``w <- (1 - c) softmax(log w + eta * excess) + c / k`` (the
+    official default)."""
     smoothing: float = 1e-3
+    """c of that update (the official default)."""
     seed: int | None = None
+    """Seed of both runs (``None``: the config's first seed)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.reference, Mapping):
@@ -154,19 +149,17 @@ class DoReMiConfig:
 
 @dataclass(frozen=True)
 class OnlineMixingConfig:
-    """The online-mixing baselines ``ado`` and ``odm``: target runs whose mix a controller chooses during training.
-
-    ``every``: optimizer steps between two updates of the mix (each update all-reduces the per-domain
-    training losses once and decides a later segment of the stream). ``lookahead``: segments decided
-    ahead (``None``: the dataset's default, one). ``ado`` / ``odm``: the controller's settings (ADO:
-    ``warmup``, ``fit_after``, ``refit_every``, ``min_prob``, ``history_decay``, ``grid``; ODM:
-    ``reward_scale``), checked against the stores' domains before anything trains.
-    """
+    """Online mixing: target runs whose mix a controller chooses as they train."""
 
     every: int = 10
+    """Optimizer steps between two updates of the mix (each all-reduces the per-domain training losses once)."""
     lookahead: int | None = None
+    """Segments of the stream decided ahead (``None``: the dataset's default, ceil(4 / every), at least 1)."""
     ado: dict[str, Any] = field(default_factory=dict)
+    """ADO's settings: ``warmup`` (2), ``fit_after`` (warmup + 4), ``refit_every`` (1), ``min_prob`` (0.01),
+    ``history_decay`` (0.9), ``grid`` (``coarse``); checked against the domains before anything trains."""
     odm: dict[str, Any] = field(default_factory=dict)
+    """ODM's settings: ``reward_scale`` (10, the published code's)."""
 
     def __post_init__(self) -> None:
         check_int_field("online", "every", self.every)

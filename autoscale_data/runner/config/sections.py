@@ -27,6 +27,7 @@ from .. import registry
 from ..registry import DDO_N2, NATURAL, REFERENCE, UNIFORM
 
 __all__ = [
+    "CHOICES",
     "DDOConfig",
     "DeepSpeedConfig",
     "EXECUTORS",
@@ -43,6 +44,9 @@ __all__ = [
     "TrainConfig",
 ]
 
+
+#: A field's ``metadata`` key for the names it takes, when they are not fixed (a function that returns them).
+CHOICES = "choices"
 
 #: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
 REPETITION_MODES = ("off", "match")
@@ -91,16 +95,16 @@ def _check_weights(section: str, name: str, weights: Mapping[str, float]) -> Non
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which model to train: a preset name plus optional overrides of its fields.
-
-    Presets (``autoscale_data.runner.models.PRESETS``): ``gpt2-tiny``, ``gpt2-small``,
-    ``gpt2-medium``, ``gpt2-large``, ``bert-tiny``, ``bert-base``. Overrides are the
-    transformers config fields (``n_layer``, ``n_embd``, ``hidden_size`` …).
-    """
+    """Which model to train: a preset plus overrides of its fields."""
 
     preset: str = "gpt2-tiny"
+    """``gpt2-tiny`` (2x128), ``gpt2-small``, ``gpt2-medium``, ``gpt2-large`` (1280 wide, 36 layers, 20 heads),
+    ``bert-tiny`` or ``bert-base`` (``runner.models.PRESETS``)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    """Any transformers config field (``n_layer``, ``n_embd``, ``hidden_size`` ...); the vocabulary comes from
+    the stores."""
     mlm_probability: float = 0.15
+    """BERT's masking rate (80% [MASK], 10% random, 10% kept; [MASK] is an extra id)."""
 
     def __post_init__(self) -> None:
         from ..models import PRESETS
@@ -120,15 +124,22 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class OptimizerConfig:
-    """AdamW with linear decay after a linear warm-up (the paper's defaults: 10% warm-up, wd 0.01)."""
+    """AdamW with a linear warm-up, then linear decay (the paper's defaults)."""
 
     lr: float = 2e-4
+    """Peak learning rate."""
     weight_decay: float = 0.01
+    """AdamW's weight decay."""
     warmup_fraction: float = 0.1
+    """Share of the run's steps in the linear warm-up."""
     betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW's betas."""
     eps: float = 1e-8
+    """AdamW's epsilon."""
     grad_clip: float = 1.0
+    """Gradient-norm clipping (0: none)."""
     min_lr_ratio: float = 0.0
+    """The learning rate at the end of the decay, as a share of ``lr``."""
 
     def __post_init__(self) -> None:
         check_number_field("optimizer", "lr", self.lr)
@@ -149,31 +160,43 @@ class OptimizerConfig:
 
 @dataclass(frozen=True)
 class DDOConfig:
-    """The small budgets where DDO runs (two or more), and how its perturbations are made.
-
-    ``budgets`` ``[N1, N2]`` is the paper's design; a third, smaller budget ``N0`` (``[N0, N1, N2]``, or
-    ``extra_budget: half`` in a config file for ``N0 = N1 / 2``) lets ``ddo.projection: auto`` backtest
-    its projection: refit without ``N2``, score every candidate at ``N2`` (``docs/runner.md``,
-    "Three budgets"). The default is that design: ``N0 = N1 / 2`` costs about 1.13x the proxy tokens of
-    ``[N1, N2]`` at ``N2 = 3 N1``.
-    """
+    """The small budgets where DDO runs, and how its perturbations are made."""
 
     budgets: tuple[int, ...] = (500_000, 1_000_000, 3_000_000)
+    """Tokens of the DDO base runs: ``[N1, N2]`` (the paper's design) or ``[N0, N1, N2]`` (or more), with which
+    ``projection: auto`` backtests its projection at N2 (see "Three budgets"; N0 = N1 / 2 costs about 1.13x
+    the proxy tokens of ``[N1, N2]`` at N2 = 3 N1). In a file ``extra_budget: half`` adds N0 = N1 / 2 below
+    the budgets given (read as the explicit list)."""
     multiplier_up: tuple[float, ...] = (3.0,)
+    """x r_up of the perturbed runs, one or more (in a file ``multipliers: [up, down]`` sets both; paper: 3
+    both ways; the authors' GPT-2 notebook: ``[3, 5]``; ``[[3, 1.7], [3, 1.7]]`` identifies the law)."""
     multiplier_down: tuple[float, ...] = (3.0,)
+    """/ r_down of the perturbed runs, one or more."""
     base_weights: str | dict[str, float] = "uniform"
+    """The base runs' mix: ``uniform`` or a mapping domain -> weight."""
     objective: str = DEFAULT_OBJECTIVE
+    """``mean_loss`` or ``mean_ppl`` (the authors' code)."""
     min_weight: float = 0.0
+    """Lower bound of every weight, at every DDO budget and at the target (a projected weight outside the
+    bounds is moved to them, and reported); a domain at weight 0 cannot be projected: use a small one."""
     max_weight: float = 1.0
+    """Upper bound of every weight (as ``min_weight``)."""
     law: str = DEFAULT_LAW
-    # auto by default: DDO(N2) as is unless the runs show a projection does better (three budgets: a
-    # backtest at N2; two: a gain the joint law predicts beyond its uncertainty and the noise of one run;
-    # docs/solver.md, "The default: auto"); geometric is the paper's path
+    """The per-domain law: ``3p``, or ``4p``, which adds an amplitude."""
     projection: str = DEFAULT_METHOD
-    objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
-    # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
-    # repeats each domain as often as the target will (runner/planning/repetition.py); "off": the whole domain
+    """What sets the target mix: ``auto`` (with three budgets or more a backtest at N2 decides, see "Three
+    budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
+    projection beats it by more than twice the prediction's sd and twice the noise of one run), ``observed``
+    (DDO(N2) as is), ``geometric`` (the paper's Theorem-1 path through the DDO optima), ``robust`` (that path
+    with each domain's trend shrunk by its uncertainty) or ``joint`` (one law fitted to the runs of both
+    budgets); all are written to ``fits/projection.json`` ([solver](solver.md#2c-the-default-answer-auto))."""
+    objective_weights: dict[str, float] | None = None
+    """Validation domain -> weight: the fits (DDO, joint, robust) minimise that weighted sum of losses (or
+    perplexities) instead of the mean; the report's mean loss stays unweighted."""
     repetition: str = REPETITION_OFF
+    """``off``: each proxy draws from the whole domain; ``match``: from a pool scaled by its budget over the
+    target's, so it repeats each domain as the target will, and the laws and the projection work in effective
+    tokens (see "Repetition-matched proxies")."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
@@ -241,35 +264,22 @@ class DDOConfig:
 
 @dataclass(frozen=True)
 class TargetConfig:
-    """The target budget and the mixes trained there (AutoScale is always trained).
-
-    ``baselines`` names further mixes, each trained at the same budget, seeds and evaluation points: any
-    method of the registry (:mod:`autoscale_data.runner.registry`, where each declares where its mix comes
-    from and the config section it reads). ``reference`` trains ``reference_weights`` (a mapping, or a preset
-    name of ``solver.PRESETS`` such as ``llama1`` whose keys ``reference_mapping`` renames to your domains).
-
-    - ``autoscale_anytime``: the AutoScale plan (the ``MixturePlan`` fitted on the N1/N2 DDO optima,
-      ``fits/mixture_plan.json``) with the dataset's ``schedule="anytime"``: the cumulative tokens
-      per domain follow the plan's optimal-allocation path, so every intermediate point of the run
-      has seen about the optimal mix for its own budget (the fixed ``autoscale`` run sees the
-      target-budget mix throughout). The report compares the two at every evaluation point. When
-      some domain's fitted allocation decreases from N1 to N2 (impossible under Theorem 1; noisy
-      proxies), the run follows the plan's monotone envelope and ends at the same counts as the
-      fixed run (logged, and noted in the report).
-
-    ``keep_checkpoints`` (default true): keep each finished target run's final checkpoint (model,
-    optimiser, schedule, RNG and the dataset state at the end) in ``runs/<id>/final_ckpt/``, so the run
-    can be extended to a larger budget (``autoscale-data extend``). About 12 bytes per parameter
-    (fp32 weights + AdamW's two moments): kilobytes for the tiny presets, ~1.5 GB for gpt2-small, ~9 GB
-    for gpt2-large, per target run. Proxy runs never keep theirs. It changes no result and no run id.
-    """
+    """The target budget and the mixes trained there (AutoScale is always trained)."""
 
     budget: int = 10_000_000
-    baselines: tuple[str, ...] = (UNIFORM, NATURAL, DDO_N2)
+    """Target tokens (more than N2)."""
+    baselines: tuple[str, ...] = field(default=(UNIFORM, NATURAL, DDO_N2), metadata={CHOICES: registry.baselines})
+    """Further mixes, each trained at the same budget, seeds and evaluation points (see "Other mixing methods")."""
     reference_weights: dict[str, float] | str | None = None
+    """The ``reference`` baseline's weights, or a preset of ``solver.PRESETS`` (``llama1``)."""
     seeds: tuple[int, ...] = (0,)
+    """Seeds of the target runs."""
     keep_checkpoints: bool = True
+    """Keep each finished target run's final checkpoint in ``runs/<id>/final_ckpt/`` (about 12 bytes per
+    parameter: ~1.5 GB for gpt2-small) so ``autoscale-data extend`` can continue it; false deletes it like a
+    proxy's. Not part of any run id, not a config change."""
     reference_mapping: dict[str, str] | None = None
+    """Preset key -> your domain (``{CommonCrawl: common_crawl, Books: book}``)."""
 
     def __post_init__(self) -> None:
         check_int_field("target", "budget", self.budget)
@@ -300,26 +310,25 @@ class TargetConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Held-out evaluation: how many held-out tokens per domain and how often.
-
-    A masked LM (BERT) is scored only on the masked positions: one evaluation scores about
-    ``model.mlm_probability`` (15%) of the held-out tokens. ``mlm_passes`` evaluates the same tokens
-    that many times under different fixed masks, scoring ``mlm_passes`` times as many positions.
-
-    ``tasks`` (default none) names zero-shot tasks of :mod:`autoscale_data.evaluation` (``arc_easy``,
-    ``boolq``, ``hellaswag``, ``piqa``, ``sciq``, ``winogrande`` …) scored on every finished target run's
-    final model (a causal LM; ``target.keep_checkpoints``): ``task_limit`` questions per task (``null``:
-    all), drawn with ``task_seed``, the same for every run. The report's "Downstream tasks" table reads them.
-    """
+    """Held-out evaluation: the per-domain validation loss at evenly spaced points (the last at the end)."""
 
     heldout_tokens_per_domain: int = 65_536
+    """Held-out tokens scored per domain."""
     proxy_points: int = 1
+    """Evaluations along a proxy run."""
     target_points: int = 10
+    """Evaluations along a target run."""
     batch_size: int = 16
+    """Sequences per evaluation batch."""
     mlm_passes: int = 1
+    """Passes of a masked LM over the held-out tokens, each under another fixed mask (see below)."""
     tasks: tuple[str, ...] = ()
+    """Zero-shot tasks of :mod:`autoscale_data.evaluation` scored on every finished target run's final model
+    (a causal LM; see "Zero-shot downstream tasks"). Not part of any run id, not a config change."""
     task_limit: int | None = 200
+    """Questions per task (``None``: all), the same for every run."""
     task_seed: int = 0
+    """Seed that draws the ``task_limit`` questions."""
 
     def __post_init__(self) -> None:
         from ...evaluation import check_task_names
@@ -343,9 +352,15 @@ class DeepSpeedConfig:
     """DeepSpeed settings used when ``backend: deepspeed``."""
 
     zero_stage: int = 1
+    """ZeRO stage, 0 to 3."""
     launcher: str = "deepspeed"
+    """``deepspeed`` or ``torchrun``."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Merged into the DeepSpeed config."""
     single_process: str = "torch"
+    """What a run of one process does: ``torch`` trains the plain torch step (ZeRO shards nothing over one
+    process; fused AdamW on CUDA, bf16 autocast over fp32 weights, torch checkpoints), ``deepspeed`` wraps it in
+    the engine all the same. Runs of several processes always use the engine."""
 
     def __post_init__(self) -> None:
         if self.zero_stage not in (0, 1, 2, 3):
@@ -370,27 +385,25 @@ MICRO_BATCH_MODES = ("config", AUTO)
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How the training step runs (not what it trains: none of these enter a run id).
-
-    - ``compile``: ``torch.compile`` the model's training forward: ``true``, ``false`` or ``auto`` (on
-      CUDA only: on the CPU each run's process compiles again, and for the demo's model that pays only
-      after about 300k tokens of one run, never under load; ``benchmarks/bench_train_step.py --compile`` measures it); ``compile_mode``:
-      ``torch.compile``'s mode (``default``, ``reduce-overhead``: CUDA graphs, ``max-autotune``).
-    - ``micro_batch``: ``config`` (``micro_batch_size``) or ``auto``: on CUDA the largest micro-batch that
-      divides the per-process batch and whose memory, extrapolated from a dry step at
-      ``micro_batch_size``, fits ``memory_fraction`` of the GPU; on the CPU ``micro_batch_size`` (memory
-      is rarely what limits a CPU run, and a larger micro-batch is not faster there).
-    - ``pad_vocab``: pad the model's vocabulary to a multiple of this (1: none); the extra logits are
-      left out of the loss, so the loss is the unpadded model's.
-    - ``tf32``: allow TF32 matmuls on CUDA (fp32 runs; bf16 autocast is unaffected).
-    """
+    """How the training step runs (not what it trains: none of these enter a run id)."""
 
     compile: bool | str = AUTO
+    """``torch.compile`` the model's training forward: true, false or ``auto`` (CUDA only: on the CPU it pays
+    only after about 300k tokens of one run for the demo's model, never under load;
+    ``benchmarks/bench_train_step.py --compile``)."""
     compile_mode: str = "default"
+    """``torch.compile``'s mode (``default``, ``reduce-overhead``: CUDA graphs, ``max-autotune``)."""
     micro_batch: str = "config"
+    """``config`` (``micro_batch_size``) or ``auto``: on CUDA the largest micro-batch dividing the per-process
+    batch whose memory, measured by a dry step at ``micro_batch_size`` and extrapolated, fits
+    ``memory_fraction`` of the GPU; on the CPU ``micro_batch_size`` (larger is not faster there)."""
     memory_fraction: float = 0.8
+    """Share of the GPU's memory ``micro_batch: auto`` may fill."""
     pad_vocab: int = 64
+    """Pad the vocabulary to a multiple of this (1: none); the extra logits are left out of the loss, so the
+    loss is the unpadded model's. A padded model enters its run ids (``padded_vocab``)."""
     tf32: bool = True
+    """TF32 matmuls on CUDA (fp32 runs; bf16 autocast is unaffected)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compile, bool) and self.compile != AUTO:
@@ -428,27 +441,32 @@ def _subsection(cls: type, raw: Any, name: str) -> Any:
 
 @dataclass(frozen=True)
 class SlurmConfig:
-    """Slurm settings of ``executor: {kind: slurm}`` (jobs submitted through submitit).
-
-    ``cluster: local`` runs the same jobs through submitit's local executor (no Slurm needed: tests
-    and a quick check of a plan). ``gpus_per_node`` defaults to ``procs`` (one node) or
-    ``procs / nodes``; ``extra`` is passed to sbatch as further ``#SBATCH --key=value`` lines
-    (``{"qos": "high", "constraint": "a100"}``). ``array_parallelism`` caps the jobs of one array
-    running at once. ``requeue`` lets Slurm requeue a preempted job (it resumes from its checkpoint).
-    """
+    """Slurm settings of ``executor: {kind: slurm}`` (jobs submitted through submitit)."""
 
     cluster: str = SLURM
+    """``slurm``, or ``local``: the same jobs through submitit's local executor (no Slurm needed)."""
     partition: str | None = None
+    """Slurm partition (``None``: the cluster's default)."""
     time_min: int = 60
+    """Time limit of one job, in minutes."""
     nodes: int = 1
+    """Nodes per job."""
     gpus_per_node: int | None = None
+    """GPUs per node (``None``: ``procs / nodes`` with ``device: cuda``)."""
     cpus_per_task: int | None = None
+    """CPUs per task (``None``: Slurm's default)."""
     mem_gb: float | None = None
+    """Memory per node in GB (``None``: Slurm's default)."""
     account: str | None = None
+    """Slurm account."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Further ``#SBATCH --key=value`` options (``{qos: high, constraint: a100}``)."""
     array_parallelism: int = 64
+    """Jobs of one array running at once."""
     requeue: bool = True
+    """Let Slurm requeue a preempted or timed-out job (it resumes from its checkpoint)."""
     folder: str | None = None
+    """submitit's folder (``None``: ``OUT/slurm``)."""
 
     def __post_init__(self) -> None:
         if self.cluster not in SLURM_CLUSTERS:
@@ -467,12 +485,14 @@ class SlurmConfig:
 
 @dataclass(frozen=True)
 class RayConfig:
-    """Ray settings of ``executor: {kind: ray}``: the cluster address (``None``: start a local Ray)
-    and the resources of one run (default: ``cpu_threads`` CPUs and ``procs`` GPUs on a GPU machine)."""
+    """Ray settings of ``executor: {kind: ray}``."""
 
     address: str | None = None
+    """The cluster's address (``None``: start a Ray on this machine)."""
     num_cpus: float | None = None
+    """CPUs of one run (``None``: ``cpu_threads`` x ``procs``)."""
     num_gpus: float | None = None
+    """GPUs of one run (``None``: ``procs`` on CUDA)."""
 
     def __post_init__(self) -> None:
         for name in ("num_cpus", "num_gpus"):
@@ -483,26 +503,19 @@ class RayConfig:
 
 @dataclass(frozen=True)
 class ExecutorConfig:
-    """Where and how many runs train at once. Not part of any run id: changing it retrains nothing.
-
-    - ``local`` (default): up to ``max_parallel`` runs at once on this machine, each pinned to its
-      own ``procs`` GPUs (``CUDA_VISIBLE_DEVICES``) or, on CPU, to ``cpu_threads`` threads.
-      ``max_parallel: auto`` = GPUs // procs x ``runs_per_gpu`` on a GPU machine, else
-      cores // cpu_threads. ``runs_per_gpu`` > 1 lets that many small runs share each GPU (slots
-      take the GPUs in turn): a proxy too small to fill a GPU alone trains beside others.
-      ``max_parallel: 1`` trains one run after another in the runner's own process (plain torch,
-      one process), with no executor.
-    - ``slurm``: one Slurm job per run through submitit (:class:`SlurmConfig`).
-    - ``ray``: one Ray task per run (:class:`RayConfig`).
-
-    ``retries``: how often one runner call resubmits a run whose job died (it resumes from its
-    checkpoint); a diverged run is never retried. ``max_parallel`` also caps slurm and ray.
-    """
+    """Where and how many runs train at once (see "Executors"). Not part of any run id: changing it retrains
+    nothing."""
 
     kind: str = LOCAL
+    """``local`` (this machine), ``slurm`` (one Slurm job per run through submitit) or ``ray`` (one Ray task
+    per run)."""
     max_parallel: int | str = 1
+    """Runs at once (1: one after another in the runner's own process; ``auto``: GPUs // procs x
+    ``runs_per_gpu`` on a GPU machine, else cores // cpu_threads); caps slurm and ray too."""
     retries: int = 1
+    """Resubmissions of a run whose job died, per runner call (it resumes; a diverged run: never)."""
     runs_per_gpu: int = 1
+    """Runs sharing each GPU (slots take the GPUs in turn): small proxies train side by side."""
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     ray: RayConfig = field(default_factory=RayConfig)
 
