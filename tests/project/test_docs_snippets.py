@@ -286,7 +286,7 @@ def run_snippet(s: Snippet, cwd: Path) -> None:
         return
     if s.lang == "python":
         namespace = {"__name__": "__snippet__", **_names(cwd, s.code)}
-        exec(compile(_fit(s.code), str(s), "exec"), namespace)  # noqa: S102
+        exec(compile(_fit(s.code), str(s), "exec", dont_inherit=True), namespace)  # noqa: S102
         return
     for command in _commands(_fit(s.code)):
         argv = shlex.split(command)
