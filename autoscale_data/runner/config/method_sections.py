@@ -13,7 +13,7 @@ from typing import Any
 from ..._checks import is_int, is_number
 from ...solver.regression import LINEAR, REGRESSORS
 from ..registry import ADO, ODM
-from .sections import check_int_field, check_number_field, field_error
+from .sections import build_section, check_choice, check_int_field, check_number_field, field_error
 
 __all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
 
@@ -85,17 +85,11 @@ class RegMixConfig:
     def __post_init__(self) -> None:
         if self.use_proxies is not None and not isinstance(self.use_proxies, bool):
             raise field_error("regmix", "use_proxies", self.use_proxies, "true, false or null")
-        raw = _mapping("regmix", "swarm", self.swarm) if not isinstance(self.swarm, SwarmConfig) else None
-        if raw is not None:
-            known = {"runs", "budget", "alpha", "seed", "preset", "overrides"}
-            unknown = sorted(set(raw) - known)
-            if unknown:
-                raise field_error("regmix", "swarm", raw, f"keys from {sorted(known)} (unknown: {unknown})")
-            if "runs" not in raw or "budget" not in raw:
-                raise field_error("regmix", "swarm", raw, "at least 'runs' and 'budget' (tokens per run)")
-            object.__setattr__(self, "swarm", SwarmConfig(**raw))
-        if self.model not in REGRESSION_MODELS:
-            raise field_error("regmix", "model", self.model, f"one of {REGRESSION_MODELS}")
+        if isinstance(self.swarm, Mapping) and not {"runs", "budget"} <= set(self.swarm):
+            raise field_error("regmix", "swarm", self.swarm, "at least 'runs' and 'budget' (tokens per run)")
+        if self.swarm is not None:
+            object.__setattr__(self, "swarm", build_section(SwarmConfig, self.swarm, "regmix.swarm"))
+        check_choice("regmix", "model", self.model, REGRESSION_MODELS)
         check_int_field("regmix", "candidates", self.candidates)
         check_int_field("regmix", "top_k", self.top_k)
         if self.top_k > self.candidates:

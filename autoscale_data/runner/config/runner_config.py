@@ -27,6 +27,8 @@ from .sections import (
     OptimizerConfig,
     TargetConfig,
     TrainConfig,
+    build_section,
+    check_choice,
     check_int_field,
     check_number_field,
     check_seeds,
@@ -128,14 +130,11 @@ class RunnerConfig:
             raise field_error("", "global_batch_size", self.global_batch_size,
                        f"a multiple of micro_batch_size x procs = {self.micro_batch_size * self.procs}")
         object.__setattr__(self, "seeds", check_seeds("", self.seeds))
-        if self.backend not in ("torch", "deepspeed"):
-            raise field_error("", "backend", self.backend, "'torch' or 'deepspeed'")
+        check_choice("", "backend", self.backend, ("torch", "deepspeed"))
         if self.backend == "deepspeed":
             require("deepspeed", "config backend 'deepspeed'")
-        if self.precision not in ("fp32", "bf16"):
-            raise field_error("", "precision", self.precision, "'fp32' or 'bf16' (DeepSpeed bf16 mode / torch autocast)")
-        if self.device not in (AUTO, "cpu", "cuda"):
-            raise field_error("", "device", self.device, "'auto', 'cpu' or 'cuda'")
+        check_choice("", "precision", self.precision, ("fp32", "bf16"))
+        check_choice("", "device", self.device, (AUTO, "cpu", "cuda"))
         if self.eval.tasks and self.model.family != "gpt2":  # zero-shot ranked classification needs a causal LM
             raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
                               "(the zero-shot tasks score a causal LM's answers)")
@@ -179,33 +178,6 @@ class RunnerConfig:
 SECTIONS: dict[str, type] = {n: t for n, t in get_type_hints(RunnerConfig).items() if dataclasses.is_dataclass(t)}
 
 
-def _build(cls: type, raw: Any, section: str) -> Any:
-    if isinstance(raw, cls):
-        return raw
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"config section {section!r} must be a mapping, got {raw!r}")
-    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
-    known = set(fields)
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ValueError(f"config section {section or '<top>'!r} has unknown keys {unknown}; "
-                         f"expected some of {sorted(known)}")
-    kwargs = {}
-    for key, value in raw.items():
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, str) and "float" in fields[key]:
-            try:  # YAML reads "1e-3" (no dot) as a string
-                value = float(value)
-            except ValueError:
-                pass
-        kwargs[key] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:  # wrong value types caught by the dataclass itself
-        raise ValueError(f"config section {section or '<top>'!r}: {exc}") from None
-
-
 def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = ".") -> RunnerConfig:
     """Build and validate a :class:`RunnerConfig` from a plain mapping (parsed YAML/JSON)."""
     if not isinstance(raw, Mapping):
@@ -226,12 +198,12 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
             if cls is DDOConfig and "extra_budget" in section:
                 section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets),
                                                        section.pop("extra_budget"))
-            top[name] = _build(cls, section, name)
+            top[name] = build_section(cls, section, name)
     if "sections" in top:
         raise ValueError("config key 'sections' is not read: give each method's section as a top-level key")
     methods = registry.sections()
     given = {name: top.pop(name) for name in methods if name in top}
-    top["sections"] = {name: _build(registry.load(methods[name]), value, name)
+    top["sections"] = {name: build_section(registry.load(methods[name]), value, name)
                        for name, value in given.items() if value is not None}  # None: the method's defaults
     if "data" in top:
         raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads prepared stores "
@@ -240,7 +212,7 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
     if "base_dir" in top:
         raise ValueError("config key 'base_dir' is set from the config file's location; remove it")
     top["base_dir"] = os.fspath(base_dir)
-    return _build(RunnerConfig, top, "")
+    return build_section(RunnerConfig, top, "")
 
 
 def load_config(path: str | os.PathLike[str]) -> RunnerConfig:

@@ -7,7 +7,9 @@ holds one of each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ __all__ = [
     "SlurmConfig",
     "TargetConfig",
     "TrainConfig",
+    "build_section",
 ]
 
 
@@ -72,6 +75,12 @@ def check_number_field(section: str, name: str, value: Any) -> None:
     check_number(_field(section, name), value)
 
 
+def check_choice(section: str, name: str, value: Any, choices: Iterable[Any]) -> None:
+    """``ValueError`` naming the field unless ``value`` is one of ``choices``."""
+    if value not in tuple(choices):
+        raise field_error(section, name, value, f"one of {tuple(choices)}")
+
+
 def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int, ...]:
     """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of integers >= 0 (distinct)."""
     values = tuple(seeds)
@@ -80,6 +89,30 @@ def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int
     if distinct and len(set(values)) != len(values):
         raise field_error(section, "seeds", list(values), "distinct seeds")
     return values
+
+
+def build_section(cls: type, raw: Any, section: str) -> Any:
+    """Section dataclass ``cls`` from a config file's mapping (lists as tuples, YAML's ``1e-3`` strings as
+    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks."""
+    if isinstance(raw, cls):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"config section {section!r} must be a mapping, got {raw!r}")
+    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(types))
+    if unknown:
+        raise ValueError(f"config section {section or '<top>'!r} has unknown keys {unknown}; "
+                         f"expected some of {sorted(types)}")
+    kwargs = {}
+    for key, value in raw.items():
+        if isinstance(value, str) and "float" in types[key]:
+            with contextlib.suppress(ValueError):  # YAML reads "1e-3" (no dot) as a string
+                value = float(value)
+        kwargs[key] = tuple(value) if isinstance(value, list) else value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # wrong value types caught by the dataclass itself
+        raise ValueError(f"config section {section or '<top>'!r}: {exc}") from None
 
 
 def _check_weights(section: str, name: str, weights: Mapping[str, float]) -> None:
@@ -109,8 +142,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         from ..models import PRESETS
 
-        if self.preset not in PRESETS:
-            raise field_error("model", "preset", self.preset, f"one of {sorted(PRESETS)}")
+        check_choice("model", "preset", self.preset, PRESETS)
         if not isinstance(self.overrides, dict):
             raise field_error("model", "overrides", self.overrides, "a mapping of model config fields")
         if not 0.0 < float(self.mlm_probability) < 1.0:
@@ -226,17 +258,13 @@ class DDOConfig:
                 raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
         else:
             _check_weights("ddo", "base_weights", self.base_weights)
-        if self.objective not in OBJECTIVES:
-            raise field_error("ddo", "objective", self.objective, f"one of {OBJECTIVES}")
+        check_choice("ddo", "objective", self.objective, OBJECTIVES)
         if not 0.0 <= self.min_weight < self.max_weight <= 1.0:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
-        if self.law not in LAWS:
-            raise field_error("ddo", "law", self.law, " or ".join(map(repr, LAWS)))
-        if self.projection not in METHODS:
-            raise field_error("ddo", "projection", self.projection, f"one of {METHODS}")
-        if self.repetition not in REPETITION_MODES:
-            raise field_error("ddo", "repetition", self.repetition, f"one of {REPETITION_MODES}")
+        check_choice("ddo", "law", self.law, LAWS)
+        check_choice("ddo", "projection", self.projection, METHODS)
+        check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
@@ -363,10 +391,8 @@ class DeepSpeedConfig:
     the engine all the same. Runs of several processes always use the engine."""
 
     def __post_init__(self) -> None:
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise field_error("deepspeed", "zero_stage", self.zero_stage, "0, 1, 2 or 3")
-        if self.launcher not in ("deepspeed", "torchrun"):
-            raise field_error("deepspeed", "launcher", self.launcher, "'deepspeed' or 'torchrun'")
+        check_choice("deepspeed", "zero_stage", self.zero_stage, (0, 1, 2, 3))
+        check_choice("deepspeed", "launcher", self.launcher, ("deepspeed", "torchrun"))
         if self.single_process not in SINGLE_PROCESS_MODES:
             raise field_error("deepspeed", "single_process", self.single_process,
                               f"one of {list(SINGLE_PROCESS_MODES)} (what one process of backend deepspeed runs)")
@@ -408,8 +434,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.compile, bool) and self.compile != AUTO:
             raise field_error("train", "compile", self.compile, "true, false or 'auto' (on CUDA only)")
-        if self.compile_mode not in COMPILE_MODES:
-            raise field_error("train", "compile_mode", self.compile_mode, f"one of {list(COMPILE_MODES)}")
+        check_choice("train", "compile_mode", self.compile_mode, COMPILE_MODES)
         if self.micro_batch not in MICRO_BATCH_MODES:
             raise field_error("train", "micro_batch", self.micro_batch,
                               f"one of {list(MICRO_BATCH_MODES)} (the configured micro_batch_size, or chosen)")
@@ -423,20 +448,6 @@ class TrainConfig:
         """Whether a run on ``device_type`` compiles its model."""
         return device_type == "cuda" if self.compile == AUTO else bool(self.compile)
 
-
-
-def _subsection(cls: type, raw: Any, name: str) -> Any:
-    import dataclasses
-
-    if isinstance(raw, cls):
-        return raw
-    if not isinstance(raw, Mapping):
-        raise field_error("executor", name, raw, "a mapping")
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise field_error("executor", name, dict(raw), f"keys from {sorted(known)} (unknown: {unknown})")
-    return cls(**dict(raw))
 
 
 @dataclass(frozen=True)
@@ -469,8 +480,7 @@ class SlurmConfig:
     """submitit's folder (``None``: ``OUT/slurm``)."""
 
     def __post_init__(self) -> None:
-        if self.cluster not in SLURM_CLUSTERS:
-            raise field_error("executor.slurm", "cluster", self.cluster, "'slurm' or 'local'")
+        check_choice("executor.slurm", "cluster", self.cluster, SLURM_CLUSTERS)
         check_int_field("executor.slurm", "time_min", self.time_min)
         check_int_field("executor.slurm", "nodes", self.nodes)
         check_int_field("executor.slurm", "array_parallelism", self.array_parallelism)
@@ -520,8 +530,7 @@ class ExecutorConfig:
     ray: RayConfig = field(default_factory=RayConfig)
 
     def __post_init__(self) -> None:
-        if self.kind not in EXECUTORS:
-            raise field_error("executor", "kind", self.kind, f"one of {EXECUTORS}")
+        check_choice("executor", "kind", self.kind, EXECUTORS)
         mp = self.max_parallel
         if isinstance(mp, str):
             if mp != AUTO and not mp.isdigit():
@@ -531,5 +540,5 @@ class ExecutorConfig:
         check_int_field("executor", "max_parallel", 1 if self.max_parallel == AUTO else self.max_parallel)
         check_int_field("executor", "retries", self.retries, minimum=0)
         check_int_field("executor", "runs_per_gpu", self.runs_per_gpu)
-        object.__setattr__(self, SLURM, _subsection(SlurmConfig, self.slurm, SLURM))
-        object.__setattr__(self, RAY, _subsection(RayConfig, self.ray, RAY))
+        object.__setattr__(self, SLURM, build_section(SlurmConfig, self.slurm, f"executor.{SLURM}"))
+        object.__setattr__(self, RAY, build_section(RayConfig, self.ray, f"executor.{RAY}"))
