@@ -3,16 +3,16 @@
 Every field of a section is documented by the string literal right after it (as the records are);
 :func:`config_table` renders those, with each field's type and default, for :class:`RunnerConfig`'s
 sections and every registered method's. Regenerate the table between the markers of ``docs/runner.md``
-with ``python -m autoscale_data.runner.config.docs`` (``--check``: only compare).
+with ``python -m autoscale_data.runner.config.docs`` (a test fails until it is).
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import inspect
 import re
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
@@ -67,7 +67,7 @@ def _row(key: str, default: str, kind: str, meaning: str) -> str:
 
 
 def _section_doc(cls: type) -> str:
-    return " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+    return " ".join((cls.__doc__ or "").split())
 
 
 def _rows(cls: type, prefix: str = "") -> list[str]:
@@ -110,19 +110,11 @@ def with_config_table(text: str) -> str:
     return f"{head}{BEGIN}\n{config_table()}\n{END}{rest.split(END, 1)[1]}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Rewrite (or with ``--check`` only compare) the config table of ``docs/runner.md``; 1 when it was stale."""
-    parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.config.docs", description=main.__doc__)
-    parser.add_argument("path", nargs="?", default="docs/runner.md", type=Path)
-    parser.add_argument("--check", action="store_true", help="only report whether the table is stale")
-    args = parser.parse_args(argv)
-    text = args.path.read_text(encoding="utf-8")
-    new = with_config_table(text)
-    if new != text and not args.check:
-        args.path.write_text(new, encoding="utf-8")
-    print(f"{args.path}: config table {'up to date' if new == text else 'stale' if args.check else 'rewritten'}")
-    return int(new != text)
+def main(path: str = "docs/runner.md") -> None:
+    """Rewrite the config table of ``path`` (``python -m autoscale_data.runner.config.docs [PATH]``)."""
+    doc = Path(path)
+    doc.write_text(with_config_table(doc.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main(*sys.argv[1:2])
