@@ -206,9 +206,9 @@ def test_a_registered_methods_section_is_read_checked_written_and_documented(tmp
 def test_the_table_generator_rewrites_a_file(tmp_path: Path) -> None:
     doc = tmp_path / "runner.md"
     doc.write_text("# Config\n<!-- config table: generated from runner/config/'s docstrings by python -m "
-                   "autoscale_data.runner.config.docs -->\nold\n<!-- end of the generated config table -->\nafter\n")
+                   "autoscale_data.runner.config.docs -->\nSTALE ROW\n<!-- end of the generated config table -->\nafter\n")
     main(str(doc))
-    assert "old" not in doc.read_text() and doc.read_text().endswith("-->\nafter\n")
+    assert "STALE ROW" not in doc.read_text() and doc.read_text().endswith("-->\nafter\n")
     assert "| `ddo.law` | `3p` |" in doc.read_text()
     with pytest.raises(ValueError, match="markers"):
         with_config_table("no table")
