@@ -2,6 +2,7 @@
 
 from .formats import (
     FORMATS,
+    FORMER_NAMES,
     HFOptions,
     InPlaceFormat,
     InPlaceSource,
@@ -24,6 +25,7 @@ from .manifest import (
     dtype_for_vocab,
     megatron_hint,
     read_manifest,
+    store_fingerprint,
     write_manifest,
 )
 from .prepare import (
@@ -60,6 +62,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "FORMER_NAMES",
     "HFOptions",
     "HFTokenizer",
     "InPlaceDomain",
@@ -106,6 +109,7 @@ __all__ = [
     "read_megatron_index",
     "register_domains",
     "register_in_place",
+    "store_fingerprint",
     "train_bpe_tokenizer",
     "write_manifest",
 ]

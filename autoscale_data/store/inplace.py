@@ -39,9 +39,10 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ import numpy as np
 from .._checks import check_int
 from .._io import atomic_write_json, fsync_dir
 from .._options import build_options
-from .formats import FORMATS, InPlaceFormat, InPlaceSource, Segment, detect_format, get_format
+from .formats import FORMATS, FORMER_NAMES, InPlaceFormat, InPlaceSource, Segment, detect_format, get_format
 from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
 from .prepare import DEFAULT_HOLDOUT_EVERY, PREPARE_INDEX, DomainResult, check_domain_name, check_out_dir
 from .reader import TokenStore
@@ -202,14 +203,18 @@ def _relative_dir(directory: Path, store_dir: Path) -> str:
 
 
 def _fingerprint(train: InPlaceSource, val: InPlaceSource | None, tokenizer: Tokenizer,
-                 holdout: dict[str, Any], shard_tokens: int) -> str:
+                 holdout: dict[str, Any], shard_tokens: int, version_1: bool = False) -> str:
+    """The manifest's ``source["fingerprint"]`` for this data and these settings."""
+    source = train.description
+    if version_1:  # a version 1 manifest recorded the format's former name
+        source = {**source, "format": next(old for old, new in FORMER_NAMES.items() if new == source["format"])}
     files = []
     for src in (train, val):
         for f in src.inputs if src is not None else ():
             st = f.stat()
             files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout, "shard_tokens": shard_tokens,
-            "source": train.description}
+            "source": source}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -231,11 +236,11 @@ def _check_data(name: str, train: InPlaceSource, val: InPlaceSource | None, tok:
                          f"{os.fspath(train.directory)!r}: was it tokenized by tokenizer {tok.spec!r}?")
 
 
-def _unchanged(out: Path, fingerprint: str) -> Manifest | None:
+def _unchanged(out: Path, fingerprint: Callable[[bool], str]) -> Manifest | None:
     """The manifest in ``out`` when it was written for ``fingerprint`` and its files still have their sizes."""
     try:
         existing = read_manifest(out)
-        if existing.source.get("fingerprint") == fingerprint:
+        if existing.source.get("fingerprint") == fingerprint(existing.version == 1):
             TokenStore(out, verify="size")
             return existing
     except (FileNotFoundError, ValueError):
@@ -286,7 +291,7 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     train, val = domain.open()
     _check_data(name, train, val, tok)
     holdout = _holdout_rule(val, opts.holdout_every)
-    fingerprint = _fingerprint(train, val, tok, holdout, opts.shard_tokens)
+    fingerprint = partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens)
     kept = _unchanged(out, fingerprint)
     if kept is not None:
         return DomainResult(name, kept, True, time.perf_counter() - start)
@@ -295,7 +300,7 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     dtype = np.dtype(train.dtype).newbyteorder("<")
     plans = _split_ranges(train, val, dtype.itemsize, opts)
     splits, eos_ended, num_docs = _scan_splits(name, plans, dtype, tok, out, opts)
-    source = {**train.description, "fingerprint": fingerprint, "documents": num_docs,
+    source = {**train.description, "fingerprint": fingerprint(), "documents": num_docs,
               "documents_ending_with_eos": eos_ended}
     if val is not None:
         source["validation"] = val.description

@@ -15,9 +15,11 @@ written in input order by this process, so the store is byte-identical for any w
 
 Atomicity and resumption: a domain's shards are written under temporary names and its manifest
 last (:class:`~autoscale_data.store.writer.StoreWriter`); a killed prepare leaves no manifest, so
-no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths,
-sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field and the shard size; a
-re-run skips every domain whose finished store has the same fingerprint and rewrites the others.
+no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths
+relative to the input, sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field
+and the shard size; a re-run skips every domain whose finished store has the same fingerprint and
+rewrites the others. ``source["path"]`` is the input relative to the store, so a copied folder
+(corpus and stores) is still prepared.
 ``OUT/prepare.json`` (written atomically at the end) lists the prepared domains.
 """
 
@@ -42,7 +44,7 @@ from .._checks import check_int
 from .._io import atomic_write_json
 from .._options import build_options
 from ._encode import encoded_batches, init_worker
-from .manifest import MANIFEST_NAME, Manifest, read_manifest
+from .manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest, read_manifest
 from .reader import TokenStore
 from .sources import input_files, iter_documents, text_extensions
 from .tokenizers import Tokenizer, load_tokenizer
@@ -175,16 +177,19 @@ def check_domain_name(name: str) -> None:
                          "starting with a letter or digit")
 
 
-def _source_fingerprint(path: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> dict[str, Any]:
-    files = []
-    for f in input_files(path, opts.text_ext):
-        st = f.stat()
-        files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
+def _source(path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions, version: int) -> dict[str, Any]:
+    """The manifest's ``source``: the input's path and a ``fingerprint`` of its files (module docstring).
+
+    Version 1 manifests recorded absolute paths; since version 2 they are relative (to ``store_dir``, and the
+    files to ``path``), so that a copied folder is still prepared.
+    """
+    where = (lambda f: os.fspath(f.resolve())) if version == 1 else (lambda f: os.path.relpath(f, path))
+    files = [[where(f), f.stat().st_size, f.stat().st_mtime_ns] for f in input_files(path, opts.text_ext)]
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
             "text_field": opts.text_field, "shard_tokens": opts.shard_tokens}
     digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
-    return {"path": os.fspath(path.resolve()), "num_files": len(files), "text_field": opts.text_field,
-            "fingerprint": digest}
+    at = os.fspath(path.resolve()) if version == 1 else os.path.relpath(path.resolve(), store_dir.resolve())
+    return {"path": at, "num_files": len(files), "text_field": opts.text_field, "fingerprint": digest}
 
 
 def _clear_store_dir(store_dir: Path) -> None:
@@ -196,10 +201,12 @@ def _clear_store_dir(store_dir: Path) -> None:
                 f.unlink()
 
 
-def _already_prepared(store_dir: Path, source: dict[str, Any]) -> Manifest | None:
+def _already_prepared(path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> Manifest | None:
+    """The store's manifest when it was prepared from these inputs and settings and its files have their sizes."""
     try:
         manifest = read_manifest(store_dir)
-        if manifest.source.get("fingerprint") != source["fingerprint"]:
+        expected = _source(path, store_dir, tokenizer, opts, manifest.version)["fingerprint"]
+        if manifest.source.get("fingerprint") != expected:
             return None
         TokenStore(store_dir, verify="size")
         return manifest
@@ -212,14 +219,13 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    source = _source_fingerprint(path, tokenizer, opts)
-    done = _already_prepared(store_dir, source)
+    done = _already_prepared(path, store_dir, tokenizer, opts)
     if done is not None:
         return DomainResult(name, done, True, time.perf_counter() - start)
     _clear_store_dir(store_dir)
     k = opts.holdout_every
     writer = StoreWriter(store_dir, name, tokenizer.info, shard_tokens=opts.shard_tokens,
-                         holdout=opts.holdout, source=source)
+                         holdout=opts.holdout, source=_source(path, store_dir, tokenizer, opts, FORMAT_VERSION))
     bar = tqdm(desc=f"prepare {name}", unit="tok", unit_scale=True, disable=None if opts.progress else True)
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0

@@ -4,7 +4,7 @@ Each format module defines its options dataclass, its reader (data -> :class:`In
 token dtype and the files' segments of whole documents) and its :class:`InPlaceFormat` entry;
 :data:`FORMATS` maps each format's name to that entry. Registration
 (:func:`autoscale_data.store.register_in_place`) looks a format up by name, or finds the one whose
-``detect`` accepts the path.
+``detect`` accepts the path. Version 1 manifests record the formats' former names (:data:`FORMER_NAMES`).
 
 * ``megatron``: :mod:`.megatron`, a Megatron indexed dataset ``PREFIX.bin`` + ``PREFIX.idx``.
 * ``hf``: :mod:`.hf`, a Hugging Face ``datasets`` directory written by ``save_to_disk``.
@@ -24,6 +24,7 @@ from .megatron import MEGATRON_FORMAT, MegatronIndex, MegatronOptions, megatron_
 
 __all__ = [
     "FORMATS",
+    "FORMER_NAMES",
     "HFOptions",
     "HF_FORMAT",
     "InPlaceFormat",
@@ -42,6 +43,8 @@ __all__ = [
 
 #: Every in-place format, by name.
 FORMATS: Mapping[str, InPlaceFormat] = MappingProxyType({f.name: f for f in (megatron.FORMAT, hf.FORMAT)})
+#: A format's name by the name that version 1 manifests record in ``source["format"]`` (before 2026-11-28).
+FORMER_NAMES: Mapping[str, str] = MappingProxyType({"megatron-indexed": MEGATRON_FORMAT, "hf-datasets": HF_FORMAT})
 
 
 def get_format(name: str) -> InPlaceFormat:

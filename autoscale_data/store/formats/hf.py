@@ -20,7 +20,7 @@ from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
 __all__ = ["FORMAT", "HF_FORMAT", "HFOptions", "hf_source"]
 
-HF_FORMAT = "hf-datasets"
+HF_FORMAT = "hf"
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
                     raise ValueError(f"the token ids of {os.fspath(file)!r} are not stored in the file as is "
                                      "(a compressed Arrow file?); save it uncompressed to read it in place")
                 segments.append(Segment(file.name, start, np.diff(offsets), file_bytes))
-    return InPlaceSource(HF_FORMAT, dtype or "int32", directory, tuple(segments), (state_path, *files),
+    return InPlaceSource(dtype or "int32", directory, tuple(segments), (state_path, *files),
                          {"format": HF_FORMAT, "path": os.fspath(directory), "column": column})
 
 
@@ -129,6 +129,6 @@ def _detect(path: Path) -> bool:
     return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
 
 
-FORMAT = InPlaceFormat("hf", HFOptions, _open, _detect,
+FORMAT = InPlaceFormat(HF_FORMAT, HFOptions, _open, _detect,
                        "a datasets directory written by save_to_disk (a Dataset or a DatasetDict)", "DIR",
                        {"column": ("--column",)})
