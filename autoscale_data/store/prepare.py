@@ -61,6 +61,7 @@ __all__ = [
     "parse_domain_args",
     "prepare",
     "prepare_domains",
+    "unchanged_store",
 ]
 
 DEFAULT_HOLDOUT_EVERY = 100
@@ -201,17 +202,17 @@ def _clear_store_dir(store_dir: Path) -> None:
                 f.unlink()
 
 
-def _already_prepared(path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> Manifest | None:
-    """The store's manifest when it was prepared from these inputs and settings and its files have their sizes."""
+def unchanged_store(store_dir: Path, fingerprint: Callable[[int], str]) -> Manifest | None:
+    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint(its version)`` (it was
+    written from these inputs and settings) and its files still have their sizes."""
     try:
         manifest = read_manifest(store_dir)
-        expected = _source(path, store_dir, tokenizer, opts, manifest.version)["fingerprint"]
-        if manifest.source.get("fingerprint") != expected:
-            return None
-        TokenStore(store_dir, verify="size")
-        return manifest
+        if manifest.source.get("fingerprint") == fingerprint(manifest.version):
+            TokenStore(store_dir, verify="size")
+            return manifest
     except (FileNotFoundError, ValueError):
-        return None
+        pass
+    return None
 
 
 def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions,
@@ -219,7 +220,7 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    done = _already_prepared(path, store_dir, tokenizer, opts)
+    done = unchanged_store(store_dir, lambda version: _source(path, store_dir, tokenizer, opts, version)["fingerprint"])
     if done is not None:
         return DomainResult(name, done, True, time.perf_counter() - start)
     _clear_store_dir(store_dir)

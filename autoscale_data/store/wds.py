@@ -240,19 +240,6 @@ def _next_builder(out: Path, shards: list[ShardInfo], k: int) -> tuple[int, _Sha
     return k, (_ShardBuilder(out / shards[k].file, shards[k]) if k < len(shards) else None)
 
 
-def _read_index(src: Path) -> dict[str, Any]:
-    """``src/wds-index.json`` of a finished export (format and version checked)."""
-    index_path = src / WDS_INDEX
-    if not index_path.is_file():
-        raise FileNotFoundError(f"{os.fspath(index_path)!r} is missing: {os.fspath(src)!r} is not a finished "
-                                "webdataset export of a token store")
-    index = json.loads(index_path.read_text("utf-8"))
-    if index.get("format") != WDS_FORMAT or index.get("version") != _VERSION:
-        raise ValueError(f"{os.fspath(index_path)!r} has format {index.get('format')!r} version "
-                         f"{index.get('version')!r}, expected {WDS_FORMAT!r} version {_VERSION}")
-    return index
-
-
 def _import_split(src: Path, out: Path, tar_names: list[str], split: str, shards: list[ShardInfo],
                   dtype: np.dtype) -> None:
     """Rebuild one split's ``shards`` in ``out`` from its tars, each checked against the manifest."""
@@ -295,7 +282,14 @@ def import_webdataset(src_dir: str | os.PathLike[str], out_dir: str | os.PathLik
         ValueError: a sample is out of place, or a rebuilt shard's SHA-256 differs from the manifest.
     """
     src, out = Path(src_dir), Path(out_dir)
-    index = _read_index(src)
+    index_path = src / WDS_INDEX
+    if not index_path.is_file():
+        raise FileNotFoundError(f"{os.fspath(index_path)!r} is missing: {os.fspath(src)!r} is not a finished "
+                                "webdataset export of a token store")
+    index = json.loads(index_path.read_text("utf-8"))
+    if index.get("format") != WDS_FORMAT or index.get("version") != _VERSION:
+        raise ValueError(f"{os.fspath(index_path)!r} has format {index.get('format')!r} version "
+                         f"{index.get('version')!r}, expected {WDS_FORMAT!r} version {_VERSION}")
     manifest_text: str = index["manifest_json"]
     manifest = Manifest.from_json(json.loads(manifest_text))
     dtype = np.dtype(manifest.dtype).newbyteorder("<")

@@ -69,19 +69,6 @@ def _data_files(directory: Path) -> tuple[Path, list[Path]]:
     return state_path, files
 
 
-def _id_dtype(col: Any, column: str, file: Path) -> str:
-    """The dtype of a record batch's token ids (a list column of a readable integer type)."""
-    from pyarrow import types
-
-    if not (types.is_list(col.type) or types.is_large_list(col.type)):
-        raise ValueError(f"column {column!r} of {os.fspath(file)!r} is {col.type}, expected a list of token ids")
-    name = str(col.values.type)
-    if name not in READABLE_DTYPES:
-        raise ValueError(f"column {column!r} of {os.fspath(file)!r} holds {name} ids; "
-                         f"expected one of {READABLE_DTYPES}")
-    return name
-
-
 def _segment(col: Any, file: Path, base: int, file_bytes: int) -> Segment:
     """A record batch's rows as a segment: where its ids lie in the memory-mapped ``file`` (at ``base``)."""
     values = col.values
@@ -125,7 +112,13 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
                 raise ValueError(f"{os.fspath(file)!r} has no column {column!r} (columns: {reader.schema.names})")
             for batch in reader:
                 col = batch.column(column)
-                name = _id_dtype(col, column, file)
+                if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)):
+                    raise ValueError(f"column {column!r} of {os.fspath(file)!r} is {col.type}, expected a list "
+                                     "of token ids")
+                name = str(col.values.type)
+                if name not in READABLE_DTYPES:
+                    raise ValueError(f"column {column!r} of {os.fspath(file)!r} holds {name} ids; "
+                                     f"expected one of {READABLE_DTYPES}")
                 if dtype is not None and dtype != name:
                     raise ValueError(f"{os.fspath(directory)!r} mixes token dtypes {dtype} and {name}")
                 dtype = name
