@@ -12,7 +12,6 @@ from ..store import (
     DEFAULT_HOLDOUT_EVERY,
     DEFAULT_SHARD_TOKENS,
     FORMATS,
-    FORMER_NAMES,
     InPlaceDomain,
     InPlaceFormat,
     InPlaceOptions,
@@ -167,8 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(train.shards)} train + {val_shards} validation shard{'s' if val_shards != 1 else ''}, "
                 f"{m.dtype}")
         if m.in_place:
-            fmt = m.source.get("format", "?")
-            line += f", read in place ({FORMER_NAMES.get(fmt, fmt)})"
+            line += f", read in place ({in_place[name].format})"
         if r.skipped:
             line += " (already prepared, skipped)"
         else:

@@ -2,7 +2,6 @@
 
 from .formats import (
     FORMATS,
-    FORMER_NAMES,
     HFOptions,
     InPlaceFormat,
     InPlaceSource,
@@ -62,7 +61,6 @@ __all__ = [
     "FORMATS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
-    "FORMER_NAMES",
     "HFOptions",
     "HFTokenizer",
     "InPlaceDomain",

@@ -247,13 +247,11 @@ def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
     if not Path(store_dir).is_dir():
         raise FileNotFoundError(f"token store directory {os.fspath(store_dir)!r} does not exist"
                                 f"{megatron_hint(store_dir)}")
-    if not path.is_file() and megatron_hint(store_dir):
-        raise FileNotFoundError(f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a token store"
-                                f"{megatron_hint(store_dir)}")
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a finished token store "
-            "(run `autoscale-data prepare`, or re-run it if it was interrupted)")
+        hint = megatron_hint(store_dir)
+        what = (f"a token store{hint}" if hint else
+                "a finished token store (run `autoscale-data prepare`, or re-run it if it was interrupted)")
+        raise FileNotFoundError(f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not {what}")
     try:
         obj = json.loads(path.read_text("utf-8"))
     except json.JSONDecodeError as exc:

@@ -179,11 +179,7 @@ def check_domain_name(name: str) -> None:
 
 
 def _source(path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions, version: int) -> dict[str, Any]:
-    """The manifest's ``source``: the input's path and a ``fingerprint`` of its files (module docstring).
-
-    Version 1 manifests recorded absolute paths; since version 2 they are relative (to ``store_dir``, and the
-    files to ``path``), so that a copied folder is still prepared.
-    """
+    """The manifest's ``source`` (module docstring); a ``version`` 1 manifest recorded absolute paths."""
     where = (lambda f: os.fspath(f.resolve())) if version == 1 else (lambda f: os.path.relpath(f, path))
     files = [[where(f), f.stat().st_size, f.stat().st_mtime_ns] for f in input_files(path, opts.text_ext)]
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
@@ -235,18 +231,14 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())
+            if held is not None:
+                writer.add_tokens("train", held[0], document_lengths=held[1])
+                held = None
             if num_val == 0:  # keep the last document back: it may become the fallback val document
-                if held is not None:
-                    writer.add_tokens("train", held[0], document_lengths=held[1])
-                ends = np.cumsum(lengths)
-                last = int(ends[-2]) if lengths.size > 1 else 0
-                if lengths.size > 1:
-                    writer.add_tokens("train", tokens[:last], document_lengths=lengths[:-1])
+                last = int(lengths[:-1].sum())
+                writer.add_tokens("train", tokens[:last], document_lengths=lengths[:-1])
                 held = (tokens[last:], lengths[-1:])
             else:
-                if held is not None:
-                    writer.add_tokens("train", held[0], document_lengths=held[1])
-                    held = None
                 mask = np.repeat(is_val, lengths)
                 writer.add_tokens("train", tokens[~mask], document_lengths=lengths[~is_val])
                 writer.add_tokens("val", tokens[mask], document_lengths=lengths[is_val])
@@ -270,8 +262,7 @@ def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict
     kept: dict[str, Any] = {}
     existing = sorted(p for p in out.iterdir() if (p / MANIFEST_NAME).is_file()) if out.is_dir() else []
     for store_dir in existing:
-        other = store_dir.name
-        if other in names:
+        if store_dir.name in names:
             continue
         try:
             info = read_manifest(store_dir).tokenizer
@@ -279,10 +270,10 @@ def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict
             continue
         if info.fingerprint != tokenizer.fingerprint:
             raise ValueError(
-                f"{os.fspath(out)!r} already holds domain {other!r} tokenized by {info.spec!r} (fingerprint "
+                f"{os.fspath(out)!r} already holds domain {store_dir.name!r} tokenized by {info.spec!r} (fingerprint "
                 f"{info.fingerprint[:16]}…), but this prepare uses {tokenizer.spec!r} (fingerprint "
                 f"{tokenizer.fingerprint[:16]}…): use another --out directory")
-        kept[other] = store_dir.name
+        kept[store_dir.name] = store_dir.name
     return kept
 
 

@@ -19,17 +19,15 @@ from types import MappingProxyType
 
 from . import hf, megatron
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
-from .hf import HF_FORMAT, HFOptions, hf_source
-from .megatron import MEGATRON_FORMAT, MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
+from .hf import HFOptions, hf_source
+from .megatron import MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
 
 __all__ = [
     "FORMATS",
     "FORMER_NAMES",
     "HFOptions",
-    "HF_FORMAT",
     "InPlaceFormat",
     "InPlaceSource",
-    "MEGATRON_FORMAT",
     "MegatronIndex",
     "MegatronOptions",
     "READABLE_DTYPES",
@@ -44,7 +42,8 @@ __all__ = [
 #: Every in-place format, by name.
 FORMATS: Mapping[str, InPlaceFormat] = MappingProxyType({f.name: f for f in (megatron.FORMAT, hf.FORMAT)})
 #: A format's name by the name that version 1 manifests record in ``source["format"]`` (before 2026-11-28).
-FORMER_NAMES: Mapping[str, str] = MappingProxyType({"megatron-indexed": MEGATRON_FORMAT, "hf-datasets": HF_FORMAT})
+FORMER_NAMES: Mapping[str, str] = MappingProxyType({"megatron-indexed": megatron.FORMAT.name,
+                                                      "hf-datasets": hf.FORMAT.name})
 
 
 def get_format(name: str) -> InPlaceFormat:

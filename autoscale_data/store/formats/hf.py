@@ -19,9 +19,7 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "HF_FORMAT", "HFOptions", "hf_source"]
-
-HF_FORMAT = "hf"
+__all__ = ["FORMAT", "HFOptions", "hf_source"]
 
 
 @dataclass(frozen=True)
@@ -127,7 +125,7 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
                 if batch.num_rows:
                     segments.append(_segment(col, file, base, file_bytes))
     return InPlaceSource(dtype or "int32", directory, tuple(segments), (state_path, *files),
-                         {"format": HF_FORMAT, "path": os.fspath(directory), "column": column})
+                         {"format": FORMAT.name, "path": os.fspath(directory), "column": column})
 
 
 def _open(path: Path, options: HFOptions) -> tuple[InPlaceSource, InPlaceSource | None]:
@@ -140,6 +138,6 @@ def _detect(path: Path) -> bool:
     return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
 
 
-FORMAT = InPlaceFormat(HF_FORMAT, HFOptions, _open, _detect,
+FORMAT = InPlaceFormat("hf", HFOptions, _open, _detect,
                        "a datasets directory written by save_to_disk (a Dataset or a DatasetDict)", "DIR",
                        {"column": ("--column",)})

@@ -19,10 +19,8 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "MEGATRON_FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source",
-           "read_megatron_index"]
+__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source", "read_megatron_index"]
 
-MEGATRON_FORMAT = "megatron"
 _HEADER = b"MMIDIDX\x00\x00"
 _HEAD_BYTES = 9 + 8 + 1 + 8 + 8
 # Megatron's DType codes (megatron/core/datasets/indexed_dataset.py)
@@ -158,7 +156,7 @@ def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
     doc_lengths = starts[docs[1:]] - starts[docs[:-1]]
     segment = Segment(bin_path.name, 0, doc_lengths, bin_bytes)
     return InPlaceSource(index.dtype, bin_path.parent, (segment,), (idx_path, bin_path),
-                         {"format": MEGATRON_FORMAT, "prefix": os.fspath(bin_path.resolve().with_suffix("")),
+                         {"format": FORMAT.name, "prefix": os.fspath(bin_path.resolve().with_suffix("")),
                           "sequences": int(lengths.size), "multimodal": index.multimodal})
 
 
@@ -172,6 +170,6 @@ def _detect(path: Path) -> bool:
     return text.endswith((".bin", ".idx")) and path.is_file() or Path(text + ".idx").is_file()
 
 
-FORMAT = InPlaceFormat(MEGATRON_FORMAT, MegatronOptions, _open, _detect,
+FORMAT = InPlaceFormat("megatron", MegatronOptions, _open, _detect,
                        "a Megatron dataset prefix (PREFIX.bin + PREFIX.idx)", "PREFIX",
                        {"val_prefix": ("--megatron-val", "--val-prefix")})
