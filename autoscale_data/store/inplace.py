@@ -196,16 +196,13 @@ def _relative_dir(directory: Path, store_dir: Path) -> str:
 
 
 def _fingerprint(train: InPlaceSource, val: InPlaceSource | None, tokenizer: Tokenizer,
-                 holdout: dict[str, Any], shard_tokens: int, version: int = 2) -> str:
-    """The ``source["fingerprint"]`` of a manifest of ``version`` written for this data and these settings."""
+                 holdout: dict[str, Any], shard_tokens: int, version_1: bool = False) -> str:
+    """The manifest's ``source["fingerprint"]`` for this data and these settings."""
     source = train.description
-    if version == 1:  # it recorded the format's former name
+    if version_1:  # a version 1 manifest recorded the format's former name
         source = {**source, "format": next(old for old, new in FORMER_NAMES.items() if new == source["format"])}
-    files = []
-    for src in (train, val):
-        for f in src.inputs if src is not None else ():
-            st = f.stat()
-            files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
+    files = [[os.fspath(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
+             for src in (train, val) if src is not None for f in src.inputs]
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout, "shard_tokens": shard_tokens,
             "source": source}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
@@ -272,8 +269,8 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     train, val = domain.open()
     _check_data(name, train, val, tok)
     holdout = _holdout_rule(val, opts.holdout_every)
-    fingerprint = partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens)
-    kept = unchanged_store(out, fingerprint)
+    fingerprint = _fingerprint(train, val, tok, holdout, opts.shard_tokens)
+    kept = unchanged_store(out, fingerprint, partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens, True))
     if kept is not None:
         return DomainResult(name, kept, True, time.perf_counter() - start)
     out.mkdir(parents=True, exist_ok=True)
@@ -281,7 +278,7 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     dtype = np.dtype(train.dtype).newbyteorder("<")
     plans = _split_ranges(train, val, dtype.itemsize, opts)
     splits, eos_ended, num_docs = _scan_splits(name, plans, dtype, tok, out, opts)
-    source = {**train.description, "fingerprint": fingerprint(), "documents": num_docs,
+    source = {**train.description, "fingerprint": fingerprint, "documents": num_docs,
               "documents_ending_with_eos": eos_ended}
     if val is not None:
         source["validation"] = val.description
@@ -388,12 +385,10 @@ def register_domains(
     out.mkdir(parents=True, exist_ok=True)
     results = {name: _register(name, spec, out / name, tok, opts) for name, spec in specs.items()}
     index_path = out / PREPARE_INDEX
-    index: dict[str, Any] = {}
-    if index_path.is_file():
-        try:
-            index = json.loads(index_path.read_text("utf-8"))
-        except json.JSONDecodeError:
-            index = {}
+    try:
+        index = json.loads(index_path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        index = {}
     domains_listed = {**kept, **dict(index.get("domains", {})), **{n: n for n in results}}
     index.update({"format": "autoscale-data-prepare", "version": 1, "tokenizer": asdict(tok.info),
                   "domains": domains_listed})

@@ -11,10 +11,9 @@ Documents are concatenated, each followed by the tokenizer's EOS id. A training 
 length ``L`` is the token range ``[k*L, (k+1)*L)`` of the concatenated train split (it may cross a
 shard boundary); the last ``num_tokens % L`` tokens are never used.
 
-The store's fingerprint (:func:`store_fingerprint`, what enters every run id) is its data's: the dtype,
-the tokenizer's fingerprint, vocabulary and EOS, and every shard's token and document counts and SHA-256;
-not where its source text lay (``source``), nor where its files are. Version 1 manifests (written before
-2026-11-28) keep the fingerprint they were given then: the SHA-256 of the manifest's bytes.
+:func:`store_fingerprint` (in every run id) hashes the data: dtype, tokenizer and every shard's counts and
+SHA-256, not where the source text or the files lay. Version 1 manifests (before 2026-11-28) keep the one
+they had: the SHA-256 of the manifest's bytes.
 
 Data read in place (:mod:`autoscale_data.store.inplace`: a Megatron ``.bin``, a ``datasets`` Arrow
 file) uses three optional fields that our own stores leave at their defaults (and out of the JSON):

@@ -44,7 +44,7 @@ from .._checks import check_int
 from .._io import atomic_write_json
 from .._options import build_options
 from ._encode import encoded_batches, init_worker
-from .manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest, read_manifest
+from .manifest import MANIFEST_NAME, Manifest, read_manifest
 from .reader import TokenStore
 from .sources import input_files, iter_documents, text_extensions
 from .tokenizers import Tokenizer, load_tokenizer
@@ -135,8 +135,7 @@ class DomainResult:
         share = val / total if total else 0.0
         if intended / 3 <= share <= 3 * intended:
             return None
-        docs = self.manifest.splits["train"].num_documents + (self.manifest.splits["val"].num_documents
-                                                              if "val" in self.manifest.splits else 0)
+        docs = sum(split.num_documents for split in self.manifest.splits.values())
         why = ("so its validation loss will be noisy" if share < intended
                else "which takes that much from training and weighs a few documents heavily")
         if val == 0 and docs < 2:
@@ -178,14 +177,14 @@ def check_domain_name(name: str) -> None:
                          "starting with a letter or digit")
 
 
-def _source(path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions, version: int) -> dict[str, Any]:
-    """The manifest's ``source`` (module docstring); a ``version`` 1 manifest recorded absolute paths."""
-    where = (lambda f: os.fspath(f.resolve())) if version == 1 else (lambda f: os.path.relpath(f, path))
+def _source(path: Path, store_dir: Path, tok: Tokenizer, opts: PrepareOptions, version_1: bool = False) -> dict[str, Any]:
+    """The manifest's ``source`` (module docstring); a version 1 manifest recorded absolute paths."""
+    where = (lambda f: os.fspath(f.resolve())) if version_1 else (lambda f: os.path.relpath(f, path))
     files = [[where(f), f.stat().st_size, f.stat().st_mtime_ns] for f in input_files(path, opts.text_ext)]
-    desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
+    desc = {"files": files, "tokenizer": tok.fingerprint, "holdout": opts.holdout,
             "text_field": opts.text_field, "shard_tokens": opts.shard_tokens}
     digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
-    at = os.fspath(path.resolve()) if version == 1 else os.path.relpath(path.resolve(), store_dir.resolve())
+    at = os.fspath(path.resolve()) if version_1 else os.path.relpath(path.resolve(), store_dir.resolve())
     return {"path": at, "num_files": len(files), "text_field": opts.text_field, "fingerprint": digest}
 
 
@@ -198,12 +197,12 @@ def _clear_store_dir(store_dir: Path) -> None:
                 f.unlink()
 
 
-def unchanged_store(store_dir: Path, fingerprint: Callable[[int], str]) -> Manifest | None:
-    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint(its version)`` (it was
-    written from these inputs and settings) and its files still have their sizes."""
+def unchanged_store(store_dir: Path, fingerprint: str, version_1: Callable[[], str]) -> Manifest | None:
+    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint`` (``version_1()`` for
+    a version 1 manifest: it was written from these inputs and settings) and its files still have their sizes."""
     try:
         manifest = read_manifest(store_dir)
-        if manifest.source.get("fingerprint") == fingerprint(manifest.version):
+        if manifest.source.get("fingerprint") == (version_1() if manifest.version == 1 else fingerprint):
             TokenStore(store_dir, verify="size")
             return manifest
     except (FileNotFoundError, ValueError):
@@ -216,13 +215,15 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    done = unchanged_store(store_dir, lambda version: _source(path, store_dir, tokenizer, opts, version)["fingerprint"])
+    source = _source(path, store_dir, tokenizer, opts)
+    done = unchanged_store(store_dir, source["fingerprint"],
+                           lambda: _source(path, store_dir, tokenizer, opts, version_1=True)["fingerprint"])
     if done is not None:
         return DomainResult(name, done, True, time.perf_counter() - start)
     _clear_store_dir(store_dir)
     k = opts.holdout_every
     writer = StoreWriter(store_dir, name, tokenizer.info, shard_tokens=opts.shard_tokens,
-                         holdout=opts.holdout, source=_source(path, store_dir, tokenizer, opts, FORMAT_VERSION))
+                         holdout=opts.holdout, source=source)
     bar = tqdm(desc=f"prepare {name}", unit="tok", unit_scale=True, disable=None if opts.progress else True)
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
