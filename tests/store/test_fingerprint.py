@@ -88,3 +88,25 @@ def test_a_manifest_written_before_version_2_keeps_its_fingerprint_and_is_not_re
     before = _manifests(data)
     assert _fingerprints(_prepare(tmp_path)) == {n: hashlib.sha256(before[n]).hexdigest()[:16] for n in "ab"}
     assert _manifests(data) == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_copied_experiment_folder_resumes_without_training_a_run(tmp_path: Path) -> None:
+    """The demo's layout (text, stores, config and runs in one folder): run, copy the folder, run the copy."""
+    from autoscale_data.demo import prepare_synthetic_stores
+    from autoscale_data.runner.config import load_config
+    from autoscale_data.runner.pipeline import MixtureRunner
+
+    def run(folder: Path) -> list[str]:
+        prepare_synthetic_stores(folder / "data", domains=["encyclopedia", "web"], bytes_per_domain=40_000,
+                                 holdout_every=10)
+        lines: list[str] = []
+        MixtureRunner(load_config(folder / "config.json"), folder / "out", log=lines.append, progress=False).run()
+        return lines
+
+    (tmp_path / "first").mkdir()
+    (tmp_path / "first" / "config.json").write_text(json.dumps(tiny_config("data", target={"baselines": ["uniform"]})))
+    assert any(" done " in line for line in run(tmp_path / "first"))
+    shutil.copytree(tmp_path / "first", tmp_path / "copy")
+    assert not [line for line in run(tmp_path / "copy") if " done " in line]
