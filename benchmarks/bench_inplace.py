@@ -84,7 +84,7 @@ def manifest_without_hashing(prefix: Path, store_dir: Path) -> None:
     tok = ByteTokenizer()
     write_manifest(store_dir, Manifest("web", "uint16", tok.info,
                                        {"train": SplitInfo(tuple(shards), "..")},
-                                       source={"format": "megatron-indexed", "note": "placeholder digests"}))
+                                       source={"format": "megatron", "note": "placeholder digests"}))
 
 
 def median_s(fn, reps: int) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]

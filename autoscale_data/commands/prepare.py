@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(train.shards)} train + {val_shards} validation shard{'s' if val_shards != 1 else ''}, "
                 f"{m.dtype}")
         if m.in_place:
-            line += f", read in place ({m.source.get('format')})"
+            line += f", read in place ({in_place[name].format})"
         if r.skipped:
             line += " (already prepared, skipped)"
         else:

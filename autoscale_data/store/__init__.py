@@ -24,6 +24,7 @@ from .manifest import (
     dtype_for_vocab,
     megatron_hint,
     read_manifest,
+    store_fingerprint,
     write_manifest,
 )
 from .prepare import (
@@ -106,6 +107,7 @@ __all__ = [
     "read_megatron_index",
     "register_domains",
     "register_in_place",
+    "store_fingerprint",
     "train_bpe_tokenizer",
     "write_manifest",
 ]

@@ -53,6 +53,16 @@ def join_url(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + urllib.parse.quote(name)
 
 
+def _copy(read: Callable[[], bytes], out: BinaryIO, on_chunk: Callable[[bytes], None]) -> int:
+    """Write the chunks ``read()`` returns to ``out`` until an empty one; the number of bytes written."""
+    total = 0
+    while chunk := read():
+        out.write(chunk)
+        on_chunk(chunk)
+        total += len(chunk)
+    return total
+
+
 def _stream_http(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable[[bytes], None]) -> int:
     try:
         response = urllib.request.urlopen(url, timeout=timeout_s)  # noqa: S310 (scheme checked by caller)
@@ -62,13 +72,8 @@ def _stream_http(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable[[
         raise ConnectionError(f"{url} answered HTTP {exc.code} {exc.reason}") from exc
     except urllib.error.URLError as exc:
         raise ConnectionError(f"cannot reach {url}: {exc.reason}") from exc
-    total = 0
     with response:
-        while chunk := response.read(_CHUNK):
-            out.write(chunk)
-            on_chunk(chunk)
-            total += len(chunk)
-    return total
+        return _copy(lambda: response.read(_CHUNK), out, on_chunk)
 
 
 def _stream_pipe(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable[[bytes], None]) -> int:
@@ -78,19 +83,15 @@ def _stream_pipe(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable[[
     stdout, stderr = proc.stdout, proc.stderr
     if stdout is None or stderr is None:  # pragma: no cover - PIPE always sets them
         raise RuntimeError("subprocess pipes were not created")
-    total = 0
     fd = stdout.fileno()
+
+    def read() -> bytes:
+        if not select.select([fd], [], [], timeout_s)[0]:
+            raise TimeoutError(f"{url!r} wrote nothing for {timeout_s:g} s")
+        return os.read(fd, _CHUNK)
+
     try:
-        while True:
-            ready, _, _ = select.select([fd], [], [], timeout_s)
-            if not ready:
-                raise TimeoutError(f"{url!r} wrote nothing for {timeout_s:g} s")
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                break
-            out.write(chunk)
-            on_chunk(chunk)
-            total += len(chunk)
+        total = _copy(read, out, on_chunk)
         _, err = proc.communicate(timeout=timeout_s)
     except BaseException:
         proc.kill()
@@ -108,13 +109,8 @@ def _stream_fsspec(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable
     except ImportError as exc:
         raise ImportError(f"reading {url!r} needs fsspec: pip install 'autoscale-data[formats]' "
                           "(and the fsspec backend for its scheme, e.g. s3fs or gcsfs)") from exc
-    total = 0
     with fsspec.open(url, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            out.write(chunk)
-            on_chunk(chunk)
-            total += len(chunk)
-    return total
+        return _copy(lambda: fh.read(_CHUNK), out, on_chunk)
 
 
 def open_source(url: str) -> Callable[[str, BinaryIO, float, Callable[[bytes], None]], int]:

@@ -1,34 +1,21 @@
 """Tokenized data read in place: a manifest that describes existing token files without copying them.
 
 :func:`register_in_place` writes ``STORE_DIR/manifest.json`` for data in one of the formats of
-:mod:`autoscale_data.store.formats` (a Megatron ``.bin``/``.idx``, a ``datasets`` directory);
-:func:`register_domains` registers several as the domains of a ``prepare`` output directory.
-:class:`~autoscale_data.store.TokenStore` and the mixture dataset then read those files through the
-same memory maps and checks as a store written by ``prepare`` (sizes on open, SHA-256 on a shard's
-first read, dtype and vocabulary).
+:mod:`autoscale_data.store.formats`; :func:`register_domains` registers several as the domains of a
+``prepare`` output directory. The store then reads those files like any other (sizes on open,
+SHA-256 on a shard's first read, dtype and vocabulary). User guide: docs/prepare.md.
 
-How documents become sequences (the same rule as a ``prepare`` store): the documents of a split are
-concatenated in file order and training sequence ``k`` of length ``L`` is tokens
-``[k*L, (k+1)*L)`` of that concatenation; sequences cross document boundaries and the last
-``num_tokens % L`` tokens are unused. No token is inserted: a document ends with the tokenizer's
-EOS only if the data already has it (Megatron's ``--append-eod``; for ``datasets``, if the
-tokenizing map appended it). Registration counts the documents that end with EOS (the manifest's
-``source.documents_ending_with_eos``) and warns when some do not.
+Documents become sequences as in a ``prepare`` store (a split's documents concatenated in file
+order), but no EOS is inserted: registration counts the documents that end with it
+(``source.documents_ending_with_eos``) and warns when some do not.
 
-Validation split: the format's separate validation data when given (a ``DatasetDict``'s
-``validation`` split, Megatron's ``val_prefix=``); otherwise the last ``num_documents // holdout_every``
-documents (at least one when there are two or more), a contiguous tail like Megatron's own
-``--split``. If the data is ordered (by source, by date), give a separate validation set instead.
+Validation split: the format's separate validation data when given; otherwise the last
+``num_documents // holdout_every`` documents (at least one of two or more), a contiguous tail.
 
-Shards: the train and val token ranges are cut into shards of at most ``shard_tokens`` tokens (byte
-ranges of the files, each with its own SHA-256, so a first read hashes one shard, not the whole
-file); a ``datasets`` record batch is never merged with the next one. Registration reads every
-token once (SHA-256, id range, EOS count); opening the store afterwards reads the manifest and
-stats the files, nothing else (the ``.idx`` is not read again).
-
-Where the manifest goes: any directory (``store_dir``); the data is never written to. A split's
-``data_dir`` is recorded relative to ``store_dir`` (so moving both together keeps the store valid);
-``store_dir`` may be the data's own directory.
+Shards are byte ranges of at most ``shard_tokens`` tokens, each with its own SHA-256 (a ``datasets``
+record batch is never merged with the next one). Registration reads every token once; opening the
+store reads the manifest and stats the files. A split's ``data_dir`` is relative to ``store_dir``
+(moving both together keeps the store valid); the data is never written to.
 """
 
 from __future__ import annotations
@@ -42,6 +29,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +38,16 @@ import numpy as np
 from .._checks import check_int
 from .._io import atomic_write_json, fsync_dir
 from .._options import build_options
-from .formats import FORMATS, InPlaceFormat, InPlaceSource, Segment, detect_format, get_format
-from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
-from .prepare import DEFAULT_HOLDOUT_EVERY, PREPARE_INDEX, DomainResult, check_domain_name, check_out_dir
-from .reader import TokenStore
+from .formats import FORMATS, FORMER_NAMES, InPlaceFormat, InPlaceSource, Segment, detect_format, get_format
+from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, write_manifest
+from .prepare import (
+    DEFAULT_HOLDOUT_EVERY,
+    PREPARE_INDEX,
+    DomainResult,
+    check_domain_name,
+    check_out_dir,
+    unchanged_store,
+)
 from .tokenizers import Tokenizer, load_tokenizer
 from .writer import DEFAULT_SHARD_TOKENS
 
@@ -202,14 +196,15 @@ def _relative_dir(directory: Path, store_dir: Path) -> str:
 
 
 def _fingerprint(train: InPlaceSource, val: InPlaceSource | None, tokenizer: Tokenizer,
-                 holdout: dict[str, Any], shard_tokens: int) -> str:
-    files = []
-    for src in (train, val):
-        for f in src.inputs if src is not None else ():
-            st = f.stat()
-            files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
+                 holdout: dict[str, Any], shard_tokens: int, version_1: bool = False) -> str:
+    """The manifest's ``source["fingerprint"]`` for this data and these settings."""
+    source = train.description
+    if version_1:  # a version 1 manifest recorded the format's former name
+        source = {**source, "format": next(old for old, new in FORMER_NAMES.items() if new == source["format"])}
+    files = [[os.fspath(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
+             for src in (train, val) if src is not None for f in src.inputs]
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout, "shard_tokens": shard_tokens,
-            "source": train.description}
+            "source": source}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -229,18 +224,6 @@ def _check_data(name: str, train: InPlaceSource, val: InPlaceSource | None, tok:
     if tok.vocab_size > int(np.iinfo(train.dtype).max) + 1:  # before reading any token (the manifest checks it too)
         raise ValueError(f"vocab_size {tok.vocab_size} does not fit dtype {train.dtype} of the data in "
                          f"{os.fspath(train.directory)!r}: was it tokenized by tokenizer {tok.spec!r}?")
-
-
-def _unchanged(out: Path, fingerprint: str) -> Manifest | None:
-    """The manifest in ``out`` when it was written for ``fingerprint`` and its files still have their sizes."""
-    try:
-        existing = read_manifest(out)
-        if existing.source.get("fingerprint") == fingerprint:
-            TokenStore(out, verify="size")
-            return existing
-    except (FileNotFoundError, ValueError):
-        pass
-    return None
 
 
 def _split_ranges(train: InPlaceSource, val: InPlaceSource | None, itemsize: int,
@@ -287,7 +270,7 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     _check_data(name, train, val, tok)
     holdout = _holdout_rule(val, opts.holdout_every)
     fingerprint = _fingerprint(train, val, tok, holdout, opts.shard_tokens)
-    kept = _unchanged(out, fingerprint)
+    kept = unchanged_store(out, fingerprint, partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens, True))
     if kept is not None:
         return DomainResult(name, kept, True, time.perf_counter() - start)
     out.mkdir(parents=True, exist_ok=True)
@@ -339,21 +322,16 @@ def register_in_place(
     """Register tokenized data read in place as the store ``store_dir`` (its manifest; the data is not copied).
 
     Args:
-        source: the data: a Megatron prefix (``PREFIX.bin`` / ``PREFIX.idx``; the suffix may be
-            given), a ``datasets`` directory written by ``save_to_disk`` (a ``Dataset``: its rows are
-            the train documents; a ``DatasetDict``: its ``train`` split, and its ``validation``
-            split if it has one), or data of another format of ``FORMATS``.
+        source: the data in one of the formats of ``FORMATS`` (a Megatron prefix, a ``save_to_disk`` directory).
         store_dir: where the manifest goes (created; the data's directory is fine).
         tokenizer: the tokenizer that made the data (a spec for ``load_tokenizer`` or a loaded one):
             its vocabulary bounds the ids, its fingerprint decides which stores mix.
-        format: ``"megatron"``, ``"hf"`` (see :mod:`autoscale_data.store.formats`); None: the one
-            format that recognises ``source``.
+        format: a name of ``FORMATS``; None: the one format that recognises ``source``.
         name: the domain name (default: ``store_dir``'s name).
         eos: the EOS token (text or id) of a tokenizer whose files name none.
         options: an :class:`InPlaceOptions` (``holdout_every``, ``shard_tokens``, ``progress``, ``workers``).
-        **settings: those settings as keywords (they override ``options``), and the format's
-            options: ``val_prefix=`` (Megatron: a separate dataset to validate on), ``column=``
-            (``datasets``: the token-id column, default ``input_ids``).
+        **settings: those settings as keywords (they override ``options``), and the fields of the
+            format's options (``val_prefix=``, ``column=``).
 
     Returns:
         What was done: the manifest written, or kept (``skipped``) when the data and settings are unchanged.
@@ -407,12 +385,10 @@ def register_domains(
     out.mkdir(parents=True, exist_ok=True)
     results = {name: _register(name, spec, out / name, tok, opts) for name, spec in specs.items()}
     index_path = out / PREPARE_INDEX
-    index: dict[str, Any] = {}
-    if index_path.is_file():
-        try:
-            index = json.loads(index_path.read_text("utf-8"))
-        except json.JSONDecodeError:
-            index = {}
+    try:
+        index = json.loads(index_path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        index = {}
     domains_listed = {**kept, **dict(index.get("domains", {})), **{n: n for n in results}}
     index.update({"format": "autoscale-data-prepare", "version": 1, "tokenizer": asdict(tok.info),
                   "domains": domains_listed})

@@ -11,6 +11,10 @@ Documents are concatenated, each followed by the tokenizer's EOS id. A training 
 length ``L`` is the token range ``[k*L, (k+1)*L)`` of the concatenated train split (it may cross a
 shard boundary); the last ``num_tokens % L`` tokens are never used.
 
+:func:`store_fingerprint` (in every run id) hashes the data: dtype, tokenizer and every shard's counts and
+SHA-256, not where the source text or the files lay. Version 1 manifests (before 2026-11-28) keep the one
+they had: the SHA-256 of the manifest's bytes.
+
 Data read in place (:mod:`autoscale_data.store.inplace`: a Megatron ``.bin``, a ``datasets`` Arrow
 file) uses three optional fields that our own stores leave at their defaults (and out of the JSON):
 a split's ``data_dir`` (where its files are: absolute, or relative to the manifest's directory;
@@ -26,6 +30,7 @@ refused when it is read, before any file is opened or fetched.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import unicodedata
@@ -50,11 +55,13 @@ __all__ = [
     "dtype_for_vocab",
     "megatron_hint",
     "read_manifest",
+    "store_fingerprint",
     "write_manifest",
 ]
 
 FORMAT_NAME = "autoscale-data-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_VERSIONS = (1, FORMAT_VERSION)  # 1: the fingerprint is of the manifest's bytes (module docstring)
 MANIFEST_NAME = "manifest.json"
 MAX_FILE_NAME_BYTES = 224
 # uint16 / uint32: what the writer produces; int32 / int64: tokens read in place (Megatron, Arrow)
@@ -183,8 +190,8 @@ class Manifest(Record):
         if self.format != FORMAT_NAME:
             raise ValueError(f"not an autoscale-data store manifest: format {self.format!r}, "
                              f"expected {FORMAT_NAME!r}")
-        if self.version != FORMAT_VERSION:
-            raise ValueError(f"unsupported store format version {self.version}, expected {FORMAT_VERSION}")
+        if self.version not in _VERSIONS:
+            raise ValueError(f"unsupported store format version {self.version}, expected one of {_VERSIONS}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"unsupported token dtype {self.dtype!r}, expected one of {_DTYPES}")
         if self.tokenizer.vocab_size > _DTYPE_LIMIT[self.dtype]:
@@ -239,13 +246,11 @@ def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
     if not Path(store_dir).is_dir():
         raise FileNotFoundError(f"token store directory {os.fspath(store_dir)!r} does not exist"
                                 f"{megatron_hint(store_dir)}")
-    if not path.is_file() and megatron_hint(store_dir):
-        raise FileNotFoundError(f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a token store"
-                                f"{megatron_hint(store_dir)}")
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not a finished token store "
-            "(run `autoscale-data prepare`, or re-run it if it was interrupted)")
+        hint = megatron_hint(store_dir)
+        what = (f"a token store{hint}" if hint else
+                "a finished token store (run `autoscale-data prepare`, or re-run it if it was interrupted)")
+        raise FileNotFoundError(f"{os.fspath(path)!r} is missing: {os.fspath(store_dir)!r} is not {what}")
     try:
         obj = json.loads(path.read_text("utf-8"))
     except json.JSONDecodeError as exc:
@@ -254,6 +259,19 @@ def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
         return Manifest.from_json(obj)
     except ValueError as exc:
         raise ValueError(f"malformed store manifest {os.fspath(path)!r}: {exc}") from None
+
+
+def store_fingerprint(store_dir: str | os.PathLike[str]) -> str:
+    """16 hex digits that stand for the store's data in run ids (module docstring)."""
+    m = read_manifest(store_dir)
+    if m.version == 1:
+        data = (Path(store_dir) / MANIFEST_NAME).read_bytes()
+    else:
+        shards = {name: [[s.num_tokens, s.num_documents, s.sha256] for s in split.shards]
+                  for name, split in m.splits.items()}
+        tok = m.tokenizer
+        data = json.dumps([m.dtype, tok.fingerprint, tok.vocab_size, tok.eos_id, shards], sort_keys=True).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def write_manifest(store_dir: str | os.PathLike[str], manifest: Manifest) -> None:

@@ -15,9 +15,11 @@ written in input order by this process, so the store is byte-identical for any w
 
 Atomicity and resumption: a domain's shards are written under temporary names and its manifest
 last (:class:`~autoscale_data.store.writer.StoreWriter`); a killed prepare leaves no manifest, so
-no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths,
-sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field and the shard size; a
-re-run skips every domain whose finished store has the same fingerprint and rewrites the others.
+no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths
+relative to the input, sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field
+and the shard size; a re-run skips every domain whose finished store has the same fingerprint and
+rewrites the others. ``source["path"]`` is the input relative to the store, so a copied folder
+(corpus and stores) is still prepared.
 ``OUT/prepare.json`` (written atomically at the end) lists the prepared domains.
 """
 
@@ -59,6 +61,7 @@ __all__ = [
     "parse_domain_args",
     "prepare",
     "prepare_domains",
+    "unchanged_store",
 ]
 
 DEFAULT_HOLDOUT_EVERY = 100
@@ -132,8 +135,7 @@ class DomainResult:
         share = val / total if total else 0.0
         if intended / 3 <= share <= 3 * intended:
             return None
-        docs = self.manifest.splits["train"].num_documents + (self.manifest.splits["val"].num_documents
-                                                              if "val" in self.manifest.splits else 0)
+        docs = sum(split.num_documents for split in self.manifest.splits.values())
         why = ("so its validation loss will be noisy" if share < intended
                else "which takes that much from training and weighs a few documents heavily")
         if val == 0 and docs < 2:
@@ -175,16 +177,15 @@ def check_domain_name(name: str) -> None:
                          "starting with a letter or digit")
 
 
-def _source_fingerprint(path: Path, tokenizer: Tokenizer, opts: PrepareOptions) -> dict[str, Any]:
-    files = []
-    for f in input_files(path, opts.text_ext):
-        st = f.stat()
-        files.append([os.fspath(f.resolve()), st.st_size, st.st_mtime_ns])
-    desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": opts.holdout,
+def _source(path: Path, store_dir: Path, tok: Tokenizer, opts: PrepareOptions, version_1: bool = False) -> dict[str, Any]:
+    """The manifest's ``source`` (module docstring); a version 1 manifest recorded absolute paths."""
+    where = (lambda f: os.fspath(f.resolve())) if version_1 else (lambda f: os.path.relpath(f, path))
+    files = [[where(f), f.stat().st_size, f.stat().st_mtime_ns] for f in input_files(path, opts.text_ext)]
+    desc = {"files": files, "tokenizer": tok.fingerprint, "holdout": opts.holdout,
             "text_field": opts.text_field, "shard_tokens": opts.shard_tokens}
     digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
-    return {"path": os.fspath(path.resolve()), "num_files": len(files), "text_field": opts.text_field,
-            "fingerprint": digest}
+    at = os.fspath(path.resolve()) if version_1 else os.path.relpath(path.resolve(), store_dir.resolve())
+    return {"path": at, "num_files": len(files), "text_field": opts.text_field, "fingerprint": digest}
 
 
 def _clear_store_dir(store_dir: Path) -> None:
@@ -196,15 +197,17 @@ def _clear_store_dir(store_dir: Path) -> None:
                 f.unlink()
 
 
-def _already_prepared(store_dir: Path, source: dict[str, Any]) -> Manifest | None:
+def unchanged_store(store_dir: Path, fingerprint: str, version_1: Callable[[], str]) -> Manifest | None:
+    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint`` (``version_1()`` for
+    a version 1 manifest: it was written from these inputs and settings) and its files still have their sizes."""
     try:
         manifest = read_manifest(store_dir)
-        if manifest.source.get("fingerprint") != source["fingerprint"]:
-            return None
-        TokenStore(store_dir, verify="size")
-        return manifest
+        if manifest.source.get("fingerprint") == (version_1() if manifest.version == 1 else fingerprint):
+            TokenStore(store_dir, verify="size")
+            return manifest
     except (FileNotFoundError, ValueError):
-        return None
+        pass
+    return None
 
 
 def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, opts: PrepareOptions,
@@ -212,8 +215,9 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    source = _source_fingerprint(path, tokenizer, opts)
-    done = _already_prepared(store_dir, source)
+    source = _source(path, store_dir, tokenizer, opts)
+    done = unchanged_store(store_dir, source["fingerprint"],
+                           lambda: _source(path, store_dir, tokenizer, opts, version_1=True)["fingerprint"])
     if done is not None:
         return DomainResult(name, done, True, time.perf_counter() - start)
     _clear_store_dir(store_dir)
@@ -228,18 +232,14 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())
+            if held is not None:
+                writer.add_tokens("train", held[0], document_lengths=held[1])
+                held = None
             if num_val == 0:  # keep the last document back: it may become the fallback val document
-                if held is not None:
-                    writer.add_tokens("train", held[0], document_lengths=held[1])
-                ends = np.cumsum(lengths)
-                last = int(ends[-2]) if lengths.size > 1 else 0
-                if lengths.size > 1:
-                    writer.add_tokens("train", tokens[:last], document_lengths=lengths[:-1])
+                last = int(lengths[:-1].sum())
+                writer.add_tokens("train", tokens[:last], document_lengths=lengths[:-1])
                 held = (tokens[last:], lengths[-1:])
             else:
-                if held is not None:
-                    writer.add_tokens("train", held[0], document_lengths=held[1])
-                    held = None
                 mask = np.repeat(is_val, lengths)
                 writer.add_tokens("train", tokens[~mask], document_lengths=lengths[~is_val])
                 writer.add_tokens("val", tokens[mask], document_lengths=lengths[is_val])
@@ -263,8 +263,7 @@ def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict
     kept: dict[str, Any] = {}
     existing = sorted(p for p in out.iterdir() if (p / MANIFEST_NAME).is_file()) if out.is_dir() else []
     for store_dir in existing:
-        other = store_dir.name
-        if other in names:
+        if store_dir.name in names:
             continue
         try:
             info = read_manifest(store_dir).tokenizer
@@ -272,10 +271,10 @@ def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict
             continue
         if info.fingerprint != tokenizer.fingerprint:
             raise ValueError(
-                f"{os.fspath(out)!r} already holds domain {other!r} tokenized by {info.spec!r} (fingerprint "
+                f"{os.fspath(out)!r} already holds domain {store_dir.name!r} tokenized by {info.spec!r} (fingerprint "
                 f"{info.fingerprint[:16]}…), but this prepare uses {tokenizer.spec!r} (fingerprint "
                 f"{tokenizer.fingerprint[:16]}…): use another --out directory")
-        kept[other] = store_dir.name
+        kept[store_dir.name] = store_dir.name
     return kept
 
 

@@ -92,11 +92,8 @@ def check_checksum(path: Path, sha256: str, offset: int = 0, nbytes: int | None 
         key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None else nbytes)
         digest = _VERIFIED.get(key)
         if digest is None:
-            if nbytes is None:
-                digest = _sha256_of(fh)
-            else:
-                fh.seek(offset)
-                digest = _sha256_of(fh, nbytes)
+            fh.seek(offset)
+            digest = _sha256_of(fh, nbytes)
         if digest != sha256:
             where = "" if nbytes is None else f" (bytes {offset}..{offset + nbytes})"
             raise ValueError(f"shard {os.fspath(path)!r}{where} is corrupted: its sha256 is {digest}, "
@@ -105,10 +102,7 @@ def check_checksum(path: Path, sha256: str, offset: int = 0, nbytes: int | None 
 
 
 def _check_shard_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
-    if shard.in_place:
-        check_checksum(path, shard.sha256, shard.offset, shard.num_tokens * itemsize)
-    else:
-        check_checksum(path, shard.sha256)
+    check_checksum(path, shard.sha256, shard.offset, shard.num_tokens * itemsize if shard.in_place else None)
 
 
 class ShardFiles:

@@ -179,6 +179,14 @@ def _check_column(names: list[str], field: str, where: str) -> None:
         raise ValueError(f"{where}: has no column {field!r} (columns: {names}); choose it with --text-field")
 
 
+def _strings(texts: Iterable[object], where: str, field: str) -> Iterator[str]:
+    """``texts``, each checked to be a string (the message names its row)."""
+    for row, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"{where}: row {row}: column {field!r} is not a string (got {type(text).__name__})")
+        yield text
+
+
 def _iter_parquet(path: Path, field: str) -> Iterator[str]:
     try:
         import pyarrow.parquet as pq
@@ -189,14 +197,8 @@ def _iter_parquet(path: Path, field: str) -> Iterator[str]:
     except OSError as exc:
         raise ValueError(f"cannot read parquet file {os.fspath(path)!r}: {exc}") from exc
     _check_column(pfile.schema_arrow.names, field, os.fspath(path))
-    row = 0
-    for batch in pfile.iter_batches(columns=[field], batch_size=1024):
-        for text in batch.column(0).to_pylist():
-            if not isinstance(text, str):
-                raise ValueError(f"{os.fspath(path)}: row {row}: column {field!r} is not a string "
-                                 f"(got {type(text).__name__})")
-            row += 1
-            yield text
+    batches = pfile.iter_batches(columns=[field], batch_size=1024)
+    yield from _strings((text for b in batches for text in b.column(0).to_pylist()), os.fspath(path), field)
 
 
 def _iter_hf(path: Path, field: str) -> Iterator[str]:
@@ -210,14 +212,8 @@ def _iter_hf(path: Path, field: str) -> Iterator[str]:
     for split, ds in parts:
         where = f"{os.fspath(path)}" + (f" (split {split!r})" if split else "")
         _check_column(list(ds.column_names), field, where)
-        row = 0
-        for batch in ds.select_columns([field]).iter(batch_size=1024):
-            for text in batch[field]:
-                if not isinstance(text, str):
-                    raise ValueError(f"{where}: row {row}: column {field!r} is not a string "
-                                     f"(got {type(text).__name__})")
-                row += 1
-                yield text
+        batches = ds.select_columns([field]).iter(batch_size=1024)
+        yield from _strings((text for b in batches for text in b[field]), where, field)
 
 
 def _sample_text(path: Path, key: str, members: dict[str, bytes], field: str) -> str | None:

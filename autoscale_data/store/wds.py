@@ -115,6 +115,28 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def _export_split(ts: TokenStore, split: str, out: Path, sample_tokens: int, tar_bytes: int) -> tuple[list[str], int]:
+    """Write one split's samples into its tars: (their names, the number of samples)."""
+    data = ts.train if split == "train" else ts.val
+    roller = _TarRoller(out, split, tar_bytes)
+    start = num_samples = 0
+    try:
+        for shard in ts.manifest.splits[split].shards:
+            stem = shard.file.rsplit(".", 1)[0]
+            for chunk, offset in enumerate(range(0, shard.num_tokens, sample_tokens)):
+                n = min(sample_tokens, shard.num_tokens - offset)
+                tokens = data.tokens(start + offset, start + offset + n)
+                meta = {"store": ts.name, "split": split, "shard": shard.file, "offset": offset,
+                        "num_tokens": n, "dtype": ts.manifest.dtype}
+                roller.add(f"{stem}_{chunk:06d}", {"npy": _npy_bytes(tokens),
+                                                  "json": json.dumps(meta, sort_keys=True).encode()})
+                num_samples += 1
+            start += shard.num_tokens
+    finally:
+        roller.close()
+    return roller.names, num_samples
+
+
 def export_webdataset(
     store: str | os.PathLike[str] | TokenStore,
     out_dir: str | os.PathLike[str],
@@ -148,27 +170,9 @@ def export_webdataset(
     tars: dict[str, list[str]] = {}
     num_samples = 0
     for split in splits:
-        info = ts.manifest.splits.get(split)
-        if info is None:
-            continue
-        data = ts.train if split == "train" else ts.val
-        roller = _TarRoller(out, split, tar_bytes)
-        start = 0
-        try:
-            for shard in info.shards:
-                stem = shard.file.rsplit(".", 1)[0]
-                for chunk, offset in enumerate(range(0, shard.num_tokens, sample_tokens)):
-                    n = min(sample_tokens, shard.num_tokens - offset)
-                    tokens = data.tokens(start + offset, start + offset + n)
-                    meta = {"store": ts.name, "split": split, "shard": shard.file, "offset": offset,
-                            "num_tokens": n, "dtype": ts.manifest.dtype}
-                    roller.add(f"{stem}_{chunk:06d}", {"npy": _npy_bytes(tokens),
-                                                      "json": json.dumps(meta, sort_keys=True).encode()})
-                    num_samples += 1
-                start += shard.num_tokens
-        finally:
-            roller.close()
-        tars[split] = roller.names
+        if split in ts.manifest.splits:
+            tars[split], written = _export_split(ts, split, out, sample_tokens, tar_bytes)
+            num_samples += written
     index = {"format": WDS_FORMAT, "version": _VERSION, "sample_tokens": sample_tokens,
              "tars": tars, "manifest_json": manifest_text}
     fsync_dir(out)
@@ -236,6 +240,40 @@ def _next_builder(out: Path, shards: list[ShardInfo], k: int) -> tuple[int, _Sha
     return k, (_ShardBuilder(out / shards[k].file, shards[k]) if k < len(shards) else None)
 
 
+def _import_split(src: Path, out: Path, tar_names: list[str], split: str, shards: list[ShardInfo],
+                  dtype: np.dtype) -> None:
+    """Rebuild one split's ``shards`` in ``out`` from its tars, each checked against the manifest."""
+    k, builder = _next_builder(out, shards, 0)
+    try:
+        for tar_name in tar_names:
+            tar_path = src / tar_name
+            if not tar_path.is_file():
+                raise FileNotFoundError(f"tar {os.fspath(tar_path)!r} listed in {WDS_INDEX} is missing")
+            for key, meta, tokens in iter_wds_samples(tar_path):
+                where = f"sample {key!r} of {os.fspath(tar_path)!r}"
+                if builder is None:
+                    raise ValueError(f"{where} is beyond the last shard of split {split!r}")
+                expected = (builder.info.file, builder.num_tokens)
+                if (meta.get("shard"), meta.get("offset")) != expected or tokens.dtype != dtype:
+                    raise ValueError(f"{where} holds shard {meta.get('shard')!r} offset {meta.get('offset')} "
+                                     f"dtype {tokens.dtype}, expected {expected[0]!r} offset {expected[1]} "
+                                     f"dtype {dtype}")
+                builder.write(tokens)
+                if builder.num_tokens > builder.info.num_tokens:
+                    raise ValueError(f"{where} overruns shard {builder.info.file!r} "
+                                     f"({builder.info.num_tokens} tokens)")
+                if builder.num_tokens == builder.info.num_tokens:
+                    builder.finish()
+                    k, builder = _next_builder(out, shards, k + 1)
+        if builder is not None:
+            raise ValueError(f"the tars of split {split!r} end inside shard {builder.info.file!r} "
+                             f"({builder.num_tokens} of {builder.info.num_tokens} tokens)")
+    except BaseException:
+        if builder is not None:
+            builder.abort()
+        raise
+
+
 def import_webdataset(src_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> TokenStore:
     """Rebuild a token store from an :func:`export_webdataset` directory; returns the opened store.
 
@@ -258,36 +296,7 @@ def import_webdataset(src_dir: str | os.PathLike[str], out_dir: str | os.PathLik
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST_NAME).unlink(missing_ok=True)
     for split, info in manifest.splits.items():
-        shards = list(info.shards)
-        k, builder = _next_builder(out, shards, 0)
-        try:
-            for tar_name in index["tars"].get(split, []):
-                tar_path = src / tar_name
-                if not tar_path.is_file():
-                    raise FileNotFoundError(f"tar {os.fspath(tar_path)!r} listed in {WDS_INDEX} is missing")
-                for key, meta, tokens in iter_wds_samples(tar_path):
-                    where = f"sample {key!r} of {os.fspath(tar_path)!r}"
-                    if builder is None:
-                        raise ValueError(f"{where} is beyond the last shard of split {split!r}")
-                    expected = (builder.info.file, builder.num_tokens)
-                    if (meta.get("shard"), meta.get("offset")) != expected or tokens.dtype != dtype:
-                        raise ValueError(f"{where} holds shard {meta.get('shard')!r} offset {meta.get('offset')} "
-                                         f"dtype {tokens.dtype}, expected {expected[0]!r} offset {expected[1]} "
-                                         f"dtype {dtype}")
-                    builder.write(tokens)
-                    if builder.num_tokens > builder.info.num_tokens:
-                        raise ValueError(f"{where} overruns shard {builder.info.file!r} "
-                                         f"({builder.info.num_tokens} tokens)")
-                    if builder.num_tokens == builder.info.num_tokens:
-                        builder.finish()
-                        k, builder = _next_builder(out, shards, k + 1)
-            if builder is not None:
-                raise ValueError(f"the tars of split {split!r} end inside shard {builder.info.file!r} "
-                                 f"({builder.num_tokens} of {builder.info.num_tokens} tokens)")
-        except BaseException:
-            if builder is not None:
-                builder.abort()
-            raise
+        _import_split(src, out, index["tars"].get(split, []), split, list(info.shards), dtype)
     fsync_dir(out)
     atomic_write_text(out / MANIFEST_NAME, manifest_text)
     return TokenStore(out)

@@ -6,6 +6,7 @@ Fixtures are written by the libraries' own writers (megatron-core's ``IndexedDat
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -33,6 +34,7 @@ from autoscale_data.store import (
     read_megatron_index,
     register_domains,
     register_in_place,
+    store_fingerprint,
 )
 from autoscale_data.store.tokenizers import Tokenizer
 
@@ -102,7 +104,7 @@ def test_megatron_dataset_is_read_token_for_token_as_megatron_reads_it(tmp_path:
     assert store_tokens(store, "val").size == sum(d.size for d in docs[-4:])
     assert manifest.splits["val"].num_documents == 4 and manifest.splits["train"].num_documents == 396
     assert len(manifest.splits["train"].shards) == -(-store.num_tokens // 2000)  # cut into 2000-token ranges
-    assert manifest.source["documents_ending_with_eos"] == 400 and manifest.source["format"] == "megatron-indexed"
+    assert manifest.source["documents_ending_with_eos"] == 400 and manifest.source["format"] == "megatron"
     # nothing was copied: the store directory holds the manifest only, the shards are ranges of the .bin
     assert sorted(p.name for p in (tmp_path / "stores" / "web").iterdir()) == ["manifest.json"]
     assert {s.file for s in manifest.splits["train"].shards} == {"web_text_document.bin"}
@@ -240,6 +242,25 @@ def test_registration_is_skipped_when_nothing_changed(tmp_path: Path) -> None:
     assert not third.skipped and third.manifest != first.manifest
 
 
+def test_a_version_1_registration_is_kept_with_the_former_format_name_it_records(tmp_path: Path) -> None:
+    """Version 1 manifests recorded 'megatron-indexed' (and 'hf-datasets'), also in their source fingerprint:
+    registering the unchanged data again keeps such a manifest as it is (its bytes are its run-id fingerprint)."""
+    prefix = write_megatron(tmp_path / "data" / "web", documents(8, 100))
+    store = tmp_path / "out" / "web"
+    manifest = register_in_place(prefix, store, "bytes").manifest.to_json()
+    files = [[os.fspath(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+             for p in (Path(f"{prefix}.idx"), Path(f"{prefix}.bin"))]
+    source = {k: manifest["source"][k] for k in ("prefix", "sequences", "multimodal")} | {"format": "megatron-indexed"}
+    desc = {"files": files, "tokenizer": manifest["tokenizer"]["fingerprint"], "holdout": manifest["holdout"],
+            "shard_tokens": 1 << 27, "source": source}
+    digest = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
+    manifest.update(version=1, source=manifest["source"] | {"format": "megatron-indexed", "fingerprint": digest})
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    before = (store / "manifest.json").read_bytes()
+    assert register_in_place(prefix, store, "bytes").skipped and (store / "manifest.json").read_bytes() == before
+    assert store_fingerprint(store) == hashlib.sha256(before).hexdigest()[:16]
+
+
 def test_documents_without_eos_are_counted_and_warned_about(tmp_path: Path) -> None:
     prefix = write_megatron(tmp_path / "web", documents(10, 40, eos=False))
     with pytest.warns(UserWarning, match="40 of 40 documents do not end with the EOS id 256.*--append-eod"):
@@ -256,7 +277,7 @@ def test_hf_dataset_is_read_token_for_token_as_datasets_reads_it(tmp_path: Path,
     ds = datasets.Dataset.from_dict({"input_ids": rows, "text": ["t"] * len(rows)}, features=features)
     ds.save_to_disk(str(tmp_path / "hf"), num_shards=2)  # 2 files, several record batches each
     manifest = register_in_place(tmp_path / "hf", tmp_path / "store", "bytes", name="web", format="hf").manifest
-    assert manifest.dtype == feature and manifest.source["format"] == "hf-datasets"
+    assert manifest.dtype == feature and manifest.source["format"] == "hf"
     store = TokenStore(tmp_path / "store")
     both = np.concatenate([store_tokens(store, "train"), store_tokens(store, "val")])
     assert np.array_equal(both, hf_tokens(tmp_path / "hf"))
@@ -462,8 +483,7 @@ def test_every_format_is_found_by_name_or_from_its_data(tmp_path: Path) -> None:
         str(tmp_path / "hf"))
     results = register_domains(tmp_path / "out", "bytes", {  # no format given: found from the data
         "web": prefix, "code": tmp_path / "hf", "books": InPlaceDomain(prefix, options=MegatronOptions(val))})
-    assert [r.manifest.source["format"] for r in results.values()] == ["megatron-indexed", "hf-datasets",
-                                                                       "megatron-indexed"]
+    assert [r.manifest.source["format"] for r in results.values()] == ["megatron", "hf", "megatron"]
     books = TokenStore(tmp_path / "out" / "books")
     assert np.array_equal(store_tokens(books, "val"), megatron_tokens(val))  # the format's own option
     again = register_in_place(f"{prefix}.idx", tmp_path / "out" / "web", "bytes", name="web")

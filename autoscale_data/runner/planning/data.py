@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...mixing import largest_remainder
-from ...store import MANIFEST_NAME, TokenStore, check_compatible, find_domain_stores, megatron_hint
+from ...store import TokenStore, check_compatible, find_domain_stores, megatron_hint, store_fingerprint
 from ..config import RunnerConfig
 
 __all__ = ["DomainInfo", "batch_sequences", "ddo_base_counts", "inspect_domains"]
@@ -60,12 +59,12 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
         raise ValueError(f"AutoScale needs at least 2 domains, the config gives {sorted(paths)}")
     stores = {name: TokenStore(p, verify="size") for name, p in paths.items()}
     first = check_compatible(stores)
-    fingerprints = {name: hashlib.sha256((p / MANIFEST_NAME).read_bytes()).hexdigest()[:16] for name, p in paths.items()}
     return DomainInfo(
         names=tuple(paths), paths={n: os.fspath(p) for n, p in paths.items()},
         train_tokens={n: s.train.num_tokens for n, s in stores.items()},
         val_tokens={n: s.val.num_tokens for n, s in stores.items()},
-        fingerprints=fingerprints, vocab_size=first.vocab_size, eos_id=first.eos_id, tokenizer=first.spec)
+        fingerprints={n: store_fingerprint(p) for n, p in paths.items()}, vocab_size=first.vocab_size,
+        eos_id=first.eos_id, tokenizer=first.spec)
 
 
 def batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:

@@ -4,7 +4,7 @@ Each format module defines its options dataclass, its reader (data -> :class:`In
 token dtype and the files' segments of whole documents) and its :class:`InPlaceFormat` entry;
 :data:`FORMATS` maps each format's name to that entry. Registration
 (:func:`autoscale_data.store.register_in_place`) looks a format up by name, or finds the one whose
-``detect`` accepts the path.
+``detect`` accepts the path. Version 1 manifests record the formats' former names (:data:`FORMER_NAMES`).
 
 * ``megatron``: :mod:`.megatron`, a Megatron indexed dataset ``PREFIX.bin`` + ``PREFIX.idx``.
 * ``hf``: :mod:`.hf`, a Hugging Face ``datasets`` directory written by ``save_to_disk``.
@@ -19,16 +19,15 @@ from types import MappingProxyType
 
 from . import hf, megatron
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
-from .hf import HF_FORMAT, HFOptions, hf_source
-from .megatron import MEGATRON_FORMAT, MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
+from .hf import HFOptions, hf_source
+from .megatron import MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
 
 __all__ = [
     "FORMATS",
+    "FORMER_NAMES",
     "HFOptions",
-    "HF_FORMAT",
     "InPlaceFormat",
     "InPlaceSource",
-    "MEGATRON_FORMAT",
     "MegatronIndex",
     "MegatronOptions",
     "READABLE_DTYPES",
@@ -42,6 +41,9 @@ __all__ = [
 
 #: Every in-place format, by name.
 FORMATS: Mapping[str, InPlaceFormat] = MappingProxyType({f.name: f for f in (megatron.FORMAT, hf.FORMAT)})
+#: A format's name by the name that version 1 manifests record in ``source["format"]`` (before 2026-11-28).
+FORMER_NAMES: Mapping[str, str] = MappingProxyType({"megatron-indexed": megatron.FORMAT.name,
+                                                      "hf-datasets": hf.FORMAT.name})
 
 
 def get_format(name: str) -> InPlaceFormat:

@@ -37,7 +37,6 @@ class InPlaceSource:
     files and their index or ``state.json``); ``description`` goes into the manifest's ``source``.
     """
 
-    kind: str
     dtype: str
     directory: Path
     segments: tuple[Segment, ...]

@@ -13,14 +13,13 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "HF_FORMAT", "HFOptions", "hf_source"]
-
-HF_FORMAT = "hf-datasets"
+__all__ = ["FORMAT", "HFOptions", "hf_source"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,36 @@ def _split_dirs(path: Path) -> tuple[Path, Path | None]:
     return path / "train", (path / val if val else None)
 
 
+def _data_files(directory: Path) -> tuple[Path, list[Path]]:
+    """A saved ``Dataset``'s ``state.json`` and the Arrow files it lists (without an indices mapping)."""
+    state_path = directory / "state.json"
+    if not state_path.is_file():
+        raise FileNotFoundError(f"{os.fspath(directory)!r} is not a Dataset saved with save_to_disk (no state.json)")
+    state = json.loads(state_path.read_text("utf-8"))
+    if any("indices" in key and state[key] for key in state):
+        raise ValueError(f"{os.fspath(directory)!r} has an indices mapping (a select/shuffle that was not "
+                         "flattened): call dataset.flatten_indices() before save_to_disk")
+    files = [directory / entry["filename"] for entry in state.get("_data_files", [])]
+    if not files:
+        raise ValueError(f"{os.fspath(state_path)!r} lists no data files")
+    return state_path, files
+
+
+def _segment(col: Any, file: Path, base: int, file_bytes: int) -> Segment:
+    """A record batch's rows as a segment: where its ids lie in the memory-mapped ``file`` (at ``base``)."""
+    values = col.values
+    offsets = col.offsets.to_numpy().astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    itemsize = np.dtype(str(values.type)).itemsize
+    buf = values.buffers()[1]
+    start = (buf.address - base) if buf is not None else 0
+    start += (values.offset + first) * itemsize
+    if last > first and (buf is None or not 0 <= start <= file_bytes - (last - first) * itemsize):
+        raise ValueError(f"the token ids of {os.fspath(file)!r} are not stored in the file as is "
+                         "(a compressed Arrow file?); save it uncompressed to read it in place")
+    return Segment(file.name, start, np.diff(offsets), file_bytes)
+
+
 def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlaceSource:
     """A saved ``Dataset`` directory's token column as segments (one per Arrow record batch).
 
@@ -66,16 +95,7 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
     except ImportError as exc:  # pragma: no cover - pyarrow comes with the formats extra
         raise ImportError("reading a datasets directory needs pyarrow: pip install 'autoscale-data[formats]'") from exc
     directory = Path(path)
-    state_path = directory / "state.json"
-    if not state_path.is_file():
-        raise FileNotFoundError(f"{os.fspath(directory)!r} is not a Dataset saved with save_to_disk (no state.json)")
-    state = json.loads(state_path.read_text("utf-8"))
-    if any("indices" in key and state[key] for key in state):
-        raise ValueError(f"{os.fspath(directory)!r} has an indices mapping (a select/shuffle that was not "
-                         "flattened): call dataset.flatten_indices() before save_to_disk")
-    files = [directory / entry["filename"] for entry in state.get("_data_files", [])]
-    if not files:
-        raise ValueError(f"{os.fspath(state_path)!r} lists no data files")
+    state_path, files = _data_files(directory)
     segments: list[Segment] = []
     dtype: str | None = None
     for file in files:
@@ -93,30 +113,19 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
                 if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)):
                     raise ValueError(f"column {column!r} of {os.fspath(file)!r} is {col.type}, expected a list "
                                      "of token ids")
-                values = col.values
-                name = str(values.type)
+                name = str(col.values.type)
                 if name not in READABLE_DTYPES:
                     raise ValueError(f"column {column!r} of {os.fspath(file)!r} holds {name} ids; "
                                      f"expected one of {READABLE_DTYPES}")
                 if dtype is not None and dtype != name:
                     raise ValueError(f"{os.fspath(directory)!r} mixes token dtypes {dtype} and {name}")
                 dtype = name
-                if col.null_count or values.null_count:
+                if col.null_count or col.values.null_count:
                     raise ValueError(f"column {column!r} of {os.fspath(file)!r} has null rows or ids")
-                if batch.num_rows == 0:
-                    continue
-                offsets = col.offsets.to_numpy().astype(np.int64)
-                first, last = int(offsets[0]), int(offsets[-1])
-                itemsize = np.dtype(name).itemsize
-                buf = values.buffers()[1]
-                start = (buf.address - base) if buf is not None else 0
-                start += (values.offset + first) * itemsize
-                if last > first and (buf is None or not 0 <= start <= file_bytes - (last - first) * itemsize):
-                    raise ValueError(f"the token ids of {os.fspath(file)!r} are not stored in the file as is "
-                                     "(a compressed Arrow file?); save it uncompressed to read it in place")
-                segments.append(Segment(file.name, start, np.diff(offsets), file_bytes))
-    return InPlaceSource(HF_FORMAT, dtype or "int32", directory, tuple(segments), (state_path, *files),
-                         {"format": HF_FORMAT, "path": os.fspath(directory), "column": column})
+                if batch.num_rows:
+                    segments.append(_segment(col, file, base, file_bytes))
+    return InPlaceSource(dtype or "int32", directory, tuple(segments), (state_path, *files),
+                         {"format": FORMAT.name, "path": os.fspath(directory), "column": column})
 
 
 def _open(path: Path, options: HFOptions) -> tuple[InPlaceSource, InPlaceSource | None]:

@@ -19,10 +19,8 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "MEGATRON_FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source",
-           "read_megatron_index"]
+__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source", "read_megatron_index"]
 
-MEGATRON_FORMAT = "megatron-indexed"
 _HEADER = b"MMIDIDX\x00\x00"
 _HEAD_BYTES = 9 + 8 + 1 + 8 + 8
 # Megatron's DType codes (megatron/core/datasets/indexed_dataset.py)
@@ -157,8 +155,8 @@ def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
                          f"{index.dtype} tokens ({int(starts[-1]) * itemsize} bytes)")
     doc_lengths = starts[docs[1:]] - starts[docs[:-1]]
     segment = Segment(bin_path.name, 0, doc_lengths, bin_bytes)
-    return InPlaceSource(MEGATRON_FORMAT, index.dtype, bin_path.parent, (segment,), (idx_path, bin_path),
-                         {"format": MEGATRON_FORMAT, "prefix": os.fspath(bin_path.resolve().with_suffix("")),
+    return InPlaceSource(index.dtype, bin_path.parent, (segment,), (idx_path, bin_path),
+                         {"format": FORMAT.name, "prefix": os.fspath(bin_path.resolve().with_suffix("")),
                           "sequences": int(lengths.size), "multimodal": index.multimodal})
 
 
