@@ -19,57 +19,93 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._io import atomic_write_json
+from .._records import Record, required
 from .projection import AllocationPath, as_scales, cap_warnings, fit_path
 
-__all__ = ["MixturePlan"]
+__all__ = ["MixturePlan", "PlanScale"]
 
 _FORMAT = "autoscale_data.MixturePlan"
 _VERSION = 1
 _CACHE_SIZE = 4096
 
 
-class MixturePlan:
-    """AutoScale mixture weights as a function of the token budget.
+@dataclass(frozen=True)
+class PlanScale(Record):
+    """One budget a plan was fitted on (an item of :attr:`MixturePlan.scales`)."""
 
-    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``.
+    budget_tokens: float
+    allocation_tokens: dict[str, float]
 
-    Attributes:
-        domains: domain names.
-        tokenizer: the tokenizer the underlying runs used (spec or fingerprint), or None.
-        path: the fitted :class:`~autoscale_data.solver.projection.AllocationPath`.
-        scales: the ``(budget_tokens, allocation)`` pairs the plan was fitted on.
-        token_caps: per-domain token caps (tokens available × epoch cap), or None.
-        metadata: free JSON-able information (objective, run ids, ...).
-        allow_decreasing: whether domains whose allocation falls with the budget are accepted.
-        min_budget: the smallest budget the plan answers: 0 unless some allocation decreases or stays
-            the same between the budgets (below it, it raises ``ValueError``: never a NaN).
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class MixturePlan(Record):
+    """AutoScale mixture weights as a function of the token budget, a record of the codec
+    (:mod:`autoscale_data._records`) whose fields are its JSON keys.
+
+    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``. Reading
+    (``from_json``, :meth:`load`) refits :attr:`path` from :attr:`scales` and validates it, so that a hand-edited
+    file cannot give a path its scales do not.
+
+    Raises:
+        ValueError: not a plan's JSON (``format``), another ``version``, or decreasing domains (unless
+            ``allow_decreasing``).
     """
 
-    def __init__(self, path: AllocationPath, scales: Sequence[tuple[float, dict[str, float]]], *,
-                 tokenizer: str | None = None, token_caps: Mapping[str, float] | None = None,
-                 metadata: Mapping[str, Any] | None = None, allow_decreasing: bool = False) -> None:
-        if path.decreasing and not allow_decreasing:
+    format: str = required(default=_FORMAT)
+    """The file's format tag."""
+    version: int = _VERSION
+    scales: list[PlanScale] = field(default_factory=list)
+    """The ``(budget_tokens, allocation_tokens)`` the plan was fitted on."""
+    tokenizer: str | None = None
+    """The tokenizer the underlying runs used (spec or fingerprint), or None."""
+    token_caps: dict[str, float] | None = None
+    """Per-domain token caps (tokens available x epoch cap), or None."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free JSON-able information (objective, run ids, ...)."""
+    allow_decreasing: bool = False
+    """Whether domains whose allocation falls with the budget are accepted."""
+    domains: tuple[str, ...] = ()
+    """Domain names, in the order of the path's arrays (empty: the first scale's order)."""
+    path: AllocationPath = field(init=False, compare=False)
+    """The fitted :class:`~autoscale_data.solver.projection.AllocationPath` (written, refitted when read)."""
+
+    def __post_init__(self) -> None:
+        if self.format != _FORMAT:
+            raise ValueError(f"not a MixturePlan JSON object (format {self.format!r})")
+        if self.version != _VERSION:
+            raise ValueError(f"unsupported MixturePlan version {self.version!r} (expected {_VERSION})")
+        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
+            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {self.tokenizer!r}")
+        first = dict.fromkeys(self.domains)  # the written order first (a file's keys are sorted)
+        budgets, domains, allocs = as_scales([(s.budget_tokens, {**{d: s.allocation_tokens.get(d) for d in first
+                                                                    if d in s.allocation_tokens}, **s.allocation_tokens})
+                                              for s in self.scales])
+        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs, strict=True)]
+        path = fit_path(pairs)
+        if path.decreasing and not self.allow_decreasing:
             raise ValueError(
                 f"allocations of {path.decreasing} decrease as the budget grows; an AutoScale plan "
                 "needs non-decreasing allocations (check the DDO fits / use project() to inspect, or pass "
                 "allow_decreasing=True to accept them)"
             )
-        self.allow_decreasing = bool(allow_decreasing)
-        self.min_budget = path.min_total
-        if tokenizer is not None and not isinstance(tokenizer, str):
-            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {tokenizer!r}")
-        self.path = path
-        self.domains = path.domains
-        self.scales = [(float(n), dict(a)) for n, a in scales]
-        self.tokenizer = tokenizer
-        self.token_caps = None if token_caps is None else {d: float(token_caps[d]) for d in self.domains}
-        self.metadata = dict(metadata or {})
-        self._cache: dict[float, np.ndarray] = {}
+        caps = self.token_caps
+        for name, value in (("scales", [PlanScale(n, a) for n, a in pairs]), ("domains", path.domains), ("path", path),
+                            ("token_caps", None if caps is None else {d: float(caps[d]) for d in path.domains}),
+                            ("metadata", dict(self.metadata or {})), ("allow_decreasing", bool(self.allow_decreasing)),
+                            ("_cache", {})):
+            object.__setattr__(self, name, value)
+
+    @property
+    def min_budget(self) -> float:
+        """The smallest budget the plan answers: 0 unless some allocation decreases or stays the same between
+        the budgets (below it, it raises ``ValueError``: never a NaN)."""
+        return self.path.min_total
 
     @classmethod
     def from_scales(cls, scales: Sequence[Any], *, tokenizer: str | None = None,
@@ -95,11 +131,11 @@ class MixturePlan:
         from .ddo import token_caps_array
 
         budgets, domains, allocs = as_scales(scales)
-        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=False))) for n, a in zip(budgets, allocs, strict=False)]
         caps = token_caps_array(domains, token_caps, max_epochs)
-        return cls(fit_path(pairs), pairs, tokenizer=tokenizer,
-                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=False)), metadata=metadata,
-                   allow_decreasing=allow_decreasing)
+        return cls(scales=[PlanScale(float(n), dict(zip(domains, a.tolist(), strict=True)))
+                           for n, a in zip(budgets, allocs, strict=True)], tokenizer=tokenizer,
+                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=True)),
+                   metadata=dict(metadata or {}), allow_decreasing=allow_decreasing)
 
     # ------------------------------------------------------------ queries
     def allocations_for_budgets(self, budgets: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -133,35 +169,6 @@ class MixturePlan:
         return cap_warnings(self.domains, alloc, caps)
 
     # --------------------------------------------------------- persistence
-    # Hand-written, not the records codec: a plan is a fitted object, not a record. Its file carries a format
-    # tag and version that reading checks, and the fitted ``path`` beside the ``scales`` it is refitted from
-    # (reading refits and validates it, so that a hand-edited file cannot give a path its scales do not).
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able dict (round-trips through :meth:`from_json`)."""
-        return {
-            "format": _FORMAT, "version": _VERSION, "domains": list(self.domains),
-            "tokenizer": self.tokenizer,
-            "scales": [{"budget_tokens": n, "allocation_tokens": a} for n, a in self.scales],
-            "path": {"log_origin": self.path.log_origin.tolist(), "direction": self.path.direction.tolist(),
-                     "residual": self.path.residual},
-            "token_caps": self.token_caps, "metadata": self.metadata, "allow_decreasing": self.allow_decreasing,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> MixturePlan:
-        """Rebuild a plan from :meth:`to_json` output.
-
-        Raises:
-            ValueError: not a plan, or an unsupported version.
-        """
-        if not isinstance(obj, Mapping) or obj.get("format") != _FORMAT:
-            raise ValueError(f"not a MixturePlan JSON object (format {obj.get('format') if isinstance(obj, Mapping) else obj!r})")
-        if obj.get("version") != _VERSION:
-            raise ValueError(f"unsupported MixturePlan version {obj.get('version')!r} (expected {_VERSION})")
-        return cls.from_scales(obj["scales"], tokenizer=obj.get("tokenizer"),
-                               token_caps=obj.get("token_caps"), metadata=obj.get("metadata"),
-                               allow_decreasing=bool(obj.get("allow_decreasing", False)))
-
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the plan as JSON (atomically)."""
         atomic_write_json(path, self.to_json())
@@ -177,8 +184,8 @@ class MixturePlan:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"plan file not found: {path}")
         with open(path, encoding="utf-8") as fh:
-            return cls.from_json(json.load(fh))
+            return cls.from_json(json.load(fh), "plan")
 
     def __repr__(self) -> str:
-        budgets = ", ".join(f"{n:.3g}" for n, _ in self.scales)
+        budgets = ", ".join(f"{s.budget_tokens:.3g}" for s in self.scales)
         return f"MixturePlan(domains={list(self.domains)}, budgets=[{budgets}], tokenizer={self.tokenizer!r})"

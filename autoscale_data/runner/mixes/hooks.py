@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,22 @@ from .. import layout, registry
 from ..models import token_cross_entropy
 from ..training.hooks import HookBatch, HookContext
 
-__all__ = ["DoReMiHook", "doremi_update", "load_reference_model"]
+__all__ = ["DoReMiHook", "DoReMiHookSpec", "doremi_update", "load_reference_model"]
+
+
+@dataclass(frozen=True)
+class DoReMiHookSpec(registry.HookSpec):
+    """The config of DoReMi's step hook (kind ``doremi``; :attr:`RunSpec.hook
+    <autoscale_data.runner.planning.plan.RunSpec.hook>` of its proxy run)."""
+
+    step_size: float
+    """DoReMi's eta."""
+    smoothing: float
+    """The weights' smoothing c (mixed with uniform)."""
+    reference_run: str = ""
+    """The run id of the reference run, whose final model the proxy reads."""
+    initial: dict[str, float] = field(default_factory=dict)
+    """The starting weights (the reference mix; uniform when empty)."""
 
 
 def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
@@ -81,16 +97,17 @@ class DoReMiHook:
     code, with the weights of the step's update on its last micro-batch); its sampler stays at the
     reference mix. The state (weights, average, scores, updates) is in every checkpoint.
 
-    Config: ``{"kind": "doremi", "reference_run": ID, "step_size": eta, "smoothing": c, "initial": {domain:
-    weight}}`` (``initial``: the starting weights, the reference mix).
+    Config: a :class:`DoReMiHookSpec`.
     """
 
-    def __init__(self, hook: Mapping[str, Any], *, reference: torch.nn.Module | None = None,
+    spec = DoReMiHookSpec
+
+    def __init__(self, hook: DoReMiHookSpec, *, reference: torch.nn.Module | None = None,
                  family: str = "gpt2") -> None:
-        self.reference_run = str(hook.get("reference_run", ""))
-        self.step_size = float(hook["step_size"])
-        self.smoothing = float(hook["smoothing"])
-        self.initial = {str(d): float(v) for d, v in (hook.get("initial") or {}).items()}
+        self.reference_run = hook.reference_run
+        self.step_size = float(hook.step_size)
+        self.smoothing = float(hook.smoothing)
+        self.initial = {str(d): float(v) for d, v in hook.initial.items()}
         self.reference = reference
         self.family = family
         self.info: Any = None

@@ -15,7 +15,7 @@ every name of ``target.baselines``) instead of naming the methods one by one. A 
 - :meth:`~MixingMethod.choose`: from the finished runs and the fits, a :class:`TargetChoice`, either
   ``weights`` (one fixed-schedule target run per target seed) or the method's own target ``specs``
   (``autoscale_anytime``'s runs on the mixture plan; a method whose target run carries an online
-  controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.planning.plan.RunSpec.hook>`,
+  controller, say an ``ado`` hook spec in :attr:`RunSpec.hook <autoscale_data.runner.planning.plan.RunSpec.hook>`,
   returns its RunSpecs the same way), or ``skipped`` with the reason (logged and reported).
 
 The methods and what each declares (its name, where its mix is chosen, its config section, its
@@ -342,8 +342,10 @@ class DoReMi(MixingMethod):
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
         ref = method_spec(ctx.config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
-        hook = {"kind": self.declaration.hook_kind, "reference_run": ref.run_id, "step_size": cfg.step_size,
-                "smoothing": cfg.smoothing, "initial": ref.weights}
+        from .hooks import DoReMiHookSpec
+
+        hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id, step_size=cfg.step_size,
+                              smoothing=cfg.smoothing, initial=ref.weights)
         proxy = method_spec(ctx.config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
         return [[ref], [proxy]]
 

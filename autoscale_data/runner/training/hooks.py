@@ -1,7 +1,7 @@
 """Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
 
-A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
-hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
+A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry a ``hook``: a
+:class:`~autoscale_data.runner.registry.HookSpec` of the hook's kind (its whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
 :func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
 (:class:`StepHook`), in the order the trainer calls it:
 
@@ -92,7 +92,7 @@ class StepHook(Protocol):
     def summary(self) -> dict[str, Any]: ...
 
 
-def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
+def make_step_hook(hook: registry.HookSpec | None) -> StepHook | None:
     """The hook a spec's ``hook`` config names (``None`` for none).
 
     Raises:
@@ -100,5 +100,5 @@ def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
     """
     if hook is None:
         return None
-    step_hook: StepHook = registry.hook_factory(str(hook.get("kind")))(hook)
+    step_hook: StepHook = registry.hook_factory(hook.kind)(hook)
     return step_hook

@@ -123,9 +123,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
 
     weights: Any = spec.weights if spec.extension is None else spec.extension.weights
     if spec.schedule == "anytime":
-        from ...solver import MixturePlan
-
-        weights = MixturePlan.from_json(spec.plan or {})
+        weights = spec.plan
     from ..planning.plan import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
