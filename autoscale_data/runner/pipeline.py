@@ -95,11 +95,6 @@ class MixtureRunner:
         return [target_spec(self.config, self.domains, label, w, seed)
                 for label, w in mixes.items() for seed in self.config.target.seeds]
 
-    def anytime_specs(self, plan: Any) -> list[RunSpec]:
-        """The ``autoscale_anytime`` target runs (one per target seed) following ``plan``'s path."""
-        return [target_spec(self.config, self.domains, layout.ANYTIME, None, seed, plan=plan)
-                for seed in self.config.target.seeds]
-
     def describe(self) -> str:
         """The plan as text (``--dry-run``): every run, its tokens, the totals with an estimated time, and
         what the plan checks before training (:func:`~autoscale_data.runner.describe.plan_text`)."""
@@ -223,14 +218,8 @@ class MixtureRunner:
                warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> RunResult:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
-        The extension is its own ledger run (``kind="extension"``, a new id naming the parent and the
-        budget; see :mod:`~autoscale_data.runner.training.extension`): it loads the parent's
-        ``runs/<id>/final_ckpt/`` (model, optimiser, RNG), continues the parent's data stream from its
-        end under the mix for the new budget (``autoscale``: the mixture plan's weights at ``budget``;
-        ``autoscale_anytime``: the parent's plan path; a fixed mix: the same weights), nothing repeated or
-        skipped, and trains the extra tokens with the learning rate of an
-        :class:`~autoscale_data.runner.training.extension.ExtensionSchedule`. A finished extension is reused; an
-        interrupted one resumes from its own checkpoint.
+        The extension is its own ledger run (``kind="extension"``; how its data and learning rate go on:
+        :mod:`~autoscale_data.runner.training.extension`): a finished one is reused, an interrupted one resumes.
 
         Args:
             run: a target mix label of ``OUT/plan.json`` (``"autoscale"``, ``"uniform"`` …) or a run id

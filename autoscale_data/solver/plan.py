@@ -45,20 +45,13 @@ class PlanScale(Record):
 
 @dataclass(frozen=True, repr=False, kw_only=True)
 class MixturePlan(Record):
-    """AutoScale mixture weights as a function of the token budget, a record of the codec
-    (:mod:`autoscale_data._records`) whose fields are its JSON keys.
+    """AutoScale mixture weights as a function of the token budget (a codec record: its fields are its JSON keys).
 
     Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``. Reading
-    (``from_json``, :meth:`load`) refits :attr:`path` from :attr:`scales` and validates it, so that a hand-edited
-    file cannot give a path its scales do not.
-
-    Raises:
-        ValueError: not a plan's JSON (``format``), another ``version``, or decreasing domains (unless
-            ``allow_decreasing``).
+    refits :attr:`path` from :attr:`scales`, so that a hand-edited file cannot give a path its scales do not.
     """
 
     format: str = required(default=_FORMAT)
-    """The file's format tag."""
     version: int = _VERSION
     scales: list[PlanScale] = field(default_factory=list)
     """The ``(budget_tokens, allocation_tokens)`` the plan was fitted on."""

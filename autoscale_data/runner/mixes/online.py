@@ -6,18 +6,13 @@ An online run is a target run whose stream follows a controller
 controller sees the per-domain training losses (all-reduced once) and decides a later segment. It
 goes through the runner's two general mechanisms, nothing of its own:
 
-- the registry of methods (:mod:`autoscale_data.runner.registry`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
-  before its targets (its cost is 0 extra runs: the mix is chosen inside the target run) and returns
-  its own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`), whose
+- a mixing method, :class:`OnlineMethod` (``ado``, ``odm``): no runs before its targets (0 extra runs), its
+  own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`) whose
   ``hook`` is an :class:`OnlineHookSpec` (so the controller enters the run id);
-- the trainer's step hooks (:mod:`autoscale_data.runner.training.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
-  puts the run's dataset in online mode (before the trainer loads a checkpoint's dataset state: the
-  state of an online dataset only loads into one); ``observe_losses`` feeds the trainer's per-token
-  losses of every micro-batch to the mixture's loss meter (the losses the trainer computes anyway for
-  its per-domain training loss); ``after_step`` makes the update when it is due. The controller's state,
-  the segment log and the loss window travel in the dataset's state, which every checkpoint holds, so a
-  run killed and resumed continues exactly. ``summary()`` (in ``result.json`` under ``"step_hook"``)
-  gives the segments' weights and the realised mix.
+- a step hook, :class:`OnlineMixingHook`: ``bind`` puts the run's dataset in online mode (before the trainer
+  loads a checkpoint's dataset state), ``observe_losses`` feeds the trainer's per-token losses to the
+  mixture's loss meter, ``after_step`` updates when due. The controller's state, the segment log and the loss
+  window travel in the dataset's state, which every checkpoint holds, so a killed run resumes exactly.
 """
 
 from __future__ import annotations

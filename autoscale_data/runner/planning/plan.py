@@ -67,21 +67,14 @@ SELECTION_KINDS = registry.selection_kinds()
 
 @dataclass(frozen=True)
 class ExtensionSchedule(Record):
-    """The learning rate of an extension's new steps, as multiples of ``optimizer.lr``
-    (:mod:`~autoscale_data.runner.training.extension`).
-
-    Attributes:
-        schedule: ``"rewarm_decay"`` (default): linear re-warm-up from ``optimizer.min_lr_ratio`` (where
-            the parent ended) to ``peak_ratio``, then linear decay to ``min_lr_ratio`` at the end;
-            ``"constant"``: the same re-warm-up, then ``peak_ratio`` to the end.
-        warmup_fraction: the share of the new steps spent re-warming (``None``: ``optimizer.warmup_fraction``,
-            see :meth:`resolved`).
-        peak_ratio: the peak, as a multiple of ``optimizer.lr`` (1: the parent's peak).
-    """
+    """The learning rate of an extension's new steps (:mod:`~autoscale_data.runner.training.extension`)."""
 
     schedule: str = REWARM_DECAY
+    """``rewarm_decay`` (re-warm-up from ``optimizer.min_lr_ratio``, then decay to it) or ``constant``."""
     warmup_fraction: float | None = None
+    """The share of the new steps that re-warm (``None``: ``optimizer.warmup_fraction``, :meth:`resolved`)."""
     peak_ratio: float = 1.0
+    """The peak as a multiple of ``optimizer.lr``."""
 
     def __post_init__(self) -> None:
         if self.schedule not in EXTENSION_SCHEDULES:
@@ -137,9 +130,7 @@ class RunSpec(Record):
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
         plan: the :class:`~autoscale_data.solver.MixturePlan` of an anytime run (else ``None``).
-        extension: for ``kind="extension"`` (a finished run extended to a larger budget, see
-            :func:`extension_spec`): the parent run's id and sequences, the mix after its end and the
-            learning-rate schedule of the new steps (:class:`ExtensionSpec`); ``None`` for every other run.
+        extension: what an extension run (:func:`extension_spec`) continues, else ``None``; its
             :attr:`sequences` are the totals at the end (the parent's prefix included).
         pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
             the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.planning.repetition`);
@@ -331,12 +322,17 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
     known = registry.selection_kinds()
     if kind not in known:
         raise ValueError(f"run kind {kind!r} is invalid: expected one of {known}")
+    counts = _mix_counts(domains, weights, batch_sequences(config, budget), f"{kind} run {label!r}")
+    return _make(config, domains, _Role(kind, budget, label, seed), counts, hook=hook)
+
+
+def _mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int, what: str) -> dict[str, int]:
+    """``total`` sequences shared by ``weights`` (missing domains get 0; largest remainders)."""
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
-        raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
-    full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, batch_sequences(config, budget))
-    return _make(config, domains, _Role(kind, budget, label, seed), counts, hook=hook)
+        raise ValueError(f"{what} names unknown domains {unknown}; the stores hold {list(domains.names)}")
+    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)
+
 
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
     want = n * factor
@@ -484,11 +480,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
         return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, plan=plan)
     if weights is None:
         raise ValueError(f"target run {label!r} needs mixture weights or a plan, got neither")
-    unknown = sorted(set(weights) - set(domains.names))
-    if unknown:
-        raise ValueError(f"mix {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
-    full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, total)
+    counts = _mix_counts(domains, weights, total, f"mix {label!r}")
     return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, hook=hook)
 
 

@@ -19,13 +19,12 @@ from typing import Any
 import torch
 
 from ..._io import atomic_write_json
-from ..._records import Record, fields_to_json, omitted
+from ..._records import Record, omitted
 from .. import layout
 from ..records import CheckpointPointer, EvalPoint
 from .dist import DistInfo, all_gather_objects
 
 __all__ = ["CheckpointState", "TrainTimes", "load_checkpoint", "save_checkpoint"]
-
 
 
 @dataclass
@@ -67,18 +66,8 @@ class CheckpointState(Record):
     step_hook: dict[str, Any] | None = omitted(default=None)
     """The step hook's state (the hook's own keys; runs with a hook only)."""
     rng: list[dict[str, Any]] = omitted(default_factory=list)
-    """Per rank, the random generators' states (tensors; added by :func:`save_checkpoint`)."""
-
-    # Custom write: the dataset's, the hook's and the generators' states go into the blob as they are
-    # (tensors, the owners' own values), not through the JSON codec.
-    def to_json(self) -> dict[str, Any]:
-        out = fields_to_json(self, skip=("dataset", "step_hook", "rng"))
-        out["dataset"] = self.dataset
-        if self.step_hook is not None:
-            out["step_hook"] = self.step_hook
-        if self.rng:
-            out["rng"] = self.rng
-        return out
+    """Per rank, the random generators' states (tensors, which the codec passes through as they are; added by
+    :func:`save_checkpoint`)."""
 
 
 def _barrier(info: DistInfo) -> None:

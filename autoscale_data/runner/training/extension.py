@@ -71,11 +71,6 @@ def parent_state(run_dir: Path) -> FinalState | None:
     return state
 
 
-def _spec(out: Path, run_id: str) -> RunSpec | None:
-    spec: RunSpec | None = layout.read(out / layout.RUNS / run_id, layout.SPEC)
-    return spec
-
-
 def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     """The run ``run`` names: a run id under ``OUT/runs/``, or a target mix label of ``OUT/plan.json``
     (with ``seed`` when the mix was trained with several seeds).
@@ -84,7 +79,8 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
         ValueError: an unknown id or label (the message lists the target runs), a label trained with
             several seeds and no ``seed`` (or a seed it was not trained with), or a proxy run.
     """
-    spec = _spec(out, run) if run and os.sep not in run and run not in (".", "..") else None
+    spec: RunSpec | None = (layout.read(out / layout.RUNS / run, layout.SPEC)
+                            if run and os.sep not in run and run not in (".", "..") else None)
     if spec is None:
         plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
         targets = plan.targets or []

@@ -29,11 +29,8 @@ mean is the loss, the same values feed the per-domain meter and a step hook. One
 plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
 deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
 
-A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
-it with :func:`~autoscale_data.runner.training.hooks.make_step_hook` and calls it every micro-batch and step
-(protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
-``"step_hook"``. Without one nothing of the above changes. A DoReMi reference run keeps its final
-checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says.
+A run whose spec carries a step hook (``spec.hook``; protocol in :mod:`.hooks`) calls it every micro-batch
+and step. A DoReMi reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
 """
 
 from __future__ import annotations
