@@ -15,6 +15,7 @@ import torch
 
 from .. import layout, registry
 from ..models import token_cross_entropy
+from ..training.checkpoint import final_model
 from ..training.hooks import HookBatch, HookContext
 
 __all__ = ["DoReMiHook", "DoReMiHookSpec", "doremi_update", "load_reference_model"]
@@ -60,26 +61,15 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.
     """
-    from ..models import build_model
-
-    ckpt = ref_dir / layout.FINAL_CHECKPOINT_DIR
     try:
-        pointer = layout.read(ckpt, layout.CHECKPOINT_POINTER)
-    except ValueError:
-        pointer = None
-    if pointer is None:
+        model = final_model(spec, ref_dir, config.model.preset, domains.eos_id)
+    except ValueError:  # an unreadable pointer: no complete checkpoint
+        model = None
+    if model is None:
         raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
-                                f"{os.fspath(ckpt)!r} holds no complete checkpoint: train the reference first")
-    tag = pointer.tag
-    path = ckpt / f"{tag}.pt"
-    if path.exists():
-        state = torch.load(path, map_location="cpu", weights_only=False)["model"]
-    else:  # DeepSpeed: the module's states of model-parallel rank 0 (ZeRO stages 0-2)
-        state = torch.load(ckpt / tag / "mp_rank_00_model_states.pt", map_location="cpu", weights_only=False)["module"]
-    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
-                        vocab_rows=spec.settings["model"].get("padded_vocab"))
-    model.load_state_dict(state)
-    model.to(device).eval()
+                                f"{os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} holds no complete checkpoint: "
+                                "train the reference first")
+    model.to(device)
     for p in model.parameters():
         p.requires_grad_(False)
     return model

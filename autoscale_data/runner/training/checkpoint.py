@@ -24,7 +24,7 @@ from .. import layout
 from ..records import CheckpointPointer, EvalPoint
 from .dist import DistInfo, all_gather_objects
 
-__all__ = ["CheckpointState", "TrainTimes", "load_checkpoint", "save_checkpoint"]
+__all__ = ["CheckpointState", "TrainTimes", "final_model", "load_checkpoint", "save_checkpoint"]
 
 
 @dataclass
@@ -123,6 +123,23 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: Checkpo
             elif old.suffix in (".pt", ".tmp"):
                 old.unlink(missing_ok=True)
     _barrier(info)
+
+
+def final_model(spec: Any, run_dir: Path, preset: str, eos_id: int) -> torch.nn.Module | None:
+    """The model of the finished run ``spec`` from ``run_dir/final_ckpt`` (torch or DeepSpeed layout, ZeRO stages
+    0-2), on the CPU in eval mode; ``None`` without a complete final checkpoint."""
+    from ..models import build_model
+
+    final = run_dir / layout.FINAL_CHECKPOINT_DIR
+    pointer: CheckpointPointer | None = layout.read(final, layout.CHECKPOINT_POINTER)
+    if pointer is None:
+        return None
+    torch_file, ds_file = final / f"{pointer.tag}.pt", final / pointer.tag / "mp_rank_00_model_states.pt"
+    blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
+    model = build_model(preset, spec.settings["model"]["fields"], eos_id=eos_id,
+                        vocab_rows=spec.settings["model"].get("padded_vocab"))
+    model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
+    return model.eval()
 
 
 def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> CheckpointState | None:
