@@ -144,8 +144,7 @@ class MixtureRunner:
         return report
 
     def _record_inputs(self) -> list[str]:
-        """Check and record the config and the stores; the reference losses when either changed (they read the
-        whole held-out set). Returns the config's changes (:meth:`_check_config`)."""
+        """Record the config (returns its changes) and the stores; the reference losses when either changed."""
         changed = self._check_config()
         before = layout.read(self.out, layout.DOMAINS)
         same_data = before is not None and config_to_dict(before) == config_to_dict(self.domains)
@@ -176,8 +175,8 @@ class MixtureRunner:
         for s in all_proxies + selection + fixed:
             ledger.register(s)
         warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) + rounding_notes(self.config, d)
-        # each note once: as a warning, not also in the logged plan
-        self.log("\n".join(line for line in self.describe().splitlines() if line not in warned))
+        self.log(  # each note once: as a warning, not also in the logged plan
+            "\n".join(line for line in self.describe().splitlines() if line not in warned))
         for note in warned:
             warnings.warn(note, UserWarning, stacklevel=3)
         return proxies, methods, stages

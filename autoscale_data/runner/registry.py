@@ -99,8 +99,7 @@ class MethodDeclaration:
         selection_kinds: the kinds of the runs it trains before its targets.
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
-        hook: the step hook's class (as ``implementation``), built from a spec's hook config: the
-            :class:`HookSpec` record its ``spec`` attribute names.
+        hook: the step hook's class (as ``implementation``), built from the :class:`HookSpec` its ``spec`` names.
     """
 
     name: str

@@ -1,17 +1,15 @@
 """``MixturePlan``: AutoScale weights for any budget, accepted by the dataset as ``weights=``.
 
 A plan holds the Theorem-1 path fitted on optimal allocations at two or more budgets (see
-:mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, including budgets
-below the smallest fitted one (t < 0, the same path run backwards), so per-domain allocations are
-non-decreasing in N and sum to N. A path on which some domain's allocation does not grow never gives
-that domain fewer tokens than at the smallest budget: budgets below that (:attr:`MixturePlan.min_budget`)
-are refused with ``ValueError`` (the dataset's anytime schedule starts from ``min_budget``'s mix).
+:mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, also below the smallest
+fitted budget (the same path run backwards), so per-domain allocations are non-decreasing in N and sum to
+N; a budget below :attr:`MixturePlan.min_budget` (where a domain that does not grow would get fewer tokens
+than at the smallest budget) raises ``ValueError``.
 
-Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows; at small proxy
-budgets noisy DDO optima can still show one. Such a plan is rejected unless built with
-``allow_decreasing=True``: it then gives the projection for every budget from :attr:`MixturePlan.min_budget`
-(the smallest total on the path) up, and the dataset's anytime schedule follows its monotone
-envelope (see :func:`autoscale_data.mixing.schedule.allocation_path`).
+Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows, but noisy DDO optima at
+small budgets can show one: such a plan needs ``allow_decreasing=True`` and then answers from ``min_budget``
+(the smallest total on the path) up; the dataset's anytime schedule follows its monotone envelope
+(:func:`autoscale_data.mixing.schedule.allocation_path`).
 """
 
 from __future__ import annotations
@@ -75,10 +73,9 @@ class MixturePlan(Record):
             raise ValueError(f"unsupported MixturePlan version {self.version!r} (expected {_VERSION})")
         if self.tokenizer is not None and not isinstance(self.tokenizer, str):
             raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {self.tokenizer!r}")
-        first = dict.fromkeys(self.domains)  # the written order first (a file's keys are sorted)
-        budgets, domains, allocs = as_scales([(s.budget_tokens, {**{d: s.allocation_tokens.get(d) for d in first
-                                                                    if d in s.allocation_tokens}, **s.allocation_tokens})
-                                              for s in self.scales])
+        rank = {d: k for k, d in enumerate(self.domains)}  # the written order (a file's keys are sorted)
+        budgets, domains, allocs = as_scales([(s.budget_tokens, dict(sorted(
+            s.allocation_tokens.items(), key=lambda kv: rank.get(kv[0], len(rank))))) for s in self.scales])
         pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs, strict=True)]
         path = fit_path(pairs)
         if path.decreasing and not self.allow_decreasing:
@@ -110,12 +107,8 @@ class MixturePlan(Record):
         Args:
             scales: ``(budget_tokens, {domain: tokens})`` per budget, DDO results, or dicts with
                 ``budget_tokens`` and ``weights``/``allocation_tokens``; budgets increasing.
-            tokenizer: tokenizer spec/fingerprint the runs were trained with (recorded).
-            token_caps: tokens available per domain (× ``max_epochs``): recorded, and
-                :meth:`warnings_for_budget` reports budgets that exceed them.
-            max_epochs: epoch cap applied to ``token_caps``.
-            metadata: extra JSON-able information stored with the plan.
-            allow_decreasing: accept domains whose allocation decreases (see the module docstring).
+            token_caps: tokens available per domain, times ``max_epochs`` (:meth:`warnings_for_budget` reports
+                budgets that exceed them); the other arguments are recorded as the fields of the same names.
 
         Raises:
             ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains

@@ -171,13 +171,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
             out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
     """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
-    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: with three budgets or
-    more, a projection only where the backtest at N2 shows it beating DDO(N2) beyond noise; with two,
-    DDO(N2) as is unless the joint law predicts a projection beats it beyond the prediction's uncertainty and
-    the noise of one run; the choice, its reason and the backtest's scores are in ``projection.json``'s
-    ``selection``), ``"observed"``, ``"geometric"``, ``"joint"`` or ``"robust"``; the others are computed and
-    reported too (all by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives
-    the plan's scales).
+    The target mix comes from ``config.ddo.projection`` (``auto``: the choice, its reason and the backtest's
+    scores are in ``projection.json``'s ``selection``); the other projections are computed and reported too (all
+    by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
     :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``

@@ -23,8 +23,7 @@ __all__ = ["DoReMiHook", "DoReMiHookSpec", "doremi_update", "load_reference_mode
 
 @dataclass(frozen=True)
 class DoReMiHookSpec(registry.HookSpec):
-    """The config of DoReMi's step hook (kind ``doremi``; :attr:`RunSpec.hook
-    <autoscale_data.runner.planning.plan.RunSpec.hook>` of its proxy run)."""
+    """The config of DoReMi's step hook (kind ``doremi``, the ``hook`` of its proxy run's spec)."""
 
     step_size: float
     """DoReMi's eta."""
@@ -94,9 +93,7 @@ class DoReMiHook:
 
     def __init__(self, hook: DoReMiHookSpec, *, reference: torch.nn.Module | None = None,
                  family: str = "gpt2") -> None:
-        self.reference_run = hook.reference_run
-        self.step_size = float(hook.step_size)
-        self.smoothing = float(hook.smoothing)
+        self.reference_run, self.step_size, self.smoothing = hook.reference_run, float(hook.step_size), float(hook.smoothing)
         self.initial = {str(d): float(v) for d, v in hook.initial.items()}
         self.reference = reference
         self.family = family

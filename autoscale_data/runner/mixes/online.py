@@ -110,10 +110,8 @@ class OnlineMixingHook:
     spec = OnlineHookSpec
 
     def __init__(self, hook: OnlineHookSpec) -> None:
-        self.kind = hook.kind
-        self.every = int(hook.every)
+        self.kind, self.every, self.options = hook.kind, int(hook.every), dict(hook.options)
         self.lookahead = None if hook.lookahead is None else int(hook.lookahead)
-        self.options = dict(hook.options)
         self.mixture: Any = None
         self.names: tuple[str, ...] = ()
 

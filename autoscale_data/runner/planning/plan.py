@@ -132,12 +132,10 @@ class RunSpec(Record):
         plan: the :class:`~autoscale_data.solver.MixturePlan` of an anytime run (else ``None``).
         extension: what an extension run (:func:`extension_spec`) continues, else ``None``; its
             :attr:`sequences` are the totals at the end (the parent's prefix included).
-        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
-            the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.planning.repetition`);
-            ``None`` for every other run.
-        hook: the config of a step hook the trainer runs every step (a :class:`~autoscale_data.runner.registry.HookSpec`
-            of the hook's kind, see :mod:`~autoscale_data.runner.training.hooks`); it enters the run id. ``None``
-            for plain runs.
+        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of the seeded
+            subset it draws from in epochs (:mod:`.repetition`); ``None`` for every other run.
+        hook: the :class:`~autoscale_data.runner.registry.HookSpec` of the step hook the trainer runs (of its kind;
+            in the run id), ``None`` for plain runs.
     """
 
     run_id: str
@@ -491,12 +489,9 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
 
     Args:
         config: the experiment config; its training settings must be the parent's.
-        domains: the stores.
-        parent: the finished target (or extension) run.
         budget: the new budget in tokens (the spec's ``scale``).
         sequences: per-domain sequences at the end (the parent's prefix included), as the dataset
             continued from the parent's end plans them.
-        extension: what it continues and how.
         plan: the extension follows the anytime schedule of this plan (an anytime parent).
 
     Raises:

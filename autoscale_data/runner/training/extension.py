@@ -1,11 +1,10 @@
 """Extending a finished target run to a larger budget: its parent, its mix and its learning rate.
 
 A finished target run keeps its final checkpoint (``target.keep_checkpoints``, default true):
-``OUT/runs/<id>/final_ckpt/`` holds the model, optimiser, schedule and RNG, and ``final_state.json``
-there the dataset state at the end. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an
-*extension run* from it (:func:`plan_extension`): the same model and optimiser go on, and the data
-stream continues from the parent's end (``ScaleAwareMixtureDataset(..., continue_from=state)``)
-under the mix for the new budget, nothing repeated or skipped:
+``OUT/runs/<id>/final_ckpt/`` with the model, optimiser, schedule, RNG and (``final_state.json``) the dataset
+state. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an *extension run* from it
+(:func:`plan_extension`): the same model and optimiser go on, and the data stream continues from the parent's
+end under the mix for the new budget, nothing repeated or skipped:
 
 - ``autoscale``: the mixture plan's weights at the new budget (``OUT/fits/mixture_plan.json``,
   :meth:`~autoscale_data.solver.MixturePlan.weights_for_budget`);
@@ -20,9 +19,8 @@ continual pre-training practice, e.g. Ibrahim et al. 2024), so the extended mode
 any run; ``constant`` re-warms the same way and then holds the peak (the stable phase of a
 warmup-stable-decay schedule, for a run you will extend again or anneal yourself).
 
-An extension is its own ledger run (``kind="extension"``, a content-hash id over the parent's id,
-the new budget, the mix and the schedule), resumable and crash-safe like every run, and can itself
-be extended (its final checkpoint is kept the same way).
+An extension is its own ledger run (``kind="extension"``, its id hashing the parent's id, the new budget, the
+mix and the schedule), resumable like every run, and can itself be extended.
 """
 
 from __future__ import annotations

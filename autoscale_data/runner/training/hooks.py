@@ -23,12 +23,8 @@ A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry a ``hook
   at any moment resumes to the same state.
 - ``summary()``: JSON-able record written into the run's ``result.json`` under ``"step_hook"``.
 
-A kind is what a mixing method declares (``hook_kind`` and ``hook`` of its
-:class:`~autoscale_data.runner.registry.MethodDeclaration`): ``doremi`` is
-:class:`~autoscale_data.runner.mixes.hooks.DoReMiHook` (DoReMi's Group DRO for its proxy run), ``ado`` and
-``odm`` (online mixing of a target run) are :class:`~autoscale_data.runner.mixes.online.OnlineMixingHook`.
-The protocol lives here, with the trainer; the hooks live with their methods, which the trainer does not
-import: :func:`make_step_hook` builds a hook from the class its kind's declaration names.
+A kind is what a mixing method declares (its :class:`~autoscale_data.runner.registry.MethodDeclaration`'s
+``hook_kind`` and ``hook`` class); the hooks live with their methods, which the trainer does not import.
 """
 
 from __future__ import annotations
