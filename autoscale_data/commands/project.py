@@ -127,14 +127,14 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lo = min(plan.scales[0][0], target) / 2
-    hi = max(plan.scales[-1][0], target) * 4
+    lo = min(plan.scales[0].budget_tokens, target) / 2
+    hi = max(plan.scales[-1].budget_tokens, target) * 4
     budgets = np.geomspace(lo, hi, 200)
     w = plan.allocations_for_budgets(budgets) / budgets[:, None]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.stackplot(budgets, w.T, labels=list(plan.domains))
-    for n, _ in plan.scales:
-        ax.axvline(n, color="k", lw=0.8, ls=":")
+    for scale in plan.scales:
+        ax.axvline(scale.budget_tokens, color="k", lw=0.8, ls=":")
     ax.axvline(target, color="k", lw=1.2, ls="--", label=f"target {target:.3g}")
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)

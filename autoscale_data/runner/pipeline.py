@@ -95,11 +95,6 @@ class MixtureRunner:
         return [target_spec(self.config, self.domains, label, w, seed)
                 for label, w in mixes.items() for seed in self.config.target.seeds]
 
-    def anytime_specs(self, plan: Any) -> list[RunSpec]:
-        """The ``autoscale_anytime`` target runs (one per target seed) following ``plan``'s path."""
-        return [target_spec(self.config, self.domains, layout.ANYTIME, None, seed, plan=plan)
-                for seed in self.config.target.seeds]
-
     def describe(self) -> str:
         """The plan as text (``--dry-run``): every run, its tokens, the totals with an estimated time, and
         what the plan checks before training (:func:`~autoscale_data.runner.describe.plan_text`)."""
@@ -133,59 +128,74 @@ class MixtureRunner:
 
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
-            d = self.domains
-            changed = self._check_config()
-            before = layout.read(self.out, layout.DOMAINS)
-            same_data = before is not None and config_to_dict(before) == config_to_dict(d)
-            atomic_write_json(self.out / layout.DOMAINS, config_to_dict(d))
-            # it reads the whole held-out set: once per folder, again when the config or the stores change
-            if changed or not same_data or not (self.out / layout.REFERENCE_LOSSES).is_file():
-                self._write_references()
-            proxies = self.proxy_specs()
-            all_proxies = [s for specs in proxies.values() for s in specs]
-            methods = selected_methods(self.config)
-            ctx = self.method_context(proxies=proxies)
-            for method in methods:  # bad input of any method, before anything trains
-                method.check(ctx)
-            stages = selection_stages(methods, ctx)
-            selection = [s for stage in stages for s in stage]
-            fixed = self.target_specs(self.fixed_target_mixes())
-            problems = supply_problems(self.config, d, all_proxies + selection + fixed)
-            if problems:  # before training anything: every domain that cannot supply its runs, by name
-                raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
-            # the report reads only this plan's runs, from the start; another config's extra runs are not its
-            self._write_plan(proxies, fixed, keep_extra=not changed, selection=selection)
-            for s in all_proxies + selection + fixed:
-                ledger.register(s)
-            warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) \
-                + rounding_notes(self.config, d)
-            # each note once: as a warning, not also in the logged plan
-            self.log("\n".join(line for line in self.describe().splitlines() if line not in warned))
-            for note in warned:
-                warnings.warn(note, UserWarning, stacklevel=2)
-            self._train_all(ledger, all_proxies + (stages[0] if stages else []))
+            changed = self._record_inputs()
+            proxies, methods, stages = self._plan_proxies_and_selection(ledger, changed)
+            self._train_all(ledger, [s for specs in proxies.values() for s in specs] + (stages[0] if stages else []))
             for stage in stages[1:]:  # a later stage reads the one before (DoReMi's proxy, its reference)
                 self._train_all(ledger, stage)
-            from .mixes.fitting import fit_all
-
-            fits = fit_all(self.config, d, ledger, proxies, self.out / layout.FITS, log=self.log)
-            mixes, targets, records = choose_all(methods, self.method_context(ledger, fits, proxies=proxies))
-            atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
-            atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, to_json({r.name: r for r in records}))
-            from .planning.repetition import write_mix_epochs
-
-            write_mix_epochs(self.config, d, mixes, self.out / layout.FITS, log=self.log)
-            self._write_plan(proxies, targets, selection=selection)
-            for s in targets:
-                ledger.register(s)
+            targets = self._plan_targets(ledger, proxies, methods, [s for stage in stages for s in stage])
             self._train_all(ledger, targets)
             if self.config.eval.tasks:  # the zero-shot tasks on every finished target run (eval.tasks)
                 from .training.downstream import evaluate_targets
 
-                evaluate_targets(self.config, d, self.out, targets, log=self.log)
+                evaluate_targets(self.config, self.domains, self.out, targets, log=self.log)
         report = write_report(self.out)
         self.log(f"report written to {os.fspath(self.out / layout.REPORT_MD)}")
         return report
+
+    def _record_inputs(self) -> list[str]:
+        """Record the config (returns its changes) and the stores; the reference losses when either changed."""
+        changed = self._check_config()
+        before = layout.read(self.out, layout.DOMAINS)
+        same_data = before is not None and config_to_dict(before) == config_to_dict(self.domains)
+        atomic_write_json(self.out / layout.DOMAINS, config_to_dict(self.domains))
+        if changed or not same_data or not (self.out / layout.REFERENCE_LOSSES).is_file():
+            self._write_references()
+        return changed
+
+    def _plan_proxies_and_selection(self, ledger: Ledger, changed: list[str]) -> tuple[
+            dict[int, list[RunSpec]], list[Any], list[list[RunSpec]]]:
+        """Plan, check and register the runs known before any training (the DDO proxies, the methods' own runs
+        and the fixed target mixes); log the plan. Returns the proxies, the methods and the selection stages."""
+        d = self.domains
+        proxies = self.proxy_specs()
+        all_proxies = [s for specs in proxies.values() for s in specs]
+        methods = selected_methods(self.config)
+        ctx = self.method_context(proxies=proxies)
+        for method in methods:  # bad input of any method, before anything trains
+            method.check(ctx)
+        stages = selection_stages(methods, ctx)
+        selection = [s for stage in stages for s in stage]
+        fixed = self.target_specs(self.fixed_target_mixes())
+        problems = supply_problems(self.config, d, all_proxies + selection + fixed)
+        if problems:  # before training anything: every domain that cannot supply its runs, by name
+            raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
+        # the report reads only this plan's runs, from the start; another config's extra runs are not its
+        self._write_plan(proxies, fixed, keep_extra=not changed, selection=selection)
+        for s in all_proxies + selection + fixed:
+            ledger.register(s)
+        warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) + rounding_notes(self.config, d)
+        self.log(  # each note once: as a warning, not also in the logged plan
+            "\n".join(line for line in self.describe().splitlines() if line not in warned))
+        for note in warned:
+            warnings.warn(note, UserWarning, stacklevel=3)
+        return proxies, methods, stages
+
+    def _plan_targets(self, ledger: Ledger, proxies: dict[int, list[RunSpec]], methods: list[Any],
+                      selection: list[RunSpec]) -> list[RunSpec]:
+        """Fit the finished proxies, choose every method's target mix (``fits/``) and register the target runs."""
+        from .mixes.fitting import fit_all
+        from .planning.repetition import write_mix_epochs
+
+        fits = fit_all(self.config, self.domains, ledger, proxies, self.out / layout.FITS, log=self.log)
+        mixes, targets, records = choose_all(methods, self.method_context(ledger, fits, proxies=proxies))
+        atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
+        atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, to_json({r.name: r for r in records}))
+        write_mix_epochs(self.config, self.domains, mixes, self.out / layout.FITS, log=self.log)
+        self._write_plan(proxies, targets, selection=selection)
+        for s in targets:
+            ledger.register(s)
+        return list(targets)
 
     def train_runs(self, specs: Sequence[RunSpec]) -> None:
         """Train extra runs (held-out perturbations, another budget …) through this runner's ledger.
@@ -207,14 +217,8 @@ class MixtureRunner:
                warmup_fraction: float | None = None, peak_lr_ratio: float = 1.0) -> RunResult:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
-        The extension is its own ledger run (``kind="extension"``, a new id naming the parent and the
-        budget; see :mod:`~autoscale_data.runner.training.extension`): it loads the parent's
-        ``runs/<id>/final_ckpt/`` (model, optimiser, RNG), continues the parent's data stream from its
-        end under the mix for the new budget (``autoscale``: the mixture plan's weights at ``budget``;
-        ``autoscale_anytime``: the parent's plan path; a fixed mix: the same weights), nothing repeated or
-        skipped, and trains the extra tokens with the learning rate of an
-        :class:`~autoscale_data.runner.training.extension.ExtensionSchedule`. A finished extension is reused; an
-        interrupted one resumes from its own checkpoint.
+        The extension is its own ledger run (``kind="extension"``; how its data and learning rate go on:
+        :mod:`~autoscale_data.runner.training.extension`): a finished one is reused, an interrupted one resumes.
 
         Args:
             run: a target mix label of ``OUT/plan.json`` (``"autoscale"``, ``"uniform"`` …) or a run id

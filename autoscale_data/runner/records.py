@@ -15,7 +15,7 @@ from typing import Any
 from .._records import Record, omitted
 from ..solver import ProjectionsRecord
 from ..solver.vocabulary import OBJECTIVES
-from .planning.plan import RunSpec
+from .planning.plan import ExtensionSchedule, RunSpec
 
 __all__ = [
     "BootstrapUnavailable",
@@ -73,7 +73,7 @@ class RunExtension(Record):
     """Optimiser steps this run took."""
     mix: str
     """How the mix goes on after the parent's end (the spec's ``extension.mix``: ``same``, ``plan`` or ``anytime``)."""
-    lr: dict[str, Any]
+    lr: ExtensionSchedule
     """The learning-rate schedule of the new steps (the spec's ``extension.lr``)."""
 
 

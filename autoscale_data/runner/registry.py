@@ -17,8 +17,11 @@ Everything else reads this registry: the layout's target-mix labels, the config'
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from .._records import Record, fields_from_json
 
 __all__ = [
     "ADO",
@@ -30,6 +33,7 @@ __all__ = [
     "DOREMI_PROXY",
     "DOREMI_REFERENCE",
     "FITTED",
+    "HookSpec",
     "MIXING_LAW",
     "MIXING_METHODS",
     "MethodDeclaration",
@@ -97,7 +101,7 @@ class MethodDeclaration:
         selection_kinds: the kinds of the runs it trains before its targets.
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
-        hook: the step hook's class (as ``implementation``), built from a spec's hook config.
+        hook: the step hook's class (as ``implementation``), built from the :class:`HookSpec` its ``spec`` names.
     """
 
     name: str
@@ -244,8 +248,23 @@ def load(path: str | type) -> Any:
         raise ValueError(f"{path!r} names no importable object (expected package.module.Name): {exc}") from None
 
 
+@dataclass(frozen=True)
+class HookSpec(Record):
+    """A run's step-hook config (:attr:`~autoscale_data.runner.planning.plan.RunSpec.hook`, in its run id): its
+    ``kind``, and the fields of the subclass that the kind's hook class names as ``spec``."""
+
+    kind: str
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "") -> Any:
+        """Read as the record of the kind's hook class (hand-written: the kind in the JSON picks the record)."""
+        if cls is HookSpec and isinstance(data, Mapping):
+            cls = hook_factory(str(data.get("kind"))).spec
+        return cls(**fields_from_json(cls, data, path))
+
+
 def hook_factory(kind: str) -> Any:
-    """The step-hook class of ``kind`` (called with a spec's hook config).
+    """The step-hook class of ``kind`` (called with a spec's :class:`HookSpec`; its ``spec`` is that record's type).
 
     Raises:
         ValueError: no registered method declares that kind.

@@ -1,17 +1,15 @@
 """``MixturePlan``: AutoScale weights for any budget, accepted by the dataset as ``weights=``.
 
 A plan holds the Theorem-1 path fitted on optimal allocations at two or more budgets (see
-:mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, including budgets
-below the smallest fitted one (t < 0, the same path run backwards), so per-domain allocations are
-non-decreasing in N and sum to N. A path on which some domain's allocation does not grow never gives
-that domain fewer tokens than at the smallest budget: budgets below that (:attr:`MixturePlan.min_budget`)
-are refused with ``ValueError`` (the dataset's anytime schedule starts from ``min_budget``'s mix).
+:mod:`.projection`). ``allocation_for_budget(N)`` follows that path for every N, also below the smallest
+fitted budget (the same path run backwards), so per-domain allocations are non-decreasing in N and sum to
+N; a budget below :attr:`MixturePlan.min_budget` (where a domain that does not grow would get fewer tokens
+than at the smallest budget) raises ``ValueError``.
 
-Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows; at small proxy
-budgets noisy DDO optima can still show one. Such a plan is rejected unless built with
-``allow_decreasing=True``: it then gives the projection for every budget from :attr:`MixturePlan.min_budget`
-(the smallest total on the path) up, and the dataset's anytime schedule follows its monotone
-envelope (see :func:`autoscale_data.mixing.schedule.allocation_path`).
+Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows, but noisy DDO optima at
+small budgets can show one: such a plan needs ``allow_decreasing=True`` and then answers from ``min_budget``
+(the smallest total on the path) up; the dataset's anytime schedule follows its monotone envelope
+(:func:`autoscale_data.mixing.schedule.allocation_path`).
 """
 
 from __future__ import annotations
@@ -19,57 +17,85 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._io import atomic_write_json
+from .._records import Record, required
 from .projection import AllocationPath, as_scales, cap_warnings, fit_path
 
-__all__ = ["MixturePlan"]
+__all__ = ["MixturePlan", "PlanScale"]
 
 _FORMAT = "autoscale_data.MixturePlan"
 _VERSION = 1
 _CACHE_SIZE = 4096
 
 
-class MixturePlan:
-    """AutoScale mixture weights as a function of the token budget.
+@dataclass(frozen=True)
+class PlanScale(Record):
+    """One budget a plan was fitted on (an item of :attr:`MixturePlan.scales`)."""
 
-    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``.
+    budget_tokens: float
+    allocation_tokens: dict[str, float]
 
-    Attributes:
-        domains: domain names.
-        tokenizer: the tokenizer the underlying runs used (spec or fingerprint), or None.
-        path: the fitted :class:`~autoscale_data.solver.projection.AllocationPath`.
-        scales: the ``(budget_tokens, allocation)`` pairs the plan was fitted on.
-        token_caps: per-domain token caps (tokens available × epoch cap), or None.
-        metadata: free JSON-able information (objective, run ids, ...).
-        allow_decreasing: whether domains whose allocation falls with the budget are accepted.
-        min_budget: the smallest budget the plan answers: 0 unless some allocation decreases or stays
-            the same between the budgets (below it, it raises ``ValueError``: never a NaN).
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class MixturePlan(Record):
+    """AutoScale mixture weights as a function of the token budget (a codec record: its fields are its JSON keys).
+
+    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``. Reading
+    refits :attr:`path` from :attr:`scales`, so that a hand-edited file cannot give a path its scales do not.
     """
 
-    def __init__(self, path: AllocationPath, scales: Sequence[tuple[float, dict[str, float]]], *,
-                 tokenizer: str | None = None, token_caps: Mapping[str, float] | None = None,
-                 metadata: Mapping[str, Any] | None = None, allow_decreasing: bool = False) -> None:
-        if path.decreasing and not allow_decreasing:
+    format: str = required(default=_FORMAT)
+    version: int = _VERSION
+    scales: list[PlanScale] = field(default_factory=list)
+    """The ``(budget_tokens, allocation_tokens)`` the plan was fitted on."""
+    tokenizer: str | None = None
+    """The tokenizer the underlying runs used (spec or fingerprint), or None."""
+    token_caps: dict[str, float] | None = None
+    """Per-domain token caps (tokens available x epoch cap), or None."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free JSON-able information (objective, run ids, ...)."""
+    allow_decreasing: bool = False
+    """Whether domains whose allocation falls with the budget are accepted."""
+    domains: tuple[str, ...] = ()
+    """Domain names, in the order of the path's arrays (empty: the first scale's order)."""
+    path: AllocationPath = field(init=False, compare=False)
+    """The fitted :class:`~autoscale_data.solver.projection.AllocationPath` (written, refitted when read)."""
+
+    def __post_init__(self) -> None:
+        if self.format != _FORMAT:
+            raise ValueError(f"not a MixturePlan JSON object (format {self.format!r})")
+        if self.version != _VERSION:
+            raise ValueError(f"unsupported MixturePlan version {self.version!r} (expected {_VERSION})")
+        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
+            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {self.tokenizer!r}")
+        rank = {d: k for k, d in enumerate(self.domains)}  # the written order (a file's keys are sorted)
+        budgets, domains, allocs = as_scales([(s.budget_tokens, dict(sorted(
+            s.allocation_tokens.items(), key=lambda kv: rank.get(kv[0], len(rank))))) for s in self.scales])
+        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs, strict=True)]
+        path = fit_path(pairs)
+        if path.decreasing and not self.allow_decreasing:
             raise ValueError(
                 f"allocations of {path.decreasing} decrease as the budget grows; an AutoScale plan "
                 "needs non-decreasing allocations (check the DDO fits / use project() to inspect, or pass "
                 "allow_decreasing=True to accept them)"
             )
-        self.allow_decreasing = bool(allow_decreasing)
-        self.min_budget = path.min_total
-        if tokenizer is not None and not isinstance(tokenizer, str):
-            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {tokenizer!r}")
-        self.path = path
-        self.domains = path.domains
-        self.scales = [(float(n), dict(a)) for n, a in scales]
-        self.tokenizer = tokenizer
-        self.token_caps = None if token_caps is None else {d: float(token_caps[d]) for d in self.domains}
-        self.metadata = dict(metadata or {})
-        self._cache: dict[float, np.ndarray] = {}
+        caps = self.token_caps
+        for name, value in (("scales", [PlanScale(n, a) for n, a in pairs]), ("domains", path.domains), ("path", path),
+                            ("token_caps", None if caps is None else {d: float(caps[d]) for d in path.domains}),
+                            ("metadata", dict(self.metadata or {})), ("allow_decreasing", bool(self.allow_decreasing)),
+                            ("_cache", {})):
+            object.__setattr__(self, name, value)
+
+    @property
+    def min_budget(self) -> float:
+        """The smallest budget the plan answers: 0 unless some allocation decreases or stays the same between
+        the budgets (below it, it raises ``ValueError``: never a NaN)."""
+        return self.path.min_total
 
     @classmethod
     def from_scales(cls, scales: Sequence[Any], *, tokenizer: str | None = None,
@@ -81,12 +107,8 @@ class MixturePlan:
         Args:
             scales: ``(budget_tokens, {domain: tokens})`` per budget, DDO results, or dicts with
                 ``budget_tokens`` and ``weights``/``allocation_tokens``; budgets increasing.
-            tokenizer: tokenizer spec/fingerprint the runs were trained with (recorded).
-            token_caps: tokens available per domain (× ``max_epochs``): recorded, and
-                :meth:`warnings_for_budget` reports budgets that exceed them.
-            max_epochs: epoch cap applied to ``token_caps``.
-            metadata: extra JSON-able information stored with the plan.
-            allow_decreasing: accept domains whose allocation decreases (see the module docstring).
+            token_caps: tokens available per domain, times ``max_epochs`` (:meth:`warnings_for_budget` reports
+                budgets that exceed them); the other arguments are recorded as the fields of the same names.
 
         Raises:
             ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains
@@ -95,11 +117,11 @@ class MixturePlan:
         from .ddo import token_caps_array
 
         budgets, domains, allocs = as_scales(scales)
-        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=False))) for n, a in zip(budgets, allocs, strict=False)]
         caps = token_caps_array(domains, token_caps, max_epochs)
-        return cls(fit_path(pairs), pairs, tokenizer=tokenizer,
-                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=False)), metadata=metadata,
-                   allow_decreasing=allow_decreasing)
+        return cls(scales=[PlanScale(float(n), dict(zip(domains, a.tolist(), strict=True)))
+                           for n, a in zip(budgets, allocs, strict=True)], tokenizer=tokenizer,
+                   token_caps=None if caps is None else dict(zip(domains, caps.tolist(), strict=True)),
+                   metadata=dict(metadata or {}), allow_decreasing=allow_decreasing)
 
     # ------------------------------------------------------------ queries
     def allocations_for_budgets(self, budgets: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -133,35 +155,6 @@ class MixturePlan:
         return cap_warnings(self.domains, alloc, caps)
 
     # --------------------------------------------------------- persistence
-    # Hand-written, not the records codec: a plan is a fitted object, not a record. Its file carries a format
-    # tag and version that reading checks, and the fitted ``path`` beside the ``scales`` it is refitted from
-    # (reading refits and validates it, so that a hand-edited file cannot give a path its scales do not).
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able dict (round-trips through :meth:`from_json`)."""
-        return {
-            "format": _FORMAT, "version": _VERSION, "domains": list(self.domains),
-            "tokenizer": self.tokenizer,
-            "scales": [{"budget_tokens": n, "allocation_tokens": a} for n, a in self.scales],
-            "path": {"log_origin": self.path.log_origin.tolist(), "direction": self.path.direction.tolist(),
-                     "residual": self.path.residual},
-            "token_caps": self.token_caps, "metadata": self.metadata, "allow_decreasing": self.allow_decreasing,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> MixturePlan:
-        """Rebuild a plan from :meth:`to_json` output.
-
-        Raises:
-            ValueError: not a plan, or an unsupported version.
-        """
-        if not isinstance(obj, Mapping) or obj.get("format") != _FORMAT:
-            raise ValueError(f"not a MixturePlan JSON object (format {obj.get('format') if isinstance(obj, Mapping) else obj!r})")
-        if obj.get("version") != _VERSION:
-            raise ValueError(f"unsupported MixturePlan version {obj.get('version')!r} (expected {_VERSION})")
-        return cls.from_scales(obj["scales"], tokenizer=obj.get("tokenizer"),
-                               token_caps=obj.get("token_caps"), metadata=obj.get("metadata"),
-                               allow_decreasing=bool(obj.get("allow_decreasing", False)))
-
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the plan as JSON (atomically)."""
         atomic_write_json(path, self.to_json())
@@ -177,8 +170,8 @@ class MixturePlan:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"plan file not found: {path}")
         with open(path, encoding="utf-8") as fh:
-            return cls.from_json(json.load(fh))
+            return cls.from_json(json.load(fh), "plan")
 
     def __repr__(self) -> str:
-        budgets = ", ".join(f"{n:.3g}" for n, _ in self.scales)
+        budgets = ", ".join(f"{s.budget_tokens:.3g}" for s in self.scales)
         return f"MixturePlan(domains={list(self.domains)}, budgets=[{budgets}], tokenizer={self.tokenizer!r})"

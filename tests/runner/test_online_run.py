@@ -16,7 +16,12 @@ from autoscale_data.dataset.online import OnlineMixture
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.mixes.methods import MethodContext, mixing_method, selected_methods
-from autoscale_data.runner.mixes.online import OnlineMixingHook, make_controller, online_target_spec
+from autoscale_data.runner.mixes.online import (
+    OnlineHookSpec,
+    OnlineMixingHook,
+    make_controller,
+    online_target_spec,
+)
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
@@ -62,13 +67,13 @@ def test_a_controller_setting_the_domains_refuse_fails_before_training(stores: P
 def test_the_online_methods_are_registered_with_their_hooks(stores: Path) -> None:
     cfg = _config(stores, target={"baselines": ["uniform", "odm", "ado"]})
     assert [m.name for m in selected_methods(cfg)] == ["autoscale", "uniform", "odm", "ado"]
-    assert isinstance(make_step_hook({"kind": "odm", "every": 2}), OnlineMixingHook)
+    assert isinstance(make_step_hook(OnlineHookSpec(kind="odm", every=2)), OnlineMixingHook)
     d = inspect_domains(cfg)
     ctx = MethodContext(cfg, d, Path("."), {n: ddo_proxy_specs(cfg, d, n) for n in cfg.ddo.budgets})
     for name in ("ado", "odm"):
         assert mixing_method(name).cost_runs(ctx) == [] and mixing_method(name).selection_stages(ctx) == []
         choice = mixing_method(name).choose(ctx)
-        assert [s.seed for s in choice.specs] == list(cfg.target.seeds) and choice.specs[0].hook["kind"] == name
+        assert [s.seed for s in choice.specs] == list(cfg.target.seeds) and choice.specs[0].hook.kind == name
 
 
 def test_spec_carries_and_hashes_the_controller(stores: Path) -> None:
@@ -77,7 +82,7 @@ def test_spec_carries_and_hashes_the_controller(stores: Path) -> None:
     odm = online_target_spec(cfg, domains, "odm", seed=0)
     fixed = target_spec(cfg, domains, "odm", {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3}, 0)
     assert odm.sequences == fixed.sequences and odm.run_id != fixed.run_id  # same start, another run
-    assert odm.hook == {"kind": "odm", "every": 2, "lookahead": None, "options": {}}
+    assert odm.hook.to_json() == {"kind": "odm", "every": 2, "lookahead": None, "options": {}}
     assert odm.run_id != online_target_spec(_config(stores, online={"every": 3}), domains, "odm", 0).run_id
     other = _config(stores, online={"every": 2, "odm": {"reward_scale": 5.0}})
     assert odm.run_id != online_target_spec(other, domains, "odm", 0).run_id

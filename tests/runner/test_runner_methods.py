@@ -16,7 +16,7 @@ from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config
 from autoscale_data.runner import registry
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.mixes.hooks import DoReMiHook, doremi_update
+from autoscale_data.runner.mixes.hooks import DoReMiHook, DoReMiHookSpec, doremi_update
 from autoscale_data.runner.mixes.methods import (
     MethodContext,
     MixingMethod,
@@ -80,7 +80,7 @@ def test_doremi_hook_step_matches_a_hand_computed_step() -> None:
     proxy = torch.randn(batch, length, vocab, requires_grad=True)
     ref = torch.randn(batch, length, vocab)
     domain = torch.tensor([0, 1, 0])
-    hook = DoReMiHook({"step_size": 1.0, "smoothing": 1e-3, "initial": {"x": 1.0, "y": 1.0, "z": 2.0}},
+    hook = DoReMiHook(DoReMiHookSpec(kind="doremi", step_size=1.0, smoothing=1e-3, initial={"x": 1.0, "y": 1.0, "z": 2.0}),
                       reference=_FixedLogits(ref))
     hook.start(["x", "y", "z"])
     assert hook.weights == pytest.approx([0.25, 0.25, 0.5])
@@ -116,7 +116,7 @@ def test_doremi_raises_the_weight_of_a_domain_whose_excess_stays_high() -> None:
     bad = torch.zeros(1, 4, vocab)  # uniform: high loss
     ref = torch.cat([good, good])  # the reference is good on both domains
     proxy = torch.cat([bad, good])  # the proxy is bad on domain 0 only
-    hook = DoReMiHook({"step_size": 1.0, "smoothing": 1e-3}, reference=_FixedLogits(ref))
+    hook = DoReMiHook(DoReMiHookSpec(kind="doremi", step_size=1.0, smoothing=1e-3), reference=_FixedLogits(ref))
     hook.start(["hard", "easy"])
     seen = [hook.weights[0]]
     for _ in range(5):
@@ -146,7 +146,7 @@ def test_doremi_proxy_resumes_to_the_same_weights(stores: Path, tmp_path: Path,
     cfg = _config(stores, checkpoint_every=3)
     ctx = _ctx(cfg, tmp_path / "out")
     (ref,), (proxy,) = mixing_method("doremi").selection_stages(ctx)
-    assert ref.kind == "doremi_reference" and proxy.kind == "doremi_proxy" and proxy.hook["reference_run"] == ref.run_id
+    assert ref.kind == "doremi_reference" and proxy.kind == "doremi_proxy" and proxy.hook.reference_run == ref.run_id
     assert ref.sequences == proxy.sequences and ref.run_id != proxy.run_id  # same data, the hook makes the id
     runs = tmp_path / "out" / "runs"
     done = train_mod.train_run(cfg, ref, ctx.domains, runs / ref.run_id, progress=False)

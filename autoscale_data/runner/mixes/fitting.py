@@ -90,101 +90,71 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
     return RunTable(runs)
 
 
-def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
-            out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
-    """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
+def _fit_budget(table: Any, scale: int, options: Any, out_dir: Path,
+                log: Callable[[str], None]) -> tuple[DDOResult, BootstrapResult | BootstrapUnavailable]:
+    """DDO and its bootstrap verdict at one budget: ``ddo_<N>.json``, ``bootstrap_<N>.json`` and a log line."""
+    from ...solver import bootstrap_ddo, fit_ddo
 
-    The target mix comes from ``config.ddo.projection``: ``"auto"`` (the default: with three budgets or
-    more, a projection only where the backtest at N2 shows it beating DDO(N2) beyond noise; with two,
-    DDO(N2) as is unless the joint law predicts a projection beats it beyond the prediction's uncertainty and
-    the noise of one run; the choice, its reason
-    and the backtest's scores are in ``projection.json``'s ``selection``), ``"observed"`` (DDO(N2) as is), ``"geometric"`` (the
-    Theorem-1 path through the DDO optima), ``"joint"`` (one law fitted to the runs of both budgets,
-    optimised at the target) or ``"robust"`` (the geometric path with each domain's trend shrunk by its
-    uncertainty); the others are computed and reported too (all by the solver's
-    :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
-
-    Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
-    :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
-    when no plan can be fitted).
-
-    Returns:
-        The :class:`Fits` (what those files hold, and the plan).
-
-    Raises:
-        ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
-    """
-    from ...solver import DDOOptions, MixturePlan, bootstrap_ddo, fit_ddo, project_all
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ddo_cfg = config.ddo
-    caps = {d: float(v) for d, v in domains.train_tokens.items()}
-    options = DDOOptions(objective=ddo_cfg.objective, min_weight=ddo_cfg.min_weight, max_weight=ddo_cfg.max_weight,
-                         token_caps=caps, max_epochs=config.max_epochs, law=ddo_cfg.law,
-                         val_domains=ddo_cfg.objective_weights)  # a mapping: the objective is that weighted sum
-    results: dict[int, Any] = {}
-    tables: dict[int, Any] = {}
-    boots: dict[int, BootstrapResult | BootstrapUnavailable] = {}
-    for scale, specs in proxies.items():
-        table = proxy_table(ledger, specs, scale)
-        table.to_csv(out_dir / layout.per_budget(layout.RUNS_CSV, scale, ".csv"))
-        tables[scale] = table
-        try:
-            result = fit_ddo(table, options)
-        except ValueError as exc:
-            raise ValueError(f"DDO fit at budget {scale} failed: {exc}") from None
-        results[scale] = result
-        atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
-        try:
-            boots[scale] = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
-        except ValueError as exc:
-            boots[scale] = BootstrapUnavailable(reason=str(exc))
-        boot_record = boots[scale]
-        atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boot_record.to_json())
-        weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
-        verdict = (f"bootstrap: {boot_record.reason}" if isinstance(boot_record, BootstrapUnavailable)
-                   else boot_record.summary).splitlines()[-1]
-        log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
-            f"{verdict.strip()}")
-        if result.identifiability is not None:
-            log(f"  {result.identifiability.describe()}")
-    budgets = list(config.ddo.budgets)
-    n1, n2 = budgets[0], budgets[-1]
-    target = config.target.budget
-    method = ddo_cfg.projection
-    # every budget: with three or more, ``auto`` backtests (refits without N2 and scores each candidate there)
-    projections = project_all([tables[n] for n in budgets], target, options, method=method,
-                              optima=[results[n] for n in budgets], direct=True)
-    geometric, joint, robust = projections.geometric, projections.joint, projections.robust
-    chosen = projections.used
-    if projections.selection is not None:
-        log(f"ddo.projection auto chose {chosen}: {projections.selection.reason}")
-        for line in backtest_lines(projections.selection.to_json()):
-            log(f"  {line}")
-    if not isinstance(robust, str):
-        used = "sets the target mix" if chosen == ROBUST else "reported only"
-        log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
-            f"mix by total variation {robust.moved['total_variation']:.3f}")
-    summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
-    summary = repetition_law(config, domains, tables, options, summary, log=log)  # effective tokens (repetition.py)
-    weights_used = summary["weights"]
-    atomic_write_json(out_dir / layout.PROJECTION, summary)
-    plan = None
     try:
-        plan = MixturePlan.from_scales(projections.plan_scales(first_budget=n1), tokenizer=domains.tokenizer,
+        result = fit_ddo(table, options)
+    except ValueError as exc:
+        raise ValueError(f"DDO fit at budget {scale} failed: {exc}") from None
+    atomic_write_json(out_dir / layout.per_budget(layout.DDO, scale), result.to_json())
+    boot: BootstrapResult | BootstrapUnavailable
+    try:
+        boot = bootstrap_ddo(table, options, n_boot=BOOTSTRAP_REPLICATES, point=result)
+    except ValueError as exc:
+        boot = BootstrapUnavailable(reason=str(exc))
+    atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boot.to_json())
+    weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
+    verdict = (f"bootstrap: {boot.reason}" if isinstance(boot, BootstrapUnavailable) else boot.summary).splitlines()[-1]
+    log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
+        f"{verdict.strip()}")
+    if result.identifiability is not None:
+        log(f"  {result.identifiability.describe()}")
+    return result, boot
+
+
+def _fit_plan(config: RunnerConfig, domains: DomainInfo, projections: Projections, caps: dict[str, float],
+              out_dir: Path, log: Callable[[str], None]) -> MixturePlan | None:
+    """The mixture plan of the projections (``mixture_plan.json``), or ``None`` (``mixture_plan_error.json``)."""
+    budgets = list(config.ddo.budgets)
+    try:
+        plan = MixturePlan.from_scales(projections.plan_scales(first_budget=budgets[0]), tokenizer=domains.tokenizer,
                                        token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
-                                       metadata={"objective": ddo_cfg.objective, "budgets": budgets,
-                                                 "projection": method, "chosen": chosen})
+                                       metadata={"objective": config.ddo.objective, "budgets": budgets,
+                                                 "projection": config.ddo.projection, "chosen": projections.used})
         if plan.path.decreasing:
-            log(f"the DDO allocation of {plan.path.decreasing} decreases from {n1:,} to {n2:,} tokens (Theorem 1 "
-                "rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the anytime "
-                "schedule follows its monotone envelope")
+            log(f"the DDO allocation of {plan.path.decreasing} decreases from {budgets[0]:,} to {budgets[-1]:,} tokens "
+                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the "
+                "anytime schedule follows its monotone envelope")
         plan.save(out_dir / layout.MIXTURE_PLAN)
         (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
+        return plan
     except ValueError as exc:
         (out_dir / layout.MIXTURE_PLAN).unlink(missing_ok=True)  # a plan of earlier results is stale
         atomic_write_json(out_dir / layout.MIXTURE_PLAN_ERROR, MixturePlanError(error=str(exc)).to_json())
         log(f"no mixture plan saved: {exc}")
+        return None
+
+
+def _log_choice(projections: Projections, log: Callable[[str], None]) -> None:
+    """What ``ddo.projection: auto`` chose and why, and how far the robust projection moved the mix."""
+    robust = projections.robust
+    if projections.selection is not None:
+        log(f"ddo.projection auto chose {projections.used}: {projections.selection.reason}")
+        for line in backtest_lines(projections.selection.to_json()):
+            log(f"  {line}")
+    if not isinstance(robust, str):
+        used = "sets the target mix" if projections.used == ROBUST else "reported only"
+        log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
+            f"mix by total variation {robust.moved['total_variation']:.3f}")
+
+
+def _log_mix(projections: Projections, weights_used: Mapping[str, float], target: int,
+             log: Callable[[str], None]) -> None:
+    """The projections' warnings and failures, and the target mix with how it was found."""
+    geometric, joint, robust = projections.geometric, projections.joint, projections.robust
     for w in geometric.warnings if not isinstance(geometric, str) else []:
         log(f"projection warning: {w}")
     for name, error in projections.failures().items():
@@ -193,10 +163,51 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     how = {JOINT: lambda: f"joint law, AAR {joint.aar:.4f}",
            ROBUST: lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
            OBSERVED: lambda: f"not projected: {projections.observed.describe()}, as is",
-           }.get(chosen, lambda: f"geometric, t={geometric.t:.3f}")()
+           }.get(projections.used, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
-    return Fits(ddo=dict(results), bootstrap=boots,
-                projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
+
+
+def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
+            out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
+    """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
+
+    The target mix comes from ``config.ddo.projection`` (``auto``: the choice, its reason and the backtest's
+    scores are in ``projection.json``'s ``selection``); the other projections are computed and reported too (all
+    by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
+
+    Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
+    :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``
+    when no plan can be fitted).
+
+    Raises:
+        ValueError: too few runs, a failed DDO fit, or a failure of the projection used.
+    """
+    from ...solver import DDOOptions, project_all
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ddo_cfg = config.ddo
+    caps = {d: float(v) for d, v in domains.train_tokens.items()}
+    options = DDOOptions(objective=ddo_cfg.objective, min_weight=ddo_cfg.min_weight, max_weight=ddo_cfg.max_weight,
+                         token_caps=caps, max_epochs=config.max_epochs, law=ddo_cfg.law,
+                         val_domains=ddo_cfg.objective_weights)  # a mapping: the objective is that weighted sum
+    tables: dict[int, Any] = {}
+    results: dict[int, DDOResult] = {}
+    boots: dict[int, BootstrapResult | BootstrapUnavailable] = {}
+    for scale, specs in proxies.items():
+        tables[scale] = proxy_table(ledger, specs, scale)
+        tables[scale].to_csv(out_dir / layout.per_budget(layout.RUNS_CSV, scale, ".csv"))
+        results[scale], boots[scale] = _fit_budget(tables[scale], scale, options, out_dir, log)
+    budgets = list(ddo_cfg.budgets)
+    # every budget: with three or more, ``auto`` backtests (refits without N2 and scores each candidate there)
+    projections = project_all([tables[n] for n in budgets], config.target.budget, options, method=ddo_cfg.projection,
+                              optima=[results[n] for n in budgets], direct=True)
+    _log_choice(projections, log)
+    summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
+    summary = repetition_law(config, domains, tables, options, summary, log=log)  # effective tokens (repetition.py)
+    atomic_write_json(out_dir / layout.PROJECTION, summary)
+    plan = _fit_plan(config, domains, projections, caps, out_dir, log)
+    _log_mix(projections, summary["weights"], config.target.budget, log)
+    return Fits(ddo=results, bootstrap=boots, projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,

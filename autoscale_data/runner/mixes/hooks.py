@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,24 @@ import torch
 
 from .. import layout, registry
 from ..models import token_cross_entropy
+from ..training.checkpoint import final_model
 from ..training.hooks import HookBatch, HookContext
 
-__all__ = ["DoReMiHook", "doremi_update", "load_reference_model"]
+__all__ = ["DoReMiHook", "DoReMiHookSpec", "doremi_update", "load_reference_model"]
+
+
+@dataclass(frozen=True)
+class DoReMiHookSpec(registry.HookSpec):
+    """The config of DoReMi's step hook (kind ``doremi``, the ``hook`` of its proxy run's spec)."""
+
+    step_size: float
+    """DoReMi's eta."""
+    smoothing: float
+    """The weights' smoothing c (mixed with uniform)."""
+    reference_run: str = ""
+    """The run id of the reference run, whose final model the proxy reads."""
+    initial: dict[str, float] = field(default_factory=dict)
+    """The starting weights (the reference mix; uniform when empty)."""
 
 
 def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
@@ -44,26 +60,15 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.
     """
-    from ..models import build_model
-
-    ckpt = ref_dir / layout.FINAL_CHECKPOINT_DIR
     try:
-        pointer = layout.read(ckpt, layout.CHECKPOINT_POINTER)
-    except ValueError:
-        pointer = None
-    if pointer is None:
+        model = final_model(spec, ref_dir, config.model.preset, domains.eos_id)
+    except ValueError:  # an unreadable pointer: no complete checkpoint
+        model = None
+    if model is None:
         raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
-                                f"{os.fspath(ckpt)!r} holds no complete checkpoint: train the reference first")
-    tag = pointer.tag
-    path = ckpt / f"{tag}.pt"
-    if path.exists():
-        state = torch.load(path, map_location="cpu", weights_only=False)["model"]
-    else:  # DeepSpeed: the module's states of model-parallel rank 0 (ZeRO stages 0-2)
-        state = torch.load(ckpt / tag / "mp_rank_00_model_states.pt", map_location="cpu", weights_only=False)["module"]
-    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
-                        vocab_rows=spec.settings["model"].get("padded_vocab"))
-    model.load_state_dict(state)
-    model.to(device).eval()
+                                f"{os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} holds no complete checkpoint: "
+                                "train the reference first")
+    model.to(device)
     for p in model.parameters():
         p.requires_grad_(False)
     return model
@@ -81,16 +86,15 @@ class DoReMiHook:
     code, with the weights of the step's update on its last micro-batch); its sampler stays at the
     reference mix. The state (weights, average, scores, updates) is in every checkpoint.
 
-    Config: ``{"kind": "doremi", "reference_run": ID, "step_size": eta, "smoothing": c, "initial": {domain:
-    weight}}`` (``initial``: the starting weights, the reference mix).
+    Config: a :class:`DoReMiHookSpec`.
     """
 
-    def __init__(self, hook: Mapping[str, Any], *, reference: torch.nn.Module | None = None,
+    spec = DoReMiHookSpec
+
+    def __init__(self, hook: DoReMiHookSpec, *, reference: torch.nn.Module | None = None,
                  family: str = "gpt2") -> None:
-        self.reference_run = str(hook.get("reference_run", ""))
-        self.step_size = float(hook["step_size"])
-        self.smoothing = float(hook["smoothing"])
-        self.initial = {str(d): float(v) for d, v in (hook.get("initial") or {}).items()}
+        self.reference_run, self.step_size, self.smoothing = hook.reference_run, float(hook.step_size), float(hook.smoothing)
+        self.initial = {str(d): float(v) for d, v in hook.initial.items()}
         self.reference = reference
         self.family = family
         self.info: Any = None

@@ -14,15 +14,11 @@ every name of ``target.baselines``) instead of naming the methods one by one. A 
   sets their tokens and wall time against one target run);
 - :meth:`~MixingMethod.choose`: from the finished runs and the fits, a :class:`TargetChoice`, either
   ``weights`` (one fixed-schedule target run per target seed) or the method's own target ``specs``
-  (``autoscale_anytime``'s runs on the mixture plan; a method whose target run carries an online
-  controller, say ``{"kind": "ado", ...}`` in :attr:`RunSpec.hook <autoscale_data.runner.planning.plan.RunSpec.hook>`,
-  returns its RunSpecs the same way), or ``skipped`` with the reason (logged and reported).
+  (``autoscale_anytime``'s runs on the mixture plan, an online run whose spec carries its controller's hook),
+  or ``skipped`` with the reason (logged and reported).
 
-The methods and what each declares (its name, where its mix is chosen, its config section, its
-selection kinds and its step hook) are the registry's, :mod:`autoscale_data.runner.registry`: the one
-list of them. A new method subclasses :class:`MixingMethod` and is declared there (a
-:class:`~autoscale_data.runner.registry.MethodDeclaration` whose ``implementation`` names the class);
-``target.baselines`` may name it from then on.
+The methods are declared in the registry, :mod:`autoscale_data.runner.registry`: a new method subclasses
+:class:`MixingMethod`, and its :class:`~autoscale_data.runner.registry.MethodDeclaration` names the class.
 
 ``fits/methods.json`` holds one :class:`MethodRecord` per method: its source, weights, selection and cost
 run ids, and why it was skipped.
@@ -342,8 +338,10 @@ class DoReMi(MixingMethod):
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
         ref = method_spec(ctx.config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
-        hook = {"kind": self.declaration.hook_kind, "reference_run": ref.run_id, "step_size": cfg.step_size,
-                "smoothing": cfg.smoothing, "initial": ref.weights}
+        from .hooks import DoReMiHookSpec
+
+        hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id, step_size=cfg.step_size,
+                              smoothing=cfg.smoothing, initial=ref.weights)
         proxy = method_spec(ctx.config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
         return [[ref], [proxy]]
 

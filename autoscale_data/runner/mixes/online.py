@@ -6,33 +6,42 @@ An online run is a target run whose stream follows a controller
 controller sees the per-domain training losses (all-reduced once) and decides a later segment. It
 goes through the runner's two general mechanisms, nothing of its own:
 
-- the registry of methods (:mod:`autoscale_data.runner.registry`): :class:`OnlineMethod` (``ado``, ``odm``) trains no runs
-  before its targets (its cost is 0 extra runs: the mix is chosen inside the target run) and returns
-  its own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`), whose
-  ``hook`` is ``{"kind": "ado" | "odm", "every", "lookahead", "options"}`` (so the controller enters the
-  run id);
-- the trainer's step hooks (:mod:`autoscale_data.runner.training.hooks`): :class:`OnlineMixingHook`, built from that ``hook``. ``bind``
-  puts the run's dataset in online mode (before the trainer loads a checkpoint's dataset state: the
-  state of an online dataset only loads into one); ``observe_losses`` feeds the trainer's per-token
-  losses of every micro-batch to the mixture's loss meter (the losses the trainer computes anyway for
-  its per-domain training loss); ``after_step`` makes the update when it is due. The controller's state,
-  the segment log and the loss window travel in the dataset's state, which every checkpoint holds, so a
-  run killed and resumed continues exactly. ``summary()`` (in ``result.json`` under ``"step_hook"``)
-  gives the segments' weights and the realised mix.
+- a mixing method, :class:`OnlineMethod` (``ado``, ``odm``): no runs before its targets (0 extra runs), its
+  own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`) whose
+  ``hook`` is an :class:`OnlineHookSpec` (so the controller enters the run id);
+- a step hook, :class:`OnlineMixingHook`: ``bind`` puts the run's dataset in online mode (before the trainer
+  loads a checkpoint's dataset state), ``observe_losses`` feeds the trainer's per-token losses to the
+  mixture's loss meter, ``after_step`` updates when due. The controller's state, the segment log and the loss
+  window travel in the dataset's state, which every checkpoint holds, so a killed run resumes exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..._records import fields_to_json
 from .. import registry
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec, target_spec
 from ..training.hooks import HookBatch, HookContext
 from .methods import MethodContext, MixingMethod, TargetChoice
 
-__all__ = ["OnlineMethod", "OnlineMixingHook", "make_controller", "online_hook_config", "online_target_spec"]
+__all__ = ["OnlineHookSpec", "OnlineMethod", "OnlineMixingHook", "make_controller", "online_hook_config",
+           "online_target_spec"]
+
+
+@dataclass(frozen=True)
+class OnlineHookSpec(registry.HookSpec):
+    """The config of an online run's step hook (kind ``ado`` or ``odm``), from the ``online:`` section."""
+
+    every: int
+    """Optimizer steps between two updates of the mix."""
+    lookahead: int | None = None
+    """Segments decided ahead (``None``: the dataset's default)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The controller's settings."""
 
 
 def _settings(config: Any) -> Any:
@@ -57,17 +66,17 @@ def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float
     raise ValueError(f"online controller {kind!r} is unknown: expected one of {list(registry.names(registry.ONLINE))}")
 
 
-def online_hook_config(config: Any, method: str) -> dict[str, Any]:
+def online_hook_config(config: Any, method: str) -> OnlineHookSpec:
     """The step-hook config of an online target run of ``method`` under ``config``'s ``online:`` section."""
     s = _settings(config)
-    return {"kind": method, "every": int(s.every), "lookahead": s.lookahead, "options": s.options(method)}
+    return OnlineHookSpec(kind=method, every=int(s.every), lookahead=s.lookahead, options=s.options(method))
 
 
 def online_target_spec(config: Any, domains: DomainInfo, method: str, seed: int) -> RunSpec:
     """The target run of ``method`` (``"ado"`` / ``"odm"``) at ``seed``: sequences at the controller's
     initial weights, its hook config (and so the controller's settings) in the run id."""
     hook = online_hook_config(config, method)
-    initial = make_controller(method, domains.names, domains.natural_weights(), hook["options"]).initial_weights()
+    initial = make_controller(method, domains.names, domains.natural_weights(), hook.options).initial_weights()
     return target_spec(config, domains, method, initial, seed, hook=hook)
 
 
@@ -80,30 +89,29 @@ class OnlineMethod(MixingMethod):
     def check(self, ctx: MethodContext) -> None:
         hook = online_hook_config(ctx.config, self.name)
         try:
-            make_controller(self.name, ctx.domains.names, ctx.domains.natural_weights(), hook["options"])
+            make_controller(self.name, ctx.domains.names, ctx.domains.natural_weights(), hook.options)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"config online.{self.name} = {hook['options']!r} does not make a {self.name} "
+            raise ValueError(f"config online.{self.name} = {hook.options!r} does not make a {self.name} "
                              f"controller over the stores' domains {list(ctx.domains.names)}: {exc}") from None
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         specs = tuple(online_target_spec(ctx.config, ctx.domains, self.name, seed) for seed in ctx.config.target.seeds)
-        hook = dict(specs[0].hook or {})
         return TargetChoice(specs=specs, details={
-            "online": {k: v for k, v in hook.items() if k != "kind"}, "initial_weights": specs[0].weights,
+            "online": fields_to_json(specs[0].hook, skip=("kind",)), "initial_weights": specs[0].weights,
             "note": "chosen during each target run: the realised mix is in its result.json (step_hook.realised)"})
 
 
 class OnlineMixingHook:
     """The trainer's side of an online run (the step-hook protocol of :mod:`autoscale_data.runner.training.hooks`).
 
-    Config: ``{"kind": "ado" | "odm", "every": k, "lookahead": L or None, "options": {...}}``.
+    Config: an :class:`OnlineHookSpec`.
     """
 
-    def __init__(self, hook: Mapping[str, Any]) -> None:
-        self.kind = str(hook["kind"])
-        self.every = int(hook["every"])
-        self.lookahead = None if hook.get("lookahead") is None else int(hook["lookahead"])
-        self.options = dict(hook.get("options") or {})
+    spec = OnlineHookSpec
+
+    def __init__(self, hook: OnlineHookSpec) -> None:
+        self.kind, self.every, self.options = hook.kind, int(hook.every), dict(hook.options)
+        self.lookahead = None if hook.lookahead is None else int(hook.lookahead)
         self.mixture: Any = None
         self.names: tuple[str, ...] = ()
 

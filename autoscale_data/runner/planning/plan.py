@@ -7,7 +7,7 @@ two roles that need the very same run (say, a reference mix equal to uniform) sh
 
 A target run may follow the anytime schedule (``schedule="anytime"``: the dataset's cumulative
 per-domain counts track a :class:`~autoscale_data.solver.MixturePlan`'s optimal-allocation path);
-its spec then carries the plan's JSON, and the schedule and the plan enter the id. A fixed-schedule
+its spec then carries the plan, and the schedule and the plan's JSON enter the id. A fixed-schedule
 run's id hashes neither, so it does not depend on the option.
 
 Token counts are whole sequences, and every run's total is a whole number of global batches, so
@@ -26,12 +26,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._records import Record, omitted
+from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
 from ...mixing import allowed_draws, largest_remainder
+from ...solver import MixturePlan
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
+from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
+    "ExtensionSchedule",
     "ExtensionSpec",
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
@@ -62,6 +66,34 @@ SELECTION_KINDS = registry.selection_kinds()
 
 
 @dataclass(frozen=True)
+class ExtensionSchedule(Record):
+    """The learning rate of an extension's new steps (:mod:`~autoscale_data.runner.training.extension`)."""
+
+    schedule: str = REWARM_DECAY
+    """``rewarm_decay`` (re-warm-up from ``optimizer.min_lr_ratio``, then decay to it) or ``constant``."""
+    warmup_fraction: float | None = None
+    """The share of the new steps that re-warm (``None``: ``optimizer.warmup_fraction``, :meth:`resolved`)."""
+    peak_ratio: float = 1.0
+    """The peak as a multiple of ``optimizer.lr``."""
+
+    def __post_init__(self) -> None:
+        if self.schedule not in EXTENSION_SCHEDULES:
+            raise ValueError(f"extension lr schedule {self.schedule!r} is invalid: expected one of "
+                             f"{EXTENSION_SCHEDULES}")
+        wf = self.warmup_fraction
+        if wf is not None and not (isinstance(wf, (int, float)) and 0.0 <= float(wf) < 1.0):
+            raise ValueError(f"extension warmup_fraction {wf!r} is invalid: expected a number in [0, 1)")
+        pr = self.peak_ratio
+        if not (isinstance(pr, (int, float)) and math.isfinite(pr) and 0.0 < float(pr) <= 10.0):
+            raise ValueError(f"extension peak_ratio {pr!r} is invalid: expected a number in (0, 10]")
+
+    def resolved(self, default_warmup: float) -> ExtensionSchedule:
+        """The schedule with the warm-up resolved (what an extension's spec holds and its id hashes)."""
+        wf = default_warmup if self.warmup_fraction is None else self.warmup_fraction
+        return ExtensionSchedule(self.schedule, float(wf), float(self.peak_ratio))
+
+
+@dataclass(frozen=True)
 class ExtensionSpec(Record):
     """What an extension run continues (:attr:`RunSpec.extension`; see :func:`extension_spec`)."""
 
@@ -73,9 +105,8 @@ class ExtensionSpec(Record):
     """How the mix goes on after the parent's end: ``same``, ``plan`` or ``anytime``."""
     weights: dict[str, float] | None
     """The mix of the new sequences (a fixed schedule; ``None`` for ``anytime``, which follows the plan)."""
-    lr: dict[str, Any]
-    """The learning-rate schedule of the new steps
-    (:meth:`~autoscale_data.runner.training.extension.ExtensionSchedule.to_json`)."""
+    lr: ExtensionSchedule
+    """The learning-rate schedule of the new steps, its warm-up resolved (:meth:`ExtensionSchedule.resolved`)."""
 
 
 @dataclass(frozen=True)
@@ -98,16 +129,13 @@ class RunSpec(Record):
         settings: the hashed training settings (model, optimiser, batches, backend, stores).
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
-        plan: the :class:`~autoscale_data.solver.MixturePlan` JSON of an anytime run (else ``None``).
-        extension: for ``kind="extension"`` (a finished run extended to a larger budget, see
-            :func:`extension_spec`): the parent run's id and sequences, the mix after its end and the
-            learning-rate schedule of the new steps (:class:`ExtensionSpec`); ``None`` for every other run.
+        plan: the :class:`~autoscale_data.solver.MixturePlan` of an anytime run (else ``None``).
+        extension: what an extension run (:func:`extension_spec`) continues, else ``None``; its
             :attr:`sequences` are the totals at the end (the parent's prefix included).
-        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of
-            the seeded subset it draws from in epochs (see :mod:`autoscale_data.runner.planning.repetition`);
-            ``None`` for every other run.
-        hook: the config of a step hook the trainer runs every step (``{"kind": "doremi", ...}``, see
-            :mod:`~autoscale_data.runner.mixes.hooks`); it enters the run id. ``None`` for plain runs.
+        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of the seeded
+            subset it draws from in epochs (:mod:`.repetition`); ``None`` for every other run.
+        hook: the :class:`~autoscale_data.runner.registry.HookSpec` of the step hook the trainer runs (of its kind;
+            in the run id), ``None`` for plain runs.
     """
 
     run_id: str
@@ -122,10 +150,10 @@ class RunSpec(Record):
     multiplier: float = 1.0
     settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     schedule: str = omitted(default="fixed")
-    plan: dict[str, Any] | None = omitted(default=None, compare=False, repr=False)
+    plan: MixturePlan | None = omitted(default=None, compare=False, repr=False)
     extension: ExtensionSpec | None = omitted(default=None, repr=False)
     pools: dict[str, int] | None = omitted(default=None)
-    hook: dict[str, Any] | None = omitted(default=None, repr=False)
+    hook: HookSpec | None = omitted(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if (self.kind == "extension") != (self.extension is not None):
@@ -134,7 +162,7 @@ class RunSpec(Record):
         if self.schedule not in SCHEDULES:
             raise ValueError(f"run {self.run_id}: schedule {self.schedule!r} is invalid: expected one of {SCHEDULES}")
         if (self.schedule == "anytime") != (self.plan is not None):
-            raise ValueError(f"run {self.run_id}: an 'anytime' run needs its MixturePlan JSON as plan, and only "
+            raise ValueError(f"run {self.run_id}: an 'anytime' run needs its MixturePlan as plan, and only "
                              f"an anytime run has one (schedule {self.schedule!r}, plan "
                              f"{'set' if self.plan is not None else 'None'})")
 
@@ -219,22 +247,22 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
 
 
 def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
-               schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-               extension: Mapping[str, Any] | None = None, hook: Mapping[str, Any] | None = None,
-               keeps_model: bool = False, pools: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """What a run id hashes. ``schedule`` and ``plan`` enter only for a non-fixed schedule,
-    ``extension`` only for an extension run, ``hook`` only for a run with a step hook,
-    ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
+               schedule: str = "fixed", plan: MixturePlan | None = None, extension: ExtensionSpec | None = None,
+               hook: HookSpec | None = None, keeps_model: bool = False,
+               pools: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """What a run id hashes (the records as their JSON, as the spec file holds them). ``schedule`` and ``plan``
+    enter only for a non-fixed schedule, ``extension`` only for an extension run, ``hook`` only for a run with
+    a step hook, ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
     proxy, so the ids of other runs do not depend on those options."""
     payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
                                "eval_points": eval_points}
     if schedule != "fixed":
         payload["schedule"] = schedule
-        payload["plan"] = plan
+        payload["plan"] = None if plan is None else plan.to_json()
     if extension is not None:
-        payload["extension"] = extension
+        payload["extension"] = extension.to_json()
     if hook is not None:
-        payload["hook"] = dict(hook)
+        payload["hook"] = hook.to_json()
     if keeps_model:
         payload["keeps_model"] = True
     if pools:
@@ -242,14 +270,12 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
     return payload
 
 
-def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
-                    schedule: str = "fixed", plan: Mapping[str, Any] | None = None,
-                    extension: Mapping[str, Any] | None = None, hook: Mapping[str, Any] | None = None,
-                    keeps_model: bool = False, pools: Mapping[str, int] | None = None) -> str:
-    """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
-    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, schedule=schedule, plan=plan,
-                                 extension=extension, hook=hook, keeps_model=keeps_model, pools=pools),
-                      sort_keys=True, separators=(",", ":"))
+def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int,
+                    **options: Any) -> str:
+    """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload` (``options``: its
+    keyword arguments)."""
+    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, **options), sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -266,10 +292,10 @@ class _Role:
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
-          plan: dict[str, Any] | None = None, hook: dict[str, Any] | None = None,
+          plan: MixturePlan | None = None, hook: HookSpec | None = None,
           pools: Mapping[str, int] | None = None) -> RunSpec:
-    """The spec of one run; ``plan`` (a MixturePlan's JSON) makes it follow the anytime schedule, ``hook``
-    gives it a step hook, ``pools`` draws domains from pools (a repetition-matched proxy)."""
+    """The spec of one run; ``plan`` makes it follow the anytime schedule, ``hook`` gives it a step hook,
+    ``pools`` draws domains from pools (a repetition-matched proxy)."""
     settings = _training_settings(config, domains)
     points = config.eval.target_points if role.kind == "target" else config.eval.proxy_points
     points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
@@ -280,12 +306,11 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, hook=None if hook is None else dict(hook),
-                   pools=dict(pools) if pools else None)
+                   schedule=schedule, plan=plan, hook=hook, pools=dict(pools) if pools else None)
 
 
 def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,
-                weights: Mapping[str, float], seed: int, *, hook: Mapping[str, Any] | None = None) -> RunSpec:
+                weights: Mapping[str, float], seed: int, *, hook: HookSpec | None = None) -> RunSpec:
     """A run another mixing method trains to choose its mix (``kind`` in :data:`SELECTION_KINDS`): ``weights``
     at ``budget`` tokens (whole global batches, largest-remainder sequences), with an optional step hook.
 
@@ -295,14 +320,16 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
     known = registry.selection_kinds()
     if kind not in known:
         raise ValueError(f"run kind {kind!r} is invalid: expected one of {known}")
+    counts = _mix_counts(domains, weights, batch_sequences(config, budget), f"{kind} run {label!r}")
+    return _make(config, domains, _Role(kind, budget, label, seed), counts, hook=hook)
+
+
+def _mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int, what: str) -> dict[str, int]:
+    """``total`` sequences shared by ``weights`` (missing domains get 0; largest remainders)."""
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
-        raise ValueError(f"{kind} run {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
-    full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, batch_sequences(config, budget))
-    return _make(config, domains, _Role(kind, budget, label, seed), counts,
-                 hook=None if hook is None else dict(hook))
-
+        raise ValueError(f"{what} names unknown domains {unknown}; the stores hold {list(domains.names)}")
+    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)
 
 
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
@@ -419,16 +446,14 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     return specs
 
 
-def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: int, seq_len: int) -> dict[str, int]:
+def schedule_counts(plan: MixturePlan, names: Sequence[str], total: int, seq_len: int) -> dict[str, int]:
     """Sequences per domain of an anytime stream of ``total`` sequences (exactly what the dataset plans).
 
     Raises:
-        ValueError: the plan JSON is not a MixturePlan, or its domains are not ``names``.
+        ValueError: the plan's domains are not ``names``.
     """
     from ...mixing import anytime_counts_and_stream
-    from ...solver import MixturePlan
 
-    plan = MixturePlan.from_json(plan_json)
     ordered = sorted(names, key=str)  # the dataset's domain order
     if sorted(plan.domains, key=str) != ordered:
         raise ValueError(f"the mixture plan covers domains {sorted(plan.domains)}, the stores hold {ordered}")
@@ -438,45 +463,36 @@ def schedule_counts(plan_json: Mapping[str, Any], names: Sequence[str], total: i
 
 
 def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: Mapping[str, float] | None,
-                seed: int, *, plan: Any = None, hook: Mapping[str, Any] | None = None) -> RunSpec:
+                seed: int, *, plan: MixturePlan | None = None, hook: HookSpec | None = None) -> RunSpec:
     """One run at the target budget with the given mixture ``weights`` (missing domains get 0).
 
-    With ``plan`` (a :class:`~autoscale_data.solver.MixturePlan` or its JSON) the run follows the
-    anytime schedule instead: ``weights`` is ignored, the final counts are the plan's allocation at
-    the target budget, and the plan's JSON is stored in the spec (and so in ``job.json``). ``hook``
+    With ``plan`` the run follows the anytime schedule instead: ``weights`` is ignored, the final counts
+    are the plan's allocation at the target budget, and the plan is stored in the spec (and so in
+    ``job.json``). ``hook``
     gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
     initial weights; see :mod:`~autoscale_data.runner.mixes.online`).
     """
     total = batch_sequences(config, config.target.budget)
     if plan is not None:
-        plan_json = plan.to_json() if hasattr(plan, "to_json") else dict(plan)
-        counts = schedule_counts(plan_json, domains.names, total, config.seq_len)
-        return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, plan=plan_json)
+        counts = schedule_counts(plan, domains.names, total, config.seq_len)
+        return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, plan=plan)
     if weights is None:
         raise ValueError(f"target run {label!r} needs mixture weights or a plan, got neither")
-    unknown = sorted(set(weights) - set(domains.names))
-    if unknown:
-        raise ValueError(f"mix {label!r} names unknown domains {unknown}; the stores hold {list(domains.names)}")
-    full = {d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}
-    counts = largest_remainder(full, total)
-    return _make(config, domains, _Role("target", config.target.budget, label, seed), counts,
-                 hook=None if hook is None else dict(hook))
+    counts = _mix_counts(domains, weights, total, f"mix {label!r}")
+    return _make(config, domains, _Role("target", config.target.budget, label, seed), counts, hook=hook)
 
 
 def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, budget: int,
                    sequences: Mapping[str, int], extension: ExtensionSpec, *,
-                   plan: Mapping[str, Any] | None = None) -> RunSpec:
+                   plan: MixturePlan | None = None) -> RunSpec:
     """The run that extends the finished run ``parent`` to ``budget`` tokens (whole global batches).
 
     Args:
         config: the experiment config; its training settings must be the parent's.
-        domains: the stores.
-        parent: the finished target (or extension) run.
         budget: the new budget in tokens (the spec's ``scale``).
         sequences: per-domain sequences at the end (the parent's prefix included), as the dataset
             continued from the parent's end plans them.
-        extension: what it continues and how.
-        plan: a MixturePlan JSON: the extension follows the anytime schedule (an anytime parent).
+        plan: the extension follows the anytime schedule of this plan (an anytime parent).
 
     Raises:
         ValueError: the config's training settings differ from the parent's (each difference named), or
@@ -495,13 +511,11 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
                          f"{config.global_batch_size} sequences, it adds {new}")
     points = max(1, min(config.eval.target_points, new // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    plan_json = None if plan is None else dict(plan)
-    ext = json.loads(json.dumps(extension.to_json()))  # the run id hashes its JSON, as the spec file holds it
-    run_id = run_fingerprint(settings, sequences, parent.seed, points, schedule=schedule, plan=plan_json,
-                             extension=ext)
+    run_id = run_fingerprint(settings, sequences, parent.seed, points, schedule=schedule, plan=plan,
+                             extension=extension)
     return RunSpec(run_id=run_id, kind="extension", scale=int(budget), label=parent.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=parent.seed, eval_points=points,
-                   settings=settings, schedule=schedule, plan=plan_json, extension=ExtensionSpec.from_json(ext))
+                   settings=settings, schedule=schedule, plan=plan, extension=extension)
 
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:

@@ -113,7 +113,7 @@ def _extensions(runs: list[_Run], key: str) -> list[ExtensionResult]:
         out.append(ExtensionResult(
             run_id=spec.run_id, label=spec.label, seed=spec.seed, parent=ext.parent,
             parent_tokens=ext.parent_tokens, tokens=result.total_tokens, objective_value=result.value(key),
-            parent_value=None if parent is None else parent.value(key), lr=str(ext.lr["schedule"])))
+            parent_value=None if parent is None else parent.value(key), lr=ext.lr.schedule))
     return sorted(out, key=lambda e: (e.label, e.seed, e.tokens))
 
 
@@ -269,11 +269,8 @@ def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResul
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
         comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
         points, decreasing = comparison.points, None
-        plan = next((r.spec.plan for r in runs if r.spec.schedule == "anytime" and r.spec.plan), None)
-        if plan is not None and points:
-            from ...solver import MixturePlan
-
-            mp = MixturePlan.from_json(plan)
+        mp = next((r.spec.plan for r in runs if r.spec.schedule == "anytime" and r.spec.plan), None)
+        if mp is not None and points:
             points = [dataclasses.replace(p, plan_shares=dict(mp.weights_for_budget(p.tokens)))
                       if p.tokens > mp.min_budget else p for p in points]
             decreasing = list(mp.path.decreasing)

@@ -19,13 +19,12 @@ from typing import Any
 import torch
 
 from ..._io import atomic_write_json
-from ..._records import Record, fields_to_json, omitted
+from ..._records import Record, omitted
 from .. import layout
 from ..records import CheckpointPointer, EvalPoint
 from .dist import DistInfo, all_gather_objects
 
-__all__ = ["CheckpointState", "TrainTimes", "load_checkpoint", "save_checkpoint"]
-
+__all__ = ["CheckpointState", "TrainTimes", "final_model", "load_checkpoint", "save_checkpoint"]
 
 
 @dataclass
@@ -67,18 +66,8 @@ class CheckpointState(Record):
     step_hook: dict[str, Any] | None = omitted(default=None)
     """The step hook's state (the hook's own keys; runs with a hook only)."""
     rng: list[dict[str, Any]] = omitted(default_factory=list)
-    """Per rank, the random generators' states (tensors; added by :func:`save_checkpoint`)."""
-
-    # Custom write: the dataset's, the hook's and the generators' states go into the blob as they are
-    # (tensors, the owners' own values), not through the JSON codec.
-    def to_json(self) -> dict[str, Any]:
-        out = fields_to_json(self, skip=("dataset", "step_hook", "rng"))
-        out["dataset"] = self.dataset
-        if self.step_hook is not None:
-            out["step_hook"] = self.step_hook
-        if self.rng:
-            out["rng"] = self.rng
-        return out
+    """Per rank, the random generators' states (tensors, which the codec passes through as they are; added by
+    :func:`save_checkpoint`)."""
 
 
 def _barrier(info: DistInfo) -> None:
@@ -134,6 +123,23 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: Checkpo
             elif old.suffix in (".pt", ".tmp"):
                 old.unlink(missing_ok=True)
     _barrier(info)
+
+
+def final_model(spec: Any, run_dir: Path, preset: str, eos_id: int) -> torch.nn.Module | None:
+    """The model of the finished run ``spec`` from ``run_dir/final_ckpt`` (torch or DeepSpeed layout, ZeRO stages
+    0-2), on the CPU in eval mode; ``None`` without a complete final checkpoint."""
+    from ..models import build_model
+
+    final = run_dir / layout.FINAL_CHECKPOINT_DIR
+    pointer: CheckpointPointer | None = layout.read(final, layout.CHECKPOINT_POINTER)
+    if pointer is None:
+        return None
+    torch_file, ds_file = final / f"{pointer.tag}.pt", final / pointer.tag / "mp_rank_00_model_states.pt"
+    blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
+    model = build_model(preset, spec.settings["model"]["fields"], eos_id=eos_id,
+                        vocab_rows=spec.settings["model"].get("padded_vocab"))
+    model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
+    return model.eval()
 
 
 def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> CheckpointState | None:

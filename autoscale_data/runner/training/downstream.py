@@ -23,9 +23,10 @@ from ...store import load_tokenizer
 from .. import layout
 from ..config import RunnerConfig
 from ..experiment import load_folder_config
-from ..models import build_model, model_config_dict
+from ..models import model_config_dict
 from ..planning.data import DomainInfo
 from ..planning.plan import RunSpec
+from .checkpoint import final_model
 
 __all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]
 
@@ -59,18 +60,12 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     if config.model.family != "gpt2":
         raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
                          "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
-    final = run_dir / layout.FINAL_CHECKPOINT_DIR
-    pointer = layout.read(final, layout.CHECKPOINT_POINTER)
-    if pointer is None:
-        raise ValueError(f"run {spec.run_id} kept no final checkpoint ({os.fspath(final)!r} is missing): set "
+    model = final_model(spec, run_dir, config.model.preset, domains.eos_id)
+    if model is None:
+        raise ValueError(f"run {spec.run_id} kept no final checkpoint "
+                         f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): set "
                          "target.keep_checkpoints: true and train it again")
-    tag = pointer.tag
-    torch_file, ds_file = final / f"{tag}.pt", final / tag / "mp_rank_00_model_states.pt"
-    blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
-    model = build_model(config.model.preset, spec.settings["model"]["fields"], eos_id=domains.eos_id,
-                        vocab_rows=spec.settings["model"].get("padded_vocab"))
-    model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
-    return model.eval()
+    return model
 
 
 def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> DownstreamResult | None:

@@ -1,11 +1,10 @@
 """Extending a finished target run to a larger budget: its parent, its mix and its learning rate.
 
 A finished target run keeps its final checkpoint (``target.keep_checkpoints``, default true):
-``OUT/runs/<id>/final_ckpt/`` holds the model, optimiser, schedule and RNG, and ``final_state.json``
-there the dataset state at the end. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an
-*extension run* from it (:func:`plan_extension`): the same model and optimiser go on, and the data
-stream continues from the parent's end (``ScaleAwareMixtureDataset(..., continue_from=state)``)
-under the mix for the new budget, nothing repeated or skipped:
+``OUT/runs/<id>/final_ckpt/`` with the model, optimiser, schedule, RNG and (``final_state.json``) the dataset
+state. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an *extension run* from it
+(:func:`plan_extension`): the same model and optimiser go on, and the data stream continues from the parent's
+end under the mix for the new budget, nothing repeated or skipped:
 
 - ``autoscale``: the mixture plan's weights at the new budget (``OUT/fits/mixture_plan.json``,
   :meth:`~autoscale_data.solver.MixturePlan.weights_for_budget`);
@@ -20,17 +19,14 @@ continual pre-training practice, e.g. Ibrahim et al. 2024), so the extended mode
 any run; ``constant`` re-warms the same way and then holds the peak (the stable phase of a
 warmup-stable-decay schedule, for a run you will extend again or anneal yourself).
 
-An extension is its own ledger run (``kind="extension"``, a content-hash id over the parent's id,
-the new budget, the mix and the schedule), resumable and crash-safe like every run, and can itself
-be extended (its final checkpoint is kept the same way).
+An extension is its own ledger run (``kind="extension"``, its id hashing the parent's id, the new budget, the
+mix and the schedule), resumable like every run, and can itself be extended.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,55 +35,21 @@ from .. import layout, registry
 from ..config import RunnerConfig
 from ..ledger import Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import ExtensionSpec, RunSpec, extension_spec
+from ..planning.plan import ExtensionSchedule, ExtensionSpec, RunSpec, extension_spec
 from ..records import FinalState, PlanFile
 
 __all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
            "plan_extension"]
 
 
-
-@dataclass(frozen=True)
-class ExtensionSchedule:
-    """The learning rate of an extension's new steps, as multiples of ``optimizer.lr``.
-
-    Attributes:
-        schedule: ``"rewarm_decay"`` (default): linear re-warm-up from ``optimizer.min_lr_ratio`` (where
-            the parent ended) to ``peak_ratio``, then linear decay to ``min_lr_ratio`` at the end;
-            ``"constant"``: the same re-warm-up, then ``peak_ratio`` to the end.
-        warmup_fraction: the share of the new steps spent re-warming (``None``: ``optimizer.warmup_fraction``).
-        peak_ratio: the peak, as a multiple of ``optimizer.lr`` (1: the parent's peak).
-    """
-
-    schedule: str = REWARM_DECAY
-    warmup_fraction: float | None = None
-    peak_ratio: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.schedule not in EXTENSION_SCHEDULES:
-            raise ValueError(f"extension lr schedule {self.schedule!r} is invalid: expected one of "
-                             f"{EXTENSION_SCHEDULES}")
-        wf = self.warmup_fraction
-        if wf is not None and not (isinstance(wf, (int, float)) and 0.0 <= float(wf) < 1.0):
-            raise ValueError(f"extension warmup_fraction {wf!r} is invalid: expected a number in [0, 1)")
-        pr = self.peak_ratio
-        if not (isinstance(pr, (int, float)) and math.isfinite(pr) and 0.0 < float(pr) <= 10.0):
-            raise ValueError(f"extension peak_ratio {pr!r} is invalid: expected a number in (0, 10]")
-
-    def to_json(self, default_warmup: float) -> dict[str, Any]:
-        """The schedule with the warm-up resolved (what the extension's id hashes)."""
-        wf = default_warmup if self.warmup_fraction is None else self.warmup_fraction
-        return {"schedule": self.schedule, "warmup_fraction": float(wf), "peak_ratio": float(self.peak_ratio)}
-
-
-def extension_lr_lambda(offset: int, steps: int, lr: Mapping[str, Any], min_ratio: float) -> Callable[[int], float]:
+def extension_lr_lambda(offset: int, steps: int, lr: ExtensionSchedule, min_ratio: float) -> Callable[[int], float]:
     """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new ones).
 
-    ``lr`` is :meth:`ExtensionSchedule.to_json`. Steps before ``offset`` get the first new step's value.
+    ``lr`` is :meth:`ExtensionSchedule.resolved`. Steps before ``offset`` get the first new step's value.
     """
-    warmup = round(float(lr["warmup_fraction"]) * steps)
-    peak = float(lr["peak_ratio"])
-    decay = lr["schedule"] == REWARM_DECAY
+    warmup = round(float(lr.warmup_fraction or 0.0) * steps)
+    peak = float(lr.peak_ratio)
+    decay = lr.schedule == REWARM_DECAY
 
     def factor(step: int) -> float:
         k = max(0, step - offset)
@@ -107,11 +69,6 @@ def parent_state(run_dir: Path) -> FinalState | None:
     return state
 
 
-def _spec(out: Path, run_id: str) -> RunSpec | None:
-    spec: RunSpec | None = layout.read(out / layout.RUNS / run_id, layout.SPEC)
-    return spec
-
-
 def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     """The run ``run`` names: a run id under ``OUT/runs/``, or a target mix label of ``OUT/plan.json``
     (with ``seed`` when the mix was trained with several seeds).
@@ -120,7 +77,8 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
         ValueError: an unknown id or label (the message lists the target runs), a label trained with
             several seeds and no ``seed`` (or a seed it was not trained with), or a proxy run.
     """
-    spec = _spec(out, run) if run and os.sep not in run and run not in (".", "..") else None
+    spec: RunSpec | None = (layout.read(out / layout.RUNS / run, layout.SPEC)
+                            if run and os.sep not in run and run not in (".", "..") else None)
     if spec is None:
         plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
         targets = plan.targets or []
@@ -149,24 +107,9 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     return spec
 
 
-def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str, budget: int,
-                   seed: int | None, schedule: ExtensionSchedule) -> tuple[RunSpec, str]:
-    """The extension run of ``run`` to ``budget`` tokens (module doc), not yet registered or trained.
-
-    Returns:
-        The extension's spec and the parent's name as messages show it.
-
-    Raises:
-        ValueError: as :meth:`~autoscale_data.runner.MixtureRunner.extend` says (an unknown run, an
-            unfinished parent, a budget not above the parent's, stores that cannot supply the mix).
-        FileNotFoundError: no kept final checkpoint, or no mixture plan for an ``autoscale`` parent.
-    """
-    from ...dataset import ScaleAwareMixtureDataset
-    from ...solver import MixturePlan
-
-    parent = find_parent(out, run, seed)
-    where = f"{parent.name} ({parent.run_id})"
-    kind = (parent.hook or {}).get("kind")
+def _parent_state(out: Path, ledger: Ledger, parent: RunSpec, where: str) -> FinalState:
+    """The final state of ``parent``, which must be a finished run, not an online one, that kept its checkpoint."""
+    kind = parent.hook.kind if parent.hook is not None else None
     if kind in registry.names(registry.ONLINE):
         raise ValueError(f"run {where} is an online-mixing run ({kind}): its mix was chosen during training by a "
                          "controller, which leaves no mix to continue under, so it cannot be extended; train a target run "
@@ -181,32 +124,51 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
             f"({os.fspath(ledger.run_dir(parent.run_id) / layout.FINAL_CHECKPOINT_DIR)} is missing): set "
             f"target.keep_checkpoints: true in the config and rerun it (remove its {layout.RESULT}, then "
             f"`autoscale-data run CONFIG --out {os.fspath(out)}`)")
+    return state
+
+
+def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str, dict[str, float] | None, Any]:
+    """How the mix goes on after ``parent``'s end at ``tokens``: ``(mix, weights, plan)`` (module doc)."""
+    from ...solver import MixturePlan
+
+    if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
+        return "anytime", None, parent.plan
+    if parent.label == layout.AUTOSCALE or (parent.extension is not None and parent.extension.mix == "plan"):
+        path = out / layout.FITS / layout.MIXTURE_PLAN  # the plan's weights for the new budget
+        if not path.is_file():
+            raise FileNotFoundError(f"extending {where} follows the mixture plan, but {os.fspath(path)} is "
+                                    f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
+        return "plan", MixturePlan.load(path).weights_for_budget(tokens), None
+    # a fixed mix keeps its weights
+    return "same", dict(parent.extension.weights or {}) if parent.extension is not None else parent.weights, None
+
+
+def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str, budget: int,
+                   seed: int | None, schedule: ExtensionSchedule) -> tuple[RunSpec, str]:
+    """The extension run of ``run`` to ``budget`` tokens (module doc), not yet registered or trained.
+
+    Returns:
+        The extension's spec and the parent's name as messages show it.
+
+    Raises:
+        ValueError: as :meth:`~autoscale_data.runner.MixtureRunner.extend` says (an unknown run, an
+            unfinished parent, a budget not above the parent's, stores that cannot supply the mix).
+        FileNotFoundError: no kept final checkpoint, or no mixture plan for an ``autoscale`` parent.
+    """
+    from ...dataset import ScaleAwareMixtureDataset
+
+    parent = find_parent(out, run, seed)
+    where = f"{parent.name} ({parent.run_id})"
+    state = _parent_state(out, ledger, parent, where)
     seq_len, batch = config.seq_len, config.global_batch_size
     total = budget // (seq_len * batch) * batch
     if total <= parent.total_sequences:
         raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
                          f"global batches of {batch} x {seq_len} tokens): give a larger budget")
-    plan_json: dict[str, Any] | None = None
-    weights: dict[str, float] | None = None
-    mixture: Any
-    source = parent.extension.mix if parent.extension is not None else None
-    if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
-        mix, plan_json = "anytime", dict(parent.plan or {})
-        mixture = MixturePlan.from_json(plan_json)
-    elif parent.label == layout.AUTOSCALE or source == "plan":  # the plan's weights for the new budget
-        path = out / layout.FITS / layout.MIXTURE_PLAN
-        if not path.is_file():
-            raise FileNotFoundError(f"extending {where} follows the mixture plan, but {os.fspath(path)} is "
-                                    f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
-        mix, weights = "plan", MixturePlan.load(path).weights_for_budget(total * seq_len)
-        mixture = weights
-    else:  # a fixed mix keeps its weights
-        mix = "same"
-        weights = dict(parent.extension.weights or {}) if parent.extension is not None else parent.weights
-        mixture = weights
-    ds = ScaleAwareMixtureDataset(domains.paths, mixture, total * seq_len, seq_len, parent.seed,
-                                  max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
+    mix, weights, plan = _mix_after(out, parent, total * seq_len, where)
+    ds = ScaleAwareMixtureDataset(domains.paths, plan if plan is not None else weights, total * seq_len, seq_len,
+                                  parent.seed, max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
                                   continue_from=state.dataset)
     record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix, weights=weights,
-                           lr=schedule.to_json(config.optimizer.warmup_fraction))
-    return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan_json), where
+                           lr=schedule.resolved(config.optimizer.warmup_fraction))
+    return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan), where

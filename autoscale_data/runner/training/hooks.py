@@ -1,7 +1,7 @@
 """Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
 
-A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry ``hook = {"kind": NAME, ...}`` (the
-hook's whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
+A run's :class:`~autoscale_data.runner.planning.plan.RunSpec` may carry a ``hook``: a
+:class:`~autoscale_data.runner.registry.HookSpec` of the hook's kind (its whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
 :func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
 (:class:`StepHook`), in the order the trainer calls it:
 
@@ -23,12 +23,8 @@ hook's whole config; it enters the run id). The trainer (:mod:`.train`) then bui
   at any moment resumes to the same state.
 - ``summary()``: JSON-able record written into the run's ``result.json`` under ``"step_hook"``.
 
-A kind is what a mixing method declares (``hook_kind`` and ``hook`` of its
-:class:`~autoscale_data.runner.registry.MethodDeclaration`): ``doremi`` is
-:class:`~autoscale_data.runner.mixes.hooks.DoReMiHook` (DoReMi's Group DRO for its proxy run), ``ado`` and
-``odm`` (online mixing of a target run) are :class:`~autoscale_data.runner.mixes.online.OnlineMixingHook`.
-The protocol lives here, with the trainer; the hooks live with their methods, which the trainer does not
-import: :func:`make_step_hook` builds a hook from the class its kind's declaration names.
+A kind is what a mixing method declares (its :class:`~autoscale_data.runner.registry.MethodDeclaration`'s
+``hook_kind`` and ``hook`` class); the hooks live with their methods, which the trainer does not import.
 """
 
 from __future__ import annotations
@@ -92,7 +88,7 @@ class StepHook(Protocol):
     def summary(self) -> dict[str, Any]: ...
 
 
-def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
+def make_step_hook(hook: registry.HookSpec | None) -> StepHook | None:
     """The hook a spec's ``hook`` config names (``None`` for none).
 
     Raises:
@@ -100,5 +96,5 @@ def make_step_hook(hook: Mapping[str, Any] | None) -> StepHook | None:
     """
     if hook is None:
         return None
-    step_hook: StepHook = registry.hook_factory(str(hook.get("kind")))(hook)
+    step_hook: StepHook = registry.hook_factory(hook.kind)(hook)
     return step_hook

@@ -5,23 +5,17 @@ the ``deepspeed`` launcher or ``torchrun`` starts it)::
 
     deepspeed --num_gpus 2 --module autoscale_data.runner.training.train --job OUT/runs/<id>/job.json
 
-Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the plan's
-weights and budget (or, for an anytime run, with the spec's
-:class:`~autoscale_data.solver.MixturePlan` and ``schedule="anytime"``); every rank reads its strided
-slice. Each curve point records the training tokens seen per domain so far. The run evaluates per-domain validation
-loss at ``spec.eval_points`` evenly spaced steps (the last at the end), checkpoints every
-``config.checkpoint_every`` steps (model, optimiser, schedule, RNG and the dataset state), resumes
-from the newest complete checkpoint, and writes ``result.json`` atomically when it finishes. A
-NaN/inf training loss stops the run with :class:`Diverged` (``failure.json`` records why).
+Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the spec's weights
+(or its :class:`~autoscale_data.solver.MixturePlan`, ``schedule="anytime"``), every rank its strided slice.
+The run evaluates per-domain validation loss at ``spec.eval_points`` evenly spaced steps (the last at the
+end; each point records the training tokens seen per domain), checkpoints every ``config.checkpoint_every``
+steps (model, optimiser, schedule, RNG, dataset state), resumes from the newest complete checkpoint, and
+writes ``result.json`` atomically at the end. A NaN/inf training loss stops it with :class:`Diverged`.
 
-A finished target run keeps its final checkpoint when ``target.keep_checkpoints`` is set: it is saved
-into ``ckpt/`` like any checkpoint, ``final_state.json`` (steps, dataset state at the end) is added,
-and ``ckpt/`` is renamed to ``final_ckpt/`` (atomic) before ``result.json`` is written; a run killed
-in between finds ``final_ckpt/`` on its next start and only writes its result. Proxy runs (and target
-runs without the setting) delete their checkpoint. An extension run (``spec.extension``, see
-:mod:`.extension`) starts from its parent's ``final_ckpt/`` (model, optimiser, RNG; the learning rate
-re-planned over its new steps), reads the data stream continued from the parent's end, and counts
-its steps, curve tokens and per-domain tokens from the parent's (its own checkpoints resume it).
+A finished target run keeps its final checkpoint when ``target.keep_checkpoints`` is set (``ckpt/`` with
+``final_state.json`` renamed to ``final_ckpt/`` before ``result.json`` is written; a run killed in between
+only writes its result on its next start); other runs delete theirs. An extension run (:mod:`.extension`)
+starts from its parent's ``final_ckpt/`` and counts its steps and tokens from the parent's.
 
 The step calls the model without labels and computes one per-token cross-entropy
 (:func:`~autoscale_data.runner.models.token_cross_entropy`, the real vocabulary of a padded model): its
@@ -29,11 +23,8 @@ mean is the loss, the same values feed the per-domain meter and a step hook. One
 plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
 deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
 
-A run whose spec carries a step hook (``spec.hook``, e.g. DoReMi's Group DRO on its proxy run) builds
-it with :func:`~autoscale_data.runner.training.hooks.make_step_hook` and calls it every micro-batch and step
-(protocol in :mod:`.hooks`); its state is in every checkpoint and its summary in ``result.json`` under
-``"step_hook"``. Without one nothing of the above changes. A DoReMi reference run keeps its final
-checkpoint (its proxy reads the model) whatever ``target.keep_checkpoints`` says.
+A run whose spec carries a step hook (``spec.hook``; protocol in :mod:`.hooks`) calls it every micro-batch
+and step. A DoReMi reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
 """
 
 from __future__ import annotations
@@ -121,11 +112,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    weights: Any = spec.weights if spec.extension is None else spec.extension.weights
-    if spec.schedule == "anytime":
-        from ...solver import MixturePlan
-
-        weights = MixturePlan.from_json(spec.plan or {})
+    weights: Any = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else spec.weights
     from ..planning.plan import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
