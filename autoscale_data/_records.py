@@ -12,7 +12,10 @@ Reading is lenient where the files of earlier versions need it: a key that is mi
 ``null``) takes its field's default, and ``None`` for an optional field; a field marked
 :func:`required` must be present even though it has a default. Keys the record does not know are
 ignored. Writing leaves out the fields marked :func:`omitted` whose value is their default (keys
-later versions added, so that older readers and older files agree). A field with ``init=False`` is
+later versions added, so that older readers and older files agree), or where a condition on the record holds
+(keys that follow a status); such a field may also be required where a condition on the JSON read holds. A
+dict field marked :func:`inline` writes its entries beside the other keys (a curve keyed by domain), and reads
+every key that is not another field's. A field with ``init=False`` is
 written and never read: a constant (``method``) or a value the record computes from its other
 fields (``summary``). A field marked :func:`transient` is neither: the record keeps it in memory
 (raw samples, the fits behind a summary) and a record read back holds its default. A record whose JSON shape
@@ -32,21 +35,25 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "omitted", "required", "to_json", "transient"]
+__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "inline", "omitted", "required", "to_json",
+           "transient"]
 
 T = TypeVar("T")
 
 _OMIT = "records.omit_default"
 _REQUIRED = "records.required"
 _TRANSIENT = "records.transient"
+_INLINE = "records.inline"
 
 
-def omitted(**kwargs: Any) -> Any:
-    """A dataclass field left out of the JSON while it holds its default (``dataclasses.field`` arguments)."""
-    return dataclasses.field(metadata={_OMIT: True}, **kwargs)
+def omitted(when: Callable[[Any], bool] | None = None,
+            required: bool | Callable[[Mapping[str, Any]], bool] = False, **kwargs: Any) -> Any:
+    """A dataclass field left out of the JSON while it holds its default, or, given ``when``, where ``when(record)``
+    holds; ``required``: it must be in the JSON read (where ``required(data)`` holds). The rest: ``dataclasses.field``."""
+    return dataclasses.field(metadata={_OMIT: when or True, _REQUIRED: required}, **kwargs)
 
 
 def required(**kwargs: Any) -> Any:
@@ -58,6 +65,12 @@ def transient(**kwargs: Any) -> Any:
     """A dataclass field kept in memory only: never written, and its default when read (``dataclasses.field``
     arguments; it needs a default)."""
     return dataclasses.field(metadata={_TRANSIENT: True}, **kwargs)
+
+
+def inline(**kwargs: Any) -> Any:
+    """A dict field whose entries are keys of the record's own object, beside its other fields (``dataclasses.field``
+    arguments)."""
+    return dataclasses.field(metadata={_INLINE: True}, **kwargs)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -92,10 +105,11 @@ def fields_to_json(obj: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The codec's JSON object of the record ``obj``, one key per field (but ``skip``), ignoring a custom ``to_json``."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name in skip or f.metadata.get(_TRANSIENT) or (f.metadata.get(_OMIT) and _same(value, _default(f))):
+        value, omit = getattr(obj, f.name), f.metadata.get(_OMIT)
+        if f.name in skip or f.metadata.get(_TRANSIENT) or (omit(obj) if callable(omit) else
+                                                            omit and _same(value, _default(f))):
             continue
-        out[f.name] = to_json(value)
+        out.update(to_json(value) if f.metadata.get(_INLINE) else {f.name: to_json(value)})
     return out
 
 
@@ -217,13 +231,19 @@ def fields_from_json(cls: type, data: Any, path: str = "", *, what: str = "key",
     for f in dataclasses.fields(cls):
         if not f.init or f.name in skip or f.metadata.get(_TRANSIENT):
             continue
+        if f.metadata.get(_INLINE):
+            named = {g.name for g in dataclasses.fields(cls)}
+            values[f.name] = from_json(hints[f.name], {k: v for k, v in data.items() if k not in named}, path, what=what)
+            continue
         key = _at(path, f.name)
         value = data.get(f.name)
         if value is None:
             default = _default(f)
             hint = hints[f.name]
             optional = type(None) in typing.get_args(hint) or hint is Any
-            if f.name not in data and (f.metadata.get(_REQUIRED) or (default is dataclasses.MISSING and not optional)):
+            needed = f.metadata.get(_REQUIRED)
+            if f.name not in data and ((needed(data) if callable(needed) else needed)
+                                       or (default is dataclasses.MISSING and not optional)):
                 raise ValueError(f"{what} {key!r} is missing")
             if default is not dataclasses.MISSING:
                 values[f.name] = default

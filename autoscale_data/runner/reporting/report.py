@@ -212,7 +212,7 @@ def target_verdicts(targets: dict[str, list[RunResult]], key: str,
 def _mix_fields(runs: list[RunResult], key: str) -> dict[str, Any]:
     """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
     return {"losses": {d: mean_std([r.losses[d] for r in runs]) for d in runs[0].losses},
-            "objective_value": mean_std([r.value(key) for r in runs]), "tokens": runs[0].total_tokens,
+            key: mean_std([r.value(key) for r in runs]), "tokens": runs[0].total_tokens,
             "seeds": [r.seed for r in runs]}
 
 
