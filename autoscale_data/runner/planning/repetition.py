@@ -231,13 +231,21 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
 
 
 def _written_law(fits_dir: Path) -> dict[str, Any] | None:
-    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None."""
-    try:
-        projection = layout.read(fits_dir, layout.PROJECTION)
-    except ValueError:
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in it).
+
+    Raises:
+        ValueError: the file is not a projection record (not JSON, or a key missing or mistyped); names the file.
+    """
+    path = fits_dir / layout.PROJECTION
+    if not path.is_file():
         return None
-    law = None if projection is None else projection.repetition_law
-    return dict(law) if isinstance(law, Mapping) else None
+    try:
+        projection = layout.read(fits_dir, layout.PROJECTION, where="")
+        if projection is None:
+            raise ValueError("it is not valid JSON")
+    except ValueError as e:
+        raise ValueError(f"{str(path)!r} is not a projection record, so its repetition law cannot be read: {e}") from None
+    return None if projection.repetition_law is None else dict(projection.repetition_law)
 
 
 def _law_md(law: Mapping[str, Any]) -> list[str]:
