@@ -312,7 +312,6 @@ class RepetitionLaw(Record):
     error: str | None = None
 
 
-
 def _law_needed(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> bool:
     return matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, weights).values())
 
@@ -334,16 +333,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
     raw-token mix then stands.
     """
-    from dataclasses import replace
-
-    from ...solver import apply_weight_bounds, fit_ddo, project, robust_project
-    from ...solver.contrib import (
-        effective_table,
-        log_share_sd,
-        optimize_effective,
-        project_effective,
-        raw_tokens,
-    )
+    from ...solver import apply_weight_bounds
+    from ...solver.contrib import project_effective
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
     if not _law_needed(config, domains, raw_weights):
@@ -351,31 +342,11 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
     used = matched(config) and summary["method"] != OBSERVED
-    seq = config.seq_len
-    whole = {d: float(n * seq) for d, n in _unique(config, domains).items()}
+    whole = {d: float(n * config.seq_len) for d, n in _unique(config, domains).items()}
     epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
-    fit_options = replace(options, token_caps=None, max_epochs=None)
     try:
-        optima, fits = {}, []
-        for n, table in sorted(tables.items()):
-            pools = proxy_pools(config, domains, n)
-            drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
-            fit = fit_ddo(effective_table(table, drawn), fit_options)
-            fits.append(fit)
-            # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
-            # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
-            exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if used else whole
-            optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
-                                           raw_caps={d: u * epochs for d, u in exact.items()})
-        scales = [optima[n].scale() for n in sorted(optima)]
-        if method == ROBUST:
-            sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
-
-            def path(e: float) -> dict[str, float]:
-                return dict(robust_project(scales, e, sd).allocation_tokens)
-        else:
-            def path(e: float) -> dict[str, float]:
-                return dict(project(scales, e).allocation_tokens)
+        optima, fits = _effective_optima(config, domains, tables, options, whole, exact_pools=used)
+        path = _effective_path(method, [optima[n].scale() for n in sorted(optima)], fits)
         proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d, u in whole.items()})
     except ValueError as exc:
         log(f"REPETITION: the effective-token law could not be fitted or projected ({exc}); "
@@ -397,3 +368,40 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
                    bounds_applied={d: [proj.weights[d], bounded[d]] for d in bounded
                                    if abs(proj.weights[d] - bounded[d]) > 1e-9})
     return out
+
+
+def _effective_optima(config: RunnerConfig, domains: DomainInfo, tables: Mapping[int, Any], options: Any,
+                      whole: dict[str, float], *, exact_pools: bool) -> tuple[dict[int, Any], list[Any]]:
+    """Each budget's DDO fit on its runs in effective tokens (against the unique tokens they drew from) and that
+    fit's optimum at the budget's raw tokens (``exact_pools``: against the pools before their rounding)."""
+    from dataclasses import replace
+
+    from ...solver import fit_ddo
+    from ...solver.contrib import effective_table, optimize_effective, raw_tokens
+
+    seq = config.seq_len
+    epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
+    fit_options = replace(options, token_caps=None, max_epochs=None)
+    optima, fits = {}, []
+    for n, table in sorted(tables.items()):
+        pools = proxy_pools(config, domains, n)
+        drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
+        fit = fit_ddo(effective_table(table, drawn), fit_options)
+        fits.append(fit)
+        # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
+        # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
+        exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if exact_pools else whole
+        optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
+                                       raw_caps={d: u * epochs for d, u in exact.items()})
+    return optima, fits
+
+
+def _effective_path(method: str, scales: list[Any], fits: list[Any]) -> Any:
+    """The projection's path through the effective optima ``scales``: tokens -> allocation (robust or geometric)."""
+    from ...solver import project, robust_project
+    from ...solver.contrib import log_share_sd
+
+    if method == ROBUST:
+        sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
+        return lambda e: dict(robust_project(scales, e, sd).allocation_tokens)
+    return lambda e: dict(project(scales, e).allocation_tokens)
