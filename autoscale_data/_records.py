@@ -162,32 +162,11 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
         return data  # type: ignore[no-any-return]
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
-        args = typing.get_args(tp)
-        if data is None and type(None) in args:
-            return None  # type: ignore[return-value]
-        options = [a for a in args if a is not type(None)]
-        if len(options) == 1:
-            return from_json(options[0], data, path, what=what)  # type: ignore[no-any-return]
-        for option in options:
-            try:
-                return from_json(option, data, path, what=what)  # type: ignore[no-any-return]
-            except ValueError:
-                continue
-        raise _bad(data, " or ".join(str(o) for o in options), path, what)
+        return _union(typing.get_args(tp), data, path, what)  # type: ignore[no-any-return]
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or callable(getattr(tp, "from_json", None))):
         return _record(tp, data, path, what)  # type: ignore[return-value]
     if origin in (list, tuple):
-        if not isinstance(data, (list, tuple)):
-            raise _bad(data, "a list", path, what)
-        args = typing.get_args(tp)
-        item = args[0] if args else Any
-        if origin is tuple and args and args[1:] != (Ellipsis,):  # a fixed tuple: one type per place
-            if len(data) != len(args):
-                raise _bad(data, f"a list of {len(args)}", path, what)
-            return tuple(from_json(t, v, f"{path}[{k}]", what=what)  # type: ignore[return-value]
-                         for k, (t, v) in enumerate(zip(args, data, strict=True)))
-        values = [from_json(item, v, f"{path}[{k}]", what=what) for k, v in enumerate(data)]
-        return (tuple(values) if origin is tuple else values)  # type: ignore[return-value]
+        return _sequence(origin, typing.get_args(tp), data, path, what)  # type: ignore[no-any-return]
     if origin is dict:
         if not isinstance(data, Mapping):
             raise _bad(data, "an object", path, what)
@@ -201,6 +180,33 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
             raise _bad(data, expected, path, what)
         return data  # type: ignore[no-any-return]
     raise TypeError(f"the records codec cannot read type {tp!r} (at {path or 'the top'})")
+
+
+def _union(args: tuple[Any, ...], data: Any, path: str, what: str) -> Any:
+    """``data`` as the first of the union's ``args`` that reads it (``None`` for an optional one)."""
+    if data is None and type(None) in args:
+        return None
+    options = [a for a in args if a is not type(None)]
+    if len(options) == 1:
+        return from_json(options[0], data, path, what=what)
+    for option in options:
+        try:
+            return from_json(option, data, path, what=what)
+        except ValueError:
+            continue
+    raise _bad(data, " or ".join(str(o) for o in options), path, what)
+
+
+def _sequence(origin: type, args: tuple[Any, ...], data: Any, path: str, what: str) -> Any:
+    """``data`` as a ``list[T]``, a ``tuple[T, ...]`` or a fixed tuple (one type per place)."""
+    if not isinstance(data, (list, tuple)):
+        raise _bad(data, "a list", path, what)
+    if origin is tuple and args and args[1:] != (Ellipsis,):
+        if len(data) != len(args):
+            raise _bad(data, f"a list of {len(args)}", path, what)
+        return tuple(from_json(t, v, f"{path}[{k}]", what=what) for k, (t, v) in enumerate(zip(args, data, strict=True)))
+    values = [from_json(args[0] if args else Any, v, f"{path}[{k}]", what=what) for k, v in enumerate(data)]
+    return tuple(values) if origin is tuple else values
 
 
 def _key(tp: Any, key: Any, path: str, what: str) -> Any:

@@ -321,17 +321,12 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     """``summary`` (``projection.json``'s dict) with the effective-token law's ``repetition_law`` added.
 
     With ``ddo.repetition: match`` it sets the target mix (``weights``; the raw-token law's stay in
-    ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``,
-    chosen by ``auto`` where no trend is determined); otherwise it is computed and reported only, and only when the
-    target mix repeats a domain. Each budget's runs are read in effective tokens against the unique
-    tokens they drew from (a matched proxy's pool, else the whole domain), DDO's laws are fitted on them
-    and optimised at the budget's raw tokens
-    (:func:`~autoscale_data.solver.effective.optimize_effective`; with ``match`` against the pools before
-    their rounding to whole sequences, ``U_d S(N) / S(T)``), the configured projection's path runs
-    through those effective optima, and the target's raw allocation is the point of the path that costs
-    the target budget with the domains' whole unique tokens
-    (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
-    raw-token mix then stands.
+    ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``);
+    otherwise it is reported only, and only when the target mix repeats a domain. Each budget's DDO law is fitted
+    in effective tokens and optimised at its raw tokens (:func:`_effective_optima`), the configured projection's
+    path runs through those optima, and the target's raw allocation is the point of the path that costs the
+    target budget with the domains' whole unique tokens (:func:`~autoscale_data.solver.effective.project_effective`).
+    A failure is logged and recorded; the raw-token mix then stands.
     """
     from ...solver import apply_weight_bounds
     from ...solver.contrib import project_effective
