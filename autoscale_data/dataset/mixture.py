@@ -321,8 +321,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             samples_per_step: this rank's samples per step, with ``step``: default ``batch_size`` in
                 batch mode (one batch a step); required for a per-sample dataset (e.g. the per-device
                 batch size × gradient accumulation steps).
-            batches_taken: removed (it counted from the loaded resume point, so a global step passed
-                after a resume pointed too far): pass ``step``.
+            batches_taken: removed (the error says why): pass ``step``.
 
         Without either the state follows the most recent iterator of this process; inside a
         DataLoader worker (torchdata's ``StatefulDataLoader`` calls it there) it describes that

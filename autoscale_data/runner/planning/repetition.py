@@ -231,21 +231,17 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
 
 
 def _written_law(fits_dir: Path) -> dict[str, Any] | None:
-    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in it).
-
-    Raises:
-        ValueError: the file is not a projection record (not JSON, or a key missing or mistyped); names the file.
-    """
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in it);
+    a file that is not a projection record (not JSON, a key missing or mistyped) is a ``ValueError`` naming it."""
     path = fits_dir / layout.PROJECTION
-    if not path.is_file():
-        return None
+    what = f"{str(path)!r} is not a projection record, so its repetition law cannot be read"
     try:
         projection = layout.read(fits_dir, layout.PROJECTION, where="")
-        if projection is None:
-            raise ValueError("it is not valid JSON")
     except ValueError as e:
-        raise ValueError(f"{str(path)!r} is not a projection record, so its repetition law cannot be read: {e}") from None
-    return None if projection.repetition_law is None else dict(projection.repetition_law)
+        raise ValueError(f"{what}: {e}") from None
+    if projection is None and path.is_file():
+        raise ValueError(f"{what}: it is not valid JSON")
+    return None if projection is None or projection.repetition_law is None else dict(projection.repetition_law)
 
 
 def _law_md(law: Mapping[str, Any]) -> list[str]:

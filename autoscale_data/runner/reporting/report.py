@@ -26,14 +26,7 @@ from ..planning.repetition import REPETITION_FILE, repetition_md
 from ..records import PlanFile, ProjectionFile, RunFailure, RunResult
 from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
-from .metrics import (
-    compare_curves,
-    mean_curve,
-    mean_std,
-    paired_verdict,
-    tokens_saved,
-    tokens_saved_per_seed,
-)
+from .metrics import compare_curves, mean_curve, mean_std, paired_verdict, tokens_saved, tokens_saved_per_seed
 from .plots import write_plots
 from .reference import not_beating_unigram, read_reference_losses
 from .report_types import (

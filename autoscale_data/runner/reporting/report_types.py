@@ -1,16 +1,10 @@
 """The report's declared shape: :class:`Report` and its parts, records of :mod:`autoscale_data._records`.
 
-``Report.to_json()`` is exactly the content of ``OUT/report.json`` (keys, nesting and values as the
-runner has always written them), and ``Report.from_json`` reads such a file back, older ones
-included: keys that later versions added are optional and take their empty value. A missing or
-badly typed key raises ``ValueError`` naming its path (``targets.autoscale.losses``).
-
-Every part is written and read by the one codec of :mod:`autoscale_data._records`, driven by its
-fields (the objective's value under its own key, a curve keyed by domain, keys that follow a status).
-
-The parts the fits write are their files' records (the solver's :class:`~autoscale_data.solver.DDOResult` and
-:class:`~autoscale_data.solver.BootstrapResult` (or :class:`~.records.BootstrapUnavailable`),
-:class:`~.records.ProjectionFile`), whose JSON is the file's content.
+``Report.to_json()`` is exactly the content of ``OUT/report.json``, and ``Report.from_json`` reads such a file
+back, older ones included (keys that later versions added take their empty value); a missing or badly typed key
+raises ``ValueError`` naming its path (``targets.autoscale.losses``). The parts the fits write are their files'
+records (the solver's :class:`~autoscale_data.solver.DDOResult` and :class:`~autoscale_data.solver.BootstrapResult`
+or :class:`~.records.BootstrapUnavailable`, :class:`~.records.ProjectionFile`).
 """
 
 from __future__ import annotations
@@ -112,8 +106,7 @@ class TrainCurve(Record):
     tokens: list[float] = omitted(when=lambda c: not c.tokens and not c.losses, required=bool, default_factory=list)
     """Training tokens at each evaluation point (empty: not recorded; required in a non-empty object)."""
     losses: dict[str, list[float | None]] = inline(default_factory=dict)
-    """Per domain (a key beside ``tokens``), the training loss since the previous point (``None`` where no seed saw
-    the domain)."""
+    """Per domain, the training loss since the previous point (``None`` where no seed saw the domain)."""
 
 
 @dataclass(frozen=True)
@@ -184,11 +177,9 @@ class AnytimeComparison(Record):
     objective: str | None = omitted(default=None)
     """The objective's key compared (present once both mixes have finished runs)."""
     seeds: list[int] | None = omitted(default=None, required=_compared)
-    """Seeds with both an ``autoscale`` and an ``autoscale_anytime`` run (``None``: not compared; required once
-    available)."""
+    """Seeds with both an ``autoscale`` and an ``autoscale_anytime`` run (``None``: not compared)."""
     points: list[CurvePoint] | None = omitted(default=None, required=_compared)
-    """Reference = fixed, other = anytime, at every shared evaluation point (``None``: not compared; required once
-    available)."""
+    """Reference = fixed, other = anytime, at every shared evaluation point (``None``: not compared)."""
     plan_decreasing: list[str] | None = omitted(default=None)
     """Domains whose DDO allocation decreases from N1 to N2 (the plan's monotone envelope applies)."""
 
@@ -203,11 +194,8 @@ def _no_reverse(saved: TokensSaved) -> bool:  # the reverse comparison's keys: w
 
 @dataclass(frozen=True)
 class TokensSaved(Record):
-    """How many fewer tokens AutoScale needed to reach a baseline's final value (:func:`~.metrics.tokens_saved`).
-
-    Which keys the JSON holds follows from ``status``: ``no_data`` only ``status`` and
-    ``saved_fraction``; ``not_reached`` adds the reverse comparison (``baseline_*``).
-    """
+    """How many fewer tokens AutoScale needed to reach a baseline's final value (:func:`~.metrics.tokens_saved`);
+    which keys the JSON holds follows from ``status``."""
 
     status: str
     """``reached``, ``at_first_eval`` (an upper bound on the tokens), ``not_reached`` or ``no_data``."""
