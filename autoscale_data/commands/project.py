@@ -215,8 +215,7 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
     return out, projections.plan_scales(), evidence
 
 
-def _from_scales(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any],
-                                                                                 PlanEvidence, str]:
+def _from_scales(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any], PlanEvidence, str]:
     """The geometric path through SCALES.json's optima: the answer's dict, the scales, the evidence and its title."""
     scales = scales_from_json(read_json(args.scales))
     res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)

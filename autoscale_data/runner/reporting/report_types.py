@@ -494,7 +494,7 @@ class Report(Record):
         mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items() for label, m in rows.items()})
         for path, mix in mixes.items():  # each mix holds its objective under the report's objective key
             if getattr(mix, self.objective_key) is None:
-                raise ValueError(f"report key '{path}.{self.objective_key}' is missing")
+                raise ValueError(f"key '{path}.{self.objective_key}' is missing")
 
     @property
     def objective_key(self) -> str:
