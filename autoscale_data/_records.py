@@ -1,27 +1,28 @@
 """One JSON codec for every typed record the package writes, driven by the dataclass fields.
 
-A record is a dataclass; its JSON object has one key per field, named as the field, holding the
-field's value in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the
-``NaN`` that :func:`json.dumps` writes). :func:`to_json` writes it and :func:`from_json` reads it
-back, checked against the field's type hint (``int``, ``float``, ``str``, ``bool``, ``list[T]``,
-``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON
-has them), ``T | None``, nested records, ``Any``). Subclassing
-:class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
+A record is a dataclass; its JSON object has one key per field, named as the field, holding the field's value
+in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the ``NaN`` that :func:`json.dumps`
+writes). :func:`to_json` writes it and :func:`from_json` reads it back, checked against the field's type hint
+(``int``, ``float``, ``str``, ``bool``, ``list[T]``, ``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``,
+``dict[int, T]`` (its keys written as strings, as JSON has them), ``T | None``, nested records, ``Any``).
+Subclassing :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
 
-Reading is lenient where the files of earlier versions need it: a key that is missing (or
-``null``) takes its field's default, and ``None`` for an optional field; a field marked
-:func:`required` must be present even though it has a default. Keys the record does not know are
-ignored. Writing leaves out the fields marked :func:`omitted` whose value is their default (keys
-later versions added, so that older readers and older files agree). A field with ``init=False`` is
-written and never read: a constant (``method``) or a value the record computes from its other
-fields (``summary``). A field marked :func:`transient` is neither: the record keeps it in memory
-(raw samples, the fits behind a summary) and a record read back holds its default. A record whose JSON shape
-truly differs from its fields writes its own ``to_json`` / ``from_json`` and says why; the codec
-calls them for it when it is nested in another record, as it does for any class with a ``to_json`` /
-``from_json`` of its own (the solver's :class:`~autoscale_data.solver.MixturePlan`).
+Reading is lenient where the files of earlier versions need it: a key that is missing (or ``null``) takes its
+field's default, and ``None`` for an optional field; a field marked :func:`required` must be present even though
+it has a default. Keys the record does not know are ignored. Writing leaves out the fields marked
+:func:`omitted` whose value is their default (keys later versions added, so that older readers and older files
+agree), or where a condition on the record holds (keys that follow a status); such a field may be required where
+a condition on the JSON read holds. A dict field marked :func:`inline` writes its entries beside the other keys
+(a curve keyed by domain) and reads every key that is no other field's. A field with ``init=False`` is written
+and never read: a constant (``method``) or a value the record computes from its other fields (``summary``). A
+field marked :func:`transient` is neither: the record keeps it in memory (raw samples, the fits behind a
+summary) and a record read back holds its default. A record whose JSON shape truly differs from its fields
+writes its own ``to_json`` / ``from_json`` and says why; the codec calls them for it when it is nested in
+another record, as it does for any class with a ``to_json`` / ``from_json`` of its own (the solver's
+:class:`~autoscale_data.solver.MixturePlan`).
 
-A key that is missing or of the wrong type raises ``ValueError`` naming its path
-(``targets.autoscale.losses``, ``curve[3].tokens``).
+A key that is missing or of the wrong type raises ``ValueError`` naming its path (``targets.autoscale.losses``,
+``curve[3].tokens``).
 """
 
 from __future__ import annotations
@@ -32,21 +33,25 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "omitted", "required", "to_json", "transient"]
+__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "inline", "omitted", "required", "to_json",
+           "transient"]
 
 T = TypeVar("T")
 
 _OMIT = "records.omit_default"
 _REQUIRED = "records.required"
 _TRANSIENT = "records.transient"
+_INLINE = "records.inline"
 
 
-def omitted(**kwargs: Any) -> Any:
-    """A dataclass field left out of the JSON while it holds its default (``dataclasses.field`` arguments)."""
-    return dataclasses.field(metadata={_OMIT: True}, **kwargs)
+def omitted(when: Callable[[Any], bool] | None = None,
+            required: bool | Callable[[Mapping[str, Any]], bool] = False, **kwargs: Any) -> Any:
+    """A dataclass field left out of the JSON while it holds its default, or, given ``when``, where ``when(record)``
+    holds; ``required``: it must be in the JSON read (where ``required(data)`` holds). The rest: ``dataclasses.field``."""
+    return dataclasses.field(metadata={_OMIT: when or True, _REQUIRED: required}, **kwargs)
 
 
 def required(**kwargs: Any) -> Any:
@@ -58,6 +63,11 @@ def transient(**kwargs: Any) -> Any:
     """A dataclass field kept in memory only: never written, and its default when read (``dataclasses.field``
     arguments; it needs a default)."""
     return dataclasses.field(metadata={_TRANSIENT: True}, **kwargs)
+
+
+def inline(**kwargs: Any) -> Any:
+    """A dict field whose entries are keys of the record's own object, beside its other fields."""
+    return dataclasses.field(metadata={_INLINE: True}, **kwargs)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -92,10 +102,11 @@ def fields_to_json(obj: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The codec's JSON object of the record ``obj``, one key per field (but ``skip``), ignoring a custom ``to_json``."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name in skip or f.metadata.get(_TRANSIENT) or (f.metadata.get(_OMIT) and _same(value, _default(f))):
+        value, omit = getattr(obj, f.name), f.metadata.get(_OMIT)
+        if f.name in skip or f.metadata.get(_TRANSIENT) or (omit(obj) if callable(omit) else
+                                                            omit and _same(value, _default(f))):
             continue
-        out[f.name] = to_json(value)
+        out.update(to_json(value) if f.metadata.get(_INLINE) else {f.name: to_json(value)})
     return out
 
 
@@ -120,26 +131,25 @@ _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
 }
 
 
-def _where(what: str, path: str) -> str:
-    return f"{what} {path!r}" if path else "the record"
+def _where(path: str) -> str:
+    return f"key {path!r}" if path else "the record"
 
 
-def _bad(value: Any, expected: str, path: str, what: str) -> ValueError:
-    return ValueError(f"{_where(what, path)} = {value!r} is invalid: expected {expected}")
+def _bad(value: Any, expected: str, path: str) -> ValueError:
+    return ValueError(f"{_where(path)} = {value!r} is invalid: expected {expected}")
 
 
 def _at(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key") -> T:
+def from_json(tp: type[T] | Any, data: Any, path: str = "") -> T:
     """Read ``data`` (parsed JSON) as a value of type ``tp``, checked against it.
 
     Args:
         tp: a record class or a type hint (``dict[str, float]``, ``list[Point] | None`` …).
         data: the parsed JSON.
         path: where ``data`` sits in its file, for the error messages.
-        what: how the messages name a key (``"report key"``).
 
     Raises:
         ValueError: a key is missing or a value is not of its field's type; the message names its path.
@@ -148,74 +158,83 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "", *, what: str = "key"
         return data  # type: ignore[no-any-return]
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
-        args = typing.get_args(tp)
-        if data is None and type(None) in args:
-            return None  # type: ignore[return-value]
-        options = [a for a in args if a is not type(None)]
-        if len(options) == 1:
-            return from_json(options[0], data, path, what=what)  # type: ignore[no-any-return]
-        for option in options:
-            try:
-                return from_json(option, data, path, what=what)  # type: ignore[no-any-return]
-            except ValueError:
-                continue
-        raise _bad(data, " or ".join(str(o) for o in options), path, what)
+        return _union(typing.get_args(tp), data, path)  # type: ignore[no-any-return]
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or callable(getattr(tp, "from_json", None))):
-        return _record(tp, data, path, what)  # type: ignore[return-value]
+        return _record(tp, data, path)  # type: ignore[return-value]
     if origin in (list, tuple):
-        if not isinstance(data, (list, tuple)):
-            raise _bad(data, "a list", path, what)
-        args = typing.get_args(tp)
-        item = args[0] if args else Any
-        if origin is tuple and args and args[1:] != (Ellipsis,):  # a fixed tuple: one type per place
-            if len(data) != len(args):
-                raise _bad(data, f"a list of {len(args)}", path, what)
-            return tuple(from_json(t, v, f"{path}[{k}]", what=what)  # type: ignore[return-value]
-                         for k, (t, v) in enumerate(zip(args, data, strict=True)))
-        values = [from_json(item, v, f"{path}[{k}]", what=what) for k, v in enumerate(data)]
-        return (tuple(values) if origin is tuple else values)  # type: ignore[return-value]
+        return _sequence(origin, typing.get_args(tp), data, path)  # type: ignore[no-any-return]
     if origin is dict:
         if not isinstance(data, Mapping):
-            raise _bad(data, "an object", path, what)
+            raise _bad(data, "an object", path)
         args = typing.get_args(tp)
         key_tp, value_tp = args if args else (str, Any)
-        return {_key(key_tp, k, path, what): from_json(value_tp, v, _at(path, str(k)), what=what)  # type: ignore[return-value]
+        return {_key(key_tp, k, path): from_json(value_tp, v, _at(path, str(k)))  # type: ignore[return-value]
                 for k, v in data.items()}
     if tp in _SCALARS:
         accepted, expected = _SCALARS[tp]
         if (isinstance(data, bool) and tp is not bool) or not isinstance(data, accepted):
-            raise _bad(data, expected, path, what)
+            raise _bad(data, expected, path)
         return data  # type: ignore[no-any-return]
     raise TypeError(f"the records codec cannot read type {tp!r} (at {path or 'the top'})")
 
 
-def _key(tp: Any, key: Any, path: str, what: str) -> Any:
+def _union(args: tuple[Any, ...], data: Any, path: str) -> Any:
+    """``data`` as the first of the union's ``args`` that reads it (``None`` for an optional one)."""
+    if data is None and type(None) in args:
+        return None
+    options = [a for a in args if a is not type(None)]
+    if len(options) == 1:
+        return from_json(options[0], data, path)
+    for option in options:
+        try:
+            return from_json(option, data, path)
+        except ValueError:
+            continue
+    raise _bad(data, " or ".join(str(o) for o in options), path)
+
+
+def _sequence(origin: type, args: tuple[Any, ...], data: Any, path: str) -> Any:
+    """``data`` as a ``list[T]``, a ``tuple[T, ...]`` or a fixed tuple (one type per place)."""
+    if not isinstance(data, (list, tuple)):
+        raise _bad(data, "a list", path)
+    if origin is tuple and args and args[1:] != (Ellipsis,):
+        if len(data) != len(args):
+            raise _bad(data, f"a list of {len(args)}", path)
+        return tuple(from_json(t, v, f"{path}[{k}]") for k, (t, v) in enumerate(zip(args, data, strict=True)))
+    values = [from_json(args[0] if args else Any, v, f"{path}[{k}]") for k, v in enumerate(data)]
+    return tuple(values) if origin is tuple else values
+
+
+def _key(tp: Any, key: Any, path: str) -> Any:
     if tp is int:
         try:
             return int(key)
         except ValueError:
-            raise ValueError(f"{_where(what, _at(path, str(key)))} is invalid: expected an integer key") from None
+            raise ValueError(f"{_where(_at(path, str(key)))} is invalid: expected an integer key") from None
     return str(key)
 
 
-def _record(cls: type, data: Any, path: str, what: str) -> Any:
+def _record(cls: type, data: Any, path: str) -> Any:
     if _custom(cls, "from_json"):
         reader = cls.from_json  # type: ignore[attr-defined]
         takes_path = len(inspect.signature(reader).parameters) > 1
         return reader(data, path) if takes_path else reader(data)
-    return cls(**fields_from_json(cls, data, path, what=what))
+    return cls(**fields_from_json(cls, data, path))
 
 
-def fields_from_json(cls: type, data: Any, path: str = "", *, what: str = "key",
-                     skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def fields_from_json(cls: type, data: Any, path: str = "", *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The constructor arguments of record ``cls`` read from ``data`` by the codec (but ``skip``), ignoring a
     custom ``from_json``: what a record with one key of its own reads the rest with."""
     if not isinstance(data, Mapping):
-        raise ValueError(f"{_where(what, path)} = {data!r} is invalid: expected an object")
+        raise _bad(data, "an object", path)
     hints = _hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init or f.name in skip or f.metadata.get(_TRANSIENT):
+            continue
+        if f.metadata.get(_INLINE):
+            named = {g.name for g in dataclasses.fields(cls)}
+            values[f.name] = from_json(hints[f.name], {k: v for k, v in data.items() if k not in named}, path)
             continue
         key = _at(path, f.name)
         value = data.get(f.name)
@@ -223,14 +242,16 @@ def fields_from_json(cls: type, data: Any, path: str = "", *, what: str = "key",
             default = _default(f)
             hint = hints[f.name]
             optional = type(None) in typing.get_args(hint) or hint is Any
-            if f.name not in data and (f.metadata.get(_REQUIRED) or (default is dataclasses.MISSING and not optional)):
-                raise ValueError(f"{what} {key!r} is missing")
+            needed = f.metadata.get(_REQUIRED)
+            if f.name not in data and ((needed(data) if callable(needed) else needed)
+                                       or (default is dataclasses.MISSING and not optional)):
+                raise ValueError(f"key {key!r} is missing")
             if default is not dataclasses.MISSING:
                 values[f.name] = default
                 continue
             if not optional:
-                raise ValueError(f"{what} {key!r} is missing")
-        values[f.name] = from_json(hints[f.name], value, key, what=what)
+                raise ValueError(f"key {key!r} is missing")
+        values[f.name] = from_json(hints[f.name], value, key)
     return values
 
 
@@ -244,4 +265,4 @@ class Record:
     @classmethod
     def from_json(cls: type[T], data: Any, path: str = "") -> T:
         """Read a JSON object written by :meth:`to_json` (:func:`from_json`)."""
-        return _record(cls, data, path, "key")  # type: ignore[no-any-return]
+        return _record(cls, data, path)  # type: ignore[no-any-return]

@@ -215,6 +215,18 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
     return out, projections.plan_scales(), evidence
 
 
+def _from_scales(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any], PlanEvidence, str]:
+    """The geometric path through SCALES.json's optima: the answer's dict, the scales, the evidence and its title."""
+    scales = scales_from_json(read_json(args.scales))
+    res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
+    text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
+    evidence = PlanEvidence(
+        method=GEOMETRIC, requested_method=GEOMETRIC, target_tokens=res.budget_tokens, sources=[args.scales],
+        reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through them",
+        budgets=[float(x["budget_tokens"] if isinstance(x, dict) else x[0]) for x in scales])
+    return res.to_json(), scales, evidence, text
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``project`` from parsed arguments."""
     has_runs = bool(args.runs or args.olmix)
@@ -227,14 +239,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
     if not has_runs:
-        scales = scales_from_json(read_json(args.scales))
-        res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
-        out = res.to_json()
-        text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
-        evidence = PlanEvidence(
-            method=GEOMETRIC, requested_method=GEOMETRIC, target_tokens=res.budget_tokens, sources=[args.scales],
-            reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through them",
-            budgets=[float(x["budget_tokens"] if isinstance(x, dict) else x[0]) for x in scales])
+        out, scales, evidence, text = _from_scales(args, caps)
     else:
         out, scales, evidence = _from_runs(args, caps)
         used = out["method"]
@@ -255,27 +260,32 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         for d, w in out["weights"].items():
             print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-        if has_runs and out.get("selection"):
-            print(f"chosen: {out['method']} ({out['selection']['reason']})")
-        for note in out.get("notes", []) if has_runs else []:
-            print(f"note: {note}")
-        other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC,
-                 OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
-        if has_runs and "moved" in out.get(ROBUST, {}):
-            print(f"robust projection moves the geometric mix by total variation "
-                  f"{out[ROBUST]['moved']['total_variation']:.4f}")
-        if has_runs and "weights" in out[other]:
-            print(f"{other} projection (not used): "
-                  + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
-                  + (f"; total variation {out['disagreement']['total_variation']:.4f}"
-                     if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
-        elif has_runs and (out.get("selection") or {}).get("rule") != "fallback":
-            print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
-        ident = out.get(JOINT, {}).get("identifiability") if has_runs else None
-        if ident:
-            print(f"joint law: {ident['summary']}")
-        for line in Trust.from_json(out["trust"]).messages() if has_runs and out.get("trust") else []:
-            print(f"trust: {line}")
+        if has_runs:
+            _print_candidates(out)
     for w in out["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0
+
+
+def _print_candidates(out: dict[str, Any]) -> None:
+    """The fits' side of the text answer: which candidate was chosen and why, the other one, the joint law, trust."""
+    if out.get("selection"):
+        print(f"chosen: {out['method']} ({out['selection']['reason']})")
+    for note in out.get("notes", []):
+        print(f"note: {note}")
+    other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
+    if "moved" in out.get(ROBUST, {}):
+        print(f"robust projection moves the geometric mix by total variation "
+              f"{out[ROBUST]['moved']['total_variation']:.4f}")
+    if "weights" in out[other]:
+        print(f"{other} projection (not used): "
+              + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
+              + (f"; total variation {out['disagreement']['total_variation']:.4f}"
+                 if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
+    elif (out.get("selection") or {}).get("rule") != "fallback":
+        print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
+    ident = out.get(JOINT, {}).get("identifiability")
+    if ident:
+        print(f"joint law: {ident['summary']}")
+    for line in Trust.from_json(out["trust"]).messages() if out.get("trust") else []:
+        print(f"trust: {line}")

@@ -146,17 +146,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
         opts = build_options(MixtureOptions, options, settings, caller="ScaleAwareMixtureDataset")
         check_int("seq_len", seq_len)
         seq_len, seed = int(seq_len), int(seed)
-        self.options = opts
-        rank, world_size, verify, schedule = opts.rank, opts.world_size, opts.verify, opts.schedule
-        self.rank, self.world_size = resolve_distributed(rank, world_size)
-        stores = open_domains(domains, verify)
+        self.options, schedule = opts, opts.schedule
+        self.rank, self.world_size = resolve_distributed(opts.rank, opts.world_size)
+        stores = open_domains(domains, opts.verify)
         self.domain_names: list[str] = list(stores)
-        self.seq_len = seq_len
-        self.seed = seed
-        self.budget_tokens = int(budget_tokens)
-        self.output = opts.output
-        self.batch_size = opts.batch_size
-        self.schedule = schedule
+        self.seq_len, self.seed, self.budget_tokens = seq_len, seed, int(budget_tokens)
+        self.output, self.batch_size, self.schedule = opts.output, opts.batch_size, schedule
         self.shuffle_window = opts.shuffle_window
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
@@ -170,17 +165,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.total_sequences = segments.total
         self.phase_bounds: list[int] = phase_config["bounds"]
         self.config: dict[str, Any] = {
-            "domains": self.domain_names,
-            "stores": {n: store_summary(s) for n, s in stores.items()},
-            "weights": self.weights,
-            "sequences": {},
-            "budget_tokens": self.budget_tokens,
-            "seq_len": seq_len,
-            "seed": seed,
-            "shuffle_window": self.shuffle_window,
-            "schedule": schedule,
-            "stream": STREAM_FORMAT,
-        }
+            "domains": self.domain_names, "stores": {n: store_summary(s) for n, s in stores.items()},
+            "weights": self.weights, "sequences": {}, "budget_tokens": self.budget_tokens, "seq_len": seq_len,
+            "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule, "stream": STREAM_FORMAT}
         if phase_config["phases"] is not None:
             self.config["phases"] = phase_config["phases"]
         if self.pools:  # only when set, so the fingerprint of a dataset without pools does not hash them
@@ -191,20 +178,25 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._follow(opts.continue_from, True)
             self._resume(opts.continue_from, _saved_step(opts.continue_from, None))
         else:
-            if phase_config["phases"] is not None:  # name the phase where a domain runs out
-                check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
-                            seq_len, self.max_epochs)
-            short = []
-            for name, need, avail in zip(self.domain_names, segments.totals, self._available, strict=False):
-                try:
-                    check_supply(name, int(need), avail, seq_len, self.max_epochs[name],
-                                 avail * seq_len if name in self.pools else stores[name].num_tokens)
-                except ValueError as exc:
-                    short.append(str(exc))
-            if short:  # every domain that cannot supply its share, not only the first
-                raise ValueError("; ".join(short) if len(short) == 1 else
-                                 f"{len(short)} domains cannot supply their share: " + "; ".join(short))
+            self._check_supplies(stores, segments, phased=phase_config["phases"] is not None)
             self._start_stream(segments, None)
+
+    def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentPlan, *, phased: bool) -> None:
+        """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and with
+        phases, the phase where it runs out)."""
+        if phased:
+            check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
+                        self.seq_len, self.max_epochs)
+        short = []
+        for name, need, avail in zip(self.domain_names, segments.totals, self._available, strict=False):
+            try:
+                check_supply(name, int(need), avail, self.seq_len, self.max_epochs[name],
+                             avail * self.seq_len if name in self.pools else stores[name].num_tokens)
+            except ValueError as exc:
+                short.append(str(exc))
+        if short:
+            raise ValueError("; ".join(short) if len(short) == 1 else
+                             f"{len(short)} domains cannot supply their share: " + "; ".join(short))
 
     def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:
         """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
@@ -329,8 +321,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             samples_per_step: this rank's samples per step, with ``step``: default ``batch_size`` in
                 batch mode (one batch a step); required for a per-sample dataset (e.g. the per-device
                 batch size × gradient accumulation steps).
-            batches_taken: removed (it counted from the loaded resume point, so a global step passed
-                after a resume pointed too far): pass ``step``.
+            batches_taken: removed (the error says why): pass ``step``.
 
         Without either the state follows the most recent iterator of this process; inside a
         DataLoader worker (torchdata's ``StatefulDataLoader`` calls it there) it describes that
@@ -349,6 +340,14 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 ``step`` after a state that records none (the message names both counts).
             TypeError: both ``samples_taken`` and ``step``, or ``batches_taken``.
         """
+        samples_taken = self._samples_taken(samples_taken, step, samples_per_step, batches_taken)
+        position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None,
+                                         step=None if step is None else int(step))
+        return self._state_of(position)
+
+    def _samples_taken(self, samples_taken: int | None, step: int | None, samples_per_step: int | None,
+                       batches_taken: Any) -> int | None:
+        """:meth:`state_dict`'s position as samples since the pass's start, its arguments checked."""
         if batches_taken is not None:
             raise TypeError(f"state_dict(batches_taken={batches_taken}) was removed: it counted from the loaded "
                             f"resume point, so a global step passed after a resume pointed too far; pass "
@@ -377,8 +376,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
             raise ValueError(f"{said} is more than this dataset has yielded in this pass: {yielded} samples "
                              "(a count from another start: pass the global step as step=, or the samples since "
                              "the load as samples_taken=)")
-        position = self._state.get_state(samples_taken, in_worker=get_worker_info() is not None,
-                                         step=None if step is None else int(step))
+        return samples_taken
+
+    def _state_of(self, position: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`state_dict`'s state at ``position`` (:meth:`StreamState.get_state`'s)."""
         counts = self._stream.domain_counts(position[CURSOR_KEY])
         state = {
             FORMAT_KEY: STATE_FORMAT,

@@ -116,6 +116,24 @@ class _OnlineStream(MixtureStream):
         return super().domain_counts(cursor)
 
 
+def _followable(dataset: Any, controller: Any) -> list[str]:
+    """The dataset's domain names, once it is one that can follow ``controller``: the same domains, a plain dataset
+    (no shuffle window, phases, anytime schedule, continued run or pools) that follows no other controller."""
+    names = list(dataset.domain_names)
+    if list(getattr(controller, "domain_names", [])) != names:
+        raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not the "
+                         f"dataset's {names} (in this order)")
+    if getattr(dataset, "_online", None) is not None:
+        raise ValueError("this dataset already follows a controller")
+    if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get("continued_from") \
+            or dataset.config.get("schedule") != "fixed":
+        raise ValueError("online mixing needs a plain dataset: no shuffle_window, phases, anytime schedule "
+                         "or continued run")
+    if getattr(dataset, "pools", None):
+        raise ValueError("online mixing does not support domain pools (pool=...) yet")
+    return names
+
+
 class OnlineMixture:
     """Makes a dataset follow a controller: every ``every`` steps the next segment's weights.
 
@@ -144,18 +162,7 @@ class OnlineMixture:
         check_int("every", every)
         check_int("prefetch_steps", prefetch_steps, minimum=0)
         check_int("lookahead", lookahead, allow_none=True)
-        names = list(dataset.domain_names)
-        if list(getattr(controller, "domain_names", [])) != names:
-            raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not the "
-                             f"dataset's {names} (in this order)")
-        if getattr(dataset, "_online", None) is not None:
-            raise ValueError("this dataset already follows a controller")
-        if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get("continued_from") \
-                or dataset.config.get("schedule") != "fixed":
-            raise ValueError("online mixing needs a plain dataset: no shuffle_window, phases, anytime schedule "
-                             "or continued run")
-        if getattr(dataset, "pools", None):
-            raise ValueError("online mixing does not support domain pools (pool=...) yet")
+        names = _followable(dataset, controller)
         if sequences_per_step is None:
             if dataset.batch_size is None:
                 raise ValueError("sequences_per_step is needed for a dataset without batch_size (the sequences of "

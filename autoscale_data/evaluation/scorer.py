@@ -73,7 +73,18 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
     ids = _ids(tokenizer, [t for e in examples for t in (*e.contexts, *e.continuations)])
     vocab = getattr(tokenizer, "vocab_size", None)
     out: list[list[float]] = [[math.nan] * len(e.contexts) for e in examples]
-    # one request per (example, choice): (input ids, answer ids); shared: a context whose answers are all one token
+    rows = _requests(examples, ids, tokenizer)
+    for start in range(0, len(rows), batch_size):
+        _score_batch(model, rows[start:start + batch_size], limit, vocab, dev, out)
+    return out
+
+
+_Row = tuple[list[int], list[int], list[tuple[int, int, int]]]  # (context, answer, owners (example, choice, token))
+
+
+def _requests(examples: Sequence[Example], ids: dict[str, list[int]], tokenizer: Any) -> list[_Row]:
+    """One row per (example, choice), or one per context shared by one-token answers (its answer empty, its owners
+    every such choice with its token); the longest first."""
     full: list[tuple[int, int, list[int], list[int]]] = []
     shared: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
     for i, e in enumerate(examples):
@@ -87,47 +98,50 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
             shared.setdefault(tuple(pairs[0][0]), []).extend((i, k, c[0]) for k, (_, c) in enumerate(pairs))
         else:
             full.extend((i, k, ctx, cont) for k, (ctx, cont) in enumerate(pairs))
-    rows = [(list(ctx), [], owners) for ctx, owners in shared.items()]  # (context, answer, owners)
+    rows: list[_Row] = [(list(ctx), [], owners) for ctx, owners in shared.items()]
     rows += [(ctx, cont, [(i, k, -1)]) for i, k, ctx, cont in full]
     rows.sort(key=lambda r: -(len(r[0]) + len(r[1])))
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        seqs = []
-        for ctx, cont, _ in batch:
-            seq = (ctx + cont)[:-1] if cont else ctx
-            seqs.append(seq[-limit:] if limit is not None else seq)
-        # left-padded: every row ends at the last column, so the answers' logits are the last `keep` columns
-        width = max(len(s) for s in seqs)
-        keep = max(min(max(1, len(cont)), len(seq)) for (_, cont, _), seq in zip(batch, seqs, strict=True))
-        input_ids = torch.zeros((len(seqs), width), dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for b, s in enumerate(seqs):
-            input_ids[b, width - len(s):] = torch.tensor(s, dtype=torch.long)
-            mask[b, width - len(s):] = 1
-        positions = (mask.cumsum(1) - 1).clamp(min=0)
-        logits = _last_logits(model, input_ids.to(dev), mask.to(dev), positions.to(dev), keep)
-        if vocab is not None:  # rows past the tokenizer's vocabulary (a padded output layer) are no tokens
-            logits = logits[..., :vocab]
-        # log p(token) = logit(token) - logsumexp(logits), for the whole batch at once (answers right-aligned)
-        targets = torch.zeros((len(seqs), keep), dtype=torch.long)
-        scored = torch.zeros((len(seqs), keep), dtype=torch.float64)
-        for b, (_, cont, _) in enumerate(batch):
-            m = min(len(cont), len(seqs[b]))  # a truncated answer keeps its last m tokens
-            if m:
-                targets[b, keep - m:] = torch.tensor(cont[len(cont) - m:], dtype=torch.long)
-                scored[b, keep - m:] = 1.0
-        norm = torch.logsumexp(logits, dim=-1)
-        logp = (logits.gather(2, targets.to(logits.device)[:, :, None])[:, :, 0] - norm).double().cpu()
-        sums = (logp * scored).sum(dim=1)
-        last = logits[:, -1] - norm[:, -1:]  # the next-token log-probabilities after each row
-        for b, (_, cont, owners) in enumerate(batch):
-            if cont:
-                i, k, _ = owners[0]
-                out[i][k] = float(sums[b])
-                continue
-            for i, k, token in owners:  # shared context: every one-token answer from one distribution
-                out[i][k] = float(last[b, token])
-    return out
+    return rows
+
+
+def _score_batch(model: Any, batch: list[_Row], limit: int | None, vocab: int | None, dev: torch.device,
+                 out: list[list[float]]) -> None:
+    """One forward pass over ``batch``: each answer's log-likelihood into ``out[example][choice]``."""
+    seqs = []
+    for ctx, cont, _ in batch:
+        seq = (ctx + cont)[:-1] if cont else ctx
+        seqs.append(seq[-limit:] if limit is not None else seq)
+    # left-padded: every row ends at the last column, so the answers' logits are the last `keep` columns
+    width = max(len(s) for s in seqs)
+    keep = max(min(max(1, len(cont)), len(seq)) for (_, cont, _), seq in zip(batch, seqs, strict=True))
+    input_ids = torch.zeros((len(seqs), width), dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, s in enumerate(seqs):
+        input_ids[b, width - len(s):] = torch.tensor(s, dtype=torch.long)
+        mask[b, width - len(s):] = 1
+    positions = (mask.cumsum(1) - 1).clamp(min=0)
+    logits = _last_logits(model, input_ids.to(dev), mask.to(dev), positions.to(dev), keep)
+    if vocab is not None:  # rows past the tokenizer's vocabulary (a padded output layer) are no tokens
+        logits = logits[..., :vocab]
+    # log p(token) = logit(token) - logsumexp(logits), for the whole batch at once (answers right-aligned)
+    targets = torch.zeros((len(seqs), keep), dtype=torch.long)
+    scored = torch.zeros((len(seqs), keep), dtype=torch.float64)
+    for b, (_, cont, _) in enumerate(batch):
+        m = min(len(cont), len(seqs[b]))  # a truncated answer keeps its last m tokens
+        if m:
+            targets[b, keep - m:] = torch.tensor(cont[len(cont) - m:], dtype=torch.long)
+            scored[b, keep - m:] = 1.0
+    norm = torch.logsumexp(logits, dim=-1)
+    logp = (logits.gather(2, targets.to(logits.device)[:, :, None])[:, :, 0] - norm).double().cpu()
+    sums = (logp * scored).sum(dim=1)
+    last = logits[:, -1] - norm[:, -1:]  # the next-token log-probabilities after each row
+    for b, (_, cont, owners) in enumerate(batch):
+        if cont:
+            i, k, _ = owners[0]
+            out[i][k] = float(sums[b])
+            continue
+        for i, k, token in owners:  # shared context: every one-token answer from one distribution
+            out[i][k] = float(last[b, token])
 
 
 def task_score(task: str, examples: Sequence[Example], loglikelihoods: Sequence[Sequence[float]],

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscale_data._records import Record, fields_from_json, from_json, omitted, required, to_json
+from autoscale_data._records import Record, fields_from_json, from_json, inline, omitted, required, to_json
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,22 @@ def test_plain_types_maps_of_records_and_the_field_helpers() -> None:
         fields_from_json(Run, 3)
     assert fields_from_json(Run, {"run_id": "r", "done": True}, skip=("points",)).keys() == {
         "run_id", "seeds", "by_budget", "note", "hook", "done"}
+
+
+@dataclass(frozen=True)
+class Curve(Record):
+    status: str
+    tokens: list[int] = omitted(when=lambda c: c.status == "empty", required=lambda data: data.get("status") != "empty",
+                                default_factory=list)
+    losses: dict[str, list[float]] = inline(default_factory=dict)
+
+
+def test_conditional_omission_conditional_requirement_and_an_inline_dict() -> None:
+    curve = Curve("ok", [1, 2], {"a": [3.0, 2.0], "b": [4.0, 1.0]})
+    assert curve.to_json() == {"status": "ok", "tokens": [1, 2], "a": [3.0, 2.0], "b": [4.0, 1.0]}
+    assert Curve.from_json(curve.to_json()) == curve
+    assert Curve("empty", [5]).to_json() == {"status": "empty"} and Curve.from_json({"status": "empty"}) == Curve("empty")
+    with pytest.raises(ValueError, match="'c.tokens' is missing"):
+        Curve.from_json({"status": "ok", "a": [1.0]}, "c")
+    with pytest.raises(ValueError, match=r"'c.a\[0\]' = 'x' is invalid"):
+        Curve.from_json({"status": "ok", "tokens": [], "a": ["x"]}, "c")

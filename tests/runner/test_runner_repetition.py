@@ -240,3 +240,17 @@ def test_the_effective_token_law_sets_the_mix_with_match_and_is_reported_otherwi
     broken = {n: t for n, t in _law_tables(cfg, dom).items() if n == 16384}
     failed = repetition_law(cfg, dom, broken, options, summary, log=lines.append)
     assert failed["weights"] == raw_mix and failed["repetition_law"]["error"] and "could not" in lines[-1]
+
+
+def test_a_projection_file_that_is_not_its_record_is_an_error_naming_it(tmp_path: Path) -> None:
+    from autoscale_data.runner.planning.repetition import write_mix_epochs
+
+    def write(fits: Path) -> dict:
+        return write_mix_epochs(_config(), _domains(), {"uniform": {"big": 0.5, "small": 0.5}}, fits, log=lambda _: None)
+
+    assert "law" not in write(tmp_path / "none")  # no projection.json: no law, no error
+    for name, text, why in (("bad", '{"weights": "big"}', "'weights' = 'big' is invalid"), ("torn", "{", "not valid JSON")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "projection.json").write_text(text)
+        with pytest.raises(ValueError, match=rf"{name}/projection.json' is not a projection record.*{why}"):
+            write(tmp_path / name)

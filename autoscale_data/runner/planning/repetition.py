@@ -231,13 +231,17 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
 
 
 def _written_law(fits_dir: Path) -> dict[str, Any] | None:
-    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None."""
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in it);
+    a file that is not a projection record (not JSON, a key missing or mistyped) is a ``ValueError`` naming it."""
+    path = fits_dir / layout.PROJECTION
+    what = f"{str(path)!r} is not a projection record, so its repetition law cannot be read"
     try:
-        projection = layout.read(fits_dir, layout.PROJECTION)
-    except ValueError:
-        return None
-    law = None if projection is None else projection.repetition_law
-    return dict(law) if isinstance(law, Mapping) else None
+        projection = layout.read(fits_dir, layout.PROJECTION, where="")
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+    if projection is None and path.is_file():
+        raise ValueError(f"{what}: it is not valid JSON")
+    return None if projection is None or projection.repetition_law is None else dict(projection.repetition_law)
 
 
 def _law_md(law: Mapping[str, Any]) -> list[str]:
@@ -304,7 +308,6 @@ class RepetitionLaw(Record):
     error: str | None = None
 
 
-
 def _law_needed(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> bool:
     return matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, weights).values())
 
@@ -314,28 +317,15 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     """``summary`` (``projection.json``'s dict) with the effective-token law's ``repetition_law`` added.
 
     With ``ddo.repetition: match`` it sets the target mix (``weights``; the raw-token law's stay in
-    ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``,
-    chosen by ``auto`` where no trend is determined); otherwise it is computed and reported only, and only when the
-    target mix repeats a domain. Each budget's runs are read in effective tokens against the unique
-    tokens they drew from (a matched proxy's pool, else the whole domain), DDO's laws are fitted on them
-    and optimised at the budget's raw tokens
-    (:func:`~autoscale_data.solver.effective.optimize_effective`; with ``match`` against the pools before
-    their rounding to whole sequences, ``U_d S(N) / S(T)``), the configured projection's path runs
-    through those effective optima, and the target's raw allocation is the point of the path that costs
-    the target budget with the domains' whole unique tokens
-    (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
-    raw-token mix then stands.
+    ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``);
+    otherwise it is reported only, and only when the target mix repeats a domain. Each budget's DDO law is fitted
+    in effective tokens and optimised at its raw tokens (:func:`_effective_optima`), the configured projection's
+    path runs through those optima, and the target's raw allocation is the point of the path that costs the
+    target budget with the domains' whole unique tokens (:func:`~autoscale_data.solver.effective.project_effective`).
+    A failure is logged and recorded; the raw-token mix then stands.
     """
-    from dataclasses import replace
-
-    from ...solver import apply_weight_bounds, fit_ddo, project, robust_project
-    from ...solver.contrib import (
-        effective_table,
-        log_share_sd,
-        optimize_effective,
-        project_effective,
-        raw_tokens,
-    )
+    from ...solver import apply_weight_bounds
+    from ...solver.contrib import project_effective
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
     if not _law_needed(config, domains, raw_weights):
@@ -343,31 +333,11 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
     used = matched(config) and summary["method"] != OBSERVED
-    seq = config.seq_len
-    whole = {d: float(n * seq) for d, n in _unique(config, domains).items()}
+    whole = {d: float(n * config.seq_len) for d, n in _unique(config, domains).items()}
     epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
-    fit_options = replace(options, token_caps=None, max_epochs=None)
     try:
-        optima, fits = {}, []
-        for n, table in sorted(tables.items()):
-            pools = proxy_pools(config, domains, n)
-            drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
-            fit = fit_ddo(effective_table(table, drawn), fit_options)
-            fits.append(fit)
-            # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
-            # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
-            exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if used else whole
-            optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
-                                           raw_caps={d: u * epochs for d, u in exact.items()})
-        scales = [optima[n].scale() for n in sorted(optima)]
-        if method == ROBUST:
-            sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
-
-            def path(e: float) -> dict[str, float]:
-                return dict(robust_project(scales, e, sd).allocation_tokens)
-        else:
-            def path(e: float) -> dict[str, float]:
-                return dict(project(scales, e).allocation_tokens)
+        optima, fits = _effective_optima(config, domains, tables, options, whole, exact_pools=used)
+        path = _effective_path(method, [optima[n].scale() for n in sorted(optima)], fits)
         proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d, u in whole.items()})
     except ValueError as exc:
         log(f"REPETITION: the effective-token law could not be fitted or projected ({exc}); "
@@ -389,3 +359,40 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
                    bounds_applied={d: [proj.weights[d], bounded[d]] for d in bounded
                                    if abs(proj.weights[d] - bounded[d]) > 1e-9})
     return out
+
+
+def _effective_optima(config: RunnerConfig, domains: DomainInfo, tables: Mapping[int, Any], options: Any,
+                      whole: dict[str, float], *, exact_pools: bool) -> tuple[dict[int, Any], list[Any]]:
+    """Each budget's DDO fit on its runs in effective tokens (against the unique tokens they drew from) and that
+    fit's optimum at the budget's raw tokens (``exact_pools``: against the pools before their rounding)."""
+    from dataclasses import replace
+
+    from ...solver import fit_ddo
+    from ...solver.contrib import effective_table, optimize_effective, raw_tokens
+
+    seq = config.seq_len
+    epochs = 1.0 if config.max_epochs is None else float(config.max_epochs)
+    fit_options = replace(options, token_caps=None, max_epochs=None)
+    optima, fits = {}, []
+    for n, table in sorted(tables.items()):
+        pools = proxy_pools(config, domains, n)
+        drawn = {d: (pools[d] * seq if d in pools else whole[d]) for d in whole}
+        fit = fit_ddo(effective_table(table, drawn), fit_options)
+        fits.append(fit)
+        # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
+        # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
+        exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if exact_pools else whole
+        optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
+                                       raw_caps={d: u * epochs for d, u in exact.items()})
+    return optima, fits
+
+
+def _effective_path(method: str, scales: list[Any], fits: list[Any]) -> Any:
+    """The projection's path through the effective optima ``scales``: tokens -> allocation (robust or geometric)."""
+    from ...solver import project, robust_project
+    from ...solver.contrib import log_share_sd
+
+    if method == ROBUST:
+        sd = [log_share_sd(fits[0]), log_share_sd(fits[-1])]
+        return lambda e: dict(robust_project(scales, e, sd).allocation_tokens)
+    return lambda e: dict(project(scales, e).allocation_tokens)

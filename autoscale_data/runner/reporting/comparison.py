@@ -101,7 +101,6 @@ def comparison_markdown(r: Report) -> list[str]:
     if c is None or not c.rows:
         return []
     key = r.objective_key
-    doms = list(r.domains)
     wall = "n/a" if c.target_wall_s is None else f"{c.target_wall_s:.1f} s"
     lines = ["## Mixing methods compared", "",
              f"Final {key} of each method's target runs ({c.target_tokens:,} tokens; mean ± std over seeds, and per "
@@ -115,38 +114,46 @@ def comparison_markdown(r: Report) -> list[str]:
              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
     if r.downstream is not None and r.downstream.rows:  # the zero-shot tasks' means (eval.tasks)
         lines[-2:] = [lines[-2] + " downstream bpb | downstream acc |", lines[-1] + "---:|---:|"]
-    for name, row in c.rows.items():
-        cost = row.cost
-        ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
-        wall_ratio = "–" if cost.wall_ratio is None else f"{cost.wall_ratio:.2f}"
-        if row.objective_value is None:
-            value = f"not trained: {row.skipped}" if row.skipped else "not finished"
-            lines.append(f"| {name} | {value} | – | – | – | – | {cost.runs} | {cost.tokens:,} | {ratio} | "
-                         f"{cost.wall_s:.1f} s | {wall_ratio} |" + _downstream(r, name))
-            continue
-        ms = row.objective_value
-        value = f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
-        seeds = ", ".join(f"s{k} {v:.4f}" for k, v in row.per_seed.items())
-        worst = f"{row.worst_domain} {row.losses[row.worst_domain].mean:.4f}" if row.worst_domain else "–"
-        lines.append(f"| {name} | {value} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | "
-                     f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |"
-                     + _downstream(r, name))
-    trained = {n: row for n, row in c.rows.items() if row.losses}
-    if trained:
-        lines += ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in bold:", "",
-                  "| method | weights | " + " | ".join(doms) + " |", "|---|---|" + "---:|" * len(doms)]
-        for name, row in trained.items():
-            w = ", ".join(f"{(row.weights or {}).get(d, 0.0):.2f}" for d in doms)
-            cells = [(f"**{row.losses[d].mean:.4f}**" if d == row.worst_domain else f"{row.losses[d].mean:.4f}")
-                     if d in row.losses else "–" for d in doms]
-            lines.append(f"| {name} | {w} | " + " | ".join(cells) + " |")
-    beats = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] == "better"]
-    judged = [n for n, row in c.rows.items() if row.vs_uniform and row.vs_uniform["verdict"] != "cannot_judge"]
-    if judged:
-        verdict = (f"beyond seed noise, {', '.join(beats)} beat{'s' if len(beats) == 1 else ''} uniform" if beats
-                   else "no method beats uniform beyond seed noise")
-    else:
-        verdict = "with one target seed the runs carry no noise estimate, so no method is shown to beat uniform"
-    lines += ["", f"- {verdict[0].upper()}{verdict[1:]}.", "- Sources: " + "; ".join(f"{n}: {row.source}"
-                                                                         for n, row in c.rows.items()) + "."]
+    lines += [_method_row(r, name, row) for name, row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
+    lines += ["", f"- {_against_uniform(c.rows)}.", "- Sources: " + "; ".join(f"{n}: {row.source}"
+                                                                      for n, row in c.rows.items()) + "."]
     return lines + [""]
+
+
+def _method_row(r: Report, name: str, row: MethodRow) -> str:
+    """One method's row: its final objective, the tokens AutoScale saved, against uniform, and its cost."""
+    cost = row.cost
+    ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
+    wall_ratio = "–" if cost.wall_ratio is None else f"{cost.wall_ratio:.2f}"
+    costs = f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |" + _downstream(r, name)
+    ms = row.objective_value
+    if ms is None:
+        return f"| {name} | {f'not trained: {row.skipped}' if row.skipped else 'not finished'} | – | – | – | – | {costs}"
+    value = f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
+    seeds = ", ".join(f"s{k} {v:.4f}" for k, v in row.per_seed.items())
+    worst = f"{row.worst_domain} {row.losses[row.worst_domain].mean:.4f}" if row.worst_domain else "–"
+    return f"| {name} | {value} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | {costs}"
+
+
+def _domain_losses(rows: dict[str, MethodRow], doms: list[str]) -> list[str]:
+    """The final loss per domain of each trained method, its worst domain in bold (nothing when none trained)."""
+    trained = {n: row for n, row in rows.items() if row.losses}
+    if not trained:
+        return []
+    lines = ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in bold:", "",
+             "| method | weights | " + " | ".join(doms) + " |", "|---|---|" + "---:|" * len(doms)]
+    for name, row in trained.items():
+        w = ", ".join(f"{(row.weights or {}).get(d, 0.0):.2f}" for d in doms)
+        cells = [(f"**{row.losses[d].mean:.4f}**" if d == row.worst_domain else f"{row.losses[d].mean:.4f}")
+                 if d in row.losses else "–" for d in doms]
+        lines.append(f"| {name} | {w} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _against_uniform(rows: dict[str, MethodRow]) -> str:
+    """Which methods beat uniform beyond seed noise, as a sentence."""
+    beats = [n for n, row in rows.items() if row.vs_uniform and row.vs_uniform["verdict"] == "better"]
+    if not any(row.vs_uniform and row.vs_uniform["verdict"] != "cannot_judge" for row in rows.values()):
+        return "With one target seed the runs carry no noise estimate, so no method is shown to beat uniform"
+    return (f"Beyond seed noise, {', '.join(beats)} beat{'s' if len(beats) == 1 else ''} uniform" if beats
+            else "No method beats uniform beyond seed noise")

@@ -26,14 +26,7 @@ from ..planning.repetition import REPETITION_FILE, repetition_md
 from ..records import PlanFile, ProjectionFile, RunFailure, RunResult
 from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
-from .metrics import (
-    compare_curves,
-    mean_curve,
-    mean_std,
-    paired_verdict,
-    tokens_saved,
-    tokens_saved_per_seed,
-)
+from .metrics import compare_curves, mean_curve, mean_std, paired_verdict, tokens_saved, tokens_saved_per_seed
 from .plots import write_plots
 from .reference import not_beating_unigram, read_reference_losses
 from .report_types import (
@@ -131,20 +124,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
     for s in plan.targets or []:
         labels[s.run_id].append(s.label)
-    proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
-    targets: dict[str, list[RunResult]] = defaultdict(list)
-    failed = []
-    for spec, result, failure in runs:
-        if result is None:
-            if failure is not None:
-                failed.append(FailedRun(run_id=spec.run_id, name=f"{spec.kind}@{spec.scale} {spec.label} s{spec.seed}",
-                                        reason=failure.reason))
-            continue
-        if spec.kind == "proxy":
-            proxies[str(spec.scale)][spec.label].append(result)
-        elif spec.kind == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
-            for label in labels.get(spec.run_id) or [spec.label]:
-                targets[label].append(result)
+    proxies, targets, failed = _group(runs, labels)
     plan_targets = {s.label for s in plan.targets or []}
     fits = out / layout.FITS
     curves = {label: mean_curve([r.curve for r in rs], key) for label, rs in targets.items()}
@@ -175,6 +155,26 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         downstream=build_downstream(out, [r.spec for r in finished], labels,
                                     list((config.get("eval") or {}).get("tasks") or [])),
         **_references(out, targets))
+
+
+def _group(runs: list[_Run], labels: dict[str, list[str]]) -> tuple[
+        dict[str, dict[str, list[RunResult]]], dict[str, list[RunResult]], list[FailedRun]]:
+    """The finished proxies by budget and label, the finished targets by the mixes they stand for (``labels``: run
+    id -> its target mixes), and the failed runs."""
+    proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+    targets: dict[str, list[RunResult]] = defaultdict(list)
+    failed = []
+    for spec, result, failure in runs:
+        if result is None:
+            if failure is not None:
+                failed.append(FailedRun(run_id=spec.run_id, name=f"{spec.kind}@{spec.scale} {spec.label} s{spec.seed}",
+                                        reason=failure.reason))
+        elif spec.kind == "proxy":
+            proxies[str(spec.scale)][spec.label].append(result)
+        elif spec.kind == "target":  # a method's own runs (swarm, DoReMi) are in the comparison's costs
+            for label in labels.get(spec.run_id) or [spec.label]:
+                targets[label].append(result)
+    return proxies, targets, failed
 
 
 def _as_json(record: Any) -> Any:
@@ -212,7 +212,7 @@ def target_verdicts(targets: dict[str, list[RunResult]], key: str,
 def _mix_fields(runs: list[RunResult], key: str) -> dict[str, Any]:
     """The seed-averaged fields of a :class:`~.report_types.MixResult` from one mix's run results."""
     return {"losses": {d: mean_std([r.losses[d] for r in runs]) for d in runs[0].losses},
-            "objective_value": mean_std([r.value(key) for r in runs]), "tokens": runs[0].total_tokens,
+            key: mean_std([r.value(key) for r in runs]), "tokens": runs[0].total_tokens,
             "seeds": [r.seed for r in runs]}
 
 

@@ -1,17 +1,10 @@
 """The report's declared shape: :class:`Report` and its parts, records of :mod:`autoscale_data._records`.
 
-``Report.to_json()`` is exactly the content of ``OUT/report.json`` (keys, nesting and values as the
-runner has always written them), and ``Report.from_json`` reads such a file back, older ones
-included: keys that later versions added are optional and take their empty value. A missing or
-badly typed key raises ``ValueError`` naming its path (``targets.autoscale.losses``).
-
-Every part is written and read by the one codec of :mod:`autoscale_data._records`, driven by its
-fields; the few whose JSON shape differs from their fields (the objective's key named after the
-objective, a curve keyed by domain, keys that depend on a status) say so where they do it.
-
-The parts the fits write are their files' records (the solver's :class:`~autoscale_data.solver.DDOResult` and
-:class:`~autoscale_data.solver.BootstrapResult` (or :class:`~.records.BootstrapUnavailable`),
-:class:`~.records.ProjectionFile`), whose JSON is the file's content.
+``Report.to_json()`` is exactly the content of ``OUT/report.json``, and ``Report.from_json`` reads such a file
+back, older ones included (keys that later versions added take their empty value); a missing or badly typed key
+raises ``ValueError`` naming its path (``targets.autoscale.losses``). The parts the fits write are their files'
+records (the solver's :class:`~autoscale_data.solver.DDOResult` and :class:`~autoscale_data.solver.BootstrapResult`
+or :class:`~.records.BootstrapUnavailable`, :class:`~.records.ProjectionFile`).
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..._records import Record, fields_from_json, fields_to_json, from_json, omitted, required
+from ..._records import Record, from_json, inline, omitted, required
 from ...solver import BootstrapResult, DDOResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, objective_key
 from .. import layout
@@ -52,17 +45,6 @@ __all__ = [
     "VersusUniform",
 ]
 
-_WHAT = "report key"  # how the codec's messages name a key of the report
-
-
-def _read(tp: Any, data: Any, path: str) -> Any:
-    return from_json(tp, data, path, what=_WHAT)
-
-
-def _fields(cls: type, data: Any, path: str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    return fields_from_json(cls, data, path, what=_WHAT, skip=skip)
-
-
 # ------------------------------------------------------------------------------------------ parts
 @dataclass(frozen=True)
 class MeanStd(Record):
@@ -82,25 +64,22 @@ class MixResult(Record):
 
     losses: dict[str, MeanStd]
     """Final validation loss per domain."""
-    objective_value: MeanStd
-    """Final value of the objective; in JSON under the objective's key (``mean_loss`` or ``mean_ppl``)."""
     tokens: int
     """Training tokens of the run (the first seed's ``total_tokens``)."""
     seeds: list[int]
     """Training seeds averaged over, in the order of the runs."""
+    mean_loss: MeanStd | None = omitted(default=None)
+    """Final value of the objective ``mean_loss`` (``None`` under the other objective)."""
+    mean_ppl: MeanStd | None = omitted(default=None)
+    """Final value of the objective ``mean_ppl`` (``None`` under the other objective)."""
 
-    # Custom: the objective's value is written under the objective's own key, not ``objective_value``.
-    def to_json(self, key: str) -> dict[str, Any]:  # type: ignore[override]
-        """The JSON object; ``key`` is the objective's key (:func:`~.wording.objective_key`)."""
-        return {**fields_to_json(self, skip=("objective_value",)), key: self.objective_value.to_json()}
-
-    @classmethod
-    def from_json(cls, obj: Any, key: str, path: str = "") -> Any:  # type: ignore[override]
-        fields = _fields(cls, obj, path, skip=("objective_value",))
-        at = f"{path}.{key}" if path else key
-        if obj.get(key) is None:
-            raise ValueError(f"{_WHAT} {at!r} is missing")
-        return cls(**fields, objective_value=_read(MeanStd, obj[key], at))
+    @property
+    def objective_value(self) -> MeanStd:
+        """Final value of the objective, whichever it is (the report checks its key is the report's)."""
+        value = self.mean_loss if self.mean_ppl is None else self.mean_ppl
+        if value is None:
+            raise ValueError("a mix result without an objective value (neither mean_loss nor mean_ppl)")
+        return value
 
 
 @dataclass(frozen=True)
@@ -124,27 +103,10 @@ class TrainCurve(Record):
     In JSON ``{"tokens": [...], domain: [...]}``, or ``{}`` for runs that did not record it.
     """
 
-    tokens: list[float] = field(default_factory=list)
-    """Training tokens at each evaluation point (empty: not recorded)."""
-    losses: dict[str, list[float | None]] = field(default_factory=dict)
+    tokens: list[float] = omitted(when=lambda c: not c.tokens and not c.losses, required=bool, default_factory=list)
+    """Training tokens at each evaluation point (empty: not recorded; required in a non-empty object)."""
+    losses: dict[str, list[float | None]] = inline(default_factory=dict)
     """Per domain, the training loss since the previous point (``None`` where no seed saw the domain)."""
-
-    # Custom: each domain's losses sit beside ``tokens`` under the domain's name.
-    def to_json(self) -> dict[str, Any]:
-        if not self.tokens and not self.losses:
-            return {}
-        return {"tokens": list(self.tokens), **{d: list(v) for d, v in self.losses.items()}}
-
-    @classmethod
-    def from_json(cls, obj: Any, path: str = "") -> TrainCurve:
-        losses = _read(dict[str, Any], obj, path)
-        if not losses:
-            return cls()
-        tokens = _fields(cls, obj, path, skip=("losses",))["tokens"]
-        if "tokens" not in obj:
-            raise ValueError(f"{_WHAT} {path + '.tokens' if path else 'tokens'!r} is missing")
-        return cls(tokens=tokens, losses={d: _read(list[float | None], v, f"{path}.{d}" if path else d)
-                                          for d, v in losses.items() if d != "tokens"})
 
 
 @dataclass(frozen=True)
@@ -199,6 +161,11 @@ class VersusUniform(Record):
     """At the end, per domain and under the objective's key."""
 
 
+def _compared(data: Any) -> bool:
+    """Whether an anytime comparison's JSON must hold its seeds and points: it is available, or has points."""
+    return bool(data.get("available")) or "points" in data
+
+
 @dataclass(frozen=True)
 class AnytimeComparison(Record):
     """The anytime schedule against the fixed AutoScale mix (``anytime_vs_fixed``), or why it is missing."""
@@ -209,69 +176,49 @@ class AnytimeComparison(Record):
     """Why it is not available (``None`` when it is)."""
     objective: str | None = omitted(default=None)
     """The objective's key compared (present once both mixes have finished runs)."""
-    seeds: list[int] | None = omitted(default=None)
+    seeds: list[int] | None = omitted(default=None, required=_compared)
     """Seeds with both an ``autoscale`` and an ``autoscale_anytime`` run (``None``: not compared)."""
-    points: list[CurvePoint] | None = omitted(default=None)
+    points: list[CurvePoint] | None = omitted(default=None, required=_compared)
     """Reference = fixed, other = anytime, at every shared evaluation point (``None``: not compared)."""
     plan_decreasing: list[str] | None = omitted(default=None)
     """Domains whose DDO allocation decreases from N1 to N2 (the plan's monotone envelope applies)."""
 
-    # Custom read only: a comparison that is available (or has points) must hold its points and seeds.
-    @classmethod
-    def from_json(cls, obj: Any, path: str = "") -> AnytimeComparison:
-        fields = _fields(cls, obj, path)
-        if fields["available"] or "points" in obj:
-            for key in ("seeds", "points"):
-                if obj.get(key) is None:
-                    raise ValueError(f"{_WHAT} {path + '.' + key if path else key!r} is missing")
-        return cls(**fields)
+
+def _no_data(saved: TokensSaved) -> bool:
+    return saved.status == "no_data"
+
+
+def _no_reverse(saved: TokensSaved) -> bool:  # the reverse comparison's keys: written only when not reached
+    return saved.status != "not_reached"
 
 
 @dataclass(frozen=True)
 class TokensSaved(Record):
-    """How many fewer tokens AutoScale needed to reach a baseline's final value (:func:`~.metrics.tokens_saved`).
-
-    Which keys the JSON holds follows from ``status``: ``no_data`` only ``status`` and
-    ``saved_fraction``; ``not_reached`` adds the reverse comparison (``baseline_*``).
-    """
+    """How many fewer tokens AutoScale needed to reach a baseline's final value (:func:`~.metrics.tokens_saved`);
+    which keys the JSON holds follows from ``status``."""
 
     status: str
     """``reached``, ``at_first_eval`` (an upper bound on the tokens), ``not_reached`` or ``no_data``."""
     saved_fraction: float | None = None
     """``1 - T / T_b``: AutoScale reached the baseline's final value at ``T`` of the baseline's ``T_b`` tokens."""
-    baseline_final: float | None = None
+    baseline_final: float | None = omitted(when=_no_data, default=None)
     """The baseline's final value."""
-    baseline_tokens: float | None = None
+    baseline_tokens: float | None = omitted(when=_no_data, default=None)
     """The baseline's tokens at its final evaluation."""
-    autoscale_final: float | None = None
+    autoscale_final: float | None = omitted(when=_no_data, default=None)
     """AutoScale's final value."""
-    autoscale_tokens: float | None = None
+    autoscale_tokens: float | None = omitted(when=_no_data, default=None)
     """AutoScale's tokens at its final evaluation."""
-    tokens_to_baseline_final: float | None = None
+    tokens_to_baseline_final: float | None = omitted(when=_no_data, default=None)
     """Tokens AutoScale needed to reach the baseline's final value (``None``: not reached)."""
-    signed_fraction: float | None = None
+    signed_fraction: float | None = omitted(when=_no_data, default=None)
     """The saving, or minus ``baseline_saved_fraction`` when not reached (``None``: neither reached)."""
-    baseline_tokens_to_autoscale_final: float | None = None
+    baseline_tokens_to_autoscale_final: float | None = omitted(when=_no_reverse, default=None)
     """When not reached: tokens the baseline needed to reach AutoScale's final value."""
-    baseline_saved_fraction: float | None = None
+    baseline_saved_fraction: float | None = omitted(when=_no_reverse, default=None)
     """When not reached: the saving the baseline would claim against AutoScale."""
-    baseline_status: str | None = None
+    baseline_status: str | None = omitted(when=_no_reverse, default=None)
     """When not reached: the status of that reverse comparison."""
-
-    # Custom write only: which keys are written follows from ``status`` (see above).
-    def to_json(self) -> dict[str, Any]:
-        if self.status == "no_data":
-            return {"status": self.status, "saved_fraction": self.saved_fraction}
-        out: dict[str, Any] = {"baseline_final": self.baseline_final, "baseline_tokens": self.baseline_tokens,
-                               "autoscale_final": self.autoscale_final, "autoscale_tokens": self.autoscale_tokens,
-                               "status": self.status, "tokens_to_baseline_final": self.tokens_to_baseline_final,
-                               "saved_fraction": self.saved_fraction}
-        if self.status == "not_reached":
-            out.update({"baseline_tokens_to_autoscale_final": self.baseline_tokens_to_autoscale_final,
-                        "baseline_saved_fraction": self.baseline_saved_fraction,
-                        "baseline_status": self.baseline_status})
-        out["signed_fraction"] = self.signed_fraction
-        return out
 
 
 @dataclass(frozen=True)
@@ -492,7 +439,7 @@ class Report(Record):
     """Runs in the folder that belong to an earlier config (not reported)."""
     target_budget: int | None = None
     """The target budget in tokens (config ``target.budget``)."""
-    proxies: dict[str, dict[str, MixResult]] = field(default_factory=dict)
+    proxies: dict[str, dict[str, MixResult]] = required(default_factory=dict)
     """DDO proxies: budget (a string, ascending) -> run label -> seed-averaged result."""
     ddo: dict[str, DDOResult] = required(default_factory=dict)
     """DDO fit per budget (a string), ``fits/ddo_<N>.json`` (weights, allocation_tokens, status, aar …)."""
@@ -502,7 +449,7 @@ class Report(Record):
     """The projection to the target budget, ``fits/projection.json`` (``None`` before the fits)."""
     target_mixes: dict[str, dict[str, float]] | None = None
     """Target mix label -> weights, as ``fits/target_mixes.json`` holds them (``None`` before the fits)."""
-    targets: dict[str, TargetResult] = field(default_factory=dict)
+    targets: dict[str, TargetResult] = required(default_factory=dict)
     """Finished target mixes by label (sorted)."""
     missing_targets: list[str] = required(default_factory=list)
     """Target mixes of the plan without a finished run."""
@@ -535,45 +482,24 @@ class Report(Record):
     """The zero-shot tasks of every target mix (``None`` without ``eval.tasks``)."""
 
     def __post_init__(self) -> None:
-        # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records
+        # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records;
+        # the proxies in budget order (a string key sorts 16384 before 4096)
         parts = {"ddo": {s: _as(DDOResult, f) for s, f in self.ddo.items()},
                  "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b) for s, b in self.bootstrap.items()},
-                 "projection": None if self.projection is None else _as(ProjectionFile, self.projection)}
+                 "projection": None if self.projection is None else _as(ProjectionFile, self.projection),
+                 "proxies": dict(sorted(self.proxies.items(), key=lambda kv: _budget(kv[0], f"proxies.{kv[0]}")))}
         for name, value in parts.items():
             object.__setattr__(self, name, value)
+        mixes = {f"targets.{label}": t for label, t in self.targets.items()}
+        mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items() for label, m in rows.items()})
+        for path, mix in mixes.items():  # each mix holds its objective under the report's objective key
+            if getattr(mix, self.objective_key) is None:
+                raise ValueError(f"key '{path}.{self.objective_key}' is missing")
 
     @property
     def objective_key(self) -> str:
         """The key that holds the objective in the mix results: ``"mean_ppl"`` or ``"mean_loss"``."""
         return objective_key(self.objective)
-
-    # Custom: the mix results hold the objective under its own key (see MixResult); proxies are sorted by budget.
-    def to_json(self) -> dict[str, Any]:
-        """The JSON content of ``report.json``."""
-        key = self.objective_key
-        return {**fields_to_json(self, skip=_KEYED),
-                "proxies": {s: {label: m.to_json(key) for label, m in rows.items()} for s, rows in self.proxies.items()},
-                "targets": {label: t.to_json(key) for label, t in self.targets.items()}}
-
-    @classmethod
-    def from_json(cls, obj: Any, path: str = "") -> Report:
-        """Read :meth:`to_json`'s content (a parsed ``report.json``).
-
-        Raises:
-            ValueError: a key is missing or of the wrong type; the message names its path.
-        """
-        fields = _fields(cls, obj, path, skip=_KEYED)
-        key = objective_key(fields["objective"])
-        for name in _KEYED:
-            if name not in obj:
-                raise ValueError(f"{_WHAT} {name!r} is missing")
-        proxies = {scale: {label: MixResult.from_json(m, key, f"proxies.{scale}.{label}")
-                           for label, m in _read(dict[str, Any], rows, f"proxies.{scale}").items()}
-                   for scale, rows in sorted(_read(dict[str, Any], obj["proxies"], "proxies").items(),
-                                             key=lambda kv: _budget(kv[0], f"proxies.{kv[0]}"))}
-        targets = {label: TargetResult.from_json(t, key, f"targets.{label}")
-                   for label, t in _read(dict[str, Any], obj["targets"], "targets").items()}
-        return cls(**fields, proxies=proxies, targets=targets)
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Report:
@@ -597,9 +523,6 @@ class Report(Record):
 
 def _as(record: Any, value: Any) -> Any:
     return value if isinstance(value, record) else from_json(record, value)
-
-
-_KEYED = ("proxies", "targets")  # the fields whose JSON names the objective's key
 
 
 def _budget(scale: str, path: str) -> int:

@@ -68,6 +68,72 @@ def _reference_lines(report: Report) -> list[str]:
     return lines + [f"  WARNING: {w}" for w in unigram_warnings(report)] + mlm_coverage(report)
 
 
+def _weights_lines(report: Report) -> list[str]:
+    """The weights at each DDO budget, AutoScale's projection and the baselines, with the fits' verdicts."""
+    ddo, proj, mixes = report.ddo, report.projection, report.target_mixes or {}
+    width = max([len(d) for d in report.domains] + [8])
+    scales = sorted(ddo, key=int)
+    cols = [f"DDO@{_short(int(s))}" for s in scales] + ([f"AutoScale@{_short(proj.budget_tokens)}"] if proj else [])
+    extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
+    at = "N1 and N2" if len(scales) <= 2 else f"each of the {len(scales)} budgets"
+    lines = [f"Mixture weights (DDO optimum at {at}, AutoScale projection to the target, baselines)",
+             f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols + extra)]
+    for d in report.domains:
+        vals = [ddo[s].weights[d] for s in scales] + ([proj.weights[d]] if proj else []) + [mixes[m][d] for m in extra]
+        lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
+    if proj:
+        lines.append(f"  AutoScale: {projection_label(proj)}")
+        lines += [f"  {line}" for line in backtest_lines(proj.selection)]
+        if bounds_moved(proj):
+            lines.append(f"  {bounds_moved(proj)}")
+    for s in scales:
+        if ddo[s].identifiability is not None:
+            lines.append(f"  at {_short(int(s))}: {ddo[s].identifiability.summary}")
+        if s in report.bootstrap:
+            lines.append(f"  bootstrap at {_short(int(s))}: {bootstrap_verdict(report.bootstrap[s])}")
+    return lines
+
+
+def _target_lines(report: Report) -> list[str]:
+    """The final validation loss per domain of each target mix (AutoScale first), and the unigram reference."""
+    targets, domains = report.targets, report.domains
+    if not targets:
+        return []
+    tokens = next(iter(targets.values())).tokens
+    lines = ["", f"Validation loss at the target budget ({_short(tokens)} tokens, nats/token"
+             + (", mean ± std over seeds" if any(t.objective_value.n > 1 for t in targets.values()) else "") + ")",
+             f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}"]
+    for label in [layout.AUTOSCALE] + sorted(t for t in targets if t != layout.AUTOSCALE):
+        if label not in targets:
+            continue
+        t = targets[label]
+        cells = [f"{t.losses[d].mean:>{max(len(d), 8)}.4f}" for d in domains]
+        value = t.objective_value
+        spread = f" ± {value.std:.4f}" if value.n > 1 else ""
+        lines.append(f"{label:<17}  " + "  ".join(cells) + f"  {value.mean:>8.4f}{spread}")
+    return lines + _reference_lines(report)
+
+
+def _saved_lines(report: Report) -> list[str]:
+    """Tokens saved against each baseline (the anytime one aside), each after its verdict against seed noise."""
+    if not report.tokens_saved:
+        return []
+    per_seed = report.tokens_saved_per_seed
+    several = any(len(v) > 1 for v in per_seed.values())
+    lines = ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against seed noise"
+             + (" (seed-mean curves, then each seed's own)" if several else "")]
+    for label, s in sorted(report.tokens_saved.items()):
+        if label == layout.ANYTIME:  # same final mix: compared along the run below
+            continue
+        seeds = per_seed.get(label) or {}
+        tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
+        verdict = report.verdicts.get(label)
+        if verdict is not None:
+            lines.append(f"  {comparison_verdict(verdict, report.objective_key)}")
+        lines.append(f"  vs {label:<17} {'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
+    return lines
+
+
 def format_summary(report: Report) -> str:
     """The report as a console table: weights at N1, N2 and the target, target losses per mix, tokens saved.
 
@@ -77,68 +143,7 @@ def format_summary(report: Report) -> str:
     Args:
         report: :func:`~autoscale_data.runner.reporting.report.build_report`'s report (or :meth:`.Report.load`'s).
     """
-    domains = list(report.domains)
-    ddo = report.ddo
-    proj = report.projection
-    targets = report.targets
-    mixes = report.target_mixes or {}
-    lines: list[str] = []
-    width = max([len(d) for d in domains] + [8])
-    scales = sorted(ddo, key=int)
-    cols = [f"DDO@{_short(int(s))}" for s in scales]
-    if proj:
-        cols.append(f"AutoScale@{_short(proj.budget_tokens)}")
-    extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
-    cols += extra
-    at = "N1 and N2" if len(scales) <= 2 else f"each of the {len(scales)} budgets"
-    lines.append(f"Mixture weights (DDO optimum at {at}, AutoScale projection to the target, baselines)")
-    lines.append(f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols))
-    for d in domains:
-        vals = [ddo[s].weights[d] for s in scales]
-        if proj:
-            vals.append(proj.weights[d])
-        vals += [mixes[m][d] for m in extra]
-        lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
-    if proj:
-        lines.append(f"  AutoScale: {projection_label(proj)}")
-        lines += [f"  {line}" for line in backtest_lines(proj.selection)]
-        if bounds_moved(proj):
-            lines.append(f"  {bounds_moved(proj)}")
-    boot = report.bootstrap
-    for s in scales:
-        if ddo[s].identifiability is not None:
-            lines.append(f"  at {_short(int(s))}: {ddo[s].identifiability.summary}")
-        if s in boot:
-            lines.append(f"  bootstrap at {_short(int(s))}: {bootstrap_verdict(boot[s])}")
-    if targets:
-        tokens = next(iter(targets.values())).tokens
-        lines += ["", f"Validation loss at the target budget ({_short(tokens)} tokens, nats/token"
-                  + (", mean ± std over seeds" if any(t.objective_value.n > 1 for t in targets.values()) else "")
-                  + ")"]
-        lines.append(f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}")
-        for label in [layout.AUTOSCALE] + sorted(t for t in targets if t != layout.AUTOSCALE):
-            if label not in targets:
-                continue
-            t = targets[label]
-            cells = [f"{t.losses[d].mean:>{max(len(d), 8)}.4f}" for d in domains]
-            value = t.objective_value
-            spread = f" ± {value.std:.4f}" if value.n > 1 else ""
-            lines.append(f"{label:<17}  " + "  ".join(cells) + f"  {value.mean:>8.4f}{spread}")
-        lines += _reference_lines(report)
-    if report.tokens_saved:
-        per_seed = report.tokens_saved_per_seed
-        several = any(len(v) > 1 for v in per_seed.values())
-        lines += ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against seed noise"
-                  + (" (seed-mean curves, then each seed's own)" if several else "")]
-        for label, s in sorted(report.tokens_saved.items()):
-            if label == layout.ANYTIME:  # same final mix: compared along the run below
-                continue
-            seeds = per_seed.get(label) or {}
-            tail = f"\n  {'':<20} per seed: {signed_per_seed(seeds)}" if len(seeds) > 1 else ""
-            verdict = report.verdicts.get(label)
-            if verdict is not None:
-                lines.append(f"  {comparison_verdict(verdict, report.objective_key)}")
-            lines.append(f"  vs {label:<17} {'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
+    lines = _weights_lines(report) + _target_lines(report) + _saved_lines(report)
     lines += _anytime_lines(report.anytime_vs_fixed)
     if report.missing_targets:
         lines.append(f"  target runs not finished: {', '.join(report.missing_targets)}")
