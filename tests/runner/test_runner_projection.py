@@ -130,7 +130,8 @@ def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, t
 def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "joint")
     assert fits.method == proj["method"] == "joint"
-    assert fits.weights == proj["weights"] == proj["joint"]["weights"]
+    assert fits.weights == proj["weights"]
+    assert proj["weights"] == pytest.approx(proj["joint"]["weights"], abs=1e-15)  # no bound moved it (renormalised)
     assert proj["weights"] != proj["geometric"]["weights"]
     truth = _law_optimum(65536, 0.05)
     assert [proj["weights"][d] for d in N0] == pytest.approx(truth, abs=1e-6)
