@@ -34,7 +34,16 @@ from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable, check_same_columns
 from .select import Observed, Selection, choose, observed_best, table_budget
 from .trust import Trust, assess
-from .vocabulary import AUTO, DEFAULT_METHOD, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
+from .vocabulary import (
+    AUTO,
+    DEFAULT_PROJECTION,
+    GEOMETRIC,
+    JOINT,
+    OBSERVED,
+    PROJECTION_CHOICES,
+    PROJECTIONS,
+    ROBUST,
+)
 
 __all__ = ["CandidateError", "Projections", "ProjectionsRecord", "project_all"]
 
@@ -44,7 +53,7 @@ class Projections:
     """The candidates at one target and the one that sets the mix.
 
     Attributes:
-        method: what was asked for, one of :data:`~.vocabulary.METHODS` (``"auto"``: chosen, see ``selection``).
+        method: what was asked for, one of :data:`~.vocabulary.PROJECTION_CHOICES` (``"auto"``: chosen, see ``selection``).
         geometric: the :class:`~.projection.Projection`, or the text of its error.
         joint: the :class:`~.joint.JointFit`, or the text of its error.
         robust: the :class:`~.robust.RobustProjection`, the text of its error, or None (not computed).
@@ -73,8 +82,8 @@ class Projections:
     trust: Trust | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"projection method must be one of {METHODS}, got {self.method!r}")
+        if self.method not in PROJECTION_CHOICES:
+            raise ValueError(f"projection method must be one of {PROJECTION_CHOICES}, got {self.method!r}")
         if self.method == AUTO and self.selection is None:
             raise ValueError("method 'auto' needs the selection that chose the answer")
         chosen = getattr(self, self.used)
@@ -342,7 +351,7 @@ def project_all(
     target_tokens: float,
     options: DDOOptions | None = None,
     *,
-    method: str = DEFAULT_METHOD,
+    method: str = DEFAULT_PROJECTION,
     optima: Sequence[DDOResult | JointFit] | None = None,
     direct: bool = False,
     labels: Sequence[str] | None = None,
@@ -357,7 +366,7 @@ def project_all(
         options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
             :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
             ``token_caps`` and ``max_epochs`` also bound the projections.
-        method: what sets the mix (:data:`~.vocabulary.METHODS`): ``"auto"`` (default) chooses from the
+        method: what sets the mix (:data:`~.vocabulary.PROJECTION_CHOICES`): ``"auto"`` (default) chooses from the
             runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
             is raised. The other candidates' errors are kept as text.
         optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
@@ -373,8 +382,8 @@ def project_all(
         ValueError: ``method`` unknown; no tables; the chosen method failed (naming it, the target
             and the table by its label).
     """
-    if method not in METHODS:
-        raise ValueError(f"projection method must be one of {METHODS}, got {method!r}")
+    if method not in PROJECTION_CHOICES:
+        raise ValueError(f"projection method must be one of {PROJECTION_CHOICES}, got {method!r}")
     tables = list(tables)
     if not tables:
         raise ValueError("project_all needs the runs of one budget or more, got no tables")

@@ -55,7 +55,7 @@ from .ddo import DDOResult
 from .design import run_objective
 from .gain import GainEstimate
 from .runs import RunTable
-from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, METHODS, OBSERVED, PROJECTIONS, ROBUST
+from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
     "Observed",
@@ -375,8 +375,8 @@ class Selection(Record):
     law_margin: float | None = None
 
     def __post_init__(self) -> None:
-        if self.chosen not in METHODS[1:]:
-            raise ValueError(f"Selection.chosen must be one of {METHODS[1:]}, got {self.chosen!r}")
+        if self.chosen not in (OBSERVED, *PROJECTIONS):
+            raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
         if self.rule not in RULES:
             raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
 

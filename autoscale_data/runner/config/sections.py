@@ -16,11 +16,11 @@ from ..._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
 from ...solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
-    DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,
+    DEFAULT_PROJECTION,
     LAWS,
-    METHODS,
     OBJECTIVES,
+    PROJECTION_CHOICES,
     law_parameters,
 )
 from .. import registry
@@ -169,7 +169,7 @@ class DDOConfig:
     # auto by default: DDO(N2) as is unless the runs show a projection does better (three budgets: a
     # backtest at N2; two: a gain the joint law predicts beyond its uncertainty and the noise of one run;
     # docs/solver.md, "The default: auto"); geometric is the paper's path
-    projection: str = DEFAULT_METHOD
+    projection: str = DEFAULT_PROJECTION
     objective_weights: dict[str, float] | None = None  # {validation domain: weight}: weighted-sum objective
     # "match": each proxy draws every domain from a pool scaled by its budget over the target's, so it
     # repeats each domain as often as the target will (runner/planning/repetition.py); "off": the whole domain
@@ -210,8 +210,8 @@ class DDOConfig:
                        "0 <= min_weight < max_weight <= 1")
         if self.law not in LAWS:
             raise field_error("ddo", "law", self.law, " or ".join(map(repr, LAWS)))
-        if self.projection not in METHODS:
-            raise field_error("ddo", "projection", self.projection, f"one of {METHODS}")
+        if self.projection not in PROJECTION_CHOICES:
+            raise field_error("ddo", "projection", self.projection, f"one of {PROJECTION_CHOICES}")
         if self.repetition not in REPETITION_MODES:
             raise field_error("ddo", "repetition", self.repetition, f"one of {REPETITION_MODES}")
         if self.objective_weights is not None:
