@@ -209,7 +209,7 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
     tables, names, notes = _tables(args)
     projections = project_all(tables, args.target_tokens, options, method=args.method or DEFAULT_PROJECTION,
                               labels=names)
-    out = projections.to_json()
+    out = projections.record().to_json()
     out["warnings"] = notes + out["warnings"]
     evidence = PlanEvidence.of(projections, tables, objective=args.objective, sources=names)
     return out, projections.plan_scales(), evidence

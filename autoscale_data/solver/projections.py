@@ -168,11 +168,6 @@ class Projections:
             trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
             disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
 
-    def to_json(self) -> dict[str, Any]:
-        """:meth:`record`'s JSON. Hand-written because this object is more than its file: it holds the optima and
-        the path in memory (for :meth:`plan_scales`), and its file lifts the used candidate's fields to the top."""
-        return self.record().to_json()
-
 
 @dataclass(frozen=True)
 class CandidateError(Record):
