@@ -26,7 +26,7 @@ from typing import Any
 from .._records import Record, omitted
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
-from .gain import GainEstimate, predicted_gain
+from .gain import GainEstimate, predicted_gains
 from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
 from .left_out import path_scales
 from .projection import Projection, project
@@ -322,17 +322,10 @@ def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> 
         return {n: f"no joint law ({joint})" for n in PROJECTIONS}
     if not isinstance(observed, Observed):
         return {n: f"no observed mix ({observed})" for n in PROJECTIONS}
-    out: dict[str, GainEstimate | str] = {}
-    for name in PROJECTIONS:
-        cand = c[name]
-        if isinstance(cand, (str, type(None))):
-            out[name] = f"no {name} projection ({cand})"
-            continue
-        try:
-            out[name] = predicted_gain(joint, tables, observed.allocation_tokens, cand.allocation_tokens, o)
-        except ValueError as exc:
-            out[name] = str(exc)
-    return out
+    missing = {n: f"no {n} projection ({c[n]})" for n in PROJECTIONS if isinstance(c[n], (str, type(None)))}
+    gains = predicted_gains(joint, tables, observed.allocation_tokens,
+                            {n: c[n].allocation_tokens for n in PROJECTIONS if n not in missing}, o)
+    return {n: missing[n] if n in missing else gains[n] for n in PROJECTIONS}
 
 
 def _label(text: str, labels: Sequence[str]) -> str:

@@ -43,7 +43,7 @@ INTERNAL = {
     "EDGE_FRACTION", "GAMMA_RANGE", "SEED_Z", "EdgeCheck", "NoiseCheck", "ParameterCheck", "assess", "edge_check",
     "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
     # the two-budget rule's evidence (solver/gain.py) and its tests (solver/select.py)
-    "GainEstimate", "predicted_gain", "passes", "vouched",
+    "GainEstimate", "predicted_gain", "predicted_gains", "passes", "vouched",
 }
 
 
