@@ -395,7 +395,8 @@ def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
 
 def vouched(e: GainEstimate) -> bool:
     """Whether the runs can vouch for the law's uncertainty: replicates, and the law's residual within
-    ``MISFIT_RATIO`` times their standard deviation."""
+    ``MISFIT_RATIO`` times their standard deviation; replicates that agree exactly (sd 0) need the exact fit
+    of the lack-of-fit test instead, as a fitted residual is never exactly 0 in floating point."""
     return (e.replicate_sd is not None and e.residual_sd is not None and e.replicate_sd > 0
             and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0 and e.lack_of_fit_p == 1.0)
 
