@@ -202,8 +202,30 @@ def fit_power_law_batch(
     four = law == LAW_4P
     nb = y2.shape[0]
     xmin, s_lo, s_hi = shift_frame(x)
+    params = _grid_starts(x, xmin, s_lo, s_hi, y2, w2, four, grid, n_starts, per_b_starts)  # (B, starts, k)
+    if init is not None:
+        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
+        extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if four else []),
+                 init["c"]]
+        params = np.concatenate([params, np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))], 1)
+    n_starts = params.shape[1]
+    params = params.reshape(nb * n_starts, -1)
+    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
+    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
+    if n_starts > 1:  # screen every start briefly, keep the best per data set
+        rows = np.repeat(np.arange(nb), n_starts)
+        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
+        best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
+        params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
+    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
+    amplitude = params[:, 2] if four else np.ones(nb)
+    return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1], "sse": fsse}
 
-    # Grid over (s, b): profile SSE for every data set.
+
+def _grid_starts(x: np.ndarray, xmin: float, s_lo: float, s_hi: float, y2: np.ndarray, w2: np.ndarray, four: bool,
+                 grid: str, n_starts: int, per_b_starts: bool) -> np.ndarray:
+    """The starts of :func:`fit_power_law_batch` per data set, ``(B, starts, k)``: its best points of the grid of
+    (log shift, b), the linear parameters profiled (and with ``per_b_starts`` the best point of every b)."""
     if grid not in _GRIDS:
         raise ValueError(f"grid must be 'fine' or 'coarse', got {grid!r}")
     n_shift, b_grid = _GRIDS[grid]
@@ -213,47 +235,13 @@ def fit_power_law_batch(
     amp, c = _profile(phi[None], y2[:, None, :], w2[:, None, :], four)  # (B, G)
     res = y2[:, None, :] - amp[..., None] * phi[None] - c[..., None]
     sse = (w2[:, None, :] * res * res).sum(-1)
-    n_starts = max(1, min(n_starts, sg.size))
-    order = np.argsort(sse, axis=1)[:, :n_starts]  # (B, S)
+    order = np.argsort(sse, axis=1)[:, :max(1, min(n_starts, sg.size))]  # (B, S)
     if per_b_starts:
         nbg = b_grid.size
-        per_b = np.argmin(sse.reshape(nb, n_shift, nbg), axis=1) * nbg + np.arange(nbg)
+        per_b = np.argmin(sse.reshape(len(y2), n_shift, nbg), axis=1) * nbg + np.arange(nbg)
         order = np.concatenate([order, per_b], axis=1)
-    n_starts = order.shape[1]
-
-    # Flatten (data set, start) pairs into one LM batch.
-    idx = order.ravel()
-    rows = np.repeat(np.arange(nb), n_starts)
-    p = [sg[idx], bg[idx]]
-    if four:
-        p.append(amp[rows, idx])
-    p.append(c[rows, idx])
-    params = np.stack(p, axis=1)
-    if init is not None:
-        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
-        extra = [np.full(nb, s0), np.full(nb, np.clip(init["b"], 0.0, B_MAX))]
-        if four:
-            extra.append(np.full(nb, max(init.get("amplitude", 1.0), 0.0)))
-        extra.append(np.full(nb, init["c"]))
-        params = np.concatenate([params.reshape(nb, n_starts, -1), np.stack(extra, 1)[:, None]], 1)
-        n_starts += 1
-        params = params.reshape(nb * n_starts, -1)
-        rows = np.repeat(np.arange(nb), n_starts)
-    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
-    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
-    if n_starts > 1:  # screen every start briefly, keep the best per data set
-        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
-        best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
-        params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
-    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
-    s, b = params[:, 0], params[:, 1]
-    return {
-        "a": np.exp(s) - xmin,
-        "b": b,
-        "amplitude": params[:, 2] if four else np.ones(nb),
-        "c": params[:, -1],
-        "sse": fsse,
-    }
+    rows = np.arange(len(y2))[:, None]
+    return np.stack([sg[order], bg[order], *([amp[rows, order]] if four else []), c[rows, order]], axis=-1)
 
 
 def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[np.ndarray, np.ndarray]:
