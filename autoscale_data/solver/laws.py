@@ -163,18 +163,9 @@ def _validate(x: np.ndarray, y: np.ndarray, w: np.ndarray, law: str) -> None:
         )
 
 
-def fit_power_law_batch(
-    x: np.ndarray,
-    y: np.ndarray,
-    weights: np.ndarray | None = None,
-    *,
-    law: str = DEFAULT_LAW,
-    n_starts: int = 1,
-    per_b_starts: bool = False,
-    init: dict[str, float] | None = None,
-    grid: str = "fine",
-    max_iter: int = 200,
-) -> dict[str, np.ndarray]:
+def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, law: str = DEFAULT_LAW,
+                        n_starts: int = 1, per_b_starts: bool = False, init: dict[str, float] | None = None,
+                        grid: str = "fine", max_iter: int = 200) -> dict[str, np.ndarray]:
     """Fit the law to many data sets sharing the multipliers ``x`` at once.
 
     Args:
@@ -258,10 +249,8 @@ def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[n
     return f, np.stack(cols, axis=-1)  # (B, n), (B, n, k)
 
 
-def _levenberg_marquardt(
-    x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
-    lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int,
-) -> tuple[np.ndarray, np.ndarray]:
+def _levenberg_marquardt(x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
+                         lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
     """Batched, box-projected Levenberg–Marquardt on weighted squared residuals.
 
     Args:
@@ -290,13 +279,7 @@ def _levenberg_marquardt(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        jw = j * w[..., None]
-        jtj = np.einsum("bnk,bnl->bkl", jw, j)
-        jtr = np.einsum("bnk,bn->bk", jw, r)
-        diag = np.einsum("bkk->bk", jtj)
-        damp = damping[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
-        step = np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
-        trial = np.clip(p + step, lower, upper)
+        trial = np.clip(p + _lm_step(j, w, r, damping, eye), lower, upper)
         trial_pred, trial_jac = _model_jac(x, xmin, trial, four)
         trial_resid = t - trial_pred
         trial_sse = (w * trial_resid * trial_resid).sum(-1)
@@ -315,6 +298,16 @@ def _levenberg_marquardt(
                 v[keep] for v in (active, p, j, r, s, t, w, floor, damping))
     out_params[active], out_sse[active] = p, s
     return out_params, out_sse
+
+
+def _lm_step(j: np.ndarray, w: np.ndarray, r: np.ndarray, damping: np.ndarray, eye: np.ndarray) -> np.ndarray:
+    """One damped Gauss-Newton step per problem (Marquardt's scaling of the diagonal)."""
+    jw = j * w[..., None]
+    jtj = np.einsum("bnk,bnl->bkl", jw, j)
+    jtr = np.einsum("bnk,bn->bk", jw, r)
+    diag = np.einsum("bkk->bk", jtj)
+    damp = damping[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
+    return np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
 
 
 def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tuple[str, ...]:
