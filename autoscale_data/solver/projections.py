@@ -43,6 +43,7 @@ from .vocabulary import (
     PROJECTION_CHOICES,
     PROJECTIONS,
     ROBUST,
+    check_name,
 )
 
 __all__ = ["CandidateError", "Projections", "ProjectionsRecord", "project_all"]
@@ -82,8 +83,7 @@ class Projections:
     trust: Trust | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in PROJECTION_CHOICES:
-            raise ValueError(f"projection method must be one of {PROJECTION_CHOICES}, got {self.method!r}")
+        check_name("projection method", self.method, PROJECTION_CHOICES)
         if self.method == AUTO and self.selection is None:
             raise ValueError("method 'auto' needs the selection that chose the answer")
         chosen = getattr(self, self.used)
@@ -274,25 +274,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     if few and method in PROJECTIONS:
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
-    pooled = False
     joint = attempt(JOINT, need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
-    scales: list[Any] | str
-    if optima is not None:
-        scales = sorted(optima, key=lambda r: r.budget_tokens)
-    elif few and not _is_design(tables[-1]):
-        scales = few  # one table of any mixtures: its best run is the answer, no fit needed
-    else:
-        try:
-            scales = per_budget_optima(tables, o)
-        except ValueError as exc:
-            if isinstance(joint, JointFit):
-                scales, pooled = [_at_budget(joint, n) for n in joint.budgets], True
-                notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
-                             "fitted to the runs of all budgets")
-            else:
-                scales = str(exc)
-                if method in PROJECTIONS and method != JOINT:
-                    raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
+    scales, pooled = _optima(tables, o, optima, few, joint, method, target, notes)
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
         path, left = path_scales(scales, o.min_weight)
@@ -314,6 +297,26 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
             "fallback": few or (scales if isinstance(scales, str) else "")}
 
 
+def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
+            joint: JointFit | str, method: str, target: float, notes: list[str]) -> tuple[list[Any] | str, bool]:
+    """The per-budget optima the paths run through, or why there are none, and whether they are the pooled law's
+    (with a note); the failure of a path ``method`` asked for is raised."""
+    if optima is not None:
+        return sorted(optima, key=lambda r: r.budget_tokens), False
+    if few and not _is_design(tables[-1]):
+        return few, False  # one table of any mixtures: its best run is the answer, no fit needed
+    try:
+        return per_budget_optima(tables, o), False
+    except ValueError as exc:
+        if isinstance(joint, JointFit):
+            notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
+                         "fitted to the runs of all budgets")
+            return [_at_budget(joint, n) for n in joint.budgets], True
+        if method in PROJECTIONS and method != JOINT:
+            raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
+        return str(exc), False
+
+
 def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> dict[str, GainEstimate | str]:
     """Each two-budget projection's predicted gain over the observed mix under the joint law (:mod:`.gain`),
     or why it could not be predicted."""
@@ -328,23 +331,32 @@ def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> 
     return {n: missing[n] if n in missing else gains[n] for n in PROJECTIONS}
 
 
+def _select(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions, names: Sequence[str]) -> Selection:
+    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`; its reason names the tables by
+    ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
+    backtest); with two, the projections' predicted gains."""
+    backtest = None
+    if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
+        sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
+        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, sub_optima, False)
+        backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
+    predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
+    last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
+    held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
+    selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
+                       fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
+    return replace(selection, reason=_label(selection.reason, names))
+
+
 def _label(text: str, labels: Sequence[str]) -> str:
     """``tables[k]`` in an error replaced by the k-th label (e.g. the user's file)."""
     return re.sub(r"tables\[(\d+)\]", lambda m: labels[int(m.group(1))] if int(m.group(1)) < len(labels)
                   else m.group(0), text)
 
 
-def project_all(
-    tables: Sequence[RunTable],
-    target_tokens: float,
-    options: DDOOptions | None = None,
-    *,
-    method: str = DEFAULT_PROJECTION,
-    optima: Sequence[DDOResult | JointFit] | None = None,
-    direct: bool = False,
-    labels: Sequence[str] | None = None,
-    **settings: Any,
-) -> Projections:
+def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None, *,
+                method: str = DEFAULT_PROJECTION, optima: Sequence[DDOResult | JointFit] | None = None,
+                direct: bool = False, labels: Sequence[str] | None = None, **settings: Any) -> Projections:
     """Every candidate answer at ``target_tokens`` from the runs, and the one that sets the mix.
 
     Args:
@@ -363,15 +375,11 @@ def project_all(
             projection's ``direct_weights`` and ``disagreement``).
         labels: a name per table (e.g. its file) for the error messages, in the order of ``tables``.
 
-    Returns:
-        The :class:`Projections`.
-
     Raises:
         ValueError: ``method`` unknown; no tables; the chosen method failed (naming it, the target
             and the table by its label).
     """
-    if method not in PROJECTION_CHOICES:
-        raise ValueError(f"projection method must be one of {PROJECTION_CHOICES}, got {method!r}")
+    check_name("projection method", method, PROJECTION_CHOICES)
     tables = list(tables)
     if not tables:
         raise ValueError("project_all needs the runs of one budget or more, got no tables")
@@ -385,20 +393,7 @@ def project_all(
     target = float(target_tokens)
     try:
         c = _candidates(tables, target, o, method, optima, direct)
-        selection = None
-        if method == AUTO:
-            backtest = None
-            if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
-                held = table_budget(tables[-1])
-                sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
-                sub = _candidates(tables[:-1], held, o, AUTO, sub_optima, False)
-                backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
-            predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
-            last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
-            held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
-            selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
-                               fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
-            selection = replace(selection, reason=_label(selection.reason, names))
+        selection = None if method != AUTO else _select(tables, c, o, names)
         out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
                           notes=tuple(_label(n, names) for n in c["notes"]))
