@@ -466,8 +466,16 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
                                      f"({why})", "fallback")
     if backtest is None:
         return _choose_by_gain(projections, predicted or {})
+    return _choose_by_backtest(tables, candidates, backtest, projections, objective=objective,
+                               val_domains=val_domains, held_fit=held_fit)
+
+
+def _choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any],
+                        projections: Sequence[str], *, objective: str,
+                        val_domains: Sequence[str] | Mapping[str, float] | None,
+                        held_fit: DDOResult | None) -> Selection:
+    """The rule of three budgets or more (module doc): every candidate scored at the held-back budget."""
     last = tables[-1]
-    held = table_budget(last)
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     joint = candidates.get(JOINT)
     if noise is None and joint is not None and not isinstance(joint, str):
@@ -477,8 +485,8 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     law_sd, law_source = (None, "") if held_fit is None else _law_margin(held_fit, last, noise, source, val_domains)
     base = scores.get(OBSERVED, {})
     fitted = [n for n in projections if "objective" in scores.get(n, {})]
-    record = dict(backtest=scores, held_back_tokens=held, noise=noise, noise_source=source, law_noise=law_sd,
-                  law_noise_source=law_source)
+    record = dict(backtest=scores, held_back_tokens=table_budget(last), noise=noise, noise_source=source,
+                  law_noise=law_sd, law_noise_source=law_source)
     if "objective" not in base or not fitted:
         return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
                                      "observed at the largest budget", "backtest", **record)
@@ -489,6 +497,13 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     for n in fitted:
         scores[n]["gain"] = scores[OBSERVED]["objective" if scores[n]["score"] == base["score"] else "run_objective"] \
             - scores[n]["objective"]
+    return _backtest_verdict(scores, margins, fitted, projections, record)
+
+
+def _backtest_verdict(scores: Mapping[str, dict[str, Any]], margins: Mapping[str, float | None], fitted: list[str],
+                      projections: Sequence[str], record: dict[str, Any]) -> Selection:
+    """The projection that beat the observed mix by more than its margin and gained most, else the observed mix."""
+    base, held, law_sd, noise = scores[OBSERVED], record["held_back_tokens"], record["law_noise"], record["noise"]
 
     def beats(n: str) -> bool:
         e, margin = scores[n], margins[scores[n]["score"]]
