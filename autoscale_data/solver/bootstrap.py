@@ -149,18 +149,9 @@ def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
 _METHODS = (AUTO, "seeds", "parametric", "residuals", "consistent_fits")
 
 
-def bootstrap_ddo(
-    runs: RunTable,
-    options: DDOOptions | None = None,
-    *,
-    n_boot: int = 1000,
-    method: str = AUTO,
-    noise_std: float | None = None,
-    level: float = 0.95,
-    seed: int = 0,
-    point: DDOResult | None = None,
-    **settings: Any,
-) -> BootstrapResult:
+def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: int = 1000, method: str = AUTO,
+                  noise_std: float | None = None, level: float = 0.95, seed: int = 0,
+                  point: DDOResult | None = None, **settings: Any) -> BootstrapResult:
     """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
 
     Args:

@@ -95,11 +95,8 @@ class DDOOptions:
             raise ValueError(f"weight_tol must be >= 0, got {self.weight_tol}")
 
 
-def token_caps_array(
-    domains: Sequence[str],
-    token_caps: Mapping[str, float] | None,
-    max_epochs: float | Mapping[str, float] | None = None,
-) -> np.ndarray | None:
+def token_caps_array(domains: Sequence[str], token_caps: Mapping[str, float] | None,
+                     max_epochs: float | Mapping[str, float] | None = None) -> np.ndarray | None:
     """Per-domain token caps (tokens available × epoch cap) in ``domains`` order, or None.
 
     Raises:

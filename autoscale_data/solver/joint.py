@@ -469,15 +469,9 @@ def joint_options(options: DDOOptions | None, settings: Mapping[str, Any], *, ca
     return build_options(DDOOptions, options, settings, caller=caller)
 
 
-def fit_joint(
-    tables: Sequence[RunTable],
-    options: DDOOptions | None = None,
-    *,
-    target_tokens: float | None = None,
-    base_runs: Sequence[str | None] | None = None,
-    objective_weights: Mapping[str, float] | None = None,
-    **settings: Any,
-) -> JointFit:
+def fit_joint(tables: Sequence[RunTable], options: DDOOptions | None = None, *, target_tokens: float | None = None,
+              base_runs: Sequence[str | None] | None = None, objective_weights: Mapping[str, float] | None = None,
+              **settings: Any) -> JointFit:
     """Fit one law to the runs of two or more budgets and optimise it at ``target_tokens``.
 
     The tables may be DDO designs (2m+1, 4m+1, ...) or runs of any mixtures (random, a grid, an
@@ -515,13 +509,8 @@ def fit_joint(
     return _fit(data, target_tokens, o)
 
 
-def fit_budget_law(
-    table: RunTable,
-    options: DDOOptions | None = None,
-    *,
-    objective_weights: Mapping[str, float] | None = None,
-    **settings: Any,
-) -> JointFit:
+def fit_budget_law(table: RunTable, options: DDOOptions | None = None, *,
+                   objective_weights: Mapping[str, float] | None = None, **settings: Any) -> JointFit:
     """The same law fitted to the runs of one budget (any mixtures) and optimised at that budget.
 
     The per-budget counterpart of :func:`fit_joint` for tables that are not DDO designs (the
@@ -737,15 +726,9 @@ def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]
     return {"l1": l1, "total_variation": 0.5 * l1, "max_abs": float(np.abs(diff).max())}
 
 
-def compare_projections(
-    tables: Sequence[RunTable],
-    target_tokens: float,
-    options: DDOOptions | None = None,
-    *,
-    heldout: RunTable | DDOResult | None = None,
-    ddo: Sequence[DDOResult] | None = None,
-    **settings: Any,
-) -> dict[str, Any]:
+def compare_projections(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None, *,
+                        heldout: RunTable | DDOResult | None = None, ddo: Sequence[DDOResult] | None = None,
+                        **settings: Any) -> dict[str, Any]:
     """The geometric (Theorem-1 path through the DDO optima) and the joint projection at a target.
 
     Args:

@@ -356,15 +356,9 @@ def _points(x, y, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return xa, ya, wa
 
 
-def fit_on_grid(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    log_shift: np.ndarray,
-    b: np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+def fit_on_grid(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, log_shift: np.ndarray,
+                b: np.ndarray, *, law: str = DEFAULT_LAW,
+                weights: Sequence[float] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The best fit with ``a = exp(log_shift) - min(x)`` and ``b`` fixed (arrays of one shape).
 
     The linear parameters (``c``, and the amplitude for ``"4p"``) are solved in closed form.
@@ -380,14 +374,9 @@ def fit_on_grid(
     return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp, "sse": (wa * r * r).sum(-1)}
 
 
-def profile_over_b(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-    b_values: Sequence[float] | np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+def profile_over_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+                   weights: Sequence[float] | np.ndarray | None = None,
+                   b_values: Sequence[float] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The best fit for every fixed exponent ``b``: the profile of the error over ``b``.
 
     For each ``b`` the linear parameters are solved in closed form and the offset ``a`` by a grid
@@ -416,13 +405,8 @@ def profile_over_b(
     return fit_on_grid(xa, ya, (lo + hi) / 2, b, law=law, weights=wa)
 
 
-def local_fits(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> list[PowerLawFit]:
+def local_fits(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+               weights: Sequence[float] | np.ndarray | None = None) -> list[PowerLawFit]:
     """Every distinct local least-squares fit, best first (ties ordered by the highest floor ``c``).
 
     Each local minimum of :func:`profile_over_b` is refined (batched Levenberg–Marquardt, the
@@ -463,13 +447,8 @@ def _same_law(f: PowerLawFit, g: PowerLawFit) -> bool:
     return bool(np.all(np.abs(pf - pg) <= 1e-7 * (1 + np.abs(pf))))
 
 
-def fit_power_law(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> PowerLawFit:
+def fit_power_law(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+                  weights: Sequence[float] | np.ndarray | None = None) -> PowerLawFit:
     """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
 
     Args:
@@ -489,13 +468,8 @@ def fit_power_law(
     return local_fits(x, y, law=law, weights=weights)[0]
 
 
-def fit_power_law_paper(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    start: tuple[float, float, float] = PAPER_START,
-    max_evals: int = 10000,
-) -> PowerLawFit:
+def fit_power_law_paper(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                        start: tuple[float, float, float] = PAPER_START, max_evals: int = 10000) -> PowerLawFit:
     """The authors' fit of the 3-parameter law: ``scipy.optimize.curve_fit`` from ``start``, unbounded.
 
     Levenberg–Marquardt (MINPACK) with no bounds and no restarts, as in their public notebook. Its
