@@ -92,17 +92,18 @@ def _free(fit: JointFit, m: int) -> np.ndarray:
 
 @dataclass
 class _Law:
-    """What every gain under one joint fit shares: the runs, the free parameters, the Jacobian and its SVD."""
+    """What every gain under one joint fit shares: the runs' noise, the free parameters, the Jacobian and its SVD."""
 
     fit: JointFit
     p: np.ndarray
     s: np.ndarray
-    y: np.ndarray
     free: np.ndarray
     jac: np.ndarray
-    noise: float
-    ss_pe: float
+    residual: float  # the law's σ
+    noise: float  # of one run: σ, or the replicates' sd where larger
+    replicate: float | None
     dof_pe: int
+    lack_of_fit_p: float | None
 
     @classmethod
     def of(cls, fit: JointFit, tables: Sequence[RunTable], options: DDOOptions | None) -> _Law:
@@ -117,8 +118,18 @@ class _Law:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a wild law: inf, judged below
             jac = _model(p, data.u)[1][:, free]
         dof = data.y.size - int(free.sum())
-        return cls(fit, p, s, data.y, free, jac, float(np.sqrt(fit.sse / dof)) if dof > 0 else float("inf"),
-                   *_pure_error(data))
+        residual = float(np.sqrt(fit.sse / dof)) if dof > 0 else float("inf")
+        ss_pe, dof_pe = _pure_error(data)
+        lof_p, noise = None, residual
+        replicate = float(np.sqrt(ss_pe / dof_pe)) if dof_pe > 0 else None
+        if dof_pe > 0 and dof > dof_pe:
+            lof_ss, lof_dof = max(fit.sse - ss_pe, 0.0), dof - dof_pe
+            if ss_pe > 0:
+                lof_p = float(f_dist.sf((lof_ss / lof_dof) / (ss_pe / dof_pe), lof_dof, dof_pe))
+            else:  # replicates that agree exactly: the law must fit exactly too
+                lof_p = 1.0 if lof_ss <= 1e-12 * max(float(np.sum(data.y ** 2)), 1e-300) else 0.0
+            noise = max(noise, replicate)
+        return cls(fit, p, s, free, jac, residual, noise, replicate, dof_pe, lof_p)
 
     @functools.cached_property
     def svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -130,7 +141,7 @@ class _Law:
 
     def sd(self, gain: float, grad: np.ndarray) -> float:
         """The delta method's sd of a gain with gradient ``grad`` (module doc); inf where the runs do not fix it."""
-        if not (np.isfinite(self.noise) and np.isfinite(gain) and np.all(np.isfinite(self.jac))
+        if not (np.isfinite(self.residual) and np.isfinite(gain) and np.all(np.isfinite(self.jac))
                 and np.all(np.isfinite(grad))):
             return float("inf")
         scale, sv, vt = self.svd
@@ -139,10 +150,10 @@ class _Law:
         if np.any(np.abs(proj[null]) > _NULL_ATOL * max(float(np.linalg.norm(grad / scale)), 1e-300)):
             return float("inf")
         with np.errstate(over="ignore"):
-            return float(self.noise * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
+            return float(self.residual * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
 
     def gain(self, reference: Mapping[str, float], candidate: Mapping[str, float]) -> GainEstimate:
-        fit = self.fit
+        fit, norm = self.fit, self.fit.normalizer
         for name, alloc in (("reference", reference), ("candidate", candidate)):
             missing = sorted(set(fit.domains) - set(alloc))
             if missing:
@@ -152,21 +163,11 @@ class _Law:
             values, grads = _model(self.p, u)
         gain = float(values[0] - values[1])
         sd = self.sd(gain, (grads[0] - grads[1])[self.free])
-        k, dof, dof_pe, ss_pe = int(self.free.sum()), self.y.size - int(self.free.sum()), self.dof_pe, self.ss_pe
-        lof_p, noise = None, self.noise
-        replicate = float(np.sqrt(ss_pe / dof_pe)) if dof_pe > 0 else None
-        if dof_pe > 0 and dof > dof_pe:
-            lof_ss, lof_dof = max(fit.sse - ss_pe, 0.0), dof - dof_pe
-            if ss_pe > 0:
-                lof_p = float(f_dist.sf((lof_ss / lof_dof) / (ss_pe / dof_pe), lof_dof, dof_pe))
-            else:  # replicates that agree exactly: the law must fit exactly too
-                lof_p = 1.0 if lof_ss <= 1e-12 * max(float(np.sum(self.y ** 2)), 1e-300) else 0.0
-            noise = max(noise, replicate)
-        norm = fit.normalizer
-        return GainEstimate(gain=gain * norm, sd=sd * norm, noise=noise * norm, free_parameters=k,
-                            points=int(self.y.size), replicate_dof=int(dof_pe),
-                            replicate_sd=None if replicate is None else replicate * norm,
-                            residual_sd=self.noise * norm, lack_of_fit_p=lof_p)
+        return GainEstimate(gain=gain * norm, sd=sd * norm, noise=self.noise * norm,
+                            free_parameters=int(self.free.sum()), points=int(fit.n_points),
+                            replicate_dof=int(self.dof_pe),
+                            replicate_sd=None if self.replicate is None else self.replicate * norm,
+                            residual_sd=self.residual * norm, lack_of_fit_p=self.lack_of_fit_p)
 
 
 def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping[str, float],
