@@ -40,7 +40,7 @@ DEFAULT_DOMAINS = ("code", "tech", "reference", "books", "web")
 
 def _parse() -> argparse.Namespace:
     from autoscale_data.runner.config.sections import DDOConfig
-    from autoscale_data.solver.vocabulary import METHODS
+    from autoscale_data.solver.vocabulary import PROJECTION_CHOICES
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output directory (corpus, tokenizer, stores, runs, results)")
@@ -58,7 +58,7 @@ def _parse() -> argparse.Namespace:
                         "paper's 2m+1 design, which does not identify the 3-parameter law")
     p.add_argument("--heldout-multipliers", default="2",
                    help="extra multipliers at N2 for the held-out AAR ('' for none)")
-    p.add_argument("--projection", choices=METHODS, default=DDOConfig().projection,
+    p.add_argument("--projection", choices=PROJECTION_CHOICES, default=DDOConfig().projection,
                    help="what sets the AutoScale target mix (ddo.projection; default the runner's); every "
                         "candidate is evaluated at N3 either way")
     p.add_argument("--allow-config-change", action="store_true",

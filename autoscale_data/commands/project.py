@@ -19,13 +19,13 @@ from .._extras import require
 from .._options import field_help
 from ..solver import DDOOptions, MixturePlan, PlanEvidence, RunTable, Trust, project, project_all, read_olmix
 from ..solver.vocabulary import (
-    DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,
+    DEFAULT_PROJECTION,
     GEOMETRIC,
     JOINT,
-    METHODS,
     OBJECTIVES,
     OBSERVED,
+    PROJECTION_CHOICES,
     ROBUST,
 )
 from ._args import (
@@ -94,8 +94,8 @@ def register(subparsers: Any) -> None:
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")
-    p.add_argument("--method", choices=METHODS, default=None,
-                   help=f"what gives the weights with --runs: {DEFAULT_METHOD} (default: chosen from the runs, see "
+    p.add_argument("--method", choices=PROJECTION_CHOICES, default=None,
+                   help=f"what gives the weights with --runs: {DEFAULT_PROJECTION} (default: chosen from the runs, see "
                         "below), observed (the largest budget's best mix), geometric (the paper's Theorem-1 path; "
                         "the only method for SCALES.json), joint or robust")
     p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
@@ -207,9 +207,9 @@ def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple
                          token_caps=caps, max_epochs=args.max_epochs,
                          val_domains=objective_weights_arg(args.objective_weights))
     tables, names, notes = _tables(args)
-    projections = project_all(tables, args.target_tokens, options, method=args.method or DEFAULT_METHOD,
+    projections = project_all(tables, args.target_tokens, options, method=args.method or DEFAULT_PROJECTION,
                               labels=names)
-    out = projections.to_json()
+    out = projections.record().to_json()
     out["warnings"] = notes + out["warnings"]
     evidence = PlanEvidence.of(projections, tables, objective=args.objective, sources=names)
     return out, projections.plan_scales(), evidence

@@ -42,7 +42,7 @@ from ..runner import (
     layout,
     target_spec,
 )
-from ..solver.vocabulary import MEAN_LOSS, METHODS
+from ..solver.vocabulary import MEAN_LOSS, PROJECTION_CHOICES
 from ..store import prepare, train_bpe_tokenizer
 from .corpus import generate_corpus, generate_documents
 from .demo import DemoSettings, demo_config
@@ -93,8 +93,8 @@ class ScarceCase:
     projection: str | None = None
 
     def __post_init__(self) -> None:
-        if self.projection is not None and self.projection not in METHODS:
-            raise ValueError(f"projection {self.projection!r} must be one of {sorted(METHODS)} or None (the default)")
+        if self.projection is not None and self.projection not in PROJECTION_CHOICES:
+            raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or None (the default)")
         if self.scarce in self.abundant or len(self.abundant) < 1:
             raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones {self.abundant}")
         if not 0 < self.budgets[0] < self.budgets[1] < self.target:
@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--preset", choices=sorted(SCARCE_PRESETS), default="full")
     parser.add_argument("--proxy-seeds", default=None,
                         help="comma-separated proxy seeds (default: the preset's; two give the two-budget rule replicates)")
-    parser.add_argument("--projection", choices=sorted(METHODS), default=None,
+    parser.add_argument("--projection", choices=sorted(PROJECTION_CHOICES), default=None,
                         help="ddo.projection of both configs (default: the runner's, auto)")
     args = parser.parse_args(argv)
     case = SCARCE_PRESETS[args.preset]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, METHODS, OBSERVED, ROBUST, law_parameters
+from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, OBSERVED, PROJECTION_CHOICES, ROBUST, law_parameters
 from . import layout, registry
 from .config import RunnerConfig, config_to_dict
 from .experiment import config_changes
@@ -194,7 +194,7 @@ def projection_note(config: RunnerConfig) -> str:
                "projections; "
                "the report gives the scores, the noise and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
-            f"(ddo.projection: {' | '.join(METHODS)})")
+            f"(ddo.projection: {' | '.join(PROJECTION_CHOICES)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:
         text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
                  "the DDO optima and the target mix: a projected weight outside them is moved to the bound "

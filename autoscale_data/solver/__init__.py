@@ -36,7 +36,7 @@ from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
 from .select import Observed, Selection
 from .trust import PlanEvidence, Trust
-from .vocabulary import METHODS, PROJECTIONS
+from .vocabulary import PROJECTION_CHOICES, PROJECTIONS
 
 __all__ = [
     "BASELINES",
@@ -48,11 +48,11 @@ __all__ = [
     "Identifiability",
     "JointFit",
     "JointIdentifiability",
-    "METHODS",
     "MixturePlan",
     "Observed",
     "PRESETS",
     "PROJECTIONS",
+    "PROJECTION_CHOICES",
     "PlanEvidence",
     "Projection",
     "Projections",

@@ -90,15 +90,8 @@ def multiplier_bounds(
     return bottom / base, top / base
 
 
-def allocate(
-    beta: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    base: np.ndarray,
-    budget: float,
-    lo: np.ndarray,
-    hi: np.ndarray,
-) -> Allocation:
+def allocate(beta: np.ndarray, a: np.ndarray, b: np.ndarray, base: np.ndarray, budget: float, lo: np.ndarray,
+             hi: np.ndarray) -> Allocation:
     """Minimise ``Σ_j β_j (x_j + a_j)^(-b_j)`` s.t. ``Σ_j base_j x_j = budget``, ``lo <= x <= hi``.
 
     Args:
@@ -115,8 +108,7 @@ def allocate(
             or the bounds cannot meet the budget.
     """
     single = max(np.ndim(beta), np.ndim(a), np.ndim(b)) <= 1
-    beta, a, b = (np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in (beta, a, b))
-    beta, a, b = np.broadcast_arrays(beta, a, b)
+    beta, a, b = np.broadcast_arrays(*(np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in (beta, a, b)))
     if np.any(hi[None, :] + a <= 0):
         raise ValueError("a domain's upper bound lies outside its law's domain (x + a <= 0)")
     if np.dot(base, lo) > budget * (1 + 1e-12) or np.dot(base, hi) < budget * (1 - 1e-12):
@@ -128,11 +120,9 @@ def allocate(
         # log μ at which x_j(μ) reaches its floor / its upper bound.
         lm_floor = np.where(flat, -np.inf, k - (b + 1) * np.log(np.maximum(floor + a, 1e-300)))
         lm_top = np.where(flat, np.inf, k - (b + 1) * np.log(hi[None, :] + a))
-    lm_hi = np.max(lm_floor, axis=1) + 1.0
-    lm_lo = np.min(lm_top, axis=1) - 1.0
     all_flat = flat.all(axis=1)
-    lm_hi = np.where(all_flat, 0.0, lm_hi)
-    lm_lo = np.where(all_flat, 0.0, lm_lo)
+    lm_hi = np.where(all_flat, 0.0, np.max(lm_floor, axis=1) + 1.0)
+    lm_lo = np.where(all_flat, 0.0, np.min(lm_top, axis=1) - 1.0)
 
     def x_at(lm: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
@@ -147,8 +137,15 @@ def allocate(
         if np.all(lm_hi - lm_lo <= 1e-15 * np.maximum(1.0, np.abs(lm_hi))):
             break
     lm = 0.5 * (lm_lo + lm_hi)
-    x = x_at(lm)
-    # Surplus that the non-flat domains cannot take (all at hi) goes to flat domains by room.
+    x, degenerate = _settle(x_at(lm), flat, base, budget, lo, hi)
+    parts = (x, x <= lo[None, :] * (1 + 1e-9) + 1e-15, x >= hi[None, :] * (1 - 1e-9), degenerate, lm)
+    return Allocation(*(v[0] for v in parts)) if single else Allocation(*parts)
+
+
+def _settle(x: np.ndarray, flat: np.ndarray, base: np.ndarray, budget: float, lo: np.ndarray,
+            hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bisection's ``x`` made to spend the budget, and where the flat domains had to take the surplus that the
+    others cannot (all at ``hi``; by their room, arbitrary among them)."""
     surplus = budget - x @ base
     room = np.where(flat, (hi[None, :] - lo[None, :]) * base[None, :], 0.0)
     degenerate = (surplus > budget * 1e-9) & (room.sum(axis=1) > 0)
@@ -159,14 +156,7 @@ def allocate(
     resid = budget - x @ base
     fsum = (np.where(free, x, 0.0) @ base)
     fix = np.where(fsum > 0, resid / np.where(fsum > 0, fsum, 1.0), 0.0)
-    x = np.where(free, x * (1 + fix[:, None]), x)
-    at_lower = x <= lo[None, :] * (1 + 1e-9) + 1e-15
-    at_upper = x >= hi[None, :] * (1 - 1e-9)
-    out = Allocation(x=x, at_lower=at_lower, at_upper=at_upper, degenerate=degenerate, log_mu=lm)
-    if single:
-        return Allocation(x=x[0], at_lower=at_lower[0], at_upper=at_upper[0],
-                          degenerate=degenerate[0], log_mu=lm[0])
-    return out
+    return np.where(free, x * (1 + fix[:, None]), x), degenerate
 
 
 def kkt_violation(

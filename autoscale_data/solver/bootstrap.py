@@ -149,18 +149,9 @@ def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
 _METHODS = (AUTO, "seeds", "parametric", "residuals", "consistent_fits")
 
 
-def bootstrap_ddo(
-    runs: RunTable,
-    options: DDOOptions | None = None,
-    *,
-    n_boot: int = 1000,
-    method: str = AUTO,
-    noise_std: float | None = None,
-    level: float = 0.95,
-    seed: int = 0,
-    point: DDOResult | None = None,
-    **settings: Any,
-) -> BootstrapResult:
+def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: int = 1000, method: str = AUTO,
+                  noise_std: float | None = None, level: float = 0.95, seed: int = 0,
+                  point: DDOResult | None = None, **settings: Any) -> BootstrapResult:
     """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
 
     Args:
@@ -177,6 +168,27 @@ def bootstrap_ddo(
     Raises:
         ValueError: bad options, or no source of noise information for the chosen method.
     """
+    _check_settings(n_boot, method, noise_std, level)
+    o = build_options(DDOOptions, options, settings, caller="bootstrap_ddo")
+    point = fit_ddo(runs, o) if point is None else point
+    design = read_design(runs, o.base_run)
+    y = objective_values(runs, design, o.objective, o.val_domains)
+    pooled = _pooled_std(y, design.point_of_run)
+    method = _chosen_method(method, noise_std, np.bincount(design.point_of_run), pooled,
+                            min(f.dof for f in point.fits.values()))
+    base_w = design.base_tokens / design.budget_tokens
+    if method == "consistent_fits":
+        assert point.identifiability is not None  # fit_ddo always sets it
+        samples = point.identifiability.samples
+        return _summarise(design.domains, point, samples, base_w, method, None, level, samples.shape[0])
+    if method == "parametric":
+        noise_std = pooled if noise_std is None else float(noise_std)
+    reps = _replicates(method, y, design, o.objective, point.fits, noise_std, int(n_boot), np.random.default_rng(seed))
+    return _summarise(design.domains, point, _refit(reps, design, point, o, int(n_boot)), base_w, method,
+                      None if method != "parametric" else float(noise_std), level, int(n_boot))
+
+
+def _check_settings(n_boot: int, method: str, noise_std: float | None, level: float) -> None:
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level}")
     if int(n_boot) < 2:
@@ -185,39 +197,33 @@ def bootstrap_ddo(
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if noise_std is not None and not (np.isfinite(noise_std) and noise_std > 0):
         raise ValueError(f"noise_std must be > 0, got {noise_std}")
-    o = build_options(DDOOptions, options, settings, caller="bootstrap_ddo")
-    point = fit_ddo(runs, o) if point is None else point
-    design = read_design(runs, o.base_run)
-    y = objective_values(runs, design, o.objective, o.val_domains)
-    sizes = np.bincount(design.point_of_run)
-    pooled = _pooled_std(y, design.point_of_run)
-    min_dof = min(f.dof for f in point.fits.values())
+
+
+def _chosen_method(method: str, noise_std: float | None, sizes: np.ndarray, pooled: float | None,
+                   min_dof: int) -> str:
+    """``method``, or for ``"auto"`` the first the runs support (module doc); ``ValueError`` where they do not
+    support the one asked (``sizes``: runs per point, ``pooled``: the replicates' sd, ``min_dof``: of the fits)."""
     if method == AUTO:
         if noise_std is not None:
-            method = "parametric"
-        elif np.all(sizes >= 2):
-            method = "seeds"
-        elif pooled is not None:
-            method = "parametric"
-        else:
-            method = "residuals" if min_dof > 0 else "consistent_fits"
-    base_w = design.base_tokens / design.budget_tokens
-    if method == "consistent_fits":
-        assert point.identifiability is not None  # fit_ddo always sets it
-        samples = point.identifiability.samples
-        return _summarise(design.domains, point, samples, base_w, method, None, level, samples.shape[0])
+            return "parametric"
+        if np.all(sizes >= 2):
+            return "seeds"
+        if pooled is not None:
+            return "parametric"
+        return "residuals" if min_dof > 0 else "consistent_fits"
     if method == "seeds" and not np.any(sizes >= 2):
         raise ValueError("method='seeds' needs replicate runs (several seeds) at some allocation")
     if method == "residuals" and min_dof <= 0:
         raise ValueError("method='residuals' needs more points than parameters in every domain's fit")
-    if method == "parametric":
-        noise_std = pooled if noise_std is None else float(noise_std)
-        if noise_std is None:
-            raise ValueError("method='parametric' needs noise_std= or replicate runs to estimate it")
-    rng = np.random.default_rng(seed)
-    reps = _replicates(method, y, design, o.objective, point.fits, noise_std, int(n_boot), rng)
-    m = len(design.domains)
-    params = np.empty((3, int(n_boot), m))
+    if method == "parametric" and noise_std is None and pooled is None:
+        raise ValueError("method='parametric' needs noise_std= or replicate runs to estimate it")
+    return method
+
+
+def _refit(reps: list[tuple[np.ndarray, np.ndarray]], design: Any, point: DDOResult, o: DDOOptions,
+           n_boot: int) -> np.ndarray:
+    """The DDO optimum's weights of every replicate whose laws (refitted from the point fit's) are valid."""
+    params = np.empty((3, n_boot, len(design.domains)))
     for j, (ys, ws) in enumerate(reps):
         f = point.fits[design.domains[j]]
         init = {"a": f.a, "b": f.b, "c": f.c, "amplitude": f.amplitude}
@@ -225,15 +231,11 @@ def bootstrap_ddo(
                                   n_starts=1, init=init, grid="coarse")
         params[0, :, j], params[1, :, j], params[2, :, j] = out["amplitude"], out["a"], out["b"]
     ok = np.all(np.isfinite(params), axis=(0, 2))
-    base = design.base_tokens
-    nb = design.budget_tokens
+    base, nb = design.base_tokens, design.budget_tokens
     caps = token_caps_array(design.domains, o.token_caps, o.max_epochs)
     lo, hi = multiplier_bounds(base, nb, o.min_weight, o.max_weight, caps, design.domains)
     ok &= np.all(hi[None, :] + params[1] > 0, axis=1)
-    x = allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x
-    samples = x * base / nb
-    return _summarise(design.domains, point, samples, base_w, method,
-                      None if method != "parametric" else float(noise_std), level, int(n_boot))
+    return allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x * base / nb
 
 
 def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot) -> BootstrapResult:

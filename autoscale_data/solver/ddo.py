@@ -95,11 +95,8 @@ class DDOOptions:
             raise ValueError(f"weight_tol must be >= 0, got {self.weight_tol}")
 
 
-def token_caps_array(
-    domains: Sequence[str],
-    token_caps: Mapping[str, float] | None,
-    max_epochs: float | Mapping[str, float] | None = None,
-) -> np.ndarray | None:
+def token_caps_array(domains: Sequence[str], token_caps: Mapping[str, float] | None,
+                     max_epochs: float | Mapping[str, float] | None = None) -> np.ndarray | None:
     """Per-domain token caps (tokens available × epoch cap) in ``domains`` order, or None.
 
     Raises:
@@ -249,9 +246,6 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
         options: a :class:`DDOOptions`; its fields may also be given (or overridden) as keywords,
             e.g. ``fit_ddo(runs, objective="mean_loss", min_weight=0.02)``.
 
-    Returns:
-        The :class:`DDOResult`, with its identifiability.
-
     Raises:
         ValueError: bad design (see :func:`read_design`), too few multipliers for the law,
             infeasible bounds, or bad option values.
@@ -260,15 +254,7 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
     design = read_design(runs, o.base_run)
     domains = design.domains
     y = objective_values(runs, design, o.objective, o.val_domains)
-    fits: dict[str, PowerLawFit] = {}
-    local: dict[str, list[PowerLawFit]] = {}
-    for j, d in enumerate(domains):
-        idx = design.domain_points(j)
-        try:
-            local[d] = local_fits(design.multiplier[idx], y[idx], law=o.law)
-            fits[d] = fit_power_law_paper(design.multiplier[idx], y[idx]) if o.fit == "paper" else local[d][0]
-        except ValueError as exc:
-            raise ValueError(f"domain {d!r}: {exc}") from None
+    fits, local = _domain_fits(design, y, o)
     base = design.base_tokens
     n = design.budget_tokens if o.budget_tokens is None else float(o.budget_tokens)
     caps = token_caps_array(domains, o.token_caps, o.max_epochs)
@@ -286,25 +272,29 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
                      at=dict(zip(domains, x.tolist(), strict=True)), candidates=local, level=o.profile_level,
                      weight_tol=o.weight_tol)
     return DDOResult(
-        weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)},
-        budget_tokens=n,
+        weights={d: float(v) for d, v in zip(domains, alloc / n, strict=False)}, budget_tokens=n,
         allocation_tokens={d: float(v) for d, v in zip(domains, alloc, strict=False)},
         multipliers={d: float(v) for d, v in zip(domains, x, strict=False)},
-        base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)},
-        diagnostics=fits,
-        aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
-        loo_aar=_loo_aar(design, y, o.law, fits),
-        pinned=list(bounds_hit),
-        bounds_hit=bounds_hit,
-        status="degenerate" if bool(sol.degenerate) else "optimal",
-        kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi),
-        objective=o.objective,
-        law=o.law,
-        predicted_change=change,
-        base_runs=[design.run_ids[i] for i in design.base_runs],
-        min_weight=float(o.min_weight),
-        max_weight=float(o.max_weight),
+        base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)}, diagnostics=fits,
+        aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))), loo_aar=_loo_aar(design, y, o.law, fits),
+        pinned=list(bounds_hit), bounds_hit=bounds_hit, status="degenerate" if bool(sol.degenerate) else "optimal",
+        kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi), objective=o.objective, law=o.law,
+        predicted_change=change, base_runs=[design.run_ids[i] for i in design.base_runs],
+        min_weight=float(o.min_weight), max_weight=float(o.max_weight),
         token_caps=None if caps is None else {d: float(c) for d, c in zip(domains, caps, strict=False)},
-        fit_mode=o.fit,
-        identifiability=ident,
-    )
+        fit_mode=o.fit, identifiability=ident)
+
+
+def _domain_fits(design: DDODesign, y: np.ndarray,
+                 o: DDOOptions) -> tuple[dict[str, PowerLawFit], dict[str, list[PowerLawFit]]]:
+    """Each domain's law (``o.fit``) and its local fits over the shift grid, the domain named in an error."""
+    fits: dict[str, PowerLawFit] = {}
+    local: dict[str, list[PowerLawFit]] = {}
+    for j, d in enumerate(design.domains):
+        idx = design.domain_points(j)
+        try:
+            local[d] = local_fits(design.multiplier[idx], y[idx], law=o.law)
+            fits[d] = fit_power_law_paper(design.multiplier[idx], y[idx]) if o.fit == "paper" else local[d][0]
+        except ValueError as exc:
+            raise ValueError(f"domain {d!r}: {exc}") from None
+    return fits, local

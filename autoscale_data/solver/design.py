@@ -137,6 +137,23 @@ def _same(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.isclose(u, v, rtol=_RTOL, atol=0.0)
 
 
+def _base_point(pts: np.ndarray, point_of_run: np.ndarray, ids: tuple[str, ...], base_run: str | None) -> int:
+    """The allocation of ``base_run``, else the one allocation that differs from every other in one domain at most."""
+    if base_run is not None:
+        if base_run not in ids:
+            raise ValueError(f"base_run {base_run!r} is not a run id")
+        return int(point_of_run[ids.index(base_run)])
+    ndiff = (~_same(pts[:, None, :], pts[None, :, :])).sum(axis=2)
+    cands = [p for p in range(len(pts)) if np.all(ndiff[p] <= 1)]
+    if not cands:
+        raise ValueError("no base run: no allocation differs from every other one in a single domain "
+                         f"({len(pts)} distinct allocations among runs {list(ids)})")
+    if len(cands) > 1:
+        names = [[ids[i] for i in np.flatnonzero(point_of_run == p)] for p in cands]
+        raise ValueError(f"several candidate base allocations (runs {names}); pass base_run=")
+    return cands[0]
+
+
 def read_design(table: RunTable, base_run: str | None = None) -> DDODesign:
     """Group runs into allocations, find the base and each run's perturbed domain.
 
@@ -159,22 +176,7 @@ def read_design(table: RunTable, base_run: str | None = None) -> DDODesign:
     first = np.argmax(same_run, axis=1)  # first run at the same allocation
     reps, point_of_run = np.unique(first, return_inverse=True)
     pts = tok[reps]
-    ndiff = (~_same(pts[:, None, :], pts[None, :, :])).sum(axis=2)
-    if base_run is not None:
-        if base_run not in ids:
-            raise ValueError(f"base_run {base_run!r} is not a run id")
-        base_p = int(point_of_run[ids.index(base_run)])
-    else:
-        cands = [p for p in range(len(pts)) if np.all(ndiff[p] <= 1)]
-        if not cands:
-            raise ValueError(
-                "no base run: no allocation differs from every other one in a single domain "
-                f"({len(pts)} distinct allocations among runs {list(ids)})"
-            )
-        if len(cands) > 1:
-            names = [[ids[i] for i in np.flatnonzero(point_of_run == p)] for p in cands]
-            raise ValueError(f"several candidate base allocations (runs {names}); pass base_run=")
-        base_p = cands[0]
+    base_p = _base_point(pts, point_of_run, ids, base_run)
     base = pts[base_p]
     zero = [domains[j] for j in np.flatnonzero(base <= 0)]
     if zero:
@@ -184,10 +186,8 @@ def read_design(table: RunTable, base_run: str | None = None) -> DDODesign:
     for i, row in enumerate(tok):
         diff = np.flatnonzero(~_same(row, base))
         if diff.size > 1:
-            raise ValueError(
-                f"run {ids[i]!r} differs from the base run in {[domains[j] for j in diff]}; "
-                "DDO runs change one domain's tokens at a time"
-            )
+            raise ValueError(f"run {ids[i]!r} differs from the base run in {[domains[j] for j in diff]}; "
+                             "DDO runs change one domain's tokens at a time")
         if diff.size == 1:
             j = int(diff[0])
             # rounded so that a change of token unit cannot move a multiplier by an ulp

@@ -118,6 +118,41 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
     """
     beta, aa, bb, eb, u, lo_r, hi_r = (np.asarray(v, dtype=np.float64)
                                        for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
+    _check_problem(beta, aa, bb, eb, u, lo_r, hi_r, budget)
+    e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
+    e_hi = np.asarray(effective_tokens(hi_r, u, r_star), dtype=np.float64).reshape(u.shape)
+    if np.any(e_hi / eb + aa <= 0):
+        raise ValueError("a domain's upper bound lies outside its law's domain (x + a <= 0)")
+    e_lo = np.maximum(e_lo, eb * np.maximum(-aa, 0.0) * (1 + 1e-12) + 1e-12 * budget)  # x + a > 0, log-worth finite
+    law = _Worth(beta, aa, bb, eb, u, e_lo, e_hi, r_star)
+    free = np.flatnonzero(~law.flat)
+    degenerate = False
+    if free.size:
+        top = max(law.log_gain(j, e_lo[j]) - float(np.log(raw_slope(e_lo[j], u[j], r_star))) for j in free) + 1.0
+        bottom = min(law.log_gain(j, e_hi[j]) - float(np.log(raw_slope(e_hi[j], u[j], r_star))) for j in free) - 1.0
+    if free.size == 0 or law.total(bottom) < budget * (1 - _RTOL):
+        # the fitted laws want less than the budget (all at their upper bounds): flat laws absorb the rest
+        degenerate, lam = True, 0.0
+        raw = np.asarray(raw_tokens(law.e_at(bottom) if free.size else e_lo.copy(), u, r_star), dtype=np.float64)
+        room = np.where(law.flat, hi_r - raw, 0.0)
+        if room.sum() <= 0:
+            room = hi_r - raw
+        raw = raw + room * (budget - raw.sum()) / room.sum()
+        e = np.asarray(effective_tokens(raw, u, r_star), dtype=np.float64).reshape(u.shape)
+    else:
+        log_lam = top if law.total(top) >= budget * (1 - _RTOL) else brentq(  # top: every domain at its lower bound
+            lambda s: law.total(s) - budget, bottom, top, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+        lam = math.exp(log_lam)
+        e = law.e_at(log_lam)
+        raw = np.asarray(raw_tokens(e, u, r_star), dtype=np.float64)
+    at_upper = raw >= hi_r * (1 - 1e-9)
+    return EffectiveAllocation(x=e / eb, effective=e, raw=raw, at_lower=(raw <= lo_r * (1 + 1e-9) + 1e-9) & ~at_upper,
+                               at_upper=at_upper, lam=float(lam), degenerate=degenerate)
+
+
+def _check_problem(beta: np.ndarray, aa: np.ndarray, bb: np.ndarray, eb: np.ndarray, u: np.ndarray,
+                   lo_r: np.ndarray, hi_r: np.ndarray, budget: float) -> None:
+    """The ``ValueError`` of :func:`allocate_effective` for shapes or values out of range."""
     _check_arrays(beta, aa, bb, eb, u, lo_r, hi_r)
     if np.any(~(eb > 0)) or np.any(~np.isfinite(eb)):
         raise ValueError(f"base effective tokens must be positive and finite, got {eb.tolist()}")
@@ -129,61 +164,48 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
         raise ValueError(f"budget must be > 0 tokens, got {budget}")
     if lo_r.sum() > budget * (1 + 1e-12) or hi_r.sum() < budget * (1 - 1e-12):
         raise ValueError(f"raw-token bounds (sum {lo_r.sum():g} to {hi_r.sum():g}) cannot meet the budget {budget:g}")
-    e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
-    e_hi = np.asarray(effective_tokens(hi_r, u, r_star), dtype=np.float64).reshape(u.shape)
-    if np.any(e_hi / eb + aa <= 0):
-        raise ValueError("a domain's upper bound lies outside its law's domain (x + a <= 0)")
-    e_lo = np.maximum(e_lo, eb * np.maximum(-aa, 0.0) * (1 + 1e-12) + 1e-12 * budget)  # x + a > 0, log-worth finite
-    flat = ~(beta * bb > 0)
 
-    def log_gain(j: int, e: float) -> float:  # log of -dL/de: the worth of one more effective token
-        return float(np.log(beta[j] * bb[j]) - (bb[j] + 1.0) * np.log(e / eb[j] + aa[j]) - np.log(eb[j]))
 
-    def e_at(log_lam: float) -> np.ndarray:
-        out = e_lo.copy()
-        for j in np.flatnonzero(~flat):
+@dataclass(frozen=True)
+class _Worth:
+    """The laws of :func:`allocate_effective` in effective tokens, and each domain's tokens at a price of raw tokens."""
+
+    beta: np.ndarray
+    aa: np.ndarray
+    bb: np.ndarray
+    eb: np.ndarray
+    u: np.ndarray
+    e_lo: np.ndarray
+    e_hi: np.ndarray
+    r_star: float
+
+    @property
+    def flat(self) -> np.ndarray:
+        """The domains whose law gains nothing from tokens."""
+        return ~(self.beta * self.bb > 0)
+
+    def log_gain(self, j: int, e: float) -> float:
+        """The log of -dL/de: the worth of one more effective token of domain ``j`` at ``e``."""
+        return float(np.log(self.beta[j] * self.bb[j]) - (self.bb[j] + 1.0) * np.log(e / self.eb[j] + self.aa[j])
+                     - np.log(self.eb[j]))
+
+    def e_at(self, log_lam: float) -> np.ndarray:
+        """Each domain's effective tokens where its worth per raw token is ``exp(log_lam)`` (within its bounds)."""
+        out = self.e_lo.copy()
+        for j in np.flatnonzero(~self.flat):
             def h(e: float, j: int = j) -> float:  # decreasing in e: worth falls, raw cost rises
-                return log_gain(j, e) - log_lam - float(np.log(raw_slope(e, u[j], r_star)))
-            if h(e_lo[j]) <= 0:
-                out[j] = e_lo[j]
-            elif h(e_hi[j]) >= 0:
-                out[j] = e_hi[j]
+                return self.log_gain(j, e) - log_lam - float(np.log(raw_slope(e, self.u[j], self.r_star)))
+            if h(self.e_lo[j]) <= 0:
+                out[j] = self.e_lo[j]
+            elif h(self.e_hi[j]) >= 0:
+                out[j] = self.e_hi[j]
             else:
-                out[j] = brentq(h, e_lo[j], e_hi[j], xtol=1e-15 * e_hi[j], rtol=4 * np.finfo(float).eps)
+                out[j] = brentq(h, self.e_lo[j], self.e_hi[j], xtol=1e-15 * self.e_hi[j], rtol=4 * np.finfo(float).eps)
         return out
 
-    def total(log_lam: float) -> float:
-        return float(np.sum(raw_tokens(e_at(log_lam), u, r_star)))
-
-    free = np.flatnonzero(~flat)
-    degenerate = False
-    if free.size:
-        top = max(log_gain(j, e_lo[j]) - float(np.log(raw_slope(e_lo[j], u[j], r_star))) for j in free) + 1.0
-        bottom = min(log_gain(j, e_hi[j]) - float(np.log(raw_slope(e_hi[j], u[j], r_star))) for j in free) - 1.0
-    if free.size == 0 or total(bottom) < budget * (1 - _RTOL):
-        # the fitted laws want less than the budget (all at their upper bounds): flat laws absorb the rest
-        degenerate = True
-        lam = 0.0
-        e = e_at(bottom) if free.size else e_lo.copy()
-        raw = np.asarray(raw_tokens(e, u, r_star), dtype=np.float64)
-        room = np.where(flat, hi_r - raw, 0.0)
-        if room.sum() <= 0:
-            room = hi_r - raw
-        raw = raw + room * (budget - raw.sum()) / room.sum()
-        e = np.asarray(effective_tokens(raw, u, r_star), dtype=np.float64).reshape(u.shape)
-    else:
-        if total(top) >= budget * (1 - _RTOL):  # every domain at its lower bound meets the budget
-            log_lam = top
-        else:
-            log_lam = brentq(lambda s: total(s) - budget, bottom, top, xtol=1e-14, rtol=4 * np.finfo(float).eps,
-                             maxiter=500)
-        lam = math.exp(log_lam)
-        e = e_at(log_lam)
-        raw = np.asarray(raw_tokens(e, u, r_star), dtype=np.float64)
-    at_lower = raw <= lo_r * (1 + 1e-9) + 1e-9
-    at_upper = raw >= hi_r * (1 - 1e-9)
-    return EffectiveAllocation(x=e / eb, effective=e, raw=raw, at_lower=at_lower & ~at_upper, at_upper=at_upper,
-                               lam=float(lam), degenerate=degenerate)
+    def total(self, log_lam: float) -> float:
+        """The raw tokens of :meth:`e_at` in all."""
+        return float(np.sum(raw_tokens(self.e_at(log_lam), self.u, self.r_star)))
 
 
 @dataclass(frozen=True)
@@ -288,23 +310,20 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         project_at: effective budget ``E`` -> effective tokens per domain at ``E`` (a projection's path
             through the per-budget optima in effective tokens; each domain's tokens non-decreasing in ``E``).
         target_tokens: the target's raw budget ``T``.
-        unique: the target's unique tokens per domain.
+        unique: the target's unique tokens per domain; r_star: ``R*``.
         caps: raw tokens available per domain at the target (unique x max_epochs; finite).
-        r_star: ``R*``.
 
     Raises:
-        ValueError: bad values, a domain missing from ``unique``/``caps``, or a path that cannot spend ``T``
-            raw tokens (every domain capped).
+        ValueError: bad values, a domain missing from ``unique``/``caps``, or ``T`` raw tokens unspent (all capped).
     """
     t = float(target_tokens)
     if not (math.isfinite(t) and t > 0):
         raise ValueError(f"target_tokens must be > 0, got {target_tokens}")
     domains = tuple(project_at(t))
-    missing = sorted(set(domains) - set(unique)) + sorted(set(domains) - set(caps))
+    missing = sorted(set(domains) - (set(unique) & set(caps)))
     if missing:
-        raise ValueError(f"unique tokens or caps are missing for domains {sorted(set(missing))}")
-    u = np.array([float(unique[d]) for d in domains])
-    cap = np.array([float(caps[d]) for d in domains])
+        raise ValueError(f"unique tokens or caps are missing for domains {missing}")
+    u, cap = (np.array([float(given[d]) for d in domains]) for given in (unique, caps))
     if np.any(~np.isfinite(cap)) or np.any(~(cap > 0)):
         raise ValueError(f"caps must be positive and finite raw tokens, got {dict(caps)}")
     e_cap = np.asarray(effective_tokens(cap, u, r_star), dtype=np.float64).reshape(u.shape)
@@ -316,33 +335,32 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
     def raw_of(e: np.ndarray) -> np.ndarray:  # raw tokens of an effective allocation, capped domains at their cap
         return np.where(e >= e_cap, cap, np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star), dtype=np.float64))
 
-    def cost(e_budget: float) -> np.ndarray:
-        return raw_of(alloc(e_budget))
+    e_budget = _spend(lambda e: raw_of(alloc(e)), t, dict(zip(domains, cap.tolist(), strict=True)))
+    asked = alloc(e_budget)
+    raw = raw_of(asked)
+    raw = raw * (t / raw.sum())  # the root's last ~1e-12
+    capped = [d for d, v, c in zip(domains, asked, e_cap, strict=True) if v >= c * (1 - 1e-9)]
+    plain = alloc(t)
+    warnings = [f"the projection asks more of {capped} than their unique tokens give at the target within "
+                "max_epochs: held at the cap, the other domains take the rest"] if capped else []
+    return EffectiveProjection(
+        budget_tokens=t, effective_budget=float(e_budget),
+        weights={d: float(v / t) for d, v in zip(domains, raw, strict=True)},
+        allocation_tokens={d: float(v) for d, v in zip(domains, raw, strict=True)},
+        effective_tokens={d: float(v) for d, v in zip(domains, np.minimum(asked, e_cap), strict=True)},
+        epochs={d: float(v / w) for d, v, w in zip(domains, raw, u, strict=True)},
+        capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain, strict=True)},
+        warnings=warnings)
 
+
+def _spend(cost: Callable[[float], np.ndarray], t: float, caps: Mapping[str, float]) -> float:
+    """The effective budget whose allocation costs ``t`` raw tokens (``cost``: per domain), bracketed by doubling."""
     lo, hi = t * 1e-6, t  # raw >= effective: at E = T the path costs at least T unless a domain is capped
     grow = 0
     while cost(hi).sum() < t * (1 - _RTOL):
         lo, hi, grow = hi, hi * 2.0, grow + 1
         if grow > 60:
             raise ValueError(f"the projection cannot spend {t:g} raw tokens: the domains it grows are capped "
-                             f"({dict(zip(domains, cap.tolist(), strict=True))} raw tokens available)")
-    e_budget = t if abs(cost(t).sum() - t) <= _RTOL * t else brentq(
+                             f"({caps} raw tokens available)")
+    return t if abs(cost(t).sum() - t) <= _RTOL * t else brentq(
         lambda e: cost(e).sum() - t, lo, hi, xtol=1e-12 * t, rtol=4 * np.finfo(float).eps, maxiter=500)
-    asked = alloc(e_budget)
-    e = np.minimum(asked, e_cap)
-    raw = raw_of(asked)
-    raw = raw * (t / raw.sum())  # the root's last ~1e-12
-    capped = [d for d, v, c in zip(domains, asked, e_cap, strict=True) if v >= c * (1 - 1e-9)]
-    plain = alloc(t)
-    warnings = []
-    if capped:
-        warnings.append(f"the projection asks more of {capped} than their unique tokens give at the target "
-                        "within max_epochs: held at the cap, the other domains take the rest")
-    return EffectiveProjection(
-        budget_tokens=t, effective_budget=float(e_budget),
-        weights={d: float(v / t) for d, v in zip(domains, raw, strict=True)},
-        allocation_tokens={d: float(v) for d, v in zip(domains, raw, strict=True)},
-        effective_tokens={d: float(v) for d, v in zip(domains, e, strict=True)},
-        epochs={d: float(v / w) for d, v, w in zip(domains, raw, u, strict=True)},
-        capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain, strict=True)},
-        warnings=warnings)

@@ -27,6 +27,7 @@ reads the ratio ``σ / replicate_sd``, not the test).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from .ddo import DDOOptions
 from .joint import JointFit, _gather, _model, _pure_error
 from .runs import RunTable
 
-__all__ = ["GainEstimate", "predicted_gain"]
+__all__ = ["GainEstimate", "predicted_gain", "predicted_gains"]
 
 _SINGULAR_RTOL = 1e-10  # a singular value below this fraction of the largest is a direction the runs do not fix
 _NULL_ATOL = 1e-8  # a gradient component along such a direction above this (relative) makes the variance infinite
@@ -89,6 +90,86 @@ def _free(fit: JointFit, m: int) -> np.ndarray:
     return free
 
 
+@dataclass
+class _Law:
+    """What every gain under one joint fit shares: the runs' noise, the free parameters, the Jacobian and its SVD."""
+
+    fit: JointFit
+    p: np.ndarray
+    s: np.ndarray
+    free: np.ndarray
+    jac: np.ndarray
+    residual: float  # the law's σ
+    noise: float  # of one run: σ, or the replicates' sd where larger
+    replicate: float | None
+    dof_pe: int
+    lack_of_fit_p: float | None
+
+    @classmethod
+    def of(cls, fit: JointFit, tables: Sequence[RunTable], options: DDOOptions | None) -> _Law:
+        o = options or DDOOptions()
+        data = _gather(tables, o.objective, o.val_domains, None)
+        if data.domains != fit.domains or data.y.size != fit.n_points:
+            raise ValueError(f"the tables ({data.y.size} runs of {data.domains}) are not those of the joint fit "
+                             f"({fit.n_points} runs of {fit.domains})")
+        amp, a, g, s = fit._arrays()
+        p = np.concatenate([amp, a, g, [fit.floor]])
+        free = _free(fit, len(fit.domains))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a wild law: inf, judged below
+            jac = _model(p, data.u)[1][:, free]
+        dof = data.y.size - int(free.sum())
+        residual = float(np.sqrt(fit.sse / dof)) if dof > 0 else float("inf")
+        ss_pe, dof_pe = _pure_error(data)
+        lof_p, noise = None, residual
+        replicate = float(np.sqrt(ss_pe / dof_pe)) if dof_pe > 0 else None
+        if dof_pe > 0 and dof > dof_pe:
+            lof_ss, lof_dof = max(fit.sse - ss_pe, 0.0), dof - dof_pe
+            if ss_pe > 0:
+                lof_p = float(f_dist.sf((lof_ss / lof_dof) / (ss_pe / dof_pe), lof_dof, dof_pe))
+            else:  # replicates that agree exactly: the law must fit exactly too
+                lof_p = 1.0 if lof_ss <= 1e-12 * max(float(np.sum(data.y ** 2)), 1e-300) else 0.0
+            noise = max(noise, replicate)
+        return cls(fit, p, s, free, jac, residual, noise, replicate, dof_pe, lof_p)
+
+    @functools.cached_property
+    def svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The column scales of the Jacobian and the SVD (singular values, right vectors) of the scaled one."""
+        scale = np.linalg.norm(self.jac, axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        _, sv, vt = np.linalg.svd(self.jac / scale, full_matrices=False)
+        return scale, sv, vt
+
+    def sd(self, gain: float, grad: np.ndarray) -> float:
+        """The delta method's sd of a gain with gradient ``grad`` (module doc); inf where the runs do not fix it."""
+        if not (np.isfinite(self.residual) and np.isfinite(gain) and np.all(np.isfinite(self.jac))
+                and np.all(np.isfinite(grad))):
+            return float("inf")
+        scale, sv, vt = self.svd
+        proj = vt @ (grad / scale)
+        null = sv < _SINGULAR_RTOL * sv.max() if sv.size else np.zeros(0, dtype=bool)
+        if np.any(np.abs(proj[null]) > _NULL_ATOL * max(float(np.linalg.norm(grad / scale)), 1e-300)):
+            return float("inf")
+        with np.errstate(over="ignore"):
+            return float(self.residual * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
+
+    def gain(self, reference: Mapping[str, float], candidate: Mapping[str, float]) -> GainEstimate:
+        fit, norm = self.fit, self.fit.normalizer
+        for name, alloc in (("reference", reference), ("candidate", candidate)):
+            missing = sorted(set(fit.domains) - set(alloc))
+            if missing:
+                raise ValueError(f"the {name} allocation lacks domains {missing}")
+        u = np.array([[float(alloc[d]) for d in fit.domains] for alloc in (reference, candidate)]) / self.s
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            values, grads = _model(self.p, u)
+        gain = float(values[0] - values[1])
+        sd = self.sd(gain, (grads[0] - grads[1])[self.free])
+        return GainEstimate(gain=gain * norm, sd=sd * norm, noise=self.noise * norm,
+                            free_parameters=int(self.free.sum()), points=int(fit.n_points),
+                            replicate_dof=int(self.dof_pe),
+                            replicate_sd=None if self.replicate is None else self.replicate * norm,
+                            residual_sd=self.residual * norm, lack_of_fit_p=self.lack_of_fit_p)
+
+
 def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping[str, float],
                    candidate: Mapping[str, float], options: DDOOptions | None = None) -> GainEstimate:
     """The predicted gain of ``candidate`` over ``reference`` (token allocations) under ``fit`` (module doc).
@@ -102,49 +183,22 @@ def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping
     Raises:
         ValueError: an allocation lacks a domain of the fit, or the tables are not the fit's.
     """
-    o = options or DDOOptions()
-    data = _gather(tables, o.objective, o.val_domains, None)
-    if data.domains != fit.domains or data.y.size != fit.n_points:
-        raise ValueError(f"the tables ({data.y.size} runs of {data.domains}) are not those of the joint fit "
-                         f"({fit.n_points} runs of {fit.domains})")
-    m = len(fit.domains)
-    for name, alloc in (("reference", reference), ("candidate", candidate)):
-        missing = sorted(set(fit.domains) - set(alloc))
-        if missing:
-            raise ValueError(f"the {name} allocation lacks domains {missing}")
-    amp, a, g, s = fit._arrays()
-    p = np.concatenate([amp, a, g, [fit.floor]])
-    u = np.array([[float(alloc[d]) for d in fit.domains] for alloc in (reference, candidate)]) / s
-    free = _free(fit, m)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a wild law: inf, judged below
-        values, grads = _model(p, u)
-        jac = _model(p, data.u)[1][:, free]
-    gain = float(values[0] - values[1])
-    grad = (grads[0] - grads[1])[free]
-    k = int(free.sum())
-    dof = data.y.size - k
-    noise = float(np.sqrt(fit.sse / dof)) if dof > 0 else float("inf")
-    sd = float("inf")
-    if np.isfinite(noise) and np.isfinite(gain) and np.all(np.isfinite(jac)) and np.all(np.isfinite(grad)):
-        scale = np.linalg.norm(jac, axis=0)
-        scale = np.where(scale > 0, scale, 1.0)
-        _, sv, vt = np.linalg.svd(jac / scale, full_matrices=False)
-        proj = vt @ (grad / scale)
-        null = sv < _SINGULAR_RTOL * sv.max() if sv.size else np.zeros(0, dtype=bool)
-        if not np.any(np.abs(proj[null]) > _NULL_ATOL * max(float(np.linalg.norm(grad / scale)), 1e-300)):
-            with np.errstate(over="ignore"):
-                sd = float(noise * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
-    ss_pe, dof_pe = _pure_error(data)
-    lof_p, residual = None, noise
-    replicate = float(np.sqrt(ss_pe / dof_pe)) if dof_pe > 0 else None
-    if dof_pe > 0 and dof > dof_pe:
-        lof_ss, lof_dof = max(fit.sse - ss_pe, 0.0), dof - dof_pe
-        if ss_pe > 0:
-            lof_p = float(f_dist.sf((lof_ss / lof_dof) / (ss_pe / dof_pe), lof_dof, dof_pe))
-        else:  # replicates that agree exactly: the law must fit exactly too
-            lof_p = 1.0 if lof_ss <= 1e-12 * max(float(np.sum(data.y ** 2)), 1e-300) else 0.0
-        noise = max(noise, replicate)
-    norm = fit.normalizer
-    return GainEstimate(gain=gain * norm, sd=sd * norm, noise=noise * norm, free_parameters=k, points=int(data.y.size),
-                        replicate_dof=int(dof_pe), replicate_sd=None if replicate is None else replicate * norm,
-                        residual_sd=residual * norm, lack_of_fit_p=lof_p)
+    return _Law.of(fit, tables, options).gain(reference, candidate)
+
+
+def predicted_gains(fit: JointFit, tables: Sequence[RunTable], reference: Mapping[str, float],
+                    candidates: Mapping[str, Mapping[str, float]],
+                    options: DDOOptions | None = None) -> dict[str, GainEstimate | str]:
+    """:func:`predicted_gain` of each of ``candidates`` (``{name: allocation}``), the fit's Jacobian and its SVD
+    computed once; a candidate's error as its text."""
+    try:
+        law = _Law.of(fit, tables, options)
+    except ValueError as exc:
+        return {name: str(exc) for name in candidates}
+    out: dict[str, GainEstimate | str] = {}
+    for name, alloc in candidates.items():
+        try:
+            out[name] = law.gain(reference, alloc)
+        except ValueError as exc:
+            out[name] = str(exc)
+    return out

@@ -318,15 +318,9 @@ class JointIdentifiability(Record):
                 "narrow this.")
 
 
-def identify(
-    fits: Mapping[str, PowerLawFit],
-    optimum: Optimum,
-    *,
-    at: Mapping[str, float] | None = None,
-    candidates: Mapping[str, Sequence[PowerLawFit]] | None = None,
-    level: float = 0.95,
-    weight_tol: float = 0.01,
-) -> Identifiability:
+def identify(fits: Mapping[str, PowerLawFit], optimum: Optimum, *, at: Mapping[str, float] | None = None,
+             candidates: Mapping[str, Sequence[PowerLawFit]] | None = None, level: float = 0.95,
+             weight_tol: float = 0.01) -> Identifiability:
     """Range of the optimal weights over the fits consistent with each domain's points.
 
     Args:

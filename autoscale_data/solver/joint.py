@@ -82,8 +82,10 @@ def _sorted_table(table: RunTable) -> RunTable:
     return RunTable(sorted(table.runs, key=lambda r: r.run_id))
 
 
-def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | Mapping[str, float] | None,
-            base_runs: Sequence[str | None] | None, min_tables: int = 2) -> _Data:
+def _checked_tables(tables: Sequence[RunTable], base_runs: Sequence[str | None] | None,
+                    min_tables: int) -> list[str | None]:
+    """The base run of each table (None: found), after checking the tables are ``min_tables`` or more of one
+    set of training domains."""
     if isinstance(tables, RunTable) or not isinstance(tables, Sequence):
         raise ValueError(f"tables must be a sequence of RunTables (one per budget), got {type(tables).__name__}")
     if len(tables) < min_tables:
@@ -95,11 +97,17 @@ def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[st
     bases = [None] * len(tables) if base_runs is None else list(base_runs)
     if len(bases) != len(tables):
         raise ValueError(f"base_runs has {len(bases)} entries for {len(tables)} tables")
-    domains = tables[0].train_domains
     for k, t in enumerate(tables):
-        if set(t.train_domains) != set(domains):
+        if set(t.train_domains) != set(tables[0].train_domains):
             raise ValueError(f"tables[{k}] has training domains {sorted(t.train_domains)}, "
-                             f"tables[0] has {sorted(domains)}")
+                             f"tables[0] has {sorted(tables[0].train_domains)}")
+    return bases
+
+
+def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | Mapping[str, float] | None,
+            base_runs: Sequence[str | None] | None, min_tables: int = 2) -> _Data:
+    bases = _checked_tables(tables, base_runs, min_tables)
+    domains = tables[0].train_domains
     sorted_tables = [_sorted_table(t) for t in tables]
     designs: list[DDODesign] | None = []
     for k, (t, b) in enumerate(zip(sorted_tables, bases, strict=True)):
@@ -461,15 +469,9 @@ def joint_options(options: DDOOptions | None, settings: Mapping[str, Any], *, ca
     return build_options(DDOOptions, options, settings, caller=caller)
 
 
-def fit_joint(
-    tables: Sequence[RunTable],
-    options: DDOOptions | None = None,
-    *,
-    target_tokens: float | None = None,
-    base_runs: Sequence[str | None] | None = None,
-    objective_weights: Mapping[str, float] | None = None,
-    **settings: Any,
-) -> JointFit:
+def fit_joint(tables: Sequence[RunTable], options: DDOOptions | None = None, *, target_tokens: float | None = None,
+              base_runs: Sequence[str | None] | None = None, objective_weights: Mapping[str, float] | None = None,
+              **settings: Any) -> JointFit:
     """Fit one law to the runs of two or more budgets and optimise it at ``target_tokens``.
 
     The tables may be DDO designs (2m+1, 4m+1, ...) or runs of any mixtures (random, a grid, an
@@ -507,13 +509,8 @@ def fit_joint(
     return _fit(data, target_tokens, o)
 
 
-def fit_budget_law(
-    table: RunTable,
-    options: DDOOptions | None = None,
-    *,
-    objective_weights: Mapping[str, float] | None = None,
-    **settings: Any,
-) -> JointFit:
+def fit_budget_law(table: RunTable, options: DDOOptions | None = None, *,
+                   objective_weights: Mapping[str, float] | None = None, **settings: Any) -> JointFit:
     """The same law fitted to the runs of one budget (any mixtures) and optimised at that budget.
 
     The per-budget counterpart of :func:`fit_joint` for tables that are not DDO designs (the
@@ -635,6 +632,37 @@ def _pure_error(data: _Data) -> tuple[float, int]:
     return ss, dof
 
 
+def _noise_variance(data: _Data, res: np.ndarray, n_par: int) -> tuple[float, str]:
+    """``s²`` of :func:`_identify_joint` and its source: the replicates' pure error, else the residual's."""
+    n_pts = data.y.size
+    ss_pe, dof_pe = _pure_error(data)
+    if dof_pe > 0:
+        s2, source = ss_pe / dof_pe, "replicates"
+    elif n_pts > n_par:
+        s2, source = float(res @ res) / (n_pts - n_par), "residual"
+    else:
+        s2, source = 0.0, "none"
+    return max(s2, 1e-12 * float(data.y @ data.y) / n_pts), source
+
+
+def _consistent_fits(ps: np.ndarray, grad: np.ndarray, inv: np.ndarray, null: np.ndarray,
+                     radius: float) -> list[np.ndarray]:
+    """The (scaled) parameters ``ps``, the two fits at ``radius`` that move each weight most (``grad``: the
+    weights' gradients, ``inv``: the pseudo-inverse of JᵀJ) and ``ps`` moved by its size along each ``null``
+    direction."""
+    cands = [ps]
+    for g in grad:
+        cg = inv @ g
+        var = float(g @ cg)
+        if var > 0:
+            step = radius * cg / np.sqrt(var)
+            cands += [ps + step, ps - step]
+    size = max(float(np.linalg.norm(ps)), 1e-12)
+    for v in null:
+        cands += [ps + size * v, ps - size * v]
+    return cands
+
+
 def _identify_joint(data: _Data, p: np.ndarray, lo_x: np.ndarray, hi_x: np.ndarray, *, target: float,
                    level: float = 0.95, weight_tol: float = 0.01) -> JointIdentifiability:
     """Range of the law's optimum over the fits consistent with the runs (any design).
@@ -653,14 +681,7 @@ def _identify_joint(data: _Data, p: np.ndarray, lo_x: np.ndarray, hi_x: np.ndarr
     pred, jac = _model(p, data.u)
     res = data.y - pred
     n_pts, n_par = jac.shape
-    ss_pe, dof_pe = _pure_error(data)
-    if dof_pe > 0:
-        s2, source = ss_pe / dof_pe, "replicates"
-    elif n_pts > n_par:
-        s2, source = float(res @ res) / (n_pts - n_par), "residual"
-    else:
-        s2, source = 0.0, "none"
-    s2 = max(s2, 1e-12 * float(data.y @ data.y) / n_pts)
+    s2, source = _noise_variance(data, res, n_par)
     d = np.sqrt((jac * jac).sum(axis=0))
     d = np.where(d > 0, d, 1.0)
     js = jac / d
@@ -679,17 +700,7 @@ def _identify_joint(data: _Data, p: np.ndarray, lo_x: np.ndarray, hi_x: np.ndarr
     fd = np.concatenate([ps[None] + np.diag(h), ps[None] - np.diag(h)])
     wfd = weights_of(fd)
     grad = ((wfd[:n_par] - wfd[n_par:]) / (2 * h[:, None])).T  # (m, P) in scaled coordinates
-    radius = np.sqrt(s2 * float(chi2.ppf(level, 1)))
-    cands = [ps]
-    for g in grad:
-        cg = inv @ g
-        var = float(g @ cg)
-        if var > 0:
-            step = radius * cg / np.sqrt(var)
-            cands += [ps + step, ps - step]
-    size = max(float(np.linalg.norm(ps)), 1e-12)
-    for v in vec[:, null].T:
-        cands += [ps + size * v, ps - size * v]
+    cands = _consistent_fits(ps, grad, inv, vec[:, null].T, np.sqrt(s2 * float(chi2.ppf(level, 1))))
     w = weights_of(np.array(cands))
     wlo, whi = w.min(axis=0), w.max(axis=0)
     spread = float(np.max(whi - wlo))
@@ -715,15 +726,9 @@ def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]
     return {"l1": l1, "total_variation": 0.5 * l1, "max_abs": float(np.abs(diff).max())}
 
 
-def compare_projections(
-    tables: Sequence[RunTable],
-    target_tokens: float,
-    options: DDOOptions | None = None,
-    *,
-    heldout: RunTable | DDOResult | None = None,
-    ddo: Sequence[DDOResult] | None = None,
-    **settings: Any,
-) -> dict[str, Any]:
+def compare_projections(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None, *,
+                        heldout: RunTable | DDOResult | None = None, ddo: Sequence[DDOResult] | None = None,
+                        **settings: Any) -> dict[str, Any]:
     """The geometric (Theorem-1 path through the DDO optima) and the joint projection at a target.
 
     Args:

@@ -163,18 +163,9 @@ def _validate(x: np.ndarray, y: np.ndarray, w: np.ndarray, law: str) -> None:
         )
 
 
-def fit_power_law_batch(
-    x: np.ndarray,
-    y: np.ndarray,
-    weights: np.ndarray | None = None,
-    *,
-    law: str = DEFAULT_LAW,
-    n_starts: int = 1,
-    per_b_starts: bool = False,
-    init: dict[str, float] | None = None,
-    grid: str = "fine",
-    max_iter: int = 200,
-) -> dict[str, np.ndarray]:
+def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, law: str = DEFAULT_LAW,
+                        n_starts: int = 1, per_b_starts: bool = False, init: dict[str, float] | None = None,
+                        grid: str = "fine", max_iter: int = 200) -> dict[str, np.ndarray]:
     """Fit the law to many data sets sharing the multipliers ``x`` at once.
 
     Args:
@@ -202,8 +193,30 @@ def fit_power_law_batch(
     four = law == LAW_4P
     nb = y2.shape[0]
     xmin, s_lo, s_hi = shift_frame(x)
+    params = _grid_starts(x, xmin, s_lo, s_hi, y2, w2, four, grid, n_starts, per_b_starts)  # (B, starts, k)
+    if init is not None:
+        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
+        extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if four else []),
+                 init["c"]]
+        params = np.concatenate([params, np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))], 1)
+    n_starts = params.shape[1]
+    params = params.reshape(nb * n_starts, -1)
+    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
+    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
+    if n_starts > 1:  # screen every start briefly, keep the best per data set
+        rows = np.repeat(np.arange(nb), n_starts)
+        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
+        best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
+        params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
+    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
+    amplitude = params[:, 2] if four else np.ones(nb)
+    return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1], "sse": fsse}
 
-    # Grid over (s, b): profile SSE for every data set.
+
+def _grid_starts(x: np.ndarray, xmin: float, s_lo: float, s_hi: float, y2: np.ndarray, w2: np.ndarray, four: bool,
+                 grid: str, n_starts: int, per_b_starts: bool) -> np.ndarray:
+    """The starts of :func:`fit_power_law_batch` per data set, ``(B, starts, k)``: its best points of the grid of
+    (log shift, b), the linear parameters profiled (and with ``per_b_starts`` the best point of every b)."""
     if grid not in _GRIDS:
         raise ValueError(f"grid must be 'fine' or 'coarse', got {grid!r}")
     n_shift, b_grid = _GRIDS[grid]
@@ -213,47 +226,13 @@ def fit_power_law_batch(
     amp, c = _profile(phi[None], y2[:, None, :], w2[:, None, :], four)  # (B, G)
     res = y2[:, None, :] - amp[..., None] * phi[None] - c[..., None]
     sse = (w2[:, None, :] * res * res).sum(-1)
-    n_starts = max(1, min(n_starts, sg.size))
-    order = np.argsort(sse, axis=1)[:, :n_starts]  # (B, S)
+    order = np.argsort(sse, axis=1)[:, :max(1, min(n_starts, sg.size))]  # (B, S)
     if per_b_starts:
         nbg = b_grid.size
-        per_b = np.argmin(sse.reshape(nb, n_shift, nbg), axis=1) * nbg + np.arange(nbg)
+        per_b = np.argmin(sse.reshape(len(y2), n_shift, nbg), axis=1) * nbg + np.arange(nbg)
         order = np.concatenate([order, per_b], axis=1)
-    n_starts = order.shape[1]
-
-    # Flatten (data set, start) pairs into one LM batch.
-    idx = order.ravel()
-    rows = np.repeat(np.arange(nb), n_starts)
-    p = [sg[idx], bg[idx]]
-    if four:
-        p.append(amp[rows, idx])
-    p.append(c[rows, idx])
-    params = np.stack(p, axis=1)
-    if init is not None:
-        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
-        extra = [np.full(nb, s0), np.full(nb, np.clip(init["b"], 0.0, B_MAX))]
-        if four:
-            extra.append(np.full(nb, max(init.get("amplitude", 1.0), 0.0)))
-        extra.append(np.full(nb, init["c"]))
-        params = np.concatenate([params.reshape(nb, n_starts, -1), np.stack(extra, 1)[:, None]], 1)
-        n_starts += 1
-        params = params.reshape(nb * n_starts, -1)
-        rows = np.repeat(np.arange(nb), n_starts)
-    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
-    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
-    if n_starts > 1:  # screen every start briefly, keep the best per data set
-        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
-        best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
-        params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
-    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
-    s, b = params[:, 0], params[:, 1]
-    return {
-        "a": np.exp(s) - xmin,
-        "b": b,
-        "amplitude": params[:, 2] if four else np.ones(nb),
-        "c": params[:, -1],
-        "sse": fsse,
-    }
+    rows = np.arange(len(y2))[:, None]
+    return np.stack([sg[order], bg[order], *([amp[rows, order]] if four else []), c[rows, order]], axis=-1)
 
 
 def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -270,10 +249,8 @@ def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[n
     return f, np.stack(cols, axis=-1)  # (B, n), (B, n, k)
 
 
-def _levenberg_marquardt(
-    x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
-    lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int,
-) -> tuple[np.ndarray, np.ndarray]:
+def _levenberg_marquardt(x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
+                         lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
     """Batched, box-projected Levenberg–Marquardt on weighted squared residuals.
 
     Args:
@@ -302,13 +279,7 @@ def _levenberg_marquardt(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        jw = j * w[..., None]
-        jtj = np.einsum("bnk,bnl->bkl", jw, j)
-        jtr = np.einsum("bnk,bn->bk", jw, r)
-        diag = np.einsum("bkk->bk", jtj)
-        damp = damping[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
-        step = np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
-        trial = np.clip(p + step, lower, upper)
+        trial = np.clip(p + _lm_step(j, w, r, damping, eye), lower, upper)
         trial_pred, trial_jac = _model_jac(x, xmin, trial, four)
         trial_resid = t - trial_pred
         trial_sse = (w * trial_resid * trial_resid).sum(-1)
@@ -327,6 +298,16 @@ def _levenberg_marquardt(
                 v[keep] for v in (active, p, j, r, s, t, w, floor, damping))
     out_params[active], out_sse[active] = p, s
     return out_params, out_sse
+
+
+def _lm_step(j: np.ndarray, w: np.ndarray, r: np.ndarray, damping: np.ndarray, eye: np.ndarray) -> np.ndarray:
+    """One damped Gauss-Newton step per problem (Marquardt's scaling of the diagonal)."""
+    jw = j * w[..., None]
+    jtj = np.einsum("bnk,bnl->bkl", jw, j)
+    jtr = np.einsum("bnk,bn->bk", jw, r)
+    diag = np.einsum("bkk->bk", jtj)
+    damp = damping[:, None] * np.maximum(diag, 1e-12 * (1.0 + diag.max(-1, keepdims=True)))
+    return np.linalg.solve(jtj + damp[..., None] * eye, jtr[..., None])[..., 0]
 
 
 def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tuple[str, ...]:
@@ -375,15 +356,9 @@ def _points(x, y, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return xa, ya, wa
 
 
-def fit_on_grid(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    log_shift: np.ndarray,
-    b: np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+def fit_on_grid(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, log_shift: np.ndarray,
+                b: np.ndarray, *, law: str = DEFAULT_LAW,
+                weights: Sequence[float] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The best fit with ``a = exp(log_shift) - min(x)`` and ``b`` fixed (arrays of one shape).
 
     The linear parameters (``c``, and the amplitude for ``"4p"``) are solved in closed form.
@@ -399,14 +374,9 @@ def fit_on_grid(
     return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp, "sse": (wa * r * r).sum(-1)}
 
 
-def profile_over_b(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-    b_values: Sequence[float] | np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+def profile_over_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+                   weights: Sequence[float] | np.ndarray | None = None,
+                   b_values: Sequence[float] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The best fit for every fixed exponent ``b``: the profile of the error over ``b``.
 
     For each ``b`` the linear parameters are solved in closed form and the offset ``a`` by a grid
@@ -435,13 +405,8 @@ def profile_over_b(
     return fit_on_grid(xa, ya, (lo + hi) / 2, b, law=law, weights=wa)
 
 
-def local_fits(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> list[PowerLawFit]:
+def local_fits(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+               weights: Sequence[float] | np.ndarray | None = None) -> list[PowerLawFit]:
     """Every distinct local least-squares fit, best first (ties ordered by the highest floor ``c``).
 
     Each local minimum of :func:`profile_over_b` is refined (batched Levenberg–Marquardt, the
@@ -482,13 +447,8 @@ def _same_law(f: PowerLawFit, g: PowerLawFit) -> bool:
     return bool(np.all(np.abs(pf - pg) <= 1e-7 * (1 + np.abs(pf))))
 
 
-def fit_power_law(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    law: str = DEFAULT_LAW,
-    weights: Sequence[float] | np.ndarray | None = None,
-) -> PowerLawFit:
+def fit_power_law(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+                  weights: Sequence[float] | np.ndarray | None = None) -> PowerLawFit:
     """Fit ``L(x) = A·(x + a)^(-b) + c`` to one domain's points by bounded multi-start least squares.
 
     Args:
@@ -508,13 +468,8 @@ def fit_power_law(
     return local_fits(x, y, law=law, weights=weights)[0]
 
 
-def fit_power_law_paper(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    start: tuple[float, float, float] = PAPER_START,
-    max_evals: int = 10000,
-) -> PowerLawFit:
+def fit_power_law_paper(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                        start: tuple[float, float, float] = PAPER_START, max_evals: int = 10000) -> PowerLawFit:
     """The authors' fit of the 3-parameter law: ``scipy.optimize.curve_fit`` from ``start``, unbounded.
 
     Levenberg–Marquardt (MINPACK) with no bounds and no restarts, as in their public notebook. Its

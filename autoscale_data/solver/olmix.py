@@ -54,14 +54,9 @@ def _num(row: dict[str, str], col: str, where: str) -> float:
     return v
 
 
-def read_olmix(
-    ratios: str | os.PathLike[str],
-    metrics: str | os.PathLike[str],
-    *,
-    total_tokens: float | Mapping[str, float],
-    metric: str = "loss",
-    metric_columns: Sequence[str] | None = None,
-) -> RunTable:
+def read_olmix(ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,
+               total_tokens: float | Mapping[str, float], metric: str = "loss",
+               metric_columns: Sequence[str] | None = None) -> RunTable:
     """Read an Olmix ratio/metric pair into a :class:`RunTable`.
 
     Args:
@@ -97,34 +92,41 @@ def read_olmix(
     runs = []
     for r in rrows:
         rid = r["run"]
-        where = f"{os.fspath(ratios)} run {rid!r}"
-        w = {d: _num(r, d, where) for d in domains}
-        neg = [d for d, v in w.items() if v < 0]
-        if neg:
-            raise ValueError(f"{where}: negative weights for {neg}")
-        s = sum(w.values())
-        if s <= 0:
-            raise ValueError(f"{where}: weights sum to {s}")
-        if abs(s - 1.0) > SHARE_SUM_TOL:
-            warnings.warn(f"{where}: weights sum to {s:.4g}, not 1 (more than rounding): renormalised to sum 1; "
-                          "check the ratios file", stacklevel=2)
-        if isinstance(total_tokens, Mapping):
-            if rid not in total_tokens:
-                raise ValueError(f"total_tokens has no entry for run {rid!r}")
-            n = float(total_tokens[rid])
-        else:
-            n = float(total_tokens)
+        w, s = _weights(r, domains, f"{os.fspath(ratios)} run {rid!r}")
+        if isinstance(total_tokens, Mapping) and rid not in total_tokens:
+            raise ValueError(f"total_tokens has no entry for run {rid!r}")
+        n = float(total_tokens[rid] if isinstance(total_tokens, Mapping) else total_tokens)
         if not (math.isfinite(n) and n > 0):
             raise ValueError(f"total_tokens for run {rid!r} must be > 0, got {n}")
-        mwhere = f"{os.fspath(metrics)} run {rid!r}"
-        vals = {c: _num(mrow[rid], c, mwhere) for c in cols}
-        if metric == "ppl":
-            bad = [c for c, v in vals.items() if v <= 0]
-            if bad:
-                raise ValueError(f"{mwhere}: perplexities must be > 0 in {bad}")
-            vals = {c: math.log(v) for c, v in vals.items()}
+        vals = _values(mrow[rid], cols, metric, f"{os.fspath(metrics)} run {rid!r}")
         runs.append(Run(rid, {d: v / s * n for d, v in w.items()}, vals, label=r.get("name", "")))
     return RunTable(runs)
+
+
+def _values(row: dict[str, str], cols: Sequence[str], metric: str, where: str) -> dict[str, float]:
+    """A metrics row's values as losses (the log of perplexities)."""
+    vals = {c: _num(row, c, where) for c in cols}
+    if metric == "ppl":
+        bad = [c for c, v in vals.items() if v <= 0]
+        if bad:
+            raise ValueError(f"{where}: perplexities must be > 0 in {bad}")
+        vals = {c: math.log(v) for c, v in vals.items()}
+    return vals
+
+
+def _weights(row: dict[str, str], domains: Sequence[str], where: str) -> tuple[dict[str, float], float]:
+    """A ratios row's weights and their sum (> 0; a sum away from 1 is warned of, as the caller renormalises)."""
+    w = {d: _num(row, d, where) for d in domains}
+    neg = [d for d, v in w.items() if v < 0]
+    if neg:
+        raise ValueError(f"{where}: negative weights for {neg}")
+    s = sum(w.values())
+    if s <= 0:
+        raise ValueError(f"{where}: weights sum to {s}")
+    if abs(s - 1.0) > SHARE_SUM_TOL:
+        warnings.warn(f"{where}: weights sum to {s:.4g}, not 1 (more than rounding): renormalised to sum 1; "
+                      "check the ratios file", stacklevel=3)
+    return w, s
 
 
 def write_olmix(table: RunTable, ratios: str | os.PathLike[str], metrics: str | os.PathLike[str], *,

@@ -284,14 +284,8 @@ def cap_warnings(domains: Sequence[str], alloc: np.ndarray, caps: np.ndarray | N
             for d, v, c in zip(domains, alloc, caps, strict=False) if v > c * (1 + 1e-9)]
 
 
-def project(
-    scales: Sequence[Any],
-    target_tokens: float,
-    *,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-    fit: Any = None,
-) -> Projection:
+def project(scales: Sequence[Any], target_tokens: float, *, token_caps: Mapping[str, float] | None = None,
+            max_epochs: float | Mapping[str, float] | None = None, fit: Any = None) -> Projection:
     """Project optimal allocations at two or more budgets to ``target_tokens``.
 
     Args:
@@ -303,9 +297,6 @@ def project(
         max_epochs: epoch cap (number or per domain).
         fit: optional DDO result whose fitted law is also optimised at the target (direct route);
             its weights and the disagreement with the projection are reported.
-
-    Returns:
-        The :class:`Projection`.
 
     Raises:
         ValueError: see :func:`as_scales`; target <= 0; target below a decreasing path's minimum.

@@ -26,7 +26,7 @@ from typing import Any
 from .._records import Record, omitted
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
-from .gain import GainEstimate, predicted_gain
+from .gain import GainEstimate, predicted_gains
 from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
 from .left_out import path_scales
 from .projection import Projection, project
@@ -34,7 +34,17 @@ from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable, check_same_columns
 from .select import Observed, Selection, choose, observed_best, table_budget
 from .trust import Trust, assess
-from .vocabulary import AUTO, DEFAULT_METHOD, GEOMETRIC, JOINT, METHODS, OBSERVED, PROJECTIONS, ROBUST
+from .vocabulary import (
+    AUTO,
+    DEFAULT_PROJECTION,
+    GEOMETRIC,
+    JOINT,
+    OBSERVED,
+    PROJECTION_CHOICES,
+    PROJECTIONS,
+    ROBUST,
+    check_name,
+)
 
 __all__ = ["CandidateError", "Projections", "ProjectionsRecord", "project_all"]
 
@@ -44,7 +54,7 @@ class Projections:
     """The candidates at one target and the one that sets the mix.
 
     Attributes:
-        method: what was asked for, one of :data:`~.vocabulary.METHODS` (``"auto"``: chosen, see ``selection``).
+        method: what was asked for, one of :data:`~.vocabulary.PROJECTION_CHOICES` (``"auto"``: chosen, see ``selection``).
         geometric: the :class:`~.projection.Projection`, or the text of its error.
         joint: the :class:`~.joint.JointFit`, or the text of its error.
         robust: the :class:`~.robust.RobustProjection`, the text of its error, or None (not computed).
@@ -73,8 +83,7 @@ class Projections:
     trust: Trust | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"projection method must be one of {METHODS}, got {self.method!r}")
+        check_name("projection method", self.method, PROJECTION_CHOICES)
         if self.method == AUTO and self.selection is None:
             raise ValueError("method 'auto' needs the selection that chose the answer")
         chosen = getattr(self, self.used)
@@ -158,11 +167,6 @@ class Projections:
             selection=None if self.selection is None else self.selection.to_json(), notes=list(self.notes),
             trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
             disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
-
-    def to_json(self) -> dict[str, Any]:
-        """:meth:`record`'s JSON. Hand-written because this object is more than its file: it holds the optima and
-        the path in memory (for :meth:`plan_scales`), and its file lifts the used candidate's fields to the top."""
-        return self.record().to_json()
 
 
 @dataclass(frozen=True)
@@ -270,25 +274,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     if few and method in PROJECTIONS:
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
-    pooled = False
     joint = attempt(JOINT, need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
-    scales: list[Any] | str
-    if optima is not None:
-        scales = sorted(optima, key=lambda r: r.budget_tokens)
-    elif few and not _is_design(tables[-1]):
-        scales = few  # one table of any mixtures: its best run is the answer, no fit needed
-    else:
-        try:
-            scales = per_budget_optima(tables, o)
-        except ValueError as exc:
-            if isinstance(joint, JointFit):
-                scales, pooled = [_at_budget(joint, n) for n in joint.budgets], True
-                notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
-                             "fitted to the runs of all budgets")
-            else:
-                scales = str(exc)
-                if method in PROJECTIONS and method != JOINT:
-                    raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
+    scales, pooled = _optima(tables, o, optima, few, joint, method, target, notes)
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
         path, left = path_scales(scales, o.min_weight)
@@ -310,6 +297,26 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
             "fallback": few or (scales if isinstance(scales, str) else "")}
 
 
+def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
+            joint: JointFit | str, method: str, target: float, notes: list[str]) -> tuple[list[Any] | str, bool]:
+    """The per-budget optima the paths run through, or why there are none, and whether they are the pooled law's
+    (with a note); the failure of a path ``method`` asked for is raised."""
+    if optima is not None:
+        return sorted(optima, key=lambda r: r.budget_tokens), False
+    if few and not _is_design(tables[-1]):
+        return few, False  # one table of any mixtures: its best run is the answer, no fit needed
+    try:
+        return per_budget_optima(tables, o), False
+    except ValueError as exc:
+        if isinstance(joint, JointFit):
+            notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
+                         "fitted to the runs of all budgets")
+            return [_at_budget(joint, n) for n in joint.budgets], True
+        if method in PROJECTIONS and method != JOINT:
+            raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
+        return str(exc), False
+
+
 def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> dict[str, GainEstimate | str]:
     """Each two-budget projection's predicted gain over the observed mix under the joint law (:mod:`.gain`),
     or why it could not be predicted."""
@@ -318,17 +325,27 @@ def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> 
         return {n: f"no joint law ({joint})" for n in PROJECTIONS}
     if not isinstance(observed, Observed):
         return {n: f"no observed mix ({observed})" for n in PROJECTIONS}
-    out: dict[str, GainEstimate | str] = {}
-    for name in PROJECTIONS:
-        cand = c[name]
-        if isinstance(cand, (str, type(None))):
-            out[name] = f"no {name} projection ({cand})"
-            continue
-        try:
-            out[name] = predicted_gain(joint, tables, observed.allocation_tokens, cand.allocation_tokens, o)
-        except ValueError as exc:
-            out[name] = str(exc)
-    return out
+    missing = {n: f"no {n} projection ({c[n]})" for n in PROJECTIONS if isinstance(c[n], (str, type(None)))}
+    gains = predicted_gains(joint, tables, observed.allocation_tokens,
+                            {n: c[n].allocation_tokens for n in PROJECTIONS if n not in missing}, o)
+    return {n: missing[n] if n in missing else gains[n] for n in PROJECTIONS}
+
+
+def _select(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions, names: Sequence[str]) -> Selection:
+    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`; its reason names the tables by
+    ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
+    backtest); with two, the projections' predicted gains."""
+    backtest = None
+    if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
+        sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
+        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, sub_optima, False)
+        backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
+    predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
+    last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
+    held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
+    selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
+                       fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
+    return replace(selection, reason=_label(selection.reason, names))
 
 
 def _label(text: str, labels: Sequence[str]) -> str:
@@ -337,17 +354,9 @@ def _label(text: str, labels: Sequence[str]) -> str:
                   else m.group(0), text)
 
 
-def project_all(
-    tables: Sequence[RunTable],
-    target_tokens: float,
-    options: DDOOptions | None = None,
-    *,
-    method: str = DEFAULT_METHOD,
-    optima: Sequence[DDOResult | JointFit] | None = None,
-    direct: bool = False,
-    labels: Sequence[str] | None = None,
-    **settings: Any,
-) -> Projections:
+def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None, *,
+                method: str = DEFAULT_PROJECTION, optima: Sequence[DDOResult | JointFit] | None = None,
+                direct: bool = False, labels: Sequence[str] | None = None, **settings: Any) -> Projections:
     """Every candidate answer at ``target_tokens`` from the runs, and the one that sets the mix.
 
     Args:
@@ -357,7 +366,7 @@ def project_all(
         options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
             :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
             ``token_caps`` and ``max_epochs`` also bound the projections.
-        method: what sets the mix (:data:`~.vocabulary.METHODS`): ``"auto"`` (default) chooses from the
+        method: what sets the mix (:data:`~.vocabulary.PROJECTION_CHOICES`): ``"auto"`` (default) chooses from the
             runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
             is raised. The other candidates' errors are kept as text.
         optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
@@ -366,15 +375,11 @@ def project_all(
             projection's ``direct_weights`` and ``disagreement``).
         labels: a name per table (e.g. its file) for the error messages, in the order of ``tables``.
 
-    Returns:
-        The :class:`Projections`.
-
     Raises:
         ValueError: ``method`` unknown; no tables; the chosen method failed (naming it, the target
             and the table by its label).
     """
-    if method not in METHODS:
-        raise ValueError(f"projection method must be one of {METHODS}, got {method!r}")
+    check_name("projection method", method, PROJECTION_CHOICES)
     tables = list(tables)
     if not tables:
         raise ValueError("project_all needs the runs of one budget or more, got no tables")
@@ -388,20 +393,7 @@ def project_all(
     target = float(target_tokens)
     try:
         c = _candidates(tables, target, o, method, optima, direct)
-        selection = None
-        if method == AUTO:
-            backtest = None
-            if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
-                held = table_budget(tables[-1])
-                sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
-                sub = _candidates(tables[:-1], held, o, AUTO, sub_optima, False)
-                backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
-            predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
-            last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
-            held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
-            selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
-                               fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
-            selection = replace(selection, reason=_label(selection.reason, names))
+        selection = None if method != AUTO else _select(tables, c, o, names)
         out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
                           optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
                           notes=tuple(_label(n, names) for n in c["notes"]))

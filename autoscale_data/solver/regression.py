@@ -67,8 +67,7 @@ def regmix_weights(runs: RunTable, *, objective: str = DEFAULT_OBJECTIVE, model:
             ``lightgbm`` package) or ``"auto"`` (LightGBM when importable).
         n_candidates: random Dirichlet(alpha) candidate mixtures scored by the model.
         top_k: the answer is the mean of the best ``top_k`` candidates.
-        alpha: Dirichlet concentration of the candidates.
-        seed: RNG seed.
+        alpha: Dirichlet concentration of the candidates; seed: RNG seed.
 
     Raises:
         ValueError: fewer runs than domains (linear model), bad options, lightgbm missing.

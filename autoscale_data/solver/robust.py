@@ -101,14 +101,26 @@ class RobustProjection(Record):
     """Which candidate this is: ``"robust"``."""
 
 
-def robust_project(
-    scales: Sequence[Any],
-    target_tokens: float,
-    sd: Mapping[str, float] | Sequence[Mapping[str, float]] | None,
-    *,
-    token_caps: Mapping[str, float] | None = None,
-    max_epochs: float | Mapping[str, float] | None = None,
-) -> RobustProjection:
+def _sigma(sd: Mapping[str, float] | Sequence[Mapping[str, float]] | None, domains: Sequence[str]) -> np.ndarray:
+    """``σ_i`` per domain from :func:`robust_project`'s ``sd`` (zeros for None)."""
+    if sd is None:
+        return np.zeros(len(domains))
+    sigma2 = np.zeros(len(domains))
+    for part in [sd] if isinstance(sd, Mapping) else [sd[0], sd[-1]]:
+        missing = [d for d in domains if d not in part]
+        if missing:
+            raise ValueError(f"sd lacks domains {missing}")
+        v = np.array([float(part[d]) for d in domains])
+        if np.any(~(v >= 0)):
+            raise ValueError(f"sd must be >= 0, got {dict(part)}")
+        sigma2 += v * v
+    return np.sqrt(sigma2)
+
+
+def robust_project(scales: Sequence[Any], target_tokens: float,
+                   sd: Mapping[str, float] | Sequence[Mapping[str, float]] | None, *,
+                   token_caps: Mapping[str, float] | None = None,
+                   max_epochs: float | Mapping[str, float] | None = None) -> RobustProjection:
     """The geometric projection from the two largest budgets with each share trend shrunk (module doc).
 
     Args:
@@ -127,20 +139,7 @@ def robust_project(
     a1, a2 = alloc[0], alloc[-1]
     w1, w2 = a1 / a1.sum(), a2 / a2.sum()
     delta = np.log(w2) - np.log(w1)
-    if sd is None:
-        sigma = np.zeros(len(domains))
-    else:
-        parts = [sd] if isinstance(sd, Mapping) else [sd[0], sd[-1]]
-        sigma2 = np.zeros(len(domains))
-        for part in parts:
-            missing = [d for d in domains if d not in part]
-            if missing:
-                raise ValueError(f"sd lacks domains {missing}")
-            v = np.array([float(part[d]) for d in domains])
-            if np.any(~(v >= 0)):
-                raise ValueError(f"sd must be >= 0, got {dict(part)}")
-            sigma2 += v * v
-        sigma = np.sqrt(sigma2)
+    sigma = _sigma(sd, domains)
     with np.errstate(invalid="ignore", divide="ignore"):
         kappa = np.where(delta * delta > 0, delta * delta / (delta * delta + sigma * sigma), 1.0)
     shrunk = kappa * delta

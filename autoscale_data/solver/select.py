@@ -55,7 +55,7 @@ from .ddo import DDOResult
 from .design import run_objective
 from .gain import GainEstimate
 from .runs import RunTable
-from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, METHODS, OBSERVED, PROJECTIONS, ROBUST
+from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
     "Observed",
@@ -375,8 +375,8 @@ class Selection(Record):
     law_margin: float | None = None
 
     def __post_init__(self) -> None:
-        if self.chosen not in METHODS[1:]:
-            raise ValueError(f"Selection.chosen must be one of {METHODS[1:]}, got {self.chosen!r}")
+        if self.chosen not in (OBSERVED, *PROJECTIONS):
+            raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
         if self.rule not in RULES:
             raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
 
@@ -395,7 +395,8 @@ def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
 
 def vouched(e: GainEstimate) -> bool:
     """Whether the runs can vouch for the law's uncertainty: replicates, and the law's residual within
-    ``MISFIT_RATIO`` times their standard deviation."""
+    ``MISFIT_RATIO`` times their standard deviation; replicates that agree exactly (sd 0) need the exact fit
+    of the lack-of-fit test instead, as a fitted residual is never exactly 0 in floating point."""
     return (e.replicate_sd is not None and e.residual_sd is not None and e.replicate_sd > 0
             and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0 and e.lack_of_fit_p == 1.0)
 
@@ -465,8 +466,16 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
                                      f"({why})", "fallback")
     if backtest is None:
         return _choose_by_gain(projections, predicted or {})
+    return _choose_by_backtest(tables, candidates, backtest, projections, objective=objective,
+                               val_domains=val_domains, held_fit=held_fit)
+
+
+def _choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any],
+                        projections: Sequence[str], *, objective: str,
+                        val_domains: Sequence[str] | Mapping[str, float] | None,
+                        held_fit: DDOResult | None) -> Selection:
+    """The rule of three budgets or more (module doc): every candidate scored at the held-back budget."""
     last = tables[-1]
-    held = table_budget(last)
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     joint = candidates.get(JOINT)
     if noise is None and joint is not None and not isinstance(joint, str):
@@ -476,8 +485,8 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     law_sd, law_source = (None, "") if held_fit is None else _law_margin(held_fit, last, noise, source, val_domains)
     base = scores.get(OBSERVED, {})
     fitted = [n for n in projections if "objective" in scores.get(n, {})]
-    record = dict(backtest=scores, held_back_tokens=held, noise=noise, noise_source=source, law_noise=law_sd,
-                  law_noise_source=law_source)
+    record = dict(backtest=scores, held_back_tokens=table_budget(last), noise=noise, noise_source=source,
+                  law_noise=law_sd, law_noise_source=law_source)
     if "objective" not in base or not fitted:
         return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
                                      "observed at the largest budget", "backtest", **record)
@@ -488,6 +497,13 @@ def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: 
     for n in fitted:
         scores[n]["gain"] = scores[OBSERVED]["objective" if scores[n]["score"] == base["score"] else "run_objective"] \
             - scores[n]["objective"]
+    return _backtest_verdict(scores, margins, fitted, projections, record)
+
+
+def _backtest_verdict(scores: Mapping[str, dict[str, Any]], margins: Mapping[str, float | None], fitted: list[str],
+                      projections: Sequence[str], record: dict[str, Any]) -> Selection:
+    """The projection that beat the observed mix by more than its margin and gained most, else the observed mix."""
+    base, held, law_sd, noise = scores[OBSERVED], record["held_back_tokens"], record["law_noise"], record["noise"]
 
     def beats(n: str) -> bool:
         e, margin = scores[n], margins[scores[n]["score"]]

@@ -24,18 +24,10 @@ def synthetic_loss(multipliers: np.ndarray, a: np.ndarray, b: np.ndarray, *, flo
     return floor + (np.asarray(amplitude) * np.power(x + a, -b)).sum(axis=-1)
 
 
-def synthetic_ddo_runs(
-    base_tokens: Mapping[str, float],
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    multipliers: Sequence[float] = (3.0, 1 / 3),
-    seeds: int = 1,
-    noise: float = 0.0,
-    floor: float = 2.0,
-    amplitude: Sequence[float] | float = 1.0,
-    rng_seed: int = 0,
-) -> RunTable:
+def synthetic_ddo_runs(base_tokens: Mapping[str, float], a: Sequence[float], b: Sequence[float], *,
+                       multipliers: Sequence[float] = (3.0, 1 / 3), seeds: int = 1, noise: float = 0.0,
+                       floor: float = 2.0, amplitude: Sequence[float] | float = 1.0,
+                       rng_seed: int = 0) -> RunTable:
     """A DDO design (:func:`~autoscale_data.solver.design.ddo_runs_plan`) with losses from the law.
 
     Args:
@@ -66,20 +58,10 @@ def synthetic_ddo_runs(
     return RunTable(runs)
 
 
-def synthetic_budget_runs(
-    budgets: Sequence[float],
-    n0: Sequence[float],
-    gamma: Sequence[float],
-    amplitude: Sequence[float],
-    *,
-    scale: Sequence[float],
-    floor: float = 2.0,
-    base_weights: Sequence[float] | None = None,
-    multipliers: Sequence[float] = (3.0, 1 / 3),
-    seeds: int = 1,
-    noise: float = 0.0,
-    rng_seed: int = 0,
-) -> list[RunTable]:
+def synthetic_budget_runs(budgets: Sequence[float], n0: Sequence[float], gamma: Sequence[float],
+                          amplitude: Sequence[float], *, scale: Sequence[float], floor: float = 2.0,
+                          base_weights: Sequence[float] | None = None, multipliers: Sequence[float] = (3.0, 1 / 3),
+                          seeds: int = 1, noise: float = 0.0, rng_seed: int = 0) -> list[RunTable]:
     """DDO designs at several budgets with losses from one law in tokens (see :mod:`.joint`).
 
     The loss of a run with tokens ``n`` is ``floor + Σ_i amplitude_i ((n0_i + n_i) / scale_i)^(-gamma_i)``

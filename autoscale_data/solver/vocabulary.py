@@ -12,22 +12,22 @@ from typing import Literal, get_args
 __all__ = [
     "AUTO",
     "DEFAULT_LAW",
-    "DEFAULT_METHOD",
     "DEFAULT_OBJECTIVE",
+    "DEFAULT_PROJECTION",
     "GEOMETRIC",
     "JOINT",
     "LAWS",
     "LAW_3P",
     "LAW_4P",
+    "Law",
     "MEAN_LOSS",
     "MEAN_PPL",
-    "METHODS",
-    "Law",
-    "Method",
     "OBJECTIVES",
     "OBSERVED",
     "Objective",
     "PROJECTIONS",
+    "PROJECTION_CHOICES",
+    "ProjectionChoice",
     "ROBUST",
     "check_name",
     "law_parameters",
@@ -51,15 +51,15 @@ LAWS: tuple[Law, ...] = get_args(Law)
 LAW_3P, LAW_4P = LAWS
 DEFAULT_LAW: Law = LAW_3P
 
-Method = Literal["auto", "observed", "geometric", "joint", "robust"]
+ProjectionChoice = Literal["auto", "observed", "geometric", "joint", "robust"]
 """What sets the target mix: ``auto`` (chosen from the runs, :mod:`.select`), ``observed`` (the largest
 budget's best mix as is) or one of the :data:`PROJECTIONS`."""
-METHODS: tuple[Method, ...] = get_args(Method)
-AUTO, OBSERVED, GEOMETRIC, JOINT, ROBUST = METHODS
-DEFAULT_METHOD: Method = AUTO
+PROJECTION_CHOICES: tuple[ProjectionChoice, ...] = get_args(ProjectionChoice)
+AUTO, OBSERVED, GEOMETRIC, JOINT, ROBUST = PROJECTION_CHOICES
+DEFAULT_PROJECTION: ProjectionChoice = AUTO
 """``auto`` is also the word of every other setting the library can choose for the user: the
 bootstrap's method, RegMix's regressor, the runner's device and ``executor.max_parallel``."""
-PROJECTIONS: tuple[Method, ...] = (GEOMETRIC, JOINT, ROBUST)
+PROJECTIONS: tuple[ProjectionChoice, ...] = (GEOMETRIC, JOINT, ROBUST)
 """The projections to a target budget: the Theorem-1 path through the per-budget DDO optima
 (:func:`~.projection.project`), the optimum of the law fitted jointly to all budgets' runs, or the
 Theorem-1 path with each domain's trend shrunk by its uncertainty (:func:`~.robust.robust_project`)."""

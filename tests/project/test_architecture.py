@@ -320,7 +320,7 @@ def test_the_cycle_check_sees_lazy_and_type_only_imports() -> None:
 VOCABULARIES = (
     ("autoscale_data.solver.vocabulary", "OBJECTIVES"),
     ("autoscale_data.solver.vocabulary", "LAWS"),
-    ("autoscale_data.solver.vocabulary", "METHODS"),  # auto, observed and the projections
+    ("autoscale_data.solver.vocabulary", "PROJECTION_CHOICES"),  # auto, observed and the projections
     ("autoscale_data._runner_names", "EXECUTORS"),
     ("autoscale_data._runner_names", "SLURM_CLUSTERS"),
     ("autoscale_data._runner_names", "EXTENSION_SCHEDULES"),

@@ -27,11 +27,11 @@ from autoscale_data.solver.regression import REGRESSORS
 from autoscale_data.solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
-    DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,
+    DEFAULT_PROJECTION,
     LAWS,
-    METHODS,
     OBJECTIVES,
+    PROJECTION_CHOICES,
     check_name,
 )
 
@@ -65,7 +65,7 @@ def test_one_law_and_one_method_default_everywhere() -> None:
     laws = {"DDOOptions": DDOOptions().law, "runner config ddo.law": DDOConfig().law,
             "ddo --law": _option("ddo", "--law").default, "fit_power_law": _default(fit_power_law, "law")}
     assert {k: v for k, v in laws.items() if v != DEFAULT_LAW} == {}
-    assert DDOConfig().projection == DEFAULT_METHOD == _default(project_all, "method") == AUTO
+    assert DDOConfig().projection == DEFAULT_PROJECTION == _default(project_all, "method") == AUTO
     assert ExecutorConfig().kind == LOCAL
     assert _default(bootstrap_ddo, "method") == AUTO == _option("baseline", "--model").default
     assert ExtensionSchedule().schedule == REWARM_DECAY == _option("extend", "--lr-schedule").default
@@ -74,7 +74,7 @@ def test_one_law_and_one_method_default_everywhere() -> None:
 
 @pytest.mark.parametrize(("verb", "flag", "names"), [
     ("ddo", "--objective", OBJECTIVES), ("project", "--objective", OBJECTIVES), ("baseline", "--objective", OBJECTIVES),
-    ("ddo", "--law", LAWS), ("project", "--method", METHODS), ("run", "--executor", EXECUTORS),
+    ("ddo", "--law", LAWS), ("project", "--method", PROJECTION_CHOICES), ("run", "--executor", EXECUTORS),
     ("baseline", "--model", REGRESSORS), ("extend", "--lr-schedule", EXTENSION_SCHEDULES)])
 def test_the_cli_offers_each_set_whole(verb: str, flag: str, names: tuple[str, ...]) -> None:
     assert tuple(_option(verb, flag).choices) == names
@@ -85,7 +85,7 @@ def test_the_config_accepts_each_set_whole_and_names_it_when_refusing() -> None:
         assert DDOConfig(objective=name).objective == name
     for name in LAWS:
         assert DDOConfig(law=name).law == name
-    for name in METHODS:
+    for name in PROJECTION_CHOICES:
         assert DDOConfig(projection=name).projection == name
     for name in EXECUTORS:
         assert ExecutorConfig(kind=name).kind == name
@@ -107,7 +107,7 @@ def _config_row(key: str) -> str:
 
 
 @pytest.mark.parametrize(("key", "names", "default"), [
-    ("ddo.objective", OBJECTIVES, DEFAULT_OBJECTIVE), ("ddo.projection", METHODS, DEFAULT_METHOD),
+    ("ddo.objective", OBJECTIVES, DEFAULT_OBJECTIVE), ("ddo.projection", PROJECTION_CHOICES, DEFAULT_PROJECTION),
     ("executor.kind", EXECUTORS, LOCAL)])
 def test_the_docs_name_each_set_whole_with_its_default(key: str, names: tuple[str, ...], default: str) -> None:
     row = _config_row(key)
@@ -129,7 +129,7 @@ def test_the_docs_name_the_laws_and_the_solver_docs_the_methods_in_order() -> No
     row = _config_row("ddo.law")
     assert all(f"`{n}`" in row for n in LAWS) and f"`{DEFAULT_LAW}`" in row.split("|")[2]
     solver = (REPO / "docs" / "solver.md").read_text(encoding="utf-8")
-    assert f"`ddo.projection: {' | '.join(METHODS)}`" in solver
+    assert f"`ddo.projection: {' | '.join(PROJECTION_CHOICES)}`" in solver
 
 
 def test_the_cli_help_of_an_options_field_is_its_docstring() -> None:

@@ -186,12 +186,12 @@ def test_projections_uses_the_chosen_one_and_keeps_the_other_failure():
     tabs = _runs()
     joint = fit_joint(tabs, objective="mean_loss", target_tokens=1e8)
     geo = project([(BUDGETS[0], joint.optimize_at(BUDGETS[0])), (BUDGETS[1], joint.optimize_at(BUDGETS[1]))], 1e8)
-    both = Projections("joint", geo, joint).to_json()
+    both = Projections("joint", geo, joint).record().to_json()
     assert both["weights"] == joint.weights and both["t"] == geo.t
     assert both["disagreement"] == weight_distance(joint.weights, geo.weights)
-    only = Projections("joint", "path cannot reach the target", joint).to_json()
+    only = Projections("joint", "path cannot reach the target", joint).record().to_json()
     assert only["geometric"] == {"error": "path cannot reach the target"} and "disagreement" not in only
     with pytest.raises(ValueError, match="the geometric projection failed: path cannot"):
-        Projections("geometric", "path cannot reach the target", joint).to_json()
+        Projections("geometric", "path cannot reach the target", joint).record().to_json()
     with pytest.raises(ValueError, match="projection method must be one of .* got 'line'"):
-        Projections("line", geo, joint).to_json()
+        Projections("line", geo, joint).record().to_json()

@@ -53,14 +53,14 @@ def test_the_three_projections_are_the_single_functions(tables, geometric):
     assert geometric.robust == robust_project(optima, TARGET, sd)
     assert geometric.weights == geometric.geometric.weights and geometric.budget_tokens == TARGET
     assert geometric.failures() == {}
-    out = geometric.to_json()
+    out = geometric.record().to_json()
     assert out["method"] == "geometric" and out["joint"]["weights"] == geometric.joint.weights
     assert out["t"] == geometric.geometric.t and set(out["disagreement"]) == {"l1", "total_variation", "max_abs"}
 
 
 def test_keywords_and_options_agree(tables, geometric):
     by_keywords = project_all(tables, TARGET, objective="mean_loss", min_weight=0.01, method="geometric")
-    assert by_keywords.to_json() == geometric.to_json()
+    assert by_keywords.record().to_json() == geometric.record().to_json()
     joint = fit_joint(tables, OPTS, target_tokens=TARGET)
     assert fit_joint(tables, target_tokens=TARGET, objective="mean_loss", min_weight=0.01) == joint
     assert fit_joint(tables, OPTS, target_tokens=TARGET, level=0.95) == joint  # the older name of profile_level
@@ -116,7 +116,7 @@ def test_a_failure_is_raised_for_the_chosen_projection_and_kept_as_text_otherwis
     kept = project_all(tables, TARGET, OPTS, optima=optima[::-1])
     assert kept.optima == tuple(optima)  # smallest budget first
     assert kept.failures() == {"robust": kept.robust} and "no weight range" in kept.robust
-    assert kept.to_json()["robust"] == {"error": kept.robust}
+    assert kept.record().to_json()["robust"] == {"error": kept.robust}
     with pytest.raises(ValueError, match=r"the robust projection to 1e\+09 tokens failed: no weight range"):
         project_all(tables, TARGET, OPTS, optima=optima, method="robust")
     with pytest.raises(ValueError, match="projection method must be one of"):

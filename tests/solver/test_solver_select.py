@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscale_data.cli import main
-from autoscale_data.solver import METHODS, Run, RunTable, project_all
+from autoscale_data.solver import PROJECTION_CHOICES, Run, RunTable, project_all
 from autoscale_data.solver.contrib import noise_estimate, observed_best, path_scales
 
 pytestmark = pytest.mark.timeout(300)
@@ -70,7 +70,7 @@ def _cli(capsys, paths, *extra: str) -> tuple[int, dict | None, str]:
 def test_seven_domains_twenty_grid_mixtures_at_three_budgets_answer_through_the_cli(tmp_path, capsys):
     paths = _write_checkpoints(tmp_path)
     rc, out, _ = _cli(capsys, paths, "--json")
-    assert rc == 0 and out["requested_method"] == "auto" and out["method"] in METHODS[1:]
+    assert rc == 0 and out["requested_method"] == "auto" and out["method"] in PROJECTION_CHOICES[1:]
     assert out["selection"]["rule"] == "backtest" and out["selection"]["reason"]
     assert out["selection"]["held_back_tokens"] == pytest.approx(14_000 * STEP, rel=0.02)
     # 21 runs per budget are too few for a fit each (22 parameters): the optima come from one pooled law

@@ -19,7 +19,7 @@ import autoscale_data.solver.contrib as contrib
 
 STABLE = [
     "BASELINES", "BootstrapResult", "CandidateError", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
-    "METHODS", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "PlanEvidence", "Projection", "Projections",
+    "PROJECTION_CHOICES", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "PlanEvidence", "Projection", "Projections",
     "ProjectionsRecord", "RobustProjection", "Run", "RunTable", "Selection", "Trust",
     "apply_weight_bounds", "baseline_weights", "bootstrap_ddo", "ddo_runs_plan", "fit_ddo", "fit_joint",
     "natural_weights", "project", "project_all", "read_design", "read_olmix", "reference_weights",
@@ -28,14 +28,14 @@ STABLE = [
 
 #: What the modules export for each other but neither namespace offers: import it from its module.
 INTERNAL = {
-    "Allocation", "AllocationPath", "B_MAX", "DEFAULT_METHOD", "DEFAULT_OBJECTIVE", "DomainFits", "DomainLaw", "FIT_MODES", "MAX_COMBINATIONS", "PAPER_START",
+    "Allocation", "AllocationPath", "B_MAX", "DEFAULT_PROJECTION", "DEFAULT_OBJECTIVE", "DomainFits", "DomainLaw", "FIT_MODES", "MAX_COMBINATIONS", "PAPER_START",
     "OUT_FLOOR", "PROFILE_B", "PROFILE_SHIFTS", "SHARE_SUM_TOL", "SHIFT_RANGE", "allocate", "as_scales", "choose",
     "consistent_fits", "fit_on_grid",
     "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "nearest_run_objective", "objective_weight",
     "backtest_margin", "law_noise", "law_objective", "mix_groups",  # the backtest's pieces (solver/select.py)
     "one_scale",
     # the closed name sets (solver/vocabulary.py): read by the runner's config, the CLI and the docs
-    "AUTO", "DEFAULT_LAW", "GEOMETRIC", "JOINT", "LAWS", "LAW_3P", "LAW_4P", "Law", "MEAN_LOSS", "MEAN_PPL", "Method",
+    "AUTO", "DEFAULT_LAW", "GEOMETRIC", "JOINT", "LAWS", "LAW_3P", "LAW_4P", "Law", "MEAN_LOSS", "MEAN_PPL", "ProjectionChoice",
     "OBJECTIVES", "OBSERVED", "Objective", "ROBUST", "check_name", "law_parameters", "objective_key",
     "LIGHTGBM", "LINEAR", "REGRESSORS",
     "profile_over_b", "run_objective", "shift_frame", "token_caps_array", "trend_evidence",
@@ -43,7 +43,7 @@ INTERNAL = {
     "EDGE_FRACTION", "GAMMA_RANGE", "SEED_Z", "EdgeCheck", "NoiseCheck", "ParameterCheck", "assess", "edge_check",
     "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
     # the two-budget rule's evidence (solver/gain.py) and its tests (solver/select.py)
-    "GainEstimate", "predicted_gain", "passes", "vouched",
+    "GainEstimate", "predicted_gain", "predicted_gains", "passes", "vouched",
 }
 
 

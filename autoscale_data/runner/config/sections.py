@@ -18,11 +18,11 @@ from ..._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
 from ...solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
-    DEFAULT_METHOD,
     DEFAULT_OBJECTIVE,
+    DEFAULT_PROJECTION,
     LAWS,
-    METHODS,
     OBJECTIVES,
+    PROJECTION_CHOICES,
     law_parameters,
 )
 from .. import registry
@@ -215,7 +215,7 @@ class DDOConfig:
     """Upper bound of every weight (as ``min_weight``)."""
     law: str = DEFAULT_LAW
     """The per-domain law: ``3p``, or ``4p``, which adds an amplitude."""
-    projection: str = DEFAULT_METHOD
+    projection: str = DEFAULT_PROJECTION
     """What sets the target mix: ``auto`` (with three budgets or more a backtest at N2 decides, see "Three
     budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
     projection beats it by more than twice the prediction's sd and twice the noise of one run), ``observed``
@@ -263,7 +263,7 @@ class DDOConfig:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
         check_choice("ddo", "law", self.law, LAWS)
-        check_choice("ddo", "projection", self.projection, METHODS)
+        check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)

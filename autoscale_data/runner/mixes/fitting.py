@@ -214,14 +214,14 @@ def projection_summary(projections: Projections, min_weight: float = 0.0, max_we
                        log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The content of ``fits/projection.json``: the solver's projections and the target mix.
 
-    :meth:`~autoscale_data.solver.projections.Projections.to_json` (all three projections, the one
+    :meth:`~autoscale_data.solver.projections.Projections.record` (all three projections, the one
     used and its ``weights``), with ``ddo.min_weight`` / ``max_weight`` applied to the target mix:
     ``weights`` are the bounded ones, ``unbounded_weights`` the projection's own, ``bounds_applied``
     ``{domain: [before, after]}`` the domains moved and ``weight_bounds`` the bounds (a move is logged).
     """
     from ...solver import apply_weight_bounds
 
-    summary = projections.to_json()
+    summary = projections.record().to_json()
     raw = {d: float(w) for d, w in summary["weights"].items()}
     bounded = apply_weight_bounds(raw, min_weight, max_weight)
     moved = {d: [raw[d], bounded[d]] for d in raw if abs(raw[d] - bounded[d]) > 1e-9}
