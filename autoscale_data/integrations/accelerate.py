@@ -1,14 +1,9 @@
 """HF Accelerate: the mixture loader saved and restored by ``accelerator.save_state`` / ``load_state``.
 
-``accelerator.prepare`` re-creates every ``torch.utils.data.DataLoader`` it is given (a
-``DataLoaderShard``), and for an ``IterableDataset`` on several processes it either wraps it in
-``IterableDatasetShard`` or dispatches rank 0's batches (``accelerate/data_loader.py``,
-``prepare_data_loader``): both would cut the mixture, which already gives each rank its own slice,
-a second time, and the shard reads one batch ahead of the loop. So the loader here is not a
-``DataLoader``: ``prepare`` hands it back unchanged (``Accelerator._prepare_one`` returns objects
-it does not know), it moves batches to ``accelerator.device`` itself, and
-:func:`prepare_mixture_loader` registers it with ``accelerator.register_for_checkpointing``, so
-``save_state`` stores its state (``custom_checkpoint_<i>.pkl``) and ``load_state`` restores it::
+The loader is not a ``DataLoader``, so ``accelerator.prepare`` hands it back unchanged instead of
+cutting the mixture, which already gives each rank its own slice, a second time (docs/ecosystem.md);
+it moves batches to ``accelerator.device`` itself, and :func:`prepare_mixture_loader` registers it for
+checkpointing::
 
     accelerator = Accelerator()
     ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024, batch_size=8)

@@ -1,12 +1,9 @@
 """Training on this machine: in the runner's own process, or up to ``max_parallel`` runs at once.
 
-With ``max_parallel`` slots, slot ``i`` owns group ``i mod G`` of the ``G`` groups of ``procs``
-visible GPUs (``CUDA_VISIBLE_DEVICES``; the DeepSpeed launcher gets them as ``--include``; up to
-``runs_per_gpu`` slots share a group) or, on CPU,
-``cpu_threads`` threads (``OMP_NUM_THREADS`` and ``torch.set_num_threads``). A one-process plain
-torch run goes to the slot's long-lived worker (:mod:`.worker`); other runs start their launcher
-(``deepspeed`` / ``torchrun``) per run. Every process dies with the runner (``PR_SET_PDEATHSIG``,
-and the trainer checks the runner's pid every step); its checkpoint stays for the next runner.
+Each slot owns its GPUs (:func:`gpu_slots`) or ``cpu_threads`` threads; a one-process plain torch run
+goes to the slot's long-lived worker (:mod:`.worker`), other runs start their launcher per run (see
+"Executors" in docs/runner.md). Every process dies with the runner (``PR_SET_PDEATHSIG``, and the
+trainer checks the runner's pid every step); its checkpoint stays for the next runner.
 """
 
 from __future__ import annotations
@@ -152,9 +149,6 @@ class LocalExecutor(Executor):
     def _start_worker(self, slot: int) -> _Worker:
         worker = self._workers[slot] = _Worker(self._env(slot), self._wake, self.config.model.family)
         return worker
-
-    def describe(self) -> str:
-        return f"local x{self.capacity}"
 
     def _env(self, slot: int, *, launcher_gpus: bool = False) -> dict[str, str]:
         if self._gpus is None:

@@ -1,18 +1,9 @@
 """Slurm through submitit: one job per run (submitted as job arrays), re-attached by job id.
 
-``executor: {kind: slurm, slurm: {partition: gpu, time_min: 240, nodes: 1, account: lab,
-extra: {qos: high}}}``. Each job runs the run's launch command on its node(s): one node -> the
-same command as the local executor (``deepspeed`` launcher with the job's GPUs as ``--include``,
-``torchrun``, or plain python); several nodes -> ``torch.distributed.run`` on every node with the
-first node as rendezvous (both backends: DeepSpeed joins the group torchrun describes). The job
-folder is ``OUT/slurm`` (``slurm.folder`` to change it; it must be visible from the nodes, and so
-must the package, the stores and ``OUT``).
-
-A runner killed while jobs are queued or running leaves them alone; the next runner finds their
-ids in the ledger and waits for them (``sacct``/``squeue`` through submitit). With
-``requeue: true`` a preempted or timed-out job is requeued by submitit and resumes from its
-checkpoint. ``cluster: local`` runs the same jobs through submitit's local executor (processes on
-this machine, no Slurm), which is what the default test suite uses.
+One node runs the local executor's launch command with the job's GPUs; several nodes run
+``torch.distributed.run`` on every node with the first node as rendezvous (see "Executors" in
+docs/runner.md). A runner killed while jobs are queued or running leaves them alone; the next runner
+finds their ids in the ledger and waits for them (``sacct``/``squeue`` through submitit).
 """
 
 from __future__ import annotations
