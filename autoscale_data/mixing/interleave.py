@@ -176,25 +176,16 @@ def interleave(counts: Sequence[int]) -> np.ndarray:
     c = _check_counts(counts)
     total = int(c.sum())
     out = np.empty(total, dtype=domain_id_dtype(c.size))
-    stack: list[tuple[object, np.ndarray | None]] = [(_huffman(c), None)]
+    stack: list[tuple[object, np.ndarray]] = [(_huffman(c), np.arange(total, dtype=np.int64))]
     while stack:
         node, pos = stack.pop()
         if isinstance(node, int):
-            if pos is None:
-                out[:] = node
-            else:
-                out[pos] = node
+            out[pos] = node
             continue
         a, n_a, b = node  # type: ignore[misc]
-        n = total if pos is None else pos.size
-        mask = christoffel_mask(n, n_a)
-        if pos is None:
-            idx = np.arange(total, dtype=np.int64)
-            stack.append((a, idx[mask]))
-            stack.append((b, idx[~mask]))
-        else:
-            stack.append((a, pos[mask]))
-            stack.append((b, pos[~mask]))
+        mask = christoffel_mask(pos.size, n_a)
+        stack.append((a, pos[mask]))
+        stack.append((b, pos[~mask]))
     return out
 
 
