@@ -31,17 +31,9 @@ _LOADER_STATE_VERSION = 1
 
 
 def require_library(extra: str, part: str, module: str, distribution: str) -> None:
-    """Raise :class:`~autoscale_data.MissingExtraError` unless ``module`` can be imported.
-
-    Checks the extra's packages (from the installed metadata) and the library's top-level module
-    itself (so a source checkout whose metadata predates the extra fails the same way).
-
-    Args:
-        extra: the extra that installs the library (``"lightning"``).
-        part: what is being imported, for the message.
-        module: the library's import name (``"lightning"``).
-        distribution: its distribution name on PyPI (``"lightning"``).
-    """
+    """:func:`~autoscale_data._extras.require` of ``extra`` for ``part``, and a
+    :class:`~autoscale_data.MissingExtraError` naming ``distribution`` unless ``module`` can be imported
+    (so a source checkout whose metadata predates the extra fails the same way)."""
     require(extra, part)
     try:
         found = importlib.util.find_spec(module) is not None

@@ -35,16 +35,9 @@ def prepare_mixture_loader(accelerator: Any, dataset: ScaleAwareMixtureDataset, 
                            pin_memory: bool | None = None) -> MixtureLoader:
     """A :class:`~autoscale_data.integrations.MixtureLoader` on ``accelerator.device``, registered for checkpointing.
 
-    Args:
-        accelerator: the ``accelerate.Accelerator``.
-        dataset: a fresh mixture dataset with ``batch_size`` set, built on this process's slice
-            (rank and world size equal to ``accelerator.process_index`` / ``num_processes``).
-        num_workers: DataLoader worker processes.
-        pin_memory: pin batches (default: when the device is CUDA).
-
-    Returns:
-        The loader; every batch it yields counts as trained on, so save the state after the step
-        that used it (the usual ``for batch in loader: step(); save_state()`` loop).
+    ``dataset`` is fresh, with ``batch_size`` set, built on this process's slice; ``pin_memory`` defaults to
+    whether the device is CUDA. Every batch the loader yields counts as trained on, so save the state after
+    the step that used it (the usual ``for batch in loader: step(); save_state()`` loop).
 
     Raises:
         ValueError: the dataset's rank slice differs from the accelerator's process layout.

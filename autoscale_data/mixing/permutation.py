@@ -119,16 +119,8 @@ def _encrypt(x: np.ndarray, a: Any, b: Any, round_keys: Any) -> np.ndarray:
 
 
 def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | int) -> np.ndarray:
-    """Image of ``index`` under the keyed bijection of ``[0, n)`` (elementwise ``n`` and keys allowed).
-
-    Args:
-        index: integers in ``[0, n)``.
-        n: the size of each element's domain (> 0), a scalar or an array like ``index``.
-        keys: 64-bit keys, a scalar or an array like ``index``.
-
-    Returns:
-        ``uint64`` array of the permuted indices, each in ``[0, n)``.
-    """
+    """Image (``uint64``) of ``index`` under the keyed bijection of ``[0, n)``; ``n`` (> 0) and the 64-bit
+    ``keys`` are scalars or arrays like ``index``."""
     x = np.asarray(index).astype(np.uint64, copy=True).reshape(-1)
     size = x.size
     if np.ndim(n) == 0 and np.ndim(keys) == 0:  # one size and key: scalar operands throughout
@@ -169,12 +161,8 @@ class DomainOrders:
     """Each domain's visiting order: draw ``k`` of domain ``d`` is a sequence id, in O(1) memory.
 
     Epoch ``e = k // available[d]`` is a fresh keyed permutation of ``range(available[d])``, so no
-    sequence repeats before every sequence of the domain has been used once.
-
-    Args:
-        names: domain names (part of the key).
-        available: whole sequences each domain holds.
-        seed: the dataset seed.
+    sequence repeats before every sequence of the domain has been used once. The key is the dataset
+    ``seed`` and the domain's name; ``available`` holds each domain's whole sequences.
     """
 
     def __init__(self, names: list[str], available: list[int], seed: int) -> None:
@@ -238,17 +226,8 @@ class DomainOrders:
 
 
 def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
-    """The ids of the first ``needed`` draws of domain ``name`` (a materialized :class:`DomainOrders`).
-
-    Args:
-        name: domain name (part of the key).
-        available: whole sequences the domain holds.
-        needed: sequences to draw.
-        seed: the dataset seed.
-
-    Returns:
-        ``uint32`` (or ``uint64``) array of length ``needed``.
-    """
+    """The ids (:func:`sequence_id_dtype`) of the first ``needed`` draws of domain ``name`` holding
+    ``available`` sequences (a materialized :class:`DomainOrders`)."""
     check_int("needed", needed, minimum=0)
     check_int("available", available, minimum=0)
     dtype = sequence_id_dtype(available)

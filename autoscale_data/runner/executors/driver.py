@@ -55,17 +55,8 @@ class _Progress:
 
 def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], config: Any, domains: DomainInfo,
                 *, log: Callable[[str], None] = print, progress: bool = False) -> dict[str, str]:
-    """Train every run of ``specs`` that is not finished; returns each run id's final status.
-
-    Args:
-        executor: where the jobs run.
-        ledger: the experiment's ledger (held by this runner).
-        specs: the runs (duplicates are trained once).
-        config: the experiment config (``executor.retries``; written into each ``job.json``).
-        domains: the stores (written into each ``job.json``).
-        log: where one line per finished or failed run goes.
-        progress: show the executor's progress line.
-    """
+    """Train every run of ``specs`` (duplicates once) that is not finished; returns each run id's final status.
+    ``config`` and ``domains`` go into each ``job.json``; ``log`` takes one line per finished or failed run."""
     unique = list({s.run_id: s for s in specs}.values())
     loop = _Loop(executor, ledger, config, domains, log, total=len(unique))
     loop.triage(unique)

@@ -8,6 +8,7 @@ trainer checks the runner's pid every step); its checkpoint stays for the next r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -115,21 +116,14 @@ class _Worker:
         self.proc.stdin.flush()
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait()
 
 
 class LocalExecutor(Executor):
-    """Up to ``capacity`` runs at once on this machine, each in its own slot of devices or threads.
-
-    Args:
-        config: the experiment config (procs, backend, device, cpu_threads).
-        capacity: how many runs at once (``executor.max_parallel`` resolved).
-        progress: show each trainer's progress bar (launcher runs only).
-    """
+    """Up to ``capacity`` runs at once on this machine, each in its own slot of devices or threads
+    (``progress``: each trainer's progress bar, launcher runs only)."""
 
     kind = LOCAL
 
@@ -205,10 +199,8 @@ class LocalExecutor(Executor):
             proc.stop()
             self._workers.pop(slot, None)
         else:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait()
 
     def wait(self, timeout: float) -> None:
@@ -221,10 +213,8 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         for worker in self._workers.values():
             if worker.proc.stdin is not None:
-                try:
+                with contextlib.suppress(OSError):
                     worker.proc.stdin.close()  # the worker leaves at the end of its input
-                except OSError:
-                    pass
         for worker in self._workers.values():
             try:
                 worker.proc.wait(timeout=30)

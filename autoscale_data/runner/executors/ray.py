@@ -7,6 +7,7 @@ processes, and the next runner resubmits unfinished runs (they resume from their
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -70,11 +71,7 @@ class SlotActor:
 
 
 class RayExecutor(Executor):
-    """Runs on a Ray cluster, ``capacity`` at once, each on an actor with its own resources.
-
-    Args:
-        config: the experiment config (``executor.ray``, ``max_parallel``, procs, cpu_threads).
-    """
+    """Runs on a Ray cluster, ``capacity`` at once, each on an actor with its own resources."""
 
     kind = RAY
 
@@ -148,10 +145,8 @@ class RayExecutor(Executor):
 
         for actor in self._actors:
             if actor is not None:
-                try:
+                with contextlib.suppress(Exception):  # it may be gone already
                     ray.get(actor.stop.remote(), timeout=60)
-                except Exception:  # noqa: BLE001 - it may be gone already
-                    pass
                 ray.kill(actor)
         self._actors = [None] * self.capacity
         if self._started_ray:
