@@ -103,12 +103,8 @@ def weight_float(text: str) -> float:
 
 
 def add_supply_args(parser: argparse.ArgumentParser, *, effect: str) -> None:
-    """``--available DOMAIN=TOKENS`` (repeatable) and ``--max-epochs E``: what each domain can supply.
-
-    Args:
-        parser: the verb's parser.
-        effect: what the supply does in this verb (ends the ``--available`` help in parentheses).
-    """
+    """``--available DOMAIN=TOKENS`` (repeatable) and ``--max-epochs E``: what each domain can supply
+    (``effect``: what the supply does in this verb, for the help)."""
     parser.add_argument("--available", action="append", metavar="DOMAIN=TOKENS",
                         help=f"tokens available per domain ({effect}; repeatable or comma-separated)")
     parser.add_argument("--max-epochs", type=positive_float, default=None, metavar="E",

@@ -1,12 +1,9 @@
 """The one loop that trains a list of runs through an executor, with the ledger as the record.
 
-For every run: done already -> skipped (a result written just before a crash is adopted); failed
-terminally (diverged) -> skipped with a warning; submitted/running under the same executor by an
-earlier runner -> re-attached when the executor still knows the job, else resubmitted. Submissions
-go out while the executor has room; each finished job's outcome is read from its run directory and
-logged (``done`` / ``failed``); a job that died is resubmitted up to ``executor.retries`` times in
-this call and resumes from its checkpoint. An exception or Ctrl-C cancels every job in flight.
-The caller owns the executor (one executor serves every phase of a plan; close it at the end).
+Submissions go out while the executor has room (what an earlier runner left: :meth:`_Loop.triage`); each
+finished job's outcome is read from its run directory and logged (``done`` / ``failed``); a job that died
+is resubmitted up to ``executor.retries`` times in this call and resumes from its checkpoint. An exception
+or Ctrl-C cancels every job in flight. The caller owns the executor (one serves every phase of a plan).
 """
 
 from __future__ import annotations
