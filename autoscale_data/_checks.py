@@ -20,14 +20,8 @@ def is_int(value: Any) -> bool:
 
 
 def check_int(name: str, value: Any, *, minimum: int = 1, allow_none: bool = False) -> None:
-    """Raise ``ValueError`` unless ``value`` is an integer ``>= minimum`` (or ``None`` when allowed).
-
-    Args:
-        name: how the value is called in the message (a parameter or config field).
-        value: the value to check.
-        minimum: the smallest accepted value (1: a positive integer, 0: a non-negative one).
-        allow_none: accept ``None`` too.
-    """
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is an integer ``>= minimum`` (or ``None`` when
+    ``allow_none``)."""
     if value is None and allow_none:
         return
     if not is_int(value) or value < minimum:

@@ -38,16 +38,9 @@ class MissingExtraError(ImportError):
 
 
 def extra_packages(extra: str, requirements: Sequence[str] | None = None) -> list[str]:
-    """The distributions an extra installs, nested extras (``autoscale-data[plots]``) expanded.
-
-    Args:
-        extra: the extra's name.
-        requirements: ``Requires-Dist`` lines (default: the installed package's metadata).
-
-    Returns:
-        Distribution names in the order declared; empty when the package's metadata is not found
-        (running from a source tree that was never installed).
-    """
+    """The distributions an extra installs, in the order declared, nested extras (``autoscale-data[plots]``)
+    expanded; ``requirements``: ``Requires-Dist`` lines (default: the installed package's metadata; none
+    found, as in a source tree never installed: empty)."""
     if requirements is None:
         try:
             requirements = importlib.metadata.requires(DISTRIBUTION) or []
@@ -81,12 +74,8 @@ def missing_packages(extra: str) -> list[str]:
 
 
 def require(extra: str, part: str) -> None:
-    """Raise :class:`MissingExtraError` unless every package of ``extra`` is installed.
-
-    Args:
-        extra: the extra that ``part`` needs (``"runner"``).
-        part: what is being used, for the message (``"autoscale_data.runner"``).
-    """
+    """Raise :class:`MissingExtraError` naming ``part`` (``"autoscale_data.runner"``) unless every package of
+    ``extra`` (``"runner"``) is installed."""
     missing = missing_packages(extra)
     if missing:
         raise MissingExtraError(part, extra, missing)

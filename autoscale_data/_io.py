@@ -40,10 +40,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
 

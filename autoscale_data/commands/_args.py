@@ -7,7 +7,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .._checks import check_int
@@ -103,12 +103,8 @@ def weight_float(text: str) -> float:
 
 
 def add_supply_args(parser: argparse.ArgumentParser, *, effect: str) -> None:
-    """``--available DOMAIN=TOKENS`` (repeatable) and ``--max-epochs E``: what each domain can supply.
-
-    Args:
-        parser: the verb's parser.
-        effect: what the supply does in this verb (ends the ``--available`` help in parentheses).
-    """
+    """``--available DOMAIN=TOKENS`` (repeatable) and ``--max-epochs E``: what each domain can supply
+    (``effect``: what the supply does in this verb, for the help)."""
     parser.add_argument("--available", action="append", metavar="DOMAIN=TOKENS",
                         help=f"tokens available per domain ({effect}; repeatable or comma-separated)")
     parser.add_argument("--max-epochs", type=positive_float, default=None, metavar="E",
@@ -130,16 +126,19 @@ def parse_tokens(items: list[str] | None) -> dict[str, float] | None:
     """``["web=1e9", "code=2e8"]`` or ``["web=1e9,code=2e8"]`` -> ``{"web": 1e9, "code": 2e8}``."""
     if not items:
         return None
-    out: dict[str, float] = {}
-    for item in items:
-        for part in item.split(","):
-            if not part.strip():
-                continue
-            name, sep, val = part.partition("=")
-            if not sep or not name.strip():
-                raise ValueError(f"expected DOMAIN=TOKENS, got {part!r}")
-            out[name.strip()] = float(parse_token_count(val, what=f"token count for {name.strip()!r}", minimum=0))
-    return out
+    return {name: float(parse_token_count(val, what=f"token count for {name!r}", minimum=0))
+            for name, val in _pairs(items, "expected DOMAIN=TOKENS")}
+
+
+def _pairs(items: Iterable[str], expected: str) -> Iterator[tuple[str, str]]:
+    """``(name, value)`` of every ``NAME=VALUE`` in the comma-separated ``items`` (empty parts skipped)."""
+    for part in (p for item in items for p in item.split(",")):
+        if not part.strip():
+            continue
+        name, sep, val = part.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{expected}, got {part!r}")
+        yield name.strip(), val
 
 
 def objective_weights_arg(spec: str | None) -> dict[str, float] | None:
@@ -151,14 +150,8 @@ def objective_weights_arg(spec: str | None) -> dict[str, float] | None:
         if not isinstance(obj, dict) or not obj:
             raise ValueError(f"{spec}: expected a JSON object {{validation domain: weight}}")
         return {str(d): objective_weight(str(d), v) for d, v in obj.items()}
-    out: dict[str, float] = {}
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        name, sep, val = part.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--objective-weights: expected DOMAIN=WEIGHT, got {part!r}")
-        out[name.strip()] = objective_weight(name.strip(), val.strip())
+    out = {name: objective_weight(name, val.strip())
+           for name, val in _pairs([spec], "--objective-weights: expected DOMAIN=WEIGHT")}
     if not out:
         raise ValueError("--objective-weights is empty")
     return out

@@ -24,7 +24,6 @@ baselines: {', '.join(BASELINES)}; presets for 'reference': {', '.join(PRESETS)}
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``baseline`` sub-command."""
     p = add_verb(subparsers, "baseline", run, help="weights of a baseline mixture",
                  description="Compute the weights of a baseline mixture.", epilog=_EPILOG)
     p.add_argument("name", choices=BASELINES, help="which baseline")
@@ -43,7 +42,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``baseline`` from parsed arguments."""
     runs = RunTable.from_csv(args.runs) if args.runs else None
     counts = parse_tokens(args.tokens)
     domains = [d.strip() for d in args.domains.split(",") if d.strip()] if args.domains else None

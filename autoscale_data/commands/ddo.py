@@ -39,7 +39,6 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``ddo`` sub-command."""
     p = add_verb(subparsers, "ddo", run, help="fit DDO to proxy runs at one budget and print the optimal weights",
                  description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
                  epilog=_EPILOG)
@@ -74,7 +73,6 @@ def format_ddo(res: DDOResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``ddo`` from parsed arguments."""
     table = RunTable.from_csv(args.runs)
     try:
         res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,

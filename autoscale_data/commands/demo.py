@@ -33,7 +33,6 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``demo`` sub-command."""
     p = add_verb(subparsers, "demo", run, help="run AutoScale end to end on the built-in synthetic corpus",
                  description="Run the AutoScale pipeline on the embedded synthetic corpus.", epilog=_EPILOG)
     p.add_argument("--quick", action="store_true", help="tiny budgets (about 2 minutes; shows the procedure only)")
@@ -50,7 +49,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute the ``demo`` verb."""
     from ..demo import STORES_DOMAINS, prepare_synthetic_stores, run_demo
 
     if args.stores is None:

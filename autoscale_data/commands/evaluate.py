@@ -21,7 +21,6 @@ arc_challenge openbookqa csqa socialiqa."""
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``evaluate`` sub-command."""
     p = add_verb(subparsers, "evaluate", run, help="score a trained causal LM on zero-shot tasks (offline)",
                  description="Ranked classification on zero-shot tasks: accuracy, length-normalised accuracy and "
                              "bits per byte of the gold answer, with the model's own tokenizer.", epilog=_EPILOG)
@@ -43,7 +42,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute the ``evaluate`` verb."""
     from ..evaluation import DEFAULT_TASKS, check_task_names, evaluate_checkpoint
     from ..runner import evaluate_run_dir, layout
 

@@ -27,7 +27,6 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``extend`` sub-command."""
     p = add_verb(subparsers, "extend", run, help="extend a finished target run to a larger budget",
                  description="Continue a finished target run of an `autoscale-data run` output folder (model, "
                              "optimiser and data position) to a larger token budget.", epilog=_EPILOG)
@@ -48,7 +47,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute the ``extend`` verb."""
     from ..runner import MixtureRunner, load_folder_config
 
     out = Path(args.out_dir)

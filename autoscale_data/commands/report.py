@@ -12,14 +12,12 @@ __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``report`` sub-command."""
     p = add_verb(subparsers, "report", run, help="write report.md/report.json/plots of an `autoscale-data run` output",
                  description="Summarise the runs, fits, target curves and tokens saved; print the summary table.")
     p.add_argument("out_dir", metavar="OUT_DIR", help="the --out directory of `autoscale-data run`")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute the ``report`` verb."""
     from ..runner import format_summary, layout, write_report
 
     report = write_report(args.out_dir)

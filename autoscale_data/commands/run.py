@@ -25,7 +25,6 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``run`` sub-command."""
     p = add_verb(subparsers, "run", run, help="run an AutoScale experiment (proxies, fits, targets, report)",
                  description="Run the AutoScale pipeline described by a YAML/JSON config.", epilog=_EPILOG)
     p.add_argument("config", metavar="CONFIG", help="runner config (.yaml/.yml/.json)")
@@ -50,20 +49,14 @@ def with_executor(config: Any, *, kind: str | None = None, max_parallel: int | s
     """``config`` with the executor settings that are not ``None`` replaced (validated again)."""
     import dataclasses
 
-    changes: dict[str, Any] = {}
-    if kind is not None:
-        changes["kind"] = kind
-    if max_parallel is not None:
-        changes["max_parallel"] = max_parallel
-    if retries is not None:
-        changes["retries"] = retries
+    changes = {k: v for k, v in (("kind", kind), ("max_parallel", max_parallel), ("retries", retries))
+               if v is not None}
     if not changes:
         return config
     return dataclasses.replace(config, executor=dataclasses.replace(config.executor, **changes))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute the ``run`` verb."""
     from ..runner import MixtureRunner, format_summary, load_config
 
     config = with_executor(load_config(args.config), kind=args.executor, max_parallel=args.max_parallel,

@@ -19,7 +19,6 @@ tokenizer covers all of them. Then: autoscale-data prepare ... --tokenizer OUT
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``tokenizer`` sub-command (``tokenizer train``)."""
     p = add_verb(subparsers, "tokenizer", run, help="train a BPE tokenizer on your own text",
                  description="Tokenizers for prepare: 'train' fits a byte-level BPE (EOS <|endoftext|>, id 0) "
                              "to your text files.", epilog=_EPILOG)
@@ -41,7 +40,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``tokenizer train`` from parsed arguments."""
     counted = {"documents": 0}
 
     def texts() -> Any:

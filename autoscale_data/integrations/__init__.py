@@ -2,9 +2,8 @@
 
 Each adapter needs its library, installed by an extra of the same name (``pip install
 'autoscale-data[lightning]'``); importing it without the library raises
-:class:`~autoscale_data.MissingExtraError`. All of them share :class:`MixtureLoader`, which counts
-the samples a trainer has actually consumed, so a checkpoint resumes the data exactly where the
-model stopped even when the trainer prefetches batches or the loader uses worker processes.
+:class:`~autoscale_data.MissingExtraError`. All of them share :class:`MixtureLoader` (the samples a
+trainer has consumed: an exact resume; see its module).
 
 - :mod:`autoscale_data.integrations.lightning`: ``MixtureDataModule`` (PyTorch Lightning), and
   ``OnlineMixingCallback`` for a stream that follows an online-mixing controller.

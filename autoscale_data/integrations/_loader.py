@@ -3,11 +3,9 @@
 Trainers read ahead: Lightning's fetcher holds the next batch before the current step runs,
 Megatron and torchtitan pull from an iterator whose consumer may stop at any step, and DataLoader
 workers run several batches ahead. The dataset's own ``state_dict()`` follows its iterator, so it
-would skip what was fetched but not trained on. :class:`MixtureLoader` instead records how many
-samples the *trainer* has taken (every batch it yields, or only the batches the trainer reports
-with :meth:`MixtureLoader.mark_consumed`) and asks the dataset for the state at that count
-(``ScaleAwareMixtureDataset.state_dict(samples_taken=...)``), which is exact for any number of
-workers, and valid for any world size on resume.
+would skip what was fetched but not trained on. :class:`MixtureLoader` instead asks the dataset for
+the state at the samples the *trainer* has taken (``state_dict(samples_taken=...)``), which is exact
+for any number of workers, and valid for any world size on resume.
 """
 
 from __future__ import annotations
@@ -31,17 +29,9 @@ _LOADER_STATE_VERSION = 1
 
 
 def require_library(extra: str, part: str, module: str, distribution: str) -> None:
-    """Raise :class:`~autoscale_data.MissingExtraError` unless ``module`` can be imported.
-
-    Checks the extra's packages (from the installed metadata) and the library's top-level module
-    itself (so a source checkout whose metadata predates the extra fails the same way).
-
-    Args:
-        extra: the extra that installs the library (``"lightning"``).
-        part: what is being imported, for the message.
-        module: the library's import name (``"lightning"``).
-        distribution: its distribution name on PyPI (``"lightning"``).
-    """
+    """:func:`~autoscale_data._extras.require` of ``extra`` for ``part``, and a
+    :class:`~autoscale_data.MissingExtraError` naming ``distribution`` unless ``module`` can be imported
+    (so a source checkout whose metadata predates the extra fails the same way)."""
     require(extra, part)
     try:
         found = importlib.util.find_spec(module) is not None

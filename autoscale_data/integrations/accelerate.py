@@ -1,14 +1,9 @@
 """HF Accelerate: the mixture loader saved and restored by ``accelerator.save_state`` / ``load_state``.
 
-``accelerator.prepare`` re-creates every ``torch.utils.data.DataLoader`` it is given (a
-``DataLoaderShard``), and for an ``IterableDataset`` on several processes it either wraps it in
-``IterableDatasetShard`` or dispatches rank 0's batches (``accelerate/data_loader.py``,
-``prepare_data_loader``): both would cut the mixture, which already gives each rank its own slice,
-a second time, and the shard reads one batch ahead of the loop. So the loader here is not a
-``DataLoader``: ``prepare`` hands it back unchanged (``Accelerator._prepare_one`` returns objects
-it does not know), it moves batches to ``accelerator.device`` itself, and
-:func:`prepare_mixture_loader` registers it with ``accelerator.register_for_checkpointing``, so
-``save_state`` stores its state (``custom_checkpoint_<i>.pkl``) and ``load_state`` restores it::
+The loader is not a ``DataLoader``, so ``accelerator.prepare`` hands it back unchanged instead of
+cutting the mixture, which already gives each rank its own slice, a second time (docs/ecosystem.md);
+it moves batches to ``accelerator.device`` itself, and :func:`prepare_mixture_loader` registers it for
+checkpointing::
 
     accelerator = Accelerator()
     ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024, batch_size=8)
@@ -40,16 +35,9 @@ def prepare_mixture_loader(accelerator: Any, dataset: ScaleAwareMixtureDataset, 
                            pin_memory: bool | None = None) -> MixtureLoader:
     """A :class:`~autoscale_data.integrations.MixtureLoader` on ``accelerator.device``, registered for checkpointing.
 
-    Args:
-        accelerator: the ``accelerate.Accelerator``.
-        dataset: a fresh mixture dataset with ``batch_size`` set, built on this process's slice
-            (rank and world size equal to ``accelerator.process_index`` / ``num_processes``).
-        num_workers: DataLoader worker processes.
-        pin_memory: pin batches (default: when the device is CUDA).
-
-    Returns:
-        The loader; every batch it yields counts as trained on, so save the state after the step
-        that used it (the usual ``for batch in loader: step(); save_state()`` loop).
+    ``dataset`` is fresh, with ``batch_size`` set, built on this process's slice; ``pin_memory`` defaults to
+    whether the device is CUDA. Every batch the loader yields counts as trained on, so save the state after
+    the step that used it (the usual ``for batch in loader: step(); save_state()`` loop).
 
     Raises:
         ValueError: the dataset's rank slice differs from the accelerator's process layout.

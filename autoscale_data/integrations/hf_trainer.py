@@ -1,22 +1,13 @@
 """HF ``transformers.Trainer``: one callback for a fixed or an online mixture, resumed from its checkpoint.
 
-:class:`MixtureTrainerCallback` writes ``mixture_state.json`` into every checkpoint folder (the
-dataset's state at the Trainer's global step, with the online mixture's segment log, controller
-and loss window when there is one, and torch's CPU RNG state), and when ``train()`` resumes it
-reads it back by itself (``on_train_begin``, before the loader is read): the data continues in
-O(1) after the checkpoint's step, with nothing to call and nothing to forget. Online, it also
-updates the mixture every ``every`` steps (``on_step_end``: ``state.global_step`` counts
-optimizer steps, so gradient accumulation counts once) and makes the mixture decide two segments
-ahead, since the Trainer's loader reads one batch ahead of the step in use.
-
-``TrainingArguments`` (checked when the Trainer is built and when it trains; a wrong one raises
-``ValueError`` naming it): ``ignore_data_skip=True`` (the callback moves the data itself, the
-Trainer must not skip the trained batches again), online ``remove_unused_columns=False`` (keep ``domain``),
-one process (under several, the Trainer's accelerate loader re-shards an iterable dataset; use
-:mod:`autoscale_data.integrations.accelerate` there). With ``dataloader_num_workers > 0`` the
-dataset must yield whole batches (``batch_size=B``) and the Trainer take one of them at a time
-(``per_device_train_batch_size=1``, ``data_collator=whole_batches``), because the Trainer's
-DataLoader would batch each worker's samples apart, out of the stream's order::
+:class:`MixtureTrainerCallback` writes ``mixture_state.json`` (the data position at the global step,
+an online mixture's state, torch's CPU RNG) into every checkpoint folder and reads it back by itself
+when ``train()`` resumes; online, it also updates the mixture every ``every`` optimizer steps and
+makes it decide two segments ahead (the Trainer's loader reads one batch ahead). It needs
+``ignore_data_skip=True``, online ``remove_unused_columns=False``, one process (several:
+:mod:`autoscale_data.integrations.accelerate`) and, with ``dataloader_num_workers > 0``, whole batches
+taken one at a time (``batch_size=B``, ``per_device_train_batch_size=1``, ``data_collator=whole_batches``);
+a wrong argument raises ``ValueError`` with its reason (the Trainer's side: docs/ecosystem.md)::
 
     ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=1024)          # fixed mix
     args = TrainingArguments(..., ignore_data_skip=True, remove_unused_columns=False)
@@ -34,10 +25,8 @@ DataLoader would batch each worker's samples apart, out of the stream's order::
 
 The checkpoint is the one ``train(resume_from_checkpoint=...)`` resumes: ``resume_from``, else
 ``args.resume_from_checkpoint`` when it is a folder, else ``output_dir/checkpoint-<global step>``
-(what ``resume_from_checkpoint=True`` picks). With ``ignore_data_skip=True`` the Trainer (5.x,
-``_run_epoch``) restores the checkpoint's RNG before creating the DataLoader iterator, which draws
-a seed from torch's global RNG: the callback puts the saved RNG state back at the first step, so
-dropout draws what the uninterrupted run drew and the losses match it bit for bit (CPU).
+(what ``resume_from_checkpoint=True`` picks). The saved RNG state is put back at the first step, after
+the Trainer's DataLoader iterator drew its seed, so the losses match the uninterrupted run bit for bit.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """PyTorch Lightning: a ``LightningDataModule`` whose data position goes into the Lightning checkpoint.
 
-Lightning saves ``datamodule.state_dict()`` in every checkpoint (under the class name) and calls
-``datamodule.load_state_dict(...)`` when ``Trainer.fit(ckpt_path=...)`` restores one, before it asks
-for ``train_dataloader()`` (``lightning/pytorch/trainer/connectors/checkpoint_connector.py``:
-``dump_checkpoint`` / ``restore_datamodule``). Its fetcher reads one batch ahead of the step
-(``loops/fetchers.py``, ``_PrefetchDataFetcher``), so the module counts a batch as consumed in
-``on_before_batch_transfer``, which the training loop calls for the batch it is about to train on
-(``loops/training_epoch_loop.py``). A resumed fit therefore continues with exactly the batch after
-the checkpoint's step::
+Lightning checkpoints ``datamodule.state_dict()`` and restores it before ``train_dataloader()``; its
+fetcher reads one batch ahead, so the module counts a batch as consumed in ``on_before_batch_transfer``,
+called for the batch about to be trained on (docs/ecosystem.md). A resumed fit therefore continues with
+exactly the batch after the checkpoint's step::
 
     dm = MixtureDataModule("stores/", weights, budget_tokens=N, seq_len=1024, batch_size=8, num_workers=2)
     trainer = L.Trainer(max_steps=..., callbacks=[ModelCheckpoint(every_n_train_steps=1000)])

@@ -1,15 +1,9 @@
 """Megatron: the mixture as an external data iterator (``--dataloader-type external``) with save/restore.
 
-With ``--dataloader-type external``, Megatron-LM's ``build_pretraining_data_loader`` returns the
-object your ``train_valid_test_datasets_provider`` built as it is, and
-``build_train_valid_test_data_iterators`` wraps ``iter(obj)`` in megatron-core's
-``RerunDataIterator`` (``megatron/training/training.py``), which calls ``next()`` once per
-micro-batch. Megatron does not track an external loader's position: with ``--dataloader-save DIR``
-``save_checkpoint`` calls ``save_state()`` on the iterator (``train_iterator.iterable``) and writes
-``{"dataloader_state_dict": state}`` to ``DIR/iter_<7 digits>/mp_rank_00*/train_dataloader_dprank<3
-digits>.pt`` (``maybe_save_dataloader_state`` in ``megatron/training/checkpointing.py``); restoring
-is the provider's job. :class:`MixtureExternalIterator` is that iterator, and
-:func:`load_megatron_dataloader_state` finds and applies the saved state::
+Megatron-LM passes the provider's object through and calls ``next()`` on ``iter(obj)`` once per
+micro-batch; with ``--dataloader-save DIR`` it saves the iterator's ``save_state()`` at every checkpoint,
+and restoring is the provider's job (docs/ecosystem.md). :class:`MixtureExternalIterator` is that
+iterator, and :func:`load_megatron_dataloader_state` finds and applies the saved state::
 
     def train_valid_test_datasets_provider(train_val_test_num_samples):
         args = get_args()

@@ -1,13 +1,8 @@
 """torchtitan: a ``BaseDataLoader`` (and its ``Config``) that a torchtitan training config can name.
 
-torchtitan's ``Trainer`` builds its data loader from the config,
-``config.dataloader.build(dp_world_size=, dp_rank=, tokenizer=, seq_len=, local_batch_size=,
-snapshot_every_n_steps=)`` (``torchtitan/trainer.py``); the loader must be a ``BaseDataLoader``
-(``torchtitan/components/dataloader.py``: ``Stateful`` + ``Configurable``) yielding
-``(input_dict, labels)`` with the tokens under ``input_dict["input"]``, and the checkpointer saves
-and restores it as the ``"dataloader"`` entry of every checkpoint. The trainer pulls exactly the
-batches of each step (``Trainer.batch_generator``), so the state after the batches handed out is
-the state after the last step::
+torchtitan's ``Trainer`` builds its loader with ``config.dataloader.build(...)``, checkpoints it as
+``"dataloader"`` and pulls exactly the batches of each step, so the state after the batches handed
+out is the state after the last step (docs/ecosystem.md)::
 
     from autoscale_data.integrations.torchtitan import MixtureTitanDataLoader
 

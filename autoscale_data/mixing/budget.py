@@ -29,14 +29,8 @@ def allowed_draws(available: int, max_epochs: float | None) -> int:
 
 
 def validate_weights(weights: Mapping[str, float], domain_names: Sequence[str]) -> dict[str, float]:
-    """Check that ``weights`` is a probability vector over exactly ``domain_names``.
-
-    Args:
-        weights: domain name -> weight.
-        domain_names: the domains that must be weighted (each exactly once).
-
-    Returns:
-        The weights as plain floats, in ``domain_names`` order.
+    """``weights`` (name -> weight) as plain floats in ``domain_names`` order, checked to be a probability
+    vector over exactly those domains.
 
     Raises:
         ValueError: unknown or missing domains, a non-finite or negative weight, or a sum that is
@@ -81,14 +75,8 @@ def largest_remainder(weights: Mapping[str, float] | Sequence[float] | np.ndarra
     """Integer counts proportional to ``weights`` that sum to ``total`` exactly.
 
     Each domain gets ``floor(w_i * total)``; the leftover units go to the largest fractional
-    remainders (ties broken by the lower index), so ``|count_i - w_i * total| < 1``.
-
-    Args:
-        weights: non-negative weights (renormalized): a vector, or a mapping name -> weight.
-        total: the number of units to distribute (>= 0).
-
-    Returns:
-        For a mapping, ``{name: count}`` in its order; for a vector, an ``int64`` array of counts.
+    remainders (ties broken by the lower index), so ``|count_i - w_i * total| < 1``. ``weights`` (>= 0,
+    renormalized) is a vector (counts: an ``int64`` array) or a mapping (counts: ``{name: count}``).
     """
     if isinstance(weights, Mapping):
         counts = largest_remainder([float(v) for v in weights.values()], total)

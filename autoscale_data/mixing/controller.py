@@ -65,6 +65,7 @@ class Controller(Protocol):
     """What an online stream follows (implementations: :mod:`autoscale_data.online`)."""
 
     domain_names: tuple[str, ...]
+    """The domains, in the stream's order (``ds.domain_names``); every controller's first argument."""
 
     def initial_weights(self) -> dict[str, float]:
         """The weights of the stream's first segments, before any update."""

@@ -30,9 +30,7 @@ class MixtureStream:
     """The global stream of a mixture, evaluated per position.
 
     Args:
-        names: domain names (keys of the per-domain orders).
-        available: whole sequences each domain holds.
-        seed: dataset seed.
+        names, available, seed: the domains, their whole sequences and the dataset seed (the orders' keys).
         starts: ``J + 1`` increasing positions: segment ``j`` is ``[starts[j], starts[j+1])``;
             ``starts[0]`` is the stream's origin (0, or the cursor a run was continued from).
         counts: ``[J, D]`` per-domain counts of each segment (rows sum to the segment lengths).
@@ -144,15 +142,7 @@ class MixtureStream:
 
 def build_index(names: Sequence[str], counts: Sequence[int], available: Sequence[int], seed: int, *,
                 shuffle_window: int = 0) -> MixtureStream:
-    """The one-segment stream of ``counts`` (the plain fixed-share mixture).
-
-    Args:
-        names: domain names (key the per-domain orders).
-        counts: sequences drawn from each domain.
-        available: whole sequences each domain holds (``counts`` may exceed it only when the
-            caller allowed repetition; each extra epoch is a fresh permutation).
-        seed: dataset seed.
-        shuffle_window: if > 1, positions are shuffled (seeded) inside consecutive windows.
-    """
+    """The one-segment stream of ``counts`` (the plain fixed-share mixture; see :class:`MixtureStream`).
+    ``counts`` may exceed ``available`` only where the caller allowed repetition."""
     c = np.asarray(counts, dtype=np.int64)
     return MixtureStream(names, available, seed, [0, int(c.sum())], c[None, :], shuffle_window=shuffle_window)

@@ -96,9 +96,6 @@ class InterleaveTree:
     ``f(p) = floor((2 p n_A + n) / (2 n))``, where it is position ``f(p)``; else it is position
     ``p - f(p)`` of child ``B``. Walking down the (at most ``D - 1`` deep) tree gives the domain and
     its within-domain rank; walking down with a prefix length gives the per-domain prefix counts.
-
-    Args:
-        counts: non-negative count per domain (at least one positive).
     """
 
     def __init__(self, counts: Sequence[int]) -> None:
@@ -164,50 +161,27 @@ class InterleaveTree:
 
 
 def interleave(counts: Sequence[int]) -> np.ndarray:
-    """The global domain-id stream: domain ``i`` appears exactly ``counts[i]`` times.
-
-    Args:
-        counts: non-negative integer count per domain (at least one positive).
-
-    Returns:
-        Array of domain ids (``uint8``, or ``uint16`` beyond 256 domains) of length ``sum(counts)``.
-        The result depends only on ``counts``.
-    """
+    """The global domain-id stream (:func:`domain_id_dtype`): domain ``i`` appears exactly ``counts[i]``
+    times (non-negative, at least one positive); it depends only on ``counts``."""
     c = _check_counts(counts)
     total = int(c.sum())
     out = np.empty(total, dtype=domain_id_dtype(c.size))
-    stack: list[tuple[object, np.ndarray | None]] = [(_huffman(c), None)]
+    stack: list[tuple[object, np.ndarray]] = [(_huffman(c), np.arange(total, dtype=np.int64))]
     while stack:
         node, pos = stack.pop()
         if isinstance(node, int):
-            if pos is None:
-                out[:] = node
-            else:
-                out[pos] = node
+            out[pos] = node
             continue
         a, n_a, b = node  # type: ignore[misc]
-        n = total if pos is None else pos.size
-        mask = christoffel_mask(n, n_a)
-        if pos is None:
-            idx = np.arange(total, dtype=np.int64)
-            stack.append((a, idx[mask]))
-            stack.append((b, idx[~mask]))
-        else:
-            stack.append((a, pos[mask]))
-            stack.append((b, pos[~mask]))
+        mask = christoffel_mask(pos.size, n_a)
+        stack.append((a, pos[mask]))
+        stack.append((b, pos[~mask]))
     return out
 
 
 def prefix_deviation(stream: np.ndarray, shares: Sequence[float]) -> np.ndarray:
-    """Per domain, the largest ``|count_i(t) - shares_i * t|`` over all prefixes ``t = 1..len``.
-
-    Args:
-        stream: domain ids.
-        shares: target share per domain (e.g. ``counts / total`` or the user's weights).
-
-    Returns:
-        ``float64`` array, one maximum per domain.
-    """
+    """Per domain, the largest ``|count_i(t) - shares_i * t|`` over all prefixes ``t = 1..len`` of ``stream``
+    (``shares``: e.g. ``counts / total`` or the user's weights)."""
     s = np.asarray(shares, dtype=np.float64)
     ids = np.asarray(stream)
     t = np.arange(1, ids.size + 1, dtype=np.float64)

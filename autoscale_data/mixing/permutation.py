@@ -13,6 +13,7 @@ arrays whose elements may each have their own ``n`` and key.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -118,17 +119,20 @@ def _encrypt(x: np.ndarray, a: Any, b: Any, round_keys: Any) -> np.ndarray:
     return left * b + right  # an even number of rounds: back to (Z_a, Z_b)
 
 
+def _cycle_walk(out: np.ndarray, limit: Any, encrypt: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Cycle-walking: re-encrypt (``encrypt(values, their indices)``) every entry of ``out`` at or above its
+    ``limit`` (a scalar or an array like ``out``) until it falls inside."""
+    todo = np.flatnonzero(out >= limit)
+    while todo.size:
+        y = encrypt(out[todo], todo)
+        out[todo] = y
+        todo = todo[y >= (limit[todo] if np.ndim(limit) else limit)]
+    return out
+
+
 def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | int) -> np.ndarray:
-    """Image of ``index`` under the keyed bijection of ``[0, n)`` (elementwise ``n`` and keys allowed).
-
-    Args:
-        index: integers in ``[0, n)``.
-        n: the size of each element's domain (> 0), a scalar or an array like ``index``.
-        keys: 64-bit keys, a scalar or an array like ``index``.
-
-    Returns:
-        ``uint64`` array of the permuted indices, each in ``[0, n)``.
-    """
+    """Image (``uint64``) of ``index`` under the keyed bijection of ``[0, n)``; ``n`` (> 0) and the 64-bit
+    ``keys`` are scalars or arrays like ``index``."""
     x = np.asarray(index).astype(np.uint64, copy=True).reshape(-1)
     size = x.size
     if np.ndim(n) == 0 and np.ndim(keys) == 0:  # one size and key: scalar operands throughout
@@ -138,13 +142,8 @@ def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | i
         a_arr, b_arr = _radix(np.asarray([n_int]))
         a, b = a_arr[0], b_arr[0]
         round_keys: Any = [np.uint64(_mix_int((int(keys) + int(c)) % (1 << 64))) for c in _ROUND_CONSTANTS]
-        limit = np.uint64(n_int)
-        out = _encrypt(x, a, b, round_keys)
-        todo = np.flatnonzero(out >= limit)
-        while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
-            y = _encrypt(out[todo], a, b, round_keys)
-            out[todo] = y
-            todo = todo[y >= limit]
+        out = _cycle_walk(_encrypt(x, a, b, round_keys), np.uint64(n_int),
+                          lambda v, _: _encrypt(v, a, b, round_keys))
         return out.reshape(np.shape(index))
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.uint64), (size,))
     key_arr = np.broadcast_to(np.asarray(keys, dtype=np.uint64), (size,))
@@ -152,12 +151,8 @@ def feistel_permute(index: np.ndarray, n: np.ndarray | int, keys: np.ndarray | i
         raise ValueError("feistel_permute: an index is outside [0, n)")
     a_all, b_all = _radix(n_arr)
     table, which = _round_keys(key_arr)
-    out = _encrypt(x, a_all, b_all, table[:, which])
-    todo = np.flatnonzero(out >= n_arr)
-    while todo.size:  # cycle-walking: re-encrypt until inside [0, n)
-        y = _encrypt(out[todo], a_all[todo], b_all[todo], table[:, which[todo]])
-        out[todo] = y
-        todo = todo[y >= n_arr[todo]]
+    out = _cycle_walk(_encrypt(x, a_all, b_all, table[:, which]), n_arr,
+                      lambda v, t: _encrypt(v, a_all[t], b_all[t], table[:, which[t]]))
     return out.reshape(np.shape(index))
 
 
@@ -169,12 +164,8 @@ class DomainOrders:
     """Each domain's visiting order: draw ``k`` of domain ``d`` is a sequence id, in O(1) memory.
 
     Epoch ``e = k // available[d]`` is a fresh keyed permutation of ``range(available[d])``, so no
-    sequence repeats before every sequence of the domain has been used once.
-
-    Args:
-        names: domain names (part of the key).
-        available: whole sequences each domain holds.
-        seed: the dataset seed.
+    sequence repeats before every sequence of the domain has been used once. The key is the dataset
+    ``seed`` and the domain's name; ``available`` holds each domain's whole sequences.
     """
 
     def __init__(self, names: list[str], available: list[int], seed: int) -> None:
@@ -208,13 +199,8 @@ class DomainOrders:
         else:  # a table of round keys for every (domain, epoch) this chunk touches
             table, row = self._epoch_table(d, epoch)
         x = (k - epoch * avail).astype(np.uint64)
-        limit = avail.astype(np.uint64)
-        out = self._encrypt(x, d, table[row])
-        todo = np.flatnonzero(out >= limit)
-        while todo.size:  # cycle-walking: re-encrypt until inside [0, available)
-            y = self._encrypt(out[todo], d[todo], table[row[todo]])
-            out[todo] = y
-            todo = todo[y >= limit[todo]]
+        out = _cycle_walk(self._encrypt(x, d, table[row]), avail.astype(np.uint64),
+                          lambda v, t: self._encrypt(v, d[t], table[row[t]]))
         return out.reshape(np.shape(draws))
 
     def _epoch_table(self, d: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,17 +224,8 @@ class DomainOrders:
 
 
 def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
-    """The ids of the first ``needed`` draws of domain ``name`` (a materialized :class:`DomainOrders`).
-
-    Args:
-        name: domain name (part of the key).
-        available: whole sequences the domain holds.
-        needed: sequences to draw.
-        seed: the dataset seed.
-
-    Returns:
-        ``uint32`` (or ``uint64``) array of length ``needed``.
-    """
+    """The ids (:func:`sequence_id_dtype`) of the first ``needed`` draws of domain ``name`` holding
+    ``available`` sequences (a materialized :class:`DomainOrders`)."""
     check_int("needed", needed, minimum=0)
     check_int("available", available, minimum=0)
     dtype = sequence_id_dtype(available)

@@ -1,16 +1,9 @@
 """Domain pools: a seeded subset of a domain's sequences, drawn in epochs, in O(1) memory.
 
-A pool of ``P`` of a domain's ``n`` sequences is the image of ``range(P)`` under a keyed
-bijection of ``range(n)`` (:func:`~autoscale_data.mixing.permutation.feistel_permute`, keyed by
-``(seed, name, "pool")``): member ``j`` is sequence ``pool(j)``. Draw ``k`` of a pooled domain is
-member ``order_e(k mod P)`` where ``order_e`` is the domain's usual keyed permutation of epoch
-``e = k // P`` (:class:`~autoscale_data.mixing.permutation.DomainOrders` over ``P`` items). So
-epochs run over the pool, no member repeats before every member has been drawn once, the pool is
-the same set in every epoch, and nothing is materialised: two keyed bijections per draw.
-
-A pool is given per domain as a fraction of its sequences (a float in ``(0, 1]``) or as a number
-of tokens (an int, rounded down to whole sequences); :func:`resolve_pools` turns either into whole
-sequences. A pool of the whole domain is no pool (the domain's order is then exactly the unpooled one).
+Member ``j`` of a pool of ``P`` of a domain's ``n`` sequences is the image of ``j`` under a keyed
+bijection of ``range(n)`` (keyed by ``(seed, name, "pool")``), and draw ``k`` is member
+``order_e(k mod P)`` of the domain's usual order of epoch ``e = k // P`` over ``P`` items: two keyed
+bijections per draw (docs/dataset.md, "Domain pools"). A pool of the whole domain is no pool.
 """
 
 from __future__ import annotations
@@ -30,13 +23,8 @@ PoolArg = Mapping[str, float | int]
 
 def resolve_pools(pool: PoolArg | None, names: Sequence[str], available: Sequence[int],
                   seq_len: int) -> dict[str, int]:
-    """Whole sequences in each pooled domain's pool (only domains whose pool is smaller than the domain).
-
-    Args:
-        pool: name -> fraction (``float`` in ``(0, 1]``) or tokens (``int`` >= ``seq_len``), or None.
-        names: the domain names.
-        available: whole sequences each domain holds (same order as ``names``).
-        seq_len: tokens per sequence.
+    """Whole sequences in each pooled domain's pool (only domains whose pool is smaller than the domain),
+    from ``pool``: name -> fraction (``float`` in ``(0, 1]``) or tokens (``int`` >= ``seq_len``), or None.
 
     Raises:
         ValueError: an unknown domain name, a value that is neither a fraction nor a token count, a
@@ -88,13 +76,8 @@ def pool_members(name: str, available: int, size: int, seed: int, members: np.nd
 
 
 class PooledOrders(DomainOrders):
-    """:class:`DomainOrders` whose draws of pooled domains run in epochs over their pool.
-
-    Args:
-        names: domain names.
-        available: whole sequences each domain holds.
-        seed: the dataset seed.
-        pools: name -> pool size in sequences (domains not named draw from all their sequences).
+    """:class:`DomainOrders` whose draws of pooled domains run in epochs over their pool (``pools``: name
+    -> pool size in sequences; domains not named draw from all their sequences).
 
     :attr:`available` holds the pool sizes (what one epoch is); :attr:`domain_sizes` the full ones.
     """

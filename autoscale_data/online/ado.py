@@ -39,7 +39,6 @@ class ADO:
     """The ADO mixing controller.
 
     Args:
-        domain_names: the domains, in the stream's order (``ds.domain_names``).
         prior: ``mu``, the natural distribution (e.g. each domain's share of the tokens; default
             uniform); also the weights until the first fit.
         warmup: updates whose points the fits leave out (the first, steepest part of training).

@@ -30,7 +30,6 @@ class ODM:
     """The EXP3 mixing controller.
 
     Args:
-        domain_names: the domains, in the stream's order (``ds.domain_names``).
         initial: the weights before the first update (default uniform).
         reward_scale: rewards are ``loss / reward_scale`` (10 in the published code).
     """

@@ -22,7 +22,6 @@ class FixedSchedule:
     """Weights by update: ``schedule = [(0, w0), (u1, w1), ...]``: update ``u >= u_i`` proposes ``w_i``.
 
     Args:
-        domain_names: the domains, in the stream's order.
         schedule: ``(first update, weights)`` pairs, the first at update 0 (the initial weights),
             in increasing order.
     """
@@ -63,7 +62,6 @@ class Replay:
     """Proposes a logged run's weights again: ``log[j]`` for segment ``j``.
 
     Args:
-        domain_names: the domains, in the stream's order.
         log: per segment, the weights (mappings or vectors), e.g. an :class:`OnlineMixture`'s
             ``segment_log()["weights"]``; its first ``lookahead`` entries are the initial weights.
         lookahead: the segments decided before the first update (the logged run's).

@@ -70,10 +70,6 @@ class Simulation:
     counts: list[list[int]] = field(default_factory=list)
     seen: np.ndarray | None = None
 
-    def final_shares(self) -> np.ndarray:
-        assert self.seen is not None
-        return self.seen / self.seen.sum()
-
 
 def simulate(controller: Any, laws: KnownLaws, total: int, segment: int, *, lookahead: int = 1,
              noise: float = 0.0, seed: int = 0, tokens_per_sequence: int = 1) -> Simulation:

@@ -1,11 +1,5 @@
-"""The plan as text (``autoscale-data run --dry-run``) and the notes the runner also logs or warns.
-
-:func:`plan_text` lists every run with its tokens, the totals with an estimated time (the median
-rate of finished runs in the folder, else an assumed FLOP rate, over the runs the executor trains at
-once), and what the plan checks before training: data supply, whether the design can identify the
-law, how whole batches round its multipliers, the projection and the weight bounds, and whether the
-folder holds another config.
-"""
+"""The plan as text (``autoscale-data run --dry-run``, :func:`plan_text`) and the notes the runner also logs
+or warns (:func:`plan_notes`)."""
 
 from __future__ import annotations
 

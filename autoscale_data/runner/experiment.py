@@ -1,16 +1,9 @@
 """Which experiment an output folder belongs to: its config, the change check and the run ids it reports.
 
-An output folder holds one experiment. ``OUT/config.json`` records the config it was run with; a
-runner started on the same folder with a different config stops (:class:`ConfigChangedError`,
-naming every changed setting) unless told to continue (``allow_config_change=True``, CLI
-``--allow-config-change``). A continued experiment reuses every finished run whose id (a content
-hash of what determines its result) is still in the new plan, appends the old config to
-``OUT/config_history.jsonl`` and reports only the new plan: ``OUT/plan.json`` lists the run ids of
-the current plan, and the report reads no run outside it, so two experiments never pool.
-
-Settings that cannot change a result (``executor``, ``base_dir``: where the config file lives,
-``target.keep_checkpoints``) are not compared. A setting that a newer version added is compared at
-its default: a folder whose config predates it holds runs made as with that default.
+An output folder holds one experiment (docs/runner.md, "One output folder, one experiment"): another
+config stops the runner (:class:`ConfigChangedError`) unless ``allow_config_change``. Settings that
+cannot change a result (:data:`IGNORED_SETTINGS`) are not compared; a setting that a newer version added
+is compared at its default (a folder whose config predates it holds runs made as with that default).
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 
 Presets carry the architecture only; the vocabulary comes from the token stores and the context
 length from the runner config. ``gpt2-large`` is the paper's model (1280 wide, 36 layers, 20 heads).
-Models use PyTorch's scaled-dot-product attention (``attn_implementation="sdpa"``) and may carry a
-vocabulary padded to a multiple of 64 (:func:`build_model`'s ``pad_vocab_to``; the extra rows are
-zero and their logits are left out of :func:`token_cross_entropy`, so the loss is the unpadded
-model's). :func:`token_cross_entropy` is the one per-token loss of training, of the per-domain meters,
-of the step hooks and of evaluation.
+Models use PyTorch's scaled-dot-product attention and may carry a padded vocabulary (:func:`build_model`).
+:func:`token_cross_entropy` is the one per-token loss of training, of the per-domain meters, of the step
+hooks and of evaluation.
 """
 
 from __future__ import annotations
@@ -38,15 +36,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def model_config_dict(preset: str, overrides: Mapping[str, Any], *, vocab_size: int, seq_len: int,
                       dropout: float | None = None) -> dict[str, Any]:
-    """The full transformers config fields for a preset (what a run id hashes).
-
-    Args:
-        preset: a key of :data:`PRESETS`.
-        overrides: fields that replace the preset's (any transformers config field).
-        vocab_size: the token stores' vocabulary size (BERT gets one more id, ``vocab_size``, as [MASK]).
-        seq_len: training context length (sets ``n_positions`` / ``max_position_embeddings``).
-        dropout: if given, every dropout probability of the model.
-    """
+    """The full transformers config fields for a preset with ``overrides`` (what a run id hashes): the stores'
+    ``vocab_size`` (BERT gets one more id, ``vocab_size``, as [MASK]), ``seq_len`` positions and, if given,
+    ``dropout`` as every dropout probability."""
     if preset not in PRESETS:
         raise ValueError(f"unknown model preset {preset!r}: expected one of {sorted(PRESETS)}")
     fields = dict(PRESETS[preset])
@@ -72,15 +64,12 @@ def padded_vocab(vocab_size: int, multiple: int) -> int:
 
 def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = None,
                 vocab_rows: int | None = None) -> torch.nn.Module:
-    """Instantiate a randomly initialised model (call ``torch.manual_seed`` first for a seeded init).
+    """A randomly initialised model of :func:`model_config_dict`'s ``fields`` (call ``torch.manual_seed`` first
+    for a seeded init); ``eos_id`` is GPT-2's BOS/EOS.
 
-    Args:
-        preset: the preset name (its prefix picks the family).
-        fields: the config fields from :func:`model_config_dict`.
-        eos_id: the tokenizer's end-of-sequence id (used as BOS/EOS/pad of GPT-2).
-        vocab_rows: the embedding (and output) rows, ``>= fields["vocab_size"]`` (``None``: no padding; see
-            :func:`padded_vocab`). The model is initialised at its own vocabulary first, so the same seed
-            gives the same weights padded or not; the extra rows are zero and no token id reaches them.
+    ``vocab_rows`` (``None``: no padding; see :func:`padded_vocab`) pads the embedding and output rows: the
+    model is initialised at its own vocabulary first, so the same seed gives the same weights padded or not;
+    the extra rows are zero and no token id reaches them.
     """
     if preset.startswith("gpt2"):
         from transformers import GPT2Config, GPT2LMHeadModel
@@ -122,12 +111,8 @@ def _chunk_rows(vocab: int, chunk_bytes: int) -> int:
 
 
 class _TokenCrossEntropy(torch.autograd.Function):
-    """Per-token cross-entropy over the first ``vocab`` logits of each row, in row chunks of float32.
-
-    Forward keeps no float32 copy: it saves the logits as they are (their dtype) and the backward pass
-    recomputes each chunk's softmax. Each chunk runs the same ATen kernels as
-    ``F.cross_entropy(reduction="none")`` (and its backward), so losses and gradients are those of an
-    unchunked call on the float32 logits."""
+    """Per-token cross-entropy over the first ``vocab`` logits of each row, in row chunks of float32 (the
+    chunked path of :func:`token_cross_entropy`: the same ATen kernels as ``F.cross_entropy`` per chunk)."""
 
     @staticmethod
     def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, vocab: int,  # type: ignore[override]
@@ -206,7 +191,4 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
 
 def parameter_count(model: torch.nn.Module) -> int:
     """Number of parameters (shared tensors counted once)."""
-    seen: dict[int, int] = {}
-    for p in model.parameters():
-        seen[id(p)] = p.numel()
-    return sum(seen.values())
+    return sum({id(p): p.numel() for p in model.parameters()}.values())

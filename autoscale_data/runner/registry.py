@@ -1,11 +1,7 @@
 """The registry of mixing methods: every method's declaration, the one place a method's name is spelt.
 
-A method (:class:`MethodDeclaration`) declares its ``name``, where its mix is chosen (``runs``: from the
-fits, from the stores, from runs of its own, or online inside the target run), its place in the plan, its
-config section, the kinds of the runs it trains before its targets (its selection kinds), the step-hook
-kind its runs train with, and where its code lives (``implementation``, and ``hook`` for its step hook:
-``package.module.Class``, imported when first used). The built-in methods are
-:data:`BUILTINS`, registered here and nowhere else; :func:`register_method` adds another.
+A method declares what :class:`MethodDeclaration` lists. The built-in methods are :data:`BUILTINS`,
+registered here and nowhere else; :func:`register_method` adds another.
 
 Everything else reads this registry: the layout's target-mix labels, the config's check of
 ``target.baselines`` and of its optional method sections, the selection kinds of a
@@ -85,7 +81,7 @@ DOREMI_PROXY = "doremi_proxy"
 
 @dataclass(frozen=True)
 class MethodDeclaration:
-    """What a mixing method declares (see the module docstring).
+    """What a mixing method declares.
 
     Attributes:
         name: the label of its target runs and what ``target.baselines`` names.

@@ -1,8 +1,5 @@
-"""The runner's configuration: validated dataclasses loaded from YAML or JSON (sections in :mod:`.sections`).
-
-Every section is a frozen dataclass checked in ``__post_init__``; a bad value raises ``ValueError``
-naming the field, the value and what was expected. Paths in a config file are relative to the file.
-"""
+"""The runner's configuration (:class:`RunnerConfig`) and its loaders from YAML or JSON; paths in a config
+file are relative to the file."""
 
 from __future__ import annotations
 

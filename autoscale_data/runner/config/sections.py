@@ -1,9 +1,5 @@
-"""The sections of the runner's configuration (model, optimizer, DDO, target, eval, DeepSpeed).
-
-Every section is a frozen dataclass checked in ``__post_init__``; a bad value raises ``ValueError``
-naming the field, the value and what was expected. :class:`~autoscale_data.runner.config.RunnerConfig`
-holds one of each.
-"""
+"""The sections of the runner's configuration (model, optimizer, DDO, target, eval, DeepSpeed, executor),
+and the field checks every section uses (how they are validated: :mod:`autoscale_data.runner.config`)."""
 
 from __future__ import annotations
 
@@ -398,8 +394,7 @@ class DeepSpeedConfig:
                               f"one of {list(SINGLE_PROCESS_MODES)} (what one process of backend deepspeed runs)")
 
 
-#: ``deepspeed.single_process``: a run of one process trains with the plain torch step (ZeRO shards
-#: nothing over one process; fused AdamW, no engine), or with the DeepSpeed engine all the same.
+#: ``deepspeed.single_process`` (see its docstring).
 SINGLE_PROCESS_MODES = ("torch", "deepspeed")
 
 #: ``train.compile_mode``: ``torch.compile``'s modes.

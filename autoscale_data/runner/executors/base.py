@@ -7,6 +7,7 @@ submit, writes the ledger and reads each finished job's outcome from its run dir
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -137,12 +138,10 @@ def worker_env(config: RunnerConfig, *, gpus: Sequence[str] | None = None,
 
 def set_pdeathsig() -> None:
     """In a child before exec (``preexec_fn``): die with the runner (Linux ``PR_SET_PDEATHSIG``)."""
-    try:
-        import ctypes
+    import ctypes
 
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def uses_cuda(config: RunnerConfig) -> bool:
@@ -166,15 +165,8 @@ def visible_gpus() -> list[str]:
 
 def launch_command(config: RunnerConfig, job_file: str | os.PathLike[str], *, progress: bool = False,
                    gpus: Sequence[str] | None = None) -> list[str]:
-    """The command that trains ``job_file`` with ``config.procs`` processes on this machine.
-
-    Args:
-        config: the experiment config (backend, procs, DeepSpeed launcher).
-        job_file: the run's ``job.json``.
-        progress: show the trainer's progress bar.
-        gpus: the GPUs of this run (the DeepSpeed launcher gets them as ``--include``; for the
-            other launchers the caller sets ``CUDA_VISIBLE_DEVICES``).
-    """
+    """The command that trains ``job_file`` with ``config.procs`` processes on this machine (``gpus``: the
+    DeepSpeed launcher's ``--include``; for the other launchers the caller sets ``CUDA_VISIBLE_DEVICES``)."""
     from ..training.dist import free_port
 
     module = ["autoscale_data.runner.training.train", "--job", os.fspath(job_file)]

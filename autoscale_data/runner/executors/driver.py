@@ -1,12 +1,9 @@
 """The one loop that trains a list of runs through an executor, with the ledger as the record.
 
-For every run: done already -> skipped (a result written just before a crash is adopted); failed
-terminally (diverged) -> skipped with a warning; submitted/running under the same executor by an
-earlier runner -> re-attached when the executor still knows the job, else resubmitted. Submissions
-go out while the executor has room; each finished job's outcome is read from its run directory and
-logged (``done`` / ``failed``); a job that died is resubmitted up to ``executor.retries`` times in
-this call and resumes from its checkpoint. An exception or Ctrl-C cancels every job in flight.
-The caller owns the executor (one executor serves every phase of a plan; close it at the end).
+Submissions go out while the executor has room (what an earlier runner left: :meth:`_Loop.triage`); each
+finished job's outcome is read from its run directory and logged (``done`` / ``failed``); a job that died
+is resubmitted up to ``executor.retries`` times in this call and resumes from its checkpoint. An exception
+or Ctrl-C cancels every job in flight. The caller owns the executor (one serves every phase of a plan).
 """
 
 from __future__ import annotations
@@ -55,17 +52,8 @@ class _Progress:
 
 def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], config: Any, domains: DomainInfo,
                 *, log: Callable[[str], None] = print, progress: bool = False) -> dict[str, str]:
-    """Train every run of ``specs`` that is not finished; returns each run id's final status.
-
-    Args:
-        executor: where the jobs run.
-        ledger: the experiment's ledger (held by this runner).
-        specs: the runs (duplicates are trained once).
-        config: the experiment config (``executor.retries``; written into each ``job.json``).
-        domains: the stores (written into each ``job.json``).
-        log: where one line per finished or failed run goes.
-        progress: show the executor's progress line.
-    """
+    """Train every run of ``specs`` (duplicates once) that is not finished; returns each run id's final status.
+    ``config`` and ``domains`` go into each ``job.json``; ``log`` takes one line per finished or failed run."""
     unique = list({s.run_id: s for s in specs}.values())
     loop = _Loop(executor, ledger, config, domains, log, total=len(unique))
     loop.triage(unique)

@@ -1,16 +1,14 @@
 """Training on this machine: in the runner's own process, or up to ``max_parallel`` runs at once.
 
-With ``max_parallel`` slots, slot ``i`` owns group ``i mod G`` of the ``G`` groups of ``procs``
-visible GPUs (``CUDA_VISIBLE_DEVICES``; the DeepSpeed launcher gets them as ``--include``; up to
-``runs_per_gpu`` slots share a group) or, on CPU,
-``cpu_threads`` threads (``OMP_NUM_THREADS`` and ``torch.set_num_threads``). A one-process plain
-torch run goes to the slot's long-lived worker (:mod:`.worker`); other runs start their launcher
-(``deepspeed`` / ``torchrun``) per run. Every process dies with the runner (``PR_SET_PDEATHSIG``,
-and the trainer checks the runner's pid every step); its checkpoint stays for the next runner.
+Each slot owns its GPUs (:func:`gpu_slots`) or ``cpu_threads`` threads; a one-process plain torch run
+goes to the slot's long-lived worker (:mod:`.worker`), other runs start their launcher per run (see
+"Executors" in docs/runner.md). Every process dies with the runner (``PR_SET_PDEATHSIG``, and the
+trainer checks the runner's pid every step); its checkpoint stays for the next runner.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -118,21 +116,14 @@ class _Worker:
         self.proc.stdin.flush()
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait()
 
 
 class LocalExecutor(Executor):
-    """Up to ``capacity`` runs at once on this machine, each in its own slot of devices or threads.
-
-    Args:
-        config: the experiment config (procs, backend, device, cpu_threads).
-        capacity: how many runs at once (``executor.max_parallel`` resolved).
-        progress: show each trainer's progress bar (launcher runs only).
-    """
+    """Up to ``capacity`` runs at once on this machine, each in its own slot of devices or threads
+    (``progress``: each trainer's progress bar, launcher runs only)."""
 
     kind = LOCAL
 
@@ -152,9 +143,6 @@ class LocalExecutor(Executor):
     def _start_worker(self, slot: int) -> _Worker:
         worker = self._workers[slot] = _Worker(self._env(slot), self._wake, self.config.model.family)
         return worker
-
-    def describe(self) -> str:
-        return f"local x{self.capacity}"
 
     def _env(self, slot: int, *, launcher_gpus: bool = False) -> dict[str, str]:
         if self._gpus is None:
@@ -211,10 +199,8 @@ class LocalExecutor(Executor):
             proc.stop()
             self._workers.pop(slot, None)
         else:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait()
 
     def wait(self, timeout: float) -> None:
@@ -227,10 +213,8 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         for worker in self._workers.values():
             if worker.proc.stdin is not None:
-                try:
+                with contextlib.suppress(OSError):
                     worker.proc.stdin.close()  # the worker leaves at the end of its input
-                except OSError:
-                    pass
         for worker in self._workers.values():
             try:
                 worker.proc.wait(timeout=30)

@@ -1,17 +1,13 @@
 """Ray: one actor per slot, each holding its run's CPUs/GPUs; a run is one call on a free actor.
 
-``executor: {kind: ray, max_parallel: 8, ray: {address: "ray://head:10001"}}`` (``address: null``
-starts a Ray on this machine). Each actor reserves ``num_cpus`` (default ``cpu_threads x procs``)
-and ``num_gpus`` (default ``procs`` when the runs train on CUDA); Ray places it on a node with
-those free and sets its ``CUDA_VISIBLE_DEVICES``. A one-process plain-torch run goes to the
-actor's long-lived worker process (:mod:`.worker`, torch imported once per actor); other runs start
-their launcher on the actor's node. The actors belong to the runner: when it ends or dies, Ray
-removes them and their processes, and the next runner resubmits unfinished runs (they resume from
-their checkpoints). ``OUT`` and the stores must be visible from every node.
+Each actor reserves ``executor.ray``'s CPUs and GPUs, and trains as a local slot does (see "Executors"
+in docs/runner.md). The actors belong to the runner: when it ends or dies, Ray removes them and their
+processes, and the next runner resubmits unfinished runs (they resume from their checkpoints).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -75,11 +71,7 @@ class SlotActor:
 
 
 class RayExecutor(Executor):
-    """Runs on a Ray cluster, ``capacity`` at once, each on an actor with its own resources.
-
-    Args:
-        config: the experiment config (``executor.ray``, ``max_parallel``, procs, cpu_threads).
-    """
+    """Runs on a Ray cluster, ``capacity`` at once, each on an actor with its own resources."""
 
     kind = RAY
 
@@ -107,9 +99,6 @@ class RayExecutor(Executor):
         self._actor_class = ray.remote(SlotActor).options(num_cpus=cpus, num_gpus=gpus, max_restarts=0)
         self._actors: list[Any] = [None] * self.capacity
         self._inflight: dict[int, Any] = {}  # slot -> the ObjectRef of its run
-
-    def describe(self) -> str:
-        return f"ray x{self.capacity}"
 
     def submit(self, job: Job) -> None:
         slot = next(i for i in range(self.capacity) if i not in self._inflight)
@@ -156,10 +145,8 @@ class RayExecutor(Executor):
 
         for actor in self._actors:
             if actor is not None:
-                try:
+                with contextlib.suppress(Exception):  # it may be gone already
                     ray.get(actor.stop.remote(), timeout=60)
-                except Exception:  # noqa: BLE001 - it may be gone already
-                    pass
                 ray.kill(actor)
         self._actors = [None] * self.capacity
         if self._started_ray:

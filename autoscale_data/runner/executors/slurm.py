@@ -1,22 +1,14 @@
 """Slurm through submitit: one job per run (submitted as job arrays), re-attached by job id.
 
-``executor: {kind: slurm, slurm: {partition: gpu, time_min: 240, nodes: 1, account: lab,
-extra: {qos: high}}}``. Each job runs the run's launch command on its node(s): one node -> the
-same command as the local executor (``deepspeed`` launcher with the job's GPUs as ``--include``,
-``torchrun``, or plain python); several nodes -> ``torch.distributed.run`` on every node with the
-first node as rendezvous (both backends: DeepSpeed joins the group torchrun describes). The job
-folder is ``OUT/slurm`` (``slurm.folder`` to change it; it must be visible from the nodes, and so
-must the package, the stores and ``OUT``).
-
-A runner killed while jobs are queued or running leaves them alone; the next runner finds their
-ids in the ledger and waits for them (``sacct``/``squeue`` through submitit). With
-``requeue: true`` a preempted or timed-out job is requeued by submitit and resumes from its
-checkpoint. ``cluster: local`` runs the same jobs through submitit's local executor (processes on
-this machine, no Slurm), which is what the default test suite uses.
+One node runs the local executor's launch command with the job's GPUs; several nodes run
+``torch.distributed.run`` on every node with the first node as rendezvous (see "Executors" in
+docs/runner.md). A runner killed while jobs are queued or running leaves them alone; the next runner
+finds their ids in the ledger and waits for them (``sacct``/``squeue`` through submitit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -86,12 +78,8 @@ def _requeueing() -> type:
 
 
 class SlurmExecutor(Executor):
-    """One submitit job per run on Slurm (or on this machine with ``slurm.cluster: local``).
-
-    Args:
-        config: the experiment config (``executor.slurm`` settings, procs, cpu_threads).
-        out_dir: the experiment directory (job folder ``OUT/slurm`` unless ``slurm.folder`` is set).
-    """
+    """One submitit job per run on Slurm (or on this machine with ``slurm.cluster: local``), its job folder
+    ``OUT/slurm`` unless ``slurm.folder`` is set."""
 
     kind = SLURM
 
@@ -111,23 +99,13 @@ class SlurmExecutor(Executor):
         self._ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster=s.cluster)
         per_node = config.procs // s.nodes
         gpus = s.gpus_per_node if s.gpus_per_node is not None else (per_node if config.device == "cuda" else 0)
-        params: dict[str, Any] = {"timeout_min": s.time_min, "tasks_per_node": 1, "name": config.name,
-                                  "slurm_array_parallelism": s.array_parallelism}
-        if gpus:
-            params["gpus_per_node"] = gpus
-        cpus = s.cpus_per_task or ((config.cpu_threads or 1) * per_node)
-        params["cpus_per_task"] = cpus
-        if s.nodes > 1:
-            params["nodes"] = s.nodes
-        if s.mem_gb is not None:
-            params["mem_gb"] = s.mem_gb
-        if s.partition:
-            params["slurm_partition"] = s.partition
-        if s.account:
-            params["slurm_account"] = s.account
-        if s.extra:
-            params["slurm_additional_parameters"] = dict(s.extra)
-        self._ex.update_parameters(**params)
+        optional = {"gpus_per_node": gpus or None, "nodes": s.nodes if s.nodes > 1 else None, "mem_gb": s.mem_gb,
+                    "slurm_partition": s.partition or None, "slurm_account": s.account or None,
+                    "slurm_additional_parameters": dict(s.extra) or None}
+        self._ex.update_parameters(timeout_min=s.time_min, tasks_per_node=1, name=config.name,
+                                   slurm_array_parallelism=s.array_parallelism,
+                                   cpus_per_task=s.cpus_per_task or ((config.cpu_threads or 1) * per_node),
+                                   **{k: v for k, v in optional.items() if v is not None})
         self._job_class = _requeueing() if s.requeue else TrainJob
         self._ended: dict[str, int] = {}
         if s.cluster == SLURM:  # without accounting, submitit warns at every sacct call; squeue answers instead
@@ -213,10 +191,8 @@ class SlurmExecutor(Executor):
         if isinstance(job.handle, _Orphan):
             job.handle.kill()
             return
-        try:
+        with contextlib.suppress(Exception):  # it may have ended meanwhile
             job.handle.cancel(check=False)
-        except Exception:  # noqa: BLE001 - it may have ended meanwhile
-            pass
 
     def wait(self, timeout: float) -> None:
         import time
@@ -250,7 +226,5 @@ class _Orphan:
     def kill(self) -> None:
         import signal
 
-        try:
+        with contextlib.suppress(ProcessLookupError, ValueError):
             os.kill(int(self.job_id), signal.SIGINT)
-        except (ProcessLookupError, ValueError):
-            pass
