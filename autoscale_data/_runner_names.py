@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["CONSTANT", "EXECUTORS", "EXTENSION_SCHEDULES", "INPROCESS", "LOCAL", "RAY", "REWARM_DECAY", "SLURM",
+__all__ = ["CONSTANT", "EXECUTORS", "LR_SCHEDULES", "INPROCESS", "LOCAL", "RAY", "REWARM_DECAY", "SLURM",
            "SLURM_CLUSTERS", "Executor"]
 
 Executor = Literal["local", "slurm", "ray"]
@@ -23,6 +23,6 @@ INPROCESS = "inprocess"
 SLURM_CLUSTERS: tuple[str, ...] = (SLURM, LOCAL)
 """``executor.slurm.cluster``: submitit's names of a Slurm cluster and of its local stand-in."""
 
-EXTENSION_SCHEDULES: tuple[str, ...] = ("rewarm_decay", "constant")
+LR_SCHEDULES: tuple[str, ...] = ("rewarm_decay", "constant")
 """Learning-rate schedules of an extension's new steps: re-warm then decay (the default), or re-warm then hold."""
-REWARM_DECAY, CONSTANT = EXTENSION_SCHEDULES
+REWARM_DECAY, CONSTANT = LR_SCHEDULES

@@ -112,7 +112,7 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
     """The trainer's own step (``_micro_step`` + ``_optimizer_step``) on a model it builds."""
     from autoscale_data.dataset import DomainLossMeter
     from autoscale_data.runner.config import config_from_dict
-    from autoscale_data.runner.planning.plan import _training_settings
+    from autoscale_data.runner.planning.specs import _training_settings
     from autoscale_data.runner.training import train as train_mod
     from autoscale_data.runner.training.dist import DistInfo
 

@@ -35,7 +35,7 @@ from torch.nn import functional as F
 
 from autoscale_data.dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 from autoscale_data.dataset.online import OnlineMixture
-from autoscale_data.online import ADO, ODM, FixedSchedule
+from autoscale_data.online import ADO, ODM, PresetWeights
 from autoscale_data.store import StoreWriter
 from autoscale_data.store.tokenizers import ByteTokenizer
 
@@ -98,9 +98,9 @@ def natural() -> dict[str, float]:
 
 def controller(method: str) -> Any:
     if method == "uniform":
-        return FixedSchedule(DOMAINS, [(0, dict.fromkeys(DOMAINS, 0.25))])
+        return PresetWeights(DOMAINS, [(0, dict.fromkeys(DOMAINS, 0.25))])
     if method == "natural":
-        return FixedSchedule(DOMAINS, [(0, natural())])
+        return PresetWeights(DOMAINS, [(0, natural())])
     if method == "ado":  # the paper's prior: the natural distribution
         return ADO(DOMAINS, natural(), warmup=2, refit_every=2)
     if method == "ado-uniform":  # the same policy from a uniform prior

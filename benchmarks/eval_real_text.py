@@ -207,7 +207,7 @@ def _ms(values: list[float]) -> str:
 def main() -> int:
     args = _parse()
     from autoscale_data.runner import MixtureRunner
-    from autoscale_data.runner.planning.plan import ddo_proxy_specs
+    from autoscale_data.runner.planning.specs import ddo_proxy_specs
     from autoscale_data.solver.design import run_objective
 
     t0 = time.time()

@@ -36,7 +36,7 @@ from helpers_store import write_synthetic_store  # noqa: E402
 
 from autoscale_data.runner.config import config_from_dict  # noqa: E402
 from autoscale_data.runner.planning.data import inspect_domains  # noqa: E402
-from autoscale_data.runner.planning.plan import target_spec  # noqa: E402
+from autoscale_data.runner.planning.specs import target_spec  # noqa: E402
 from autoscale_data.runner.training import train as train_mod  # noqa: E402
 from autoscale_data.store import TokenStore  # noqa: E402
 

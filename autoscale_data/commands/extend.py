@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
+from .._runner_names import LR_SCHEDULES, REWARM_DECAY
 from ._args import add_verb, token_count
 
 __all__ = ["register", "run"]
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
                    help="the new total budget in tokens (more than the run's; whole global batches)")
     p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="the target seed, when the mix was trained with several")
-    p.add_argument("--lr-schedule", choices=EXTENSION_SCHEDULES, default=REWARM_DECAY,
+    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=REWARM_DECAY,
                    help=f"learning rate of the new steps (default {REWARM_DECAY})")
     p.add_argument("--warmup-fraction", type=float, default=None, metavar="F",
                    help="share of the new steps that re-warm (default: the config's optimizer.warmup_fraction)")

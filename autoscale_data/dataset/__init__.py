@@ -1,6 +1,6 @@
 """The PyTorch side: the mixture stream for training and the per-domain validation stream."""
 
-from ._options import OUTPUTS, MixtureOptions
+from ._mixture_options import OUTPUTS, MixtureOptions
 from ._state import CURSOR_KEY, DOMAIN_COUNTS_KEY, TOTAL_SEQUENCES_KEY
 from .domain_loss import DomainLossMeter, domain_loss_sums
 from .masking import MaskedLMCollator, mask_tokens

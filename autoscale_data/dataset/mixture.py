@@ -11,9 +11,9 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int, is_int
 from .._options import build_options
-from ..mixing import MixtureStream, SegmentPlan, check_draws, check_supply, plan_segments, resolve_pools
+from ..mixing import MixtureStream, SegmentTable, check_draws, check_supply, resolve_pools, segment_table
 from ._batch import new_batch
-from ._options import MixtureOptions, epoch_caps
+from ._mixture_options import MixtureOptions, epoch_caps
 from ._position import StreamPosition, StreamState
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
@@ -159,7 +159,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.pools = resolve_pools(opts.pool, self.domain_names, self._available, seq_len)
         if self.pools:  # a pooled domain's epochs (and its supply) count its pool
             self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available, strict=True)]
-        segments, self.weights, phase_config = plan_segments(weights, self.domain_names, budget_tokens, seq_len,
+        segments, self.weights, phase_config = segment_table(weights, self.domain_names, budget_tokens, seq_len,
                                                              schedule)
         self._segments = segments
         self.total_sequences = segments.total
@@ -181,7 +181,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._check_supplies(stores, segments, phased=phase_config["phases"] is not None)
             self._start_stream(segments, None)
 
-    def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentPlan, *, phased: bool) -> None:
+    def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentTable, *, phased: bool) -> None:
         """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and with
         phases, the phase where it runs out)."""
         if phased:
@@ -198,7 +198,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             raise ValueError("; ".join(short) if len(short) == 1 else
                              f"{len(short)} domains cannot supply their share: " + "; ".join(short))
 
-    def _start_stream(self, segments: SegmentPlan, continued: dict[str, Any] | None) -> None:
+    def _start_stream(self, segments: SegmentTable, continued: dict[str, Any] | None) -> None:
         """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
         base = None if continued is None else [continued[DOMAIN_COUNTS_KEY][n] for n in self.domain_names]
         self._stream = MixtureStream(self.domain_names, self._reader.num_sequences, self.seed, segments.starts,
@@ -496,7 +496,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """Continue from ``record = {"cursor", "domain_counts", "fingerprint"}`` (of the run continued)."""
         self._start_stream(*self._continuation(record))
 
-    def _continuation(self, record: Mapping[str, Any]) -> tuple[SegmentPlan, dict[str, Any]]:
+    def _continuation(self, record: Mapping[str, Any]) -> tuple[SegmentTable, dict[str, Any]]:
         """The segments after ``record``'s cursor and the record to keep, for :meth:`_start_stream`.
 
         Raises:

@@ -2,7 +2,7 @@
 
 The stream is cut into *segments* of ``every`` training steps (``every × sequences_per_step``
 positions). Segment ``j`` is drawn at the weights decided for it, with exact per-domain counts (the
-rounding residual carried from segment to segment, :func:`~autoscale_data.mixing.carry.carried_counts`:
+rounding residual carried from segment to segment, :func:`~autoscale_data.online.carry.carried_counts`:
 each domain's cumulative count stays within one sequence of ``Σ weight × segment length``), the
 low-discrepancy interleave inside, and each domain's order continuing, so nothing repeats (unless
 ``max_epochs`` allows) or is skipped. The first ``lookahead`` segments are drawn at the controller's
@@ -37,7 +37,8 @@ import numpy as np
 import torch
 
 from .._checks import check_int
-from ..mixing import InterleaveTree, MixtureStream, Window, allowed_draws, carried_counts, check_proposal
+from ..mixing import InterleaveTree, MixtureStream, allowed_draws
+from ..online import Window, carried_counts, check_proposal
 from ._state import CONFIG_KEY, FINGERPRINT_KEY, FORMAT_KEY, ONLINE_KEY, config_diff, fingerprint
 from .domain_loss import DomainLossMeter
 

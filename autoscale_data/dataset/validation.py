@@ -10,7 +10,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int
 from ..store import check_verify
-from ._options import check_output
+from ._mixture_options import check_output
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import to_output
 

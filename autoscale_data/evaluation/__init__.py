@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .checkpoint import WEIGHT_FILES, check_checkpoint_folder, load_causal_lm, load_tokenizer_for
+from .pretrained import WEIGHT_FILES, check_checkpoint_folder, load_causal_lm, load_tokenizer_for
 from .records import DownstreamResult, TaskScore
 from .scorer import answer_loglikelihoods, score_task, task_score
 from .tasks import (

@@ -1,4 +1,4 @@
-"""Phases of a run and the segment plan of a stream: exact counts per phase, cut at a cursor.
+"""Phases of a run and the segment table of a stream: exact counts per phase, cut at a cursor.
 
 A stream is planned as *segments* ``[starts[j], starts[j+1])`` with exact per-domain counts and
 the mix each was drawn from (``weights[j]``, used to re-plan a segment cut short when a run is
@@ -16,7 +16,7 @@ import numpy as np
 from .._checks import is_int
 from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
-__all__ = ["Phase", "SegmentPlan", "check_draws", "phase_bounds", "plan_segments"]
+__all__ = ["Phase", "SegmentTable", "check_draws", "phase_bounds", "segment_table"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def phase_bounds(budgets: Sequence[int], seq_len: int, budget_tokens: int) -> li
 
 
 @dataclass(frozen=True)
-class SegmentPlan:
+class SegmentTable:
     """Segments of a stream: ``starts`` (``J + 1``), ``counts [J, D]``, ``weights [J, D]``, ``phases [J]``
     (an empty plan, the rest of a stream cut at its end, keeps the last phase: ``phases [1]``)."""
 
@@ -70,14 +70,14 @@ class SegmentPlan:
     phases: np.ndarray
 
     @classmethod
-    def of_phases(cls, bounds: Sequence[int], weights: Sequence[Sequence[float]]) -> SegmentPlan:
+    def of_phases(cls, bounds: Sequence[int], weights: Sequence[Sequence[float]]) -> SegmentTable:
         """One segment per phase, each with the largest-remainder counts of its weights."""
         w = np.asarray(weights, dtype=np.float64)
         counts = np.stack([largest_remainder(w[p], bounds[p + 1] - bounds[p]) for p in range(w.shape[0])])
         return cls(np.asarray(bounds, dtype=np.int64), counts, w, np.arange(w.shape[0]))
 
     @classmethod
-    def of_counts(cls, starts: np.ndarray, counts: np.ndarray) -> SegmentPlan:
+    def of_counts(cls, starts: np.ndarray, counts: np.ndarray) -> SegmentTable:
         """Segments given by counts (the anytime path); their mix is their counts' shares; one phase."""
         lengths = np.diff(starts).astype(np.float64)
         return cls(np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64),
@@ -91,7 +91,7 @@ class SegmentPlan:
     def totals(self) -> np.ndarray:
         return self.counts.sum(axis=0)
 
-    def after(self, cursor: int) -> SegmentPlan:
+    def after(self, cursor: int) -> SegmentTable:
         """The plan of ``[cursor, total)``: earlier segments dropped; the one cut short re-planned
         at its own mix (largest remainder over what is left of it).
 
@@ -101,24 +101,24 @@ class SegmentPlan:
         if not 0 <= cursor <= self.total:
             raise ValueError(f"cursor {cursor} is outside the planned stream [0, {self.total}]")
         if cursor == self.total:
-            return SegmentPlan(np.asarray([cursor], dtype=np.int64), self.counts[:0], self.weights[:0],
+            return SegmentTable(np.asarray([cursor], dtype=np.int64), self.counts[:0], self.weights[:0],
                                self.phases[-1:])  # no segment left; the phase it ended in
         j = int(np.searchsorted(self.starts, cursor, side="right")) - 1
         counts = self.counts[j:].copy()
         if cursor > self.starts[j]:
             counts[0] = largest_remainder(self.weights[j], int(self.starts[j + 1]) - cursor)
         starts = np.concatenate([[cursor], self.starts[j + 1:]])
-        return SegmentPlan(starts, counts, self.weights[j:], self.phases[j:])
+        return SegmentTable(starts, counts, self.weights[j:], self.phases[j:])
 
 
-def check_draws(names: Sequence[str], plan: SegmentPlan, base: np.ndarray, available: Sequence[int],
+def check_draws(names: Sequence[str], segments: SegmentTable, base: np.ndarray, available: Sequence[int],
                 seq_len: int, caps: Mapping[str, float | None]) -> None:
     """Raise ``ValueError`` naming the domain and phase that asks more sequences than a domain allows.
 
     Without a cap a domain's sequences are drawn at most once; with ``max_epochs`` at most
     ``floor(max_epochs * available)`` times. ``base`` holds the draws already made (a continued run).
     """
-    drawn = np.asarray(base, dtype=np.int64) + np.cumsum(plan.counts, axis=0) if plan.counts.size else None
+    drawn = np.asarray(base, dtype=np.int64) + np.cumsum(segments.counts, axis=0) if segments.counts.size else None
     if drawn is None:
         return
     for d, name in enumerate(names):
@@ -129,8 +129,8 @@ def check_draws(names: Sequence[str], plan: SegmentPlan, base: np.ndarray, avail
             j = int(over[0])
             hint = "allow repetition with max_epochs" if cap is None else f"raise max_epochs above {cap}"
             raise ValueError(
-                f"phase {int(plan.phases[j])} asks more of domain {name!r} than is left: by position "
-                f"{int(plan.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of {seq_len} tokens "
+                f"phase {int(segments.phases[j])} asks more of domain {name!r} than is left: by position "
+                f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of {seq_len} tokens "
                 f"({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole sequences"
                 f"{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
 
@@ -152,9 +152,9 @@ def _weights_of(weights: Any, names: Sequence[str], budget_tokens: int) -> dict[
     return validate_weights(weights.weights_for_budget(budget_tokens) if plan else weights, names)
 
 
-def plan_segments(weights: Any, names: Sequence[str], budget_tokens: int, seq_len: int,
-                  schedule: str = "fixed") -> tuple[SegmentPlan, dict[str, float], dict[str, Any]]:
-    """The segment plan of a dataset's stream.
+def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_len: int,
+                  schedule: str = "fixed") -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
+    """The segment table of a dataset's stream.
 
     Args:
         weights: a mapping name -> weight, a plan with ``weights_for_budget`` (and
@@ -181,17 +181,17 @@ def plan_segments(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
             if not hasattr(weights, "allocation_for_budget"):
                 raise ValueError("schedule='anytime' needs a plan object with allocation_for_budget(N) "
                                  "as weights, not a plain mapping")
-            from .schedule import anytime_segments
+            from .anytime import anytime_segments
 
             starts, counts = anytime_segments(weights, names, total, seq_len)
-            return SegmentPlan.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
-        return SegmentPlan.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
+            return SegmentTable.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
+        return SegmentTable.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
     if schedule != "fixed":
         raise ValueError(f"schedule={schedule!r} follows one plan's path; it cannot be combined with phases")
     bounds = phase_bounds([p.budget_tokens for p in phases], seq_len, budget_tokens)
     mixes = [_weights_of(p.weights, names, p.budget_tokens) for p in phases]
-    plan = SegmentPlan.of_phases(bounds, [list(m.values()) for m in mixes])
-    shares = plan.totals / plan.total
+    table = SegmentTable.of_phases(bounds, [list(m.values()) for m in mixes])
+    shares = table.totals / table.total
     info = {"bounds": bounds, "phases": [{"budget_tokens": p.budget_tokens, "weights": m}
                                          for p, m in zip(phases, mixes, strict=True)]}
-    return plan, {n: float(x) for n, x in zip(names, shares, strict=True)}, info
+    return table, {n: float(x) for n, x in zip(names, shares, strict=True)}, info

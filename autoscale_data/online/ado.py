@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_number
-from ..mixing import Window, check_proposal, check_state
 from ..solver.contrib import fit_power_law_batch
 from ..solver.vocabulary import LAW_4P
+from .controller import Window, check_proposal, check_state
 
 __all__ = ["ADO"]
 

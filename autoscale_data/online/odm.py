@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_number
-from ..mixing import Window, check_proposal, check_state
+from .controller import Window, check_proposal, check_state
 
 __all__ = ["ODM"]
 

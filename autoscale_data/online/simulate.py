@@ -4,7 +4,7 @@ Domain ``k``'s training loss after ``n`` of its sequences is ``L_k(n) = A_k (n +
 (plus optional Gaussian noise per window). The best allocation of ``N`` sequences minimises
 ``Σ_k L_k(n_k)`` under ``Σ_k n_k = N``: equal marginal gains ``A_k b_k (n_k + 1)^(-b_k - 1)``,
 solved by bisection. :func:`simulate` runs a controller through the same exact segments as the
-dataset (:func:`~autoscale_data.mixing.carry.carried_counts`, ``lookahead`` segments decided ahead).
+dataset (:func:`~autoscale_data.online.carry.carried_counts`, ``lookahead`` segments decided ahead).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
-from ..mixing import Window, carried_counts, check_proposal
+from .carry import carried_counts
+from .controller import Window, check_proposal
 
 __all__ = ["KnownLaws", "Simulation", "simulate"]
 

@@ -18,7 +18,7 @@ from .config.sections import REPETITION_MATCH, REPETITION_MODES
 from .experiment import ConfigChangedError, load_folder_config
 from .ledger import Ledger
 from .pipeline import MixtureRunner
-from .planning.plan import RunSpec, target_spec
+from .planning.specs import RunSpec, target_spec
 from .records import RunResult
 from .reporting.metrics import tokens_saved, tokens_to_reach
 from .reporting.report import build_report, write_report

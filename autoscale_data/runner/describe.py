@@ -1,5 +1,5 @@
-"""The plan as text (``autoscale-data run --dry-run``, :func:`plan_text`) and the notes the runner also logs
-or warns (:func:`plan_notes`)."""
+"""The plan as text (``autoscale-data run --dry-run``, :func:`run_list_text`) and the notes the runner also logs
+or warns (:func:`run_list_notes`)."""
 
 from __future__ import annotations
 
@@ -15,36 +15,36 @@ from .experiment import config_changes
 from .ledger import DONE, Ledger
 from .planning.data import DomainInfo
 from .planning.estimate import estimate_seconds, format_duration, startup_seconds
-from .planning.plan import (
+from .planning.repetition import matched, repetition_records, target_epochs
+from .planning.specs import (
     MULTIPLIER_TOLERANCE,
     RunSpec,
     ddo_proxy_specs,
-    describe_plan,
+    describe_runs,
     design_rounding,
     faithful_budget,
     supply_problems,
 )
-from .planning.repetition import matched, repetition_records, target_epochs
 
-__all__ = ["ProxyCost", "design_note", "load_note", "plan_text", "projection_note", "proxy_cost_note", "proxy_costs",
-           "rounding_notes"]
+__all__ = ["ProxyCost", "design_note", "load_note", "projection_note", "proxy_cost_note", "proxy_costs",
+           "rounding_notes", "run_list_text"]
 
 
 def _tag(multiplier: float) -> str:
     return f"x{multiplier:.3g}" if multiplier >= 1 else f"/{1 / multiplier:.3g}"
 
 
-def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Sequence[RunSpec],
+def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Sequence[RunSpec],
               fixed: Sequence[RunSpec]) -> str:
     """The plan as text: every run known before the fits (``proxies``, ``fixed`` targets), the runs that
-    follow the fits, the totals with an estimated time, and the notes of :func:`plan_notes`."""
+    follow the fits, the totals with an estimated time, and the notes of :func:`run_list_notes`."""
     cfg = config
     later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines
                                   if registry.declaration(b).runs != registry.STORES]
     per_target = (cfg.target.budget // (cfg.seq_len * cfg.global_batch_size)) * cfg.global_batch_size * cfg.seq_len
     n_later = len(later) * len(cfg.target.seeds)
     known = [*proxies, *fixed]
-    info = describe_plan(known)
+    info = describe_runs(known)
     tokens = info["tokens"] + n_later * per_target
     ledger_state, measured = _ledger_view(out)
     seconds = estimate_seconds(known, measured, device=_device_kind(cfg))
@@ -71,7 +71,7 @@ def plan_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies: Seq
                  f"{format_duration(seconds)} ({source})")
     if _device_kind(cfg) == "cpu":
         lines.append(load_note())
-    return "\n".join(lines + plan_notes(cfg, domains, out, known))
+    return "\n".join(lines + run_list_notes(cfg, domains, out, known))
 
 
 def load_note(load: float | None = None, cores: int | None = None) -> str:
@@ -94,7 +94,7 @@ def load_note(load: float | None = None, cores: int | None = None) -> str:
             f"other work and may take about {max(1.0, (load + 1) / cores):.1f}x as long ((load + 1) / CPUs)")
 
 
-def plan_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec]) -> list[str]:
+def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec]) -> list[str]:
     """What the plan checks before training: data supply (``DATA:`` lines), the design, the rounding of
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]

@@ -66,7 +66,7 @@ __all__ = [
     "MIXTURE_PLAN",
     "MIXTURE_PLAN_ERROR",
     "NATURAL",
-    "PLAN",
+    "RUN_LIST",
     "PLOTS",
     "PLOT_CURVES",
     "PLOT_MIXES",
@@ -98,7 +98,7 @@ __all__ = [
 CONFIG = "config.json"
 CONFIG_HISTORY = "config_history.jsonl"
 DOMAINS = "domains.json"
-PLAN = "plan.json"
+RUN_LIST = "plan.json"  # the run list (the run ids of the current config); the file keeps its name
 LEDGER = "ledger.jsonl"
 LOCK = ".lock"
 REFERENCE_LOSSES = "reference_losses.json"  # the held-out data's unigram / uniform losses per domain
@@ -145,10 +145,10 @@ REPETITION = "repetition.json"  # each target mix's epochs and effective tokens 
 RECORDS: dict[str, str] = {
     CONFIG: "runner.config.RunnerConfig",  # the config as given (runner.config.config_from_dict reads it)
     DOMAINS: "runner.planning.data.DomainInfo",
-    PLAN: "runner.records.PlanFile",
+    RUN_LIST: "runner.records.RunListFile",
     REFERENCE_LOSSES: "dict[str, runner.reporting.report_types.ReferenceLoss]",
     REPORT_JSON: "runner.reporting.report_types.Report",
-    SPEC: "runner.planning.plan.RunSpec",
+    SPEC: "runner.planning.specs.RunSpec",
     JOB: "runner.records.JobFile",
     RESULT: "runner.records.RunResult",
     FAILURE: "runner.records.RunFailure",

@@ -32,8 +32,8 @@ from .experiment import check_config
 from .ledger import Ledger
 from .mixes.methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .planning.data import DomainInfo, inspect_domains
-from .planning.plan import RunSpec, ddo_proxy_specs, supply_problems, target_spec
-from .records import PlanFile, RunResult
+from .planning.specs import RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from .records import RunListFile, RunResult
 from .reporting.report_types import Report
 
 __all__ = ["MixtureRunner"]
@@ -97,12 +97,12 @@ class MixtureRunner:
 
     def describe(self) -> str:
         """The plan as text (``--dry-run``): every run, its tokens, the totals with an estimated time, and
-        what the plan checks before training (:func:`~autoscale_data.runner.describe.plan_text`)."""
-        from .describe import plan_text
+        what the plan checks before training (:func:`~autoscale_data.runner.describe.run_list_text`)."""
+        from .describe import run_list_text
 
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
         selection = [s for stage in self.selection_specs() for s in stage]
-        text = plan_text(self.config, self.domains, self.out, proxies + selection,
+        text = run_list_text(self.config, self.domains, self.out, proxies + selection,
                          self.target_specs(self.fixed_target_mixes()))
         return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context())
                                         + self._downstream_lines())
@@ -171,7 +171,7 @@ class MixtureRunner:
         if problems:  # before training anything: every domain that cannot supply its runs, by name
             raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
         # the report reads only this plan's runs, from the start; another config's extra runs are not its
-        self._write_plan(proxies, fixed, keep_extra=not changed, selection=selection)
+        self._write_run_list(proxies, fixed, keep_extra=not changed, selection=selection)
         for s in all_proxies + selection + fixed:
             ledger.register(s)
         warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) + rounding_notes(self.config, d)
@@ -192,7 +192,7 @@ class MixtureRunner:
         atomic_write_json(self.out / layout.FITS / layout.TARGET_MIXES_FILE, mixes)
         atomic_write_json(self.out / layout.FITS / layout.METHODS_FILE, to_json({r.name: r for r in records}))
         write_mix_epochs(self.config, self.domains, mixes, self.out / layout.FITS, log=self.log)
-        self._write_plan(proxies, targets, selection=selection)
+        self._write_run_list(proxies, targets, selection=selection)
         for s in targets:
             ledger.register(s)
         return list(targets)
@@ -205,10 +205,10 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             changed = self._check_config()
-            plan: PlanFile = layout.read(self.out, layout.PLAN) or PlanFile()
-            extra = {} if changed else {s.run_id: s for s in plan.extra or []}
+            run_list: RunListFile = layout.read(self.out, layout.RUN_LIST) or RunListFile()
+            extra = {} if changed else {s.run_id: s for s in run_list.extra or []}
             extra.update({s.run_id: s for s in specs})
-            atomic_write_json(self.out / layout.PLAN, replace(plan, extra=list(extra.values())).to_json())
+            atomic_write_json(self.out / layout.RUN_LIST, replace(run_list, extra=list(extra.values())).to_json())
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
@@ -240,17 +240,17 @@ class MixtureRunner:
             FileNotFoundError: the run kept no final checkpoint (set ``target.keep_checkpoints: true``
                 and train it again), or ``fits/mixture_plan.json`` is missing for an ``autoscale`` run.
         """
-        from .training.extension import ExtensionSchedule, plan_extension
+        from .training.extension import LRSchedule, plan_extension
 
         check_int("extend budget", budget)
-        schedule = ExtensionSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
+        lr = LRSchedule(lr_schedule, warmup_fraction, peak_lr_ratio)
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             self._check_config()
-            spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, schedule)
+            spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, lr)
             ledger.register(spec)
             self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to {spec.total_tokens:,} "
-                     f"tokens as run {spec.run_id} (mix: {spec.extension.mix if spec.extension else '?'}, lr: {schedule.schedule})")
+                     f"tokens as run {spec.run_id} (mix: {spec.extension.mix if spec.extension else '?'}, lr: {lr.schedule})")
             self._train_all(ledger, [spec])
             result = ledger.result(spec.run_id)
         if result is None:
@@ -280,14 +280,14 @@ class MixtureRunner:
                      "(the old config is kept in config_history.jsonl)")
         return changes
 
-    def _write_plan(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec], *,
+    def _write_run_list(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec], *,
                     keep_extra: bool = True, selection: Sequence[RunSpec] = ()) -> None:
         """``OUT/plan.json``: the current plan's runs (the methods' own runs under ``method_runs``), and the
         extra runs of :meth:`train_runs` unless ``keep_extra`` is false (planned under another config)."""
-        extra = (layout.read(self.out, layout.PLAN) or PlanFile()).extra if keep_extra else None
-        plan = PlanFile(proxies={str(n): list(specs) for n, specs in proxies.items()}, targets=list(targets),
+        extra = (layout.read(self.out, layout.RUN_LIST) or RunListFile()).extra if keep_extra else None
+        run_list = RunListFile(proxies={str(n): list(specs) for n, specs in proxies.items()}, targets=list(targets),
                         method_runs=list(selection) or None, extra=extra or None)
-        atomic_write_json(self.out / layout.PLAN, plan.to_json())
+        atomic_write_json(self.out / layout.RUN_LIST, run_list.to_json())
 
     def _train_all(self, ledger: Ledger, specs: Sequence[RunSpec]) -> None:
         from .executors import make_executor, train_specs

@@ -15,7 +15,7 @@ from typing import Any
 from .._records import Record, omitted
 from ..solver import ProjectionsRecord
 from ..solver.vocabulary import OBJECTIVES
-from .planning.plan import ExtensionSchedule, RunSpec
+from .planning.specs import LRSchedule, RunSpec
 
 __all__ = [
     "BootstrapUnavailable",
@@ -25,10 +25,10 @@ __all__ = [
     "JobFile",
     "LedgerEvent",
     "MixturePlanError",
-    "PlanFile",
     "ProjectionFile",
     "RunExtension",
     "RunFailure",
+    "RunListFile",
     "RunResult",
 ]
 
@@ -73,7 +73,7 @@ class RunExtension(Record):
     """Optimiser steps this run took."""
     mix: str
     """How the mix goes on after the parent's end (the spec's ``extension.mix``: ``same``, ``plan`` or ``anytime``)."""
-    lr: ExtensionSchedule
+    lr: LRSchedule
     """The learning-rate schedule of the new steps (the spec's ``extension.lr``)."""
 
 
@@ -166,7 +166,7 @@ def _objective(record: Any, key: str) -> Any:
 
 
 @dataclass(frozen=True)
-class PlanFile(Record):
+class RunListFile(Record):
     """The current plan's runs: ``OUT/plan.json``.
 
     A list that was never written is ``None`` and stays absent (a folder that only ever trained extra
@@ -187,7 +187,7 @@ class PlanFile(Record):
         (no ``plan.json``)."""
         specs = [*(s for specs in (self.proxies or {}).values() for s in specs), *(self.targets or []),
                  *(self.extra or []), *(self.method_runs or [])]
-        if not specs and self == PlanFile():
+        if not specs and self == RunListFile():
             return None
         return {s.run_id for s in specs}
 

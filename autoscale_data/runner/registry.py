@@ -5,7 +5,7 @@ registered here and nowhere else; :func:`register_method` adds another.
 
 Everything else reads this registry: the layout's target-mix labels, the config's check of
 ``target.baselines`` and of its optional method sections, the selection kinds of a
-:class:`~autoscale_data.runner.planning.plan.RunSpec`, the trainer's step hooks
+:class:`~autoscale_data.runner.planning.specs.RunSpec`, the trainer's step hooks
 (:func:`~autoscale_data.runner.training.hooks.make_step_hook`) and the methods the runner plans
 (:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner.
 """
@@ -128,7 +128,7 @@ class MethodDeclaration:
 
 
 _METHODS = "autoscale_data.runner.mixes.methods"
-_ONLINE = "autoscale_data.runner.mixes.online"
+_ONLINE = "autoscale_data.runner.mixes.online_method"
 _FIXED = f"{_METHODS}.FixedMix"
 _SECTIONS = "autoscale_data.runner.config.method_sections"
 
@@ -147,7 +147,7 @@ BUILTINS: tuple[MethodDeclaration, ...] = (
                       "reference model (github.com/sangmichaelxie/doremi)", OWN_RUNS, 4, f"{_METHODS}.DoReMi",
                       section=DOREMI, config=f"{_SECTIONS}.DoReMiConfig",
                       selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY),
-                      keeps_model=(DOREMI_REFERENCE,), hook_kind=DOREMI, hook="autoscale_data.runner.mixes.hooks.DoReMiHook"),
+                      keeps_model=(DOREMI_REFERENCE,), hook_kind=DOREMI, hook="autoscale_data.runner.mixes.doremi_hook.DoReMiHook"),
     MethodDeclaration(REGMIX, "RegMix (Liu et al. 2024): regression of the objective on the mixture, best "
                       "candidates averaged", OWN_RUNS, 4, f"{_METHODS}.RegMix", section=REGMIX,
                       config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,)),
@@ -246,7 +246,7 @@ def load(path: str | type) -> Any:
 
 @dataclass(frozen=True)
 class HookSpec(Record):
-    """A run's step-hook config (:attr:`~autoscale_data.runner.planning.plan.RunSpec.hook`, in its run id): its
+    """A run's step-hook config (:attr:`~autoscale_data.runner.planning.specs.RunSpec.hook`, in its run id): its
     ``kind``, and the fields of the subclass that the kind's hook class names as ``spec``."""
 
     kind: str

@@ -9,7 +9,7 @@ than at the smallest budget) raises ``ValueError``.
 Theorem 1 rules out a domain whose optimal allocation shrinks as the budget grows, but noisy DDO optima at
 small budgets can show one: such a plan needs ``allow_decreasing=True`` and then answers from ``min_budget``
 (the smallest total on the path) up; the dataset's anytime schedule follows its monotone envelope
-(:func:`autoscale_data.mixing.schedule.allocation_path`).
+(:func:`autoscale_data.mixing.anytime.allocation_path`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.dataset.online import OnlineMixture
 from autoscale_data.mixing import domain_order
-from autoscale_data.online import ODM, FixedSchedule, replay_phases
+from autoscale_data.online import ODM, PresetWeights, replay_phases
 
 L = 32
 SIZES = {"a": 40_000, "b": 12_000, "c": 8_000}  # 1250 / 375 / 250 sequences of 32
@@ -153,7 +153,7 @@ def test_replayed_phases_are_the_same_stream(root: Path, reference: dict) -> Non
 def test_fixed_schedule_is_the_phases_dataset(root: Path) -> None:
     ds = ScaleAwareMixtureDataset(root, START, SEQS * L, L, batch_size=G, verify="size")
     late = {"a": 0.2, "b": 0.2, "c": 0.6}
-    om = OnlineMixture(ds, FixedSchedule(ds.domain_names, [(0, START), (5, late)]), every=EVERY, lookahead=1)
+    om = OnlineMixture(ds, PresetWeights(ds.domain_names, [(0, START), (5, late)]), every=EVERY, lookahead=1)
     keys = []
     for step, batch in enumerate(ds, 1):
         keys.extend(item_key(batch))
@@ -297,7 +297,7 @@ def test_a_loop_that_skips_its_updates_is_told(root: Path) -> None:
 @pytest.mark.timeout(60)
 def test_a_domain_asked_beyond_its_supply_names_the_step(root: Path) -> None:
     ds = ScaleAwareMixtureDataset(root, START, 600 * L, L, batch_size=G, verify="size")
-    om = OnlineMixture(ds, FixedSchedule(ds.domain_names, [(0, START), (1, {"a": 0, "b": 0, "c": 1})]), every=EVERY)
+    om = OnlineMixture(ds, PresetWeights(ds.domain_names, [(0, START), (1, {"a": 0, "b": 0, "c": 1})]), every=EVERY)
     with pytest.raises(ValueError, match=r"step \d+: weights .* ask domain 'c' for 274 sequences by segment \d+, "
                                          r"it allows 250; allow repetition with max_epochs"):
         for u in range(1, 30):

@@ -22,7 +22,7 @@ from autoscale_data import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import target_spec
+from autoscale_data.runner.planning.specs import target_spec
 from autoscale_data.runner.training import train as train_mod
 from autoscale_data.runner.training.train import write_job
 

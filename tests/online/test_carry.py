@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscale_data.mixing.carry import carried_counts
+from autoscale_data.online.carry import carried_counts
 
 mixes = st.lists(st.lists(st.sampled_from([0.0, 0.01, 0.1, 0.3, 1.0, 2.5]), min_size=4, max_size=4)
                  .filter(lambda w: sum(w) > 0), min_size=1, max_size=40)

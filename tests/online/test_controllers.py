@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from autoscale_data.online import ADO, ODM, FixedSchedule, Replay, Window, check_proposal, replay_phases
+from autoscale_data.online import ADO, ODM, PresetWeights, Replay, Window, check_proposal, replay_phases
 
 NAMES = ("a", "b")
 
@@ -79,7 +79,7 @@ def test_ado_fits_the_laws_and_moves_towards_the_steeper_domain() -> None:
 
 
 @pytest.mark.parametrize("make", [lambda: ODM(NAMES), lambda: ADO(NAMES, warmup=0),
-                                  lambda: FixedSchedule(NAMES, [(0, {"a": 1, "b": 0}), (3, {"a": 0.5, "b": 0.5})]),
+                                  lambda: PresetWeights(NAMES, [(0, {"a": 1, "b": 0}), (3, {"a": 0.5, "b": 0.5})]),
                                   lambda: Replay(NAMES, [{"a": 0.1, "b": 0.9}] * 20)])
 def test_state_round_trip_continues_identically(make) -> None:
     rng = np.random.default_rng(0)
@@ -96,7 +96,7 @@ def test_state_round_trip_continues_identically(make) -> None:
 
 
 def test_fixed_schedule_and_replay() -> None:
-    fs = FixedSchedule(NAMES, [(0, {"a": 1, "b": 0}), (2, {"a": 0.25, "b": 0.75})])
+    fs = PresetWeights(NAMES, [(0, {"a": 1, "b": 0}), (2, {"a": 0.25, "b": 0.75})])
     assert fs.initial_weights() == {"a": 1.0, "b": 0.0}
     assert [fs.update(window(t, (1, 1)))["a"] for t in (1, 2, 3)] == [1.0, 0.25, 0.25]
     rp = Replay(NAMES, [[0.5, 0.5], [0.5, 0.5], [0.2, 0.8]], lookahead=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscale_data.online import ADO, ODM, FixedSchedule
+from autoscale_data.online import ADO, ODM, PresetWeights
 from autoscale_data.online.simulate import KnownLaws, simulate
 
 NAMES = ("a", "b", "c", "d")
@@ -30,7 +30,7 @@ def test_best_allocation_equalises_the_marginal_gains() -> None:
 
 
 def test_simulated_segments_are_exact() -> None:
-    sim = simulate(FixedSchedule(NAMES, [(0, dict.fromkeys(NAMES, 0.25)), (5, {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4})]),
+    sim = simulate(PresetWeights(NAMES, [(0, dict.fromkeys(NAMES, 0.25)), (5, {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4})]),
                    LAWS, 10_001, 1_000)
     assert int(sim.seen.sum()) == 10_001 and len(sim.counts) == 11
     target = np.cumsum(np.asarray(sim.weights) * np.asarray([sum(c) for c in sim.counts])[:, None], axis=0)

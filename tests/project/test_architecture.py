@@ -3,7 +3,7 @@
 Every ``import`` and ``from ... import`` in the package is read with :mod:`ast`, wherever it sits
 (module level or inside a function: a lazy import is still a dependency). Layers, top to bottom::
 
-    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | online/ | evaluation/  ->  mixing/ | store/ | solver/
+    cli.py, commands/  ->  demo/  ->  runner/ | integrations/  ->  dataset/ | evaluation/  ->  online/  ->  mixing/ | store/ | solver/
 
 The three bottom packages are independent of each other. Inside the runner the same rule
 holds between its folders and top modules (:data:`RUNNER_RANKS`). The package root's private helpers
@@ -29,10 +29,11 @@ PACKAGE = Path(autoscale_data.__file__).parent
 
 #: Layer rank of each top-level part: a module may import parts of a strictly lower rank (and its own part).
 RANKS: dict[str, int] = {
-    "cli": 5, "commands": 5,
-    "demo": 4,
-    "runner": 3, "integrations": 3,
-    "dataset": 2, "online": 2, "evaluation": 2,
+    "cli": 6, "commands": 6,
+    "demo": 5,
+    "runner": 4, "integrations": 4,
+    "dataset": 3, "evaluation": 3,
+    "online": 2,
     "mixing": 1, "store": 1, "solver": 1,
     "_checks": 0, "_io": 0, "_extras": 0, "_options": 0, "_runner_names": 0, "_records": 0,
 }
@@ -83,7 +84,7 @@ def _imports(text: str, module: str, *, is_package: bool = False) -> Iterator[tu
 
 
 def _part(module: str) -> str | None:
-    """``autoscale_data.runner.planning.plan`` -> ``runner``; ``None`` outside the package or for the root itself."""
+    """``autoscale_data.runner.planning.specs`` -> ``runner``; ``None`` outside the package or for the root itself."""
     parts = module.split(".")
     return parts[1] if parts[0] == "autoscale_data" and len(parts) > 1 else None
 
@@ -323,7 +324,7 @@ VOCABULARIES = (
     ("autoscale_data.solver.vocabulary", "PROJECTION_CHOICES"),  # auto, observed and the projections
     ("autoscale_data._runner_names", "EXECUTORS"),
     ("autoscale_data._runner_names", "SLURM_CLUSTERS"),
-    ("autoscale_data._runner_names", "EXTENSION_SCHEDULES"),
+    ("autoscale_data._runner_names", "LR_SCHEDULES"),
     ("autoscale_data.runner.config.sections", "REPETITION_MODES"),
     ("autoscale_data.solver.regression", "REGRESSORS"),
 )
@@ -520,7 +521,7 @@ RUNNER_FOLDERS = ("mixes", "planning", "reporting", "training")  # each __init__
 
 
 def _runner_part(module: str) -> str | None:
-    """``autoscale_data.runner.planning.plan`` -> ``planning``; ``__init__`` for the runner itself."""
+    """``autoscale_data.runner.planning.specs`` -> ``planning``; ``__init__`` for the runner itself."""
     parts = module.split(".")
     if parts[:2] != ["autoscale_data", "runner"]:
         return None

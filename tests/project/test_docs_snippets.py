@@ -61,7 +61,7 @@ SKIPPED = {
     ("docs/demo-and-evaluation.md", "python -m autoscale_data.demo.scarce --out scarce-case"): "about 18 min",
     ("docs/dataset.md", "from torch.nn import functional as F"): "runs as examples/online_mixing.py --tiny",
     ("examples/gpt2-large-comparison.yaml", "autoscale-data run examples/gpt2-large-comparison.yaml --dry-run"):
-        "needs the 7 RedPajama stores; its dry run is tested in tests/runner/test_runner_methods.py",
+        "needs the 7 RedPajama stores; its dry run is tested in tests/runner/mixes/test_runner_methods.py",
 }
 
 _MARK = re.compile(r"^\s*(?:<!--|#)\s*snippet:\s*(slow|skip|file)(?::\s*(.*?))?\s*(?:-->)?\s*$")

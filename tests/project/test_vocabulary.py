@@ -16,10 +16,10 @@ import pytest
 from paths import REPO
 
 from autoscale_data._options import field_help
-from autoscale_data._runner_names import EXECUTORS, EXTENSION_SCHEDULES, LOCAL, REWARM_DECAY
+from autoscale_data._runner_names import EXECUTORS, LOCAL, LR_SCHEDULES, REWARM_DECAY
 from autoscale_data.cli import build_parser
 from autoscale_data.runner.config.sections import REPETITION_OFF, DDOConfig, ExecutorConfig
-from autoscale_data.runner.training.extension import ExtensionSchedule
+from autoscale_data.runner.training.extension import LRSchedule
 from autoscale_data.solver import DDOOptions, bootstrap_ddo, project_all
 from autoscale_data.solver.contrib import mixing_law_weights, observed_best, regmix_weights
 from autoscale_data.solver.laws import fit_power_law
@@ -68,14 +68,14 @@ def test_one_law_and_one_method_default_everywhere() -> None:
     assert DDOConfig().projection == DEFAULT_PROJECTION == _default(project_all, "method") == AUTO
     assert ExecutorConfig().kind == LOCAL
     assert _default(bootstrap_ddo, "method") == AUTO == _option("baseline", "--model").default
-    assert ExtensionSchedule().schedule == REWARM_DECAY == _option("extend", "--lr-schedule").default
+    assert LRSchedule().schedule == REWARM_DECAY == _option("extend", "--lr-schedule").default
     assert DDOConfig().repetition == REPETITION_OFF
 
 
 @pytest.mark.parametrize(("verb", "flag", "names"), [
     ("ddo", "--objective", OBJECTIVES), ("project", "--objective", OBJECTIVES), ("baseline", "--objective", OBJECTIVES),
     ("ddo", "--law", LAWS), ("project", "--method", PROJECTION_CHOICES), ("run", "--executor", EXECUTORS),
-    ("baseline", "--model", REGRESSORS), ("extend", "--lr-schedule", EXTENSION_SCHEDULES)])
+    ("baseline", "--model", REGRESSORS), ("extend", "--lr-schedule", LR_SCHEDULES)])
 def test_the_cli_offers_each_set_whole(verb: str, flag: str, names: tuple[str, ...]) -> None:
     assert tuple(_option(verb, flag).choices) == names
 

@@ -53,7 +53,7 @@ def test_every_old_result_json_reads_as_a_run_result_and_writes_back_the_same() 
 
 
 def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> None:
-    from autoscale_data.runner.planning.plan import RunSpec
+    from autoscale_data.runner.planning.specs import RunSpec
 
     paths = sorted(OLD.glob("runs/*/spec.json"))
     assert len(paths) >= 20
@@ -66,7 +66,7 @@ def test_every_old_spec_json_reads_as_a_run_spec_and_writes_back_the_same() -> N
 
 @pytest.mark.parametrize(("pattern", "name"), [
     ("fits/ddo_*.json", layout.DDO), ("fits/bootstrap_*.json", layout.BOOTSTRAP),
-    ("fits/projection.json", layout.PROJECTION), ("plan.json", layout.PLAN), ("runs/*/job.json", layout.JOB),
+    ("fits/projection.json", layout.PROJECTION), ("plan.json", layout.RUN_LIST), ("runs/*/job.json", layout.JOB),
     ("fits/repetition.json", layout.REPETITION), ("fits/methods.json", layout.METHODS_FILE),
     ("reference_losses.json", layout.REFERENCE_LOSSES)])
 def test_every_old_file_reads_as_its_record_and_writes_back_the_same(pattern: str, name: str) -> None:

@@ -92,7 +92,7 @@ def test_a_target_below_what_the_path_reaches_is_refused_not_nan(tmp_path, capsy
         plan.weights_for_budget(5000)
     w = plan.weights_for_budget(6e5)
     assert all(math.isfinite(v) for v in w.values()) and sum(w.values()) == pytest.approx(1.0)
-    from autoscale_data.mixing.schedule import allocation_path
+    from autoscale_data.mixing.anytime import allocation_path
 
     _, targets = allocation_path(plan, ["a", "b", "c"], 4000, 1024)  # the anytime schedule starts at min_budget
     assert np.isfinite(targets).all() and targets[-1].sum() == pytest.approx(4000)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import layout
 from ..config import RunnerConfig
-from ..planning.plan import RunSpec
+from ..planning.specs import RunSpec
 
 __all__ = ["Executor", "Job", "launch_command", "outcome", "set_pdeathsig", "uses_cuda", "visible_gpus", "worker_env"]
 

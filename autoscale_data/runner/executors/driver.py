@@ -17,7 +17,7 @@ from ...solver.vocabulary import MEAN_LOSS
 from .. import layout
 from ..ledger import DONE, FAILED, RUNNING, SUBMITTED, Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec
+from ..planning.specs import RunSpec
 from ..records import RunResult
 from .base import Executor, Job, outcome
 

@@ -18,8 +18,8 @@ from .. import layout
 from ..config import RunnerConfig
 from ..ledger import FAILED, Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec
 from ..planning.repetition import repetition_law
+from ..planning.specs import RunSpec
 from ..records import BootstrapUnavailable, MixturePlanError, ProjectionFile
 from ..reporting.wording import backtest_lines, bounds_moved
 

@@ -7,8 +7,8 @@ every name of ``target.baselines``) instead of naming the methods one by one. A 
 - :meth:`~MixingMethod.check`: bad input, raised as ``ValueError`` before anything trains;
 - :meth:`~MixingMethod.selection_stages`: the extra runs it must train before its targets, as stages (a
   stage starts when the one before has finished: DoReMi's proxy reads its reference's final model).
-  They are ordinary :class:`~autoscale_data.runner.planning.plan.RunSpec` s (kinds of
-  :data:`~autoscale_data.runner.planning.plan.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
+  They are ordinary :class:`~autoscale_data.runner.planning.specs.RunSpec` s (kinds of
+  :data:`~autoscale_data.runner.planning.specs.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
   counted through the same ledger and executors as the DDO proxies (which stay as they are);
 - :meth:`~MixingMethod.cost_runs`: the runs whose training is the cost of choosing its mix (the report
   sets their tokens and wall time against one target run);
@@ -36,7 +36,7 @@ from ..._records import Record, required
 from .. import registry
 from ..config import RunnerConfig
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec, method_spec, target_spec
+from ..planning.specs import RunSpec, method_spec, target_spec
 
 __all__ = [
     "Anytime",
@@ -338,7 +338,7 @@ class DoReMi(MixingMethod):
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
         ref = method_spec(ctx.config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
-        from .hooks import DoReMiHookSpec
+        from .doremi_hook import DoReMiHookSpec
 
         hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id, step_size=cfg.step_size,
                               smoothing=cfg.smoothing, initial=ref.weights)

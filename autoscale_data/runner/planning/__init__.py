@@ -1,9 +1,9 @@
 """Planning: which runs an experiment trains, with how many tokens of each domain.
 
-The stores as the plan sees them (``data``: :class:`~.data.DomainInfo`), the plan and its run ids
-(``plan``), repetition-matched proxies (``repetition``) and time estimates (``estimate``).
+The stores as the plan sees them (``data``: :class:`~.data.DomainInfo`), the run specs and their ids
+(``specs``), repetition-matched proxies (``repetition``) and time estimates (``estimate``).
 """
 
 from __future__ import annotations
 
-__all__ = ["data", "estimate", "plan", "repetition"]
+__all__ = ["data", "estimate", "repetition", "specs"]

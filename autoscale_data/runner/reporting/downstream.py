@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...evaluation import DownstreamResult
 from .. import layout
-from ..planning.plan import RunSpec
+from ..planning.specs import RunSpec
 from .metrics import mean_std, paired_verdict
 from .report_types import Downstream, DownstreamRow, MeanStd, Report, TaskMean, Verdict
 from .wording import verdict_tag

@@ -21,9 +21,9 @@ from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
 from .. import layout
-from ..planning.plan import RunSpec
 from ..planning.repetition import REPETITION_FILE, repetition_md
-from ..records import PlanFile, ProjectionFile, RunFailure, RunResult
+from ..planning.specs import RunSpec
+from ..records import ProjectionFile, RunFailure, RunListFile, RunResult
 from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
 from .metrics import compare_curves, mean_curve, mean_std, paired_verdict, tokens_saved, tokens_saved_per_seed
@@ -76,7 +76,7 @@ def _runs(out: Path) -> list[_Run]:
     return rows
 
 
-def _current_runs(runs: list[_Run], plan: PlanFile, config: dict[str, Any]) -> tuple[list[_Run], int]:
+def _current_runs(runs: list[_Run], run_list: RunListFile, config: dict[str, Any]) -> tuple[list[_Run], int]:
     """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
 
     With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
@@ -84,7 +84,7 @@ def _current_runs(runs: list[_Run], plan: PlanFile, config: dict[str, Any]) -> t
     (``autoscale-data extend``) are neither: :func:`_extensions` reports them.
     """
     runs = [r for r in runs if r.spec.kind != "extension"]
-    ids = plan.run_ids()
+    ids = run_list.run_ids()
     if ids is None:
         scales = {int(n) for n in (config.get("ddo") or {}).get("budgets", [])}
         target = (config.get("target") or {}).get("budget")
@@ -118,14 +118,14 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     config = layout.read(out, layout.CONFIG) or {}
     objective = (config.get("ddo") or {}).get("objective", DEFAULT_OBJECTIVE)
     key = objective_key(objective)
-    plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
+    run_list: RunListFile = layout.read(out, layout.RUN_LIST) or RunListFile()
     every = _runs(out)
-    runs, stale = _current_runs(every, plan, config)
+    runs, stale = _current_runs(every, run_list, config)
     labels: dict[str, list[str]] = defaultdict(list)  # run id -> target mixes it stands for
-    for s in plan.targets or []:
+    for s in run_list.targets or []:
         labels[s.run_id].append(s.label)
     proxies, targets, failed = _group(runs, labels)
-    plan_targets = {s.label for s in plan.targets or []}
+    listed_targets = {s.label for s in run_list.targets or []}
     fits = out / layout.FITS
     curves = {label: mean_curve([r.curve for r in rs], key) for label, rs in targets.items()}
     domains = layout.read(out, layout.DOMAINS)
@@ -141,7 +141,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=curves[label], train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
-        missing_targets=sorted(plan_targets - set(targets)),
+        missing_targets=sorted(listed_targets - set(targets)),
         anytime_vs_fixed=_anytime(out, config, targets, runs, key),
         vs_uniform=_versus_uniform(targets, key),
         tokens_saved={label: tokens_saved(curves[layout.AUTOSCALE], curve)

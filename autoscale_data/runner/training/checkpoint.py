@@ -1,4 +1,4 @@
-"""Resumable checkpoints of one run: model, optimiser, schedule, every rank's RNG and the data state.
+"""Resumable checkpoints of one run: model, optimiser, LR scheduler, every rank's RNG and the data state.
 
 ``ckpt/latest.json`` names the newest complete checkpoint and is replaced atomically only after
 that checkpoint is fully written, so a kill during a save leaves the previous one usable. Older

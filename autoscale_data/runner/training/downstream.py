@@ -25,7 +25,7 @@ from ..config import RunnerConfig
 from ..experiment import load_folder_config
 from ..models import model_config_dict
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec
+from ..planning.specs import RunSpec
 from .checkpoint import final_model
 
 __all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]

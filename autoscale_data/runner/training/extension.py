@@ -1,7 +1,7 @@
 """Extending a finished target run to a larger budget: its parent, its mix and its learning rate.
 
 A finished target run keeps its final checkpoint (``target.keep_checkpoints``, default true):
-``OUT/runs/<id>/final_ckpt/`` with the model, optimiser, schedule, RNG and (``final_state.json``) the dataset
+``OUT/runs/<id>/final_ckpt/`` with the model, optimiser, LR scheduler, RNG and (``final_state.json``) the dataset
 state. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an *extension run* from it
 (:func:`plan_extension`): the same model and optimiser go on, and the data stream continues from the parent's
 end under the mix for the new budget, nothing repeated or skipped:
@@ -11,7 +11,7 @@ end under the mix for the new budget, nothing repeated or skipped:
 - ``autoscale_anytime``: the parent's plan, following its allocation path to the new budget;
 - a fixed mix (``uniform``, ``natural``, ``reference``, ``ddo_n2``): the weights the parent trained on.
 
-The learning rate of the new steps (:class:`ExtensionSchedule`): the parent decayed to
+The learning rate of the new steps (:class:`LRSchedule`): the parent decayed to
 ``optimizer.min_lr_ratio`` over its steps; by default (``rewarm_decay``) the extension re-warms
 linearly from there to ``peak_ratio`` x ``optimizer.lr`` over ``warmup_fraction`` of its own steps,
 then decays linearly to ``min_lr_ratio`` at its end (re-warming and re-decaying, as in
@@ -30,22 +30,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
+from ..._runner_names import LR_SCHEDULES, REWARM_DECAY
 from .. import layout, registry
 from ..config import RunnerConfig
 from ..ledger import Ledger
 from ..planning.data import DomainInfo
-from ..planning.plan import ExtensionSchedule, ExtensionSpec, RunSpec, extension_spec
-from ..records import FinalState, PlanFile
+from ..planning.specs import ExtensionSpec, LRSchedule, RunSpec, extension_spec
+from ..records import FinalState, RunListFile
 
-__all__ = ["EXTENSION_SCHEDULES", "ExtensionSchedule", "extension_lr_lambda", "find_parent", "parent_state",
+__all__ = ["LRSchedule", "LR_SCHEDULES", "extension_lr_lambda", "find_parent", "parent_state",
            "plan_extension"]
 
 
-def extension_lr_lambda(offset: int, steps: int, lr: ExtensionSchedule, min_ratio: float) -> Callable[[int], float]:
+def extension_lr_lambda(offset: int, steps: int, lr: LRSchedule, min_ratio: float) -> Callable[[int], float]:
     """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new ones).
 
-    ``lr`` is :meth:`ExtensionSchedule.resolved`. Steps before ``offset`` get the first new step's value.
+    ``lr`` is :meth:`LRSchedule.resolved`. Steps before ``offset`` get the first new step's value.
     """
     warmup = round(float(lr.warmup_fraction or 0.0) * steps)
     peak = float(lr.peak_ratio)
@@ -80,8 +80,8 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     spec: RunSpec | None = (layout.read(out / layout.RUNS / run, layout.SPEC)
                             if run and os.sep not in run and run not in (".", "..") else None)
     if spec is None:
-        plan: PlanFile = layout.read(out, layout.PLAN) or PlanFile()
-        targets = plan.targets or []
+        run_list: RunListFile = layout.read(out, layout.RUN_LIST) or RunListFile()
+        targets = run_list.targets or []
         known: dict[str, list[int]] = {}
         for t in targets:
             known.setdefault(t.label, []).append(t.seed)
@@ -144,7 +144,7 @@ def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str
 
 
 def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str, budget: int,
-                   seed: int | None, schedule: ExtensionSchedule) -> tuple[RunSpec, str]:
+                   seed: int | None, lr: LRSchedule) -> tuple[RunSpec, str]:
     """The extension run of ``run`` to ``budget`` tokens (module doc), not yet registered or trained.
 
     Returns:
@@ -170,5 +170,5 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
                                   parent.seed, max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
                                   continue_from=state.dataset)
     record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix, weights=weights,
-                           lr=schedule.resolved(config.optimizer.warmup_fraction))
+                           lr=lr.resolved(config.optimizer.warmup_fraction))
     return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan), where

@@ -9,7 +9,7 @@ Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset`
 (or its :class:`~autoscale_data.solver.MixturePlan`, ``schedule="anytime"``), every rank its strided slice.
 The run evaluates per-domain validation loss at ``spec.eval_points`` evenly spaced steps (the last at the
 end; each point records the training tokens seen per domain), checkpoints every ``config.checkpoint_every``
-steps (model, optimiser, schedule, RNG, dataset state), resumes from the newest complete checkpoint, and
+steps (model, optimiser, LR scheduler, RNG, dataset state), resumes from the newest complete checkpoint, and
 writes ``result.json`` atomically at the end. A NaN/inf training loss stops it with :class:`Diverged`.
 
 A finished target run keeps its final checkpoint when ``target.keep_checkpoints`` is set (``ckpt/`` with
@@ -50,7 +50,7 @@ from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
 from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec
+from ..planning.specs import RunSpec
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
@@ -113,7 +113,7 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
     weights: Any = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else spec.weights
-    from ..planning.plan import proxy_dataset_options
+    from ..planning.specs import proxy_dataset_options
 
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
@@ -229,7 +229,7 @@ class _Trainer:
                          "probability": config.model.mlm_probability}
 
     def _build(self) -> None:
-        """Model, optimizer, schedule and the step's forward: the DeepSpeed engine when there is one
+        """Model, optimizer, LR scheduler and the step's forward: the DeepSpeed engine when there is one
         (``backend: deepspeed`` over several processes, or ``deepspeed.single_process: deepspeed``),
         otherwise the plain torch step (DDP over several processes), compiled if ``train.compile`` says so."""
         config, info = self.config, self.info

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._records import Record, omitted
-from ..._runner_names import EXTENSION_SCHEDULES, REWARM_DECAY
+from ..._runner_names import LR_SCHEDULES, REWARM_DECAY
 from ...mixing import allowed_draws, largest_remainder
 from ...solver import MixturePlan
 from .. import registry
@@ -35,15 +35,15 @@ from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
-    "ExtensionSchedule",
     "ExtensionSpec",
+    "LRSchedule",
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
     "SELECTION_KINDS",
     "ddo_base_counts",
     "ddo_proxy_specs",
-    "describe_plan",
+    "describe_runs",
     "design_rounding",
     "extension_spec",
     "faithful_budget",
@@ -56,7 +56,7 @@ __all__ = [
     "target_spec",
 ]
 
-_PLAN_VERSION = 1
+_SETTINGS_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
 #: Kinds of the runs the built-in mixing methods train to choose their mixes (their declarations'
@@ -66,7 +66,7 @@ SELECTION_KINDS = registry.selection_kinds()
 
 
 @dataclass(frozen=True)
-class ExtensionSchedule(Record):
+class LRSchedule(Record):
     """The learning rate of an extension's new steps (:mod:`~autoscale_data.runner.training.extension`)."""
 
     schedule: str = REWARM_DECAY
@@ -77,9 +77,9 @@ class ExtensionSchedule(Record):
     """The peak as a multiple of ``optimizer.lr``."""
 
     def __post_init__(self) -> None:
-        if self.schedule not in EXTENSION_SCHEDULES:
+        if self.schedule not in LR_SCHEDULES:
             raise ValueError(f"extension lr schedule {self.schedule!r} is invalid: expected one of "
-                             f"{EXTENSION_SCHEDULES}")
+                             f"{LR_SCHEDULES}")
         wf = self.warmup_fraction
         if wf is not None and not (isinstance(wf, (int, float)) and 0.0 <= float(wf) < 1.0):
             raise ValueError(f"extension warmup_fraction {wf!r} is invalid: expected a number in [0, 1)")
@@ -87,10 +87,10 @@ class ExtensionSchedule(Record):
         if not (isinstance(pr, (int, float)) and math.isfinite(pr) and 0.0 < float(pr) <= 10.0):
             raise ValueError(f"extension peak_ratio {pr!r} is invalid: expected a number in (0, 10]")
 
-    def resolved(self, default_warmup: float) -> ExtensionSchedule:
+    def resolved(self, default_warmup: float) -> LRSchedule:
         """The schedule with the warm-up resolved (what an extension's spec holds and its id hashes)."""
         wf = default_warmup if self.warmup_fraction is None else self.warmup_fraction
-        return ExtensionSchedule(self.schedule, float(wf), float(self.peak_ratio))
+        return LRSchedule(self.schedule, float(wf), float(self.peak_ratio))
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ class ExtensionSpec(Record):
     """How the mix goes on after the parent's end: ``same``, ``plan`` or ``anytime``."""
     weights: dict[str, float] | None
     """The mix of the new sequences (a fixed schedule; ``None`` for ``anytime``, which follows the plan)."""
-    lr: ExtensionSchedule
-    """The learning-rate schedule of the new steps, its warm-up resolved (:meth:`ExtensionSchedule.resolved`)."""
+    lr: LRSchedule
+    """The learning-rate schedule of the new steps, its warm-up resolved (:meth:`LRSchedule.resolved`)."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
     model = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
                               seq_len=config.seq_len, dropout=config.dropout)
     settings: dict[str, Any] = {
-        "version": _PLAN_VERSION,
+        "version": _SETTINGS_VERSION,
         "model": {"preset": config.model.preset, "fields": model},
         "optimizer": config_to_dict(config.optimizer),
         "seq_len": config.seq_len,
@@ -470,7 +470,7 @@ def target_spec(config: RunnerConfig, domains: DomainInfo, label: str, weights: 
     are the plan's allocation at the target budget, and the plan is stored in the spec (and so in
     ``job.json``). ``hook``
     gives a fixed-schedule run a step hook (an online-mixing run's controller: ``weights`` are then its
-    initial weights; see :mod:`~autoscale_data.runner.mixes.online`).
+    initial weights; see :mod:`~autoscale_data.runner.mixes.online_method`).
     """
     total = batch_sequences(config, config.target.budget)
     if plan is not None:
@@ -559,7 +559,7 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     return lines
 
 
-def describe_plan(specs: Sequence[RunSpec]) -> dict[str, Any]:
+def describe_runs(specs: Sequence[RunSpec]) -> dict[str, Any]:
     """Totals of a list of runs (unique ids counted once)."""
     unique = {s.run_id: s for s in specs}
     return {"runs": len(unique), "tokens": sum(s.total_tokens for s in unique.values())}

@@ -24,7 +24,7 @@ from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.planning.specs import ddo_proxy_specs
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT = REPO

@@ -7,7 +7,7 @@ controller sees the per-domain training losses (all-reduced once) and decides a 
 goes through the runner's two general mechanisms, nothing of its own:
 
 - a mixing method, :class:`OnlineMethod` (``ado``, ``odm``): no runs before its targets (0 extra runs), its
-  own target :class:`~autoscale_data.runner.planning.plan.RunSpec` s (:func:`online_target_spec`) whose
+  own target :class:`~autoscale_data.runner.planning.specs.RunSpec` s (:func:`online_target_spec`) whose
   ``hook`` is an :class:`OnlineHookSpec` (so the controller enters the run id);
 - a step hook, :class:`OnlineMixingHook`: ``bind`` puts the run's dataset in online mode (before the trainer
   loads a checkpoint's dataset state), ``observe_losses`` feeds the trainer's per-token losses to the
@@ -24,7 +24,7 @@ from typing import Any
 from ..._records import fields_to_json
 from .. import registry
 from ..planning.data import DomainInfo
-from ..planning.plan import RunSpec, target_spec
+from ..planning.specs import RunSpec, target_spec
 from ..training.hooks import HookBatch, HookContext
 from .methods import MethodContext, MixingMethod, TargetChoice
 

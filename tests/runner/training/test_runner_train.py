@@ -18,7 +18,7 @@ from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.mixes.fitting import proxy_table
 from autoscale_data.runner.models import mask_tokens
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs, target_spec
+from autoscale_data.runner.planning.specs import ddo_proxy_specs, target_spec
 from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(240)
@@ -136,7 +136,7 @@ def test_fit_leaves_failed_runs_out_and_names_missing_ones(stores: Path, tmp_pat
 def test_anytime_target_run_follows_the_plan_path(stores: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import autoscale_data.dataset as dataset_mod
-    from autoscale_data.runner.planning.plan import RunSpec
+    from autoscale_data.runner.planning.specs import RunSpec
     from autoscale_data.solver import MixturePlan
 
     cfg, domains = _setup(stores)

@@ -189,7 +189,7 @@ def test_one_process_of_backend_deepspeed_trains_the_torch_step(tmp_path) -> Non
     from runner_helpers import tiny_config, tiny_stores
 
     from autoscale_data.runner.planning.data import inspect_domains
-    from autoscale_data.runner.planning.plan import target_spec
+    from autoscale_data.runner.planning.specs import target_spec
     from autoscale_data.runner.training import train as train_mod
     from autoscale_data.runner.training.dist import DistInfo
 

@@ -1,6 +1,6 @@
 """The trivial controllers: a fixed schedule of weights, and the replay of an online run's log.
 
-:class:`FixedSchedule` proposes weights given in advance (phases decided before the run, through
+:class:`PresetWeights` proposes weights given in advance (phases decided before the run, through
 the online machinery); :class:`Replay` proposes an online run's realised weights again, in order,
 and :func:`replay_phases` writes them as static phases for a re-run without a controller (the
 ablation of every online-mixing method: the same data, in the same order, with no feedback).
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..mixing import Window, check_proposal, check_state
+from .controller import Window, check_proposal, check_state
 
-__all__ = ["FixedSchedule", "Replay", "replay_phases"]
+__all__ = ["PresetWeights", "Replay", "replay_phases"]
 
 
-class FixedSchedule:
+class PresetWeights:
     """Weights by update: ``schedule = [(0, w0), (u1, w1), ...]``: update ``u >= u_i`` proposes ``w_i``.
 
     Args:

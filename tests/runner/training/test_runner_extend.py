@@ -23,11 +23,11 @@ from autoscale_data.runner.experiment import check_config
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.planning.specs import RunSpec, ddo_proxy_specs, target_spec
 from autoscale_data.runner.reporting.report import _markdown, build_report
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.training import train as train_mod
-from autoscale_data.runner.training.extension import ExtensionSchedule, extension_lr_lambda
+from autoscale_data.runner.training.extension import LRSchedule, extension_lr_lambda
 from autoscale_data.solver import MixturePlan
 
 pytestmark = pytest.mark.timeout(600)
@@ -154,7 +154,7 @@ def test_extension_continues_the_data_stream_and_the_model(template: dict[str, A
     saved = _final_model(out / "runs" / parent.run_id)
     assert saved.keys() == started["model"].keys()
     assert all(torch.equal(saved[k], started["model"][k]) for k in saved)
-    factor = extension_lr_lambda(64, 32, ExtensionSchedule().resolved(0.1), 0.0)
+    factor = extension_lr_lambda(64, 32, LRSchedule().resolved(0.1), 0.0)
     assert started["lr"] == pytest.approx([cfg.optimizer.lr * factor(64)] * 2) and factor(64) == pytest.approx(1 / 3)
     # the data: the parent's consumed prefix, then the dataset's own continuation at the plan's mix for the new budget
     state = json.loads((out / "runs" / parent.run_id / "final_ckpt" / "final_state.json").read_text())["dataset"]

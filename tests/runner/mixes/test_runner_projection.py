@@ -16,7 +16,7 @@ from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.mixes.fitting import Fits, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.planning.specs import ddo_proxy_specs
 from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report

@@ -19,7 +19,7 @@ from autoscale_data.runner.reporting.report import _markdown, write_report
 from autoscale_data.runner.reporting.report_types import Curve, Report, TokensSaved
 from autoscale_data.runner.reporting.summary import format_summary
 
-_OLD_DDO = Path(__file__).parent / "data" / "out_before_records" / "fits" / "ddo_4096.json"
+_OLD_DDO = Path(__file__).parents[1] / "data" / "out_before_records" / "fits" / "ddo_4096.json"
 
 
 def _folder(out: Path) -> Path:

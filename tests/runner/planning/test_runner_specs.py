@@ -13,7 +13,12 @@ from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.describe import design_note
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs, design_rounding, faithful_budget, target_spec
+from autoscale_data.runner.planning.specs import (
+    ddo_proxy_specs,
+    design_rounding,
+    faithful_budget,
+    target_spec,
+)
 
 
 @pytest.fixture
@@ -150,7 +155,7 @@ def _legacy_id(spec) -> str:
 
 
 def test_anytime_option_leaves_every_fixed_schedule_id_unchanged(stores: Path) -> None:
-    from autoscale_data.runner.planning.plan import RunSpec, id_payload
+    from autoscale_data.runner.planning.specs import RunSpec, id_payload
 
     plain = config_from_dict(tiny_config(stores, seeds=[0, 1], target={"baselines": ["uniform", "natural"],
                                                                        "seeds": [0, 1]}))
@@ -176,7 +181,7 @@ def test_anytime_option_leaves_every_fixed_schedule_id_unchanged(stores: Path) -
 
 
 def test_anytime_spec_carries_its_plan_and_hashes_it(stores: Path) -> None:
-    from autoscale_data.runner.planning.plan import RunSpec
+    from autoscale_data.runner.planning.specs import RunSpec
     from autoscale_data.solver import MixturePlan
 
     cfg = config_from_dict(tiny_config(stores))

@@ -16,7 +16,7 @@ from autoscale_data.dataset.online import OnlineMixture
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.mixes.methods import MethodContext, mixing_method, selected_methods
-from autoscale_data.runner.mixes.online import (
+from autoscale_data.runner.mixes.online_method import (
     OnlineHookSpec,
     OnlineMixingHook,
     make_controller,
@@ -24,7 +24,7 @@ from autoscale_data.runner.mixes.online import (
 )
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import RunSpec, ddo_proxy_specs, target_spec
+from autoscale_data.runner.planning.specs import RunSpec, ddo_proxy_specs, target_spec
 from autoscale_data.runner.training import train as train_mod
 from autoscale_data.runner.training.hooks import make_step_hook
 

@@ -16,7 +16,7 @@ from runner_helpers import dies_after_checkpoints, kill_runner_when, tiny_config
 from autoscale_data.runner import registry
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import Ledger
-from autoscale_data.runner.mixes.hooks import DoReMiHook, DoReMiHookSpec, doremi_update
+from autoscale_data.runner.mixes.doremi_hook import DoReMiHook, DoReMiHookSpec, doremi_update
 from autoscale_data.runner.mixes.methods import (
     MethodContext,
     MixingMethod,
@@ -28,7 +28,7 @@ from autoscale_data.runner.mixes.methods import (
 from autoscale_data.runner.models import token_cross_entropy
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs, method_spec, target_spec
+from autoscale_data.runner.planning.specs import ddo_proxy_specs, method_spec, target_spec
 from autoscale_data.runner.registry import OWN_RUNS, MethodDeclaration
 from autoscale_data.runner.reporting.metrics import paired_verdict
 from autoscale_data.runner.reporting.report_types import Report, Verdict
@@ -312,7 +312,7 @@ def test_every_method_end_to_end_and_a_rerun_trains_nothing(stores: Path, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------ the examples
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 REDPAJAMA = ("common_crawl", "c4", "github", "wikipedia", "book", "arxiv", "stackexchange")
 
 

@@ -25,7 +25,7 @@ from autoscale_data.runner.executors import (
 from autoscale_data.runner.ledger import Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
-from autoscale_data.runner.planning.plan import ddo_proxy_specs
+from autoscale_data.runner.planning.specs import ddo_proxy_specs
 from autoscale_data.runner.training import train as train_mod
 
 #: result fields that measure time, not training

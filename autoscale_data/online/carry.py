@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .budget import largest_remainder
+from ..mixing import largest_remainder
 
 __all__ = ["carried_counts"]
 

@@ -11,22 +11,22 @@ from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.dataset import ScaleAwareMixtureDataset
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.describe import plan_notes
+from autoscale_data.runner.describe import run_list_notes
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import DomainInfo, inspect_domains
-from autoscale_data.runner.planning.plan import (
-    RunSpec,
-    ddo_proxy_specs,
-    proxy_dataset_options,
-    supply_problems,
-    target_spec,
-)
 from autoscale_data.runner.planning.repetition import (
     DomainRepetition,
     proxy_pools,
     repetition_problems,
     repetition_records,
     target_epochs,
+)
+from autoscale_data.runner.planning.specs import (
+    RunSpec,
+    ddo_proxy_specs,
+    proxy_dataset_options,
+    supply_problems,
+    target_spec,
 )
 
 L = 32
@@ -134,7 +134,7 @@ def test_matched_proxy_streams_repeat_as_the_target_does(tmp_path: Path) -> None
     text = runner.describe()
     assert "REPETITION matched" in text and "target 1.64 epochs at the base mix (cap 4)" in text
     assert "beyond max_epochs at the target" in text
-    notes = plan_notes(config_from_dict({**raw, "ddo": {"budgets": [4096, 8192]}}), dom, tmp_path / "o2", [])
+    notes = run_list_notes(config_from_dict({**raw, "ddo": {"budgets": [4096, 8192]}}), dom, tmp_path / "o2", [])
     assert any(n.startswith("REPETITION: the target repeats a 1.64 epochs uniform") for n in notes)
 
 
