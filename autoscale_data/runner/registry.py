@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from .._records import Record, fields_from_json
+from ..solver import MIXING_LAW, NATURAL, REFERENCE, REGMIX, UNIFORM
 
 __all__ = [
     "ADO",
@@ -61,16 +62,11 @@ runner trains for it, or by a controller inside each target run."""
 RUN_PLACES: tuple[RunPlace, ...] = get_args(RunPlace)
 FITTED, STORES, OWN_RUNS, ONLINE = RUN_PLACES
 
-# ---- the built-in methods' names (the target runs' labels)
+# ---- the built-in methods' names (the target runs' labels; the solver's baselines keep its names)
 AUTOSCALE = "autoscale"
 ANYTIME = "autoscale_anytime"
 DDO_N2 = "ddo_n2"
-NATURAL = "natural"
-REFERENCE = "reference"
-UNIFORM = "uniform"
 DOREMI = "doremi"
-REGMIX = "regmix"
-MIXING_LAW = "mixing_law"
 ADO = "ado"
 ODM = "odm"
 # ---- their selection kinds (the kinds of the runs they train before their targets)

@@ -17,14 +17,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from .runs import RunTable
 
-__all__ = ["BASELINES", "PRESETS", "baseline_weights", "natural_weights", "reference_weights",
-           "temperature_weights", "uniform_weights"]
+__all__ = ["BASELINES", "MIXING_LAW", "NATURAL", "PRESETS", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM", "Baseline",
+           "baseline_weights", "natural_weights", "reference_weights", "temperature_weights", "uniform_weights"]
+
+Baseline = Literal["mixing_law", "natural", "reference", "regmix", "temperature", "uniform"]
+"""The baselines :func:`baseline_weights` computes: the one list of their names (the runner's methods of
+these names, :mod:`autoscale_data.runner.registry`, take them from here)."""
+BASELINES: tuple[Baseline, ...] = get_args(Baseline)
+MIXING_LAW, NATURAL, REFERENCE, REGMIX, TEMPERATURE, UNIFORM = BASELINES
 
 PRESETS: dict[str, dict[str, float]] = {
     "llama1": {
@@ -142,8 +148,6 @@ def reference_weights(domains: Sequence[str], *, weights: Mapping[str, float] | 
     return {d: v / tot for d, v in raw.items()}
 
 
-BASELINES = ("mixing_law", "natural", "reference", "regmix", "temperature", "uniform")
-
 
 def baseline_weights(name: str, *, runs: RunTable | None = None,
                      token_counts: Mapping[str, float] | None = None,
@@ -162,21 +166,21 @@ def baseline_weights(name: str, *, runs: RunTable | None = None,
     Raises:
         ValueError: unknown name, missing inputs, bad options.
     """
-    if name == "uniform":
+    if name == UNIFORM:
         return uniform_weights(_domains(domains, token_counts, runs))
-    if name == "natural":
+    if name == NATURAL:
         return natural_weights(_counts(token_counts, domains))
-    if name == "temperature":
+    if name == TEMPERATURE:
         if "temperature" not in options:
             raise ValueError("temperature baseline needs temperature=")
         return temperature_weights(_counts(token_counts, domains), options.pop("temperature"))
-    if name == "reference":
+    if name == REFERENCE:
         return reference_weights(_domains(domains, token_counts, runs), **options)
-    if name in ("regmix", "mixing_law"):
+    if name in (REGMIX, MIXING_LAW):
         from .regression import mixing_law_weights, regmix_weights
 
         if runs is None:
             raise ValueError(f"{name} baseline needs runs= (random-mixture runs at one budget)")
-        fn = regmix_weights if name == "regmix" else mixing_law_weights
+        fn = regmix_weights if name == REGMIX else mixing_law_weights
         return fn(runs, **options)
     raise ValueError(f"unknown baseline {name!r}; known: {list(BASELINES)}")

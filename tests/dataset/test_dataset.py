@@ -557,10 +557,10 @@ def test_each_shard_is_hashed_once_across_dataloader_workers(tmp_path: Path, mon
     log = tmp_path / "hashed.log"
     real = reader._sha256_of
 
-    def logged(fh: Any) -> str:
+    def logged(fh: Any, nbytes: int | None = None) -> str:
         with open(log, "a") as out:
             out.write(f"{fh.name}\n")
-        return real(fh)
+        return real(fh, nbytes)
 
     monkeypatch.setattr(reader, "_sha256_of", logged)
     ds = ScaleAwareMixtureDataset(tmp_path / "s", {"a": 0.5, "b": 0.5}, 600 * L, L, batch_size=8)

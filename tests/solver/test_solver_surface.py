@@ -18,7 +18,7 @@ import autoscale_data.solver as solver
 import autoscale_data.solver.contrib as contrib
 
 STABLE = [
-    "BASELINES", "BootstrapResult", "CandidateError", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
+    "BASELINES", "Baseline", "MIXING_LAW", "NATURAL", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM", "BootstrapResult", "CandidateError", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
     "PROJECTION_CHOICES", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "PlanEvidence", "Projection", "Projections",
     "ProjectionsRecord", "RobustProjection", "Run", "RunTable", "Selection", "Trust",
     "apply_weight_bounds", "baseline_weights", "bootstrap_ddo", "ddo_runs_plan", "fit_ddo", "fit_joint",
@@ -28,7 +28,7 @@ STABLE = [
 
 #: What the modules export for each other but neither namespace offers: import it from its module.
 INTERNAL = {
-    "Allocation", "AllocationPath", "B_MAX", "DEFAULT_PROJECTION", "DEFAULT_OBJECTIVE", "DomainFits", "DomainLaw", "FIT_MODES", "MAX_COMBINATIONS", "PAPER_START",
+    "Allocation", "AllocationPath", "B_MAX", "PlanScale", "DEFAULT_PROJECTION", "DEFAULT_OBJECTIVE", "DomainFits", "DomainLaw", "FIT_MODES", "MAX_COMBINATIONS", "PAPER_START",
     "OUT_FLOOR", "PROFILE_B", "PROFILE_SHIFTS", "SHARE_SUM_TOL", "SHIFT_RANGE", "allocate", "as_scales", "choose",
     "consistent_fits", "fit_on_grid",
     "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "nearest_run_objective", "objective_weight",
