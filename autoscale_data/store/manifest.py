@@ -261,9 +261,10 @@ def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:
         raise ValueError(f"malformed store manifest {os.fspath(path)!r}: {exc}") from None
 
 
-def store_fingerprint(store_dir: str | os.PathLike[str]) -> str:
-    """16 hex digits that stand for the store's data in run ids (module docstring)."""
-    m = read_manifest(store_dir)
+def store_fingerprint(store_dir: str | os.PathLike[str], manifest: Manifest | None = None) -> str:
+    """16 hex digits that stand for the store's data in run ids (module docstring); ``manifest``: the store's,
+    when already read."""
+    m = read_manifest(store_dir) if manifest is None else manifest
     if m.version == 1:
         data = (Path(store_dir) / MANIFEST_NAME).read_bytes()
     else:

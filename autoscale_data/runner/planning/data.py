@@ -63,7 +63,7 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
         names=tuple(paths), paths={n: os.fspath(p) for n, p in paths.items()},
         train_tokens={n: s.train.num_tokens for n, s in stores.items()},
         val_tokens={n: s.val.num_tokens for n, s in stores.items()},
-        fingerprints={n: store_fingerprint(p) for n, p in paths.items()}, vocab_size=first.vocab_size,
+        fingerprints={n: store_fingerprint(p, stores[n].manifest) for n, p in paths.items()}, vocab_size=first.vocab_size,
         eos_id=first.eos_id, tokenizer=first.spec)
 
 
