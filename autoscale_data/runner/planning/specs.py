@@ -1,7 +1,7 @@
 """The plan as data: every training run, its tokens per domain, seed, role and content-hash id.
 
 A run's id hashes everything that determines its result (model fields, optimiser, batch shape,
-sequence counts per domain, seed, the stores' manifests, evaluation settings, backend and
+sequence counts per domain, seed, the stores' data fingerprints, evaluation settings, backend and
 precision) and nothing else, so changing one part of a config changes only the affected ids, and
 two roles that need the very same run (say, a reference mix equal to uniform) share one training.
 
