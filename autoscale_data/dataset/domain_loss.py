@@ -2,22 +2,11 @@
 
 A mixture batch carries ``domain`` (one id per row, an index into the dataset's ``domain_names``).
 :class:`DomainLossMeter` turns the per-token losses of each step into running, token-weighted
-per-domain means with two ``index_add_`` calls (no Python loop over rows or tokens, no host
-synchronisation in :meth:`~DomainLossMeter.update`), and on request sums them over the ranks of a
-``torch.distributed`` group with ONE ``all_reduce`` of a ``[2, num_domains]`` tensor::
-
-    meter = DomainLossMeter(ds.domain_names)
-    for batch in loader:
-        logits = model(batch["input_ids"][:, :-1])
-        per_token = F.cross_entropy(logits.transpose(1, 2), batch["input_ids"][:, 1:], reduction="none")
-        per_token.mean().backward()
-        meter.update(per_token, batch["domain"])
-        if step % 100 == 0:
-            print(meter.compute(all_reduce=True))   # {"code": 2.31, "web": 2.87, ...}
-            meter.reset()
-
-The token-weighted mean of a domain is ``sum of its tokens' losses / its token count`` over every
-update since the last :meth:`~DomainLossMeter.reset` (on every rank with ``all_reduce=True``).
+per-domain means (``sum of its tokens' losses / its token count`` since the last
+:meth:`~DomainLossMeter.reset`) with two ``index_add_`` calls, no Python loop over rows or tokens
+and no host synchronisation in :meth:`~DomainLossMeter.update`; on request it sums them over the
+ranks of a ``torch.distributed`` group with ONE ``all_reduce`` of a ``[2, num_domains]`` tensor.
+docs/dataset.md ("Per-domain training loss in your loop") shows it in a training loop.
 """
 
 from __future__ import annotations
@@ -140,10 +129,8 @@ class DomainLossMeter:
             group: the process group for ``all_reduce``.
         """
         sums, tokens = self.totals(all_reduce=all_reduce, group=group)
-        out = {}
-        for name, s, n in zip(self.domain_names, sums.tolist(), tokens.tolist(), strict=True):
-            out[name] = s / n if n > 0 else math.nan
-        return out
+        return {name: s / n if n > 0 else math.nan
+                for name, s, n in zip(self.domain_names, sums.tolist(), tokens.tolist(), strict=True)}
 
     def tokens(self) -> dict[str, int]:
         """Tokens counted per domain on this rank since the last reset."""

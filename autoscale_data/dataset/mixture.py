@@ -223,11 +223,6 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """Bytes of the stream's tables (a few KB whatever the budget: positions are computed on demand)."""
         return self._stream.nbytes
 
-    @property
-    def phase(self) -> int:
-        """The phase the next pass starts in (0 for a single-phase dataset)."""
-        return self._stream.phase_at(self._state.next_start)
-
     def __len__(self) -> int:
         """Items (samples, or batches with ``batch_size``) the next pass yields on this rank (all workers).
 
@@ -480,21 +475,14 @@ class ScaleAwareMixtureDataset(IterableDataset):
             if diff:
                 raise ValueError("a run can only be continued on the same stores, seq_len, seed and shuffle "
                                  "window; differences: " + "; ".join(diff))
-            self._continue_at({CURSOR_KEY: state.get(CURSOR_KEY), DOMAIN_COUNTS_KEY: state.get(DOMAIN_COUNTS_KEY),
-                               FINGERPRINT_KEY: state.get(FINGERPRINT_KEY)})
+            self._start_stream(*self._continuation(state))
         except ValueError:
             self._restore(before)
             raise
 
     def _restore(self, record: Mapping[str, Any] | None) -> None:
-        if record is None:
-            self._start_stream(self._segments, None)
-        else:
-            self._continue_at(record)
-
-    def _continue_at(self, record: Mapping[str, Any]) -> None:
-        """Continue from ``record = {"cursor", "domain_counts", "fingerprint"}`` (of the run continued)."""
-        self._start_stream(*self._continuation(record))
+        """Go back to the plain stream, or to the continuation ``record`` (of :meth:`_continuation`)."""
+        self._start_stream(*((self._segments, None) if record is None else self._continuation(record)))
 
     def _continuation(self, record: Mapping[str, Any]) -> tuple[SegmentTable, dict[str, Any]]:
         """The segments after ``record``'s cursor and the record to keep, for :meth:`_start_stream`.

@@ -18,16 +18,9 @@ from .budget import (
     sequence_budget,
     validate_weights,
 )
-from .index import MixtureStream, build_index
-from .interleave import InterleaveTree, christoffel_mask, domain_id_dtype, interleave, prefix_deviation
-from .permutation import (
-    DomainOrders,
-    domain_order,
-    feistel_permute,
-    name_seed,
-    sequence_id_dtype,
-    window_permutation,
-)
+from .index import MixtureStream
+from .interleave import InterleaveTree, christoffel_mask, interleave, prefix_deviation
+from .permutation import DomainOrders, domain_order, feistel_permute, window_permutation
 from .phases import Phase, SegmentTable, check_draws, phase_bounds, segment_table
 from .pool import PooledOrders, pool_members, resolve_pools
 
@@ -46,16 +39,13 @@ __all__ = [
     "anytime_segments",
     "anytime_stream",
     "bounded_round",
-    "build_index",
     "check_draws",
     "check_supply",
     "christoffel_mask",
-    "domain_id_dtype",
     "domain_order",
     "feistel_permute",
     "interleave",
     "largest_remainder",
-    "name_seed",
     "path_deviation",
     "phase_bounds",
     "pool_members",
@@ -63,7 +53,6 @@ __all__ = [
     "resolve_pools",
     "segment_table",
     "sequence_budget",
-    "sequence_id_dtype",
     "validate_weights",
     "window_permutation",
 ]

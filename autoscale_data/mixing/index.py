@@ -23,7 +23,7 @@ from .interleave import InterleaveTree
 from .permutation import DomainOrders, window_sources
 from .pool import PooledOrders
 
-__all__ = ["MixtureStream", "build_index"]
+__all__ = ["MixtureStream"]
 
 
 class MixtureStream:
@@ -139,10 +139,3 @@ class MixtureStream:
         j = int(np.searchsorted(self.starts, cursor, side="right")) - 1
         return int(self.phases[min(max(j, 0), self.phases.size - 1)]) if self.phases.size else 0
 
-
-def build_index(names: Sequence[str], counts: Sequence[int], available: Sequence[int], seed: int, *,
-                shuffle_window: int = 0) -> MixtureStream:
-    """The one-segment stream of ``counts`` (the plain fixed-share mixture; see :class:`MixtureStream`).
-    ``counts`` may exceed ``available`` only where the caller allowed repetition."""
-    c = np.asarray(counts, dtype=np.int64)
-    return MixtureStream(names, available, seed, [0, int(c.sum())], c[None, :], shuffle_window=shuffle_window)

@@ -26,8 +26,6 @@ __all__ = [
     "domain_order",
     "feistel_permute",
     "name_key",
-    "name_seed",
-    "sequence_id_dtype",
     "window_permutation",
     "window_sources",
 ]
@@ -41,24 +39,15 @@ _ONE = np.uint64(1)
 _ROUND_CONSTANTS = [np.uint64((r + 1) * 0x9E3779B97F4A7C15 % (1 << 64)) for r in range(FEISTEL_ROUNDS)]
 
 
-def name_seed(seed: int, name: str, purpose: str = "order") -> np.random.SeedSequence:
-    """A seed sequence from ``(seed, name, purpose)`` that is stable across processes and runs.
+def name_key(seed: int, name: str, purpose: str = "order") -> int:
+    """A 64-bit key from ``(seed, name, purpose)``, stable across processes and runs.
 
     Python's ``hash()`` is salted per process; a SHA-256 of the name is not.
     """
     check_int("seed", seed, minimum=0)
     digest = hashlib.sha256(f"{purpose}\0{name}".encode()).digest()
-    return np.random.SeedSequence([int(seed), int.from_bytes(digest[:16], "little")])
-
-
-def name_key(seed: int, name: str, purpose: str = "order") -> int:
-    """A 64-bit key from ``(seed, name, purpose)``, stable across processes and runs."""
-    return int(name_seed(seed, name, purpose).generate_state(1, np.uint64)[0])
-
-
-def sequence_id_dtype(num_sequences: int) -> np.dtype:
-    """``uint32`` when every id fits, else ``uint64``."""
-    return np.dtype(np.uint32) if num_sequences <= 1 << 32 else np.dtype(np.uint64)
+    sequence = np.random.SeedSequence([int(seed), int.from_bytes(digest[:16], "little")])
+    return int(sequence.generate_state(1, np.uint64)[0])
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -224,11 +213,11 @@ class DomainOrders:
 
 
 def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
-    """The ids (:func:`sequence_id_dtype`) of the first ``needed`` draws of domain ``name`` holding
-    ``available`` sequences (a materialized :class:`DomainOrders`)."""
+    """The ids (``uint32`` when every id fits, else ``uint64``) of the first ``needed`` draws of domain
+    ``name`` holding ``available`` sequences (a materialized :class:`DomainOrders`)."""
     check_int("needed", needed, minimum=0)
     check_int("available", available, minimum=0)
-    dtype = sequence_id_dtype(available)
+    dtype = np.dtype(np.uint32) if available <= 1 << 32 else np.dtype(np.uint64)
     if needed == 0:
         return np.zeros(0, dtype=dtype)
     if available == 0:
