@@ -57,10 +57,6 @@ def _flag(fmt: InPlaceFormat, name: str) -> str:
     return f"--{fmt.name}-{name.replace('_', '-')}"
 
 
-def _in_place_help() -> str:
-    return "\n".join(f"  --from-{f.name} NAME={f.argument}: {f.expected}" for f in FORMATS.values())
-
-
 def _add_in_place(p: argparse.ArgumentParser) -> None:
     """``--from-FORMAT NAME=ARGUMENT`` and ``--FORMAT-FIELD [NAME=]VALUE``, derived from the format registry."""
     for f in FORMATS.values():
@@ -111,7 +107,8 @@ def register(subparsers: Any) -> None:
     """Add the ``prepare`` sub-command."""
     p = add_verb(subparsers, "prepare", run, help="tokenize each domain's documents into a token store",
                  description="Tokenize each domain's documents into OUT/NAME/ (one token store per domain).",
-                 epilog=_EPILOG.replace("{formats}", _in_place_help()))
+                 epilog=_EPILOG.replace("{formats}", "\n".join(
+                     f"  --from-{f.name} NAME={f.argument}: {f.expected}" for f in FORMATS.values())))
     p.add_argument("--domain", action="append", default=[], metavar="NAME=PATH",
                    help="a domain and its input (repeat for each domain)")
     _add_in_place(p)

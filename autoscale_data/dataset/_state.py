@@ -94,19 +94,17 @@ def config_diff(saved: Mapping[str, Any], current: Mapping[str, Any], prefix: st
     return lines
 
 
-def to_output(tokens: np.ndarray, output: str, *, owned: bool) -> Any:
-    """Convert a token array to the requested output type (copying only when needed).
+def to_output(tokens: np.ndarray, output: str) -> Any:
+    """A copy of a (read-only, memory-mapped) token array as the requested output type.
 
     ``torch``: ``int64`` tensor; ``numpy``: ``int64`` array; ``compact``: a tensor of the store's
-    dtype (``torch.uint16``, ``int32``, ``int64``) or ``int32`` for ``uint32`` stores. ``owned`` says whether ``tokens``
-    is a fresh array (else a read-only memmap view that must be copied for ``compact``).
+    dtype (``torch.uint16``, ``int32``, ``int64``) or ``int32`` for ``uint32`` stores.
     """
     if output == "torch":
         return torch.from_numpy(tokens.astype(np.int64))
     if output == "numpy":
         return tokens.astype(np.int64)
-    if not owned:
-        tokens = np.array(tokens)
+    tokens = np.array(tokens)
     if tokens.dtype == np.uint32:
         tokens = tokens.view(np.int32)
     return torch.from_numpy(tokens)

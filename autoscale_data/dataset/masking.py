@@ -4,13 +4,7 @@ The mixture's samples carry ``labels`` = ``input_ids`` (a causal LM shifts them 
 unchanged to a masked LM (``BertForMaskedLM``) trains a copy task: mask them first.
 :class:`MaskedLMCollator` does, as a ``collate_fn`` of a ``DataLoader``, a Hugging Face
 ``data_collator``, or a transform of a batch a :class:`~autoscale_data.integrations.MixtureLoader`
-yields::
-
-    ds = ScaleAwareMixtureDataset("stores/", weights, budget_tokens=N, seq_len=512)
-    collate = MaskedLMCollator(vocab_size=ds_vocab, seed=0)      # [MASK] = vocab_size unless mask_id=
-    loader = DataLoader(ds, batch_size=16, collate_fn=collate)
-    for batch in loader:
-        loss = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss   # -100 where not masked
+yields (docs/dataset.md shows it in a loop).
 
 Each sample's mask is drawn from a generator seeded by ``(seed, domain, seq_index)``: it depends on the
 sample alone, not on the batch, the worker or the step, so a run resumed from a saved dataset state

@@ -121,11 +121,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
     - Batches (``batch_size=B``): ``input_ids`` is a ``[B, seq_len]`` tensor (``int64`` for
       ``"torch"``, ``torch.uint16`` / ``torch.int32`` for ``"compact"``), ``domain`` and ``seq_index``
       are ``int64`` tensors ``[B]`` (the last batch may be shorter). All three are views of ONE
-      storage (``input_ids`` at its start). From a DataLoader worker a batch of up to 1 MiB crosses
-      to the main process as raw bytes through the worker's pipe (a ``dict`` subclass that
-      unpickles as a plain ``dict``), a larger one as a single shared-memory segment; see
-      :mod:`autoscale_data.dataset._batch`. ``pin_memory=True`` pins each of the three tensors (only ``input_ids`` is
-      large). With ``output="numpy"`` all three are ``int64`` numpy arrays.
+      storage (``input_ids`` at its start), which crosses from a DataLoader worker to the main
+      process in one piece (:mod:`autoscale_data.dataset._batch`). With ``output="numpy"`` all
+      three are ``int64`` numpy arrays.
     """
 
     _online: Any = None  # an OnlineMixture that decides the stream's segments during training (dataset/online.py)
@@ -256,7 +254,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             for d, s in zip(domains.tolist(), sequences.tolist(), strict=False):
                 m = single[d]
                 tokens = view(d, s) if m is None else m[s * seq_len : s * seq_len + seq_len]
-                ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output, owned=False)
+                ids = from_numpy(tokens.astype(int64)) if as_int64 else to_output(tokens, output)
                 u += step
                 pos.next_unit = u
                 yield {"input_ids": ids, "labels": ids, "domain": d, "seq_index": s}

@@ -1,28 +1,13 @@
 """Online mixing: a :class:`ScaleAwareMixtureDataset` whose weights a controller chooses during training.
 
 The stream is cut into *segments* of ``every`` training steps (``every × sequences_per_step``
-positions). Segment ``j`` is drawn at the weights decided for it, with exact per-domain counts (the
-rounding residual carried from segment to segment, :func:`~autoscale_data.online.carry.carried_counts`:
-each domain's cumulative count stays within one sequence of ``Σ weight × segment length``), the
-low-discrepancy interleave inside, and each domain's order continuing, so nothing repeats (unless
-``max_epochs`` allows) or is skipped. The first ``lookahead`` segments are drawn at the controller's
-initial weights; update ``u`` (at step ``u × every``, after the loop has taken the batches of
-segments ``0 .. u-1``) decides segment ``u - 1 + lookahead``.
-
-**The apply-from rule.** Weights decided at update ``u`` apply from step ``(u - 1 + lookahead) ×
-every``, at least one whole segment after the steps already taken. A DataLoader worker that reaches
-an undecided segment waits for the decision (the segment table is shared memory), so no batch ever
-changes once made and no batch the loop asks for before update ``u`` can wait for it: the loop never
-blocks. ``lookahead`` (default ``ceil(prefetch_steps / every)``, at least 1) only decides how far the
-workers may run ahead: with ``num_workers × prefetch_factor <= lookahead × every`` batches in flight
-they never wait. ``lookahead`` is part of the stream's configuration (the same updates decide the
-same segments), so a run resumes with any number of workers or ranks.
-
-Every rank computes the same weights: the controller sees the all-reduced per-domain loss sums
-(one ``all_reduce`` of ``2 × domains`` floats per update) and the per-domain counts of the stream
-before the update (exact and global). The segment log, the counts, the controller's state and the
-loss window are in the dataset's state, so resuming anywhere reproduces the uninterrupted run.
-Memory is O(segments): one row of counts and weights per segment.
+positions), each drawn at the weights decided for it with exact per-domain counts
+(:func:`~autoscale_data.online.carry.carried_counts`). The first ``lookahead`` segments are drawn at
+the controller's initial weights; update ``u`` (at step ``u × every``) decides segment
+``u - 1 + lookahead``. The segment table is shared memory: a DataLoader worker that reaches an
+undecided segment waits for the decision, the training loop never does. Memory is O(segments).
+docs/dataset.md ("Online mixing") states the guarantees: exact segments, the apply-from rule, the
+state and its resume at any world size or worker count.
 """
 
 from __future__ import annotations

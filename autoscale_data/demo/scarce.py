@@ -50,8 +50,6 @@ from .demo import DemoSettings, demo_config
 __all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
            "run_scarce_case", "scarce_config"]
 
-_MODES = REPETITION_MODES
-
 
 @dataclass(frozen=True)
 class ScarceCase:
@@ -144,8 +142,8 @@ def prepare_scarce_data(out_dir: str | os.PathLike[str], case: ScarceCase) -> Pa
 
 def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition: str) -> RunnerConfig:
     """The runner config of the case with ``ddo.repetition: repetition`` (targets identical in both)."""
-    if repetition not in _MODES:
-        raise ValueError(f"repetition must be one of {_MODES}, got {repetition!r}")
+    if repetition not in REPETITION_MODES:
+        raise ValueError(f"repetition must be one of {REPETITION_MODES}, got {repetition!r}")
     settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.abundant_bytes,
                             budgets=case.budgets, target=case.target, vocab_size=case.vocab_size,
                             seq_len=case.seq_len, batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
@@ -250,7 +248,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
     proxy_tokens: dict[str, int] = {}
     chosen: dict[str, str] = {}
     runner = None
-    for mode in _MODES:
+    for mode in REPETITION_MODES:
         runner = MixtureRunner(scarce_config(out, case, mode), out, log=log, progress=False,
                                allow_config_change=True)
         runner.run()

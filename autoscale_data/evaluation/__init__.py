@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .pretrained import WEIGHT_FILES, check_checkpoint_folder, load_causal_lm, load_tokenizer_for
+from .pretrained import check_checkpoint_folder, load_causal_lm, load_tokenizer_for
 from .records import DownstreamResult, TaskScore
 from .scorer import answer_loglikelihoods, score_task, task_score
 from .tasks import (
@@ -35,20 +35,16 @@ __all__ = [
     "DEFAULT_TASKS",
     "TASKS",
     "TASKS_DIR_ENV",
-    "WEIGHT_FILES",
     "DownstreamResult",
     "Example",
     "TaskScore",
     "TaskSpec",
     "answer_loglikelihoods",
-    "check_checkpoint_folder",
     "check_task_names",
     "evaluate_checkpoint",
     "evaluate_model",
     "load_causal_lm",
     "load_examples",
-    "load_tokenizer_for",
-    "score_task",
     "task_file",
     "task_score",
 ]
