@@ -1,17 +1,14 @@
-"""Small file-system helpers shared by every layer: atomic writes and content hashes."""
+"""Small file-system helpers shared by every layer: atomic writes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "file_sha256", "fsync_dir"]
-
-_CHUNK = 8 << 20
+__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir"]
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -53,12 +50,3 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
     """Atomically write ``obj`` as JSON (keys sorted, trailing newline)."""
     atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True) + "\n")
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes, read in large chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

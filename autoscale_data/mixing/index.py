@@ -111,10 +111,6 @@ class MixtureStream:
         d, k = self._locate(positions)
         return d, self.orders(d, k)
 
-    def domains_at(self, positions: np.ndarray) -> np.ndarray:
-        """Domain ids (``int64``) at positions in ``[origin, end)``."""
-        return self._locate(positions)[0]
-
     def __getitem__(self, position: int) -> tuple[int, int]:
         d, s = self.lookup(np.asarray([position]))
         return int(d[0]), int(s[0])
@@ -130,7 +126,7 @@ class MixtureStream:
         j = min(int(np.searchsorted(self.starts, edge, side="right")) - 1, len(self.trees) - 1)
         out = self.offsets[j] + self.trees[j].prefix_counts(edge - int(self.starts[j]))
         if edge < cursor:  # inside a shuffled window: count its first positions
-            d = self.domains_at(np.arange(edge, cursor, dtype=np.int64))
+            d = self._locate(np.arange(edge, cursor, dtype=np.int64))[0]
             out += np.bincount(d, minlength=out.size)[: out.size]
         return out
 

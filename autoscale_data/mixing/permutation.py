@@ -161,13 +161,8 @@ class DomainOrders:
         self.available = np.asarray([int(a) for a in available], dtype=np.int64)
         self.keys = np.asarray([name_key(seed, n) for n in names], dtype=np.uint64)
         self._a, self._b = _radix(np.maximum(self.available, 1).astype(np.uint64))  # per domain
-        self._first_epoch = self._round_keys(np.zeros(self.keys.size, dtype=np.int64))
-
-    def _round_keys(self, epochs: np.ndarray) -> np.ndarray:
-        """``[D, rounds]`` round keys of epoch ``epochs[d]`` of each domain ``d``."""
-        keys = [self.epoch_key(d, int(e)) for d, e in enumerate(epochs.tolist())]
-        return np.asarray([[_mix_int((k + int(c)) % (1 << 64)) for c in _ROUND_CONSTANTS] for k in keys],
-                          dtype=np.uint64)
+        first = _epoch_keys(self.keys, np.zeros(self.keys.size, dtype=np.int64))
+        self._first_epoch = np.stack([_mix(first + c) for c in _ROUND_CONSTANTS], axis=1)  # [D, rounds]
 
     def _encrypt(self, x: np.ndarray, d: np.ndarray, keys: np.ndarray) -> np.ndarray:
         """:func:`_encrypt` with each element's radix from the per-domain table; ``keys [n, rounds]``."""
@@ -206,10 +201,6 @@ class DomainOrders:
         keys = _epoch_keys(self.keys[dom], ep)
         table = np.stack([_mix(keys + c) for c in _ROUND_CONSTANTS], axis=1)
         return table, start[d] + epoch - low[d]
-
-    def epoch_key(self, domain: int, epoch: int) -> int:
-        """The key of epoch ``epoch`` of domain ``domain``."""
-        return int(_epoch_keys(self.keys[domain : domain + 1], np.asarray([epoch]))[0])
 
 
 def domain_order(name: str, available: int, needed: int, seed: int) -> np.ndarray:
