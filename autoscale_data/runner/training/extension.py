@@ -65,8 +65,7 @@ def extension_lr_lambda(offset: int, steps: int, lr: LRSchedule, min_ratio: floa
 
 def parent_state(run_dir: Path) -> FinalState | None:
     """``final_ckpt/final_state.json`` of a finished run (its steps and dataset state), or ``None``."""
-    state: FinalState | None = layout.read(run_dir / layout.FINAL_CHECKPOINT_DIR, layout.FINAL_STATE)
-    return state
+    return layout.read(run_dir / layout.FINAL_CHECKPOINT_DIR, layout.FINAL_STATE)
 
 
 def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:

@@ -18,13 +18,9 @@ only writes its result on its next start); other runs delete theirs. An extensio
 starts from its parent's ``final_ckpt/`` and counts its steps and tokens from the parent's.
 
 The step calls the model without labels and computes one per-token cross-entropy
-(:func:`~autoscale_data.runner.models.token_cross_entropy`, the real vocabulary of a padded model): its
-mean is the loss, the same values feed the per-domain meter and a step hook. One process trains with the
-plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
-deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
-
-A run whose spec carries a step hook (``spec.hook``; protocol in :mod:`.hooks`) calls it every micro-batch
-and step. A DoReMi reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
+(:func:`~autoscale_data.runner.models.token_cross_entropy`): its mean is the loss, the same values feed
+the per-domain meter and the run's step hook (``spec.hook``; protocol in :mod:`.hooks`). A DoReMi
+reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
 """
 
 from __future__ import annotations
@@ -161,12 +157,8 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
               progress: bool | None = None) -> RunResult:
     """Train one run to the end (resuming from its checkpoint if one exists) and return its result.
 
-    Args:
-        config: the experiment config (model, optimiser, batches, backend).
-        spec: the run (sequences per domain, seed, evaluation points).
-        domains: the stores (paths, vocabulary).
-        run_dir: ``OUT/runs/<run_id>``: holds ``ckpt/`` while running and ``result.json`` at the end.
-        progress: show a progress bar (``None``: only on a terminal).
+    ``run_dir`` (``OUT/runs/<run_id>``) holds ``ckpt/`` while it runs and ``result.json`` at the end;
+    ``progress``: show a progress bar (``None``: only on a terminal).
 
     Raises:
         Diverged: the training loss became NaN/inf (``failure.json`` written).
