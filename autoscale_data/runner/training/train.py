@@ -46,7 +46,7 @@ from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
 from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
-from ..planning.specs import RunSpec
+from ..planning.specs import RunSpec, proxy_dataset_options
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
@@ -109,8 +109,6 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
     weights: Any = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else spec.weights
-    from ..planning.specs import proxy_dataset_options
-
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
                                   world_size=info.world_size,
@@ -136,8 +134,7 @@ def _optimizer(model: torch.nn.Module, config: RunnerConfig, device: torch.devic
     return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, **fused)
 
 
-def _deepspeed_config(config: RunnerConfig, micro: int | None = None) -> dict[str, Any]:
-    micro = config.micro_batch_size if micro is None else micro
+def _deepspeed_config(config: RunnerConfig, micro: int) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": micro,
         "gradient_accumulation_steps": config.global_batch_size // (micro * config.procs),
