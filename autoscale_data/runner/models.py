@@ -106,10 +106,6 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
 LOSS_CHUNK_BYTES = 1 << 28
 
 
-def _chunk_rows(vocab: int, chunk_bytes: int) -> int:
-    return max(1, chunk_bytes // (4 * vocab))
-
-
 class _TokenCrossEntropy(torch.autograd.Function):
     """Per-token cross-entropy over the first ``vocab`` logits of each row, in row chunks of float32 (the
     chunked path of :func:`token_cross_entropy`: the same ATen kernels as ``F.cross_entropy`` per chunk)."""
@@ -160,9 +156,7 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
     Args:
         logits: ``[B, T, V']`` as the model made them (any float dtype).
         labels: ``[B, T]`` token ids (GPT-2: the inputs; BERT: -100 where not masked).
-        family: ``"gpt2"`` or ``"bert"``.
         vocab_size: the real vocabulary when the model's is padded: logits from this column on are left out.
-        chunk_bytes: the float32 working memory of one chunk.
         recompute: force the chunked path (``True``) or the single call (``False``); ``None``: as above.
     """
     if family not in ("gpt2", "bert"):
@@ -179,7 +173,8 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         recompute = not (logits.dtype == torch.float32 and logits.requires_grad and torch.is_grad_enabled())
     flat_logits = logits.reshape(b * t, width)
     if recompute:
-        flat = _TokenCrossEntropy.apply(flat_logits, targets.reshape(-1), vocab, _chunk_rows(vocab, chunk_bytes))
+        rows = max(1, chunk_bytes // (4 * vocab))  # whole tokens of float32 logits
+        flat = _TokenCrossEntropy.apply(flat_logits, targets.reshape(-1), vocab, rows)
     else:
         flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1), reduction="none",
                                                  ignore_index=-100)

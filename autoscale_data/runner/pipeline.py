@@ -99,20 +99,15 @@ class MixtureRunner:
         """The plan as text (``--dry-run``): every run, its tokens, the totals with an estimated time, and
         what the plan checks before training (:func:`~autoscale_data.runner.describe.run_list_text`)."""
         from .describe import run_list_text
+        from .training.downstream import downstream_cost_lines
 
         proxies = [s for specs in self.proxy_specs().values() for s in specs]
         selection = [s for stage in self.selection_specs() for s in stage]
         text = run_list_text(self.config, self.domains, self.out, proxies + selection,
                          self.target_specs(self.fixed_target_mixes()))
+        targets = (1 + len(self.config.target.baselines)) * len(self.config.target.seeds)  # AutoScale and each baseline
         return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context())
-                                        + self._downstream_lines())
-
-    def _downstream_lines(self) -> list[str]:
-        """The dry run's line on the zero-shot tasks (``eval.tasks``) of every target run; empty without them."""
-        from .training.downstream import downstream_cost_lines
-
-        runs = (1 + len(self.config.target.baselines)) * len(self.config.target.seeds)  # AutoScale and each baseline
-        return downstream_cost_lines(self.config, self.domains, self.out, runs)
+                                        + downstream_cost_lines(self.config, self.domains, self.out, targets))
 
     # ------------------------------------------------------------------- run
     def run(self) -> Report:

@@ -32,24 +32,6 @@ def _summary(result: RunResult | None) -> dict[str, Any]:
     return {} if result is None else {k: getattr(result, k) for k in keys}
 
 
-class _Progress:
-    """One tqdm line per executor: runs done out of the total, queued / running / failed, ETA."""
-
-    def __init__(self, executor: Executor, total: int, done: int, show: bool) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=total, initial=done, desc=executor.describe(), unit="run", disable=not show,
-                        dynamic_ncols=True, leave=False)
-
-    def update(self, queued: int, running: int, done: int, failed: int) -> None:
-        self.bar.n = done + failed
-        self.bar.set_postfix_str(f"queued {queued}, running {running}, done {done}, failed {failed}",
-                                 refresh=True)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], config: Any, domains: DomainInfo,
                 *, log: Callable[[str], None] = print, progress: bool = False) -> dict[str, str]:
     """Train every run of ``specs`` (duplicates once) that is not finished; returns each run id's final status.
@@ -102,14 +84,20 @@ class _Loop:
         self.finished = Counter(self.status.values())
 
     def run(self, progress: bool) -> None:
-        """Submit, poll and record until every job has ended; cancel the jobs in flight on any exception."""
+        """Submit, poll and record until every job has ended; cancel the jobs in flight on any exception.
+        ``progress``: one line for the executor (runs done out of the total, queued / running / failed, ETA)."""
+        from tqdm.auto import tqdm
+
         finished = self.finished
-        bar = _Progress(self.executor, self.total, finished[DONE] + finished[FAILED], progress)
+        bar = tqdm(total=self.total, initial=finished[DONE] + finished[FAILED], desc=self.executor.describe(),
+                   unit="run", disable=not progress, dynamic_ncols=True, leave=False)
         try:
             while self.todo or self.active:
                 changed = self._submit()
                 changed = self._poll() or changed
-                bar.update(len(self.todo), len(self.active), finished[DONE], finished[FAILED])
+                bar.n = finished[DONE] + finished[FAILED]
+                bar.set_postfix_str(f"queued {len(self.todo)}, running {len(self.active)}, done {finished[DONE]}, "
+                                    f"failed {finished[FAILED]}", refresh=True)
                 if self.active and not changed:
                     self.executor.wait(_POLL_S)
         except BaseException:

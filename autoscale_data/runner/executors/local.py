@@ -129,9 +129,8 @@ class LocalExecutor(Executor):
 
     def __init__(self, config: RunnerConfig, capacity: int, *, progress: bool | None = None) -> None:
         self.config, self.capacity, self.progress = config, capacity, bool(progress)
-        self._gpus: list[list[str]] | None = None
-        if uses_cuda(config):
-            self._gpus = gpu_slots(visible_gpus(), capacity, config.procs, config.executor.runs_per_gpu)
+        self._gpus = (gpu_slots(visible_gpus(), capacity, config.procs, config.executor.runs_per_gpu)
+                      if uses_cuda(config) else None)
         self._free = list(range(capacity))[::-1]
         self._workers: dict[int, _Worker] = {}
         self._wake = threading.Event()

@@ -48,12 +48,10 @@ class SlotActor:
                 return int(line.split()[1])
             code = self.worker.wait()
             return code if code != 0 else 1
-        env = worker_env(config)
-        gpus = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()] or None
+        gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()] or None
         ds = config.backend == "deepspeed" and config.deepspeed.launcher == "deepspeed" and config.procs > 1
         cmd = launch_command(config, job_file, gpus=gpus if ds else None)
-        if ds and gpus:
-            env.pop("CUDA_VISIBLE_DEVICES", None)
+        env = worker_env(config, launcher_gpus=bool(ds and gpus))  # the deepspeed launcher gets them as --include
         with open(os.path.join(os.path.dirname(job_file), layout.TRAIN_LOG), "ab") as log:
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()

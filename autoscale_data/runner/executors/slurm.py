@@ -117,10 +117,8 @@ class SlurmExecutor(Executor):
         return f"{SLURM}{f'({LOCAL})' if self.cluster == LOCAL else ''} x{self.capacity}"
 
     def submit_many(self, jobs: Sequence[Job]) -> None:
-        if len(jobs) > 1 and self.cluster != LOCAL:  # one sbatch: a job array
-            with self._ex.batch():
-                handles = [self._ex.submit(self._job_class(self.config, os.fspath(j.job_file))) for j in jobs]
-        else:
+        array = len(jobs) > 1 and self.cluster != LOCAL  # one sbatch: a job array
+        with self._ex.batch() if array else contextlib.nullcontext():
             handles = [self._ex.submit(self._job_class(self.config, os.fspath(j.job_file))) for j in jobs]
         for job, handle in zip(jobs, handles, strict=True):
             job.handle, job.job_id = handle, str(handle.job_id)

@@ -92,13 +92,10 @@ def _set_rng_state(state: dict[str, Any], info: DistInfo) -> None:
 
 
 def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: CheckpointState) -> None:
-    """Save a checkpoint tagged ``step<N>`` (all ranks call this) and move the pointer to it.
+    """Save a checkpoint tagged ``step<N>`` in ``ckpt_dir`` (all ranks call this) and move the pointer to it.
 
-    Args:
-        ckpt_dir: the run's ``ckpt/`` directory.
-        trainer: holds ``model``, ``optimizer``, ``scheduler`` and ``engine`` (DeepSpeed or ``None``).
-        info: the process group.
-        state: the runner's state; every rank's RNG states are added here.
+    ``trainer`` holds ``model``, ``optimizer``, ``scheduler`` and ``engine`` (DeepSpeed or ``None``); every
+    rank's RNG states are added to ``state`` here.
     """
     tag = f"step{state.step}"
     extra = replace(state, rng=all_gather_objects(_rng_state(info), info)).to_json()

@@ -97,11 +97,8 @@ def setup_distributed(backend: str, device: str = AUTO) -> DistInfo:
 
     A plain ``python`` process gets ``RANK=0 WORLD_SIZE=1`` and a free ``MASTER_PORT`` so that
     DeepSpeed does not fall back to MPI discovery. The torch backend creates a group only when
-    ``WORLD_SIZE > 1`` (gloo on CPU, NCCL on CUDA).
-
-    Args:
-        backend: ``"torch"`` or ``"deepspeed"``.
-        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    ``WORLD_SIZE > 1`` (gloo on CPU, NCCL on CUDA). ``backend``: ``"torch"`` or ``"deepspeed"``; ``device``:
+    ``"auto"``, ``"cpu"`` or ``"cuda"``.
     """
     import torch.distributed as dist
 

@@ -80,36 +80,31 @@ def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs
                      log: Callable[[str], None] = print) -> dict[str, DownstreamResult]:
     """Score every finished target run of ``specs`` on ``config.eval.tasks``; returns the results by run id."""
     results: dict[str, DownstreamResult] = {}
+    tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
+    tok = None
     threads = torch.get_num_threads()
     if config.cpu_threads is not None:  # as the runs trained: on a busy CPU, more threads are slower
         torch.set_num_threads(config.cpu_threads)
     try:
-        _evaluate_each(config, domains, out, specs, results, log)
+        for spec in specs:
+            run_dir = out / layout.RUNS / spec.run_id
+            if spec.kind != "target" or not (run_dir / layout.RESULT).is_file():
+                continue
+            path = run_dir / layout.DOWNSTREAM
+            found = _current(path, tasks, limit, seed)
+            if found is None:
+                tok = tok or stores_tokenizer(domains)
+                start = time.perf_counter()
+                model = load_final_model(config, spec, run_dir, domains)
+                found = evaluate_model(model, tok, tasks, limit=limit, seed=seed, batch_size=config.eval.batch_size,
+                                       name=spec.run_id)
+                atomic_write_json(path, found.to_json())
+                log(f"downstream {spec.name}: mean accuracy {found.mean_acc:.3f}, mean bits per byte "
+                    f"{found.mean_bpb:.3f} ({len(tasks)} tasks, {time.perf_counter() - start:.1f} s)")
+            results[spec.run_id] = found
     finally:
         torch.set_num_threads(threads)
     return results
-
-
-def _evaluate_each(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec],
-                   results: dict[str, DownstreamResult], log: Callable[[str], None]) -> None:
-    tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
-    tok = None
-    for spec in specs:
-        run_dir = out / layout.RUNS / spec.run_id
-        if spec.kind != "target" or not (run_dir / layout.RESULT).is_file():
-            continue
-        path = run_dir / layout.DOWNSTREAM
-        found = _current(path, tasks, limit, seed)
-        if found is None:
-            tok = tok or stores_tokenizer(domains)
-            start = time.perf_counter()
-            model = load_final_model(config, spec, run_dir, domains)
-            found = evaluate_model(model, tok, tasks, limit=limit, seed=seed, batch_size=config.eval.batch_size,
-                                   name=spec.run_id)
-            atomic_write_json(path, found.to_json())
-            log(f"downstream {spec.name}: mean accuracy {found.mean_acc:.3f}, mean bits per byte "
-                f"{found.mean_bpb:.3f} ({len(tasks)} tasks, {time.perf_counter() - start:.1f} s)")
-        results[spec.run_id] = found
 
 
 def evaluate_run_dir(run_dir: str | os.PathLike[str], tasks: Sequence[str], *, limit: int | None = None,

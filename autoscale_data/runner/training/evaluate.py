@@ -12,34 +12,10 @@ from ...solver.vocabulary import MEAN_PPL
 from ..models import mask_tokens, token_cross_entropy
 from .dist import DistInfo, all_reduce_sum
 
-__all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective", "token_losses"]
+__all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective"]
 
 #: Fixed seed of the evaluation masks of masked-LM models, so every evaluation sees the same masks.
 EVAL_MASK_SEED = 20_240_611
-
-
-def token_losses(forward: Callable[..., Any], input_ids: torch.Tensor, *, family: str,
-                 mask: dict[str, Any] | None = None, generator: torch.Generator | None = None,
-                 vocab_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sequence summed token loss and predicted-token count.
-
-    Args:
-        forward: the model (or DeepSpeed engine) called as ``forward(input_ids=...)``.
-        input_ids: ``[batch, seq]`` int64 ids on the model's device.
-        family: ``"gpt2"`` (next-token loss) or ``"bert"`` (masked-token loss).
-        mask: for BERT, ``mask_tokens`` keyword arguments (``vocab_size``, ``mask_id``, ``probability``).
-        generator: random source for BERT masks.
-        vocab_size: the real vocabulary of a model whose vocabulary is padded (the rest of the logits is
-            left out).
-    """
-    if family == "bert":
-        if mask is None:
-            raise ValueError("masked-LM evaluation needs the mask settings")
-        inputs, labels = mask_tokens(input_ids, generator=generator, **mask)
-    else:
-        inputs, labels = input_ids, input_ids
-    loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family, vocab_size=vocab_size)
-    return (loss * valid).sum(dim=1), valid.sum(dim=1)
 
 
 @torch.no_grad()
@@ -49,31 +25,34 @@ def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[st
     """Mean token loss per domain over every held-out sequence (summed over ranks).
 
     Args:
-        forward: the model or engine, already in eval mode.
-        loader: iterable of batches ``{"input_ids", "domain"}`` (this rank's slice).
-        domain_names: domain order of the ``domain`` ids.
-        info: the process group (losses and counts are summed over ranks).
-        family: ``"gpt2"`` or ``"bert"``.
-        mask: masked-LM settings (see :func:`token_losses`).
+        forward: the model or DeepSpeed engine, already in eval mode, called as ``forward(input_ids=...)``.
+        loader: iterable of batches ``{"input_ids", "domain"}`` (this rank's slice; ``domain`` indexes
+            ``domain_names``).
+        family: ``"gpt2"`` (next-token loss) or ``"bert"`` (masked-token loss).
+        mask: for BERT, ``mask_tokens`` keyword arguments (``vocab_size``, ``mask_id``, ``probability``).
         passes: for a masked LM, read the held-out set this many times, each under new (seeded) masks, so
             about ``passes x probability`` of its tokens are scored; ignored for a causal LM (one pass
             already scores every token).
-        vocab_size: the real vocabulary of a padded model (see :func:`token_losses`).
+        vocab_size: the real vocabulary of a model whose vocabulary is padded (the rest of the logits is
+            left out).
     """
     m = len(domain_names)
     sums = torch.zeros(m, dtype=torch.float64)
     counts = torch.zeros(m, dtype=torch.float64)
     generator = None
     if family == "bert":
+        if mask is None:
+            raise ValueError("masked-LM evaluation needs the mask settings")
         generator = torch.Generator(device=info.device).manual_seed(EVAL_MASK_SEED + info.rank)
     for _ in range(passes if family == "bert" else 1):
         for batch in loader:
             ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-            loss, n = token_losses(forward, ids, family=family, mask=mask, generator=generator,
-                                   vocab_size=vocab_size)
+            inputs, labels = (mask_tokens(ids, generator=generator, **mask) if family == "bert"  # type: ignore[arg-type]
+                              else (ids, ids))
+            loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family, vocab_size=vocab_size)
             dom = torch.as_tensor(batch["domain"]).long()
-            sums.index_add_(0, dom, loss.double().cpu())
-            counts.index_add_(0, dom, n.double().cpu())
+            sums.index_add_(0, dom, (loss * valid).sum(dim=1).double().cpu())
+            counts.index_add_(0, dom, valid.sum(dim=1).double().cpu())
     both = torch.cat([sums, counts]).to(info.device if info.device.type == "cuda" else "cpu")
     both = all_reduce_sum(both, info).cpu()
     sums, counts = both[:m], both[m:]

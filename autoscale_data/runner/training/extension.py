@@ -1,26 +1,13 @@
 """Extending a finished target run to a larger budget: its parent, its mix and its learning rate.
 
-A finished target run keeps its final checkpoint (``target.keep_checkpoints``, default true):
-``OUT/runs/<id>/final_ckpt/`` with the model, optimiser, LR scheduler, RNG and (``final_state.json``) the dataset
-state. :meth:`~autoscale_data.runner.MixtureRunner.extend` plans an *extension run* from it
-(:func:`plan_extension`): the same model and optimiser go on, and the data stream continues from the parent's
-end under the mix for the new budget, nothing repeated or skipped:
-
-- ``autoscale``: the mixture plan's weights at the new budget (``OUT/fits/mixture_plan.json``,
-  :meth:`~autoscale_data.solver.MixturePlan.weights_for_budget`);
-- ``autoscale_anytime``: the parent's plan, following its allocation path to the new budget;
-- a fixed mix (``uniform``, ``natural``, ``reference``, ``ddo_n2``): the weights the parent trained on.
-
-The learning rate of the new steps (:class:`LRSchedule`): the parent decayed to
-``optimizer.min_lr_ratio`` over its steps; by default (``rewarm_decay``) the extension re-warms
-linearly from there to ``peak_ratio`` x ``optimizer.lr`` over ``warmup_fraction`` of its own steps,
-then decays linearly to ``min_lr_ratio`` at its end (re-warming and re-decaying, as in
-continual pre-training practice, e.g. Ibrahim et al. 2024), so the extended model ends annealed like
-any run; ``constant`` re-warms the same way and then holds the peak (the stable phase of a
-warmup-stable-decay schedule, for a run you will extend again or anneal yourself).
-
-An extension is its own ledger run (``kind="extension"``, its id hashing the parent's id, the new budget, the
-mix and the schedule), resumable like every run, and can itself be extended.
+:meth:`~autoscale_data.runner.MixtureRunner.extend` plans an *extension run* (:func:`plan_extension`) from a
+finished run's ``OUT/runs/<id>/final_ckpt/`` (model, optimiser, LR scheduler, RNG; ``final_state.json``: the
+dataset state, kept by ``target.keep_checkpoints``): the same model and optimiser go on, and the data stream
+continues from the parent's end under the mix for the new budget (:func:`_mix_after`), nothing repeated or
+skipped, with a re-warmed learning rate (:func:`extension_lr_lambda`). An extension is its own ledger run
+(``kind="extension"``, its id hashing the parent's id, the new budget, the mix and the schedule), resumable
+like every run, and can itself be extended. The rules and their reasons: docs/runner.md, "Extend a finished
+target run".
 """
 
 from __future__ import annotations
@@ -45,7 +32,9 @@ __all__ = ["LRSchedule", "LR_SCHEDULES", "extension_lr_lambda", "find_parent", "
 def extension_lr_lambda(offset: int, steps: int, lr: LRSchedule, min_ratio: float) -> Callable[[int], float]:
     """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new ones).
 
-    ``lr`` is :meth:`LRSchedule.resolved`. Steps before ``offset`` get the first new step's value.
+    ``lr`` is :meth:`LRSchedule.resolved`: a linear re-warm from ``min_ratio`` (where the parent ended) to
+    ``lr.peak_ratio`` over ``lr.warmup_fraction`` of the new steps, then (``rewarm_decay``) a linear decay
+    to ``min_ratio`` at the end, or (``constant``) the peak. Steps before ``offset`` get the first new step's value.
     """
     warmup = round(float(lr.warmup_fraction or 0.0) * steps)
     peak = float(lr.peak_ratio)
@@ -65,8 +54,7 @@ def extension_lr_lambda(offset: int, steps: int, lr: LRSchedule, min_ratio: floa
 
 def parent_state(run_dir: Path) -> FinalState | None:
     """``final_ckpt/final_state.json`` of a finished run (its steps and dataset state), or ``None``."""
-    state: FinalState | None = layout.read(run_dir / layout.FINAL_CHECKPOINT_DIR, layout.FINAL_STATE)
-    return state
+    return layout.read(run_dir / layout.FINAL_CHECKPOINT_DIR, layout.FINAL_STATE)
 
 
 def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
@@ -128,7 +116,8 @@ def _parent_state(out: Path, ledger: Ledger, parent: RunSpec, where: str) -> Fin
 
 
 def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str, dict[str, float] | None, Any]:
-    """How the mix goes on after ``parent``'s end at ``tokens``: ``(mix, weights, plan)`` (module doc)."""
+    """How the mix goes on after ``parent``'s end at ``tokens``: ``(mix, weights, plan)``: an anytime run's plan
+    path, an ``autoscale`` run's mixture plan weights at ``tokens``, or a fixed mix's own weights."""
     from ...solver import MixturePlan
 
     if parent.schedule == "anytime":  # the parent's plan path, on to the new budget

@@ -94,7 +94,4 @@ def make_step_hook(hook: registry.HookSpec | None) -> StepHook | None:
     Raises:
         ValueError: a kind no registered mixing method declares.
     """
-    if hook is None:
-        return None
-    step_hook: StepHook = registry.hook_factory(hook.kind)(hook)
-    return step_hook
+    return None if hook is None else registry.hook_factory(hook.kind)(hook)

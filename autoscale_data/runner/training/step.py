@@ -1,14 +1,8 @@
 """The training step's execution settings (``train:`` of the config): compile, TF32, micro-batch.
 
-None of these change what a run trains (its id): they change how fast one step runs.
-
-- :func:`choose_micro_batch` (pure): the largest micro-batch that divides the per-process batch and
-  whose memory fits, from what a dry step measured.
-- :func:`measure_micro_batch` (CUDA): one dry forward/backward at the configured micro-batch, measured
-  with ``torch.cuda.max_memory_allocated``; nothing of the model, its gradients or the RNG changes.
-  On the CPU the configured micro-batch is kept (memory rarely limits a CPU run, and a larger
-  micro-batch does not make a CPU step faster).
-- :func:`prepare_device`: TF32 matmuls on CUDA when ``train.tf32`` is set.
+None of these change what a run trains (its id): they change how fast one step runs. On the CPU,
+``train.micro_batch: auto`` keeps the configured micro-batch (memory rarely limits a CPU run, and a larger
+micro-batch does not make a CPU step faster).
 """
 
 from __future__ import annotations

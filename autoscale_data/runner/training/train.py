@@ -18,13 +18,9 @@ only writes its result on its next start); other runs delete theirs. An extensio
 starts from its parent's ``final_ckpt/`` and counts its steps and tokens from the parent's.
 
 The step calls the model without labels and computes one per-token cross-entropy
-(:func:`~autoscale_data.runner.models.token_cross_entropy`, the real vocabulary of a padded model): its
-mean is the loss, the same values feed the per-domain meter and a step hook. One process trains with the
-plain torch step (fused AdamW on CUDA, compiled where ``train.compile`` says) even with ``backend:
-deepspeed``, unless ``deepspeed.single_process: deepspeed``; the DeepSpeed engine runs several processes.
-
-A run whose spec carries a step hook (``spec.hook``; protocol in :mod:`.hooks`) calls it every micro-batch
-and step. A DoReMi reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
+(:func:`~autoscale_data.runner.models.token_cross_entropy`): its mean is the loss, the same values feed
+the per-domain meter and the run's step hook (``spec.hook``; protocol in :mod:`.hooks`). A DoReMi
+reference run keeps its final checkpoint whatever ``target.keep_checkpoints`` says.
 """
 
 from __future__ import annotations
@@ -50,7 +46,7 @@ from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
 from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
-from ..planning.specs import RunSpec
+from ..planning.specs import RunSpec, proxy_dataset_options
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
@@ -113,8 +109,6 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
     weights: Any = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else spec.weights
-    from ..planning.specs import proxy_dataset_options
-
     ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                   **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
                                   world_size=info.world_size,
@@ -140,8 +134,7 @@ def _optimizer(model: torch.nn.Module, config: RunnerConfig, device: torch.devic
     return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, **fused)
 
 
-def _deepspeed_config(config: RunnerConfig, micro: int | None = None) -> dict[str, Any]:
-    micro = config.micro_batch_size if micro is None else micro
+def _deepspeed_config(config: RunnerConfig, micro: int) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": micro,
         "gradient_accumulation_steps": config.global_batch_size // (micro * config.procs),
@@ -161,12 +154,8 @@ def train_run(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, run_dir:
               progress: bool | None = None) -> RunResult:
     """Train one run to the end (resuming from its checkpoint if one exists) and return its result.
 
-    Args:
-        config: the experiment config (model, optimiser, batches, backend).
-        spec: the run (sequences per domain, seed, evaluation points).
-        domains: the stores (paths, vocabulary).
-        run_dir: ``OUT/runs/<run_id>``: holds ``ckpt/`` while running and ``result.json`` at the end.
-        progress: show a progress bar (``None``: only on a terminal).
+    ``run_dir`` (``OUT/runs/<run_id>``) holds ``ckpt/`` while it runs and ``result.json`` at the end;
+    ``progress``: show a progress bar (``None``: only on a terminal).
 
     Raises:
         Diverged: the training loss became NaN/inf (``failure.json`` written).
