@@ -40,17 +40,22 @@ __all__ = ["DONE", "FAILED", "Ledger", "PENDING", "RUNNING", "RunRecord", "SUBMI
 PENDING, SUBMITTED, RUNNING, DONE, FAILED = "pending", "submitted", "running", "done", "failed"
 
 
-def hold_run_lock(run_dir: str | os.PathLike[str]) -> int | None:
-    """Take ``run_dir/.train.lock`` for this process (released when it exits); ``None`` if another holds it."""
-    path = Path(run_dir)
-    path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path / layout.TRAIN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+def _try_lock(path: Path) -> int | None:
+    """The descriptor of ``path`` locked exclusively for this process (released when it exits); ``None`` if
+    another holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None
     return fd
+
+
+def hold_run_lock(run_dir: str | os.PathLike[str]) -> int | None:
+    """Take ``run_dir/.train.lock`` (:func:`_try_lock`)."""
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    return _try_lock(Path(run_dir) / layout.TRAIN_LOCK)
 
 
 @dataclass
@@ -81,16 +86,10 @@ class Ledger:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / layout.RUNS).mkdir(exist_ok=True)
         self.path = self.dir / layout.LEDGER
-        self._lock_fd: int | None = None
         self._results: dict[str, tuple[tuple[int, int, int], RunResult | None]] = {}
-        if lock:
-            fd = os.open(self.dir / layout.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise ValueError(f"another runner is using {os.fspath(self.dir)!r} (its .lock is held)") from None
-            self._lock_fd = fd
+        self._lock_fd = _try_lock(self.dir / layout.LOCK) if lock else None
+        if lock and self._lock_fd is None:
+            raise ValueError(f"another runner is using {os.fspath(self.dir)!r} (its .lock is held)")
 
     def close(self) -> None:
         """Release the runner lock."""
@@ -202,10 +201,3 @@ class Ledger:
     def has_result(self, run_id: str) -> bool:
         """Whether the run has a readable ``result.json`` (:meth:`result` is not ``None``)."""
         return self.result(run_id) is not None
-
-    def needs_training(self, run_id: str) -> bool:
-        """True unless the run is done or failed terminally (diverged)."""
-        rec = self.records().get(run_id)
-        if rec is None:
-            return True
-        return not (rec.status == DONE or (rec.status == FAILED and rec.terminal))

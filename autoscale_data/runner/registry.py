@@ -47,7 +47,6 @@ __all__ = [
     "baselines",
     "declaration",
     "hook_factory",
-    "hook_kinds",
     "load",
     "model_keeping_kinds",
     "names",
@@ -214,11 +213,6 @@ def model_keeping_kinds() -> tuple[str, ...]:
     return _union(m.keeps_model for m in MIXING_METHODS.values())
 
 
-def hook_kinds() -> tuple[str, ...]:
-    """The step-hook kinds of the registered methods."""
-    return _union((m.hook_kind,) for m in MIXING_METHODS.values() if m.hook_kind)
-
-
 def sections() -> dict[str, str | type]:
     """The optional top-level config sections the methods read: name -> its dataclass (as ``config``)."""
     return {m.section: m.config for m in MIXING_METHODS.values() if m.section and m.config}
@@ -264,4 +258,5 @@ def hook_factory(kind: str) -> Any:
     for m in MIXING_METHODS.values():
         if m.hook_kind == kind and m.hook is not None:
             return load(m.hook)
-    raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {sorted(hook_kinds())}")
+    kinds = sorted({m.hook_kind for m in MIXING_METHODS.values() if m.hook_kind})
+    raise ValueError(f"step hook kind {kind!r} is unknown: expected one of {kinds}")

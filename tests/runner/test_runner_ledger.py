@@ -33,15 +33,14 @@ def test_status_lifecycle(tmp_path: Path) -> None:
             ledger.mark_done("r1", {})
         _finish(ledger, "r1")
         ledger.mark_done("r1", {"mean_loss": 1.0})
-        assert ledger.records()["r1"].status == DONE and not ledger.needs_training("r1")
+        assert ledger.records()["r1"].status == DONE
         ledger.register(_Spec("r2"))
         ledger.mark_running("r2", 1)
         ledger.mark_failed("r2", "diverged: loss nan", terminal=True)
         rec = ledger.records()["r2"]
         assert rec.status == FAILED and rec.terminal and "nan" in rec.reason
-        assert not ledger.needs_training("r2")
         ledger.mark_failed("r2", "crashed", terminal=False)
-        assert ledger.needs_training("r2")
+        assert not ledger.records()["r2"].terminal
     assert [e.status for e in Ledger(tmp_path, lock=False).events() if e.run_id == "r1"] == \
         [PENDING, RUNNING, DONE]
 

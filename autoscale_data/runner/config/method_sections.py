@@ -15,14 +15,11 @@ from ...solver.regression import LINEAR, REGRESSORS
 from ..registry import ADO, ODM
 from .sections import build_section, check_choice, check_int_field, check_number_field, field_error
 
-__all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "REGRESSION_MODELS", "RegMixConfig", "SwarmConfig"]
+__all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "RegMixConfig", "SwarmConfig"]
 
 #: The settings each online controller takes (``online.ado`` / ``online.odm``; see :mod:`autoscale_data.online`).
 ONLINE_OPTIONS = {ADO: ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
                   ODM: ("reward_scale",)}
-
-#: RegMix regressions (``solver.regmix_weights``'s ``model``).
-REGRESSION_MODELS = REGRESSORS
 
 
 def _mapping(section: str, name: str, value: Any) -> dict[str, Any] | None:
@@ -89,7 +86,7 @@ class RegMixConfig:
             raise field_error("regmix", "swarm", self.swarm, "at least 'runs' and 'budget' (tokens per run)")
         if self.swarm is not None:
             object.__setattr__(self, "swarm", build_section(SwarmConfig, self.swarm, "regmix.swarm"))
-        check_choice("regmix", "model", self.model, REGRESSION_MODELS)
+        check_choice("regmix", "model", self.model, REGRESSORS)
         check_int_field("regmix", "candidates", self.candidates)
         check_int_field("regmix", "top_k", self.top_k)
         if self.top_k > self.candidates:

@@ -1,27 +1,12 @@
-"""The registry of target mixing methods: how each target mix is chosen, what runs that needs, and its cost.
+"""The target mixing methods: how each target mix is chosen, what runs that needs, and its cost.
 
 :class:`~autoscale_data.runner.pipeline.MixtureRunner` iterates :func:`selected_methods` (AutoScale, then
-every name of ``target.baselines``) instead of naming the methods one by one. A method
-(:class:`MixingMethod`) declares:
-
-- :meth:`~MixingMethod.check`: bad input, raised as ``ValueError`` before anything trains;
-- :meth:`~MixingMethod.selection_stages`: the extra runs it must train before its targets, as stages (a
-  stage starts when the one before has finished: DoReMi's proxy reads its reference's final model).
-  They are ordinary :class:`~autoscale_data.runner.planning.specs.RunSpec` s (kinds of
-  :data:`~autoscale_data.runner.planning.specs.SELECTION_KINDS`, content-hash ids) planned, trained, resumed and
-  counted through the same ledger and executors as the DDO proxies (which stay as they are);
-- :meth:`~MixingMethod.cost_runs`: the runs whose training is the cost of choosing its mix (the report
-  sets their tokens and wall time against one target run);
-- :meth:`~MixingMethod.choose`: from the finished runs and the fits, a :class:`TargetChoice`, either
-  ``weights`` (one fixed-schedule target run per target seed) or the method's own target ``specs``
-  (``autoscale_anytime``'s runs on the mixture plan, an online run whose spec carries its controller's hook),
-  or ``skipped`` with the reason (logged and reported).
-
-The methods are declared in the registry, :mod:`autoscale_data.runner.registry`: a new method subclasses
-:class:`MixingMethod`, and its :class:`~autoscale_data.runner.registry.MethodDeclaration` names the class.
-
-``fits/methods.json`` holds one :class:`MethodRecord` per method: its source, weights, selection and cost
-run ids, and why it was skipped.
+every name of ``target.baselines``) instead of naming the methods one by one. A method subclasses
+:class:`MixingMethod` (its hooks: ``check``, ``selection_stages``, ``cost_runs``, ``choose``) and its
+:class:`~autoscale_data.runner.registry.MethodDeclaration` names the class. The runs it trains before its
+targets are ordinary :class:`~autoscale_data.runner.planning.specs.RunSpec` s, planned, trained, resumed and
+counted through the same ledger and executors as the DDO proxies. ``fits/methods.json`` holds one
+:class:`MethodRecord` per method.
 """
 
 from __future__ import annotations
@@ -125,14 +110,17 @@ class MixingMethod:
         """Raise ``ValueError`` for input this method cannot use, before anything trains."""
 
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
-        """Extra runs to train before the targets, stage by stage (none by default)."""
+        """Extra runs to train before the targets, stage by stage: a stage starts when the one before has
+        finished (DoReMi's proxy reads its reference's final model); none by default."""
         return []
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        """The runs whose training is the cost of choosing this mix (none by default)."""
+        """The runs whose training is the cost of choosing this mix (the report sets their tokens and wall time
+        against one target run); its selection runs by default."""
         return [s for stage in self.selection_stages(ctx) for s in stage]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
+        """From the finished runs and the fits: weights, its own target specs, or skipped with the reason."""
         raise NotImplementedError
 
 

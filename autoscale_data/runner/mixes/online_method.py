@@ -1,18 +1,10 @@
 """Online-mixing target runs (``target.baselines: [ado, odm]``): a mixing method and a step hook.
 
 An online run is a target run whose stream follows a controller
-(:class:`~autoscale_data.dataset.online.OnlineMixture`): it starts at the controller's initial weights
-(ADO: the natural mix, its prior; ODM: uniform) and every ``online.every`` optimizer steps the
-controller sees the per-domain training losses (all-reduced once) and decides a later segment. It
-goes through the runner's two general mechanisms, nothing of its own:
-
-- a mixing method, :class:`OnlineMethod` (``ado``, ``odm``): no runs before its targets (0 extra runs), its
-  own target :class:`~autoscale_data.runner.planning.specs.RunSpec` s (:func:`online_target_spec`) whose
-  ``hook`` is an :class:`OnlineHookSpec` (so the controller enters the run id);
-- a step hook, :class:`OnlineMixingHook`: ``bind`` puts the run's dataset in online mode (before the trainer
-  loads a checkpoint's dataset state), ``observe_losses`` feeds the trainer's per-token losses to the
-  mixture's loss meter, ``after_step`` updates when due. The controller's state, the segment log and the loss
-  window travel in the dataset's state, which every checkpoint holds, so a killed run resumes exactly.
+(:class:`~autoscale_data.dataset.online.OnlineMixture`) through the runner's two general mechanisms: the mixing
+method :class:`OnlineMethod` (no runs before its targets; its own target specs, :func:`online_target_spec`, whose
+``hook`` is an :class:`OnlineHookSpec`, so the controller enters the run id) and the step hook
+:class:`OnlineMixingHook`. How it trains and resumes: docs/runner.md, "Other mixing methods".
 """
 
 from __future__ import annotations
@@ -44,12 +36,6 @@ class OnlineHookSpec(registry.HookSpec):
     """The controller's settings."""
 
 
-def _settings(config: Any) -> Any:
-    from ..config.method_sections import OnlineMixingConfig
-
-    return config.online or OnlineMixingConfig()
-
-
 def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float],
                     options: Mapping[str, Any]) -> Any:
     """A fresh controller ``kind`` (``"ado"``: prior ``natural``; ``"odm"``) over ``names`` with ``options``.
@@ -68,7 +54,9 @@ def make_controller(kind: str, names: Sequence[str], natural: Mapping[str, float
 
 def online_hook_config(config: Any, method: str) -> OnlineHookSpec:
     """The step-hook config of an online target run of ``method`` under ``config``'s ``online:`` section."""
-    s = _settings(config)
+    from ..config.method_sections import OnlineMixingConfig
+
+    s = config.online or OnlineMixingConfig()
     return OnlineHookSpec(kind=method, every=int(s.every), lookahead=s.lookahead, options=s.options(method))
 
 
@@ -82,9 +70,6 @@ def online_target_spec(config: Any, domains: DomainInfo, method: str, seed: int)
 
 class OnlineMethod(MixingMethod):
     """``ado`` / ``odm``: one online-mixing target run per target seed; no runs before them."""
-
-    # planned with the other target runs, once the proxies are fitted (``after_runs``: its declaration's runs
-    # are ``online``, not the stores)
 
     def check(self, ctx: MethodContext) -> None:
         hook = online_hook_config(ctx.config, self.name)

@@ -1,25 +1,10 @@
 """Repetition-matched proxies (``ddo.repetition: match``): each proxy repeats every domain as the target will.
 
-A small proxy sees every domain at most once; the target run repeats its small domains many times,
-and a domain worth a lot at its first epoch is worth less at its fifth. With ``match`` every DDO
-proxy at budget ``N`` draws domain ``d`` from a seeded pool of
-
-    ``pool_d(N) = round(U_d * S(N) / S(T))`` sequences
-
-(``U_d`` the domain's whole training sequences, ``S(N)`` the sequences a run of budget ``N`` trains,
-``T`` the target budget; at least one sequence, see :func:`repetition_problems`). The proxy then sees
-its ``n_d`` sequences of the domain in ``n_d / pool_d = (n_d S(T) / S(N)) / U_d`` epochs: exactly the
-epochs the target sees when it trains the domain ``S(T) / S(N)`` times as much (for the base run: the
-same mix at the target), up to the pool's rounding. Because the pool scales with the budget and not
-with the mix, this holds for EVERY run at once (the base run, each perturbation, and whatever mix the
-solver picks), so no iteration over the mix is needed: the pools are fixed before
-any run, the proxies' ids hash them, and the DDO fits see the loss a domain gives at the target's
-repetition. A domain the target does not repeat is pooled too, which changes nothing in distribution
-(a uniform random subset of which the proxy draws under one epoch, as the target does of the whole).
-
-``max_epochs`` stays a bound on the target: the base mix of the design must fit in it at the target
-budget (else the error before training names the domain); a perturbation beyond it is measured (the
-proxy's own epoch cap is what its pool needs) and named in the dry run.
+Every DDO proxy at budget ``N`` draws domain ``d`` from a seeded pool of ``round(U_d * S(N) / S(T))`` sequences
+(``U_d`` the domain's whole training sequences, ``S(N)`` the sequences a run of budget ``N`` trains, ``T`` the
+target budget; at least one, :func:`repetition_problems`), so it sees its ``n_d`` sequences of the domain in the
+epochs the target sees when it trains the domain ``S(T) / S(N)`` times as much, whatever the mix. Why, and what
+the dry run, ``fits/repetition.json`` and the report show: docs/runner.md, "Repetition-matched proxies".
 """
 
 from __future__ import annotations
@@ -41,7 +26,6 @@ from ..config.sections import REPETITION_MATCH, REPETITION_OFF
 from .data import DomainInfo, batch_sequences, ddo_base_counts
 
 __all__ = [
-    "REPETITION_FILE",
     "DomainRepetition",
     "RepetitionFile",
     "RepetitionLaw",
@@ -55,9 +39,6 @@ __all__ = [
     "target_epochs",
     "write_mix_epochs",
 ]
-
-#: Under ``fits/``: each target mix's epochs and effective tokens per domain, and the supply flags.
-REPETITION_FILE = layout.REPETITION
 
 
 def matched(config: RunnerConfig) -> bool:
@@ -224,7 +205,7 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
                             proxies=repetition_records(config, domains) if matched(config) else [],
                             law=_written_law(fits_dir)).to_json()
     fits_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(fits_dir / REPETITION_FILE, record)
+    atomic_write_json(fits_dir / layout.REPETITION, record)
     for line in flags:
         log(f"REPETITION: {line}")
     return record
@@ -308,10 +289,6 @@ class RepetitionLaw(Record):
     error: str | None = None
 
 
-def _law_needed(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> bool:
-    return matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, weights).values())
-
-
 def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[int, Any], options: Any,
                    summary: dict[str, Any], *, log: Any = print) -> dict[str, Any]:
     """``summary`` (``projection.json``'s dict) with the effective-token law's ``repetition_law`` added.
@@ -328,8 +305,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     from ...solver.contrib import project_effective
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
-    if not _law_needed(config, domains, raw_weights):
-        return summary
+    if not (matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, raw_weights).values())):
+        return summary  # plain proxies and a target mix that repeats no domain
     method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
     used = matched(config) and summary["method"] != OBSERVED

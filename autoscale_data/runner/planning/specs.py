@@ -40,7 +40,6 @@ __all__ = [
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
-    "SELECTION_KINDS",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_runs",
@@ -59,10 +58,6 @@ __all__ = [
 _SETTINGS_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
-#: Kinds of the runs the built-in mixing methods train to choose their mixes (their declarations'
-#: ``selection_kinds`` in :mod:`~autoscale_data.runner.registry`): RegMix's swarm, DoReMi's reference (it
-#: keeps its final model for the proxy) and DoReMi's Group-DRO proxy.
-SELECTION_KINDS = registry.selection_kinds()
 
 
 @dataclass(frozen=True)
@@ -311,8 +306,9 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
 
 def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,
                 weights: Mapping[str, float], seed: int, *, hook: HookSpec | None = None) -> RunSpec:
-    """A run another mixing method trains to choose its mix (``kind`` in :data:`SELECTION_KINDS`): ``weights``
-    at ``budget`` tokens (whole global batches, largest-remainder sequences), with an optional step hook.
+    """A run another mixing method trains to choose its mix (``kind``: one of the registry's
+    :func:`~autoscale_data.runner.registry.selection_kinds`): ``weights`` at ``budget`` tokens (whole global
+    batches, largest-remainder sequences), with an optional step hook.
 
     Raises:
         ValueError: an unknown kind, weights naming unknown domains, or a budget under one global batch.

@@ -21,7 +21,7 @@ from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
 from .. import layout
-from ..planning.repetition import REPETITION_FILE, repetition_md
+from ..planning.repetition import repetition_md
 from ..planning.specs import RunSpec
 from ..records import ProjectionFile, RunFailure, RunListFile, RunResult
 from .comparison import build_comparison, comparison_markdown
@@ -151,7 +151,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         throughput=_throughput([r.result for r in finished]),
         extensions=_extensions(every, key),
         comparison=build_comparison(out, {r.spec.run_id: r.result for r in finished}, targets, key),
-        repetition=_as_json(layout.read(fits, REPETITION_FILE)), verdicts=target_verdicts(targets, key),
+        repetition=_as_json(layout.read(fits, layout.REPETITION)), verdicts=target_verdicts(targets, key),
         downstream=build_downstream(out, [r.spec for r in finished], labels,
                                     list((config.get("eval") or {}).get("tasks") or [])),
         **_references(out, targets))

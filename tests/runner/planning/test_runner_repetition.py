@@ -139,7 +139,8 @@ def test_matched_proxy_streams_repeat_as_the_target_does(tmp_path: Path) -> None
 
 
 def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
-    from autoscale_data.runner.planning.repetition import REPETITION_FILE, repetition_md, write_mix_epochs
+    from autoscale_data.runner import layout
+    from autoscale_data.runner.planning.repetition import repetition_md, write_mix_epochs
 
     cfg, dom = _config(), _domains()
     lines: list[str] = []
@@ -147,7 +148,7 @@ def test_mix_epochs_are_written_flagged_and_reported(tmp_path: Path) -> None:
     mixes = {"uniform": {"big": 0.5, "small": 0.5}, "short": {"big": 0.3, "small": 0.7},
              "capped": {"big": 1 - at_cap, "small": at_cap}, "light": {"big": 0.9, "small": 0.1}}
     record = write_mix_epochs(cfg, dom, mixes, tmp_path, log=lines.append)
-    assert (tmp_path / REPETITION_FILE).is_file() and record["matched"]
+    assert (tmp_path / layout.REPETITION).is_file() and record["matched"]
     small = {label: next(r for r in rows if r["domain"] == "small") for label, rows in record["mixes"].items()}
     assert small["uniform"]["epochs"] == pytest.approx(6.5536) and small["light"]["epochs"] < 8
     assert small["short"]["short"] and small["capped"]["at_cap"] and not small["capped"]["short"]
