@@ -1,11 +1,5 @@
-"""The run ledger: an append-only JSON-lines event log plus one atomically written result per run.
-
-Layout of ``OUT/``::
-
-    ledger.jsonl              one event per line: pending / submitted / running / done / failed
-    runs/<run_id>/spec.json   the run's spec (atomic)
-    runs/<run_id>/result.json the run's result (atomic; written by the trainer before "done")
-    runs/<run_id>/ckpt/       resumable checkpoint of an unfinished run
+"""The run ledger: an append-only JSON-lines event log (``OUT/ledger.jsonl``: pending / submitted / running /
+done / failed) plus one atomically written ``runs/<run_id>/result.json`` per run (the folder: :mod:`.layout`).
 
 Each event is one ``write`` of a whole line on an ``O_APPEND`` descriptor followed by ``fsync``;
 a line torn by a crash is skipped when reading. A run counts as finished only when its

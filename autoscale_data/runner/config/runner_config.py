@@ -119,10 +119,8 @@ class RunnerConfig:
                 raise field_error("", "domains", self.domains, "a prepared-store directory or a mapping")
         elif not isinstance(self.domains, dict) or len(self.domains) < 2:
             raise field_error("", "domains", self.domains, "a store directory or a mapping of >= 2 domains -> store paths")
-        check_int_field("", "seq_len", self.seq_len)
-        check_int_field("", "micro_batch_size", self.micro_batch_size)
-        check_int_field("", "global_batch_size", self.global_batch_size)
-        check_int_field("", "procs", self.procs)
+        for name in ("seq_len", "micro_batch_size", "global_batch_size", "procs"):
+            check_int_field("", name, getattr(self, name))
         if self.global_batch_size % (self.micro_batch_size * self.procs):
             raise field_error("", "global_batch_size", self.global_batch_size,
                        f"a multiple of micro_batch_size x procs = {self.micro_batch_size * self.procs}")

@@ -364,11 +364,8 @@ class EvalConfig:
         if self.task_limit is not None:
             check_int_field("eval", "task_limit", self.task_limit)
         check_int_field("eval", "task_seed", self.task_seed, minimum=0)
-        check_int_field("eval", "mlm_passes", self.mlm_passes)
-        check_int_field("eval", "heldout_tokens_per_domain", self.heldout_tokens_per_domain)
-        check_int_field("eval", "proxy_points", self.proxy_points)
-        check_int_field("eval", "target_points", self.target_points)
-        check_int_field("eval", "batch_size", self.batch_size)
+        for name in ("mlm_passes", "heldout_tokens_per_domain", "proxy_points", "target_points", "batch_size"):
+            check_int_field("eval", name, getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -476,9 +473,8 @@ class SlurmConfig:
 
     def __post_init__(self) -> None:
         check_choice("executor.slurm", "cluster", self.cluster, SLURM_CLUSTERS)
-        check_int_field("executor.slurm", "time_min", self.time_min)
-        check_int_field("executor.slurm", "nodes", self.nodes)
-        check_int_field("executor.slurm", "array_parallelism", self.array_parallelism)
+        for name in ("time_min", "nodes", "array_parallelism"):
+            check_int_field("executor.slurm", name, getattr(self, name))
         for name in ("gpus_per_node", "cpus_per_task"):
             if getattr(self, name) is not None:
                 check_int_field("executor.slurm", name, getattr(self, name), minimum=0)

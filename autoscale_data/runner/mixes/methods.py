@@ -20,7 +20,7 @@ from typing import Any
 from ..._records import Record, required
 from .. import registry
 from ..config import RunnerConfig
-from ..planning.data import DomainInfo
+from ..planning.data import DomainInfo, batch_sequences
 from ..planning.specs import RunSpec, method_spec, target_spec
 
 __all__ = [
@@ -413,8 +413,7 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
 def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
     """The dry run's estimate of what choosing each mix costs, in tokens and in target runs."""
     config = ctx.config
-    per_target = (config.target.budget // (config.seq_len * config.global_batch_size)) * (
-        config.global_batch_size * config.seq_len)
+    per_target = batch_sequences(config, config.target.budget) * config.seq_len
     lines = ["cost of choosing each mix (tokens of the runs it needs before its targets; x = target runs of "
              f"{per_target:,} tokens):"]
     for m in methods:

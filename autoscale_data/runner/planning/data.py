@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from ...mixing import largest_remainder
 from ...store import TokenStore, check_compatible, find_domain_stores, megatron_hint, store_fingerprint
 from ..config import RunnerConfig
 
-__all__ = ["DomainInfo", "batch_sequences", "ddo_base_counts", "inspect_domains"]
+__all__ = ["DomainInfo", "batch_sequences", "ddo_base_counts", "inspect_domains", "mix_counts"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,8 @@ def ddo_base_counts(config: RunnerConfig, domains: DomainInfo, budget: int) -> d
     if empty:
         raise ValueError(f"ddo budget {budget} gives no sequence to domains {empty}: raise ddo.budgets")
     return counts
+
+
+def mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int) -> dict[str, int]:
+    """``total`` sequences shared by ``weights`` over the stores' domains (missing ones get 0; largest remainders)."""
+    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)

@@ -19,10 +19,8 @@ CUDA_FLOPS = 100e12
 
 def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> float:
     """Training FLOPs per token (6 x parameters touched + attention), from the architecture fields."""
-    if preset.startswith("gpt2"):
-        layers, width, vocab = fields["n_layer"], fields["n_embd"], fields["vocab_size"]
-    else:
-        layers, width, vocab = fields["num_hidden_layers"], fields["hidden_size"], fields["vocab_size"]
+    depth, breadth = ("n_layer", "n_embd") if preset.startswith("gpt2") else ("num_hidden_layers", "hidden_size")
+    layers, width, vocab = fields[depth], fields[breadth], fields["vocab_size"]
     body = 12 * layers * width * width
     return 6.0 * (body + vocab * width) + 6.0 * layers * seq_len * width
 
@@ -32,7 +30,6 @@ def estimate_seconds(specs: Sequence[Any], measured: Iterable[float] = (), *, de
     """Estimated training seconds of ``specs`` (unique ids counted once).
 
     Args:
-        specs: the runs.
         measured: tokens/s of finished runs with the same settings (used when given).
         device: ``"cpu"`` or ``"cuda"``, for the assumed FLOP rate.
         startup_s: fixed cost per run (process start, model build, DeepSpeed initialisation).

@@ -17,13 +17,12 @@ from typing import Any
 
 from ..._io import atomic_write_json
 from ..._records import Record, omitted
-from ...mixing import largest_remainder
 from ...solver.contrib import R_STAR, DomainEpochs, epochs_table
 from ...solver.vocabulary import GEOMETRIC, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
 from ..config.sections import REPETITION_MATCH, REPETITION_OFF
-from .data import DomainInfo, batch_sequences, ddo_base_counts
+from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
 
 __all__ = [
     "DomainRepetition",
@@ -76,15 +75,9 @@ def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[
     return out
 
 
-def _target_counts(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, int]:
-    """Sequences of each domain in a target run of ``weights``."""
-    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names},
-                             batch_sequences(config, config.target.budget))
-
-
 def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
     """Epochs of each domain in a target run of ``weights`` (its whole training sequences = one epoch)."""
-    counts = _target_counts(config, domains, weights)
+    counts = mix_counts(domains, weights, batch_sequences(config, config.target.budget))
     unique = _unique(config, domains)
     return {d: (counts[d] / unique[d] if unique[d] else math.inf) for d in domains.names}
 
@@ -159,7 +152,7 @@ def mix_epochs(config: RunnerConfig, domains: DomainInfo,
     unique = {d: float(u * config.seq_len) for d, u in _unique(config, domains).items()}
     out = {}
     for label, weights in mixes.items():
-        counts = _target_counts(config, domains, weights)
+        counts = mix_counts(domains, weights, batch_sequences(config, config.target.budget))
         out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique, config.max_epochs)
     return out
 

@@ -27,12 +27,12 @@ from typing import Any
 
 from ..._records import Record, omitted
 from ..._runner_names import LR_SCHEDULES, REWARM_DECAY
-from ...mixing import allowed_draws, largest_remainder
+from ...mixing import allowed_draws
 from ...solver import MixturePlan
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
 from ..registry import HookSpec
-from .data import DomainInfo, batch_sequences, ddo_base_counts
+from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
 
 __all__ = [
     "ExtensionSpec",
@@ -287,21 +287,23 @@ class _Role:
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
-          plan: MixturePlan | None = None, hook: HookSpec | None = None,
-          pools: Mapping[str, int] | None = None) -> RunSpec:
+          plan: MixturePlan | None = None, hook: HookSpec | None = None, pools: Mapping[str, int] | None = None,
+          extension: ExtensionSpec | None = None, settings: dict[str, Any] | None = None) -> RunSpec:
     """The spec of one run; ``plan`` makes it follow the anytime schedule, ``hook`` gives it a step hook,
-    ``pools`` draws domains from pools (a repetition-matched proxy)."""
-    settings = _training_settings(config, domains)
-    points = config.eval.target_points if role.kind == "target" else config.eval.proxy_points
-    points = max(1, min(points, sum(sequences.values()) // config.global_batch_size))
+    ``pools`` draws domains from pools (a repetition-matched proxy), ``extension`` continues a run (its
+    evaluation points spread over the new sequences); ``settings``: the hashed settings when already known."""
+    settings = _training_settings(config, domains) if settings is None else settings
+    points = config.eval.target_points if role.kind in ("target", "extension") else config.eval.proxy_points
+    new = sum(sequences.values()) - (0 if extension is None else extension.parent_sequences)
+    points = max(1, min(points, new // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
     keeps = role.kind in registry.model_keeping_kinds()
-    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan, hook=hook,
-                             keeps_model=keeps, pools=pools)
+    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan,
+                             extension=extension, hook=hook, keeps_model=keeps, pools=pools)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, hook=hook, pools=dict(pools) if pools else None)
+                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools else None)
 
 
 def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,
@@ -321,11 +323,11 @@ def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: in
 
 
 def _mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int, what: str) -> dict[str, int]:
-    """``total`` sequences shared by ``weights`` (missing domains get 0; largest remainders)."""
+    """:func:`~.data.mix_counts`, refusing weights of domains the stores lack."""
     unknown = sorted(set(weights) - set(domains.names))
     if unknown:
         raise ValueError(f"{what} names unknown domains {unknown}; the stores hold {list(domains.names)}")
-    return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)
+    return mix_counts(domains, weights, total)
 
 
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
@@ -505,13 +507,8 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
     if new <= 0 or new % config.global_batch_size:
         raise ValueError(f"an extension of run {parent.run_id} must add whole global batches of "
                          f"{config.global_batch_size} sequences, it adds {new}")
-    points = max(1, min(config.eval.target_points, new // config.global_batch_size))
-    schedule = "fixed" if plan is None else "anytime"
-    run_id = run_fingerprint(settings, sequences, parent.seed, points, schedule=schedule, plan=plan,
-                             extension=extension)
-    return RunSpec(run_id=run_id, kind="extension", scale=int(budget), label=parent.label,
-                   sequences=dict(sequences), seq_len=config.seq_len, seed=parent.seed, eval_points=points,
-                   settings=settings, schedule=schedule, plan=plan, extension=extension)
+    role = _Role("extension", budget, parent.label, parent.seed)
+    return _make(config, domains, role, sequences, plan=plan, extension=extension, settings=settings)
 
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:
