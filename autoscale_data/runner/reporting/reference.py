@@ -24,8 +24,7 @@ import numpy as np
 from .. import layout
 from .report_types import ReferenceLoss
 
-__all__ = ["not_beating_unigram", "read_reference_losses", "reference_losses", "unigram_entropy",
-           "write_reference_losses"]
+__all__ = ["not_beating_unigram", "reference_losses", "unigram_entropy", "write_reference_losses"]
 
 
 def unigram_entropy(counts: np.ndarray) -> float:
@@ -73,12 +72,6 @@ def write_reference_losses(out_dir: str | os.PathLike[str], losses: Mapping[str,
     from ..._records import to_json
 
     atomic_write_json(Path(out_dir) / layout.REFERENCE_LOSSES, to_json(dict(losses)))
-
-
-def read_reference_losses(out_dir: str | os.PathLike[str]) -> dict[str, ReferenceLoss]:
-    """``OUT/reference_losses.json``, or ``{}`` for a folder without one (written by an older version)."""
-    found: dict[str, ReferenceLoss] | None = layout.read(out_dir, layout.REFERENCE_LOSSES)
-    return found or {}
 
 
 def not_beating_unigram(losses: Mapping[str, Mapping[str, float]],

@@ -57,6 +57,10 @@ class MeanStd(Record):
     n: int
     """Number of seeds."""
 
+    def text(self, digits: int = 4) -> str:
+        """``mean ± std`` to ``digits`` decimals (the mean alone with one seed)."""
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}" if self.n > 1 else f"{self.mean:.{digits}f}"
+
 
 @dataclass(frozen=True)
 class MixResult(Record):
