@@ -1,11 +1,5 @@
-"""The report's comparison of mixing methods: the paper's table for the user's own runs.
-
-Per method of the plan (``fits/methods.json``, see :mod:`.methods`): the final target objective (mean ±
-seed std and per seed), the per-domain losses and the worst domain, the tokens AutoScale saved to reach
-its final value (the report's ``tokens_saved``), whether it beats uniform beyond seed noise
-(:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`, paired by seed), and what choosing the mix cost:
-the tokens and wall time of the runs it needed, and their ratio to one target run.
-"""
+"""The report's comparison of mixing methods (``fits/methods.json``, see :mod:`.methods`): the paper's table for
+the user's own runs, each method's results beside what choosing its mix cost."""
 
 from __future__ import annotations
 

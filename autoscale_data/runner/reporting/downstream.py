@@ -1,9 +1,7 @@
 """The report's "Downstream tasks" section: the zero-shot tasks of every target mix (config ``eval.tasks``).
 
-Reads ``OUT/runs/<id>/downstream.json`` of the finished target runs (written by
-:mod:`~autoscale_data.runner.training.downstream`), averages each task over seeds, and judges each mix
-against uniform and against AutoScale on the bits per byte averaged over the tasks, paired by seed, with
-the same test and words as the loss table (:func:`~.metrics.paired_verdict`, :data:`~.wording.VERDICT_TAGS`).
+Each mix is judged against uniform and AutoScale on the task-mean bits per byte, paired by seed, with the same
+test and words as the loss table (:func:`~.metrics.paired_verdict`, :data:`~.wording.VERDICT_TAGS`).
 """
 
 from __future__ import annotations

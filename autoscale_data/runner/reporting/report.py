@@ -123,7 +123,6 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     for s in run_list.targets or []:
         labels[s.run_id].append(s.label)
     proxies, targets, failed = _group(runs, labels)
-    listed_targets = {s.label for s in run_list.targets or []}
     fits = out / layout.FITS
     curves = {label: mean_curve([r.curve for r in rs], key) for label, rs in targets.items()}
     domains = layout.read(out, layout.DOMAINS)
@@ -140,7 +139,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=curves[label], train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
-        missing_targets=sorted(listed_targets - set(targets)),
+        missing_targets=sorted({s.label for s in run_list.targets or []} - set(targets)),
         anytime_vs_fixed=_anytime(out, config, targets, runs, key),
         vs_uniform=_versus_uniform(targets, key),
         tokens_saved={label: tokens_saved(curves[layout.AUTOSCALE], curve)
@@ -225,23 +224,18 @@ def _train_curve(runs: list[RunResult]) -> TrainCurve:
     points = [p for p in runs[0].curve if p.train_losses]
     if not points:
         return TrainCurve()
-    losses: dict[str, list[float | None]] = {}
-    for d in points[0].train_losses:
-        values: list[float | None] = []
-        for p in points:
-            seen = [q.train_losses.get(d) for r in runs for q in r.curve if q.tokens == p.tokens and q.train_losses]
-            seen = [v for v in seen if v is not None]
-            values.append(sum(seen) / len(seen) if seen else None)
-        losses[d] = values
-    return TrainCurve(tokens=[p.tokens for p in points], losses=losses)
+
+    def mean_seen(d: str, tokens: int) -> float | None:
+        seen = [v for r in runs for q in r.curve if q.tokens == tokens and (v := q.train_losses.get(d)) is not None]
+        return sum(seen) / len(seen) if seen else None
+
+    return TrainCurve(tokens=[p.tokens for p in points],
+                      losses={d: [mean_seen(d, p.tokens) for p in points] for d in points[0].train_losses})
 
 
 def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, VersusUniform]:
-    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
-
-    Returns:
-        ``{label: VersusUniform}``, the final values per domain and under ``key`` (empty without uniform runs).
-    """
+    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``), and at the end per domain and
+    under ``key``; empty without uniform runs."""
     if layout.UNIFORM not in targets:
         return {}
     base = {r.seed: r for r in targets[layout.UNIFORM]}

@@ -137,9 +137,6 @@ def format_summary(report: Report) -> str:
 
     ``autoscale-data run``, ``report`` and ``demo`` print it; ``report.md`` holds the same results with
     the proxy tables, intervals and throughput.
-
-    Args:
-        report: :func:`~autoscale_data.runner.reporting.report.build_report`'s report (or :meth:`.Report.load`'s).
     """
     lines = _weights_lines(report) + _target_lines(report) + _saved_lines(report)
     lines += _anytime_lines(report.anytime_vs_fixed)

@@ -147,9 +147,8 @@ def stale_runs(count: int) -> str | None:
 
 def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
     """``"s0 +9.9%, s1 -3.1%"``: the signed saving of each seed (``n/a`` where neither curve reaches the other)."""
-    def one(s: TokensSaved) -> str:
-        return "n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}"
-    return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
+    return ", ".join(f"s{seed} " + ("n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}")
+                     for seed, s in per_seed.items()) or "–"
 
 
 def _mix_name(label: str) -> str:
