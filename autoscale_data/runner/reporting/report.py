@@ -557,11 +557,8 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     return lines
 
 
-def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
-    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``.
-
-    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
-    proj = _as_projection(projection)
+def projection_label(proj: ProjectionFile) -> str:
+    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``."""
     if proj.method == JOINT:
         aar = getattr(proj.computed(JOINT), "aar", None)
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
@@ -573,15 +570,8 @@ def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
     return "projected: geometric" + ("" if proj.t is None else f", t={proj.t:.3f}")
 
 
-def _as_projection(projection: ProjectionFile | Mapping[str, Any]) -> ProjectionFile:
-    return projection if isinstance(projection, ProjectionFile) else ProjectionFile.from_json(projection)
-
-
-def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
-    """One sentence: which projection set the target mix, and how far the other one is from it.
-
-    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
-    proj = _as_projection(projection)
+def projection_sentence(proj: ProjectionFile) -> str:
+    """One sentence: which projection set the target mix, and how far the other one is from it."""
     method = proj.method
     how = {GEOMETRIC: "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
            JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
