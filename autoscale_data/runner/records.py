@@ -85,11 +85,8 @@ class RunExtension(Record):
 
 @dataclass(frozen=True)
 class RunResult(Record, _Objective):
-    """A finished run: the content of ``OUT/runs/<run_id>/result.json``.
-
-    Every field but ``run_id`` has a default so that results of earlier versions (and hand-written
-    ones) that lack a key still read.
-    """
+    """A finished run: the content of ``OUT/runs/<run_id>/result.json`` (every field but ``run_id`` has a
+    default: earlier versions wrote fewer keys)."""
 
     run_id: str
     """The run's id (its folder under ``OUT/runs``)."""

@@ -1,9 +1,7 @@
 """The experiment report: ``report.json``, ``report.md`` and PNG plots from an output directory.
 
 Works on a partial directory too (say, proxies finished but no target run yet): every section
-reports what exists. With ``autoscale_anytime`` target runs next to the fixed ``autoscale`` ones, the
-section "Anytime vs fixed schedule" compares the two at every evaluation point. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
-The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
+reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`. The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
 ``report.md`` is rendered from its fields alone (so it renders the same from a ``report.json`` read back).
 """
 
