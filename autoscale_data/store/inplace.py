@@ -153,9 +153,8 @@ def _plan(segments: Sequence[Segment], itemsize: int, shard_tokens: int, directo
         total = int(ends[-1]) if ends.size else 0
         for a in range(0, total, shard_tokens):
             b = min(a + shard_tokens, total)
-            docs = int(np.searchsorted(ends, b, side="right") - np.searchsorted(ends, a, side="right"))
-            if a == 0:
-                docs += int(np.searchsorted(ends, 0, side="right"))
+            before = int(np.searchsorted(ends, a, side="right")) if a else 0  # from 0: empty documents too
+            docs = int(np.searchsorted(ends, b, side="right")) - before
             ranges.append(_Range(directory / seg.file, seg.offset + a * itemsize, b - a, docs, seg.file_bytes,
                                  ends[(ends > a) & (ends <= b)] - a))
     return ranges

@@ -52,9 +52,9 @@ import numpy as np
 
 from .._checks import check_int, check_number
 from .._io import atomic_write_bytes, atomic_write_text
-from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, locked, pin
+from ._cache import CACHE_ENV, cache_usage_bytes, default_cache_dir, evict_for, locked, pin
 from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
-from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from .manifest import MANIFEST_NAME, Manifest, ShardInfo
 from .reader import ShardFiles, TokenStore, Verify
 
 __all__ = [
@@ -210,7 +210,7 @@ class RemoteStore:
         tmp = Path(tmp_name)
         try:
             self._download(url, sha256, size, into=tmp)
-            with cache_lock(self.root):
+            with locked(self.root / ".lock", create=True):  # the cache root's lock, across processes
                 evict_for(self.root, self.config.cache_limit_bytes, size)
                 stamp = path.with_name(file + ".sha256")
                 stamp.unlink(missing_ok=True)  # a stale file is never "cached" under the new digest
@@ -218,19 +218,6 @@ class RemoteStore:
                 atomic_write_text(stamp, sha256 + "\n")  # the stamp commits the download
         finally:
             tmp.unlink(missing_ok=True)
-
-    def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> None:
-        """Download every shard of ``splits`` now (instead of on first touch)."""
-        for split in splits:
-            for shard in self.manifest.splits.get(split, SplitInfo()).shards:
-                self.fetch(shard.file, shard.sha256, shard.num_tokens)
-
-    def open(self, *, verify: Verify = "checksum", prefetch: bool = False) -> RemoteTokenStore:
-        """A :class:`RemoteTokenStore` reading through this cache (all shards mapped now if ``prefetch``)."""
-        store = RemoteTokenStore(self, verify=verify)
-        if prefetch:
-            store.prefetch()
-        return store
 
 
 class CachedShards(ShardFiles):
@@ -321,7 +308,8 @@ def open_store(
     if isinstance(path_or_url, str) and is_remote_url(path_or_url):
         config = RemoteConfig(None if cache_dir is None else os.fspath(cache_dir), cache_limit_bytes,
                               retries, backoff_s, timeout_s)
-        return RemoteStore(path_or_url, config).open(verify=verify, prefetch=prefetch)
+        store = RemoteTokenStore(RemoteStore(path_or_url, config), verify=verify)
+        return store.prefetch() if prefetch else store
     path = os.fspath(path_or_url)
     if path.startswith("file://"):
         path = path[len("file://"):]
