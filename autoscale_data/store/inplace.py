@@ -2,20 +2,12 @@
 
 :func:`register_in_place` writes ``STORE_DIR/manifest.json`` for data in one of the formats of
 :mod:`autoscale_data.store.formats`; :func:`register_domains` registers several as the domains of a
-``prepare`` output directory. The store then reads those files like any other (sizes on open,
-SHA-256 on a shard's first read, dtype and vocabulary). User guide: docs/prepare.md.
-
-Documents become sequences as in a ``prepare`` store (a split's documents concatenated in file
-order), but no EOS is inserted: registration counts the documents that end with it
-(``source.documents_ending_with_eos``) and warns when some do not.
+``prepare`` output directory. User guide (documents without inserted EOS, the checks): docs/prepare.md.
 
 Validation split: the format's separate validation data when given; otherwise the last
 ``num_documents // holdout_every`` documents (at least one of two or more), a contiguous tail.
-
 Shards are byte ranges of at most ``shard_tokens`` tokens, each with its own SHA-256 (a ``datasets``
-record batch is never merged with the next one). Registration reads every token once; opening the
-store reads the manifest and stats the files. A split's ``data_dir`` is relative to ``store_dir``
-(moving both together keeps the store valid); the data is never written to.
+record batch is never merged with the next one); a split's ``data_dir`` is relative to ``store_dir``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,10 @@
 """Stores behind a URL: shards fetched on first touch into a local, checksummed, size-bounded cache.
 
-``open_store("https://host/stores/web", cache_dir=..., cache_limit_bytes=...)`` downloads the
-store's ``manifest.json`` and returns a :class:`RemoteTokenStore` (a :class:`TokenStore`, so every
-consumer — the mixture dataset included — takes it unchanged). A shard is downloaded the first
-time one of its tokens is read, verified against the manifest's SHA-256, and memory-mapped from the
-cache; once cached it is read exactly like a local store (the same ``np.memmap`` slices).
-
-The manifest is input from elsewhere: it is checked when read, before anything else is fetched
-(shard names must be plain file names, see :func:`~autoscale_data.store.manifest.check_file_name`;
-``.``, ``..``, separators, control characters and over-long names are refused with a ``ValueError``
-naming the manifest's URL).
-
-URLs: ``http://`` and ``https://`` (urllib), ``pipe:COMMAND`` with a ``{file}`` placeholder (the
-webdataset convention: the command writes the file to stdout, e.g. ``pipe:aws s3 cp
-s3://bucket/web/{file} -``), and any other ``scheme://`` through fsspec (``s3://``, ``gs://``, …;
-needs fsspec and its backend). Local paths and ``file://`` URLs open a plain :class:`TokenStore`.
-
-The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``:
-
-* a download goes to a temporary file, is checked (size, SHA-256) and renamed into place, so a
-  cached shard is always complete; a mismatch is retried ``retries`` times with exponential
-  back-off, then reported as a ``ValueError`` naming the URL and both digests;
-* next to each shard, ``<file>.sha256`` records the digest it was verified against; a store
-  rewritten upstream (new digest) is re-downloaded;
-* eviction is least-recently-used by the total size of the shards under ``CACHE_DIR`` (all
-  stores together), run before each download. "Used" is the file's mtime, set when the shard is
-  downloaded and each time a process maps it. A shard memory-mapped by a live store in *this*
-  process is never evicted (mappings are tracked with weak references); other processes' mappings
-  are not visible, and evicting a file they map is harmless on POSIX (their mapping stays valid,
-  the disk space returns when they drop it). If the pinned shards alone exceed the limit, the
-  download proceeds and a ``ResourceWarning`` says so: the limit bounds the cache, not a working
-  set that does not fit in it.
+User guide (URLs, retries, the checks on a manifest from elsewhere, eviction and pinning): docs/ecosystem.md,
+"Stores behind a URL". The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``, holds each shard complete (downloaded
+to a temporary file, checked, renamed) beside ``<file>.sha256``, the digest it was verified against (a store
+rewritten upstream is downloaded again). Eviction is least-recently-used over all stores; "used" is the
+file's mtime, set at download and (at most every ``_TOUCH_S``) when a process maps the shard.
 """
 
 from __future__ import annotations
@@ -107,7 +81,7 @@ class RemoteStore:
     """One store behind a URL and its directory in the local cache.
 
     Args:
-        url: the store's URL (the directory holding ``manifest.json``; see the module docstring).
+        url: the store's URL (the directory holding ``manifest.json``; the forms: :mod:`._fetch`).
         config: cache and retry settings.
         manifest_json: an already-fetched manifest (used when a store is pickled to a worker).
     """
@@ -287,7 +261,7 @@ def open_store(
     backoff_s: float = 0.5,
     timeout_s: float = 60.0,
 ) -> TokenStore:
-    """Open a store from a local path, a ``file://`` URL or a remote URL (see the module docstring).
+    """Open a store from a local path, a ``file://`` URL or a remote URL (docs/ecosystem.md).
 
     Args:
         path_or_url: the store directory or URL; a :class:`TokenStore` is returned as is.
