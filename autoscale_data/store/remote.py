@@ -83,11 +83,9 @@ class RemoteStore:
     Args:
         url: the store's URL (the directory holding ``manifest.json``; the forms: :mod:`._fetch`).
         config: cache and retry settings.
-        manifest_json: an already-fetched manifest (used when a store is pickled to a worker).
     """
 
-    def __init__(self, url: str, config: RemoteConfig | None = None, *,
-                 manifest_json: bytes | None = None) -> None:
+    def __init__(self, url: str, config: RemoteConfig | None = None) -> None:
         if not is_remote_url(url):
             raise ValueError(f"{url!r} is not a remote URL (expected http(s)://, pipe:…{{file}}…, or an "
                              "fsspec scheme such as s3://); open local stores with TokenStore")
@@ -96,10 +94,10 @@ class RemoteStore:
         self.root = self.config.root
         self.local_dir = self.root / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
         self.local_dir.mkdir(parents=True, exist_ok=True)
-        self.manifest_json = manifest_json if manifest_json is not None else self._fetch_manifest()
+        manifest_json = self._fetch_manifest()
         where = join_url(url, MANIFEST_NAME)
         try:
-            self.manifest = Manifest.from_json(json.loads(self.manifest_json))
+            self.manifest = Manifest.from_json(json.loads(manifest_json))
         except json.JSONDecodeError as exc:
             raise ValueError(f"manifest at {where} is not valid JSON: {exc}") from exc
         except ValueError as exc:  # a bad field, e.g. a shard name that is no plain file name

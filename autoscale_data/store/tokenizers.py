@@ -277,9 +277,7 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, out_path: str | o
 
 
 def _describe(item: Any) -> tuple[str, TokenizerInfo]:
-    if isinstance(item, Manifest):
-        return item.name, item.tokenizer
-    manifest = getattr(item, "manifest", None)
+    manifest = item if isinstance(item, Manifest) else getattr(item, "manifest", None)
     if isinstance(manifest, Manifest):
         return manifest.name, manifest.tokenizer
     raise TypeError(f"expected a TokenStore or a Manifest, got {type(item).__name__}")
