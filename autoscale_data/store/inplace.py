@@ -100,15 +100,11 @@ class InPlaceDomain:
                 raise ValueError(f"options {self.options!r} given for format {fmt.name!r}, which takes "
                                  f"{fmt.options.__name__}")
 
-    def resolve(self) -> tuple[InPlaceFormat, Any]:
-        """The format (found from ``source`` when not given) and its options (defaults when not given)."""
-        fmt = get_format(self.format) if self.format is not None else detect_format(self.source)
-        return fmt, self.options if self.options is not None else fmt.options()
-
     def open(self) -> tuple[InPlaceSource, InPlaceSource | None]:
-        """(train data, separate validation data or None)."""
-        fmt, options = self.resolve()
-        return fmt.open(Path(self.source), options)
+        """(train data, separate validation data or None), read by the format (found from ``source`` when
+        not given) with its options (defaults when not given)."""
+        fmt = get_format(self.format) if self.format is not None else detect_format(self.source)
+        return fmt.open(Path(self.source), self.options if self.options is not None else fmt.options())
 
 
 def _take_documents(segments: Sequence[Segment], first: int, stop: int, itemsize: int) -> list[Segment]:

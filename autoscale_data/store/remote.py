@@ -48,15 +48,7 @@ _TOUCH_S = 60.0  # a shard's last-use time is refreshed at most this often
 
 @dataclass(frozen=True)
 class RemoteConfig:
-    """Where and how remote shards are cached and fetched.
-
-    Args:
-        cache_dir: cache root (default :func:`default_cache_dir`).
-        cache_limit_bytes: bound on the total size of cached shards, or None for no bound.
-        retries: extra attempts after a failed or corrupted download.
-        backoff_s: sleep before retry ``i`` is ``backoff_s * 2**i`` seconds (capped at 30 s).
-        timeout_s: network / pipe inactivity timeout per attempt.
-    """
+    """Where and how remote shards are cached and fetched: :func:`open_store`'s settings of the same names."""
 
     cache_dir: str | None = None
     cache_limit_bytes: int | None = None
@@ -269,7 +261,7 @@ def open_store(
         cache_limit_bytes: bound on the cache's total shard bytes (LRU eviction), None for none.
         prefetch: download every shard now instead of on first touch.
         retries: extra attempts per download after a failure or checksum mismatch.
-        backoff_s: base of the exponential back-off between attempts.
+        backoff_s: the sleep before retry ``i`` is ``backoff_s * 2**i`` seconds (capped at 30 s).
         timeout_s: network / pipe inactivity timeout per attempt.
 
     Returns:
