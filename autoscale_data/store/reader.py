@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import hashlib
+import itertools
 import multiprocessing
 import multiprocessing.context
 import os
@@ -154,9 +155,8 @@ class TokenSplit:
         self._files = files
         self._verify: Verify = verify
         self._infos = tuple(s for s in split.shards if s.num_tokens)
-        self.offsets = np.concatenate([[0], np.cumsum([s.num_tokens for s in self._infos])]).astype(np.int64)
-        self._bounds: list[int] = self.offsets.tolist()  # the same, as ints (bisect without numpy)
-        self.num_tokens = int(self._bounds[-1])
+        self._bounds = [0, *itertools.accumulate(s.num_tokens for s in self._infos)]  # shard starts, then the end
+        self.num_tokens = self._bounds[-1]
         self._maps: list[np.ndarray | None] = [None] * len(self._infos)
         self._only: np.ndarray | None = None  # the map, once mapped, when the split has exactly one shard
         self._checked = _shared_flags(len(self._infos)) if verify == "checksum" else None
