@@ -85,10 +85,10 @@ def run_case(args: argparse.Namespace) -> None:
     if args.case == "memmap":
         real = train_mod._datasets
 
-        def raw(config, spec, domains, info, continue_from):
-            _, val = real(config, spec, domains, info, continue_from)
-            n = spec.total_sequences // config.micro_batch_size
-            return RawMemmapBatches(domains.paths, spec.seq_len, config.micro_batch_size, n, spec.seed), val
+        def raw(config, spec, domains, info, continue_from, micro=None):
+            _, val = real(config, spec, domains, info, continue_from, micro)
+            micro = micro or config.micro_batch_size
+            return RawMemmapBatches(domains.paths, spec.seq_len, micro, spec.total_sequences // micro, spec.seed), val
 
         train_mod._datasets = raw
     ends: list[float] = []

@@ -98,11 +98,6 @@ class MixtureLoader:
         """Samples per batch (the last batch of a pass may be shorter)."""
         return int(self.dataset.batch_size)
 
-    @property
-    def samples_consumed(self) -> int:
-        """Samples of the current pass the trainer has taken (since the pass or its resume point)."""
-        return self._consumed
-
     def __len__(self) -> int:
         return self._batches_per_pass
 

@@ -92,11 +92,6 @@ class MixtureTitanDataLoader(BaseDataLoader):
         self.dp_rank, self.dp_world_size = dp_rank, dp_world_size
         self.last_domains: torch.Tensor | None = None
 
-    @property
-    def dataset(self) -> ScaleAwareMixtureDataset:
-        """The mixture dataset behind the loader."""
-        return self.loader.dataset
-
     def __iter__(self) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]:
         while True:
             yielded = False

@@ -38,6 +38,8 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
               fixed: Sequence[RunSpec]) -> str:
     """The plan as text: every run known before the fits (``proxies``, ``fixed`` targets), the runs that
     follow the fits, the totals with an estimated time, and the notes of :func:`run_list_notes`."""
+    from .executors.local import resolve_max_parallel
+
     cfg = config
     later = [layout.AUTOSCALE] + [b for b in cfg.target.baselines
                                   if registry.declaration(b).runs != registry.STORES]
@@ -50,7 +52,7 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     seconds = estimate_seconds(known, measured, device=_device_kind(cfg))
     seconds *= tokens / max(1, info["tokens"])
     seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
-    at_once = _runs_at_once(cfg)
+    at_once = max(1, resolve_max_parallel(cfg))  # local: its slots; Slurm/Ray: max_parallel
     seconds /= at_once  # wall time: the executor trains that many runs side by side
     lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
              f"{cfg.model.preset}, backend {cfg.backend} x{cfg.procs}",
@@ -232,13 +234,6 @@ def rounding_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
     return notes
 
 
-def _runs_at_once(config: RunnerConfig) -> int:
-    """Runs the configured executor trains side by side (local: its slots; Slurm/Ray: max_parallel)."""
-    from .executors.local import resolve_max_parallel
-
-    return max(1, resolve_max_parallel(config))
-
-
 def _device_kind(config: RunnerConfig) -> str:
     import torch
 
@@ -251,11 +246,8 @@ def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
         return {}, []
     ledger = Ledger(out, lock=False)
     records = ledger.records()
-    rates = []
-    for run_id, rec in records.items():
-        result = ledger.result(run_id) if rec.status == DONE else None
-        if result is not None and result.tokens_per_s:
-            rates.append(result.tokens_per_s)
+    results = [ledger.result(run_id) for run_id, rec in records.items() if rec.status == DONE]
+    rates = [r.tokens_per_s for r in results if r is not None and r.tokens_per_s]
     return {k: r.status for k, r in records.items()}, rates
 
 

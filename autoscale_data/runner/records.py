@@ -33,8 +33,18 @@ __all__ = [
 ]
 
 
+class _Objective:
+    """A record holding the objective under both its keys (``mean_loss`` and ``mean_ppl``)."""
+
+    def value(self, key: str) -> float:
+        """The objective under its key: ``mean_loss`` or ``mean_ppl`` (a run result's: the final one)."""
+        if key not in OBJECTIVES:
+            raise ValueError(f"objective key {key!r} is invalid: expected one of {OBJECTIVES}")
+        return float(getattr(self, key))
+
+
 @dataclass(frozen=True)
-class EvalPoint(Record):
+class EvalPoint(Record, _Objective):
     """One evaluation along a run: an entry of ``result.json``'s ``curve``."""
 
     tokens: int
@@ -53,10 +63,6 @@ class EvalPoint(Record):
     """Training tokens of each domain seen so far (empty: not recorded)."""
     train_losses: dict[str, float | None] = field(default_factory=dict)
     """Per domain, the mean training loss since the previous point (``None``: the domain was not drawn)."""
-
-    def value(self, key: str) -> float:
-        """The objective under its key: :attr:`mean_loss` or :attr:`mean_ppl`."""
-        return float(_objective(self, key))
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,9 @@ class RunExtension(Record):
 
 
 @dataclass(frozen=True)
-class RunResult(Record):
-    """A finished run: the content of ``OUT/runs/<run_id>/result.json``.
-
-    Every field but ``run_id`` has a default so that results of earlier versions (and hand-written
-    ones) that lack a key still read.
-    """
+class RunResult(Record, _Objective):
+    """A finished run: the content of ``OUT/runs/<run_id>/result.json`` (every field but ``run_id`` has a
+    default: earlier versions wrote fewer keys)."""
 
     run_id: str
     """The run's id (its folder under ``OUT/runs``)."""
@@ -153,16 +156,6 @@ class RunResult(Record):
     """The step hook's summary at the end (written only for runs with a hook). Its keys are the hook's
     own (:meth:`~.hooks.StepHook.summary`; DoReMi's: ``weights``, ``average_weights``, ``scores``,
     ``updates``, ``finite``), so it stays a mapping typed by the hook that writes it."""
-
-    def value(self, key: str) -> float:
-        """The final objective under its key: :attr:`mean_loss` or :attr:`mean_ppl`."""
-        return float(_objective(self, key))
-
-
-def _objective(record: Any, key: str) -> Any:
-    if key not in OBJECTIVES:
-        raise ValueError(f"objective key {key!r} is invalid: expected one of {OBJECTIVES}")
-    return getattr(record, key)
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,12 @@ class Allocation:
         x: optimal multipliers of the base allocation.
         at_lower, at_upper: boolean masks of domains at a bound.
         degenerate: True where flat domains had to absorb budget (the optimum is not unique).
-        log_mu: log of the budget multiplier (per-token marginal gain of free domains).
     """
 
     x: np.ndarray
     at_lower: np.ndarray
     at_upper: np.ndarray
     degenerate: np.ndarray
-    log_mu: np.ndarray
 
 
 def multiplier_bounds(
@@ -136,9 +134,8 @@ def allocate(beta: np.ndarray, a: np.ndarray, b: np.ndarray, base: np.ndarray, b
         lm_hi = np.where(over, lm_hi, mid)
         if np.all(lm_hi - lm_lo <= 1e-15 * np.maximum(1.0, np.abs(lm_hi))):
             break
-    lm = 0.5 * (lm_lo + lm_hi)
-    x, degenerate = _settle(x_at(lm), flat, base, budget, lo, hi)
-    parts = (x, x <= lo[None, :] * (1 + 1e-9) + 1e-15, x >= hi[None, :] * (1 - 1e-9), degenerate, lm)
+    x, degenerate = _settle(x_at(0.5 * (lm_lo + lm_hi)), flat, base, budget, lo, hi)
+    parts = (x, x <= lo[None, :] * (1 + 1e-9) + 1e-15, x >= hi[None, :] * (1 - 1e-9), degenerate)
     return Allocation(*(v[0] for v in parts)) if single else Allocation(*parts)
 
 
@@ -182,10 +179,8 @@ def kkt_violation(
             return 0.0
     if mu <= 0:
         return float(np.max(g[free])) if free.any() else 0.0
-    viol = np.zeros_like(g)
-    viol = np.where(free, np.abs(g - mu) / mu, viol)
+    viol = np.where(free, np.abs(g - mu) / mu, 0.0)
     at_lo = ~free & (x <= lo * (1 + rtol) + 1e-15)
-    at_hi = ~free & ~at_lo
     viol = np.where(at_lo, np.maximum(g - mu, 0) / mu, viol)
-    viol = np.where(at_hi, np.maximum(mu - g, 0) / mu, viol)
+    viol = np.where(~free & ~at_lo, np.maximum(mu - g, 0) / mu, viol)
     return float(viol.max())

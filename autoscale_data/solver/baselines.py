@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from .regression import mixing_law_weights, regmix_weights
 from .runs import RunTable
 
 __all__ = ["BASELINES", "MIXING_LAW", "NATURAL", "PRESETS", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM", "Baseline",
@@ -148,7 +149,6 @@ def reference_weights(domains: Sequence[str], *, weights: Mapping[str, float] | 
     return {d: v / tot for d, v in raw.items()}
 
 
-
 def baseline_weights(name: str, *, runs: RunTable | None = None,
                      token_counts: Mapping[str, float] | None = None,
                      domains: Sequence[str] | None = None, **options: Any) -> dict[str, float]:
@@ -177,8 +177,6 @@ def baseline_weights(name: str, *, runs: RunTable | None = None,
     if name == REFERENCE:
         return reference_weights(_domains(domains, token_counts, runs), **options)
     if name in (REGMIX, MIXING_LAW):
-        from .regression import mixing_law_weights, regmix_weights
-
         if runs is None:
             raise ValueError(f"{name} baseline needs runs= (random-mixture runs at one budget)")
         fn = regmix_weights if name == REGMIX else mixing_law_weights

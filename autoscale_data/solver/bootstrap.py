@@ -34,9 +34,10 @@ from .allocate import allocate, multiplier_bounds
 from .ddo import DDOOptions, DDOResult, fit_ddo, objective_values, token_caps_array
 from .design import read_design
 from .laws import fit_power_law_batch
-from .projection import fit_path
+from .projection import as_scales, fit_path, one_scale, project
 from .runs import RunTable
-from .vocabulary import AUTO, MEAN_PPL
+from .select import _replicate_sd
+from .vocabulary import AUTO, MEAN_PPL, check_name
 
 __all__ = ["BootstrapResult", "HeldoutCheck", "ProjectionBootstrap", "bootstrap_ddo",
            "bootstrap_projection", "heldout_scale_check"]
@@ -136,16 +137,6 @@ def _replicates(method, y, design, objective, fits, noise_std, n_boot, rng):
     return out
 
 
-def _pooled_std(y: np.ndarray, point_of_run: np.ndarray) -> float | None:
-    ss, dof = 0.0, 0
-    for p in np.unique(point_of_run):
-        v = y[point_of_run == p]
-        if v.size > 1:
-            ss += float(((v - v.mean()) ** 2).sum())
-            dof += v.size - 1
-    return None if dof == 0 else float(np.sqrt(ss / dof))
-
-
 _METHODS = (AUTO, "seeds", "parametric", "residuals", "consistent_fits")
 
 
@@ -158,11 +149,9 @@ def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: 
         runs: the DDO runs (as for :func:`~autoscale_data.solver.ddo.fit_ddo`).
         options: the DDO settings (:class:`~autoscale_data.solver.ddo.DDOOptions`); its fields may
             also be given as keywords, as for ``fit_ddo``.
-        n_boot: replicates.
         method: ``"auto"``, ``"seeds"``, ``"parametric"``, ``"residuals"`` or ``"consistent_fits"``.
         noise_std: noise of one run's objective (parametric method).
         level: CI level in (0, 1).
-        seed: RNG seed.
         point: ``fit_ddo(runs, options)`` when the caller already has it (it is not fitted again).
 
     Raises:
@@ -173,7 +162,8 @@ def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: 
     point = fit_ddo(runs, o) if point is None else point
     design = read_design(runs, o.base_run)
     y = objective_values(runs, design, o.objective, o.val_domains)
-    pooled = _pooled_std(y, design.point_of_run)
+    replicates = _replicate_sd([(design.point_of_run, y)])
+    pooled = None if replicates is None else replicates[0]
     method = _chosen_method(method, noise_std, np.bincount(design.point_of_run), pooled,
                             min(f.dof for f in point.fits.values()))
     base_w = design.base_tokens / design.budget_tokens
@@ -193,8 +183,7 @@ def _check_settings(n_boot: int, method: str, noise_std: float | None, level: fl
         raise ValueError(f"level must be in (0, 1), got {level}")
     if int(n_boot) < 2:
         raise ValueError(f"n_boot must be >= 2, got {n_boot}")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_name("method", method, _METHODS)
     if noise_std is not None and not (np.isfinite(noise_std) and noise_std > 0):
         raise ValueError(f"noise_std must be > 0, got {noise_std}")
 
@@ -239,19 +228,17 @@ def _refit(reps: list[tuple[np.ndarray, np.ndarray]], design: Any, point: DDORes
 
 
 def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot) -> BootstrapResult:
-    m = len(domains)
     alpha = 1 - level
     tol = 1e-12
     if method == "consistent_fits":  # a range over fits, not a sampling distribution
         lo, hi = samples.min(axis=0), samples.max(axis=0)
-        contains = (lo - tol <= base_w) & (base_w <= hi + tol)
         distinct = False
     else:
         lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
-        adj = alpha / m
+        adj = alpha / len(domains)
         blo, bhi = np.quantile(samples, [adj / 2, 1 - adj / 2], axis=0)
-        contains = (lo - tol <= base_w) & (base_w <= hi + tol)
         distinct = bool(np.any((blo - tol > base_w) | (base_w > bhi + tol)))
+    contains = (lo - tol <= base_w) & (base_w <= hi + tol)
     return BootstrapResult(
         weights=dict(point.weights), point=point, samples=samples,
         ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},
@@ -296,8 +283,6 @@ def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_
     Raises:
         ValueError: domains differ, budgets not increasing, target <= 0, or no replicate projects.
     """
-    from .projection import project
-
     if small.domains != large.domains:
         raise ValueError(f"domains differ: {list(small.domains)} vs {list(large.domains)}")
     target = float(target_tokens)
@@ -333,8 +318,6 @@ class HeldoutCheck(Record):
         budget_tokens: the held-out budget.
         projected: projected weights; observed: the held-out DDO weights.
         error: projected − observed per domain; max_abs_error; total_variation (half L1).
-
-    A record (:mod:`autoscale_data._records`): its JSON has one key per field.
     """
 
     budget_tokens: float
@@ -355,10 +338,8 @@ def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:
     Raises:
         ValueError: as for :func:`~autoscale_data.solver.projection.project`.
     """
-    from .projection import as_scales, project
-
     _, _, _ = as_scales([first, second])
-    n3, alloc3 = _scale_pair(heldout)
+    n3, alloc3 = one_scale(heldout, 2)
     proj = project([first, second], n3)
     if set(alloc3) != set(proj.weights):
         raise ValueError(f"held-out domains {sorted(alloc3)} differ from {sorted(proj.weights)}")
@@ -368,9 +349,3 @@ def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:
     e = np.array(list(err.values()))
     return HeldoutCheck(budget_tokens=n3, projected=dict(proj.weights), observed=obs, error=err,
                         max_abs_error=float(np.abs(e).max()), total_variation=float(0.5 * np.abs(e).sum()))
-
-
-def _scale_pair(item: Any) -> tuple[float, dict[str, float]]:
-    from .projection import one_scale
-
-    return one_scale(item, 2)

@@ -80,8 +80,7 @@ class DDOOptions:
     def __post_init__(self) -> None:
         check_name("objective", self.objective, OBJECTIVES)
         check_name("law", self.law, LAWS)
-        if self.fit not in FIT_MODES:
-            raise ValueError(f"fit must be one of {FIT_MODES}, got {self.fit!r}")
+        check_name("fit", self.fit, FIT_MODES)
         if self.fit == "paper" and self.law != LAW_3P:
             raise ValueError(f"fit='paper' is the authors' 3-parameter fit; got law={self.law!r}")
         if not (0.0 <= self.min_weight < 1.0) or not (0.0 < self.max_weight <= 1.0):

@@ -49,13 +49,7 @@ def ddo_runs_plan(base_tokens: Mapping[str, float], multipliers: Sequence[float]
             raise ValueError(f"multipliers must be > 0 and != 1, got {r}")
     if len(set(mults)) != len(mults):
         raise ValueError(f"multipliers must be distinct, got {mults}")
-    plan = [dict(base)]
-    for d in base:
-        for r in mults:
-            alloc = dict(base)
-            alloc[d] = base[d] * r
-            plan.append(alloc)
-    return plan
+    return [dict(base)] + [{**base, d: base[d] * r} for d in base for r in mults]
 
 
 def run_objective(table: RunTable, objective: str,
@@ -160,7 +154,6 @@ def read_design(table: RunTable, base_run: str | None = None) -> DDODesign:
     The base is the allocation from which every other allocation differs in exactly one domain.
 
     Args:
-        table: the runs.
         base_run: id of a run at the base allocation, when the design is ambiguous.
 
     Raises:

@@ -91,13 +91,6 @@ class EffectiveAllocation:
     degenerate: bool
 
 
-def _check_arrays(*arrays: np.ndarray) -> None:
-    m = arrays[0].shape
-    if any(v.shape != m for v in arrays) or len(m) != 1:
-        raise ValueError(f"law parameters, base tokens, unique tokens and bounds must be 1-D of one length, got "
-                         f"{[v.shape for v in arrays]}")
-
-
 def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequence[float],
                        base_effective: Sequence[float], unique: Sequence[float], budget: float,
                        raw_lo: Sequence[float], raw_hi: Sequence[float],
@@ -153,7 +146,10 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
 def _check_problem(beta: np.ndarray, aa: np.ndarray, bb: np.ndarray, eb: np.ndarray, u: np.ndarray,
                    lo_r: np.ndarray, hi_r: np.ndarray, budget: float) -> None:
     """The ``ValueError`` of :func:`allocate_effective` for shapes or values out of range."""
-    _check_arrays(beta, aa, bb, eb, u, lo_r, hi_r)
+    arrays = (beta, aa, bb, eb, u, lo_r, hi_r)
+    if any(v.shape != beta.shape for v in arrays) or beta.ndim != 1:
+        raise ValueError(f"law parameters, base tokens, unique tokens and bounds must be 1-D of one length, got "
+                         f"{[v.shape for v in arrays]}")
     if np.any(~(eb > 0)) or np.any(~np.isfinite(eb)):
         raise ValueError(f"base effective tokens must be positive and finite, got {eb.tolist()}")
     if np.any(~(beta >= 0)) or np.any(~(bb >= 0)):

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.stats import f as f_dist
 
 from .ddo import DDOOptions
-from .joint import JointFit, _gather, _model, _pure_error
+from .joint import JointFit, _gather, _law_arrays, _model, _pure_error
 from .runs import RunTable
 
 __all__ = ["GainEstimate", "predicted_gain", "predicted_gains"]
@@ -112,7 +112,7 @@ class _Law:
         if data.domains != fit.domains or data.y.size != fit.n_points:
             raise ValueError(f"the tables ({data.y.size} runs of {data.domains}) are not those of the joint fit "
                              f"({fit.n_points} runs of {fit.domains})")
-        amp, a, g, s = fit._arrays()
+        amp, a, g, s = _law_arrays(fit.law)
         p = np.concatenate([amp, a, g, [fit.floor]])
         free = _free(fit, len(fit.domains))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a wild law: inf, judged below

@@ -146,7 +146,6 @@ def consistent_fits(best: PowerLawFit, *, level: float = 0.95, at: float = 1.0,
     """The fits of ``best``'s points that the data cannot tell apart from ``best`` (see module doc).
 
     Args:
-        best: the chosen fit.
         level: profile level of the region, for fits with spare points.
         at: the multiplier where slopes are compared (the domain's optimal multiplier).
         candidates: :func:`~.laws.local_fits` of the same points, if already computed.
@@ -187,13 +186,8 @@ def _combinations(per_domain: Sequence[Sequence[Params]]) -> np.ndarray:
     sizes = [len(f) for f in per_domain]
     if int(np.prod(sizes, dtype=np.float64)) <= MAX_COMBINATIONS:
         return np.array(list(itertools.product(*[range(s) for s in sizes])), dtype=np.int64)
-    rows = [np.zeros(len(sizes), dtype=np.int64)]
-    for j, s in enumerate(sizes):
-        for i in range(1, s):
-            r = np.zeros(len(sizes), dtype=np.int64)
-            r[j] = i
-            rows.append(r)
-    return np.stack(rows)
+    unit = np.eye(len(sizes), dtype=np.int64)
+    return np.stack([0 * unit[0]] + [i * unit[j] for j, s in enumerate(sizes) for i in range(1, s)])
 
 
 @dataclass(frozen=True)
@@ -246,7 +240,6 @@ class Identifiability(Record):
         move = (f" Over the consistent fits the weights could move by up to {self.spread:.3f}: {ranges}."
                 if ranges else " All of the consistent fits give the same weights.")
         return f"NOT identified by the data: {why}.{move} More multipliers or seeds per domain narrow this."
-
 
 
 @dataclass(frozen=True)

@@ -78,10 +78,6 @@ class _Data:
     normalizer: float
 
 
-def _sorted_table(table: RunTable) -> RunTable:
-    return RunTable(sorted(table.runs, key=lambda r: r.run_id))
-
-
 def _checked_tables(tables: Sequence[RunTable], base_runs: Sequence[str | None] | None,
                     min_tables: int) -> list[str | None]:
     """The base run of each table (None: found), after checking the tables are ``min_tables`` or more of one
@@ -108,7 +104,7 @@ def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[st
             base_runs: Sequence[str | None] | None, min_tables: int = 2) -> _Data:
     bases = _checked_tables(tables, base_runs, min_tables)
     domains = tables[0].train_domains
-    sorted_tables = [_sorted_table(t) for t in tables]
+    sorted_tables = [RunTable(sorted(t.runs, key=lambda r: r.run_id)) for t in tables]
     designs: list[DDODesign] | None = []
     for k, (t, b) in enumerate(zip(sorted_tables, bases, strict=True)):
         try:
@@ -315,9 +311,6 @@ class DomainLaw(Record):
 class JointFit(Record):
     """The joint law over all budgets and its optimum at a target budget.
 
-    A record (:mod:`autoscale_data._records`): its JSON has one key per field, ``method`` (``"joint"``)
-    included.
-
     Attributes:
         weights, allocation_tokens: the fitted law's exact optimum at ``budget_tokens``.
         budget_tokens: the target budget ``weights`` are optimal for (lets a fit be a scale of
@@ -384,29 +377,18 @@ class JointFit(Record):
         """Each domain's amplitude."""
         return {d: t.amplitude for d, t in self.law.items()}
 
-    @property
-    def scale_tokens(self) -> dict[str, float]:
-        """Each domain's token scale."""
-        return {d: t.scale_tokens for d, t in self.law.items()}
-
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return _law_arrays(self.law)
-
     def predict(self, tokens: Mapping[str, float]) -> float:
         """The fitted objective for a run with ``tokens`` per domain (``mean_ppl``: divided by ``normalizer``)."""
         missing = sorted(set(self.domains) - set(tokens))
         if missing:
             raise ValueError(f"tokens lack domains {missing}")
-        amp, a, g, s = self._arrays()
+        amp, a, g, s = _law_arrays(self.law)
         u = np.array([float(tokens[d]) for d in self.domains]) / s
         return float(amp @ np.power(u + a, -g) + self.floor)
 
-    def _allocation(self, budget_tokens: float) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
-        return _allocation(self.law, budget_tokens, self.min_weight, self.max_weight, self.token_caps)
-
     def optimize_at(self, budget_tokens: float) -> dict[str, float]:
         """The law's optimal allocation (tokens) at ``budget_tokens``, with this fit's bounds."""
-        sol, _, _, s = self._allocation(budget_tokens)
+        sol, _, _, s = _allocation(self.law, budget_tokens, self.min_weight, self.max_weight, self.token_caps)
         return {d: float(v) for d, v in zip(self.domains, sol.x * s, strict=True)}
 
     def weights_at(self, budget_tokens: float) -> dict[str, float]:
@@ -568,8 +550,6 @@ def _objective_columns(val_domains: Sequence[str] | None,
 
 
 def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
-    objective, min_weight, max_weight, level, weight_tol = (o.objective, o.min_weight, o.max_weight,
-                                                            o.profile_level, o.weight_tol)
     m = len(data.domains)
     n_params = 3 * m + 1
     if data.y.size <= n_params:
@@ -579,7 +559,7 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
     caps = token_caps_array(data.domains, o.token_caps, o.max_epochs)
-    multiplier_bounds(data.scale, float(target), min_weight, max_weight, caps, data.domains)  # fail early on bad bounds
+    multiplier_bounds(data.scale, float(target), o.min_weight, o.max_weight, caps, data.domains)  # fail early on bad bounds
     p, n_ok = _solve(data, _grid_starts(data))
     lo, hi = _bounds(data)
     pred = _model(p, data.u)[0]
@@ -592,20 +572,20 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     law = {d: DomainLaw(n0=float(p[m + j] * s[j]), gamma=float(p[2 * m + j]), amplitude=float(p[j]),
                         scale_tokens=float(s[j])) for j, d in enumerate(data.domains)}
     token_caps = None if caps is None else {d: float(c) for d, c in zip(data.domains, caps, strict=True)}
-    bounds = (float(min_weight), float(max_weight), token_caps)
+    bounds = (float(o.min_weight), float(o.max_weight), token_caps)
     sol, lo_x, hi_x, _ = _allocation(law, target, *bounds)
     amp, a, g, _ = _law_arrays(law)
-    ident = _identify_joint(data, p, lo_x, hi_x, target=float(target), level=level, weight_tol=weight_tol)
+    ident = _identify_joint(data, p, lo_x, hi_x, target=float(target), level=o.profile_level, weight_tol=o.weight_tol)
     per_budget_ranges = {}
     for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
         _, lo_n, hi_n, _ = _allocation(law, float(n), *bounds)
-        at_n = _identify_joint(data, p, lo_n, hi_n, level=level, weight_tol=weight_tol, target=float(n))
+        at_n = _identify_joint(data, p, lo_n, hi_n, level=o.profile_level, weight_tol=o.weight_tol, target=float(n))
         per_budget_ranges[f"{float(n):.17g}"] = at_n.weight_range
     alloc = sol.x * s
     return JointFit(
         weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)}, budget_tokens=float(target),
         allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
-        budgets=tuple(float(n) for n in data.budgets), law=law, floor=float(p[-1]), objective=objective,
+        budgets=tuple(float(n) for n in data.budgets), law=law, floor=float(p[-1]), objective=o.objective,
         normalizer=data.normalizer, per_budget=per_budget, sse=float(np.sum(res ** 2)), aar=float(rel.mean()),
         n_points=int(data.y.size), n_params=n_params, at_bound=_at_bound(p, lo, hi, data.domains), starts=n_ok,
         bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
@@ -733,7 +713,6 @@ def compare_projections(tables: Sequence[RunTable], target_tokens: float, option
 
     Args:
         tables: the DDO runs, one table per budget (two or more).
-        target_tokens: the target budget.
         options: a :class:`~autoscale_data.solver.ddo.DDOOptions` (or its fields as keywords) for the
             per-budget DDO fits and the joint fit, as in :func:`~autoscale_data.solver.ddo.fit_ddo`
             (``law`` for the per-budget fits only).

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import curve_fit, least_squares
 
 from .._records import Record, transient
-from .vocabulary import DEFAULT_LAW, LAW_3P, LAW_4P
+from .vocabulary import DEFAULT_LAW, LAW_3P, LAW_4P, law_parameters
 
 __all__ = [
     "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "SHIFT_RANGE", "PowerLawFit", "fit_on_grid",
@@ -107,11 +107,9 @@ class PowerLawFit(Record):
 
 
 def _n_params(law: str) -> int:
-    if law == LAW_3P:
-        return 3
-    if law == LAW_4P:
-        return 4
-    raise ValueError(f"law must be '3p' or '4p', got {law!r}")
+    if law not in (LAW_3P, LAW_4P):
+        raise ValueError(f"law must be '3p' or '4p', got {law!r}")
+    return law_parameters(law)
 
 
 def shift_frame(x: np.ndarray) -> tuple[float, float, float]:

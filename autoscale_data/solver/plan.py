@@ -24,6 +24,7 @@ import numpy as np
 
 from .._io import atomic_write_json
 from .._records import Record, required
+from .ddo import token_caps_array
 from .projection import AllocationPath, as_scales, cap_warnings, fit_path
 
 __all__ = ["MixturePlan", "PlanScale"]
@@ -114,8 +115,6 @@ class MixturePlan(Record):
             ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains
                 (unless ``allow_decreasing``).
         """
-        from .ddo import token_caps_array
-
         budgets, domains, allocs = as_scales(scales)
         caps = token_caps_array(domains, token_caps, max_epochs)
         return cls(scales=[PlanScale(float(n), dict(zip(domains, a.tolist(), strict=True)))

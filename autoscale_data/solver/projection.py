@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._records import Record, omitted
+from .ddo import token_caps_array
 
 __all__ = ["AllocationPath", "Projection", "as_scales", "fit_path", "one_scale", "project"]
 
@@ -32,18 +33,11 @@ def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = No
     tot = np.sum(e, axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):  # a signed sum can cancel exactly: log 0 = -inf is the answer
         out = np.log(np.abs(tot)) + mx
-    out = out if axis is not None else out.reshape(())
-    out = np.squeeze(out, axis=axis) if axis is not None else out
+    out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
     if return_sign:
         sign = np.sign(tot)
         return out, (np.squeeze(sign, axis=axis) if axis is not None else sign.reshape(()))
     return out
-
-
-def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Softmax along ``axis``."""
-    e = np.exp(z - np.max(z, axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 def one_scale(item: Any, k: int = 0) -> tuple[float, dict[str, float]]:
@@ -195,7 +189,8 @@ class AllocationPath:
         for _ in range(200):
             z = p0 + t[:, None] * d
             h = _logsumexp(z, axis=1) - logn
-            dh = (_softmax(z, axis=1) * d).sum(axis=1)
+            e = np.exp(z - np.max(z, axis=1, keepdims=True))
+            dh = (e / e.sum(axis=1, keepdims=True) * d).sum(axis=1)  # softmax(z) · d
             step = h / dh
             t = t - step
             if np.all(np.abs(step) <= 1e-15 * (1.0 + np.abs(t))):
@@ -301,8 +296,6 @@ def project(scales: Sequence[Any], target_tokens: float, *, token_caps: Mapping[
     Raises:
         ValueError: see :func:`as_scales`; target <= 0; target below a decreasing path's minimum.
     """
-    from .ddo import token_caps_array
-
     target = float(target_tokens)
     if not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be > 0, got {target_tokens}")

@@ -147,11 +147,8 @@ class Projections:
         return path
 
     def record(self) -> ProjectionsRecord:
-        """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``): the
-        candidate used's ``weights``, ``budget_tokens``, ``allocation_tokens`` and ``warnings`` (and the
-        geometric path's ``t`` and ``residual`` when it exists), every candidate computed (a failed one as its
-        :class:`CandidateError`), ``selection``, ``notes``, ``trust`` and the ``disagreement``
-        (:func:`~.joint.weight_distance`) between the joint and the geometric weights when both exist."""
+        """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``; the
+        fields: :class:`ProjectionsRecord`)."""
         def part(p: Any) -> Any:
             return CandidateError(p) if isinstance(p, str) else p
 
@@ -268,26 +265,22 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     few = "" if len(tables) >= 2 else ("one budget: the geometric, joint and robust projections need runs at two "
                                        "budgets or more")
 
-    def need_two() -> Any:
-        raise ValueError(few)
+    def unavailable() -> Any:  # the error of a candidate that cannot be computed (``scales``: set below)
+        raise ValueError(few or (scales if isinstance(scales, str) else "no per-budget optima"))
 
     if few and method in PROJECTIONS:
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
-    joint = attempt(JOINT, need_two if few else lambda: fit_joint(tables, o, target_tokens=target))
+    joint = attempt(JOINT, unavailable if few else lambda: fit_joint(tables, o, target_tokens=target))
     scales, pooled = _optima(tables, o, optima, few, joint, method, target, notes)
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
         path, left = path_scales(scales, o.min_weight)
         notes.extend(left)
     caps, epochs = o.token_caps, o.max_epochs
-
-    def need_scales() -> Any:
-        raise ValueError(few or (scales if isinstance(scales, str) else "no per-budget optima"))
-
-    geometric = attempt(GEOMETRIC, need_scales if not path else lambda: project(
+    geometric = attempt(GEOMETRIC, unavailable if not path else lambda: project(
         path, target, token_caps=caps, max_epochs=epochs, fit=scales[-1] if direct else None))
-    robust = attempt(ROBUST, need_scales if not path else lambda: robust_project(
+    robust = attempt(ROBUST, unavailable if not path else lambda: robust_project(
         path, target, [log_share_sd(scales[0]), log_share_sd(scales[-1])], token_caps=caps, max_epochs=epochs))
     last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
@@ -362,7 +355,6 @@ def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOp
     Args:
         tables: one run table per budget (DDO designs or runs of any mixtures; any order). One table
             is enough for the observed candidate; the projections need two budgets or more.
-        target_tokens: the target budget.
         options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
             :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
             ``token_caps`` and ``max_epochs`` also bound the projections.

@@ -75,9 +75,6 @@ def log_share_sd(source: Any, *, level: float = 0.95) -> dict[str, float]:
 class RobustProjection(Record):
     """The shrunk projection and how far it moved from the plain one.
 
-    A record (:mod:`autoscale_data._records`): its JSON has one key per field, ``method`` (``"robust"``)
-    included.
-
     Attributes:
         weights, allocation_tokens, budget_tokens: the robust mix at the target.
         plain_weights: the plain geometric projection's weights at the target.
@@ -126,7 +123,6 @@ def robust_project(scales: Sequence[Any], target_tokens: float,
     Args:
         scales: optimal allocations at two or more budgets (as for :func:`~.projection.project`);
             the smallest and the largest are used.
-        target_tokens: the target budget.
         sd: ``σ_i`` per domain, or one ``{domain: sd}`` per scale (combined as ``sqrt(Σ sd²)`` over the
             two used), e.g. from :func:`log_share_sd`; None: no uncertainty (the plain projection).
         token_caps, max_epochs: as for :func:`~.projection.project`.

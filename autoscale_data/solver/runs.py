@@ -13,6 +13,7 @@ instead and converted with ``log``. ``seed`` and ``label`` are optional. Olmix's
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -190,14 +191,6 @@ class RunTable:
         """Validation loss (nats), shape ``(runs, val domains)`` in ``val_domains`` order."""
         return np.array([[r.loss[d] for d in self.val_domains] for r in self.runs], dtype=np.float64)
 
-    def concat(self, other: RunTable) -> RunTable:
-        """Runs of both tables (domains must agree, run ids must not collide)."""
-        if set(other.train_domains) != set(self.train_domains):
-            raise ValueError(
-                f"training domains differ between tables: {_domain_diff(other.train_domains, self.train_domains)}"
-            )
-        return RunTable(self.runs + other.runs)
-
     # ------------------------------------------------------------------ CSV
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> RunTable:
@@ -272,8 +265,6 @@ class RunTable:
         """Write the table as CSV (atomically); ``metric="ppl"`` writes ``ppl.<d>`` = exp(loss)."""
         if metric not in ("loss", "ppl"):
             raise ValueError(f"metric must be 'loss' or 'ppl', got {metric!r}")
-        import io
-
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["run", "seed", "label"] + [f"tokens.{d}" for d in self.train_domains]

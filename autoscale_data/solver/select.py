@@ -18,10 +18,7 @@ evidence in the user's own runs:
   the second-largest budget, scored the same way) by more than :func:`backtest_margin`: a one-sided
   test at 2.5% over the projections scored (Bonferroni: ``z = 2.39`` for three) on the standard
   deviation of the score difference (``√2 σ`` for two runs' objectives; the law's noise for two
-  predictions of one law); the best such projection wins. Otherwise: the observed mix. (Until
-  2026-11-28 the margin was twice the noise of one run, ``z = 1.41`` on a difference of two runs
-  with no allowance for taking the best of three: on published three-checkpoint windows it chose a
-  projection that lost 0.069 nats to the observed mix; docs/solver.md.)
+  predictions of one law); the best such projection wins. Otherwise: the observed mix.
 * **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
   the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
   target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
@@ -30,10 +27,8 @@ evidence in the user's own runs:
   residual standard deviation against theirs), and (b) its predicted gain over the observed mix exceeds twice its standard
   deviation (the delta method over the fit; infinite where it rests on what the runs do not
   determine) and twice the noise of one run; the larger gain wins. Otherwise: the observed mix,
-  with the numbers. Without (a) the fit's uncertainty cannot be trusted: on 1,278 published
-  two-checkpoint windows (one seed each) every threshold on (b) alone that ever chose a projection
-  lost beyond noise somewhere, and so did the rule before 2026-11-27 (a share trend beyond twice its
-  uncertainty, which tests that a trend exists, not that following it helps; docs/solver.md).
+  with the numbers. Without (a) the fit's uncertainty cannot be trusted (docs/solver.md: on published
+  two-checkpoint windows every threshold on (b) alone that ever chose a projection lost beyond noise).
 * **one budget, or no projection could be fitted:** the observed mix, with the reason.
 
 The observed candidate (:func:`observed_best`) is the lowest-objective run of the largest budget for
@@ -379,7 +374,6 @@ class Selection(Record):
             raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
         if self.rule not in RULES:
             raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
-
 
 
 def _gain_json(e: GainEstimate | str) -> dict[str, Any]:

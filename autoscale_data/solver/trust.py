@@ -37,7 +37,7 @@ from .._records import Record
 from .design import run_objective
 from .joint import JointFit
 from .runs import RunTable
-from .select import noise_estimate, table_budget
+from .select import _shares, noise_estimate, table_budget
 from .vocabulary import DEFAULT_OBJECTIVE
 
 __all__ = [
@@ -183,12 +183,6 @@ def seeds_needed(noise: float | None, gap: float | None) -> int | None:
     if noise is None or gap is None or not gap > 0 or not math.isfinite(noise):
         return None
     return max(2, math.ceil(2.0 * (SEED_Z * noise / gap) ** 2 - 1e-9))
-
-
-def _shares(table: RunTable) -> np.ndarray:
-    tok = table.tokens_matrix()
-    tot = tok.sum(axis=1, keepdims=True)
-    return np.divide(tok, tot, out=np.zeros_like(tok), where=tot > 0)
 
 
 def _mixes(table: RunTable, objective: str, val_domains: ValDomains) -> list[list[float]]:

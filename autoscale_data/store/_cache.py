@@ -17,7 +17,7 @@ try:  # POSIX only; without it concurrent processes may evict each other's fresh
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CACHE_ENV", "cache_lock", "cache_usage_bytes", "default_cache_dir", "evict_for", "locked", "pin"]
+__all__ = ["CACHE_ENV", "cache_usage_bytes", "default_cache_dir", "evict_for", "locked", "pin"]
 
 CACHE_ENV = "AUTOSCALE_DATA_CACHE"
 _SHARD_SUFFIX = ".bin"
@@ -72,15 +72,10 @@ def locked(path: Path, *, create: bool = False) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def cache_lock(root: Path) -> contextlib.AbstractContextManager[None]:
-    """An exclusive lock on the cache root, across processes (``root/.lock``)."""
-    return locked(root / ".lock", create=True)
-
-
 def evict_for(root: Path, limit: int | None, incoming: int) -> None:
     """Delete least-recently-used unpinned shards until ``incoming`` more bytes fit under ``limit``.
 
-    Call with :func:`cache_lock` held. Warns (``ResourceWarning``) when pinned shards alone leave
+    Call with the cache root's lock (``locked(root / ".lock", create=True)``) held. Warns (``ResourceWarning``) when pinned shards alone leave
     no room; the caller then proceeds anyway.
     """
     if limit is None:

@@ -36,14 +36,8 @@ def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndar
     ids = tokenizer.encode_batch(texts)
     lengths = np.fromiter((a.size + 1 for a in ids), dtype=np.int64, count=len(ids))
     dtype = np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.uint32
-    out = np.empty(int(lengths.sum()), dtype=dtype)
-    pos = 0
-    for a in ids:
-        out[pos : pos + a.size] = a
-        pos += a.size
-        out[pos] = tokenizer.eos_id
-        pos += 1
-    return out, lengths
+    eos = np.array([tokenizer.eos_id], dtype=dtype)
+    return np.concatenate([part for a in ids for part in (a, eos)], dtype=dtype, casting="unsafe"), lengths
 
 
 def _batches(docs: Iterator[str]) -> Iterator[list[str]]:

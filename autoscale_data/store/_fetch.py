@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import BinaryIO
 
-__all__ = ["PERMANENT_ERRORS", "is_remote_url", "join_url", "open_source", "stream_to"]
+__all__ = ["PERMANENT_ERRORS", "is_remote_url", "join_url", "stream_to"]
 
 _CHUNK = 1 << 20
 _LOCAL_SCHEMES = ("", "file")
@@ -113,18 +113,11 @@ def _stream_fsspec(url: str, out: BinaryIO, timeout_s: float, on_chunk: Callable
         return _copy(lambda: fh.read(_CHUNK), out, on_chunk)
 
 
-def open_source(url: str) -> Callable[[str, BinaryIO, float, Callable[[bytes], None]], int]:
-    """The transport function for ``url``'s scheme."""
+def stream_to(url: str, out: BinaryIO, *, timeout_s: float, on_chunk: Callable[[bytes], None]) -> int:
+    """Write the bytes at ``url`` to ``out`` with the transport of its scheme, calling ``on_chunk`` on each
+    block; returns the byte count."""
     scheme = _scheme(url)
-    if scheme in ("http", "https"):
-        return _stream_http
-    if scheme == "pipe":
-        return _stream_pipe
     if scheme in _LOCAL_SCHEMES:
         raise ValueError(f"{url!r} is a local path, not a remote URL")
-    return _stream_fsspec
-
-
-def stream_to(url: str, out: BinaryIO, *, timeout_s: float, on_chunk: Callable[[bytes], None]) -> int:
-    """Write the bytes at ``url`` to ``out``, calling ``on_chunk`` on each block; returns the byte count."""
-    return open_source(url)(url, out, timeout_s, on_chunk)
+    stream = {"http": _stream_http, "https": _stream_http, "pipe": _stream_pipe}.get(scheme, _stream_fsspec)
+    return stream(url, out, timeout_s, on_chunk)

@@ -2,20 +2,12 @@
 
 :func:`register_in_place` writes ``STORE_DIR/manifest.json`` for data in one of the formats of
 :mod:`autoscale_data.store.formats`; :func:`register_domains` registers several as the domains of a
-``prepare`` output directory. The store then reads those files like any other (sizes on open,
-SHA-256 on a shard's first read, dtype and vocabulary). User guide: docs/prepare.md.
-
-Documents become sequences as in a ``prepare`` store (a split's documents concatenated in file
-order), but no EOS is inserted: registration counts the documents that end with it
-(``source.documents_ending_with_eos``) and warns when some do not.
+``prepare`` output directory. User guide (documents without inserted EOS, the checks): docs/prepare.md.
 
 Validation split: the format's separate validation data when given; otherwise the last
 ``num_documents // holdout_every`` documents (at least one of two or more), a contiguous tail.
-
 Shards are byte ranges of at most ``shard_tokens`` tokens, each with its own SHA-256 (a ``datasets``
-record batch is never merged with the next one). Registration reads every token once; opening the
-store reads the manifest and stats the files. A split's ``data_dir`` is relative to ``store_dir``
-(moving both together keeps the store valid); the data is never written to.
+record batch is never merged with the next one); a split's ``data_dir`` is relative to ``store_dir``.
 """
 
 from __future__ import annotations
@@ -108,15 +100,11 @@ class InPlaceDomain:
                 raise ValueError(f"options {self.options!r} given for format {fmt.name!r}, which takes "
                                  f"{fmt.options.__name__}")
 
-    def resolve(self) -> tuple[InPlaceFormat, Any]:
-        """The format (found from ``source`` when not given) and its options (defaults when not given)."""
-        fmt = get_format(self.format) if self.format is not None else detect_format(self.source)
-        return fmt, self.options if self.options is not None else fmt.options()
-
     def open(self) -> tuple[InPlaceSource, InPlaceSource | None]:
-        """(train data, separate validation data or None)."""
-        fmt, options = self.resolve()
-        return fmt.open(Path(self.source), options)
+        """(train data, separate validation data or None), read by the format (found from ``source`` when
+        not given) with its options (defaults when not given)."""
+        fmt = get_format(self.format) if self.format is not None else detect_format(self.source)
+        return fmt.open(Path(self.source), self.options if self.options is not None else fmt.options())
 
 
 def _take_documents(segments: Sequence[Segment], first: int, stop: int, itemsize: int) -> list[Segment]:
@@ -153,9 +141,8 @@ def _plan(segments: Sequence[Segment], itemsize: int, shard_tokens: int, directo
         total = int(ends[-1]) if ends.size else 0
         for a in range(0, total, shard_tokens):
             b = min(a + shard_tokens, total)
-            docs = int(np.searchsorted(ends, b, side="right") - np.searchsorted(ends, a, side="right"))
-            if a == 0:
-                docs += int(np.searchsorted(ends, 0, side="right"))
+            before = int(np.searchsorted(ends, a, side="right")) if a else 0  # from 0: empty documents too
+            docs = int(np.searchsorted(ends, b, side="right")) - before
             ranges.append(_Range(directory / seg.file, seg.offset + a * itemsize, b - a, docs, seg.file_bytes,
                                  ends[(ends > a) & (ends <= b)] - a))
     return ranges

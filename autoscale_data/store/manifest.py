@@ -220,10 +220,7 @@ def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
     """``": ... register it first with prepare --from-megatron ..."`` when ``store_dir`` is a Megatron prefix
     (``PREFIX.bin``/``.idx`` exist) or a folder holding ``.idx`` files; ``""`` otherwise."""
     store_dir = Path(store_dir)
-    text = os.fspath(store_dir)
-    for suffix in (".bin", ".idx"):
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
+    text = os.fspath(store_dir).removesuffix(".bin").removesuffix(".idx")
     if Path(text + ".bin").is_file() or Path(text + ".idx").is_file():
         prefixes = [text]
     elif store_dir.is_dir():

@@ -10,16 +10,9 @@ skipped and not numbered); document ``j`` goes to the ``val`` split when
 If that gives a domain no validation document and it has at least two documents, its last
 document goes to ``val`` instead. A domain of one document has no validation split.
 
-Parallelism and determinism: batches of documents are tokenized in ``workers`` processes and
-written in input order by this process, so the store is byte-identical for any worker count.
-
-Atomicity and resumption: a domain's shards are written under temporary names and its manifest
-last (:class:`~autoscale_data.store.writer.StoreWriter`); a killed prepare leaves no manifest, so
-no partial store validates. ``manifest.source["fingerprint"]`` hashes the input files (paths
-relative to the input, sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field
-and the shard size; a re-run skips every domain whose finished store has the same fingerprint and
-rewrites the others. ``source["path"]`` is the input relative to the store, so a copied folder
-(corpus and stores) is still prepared.
+Workers (byte-identical output for any count), atomic writes and re-runs: docs/prepare.md. A re-run skips
+a domain whose ``manifest.source["fingerprint"]`` is unchanged: it hashes the input files (paths relative to
+the input, sizes, mtimes), the tokenizer fingerprint, the holdout rule, the text field and the shard size.
 ``OUT/prepare.json`` (written atomically at the end) lists the prepared domains.
 """
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import hashlib
+import itertools
 import multiprocessing
 import multiprocessing.context
 import os
@@ -80,13 +81,14 @@ def _sha256_of(fh: Any, nbytes: int | None = None) -> str:
     return digest.hexdigest()
 
 
-def check_checksum(path: Path, sha256: str, offset: int = 0, nbytes: int | None = None) -> None:
-    """Raise ``ValueError`` unless the SHA-256 of the file (or of ``nbytes`` bytes from ``offset``) is ``sha256``.
+def _check_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
+    """Raise ``ValueError`` unless the SHA-256 of the shard (its file, or its byte range) is the manifest's.
 
     Each (file, range) is hashed at most once per process. While hashing, the file is locked
     (``flock``), so processes checking the same shard at the same time hash it once between them
     when they share flags (see :class:`TokenSplit`).
     """
+    offset, nbytes = shard.offset, shard.num_tokens * itemsize if shard.in_place else None
     with open(path, "rb") as fh:
         stat = os.fstat(fh.fileno())
         key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None else nbytes)
@@ -94,15 +96,11 @@ def check_checksum(path: Path, sha256: str, offset: int = 0, nbytes: int | None 
         if digest is None:
             fh.seek(offset)
             digest = _sha256_of(fh, nbytes)
-        if digest != sha256:
+        if digest != shard.sha256:
             where = "" if nbytes is None else f" (bytes {offset}..{offset + nbytes})"
             raise ValueError(f"shard {os.fspath(path)!r}{where} is corrupted: its sha256 is {digest}, "
-                             f"the manifest says {sha256}")
+                             f"the manifest says {shard.sha256}")
         _VERIFIED[key] = digest
-
-
-def _check_shard_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
-    check_checksum(path, shard.sha256, shard.offset, shard.num_tokens * itemsize if shard.in_place else None)
 
 
 class ShardFiles:
@@ -157,9 +155,8 @@ class TokenSplit:
         self._files = files
         self._verify: Verify = verify
         self._infos = tuple(s for s in split.shards if s.num_tokens)
-        self.offsets = np.concatenate([[0], np.cumsum([s.num_tokens for s in self._infos])]).astype(np.int64)
-        self._bounds: list[int] = self.offsets.tolist()  # the same, as ints (bisect without numpy)
-        self.num_tokens = int(self._bounds[-1])
+        self._bounds = [0, *itertools.accumulate(s.num_tokens for s in self._infos)]  # shard starts, then the end
+        self.num_tokens = self._bounds[-1]
         self._maps: list[np.ndarray | None] = [None] * len(self._infos)
         self._only: np.ndarray | None = None  # the map, once mapped, when the split has exactly one shard
         self._checked = _shared_flags(len(self._infos)) if verify == "checksum" else None
@@ -169,10 +166,6 @@ class TokenSplit:
     def num_shards(self) -> int:
         """Non-empty shards of the split."""
         return len(self._infos)
-
-    def mapped(self) -> int:
-        """How many shards this process has mapped so far."""
-        return sum(m is not None for m in self._maps)
 
     def shard(self, k: int) -> np.ndarray:
         """Shard ``k``'s tokens (a read-only array over its memory map; mapped, checked, fetched on first use)."""
@@ -213,7 +206,7 @@ class TokenSplit:
             return
         with locked(path):
             if not flags[k]:  # another worker may have checked it while this one waited
-                _check_shard_checksum(path, info, self.dtype.itemsize)
+                _check_checksum(path, info, self.dtype.itemsize)
                 flags[k] = 1
 
     def verify(self) -> None:
@@ -227,7 +220,7 @@ class TokenSplit:
             path, fresh = self._files.local_path(info)
             if not fresh:
                 _check_file(path, info, self.dtype.itemsize, "size")
-                _check_shard_checksum(path, info, self.dtype.itemsize)
+                _check_checksum(path, info, self.dtype.itemsize)
             self._mark_checked(k)
 
     # ----------------------------------------------------------------- tokens

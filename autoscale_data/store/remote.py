@@ -1,36 +1,10 @@
 """Stores behind a URL: shards fetched on first touch into a local, checksummed, size-bounded cache.
 
-``open_store("https://host/stores/web", cache_dir=..., cache_limit_bytes=...)`` downloads the
-store's ``manifest.json`` and returns a :class:`RemoteTokenStore` (a :class:`TokenStore`, so every
-consumer — the mixture dataset included — takes it unchanged). A shard is downloaded the first
-time one of its tokens is read, verified against the manifest's SHA-256, and memory-mapped from the
-cache; once cached it is read exactly like a local store (the same ``np.memmap`` slices).
-
-The manifest is input from elsewhere: it is checked when read, before anything else is fetched
-(shard names must be plain file names, see :func:`~autoscale_data.store.manifest.check_file_name`;
-``.``, ``..``, separators, control characters and over-long names are refused with a ``ValueError``
-naming the manifest's URL).
-
-URLs: ``http://`` and ``https://`` (urllib), ``pipe:COMMAND`` with a ``{file}`` placeholder (the
-webdataset convention: the command writes the file to stdout, e.g. ``pipe:aws s3 cp
-s3://bucket/web/{file} -``), and any other ``scheme://`` through fsspec (``s3://``, ``gs://``, …;
-needs fsspec and its backend). Local paths and ``file://`` URLs open a plain :class:`TokenStore`.
-
-The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``:
-
-* a download goes to a temporary file, is checked (size, SHA-256) and renamed into place, so a
-  cached shard is always complete; a mismatch is retried ``retries`` times with exponential
-  back-off, then reported as a ``ValueError`` naming the URL and both digests;
-* next to each shard, ``<file>.sha256`` records the digest it was verified against; a store
-  rewritten upstream (new digest) is re-downloaded;
-* eviction is least-recently-used by the total size of the shards under ``CACHE_DIR`` (all
-  stores together), run before each download. "Used" is the file's mtime, set when the shard is
-  downloaded and each time a process maps it. A shard memory-mapped by a live store in *this*
-  process is never evicted (mappings are tracked with weak references); other processes' mappings
-  are not visible, and evicting a file they map is harmless on POSIX (their mapping stays valid,
-  the disk space returns when they drop it). If the pinned shards alone exceed the limit, the
-  download proceeds and a ``ResourceWarning`` says so: the limit bounds the cache, not a working
-  set that does not fit in it.
+User guide (URLs, retries, the checks on a manifest from elsewhere, eviction and pinning): docs/ecosystem.md,
+"Stores behind a URL". The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``, holds each shard complete (downloaded
+to a temporary file, checked, renamed) beside ``<file>.sha256``, the digest it was verified against (a store
+rewritten upstream is downloaded again). Eviction is least-recently-used over all stores; "used" is the
+file's mtime, set at download and (at most every ``_TOUCH_S``) when a process maps the shard.
 """
 
 from __future__ import annotations
@@ -52,9 +26,9 @@ import numpy as np
 
 from .._checks import check_int, check_number
 from .._io import atomic_write_bytes, atomic_write_text
-from ._cache import CACHE_ENV, cache_lock, cache_usage_bytes, default_cache_dir, evict_for, locked, pin
+from ._cache import CACHE_ENV, cache_usage_bytes, default_cache_dir, evict_for, locked, pin
 from ._fetch import PERMANENT_ERRORS, is_remote_url, join_url, stream_to
-from .manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from .manifest import MANIFEST_NAME, Manifest, ShardInfo
 from .reader import ShardFiles, TokenStore, Verify
 
 __all__ = [
@@ -74,15 +48,7 @@ _TOUCH_S = 60.0  # a shard's last-use time is refreshed at most this often
 
 @dataclass(frozen=True)
 class RemoteConfig:
-    """Where and how remote shards are cached and fetched.
-
-    Args:
-        cache_dir: cache root (default :func:`default_cache_dir`).
-        cache_limit_bytes: bound on the total size of cached shards, or None for no bound.
-        retries: extra attempts after a failed or corrupted download.
-        backoff_s: sleep before retry ``i`` is ``backoff_s * 2**i`` seconds (capped at 30 s).
-        timeout_s: network / pipe inactivity timeout per attempt.
-    """
+    """Where and how remote shards are cached and fetched: :func:`open_store`'s settings of the same names."""
 
     cache_dir: str | None = None
     cache_limit_bytes: int | None = None
@@ -107,13 +73,11 @@ class RemoteStore:
     """One store behind a URL and its directory in the local cache.
 
     Args:
-        url: the store's URL (the directory holding ``manifest.json``; see the module docstring).
+        url: the store's URL (the directory holding ``manifest.json``; the forms: :mod:`._fetch`).
         config: cache and retry settings.
-        manifest_json: an already-fetched manifest (used when a store is pickled to a worker).
     """
 
-    def __init__(self, url: str, config: RemoteConfig | None = None, *,
-                 manifest_json: bytes | None = None) -> None:
+    def __init__(self, url: str, config: RemoteConfig | None = None) -> None:
         if not is_remote_url(url):
             raise ValueError(f"{url!r} is not a remote URL (expected http(s)://, pipe:…{{file}}…, or an "
                              "fsspec scheme such as s3://); open local stores with TokenStore")
@@ -122,10 +86,10 @@ class RemoteStore:
         self.root = self.config.root
         self.local_dir = self.root / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
         self.local_dir.mkdir(parents=True, exist_ok=True)
-        self.manifest_json = manifest_json if manifest_json is not None else self._fetch_manifest()
+        manifest_json = self._fetch_manifest()
         where = join_url(url, MANIFEST_NAME)
         try:
-            self.manifest = Manifest.from_json(json.loads(self.manifest_json))
+            self.manifest = Manifest.from_json(json.loads(manifest_json))
         except json.JSONDecodeError as exc:
             raise ValueError(f"manifest at {where} is not valid JSON: {exc}") from exc
         except ValueError as exc:  # a bad field, e.g. a shard name that is no plain file name
@@ -210,7 +174,7 @@ class RemoteStore:
         tmp = Path(tmp_name)
         try:
             self._download(url, sha256, size, into=tmp)
-            with cache_lock(self.root):
+            with locked(self.root / ".lock", create=True):  # the cache root's lock, across processes
                 evict_for(self.root, self.config.cache_limit_bytes, size)
                 stamp = path.with_name(file + ".sha256")
                 stamp.unlink(missing_ok=True)  # a stale file is never "cached" under the new digest
@@ -218,19 +182,6 @@ class RemoteStore:
                 atomic_write_text(stamp, sha256 + "\n")  # the stamp commits the download
         finally:
             tmp.unlink(missing_ok=True)
-
-    def prefetch(self, splits: tuple[str, ...] = ("train", "val")) -> None:
-        """Download every shard of ``splits`` now (instead of on first touch)."""
-        for split in splits:
-            for shard in self.manifest.splits.get(split, SplitInfo()).shards:
-                self.fetch(shard.file, shard.sha256, shard.num_tokens)
-
-    def open(self, *, verify: Verify = "checksum", prefetch: bool = False) -> RemoteTokenStore:
-        """A :class:`RemoteTokenStore` reading through this cache (all shards mapped now if ``prefetch``)."""
-        store = RemoteTokenStore(self, verify=verify)
-        if prefetch:
-            store.prefetch()
-        return store
 
 
 class CachedShards(ShardFiles):
@@ -300,7 +251,7 @@ def open_store(
     backoff_s: float = 0.5,
     timeout_s: float = 60.0,
 ) -> TokenStore:
-    """Open a store from a local path, a ``file://`` URL or a remote URL (see the module docstring).
+    """Open a store from a local path, a ``file://`` URL or a remote URL (docs/ecosystem.md).
 
     Args:
         path_or_url: the store directory or URL; a :class:`TokenStore` is returned as is.
@@ -310,7 +261,7 @@ def open_store(
         cache_limit_bytes: bound on the cache's total shard bytes (LRU eviction), None for none.
         prefetch: download every shard now instead of on first touch.
         retries: extra attempts per download after a failure or checksum mismatch.
-        backoff_s: base of the exponential back-off between attempts.
+        backoff_s: the sleep before retry ``i`` is ``backoff_s * 2**i`` seconds (capped at 30 s).
         timeout_s: network / pipe inactivity timeout per attempt.
 
     Returns:
@@ -321,7 +272,8 @@ def open_store(
     if isinstance(path_or_url, str) and is_remote_url(path_or_url):
         config = RemoteConfig(None if cache_dir is None else os.fspath(cache_dir), cache_limit_bytes,
                               retries, backoff_s, timeout_s)
-        return RemoteStore(path_or_url, config).open(verify=verify, prefetch=prefetch)
+        store = RemoteTokenStore(RemoteStore(path_or_url, config), verify=verify)
+        return store.prefetch() if prefetch else store
     path = os.fspath(path_or_url)
     if path.startswith("file://"):
         path = path[len("file://"):]

@@ -273,16 +273,7 @@ def iter_documents(path: str | os.PathLike[str], text_field: str = "text",
         ValueError: unsupported or unreadable input; malformed records (message names file and line).
     """
     ext = text_extensions(text_ext)
+    readers = {".jsonl": _iter_jsonl, ".txt": lambda p, _: _iter_txt(p), ".parquet": _iter_parquet}
     for source in list_sources(path, ext):
-        if source.is_dir():
-            yield from _iter_hf(source, text_field)
-            continue
-        suffix = _suffix(source, ext)
-        if suffix == ".jsonl":
-            yield from _iter_jsonl(source, text_field)
-        elif suffix == ".txt":
-            yield from _iter_txt(source)
-        elif suffix == ".parquet":
-            yield from _iter_parquet(source, text_field)
-        else:
-            yield from _iter_tar(source, text_field)
+        read = _iter_hf if source.is_dir() else readers.get(_suffix(source, ext), _iter_tar)  # the rest: tar
+        yield from read(source, text_field)

@@ -182,10 +182,9 @@ def _find_eos(tok: Any, directory: Path, eos: str | int | None, spec: str) -> in
         if found is None:
             raise ValueError(f"EOS token {eos!r} is not in the vocabulary of tokenizer {spec!r}")
         return int(found)
-    looked = []
-    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+    config_files = ("tokenizer_config.json", "special_tokens_map.json")
+    for name in config_files:
         path = directory / name
-        looked.append(name)
         if path.is_file():
             try:
                 text = _token_text(json.loads(path.read_text("utf-8")).get("eos_token"))
@@ -202,7 +201,7 @@ def _find_eos(tok: Any, directory: Path, eos: str | int | None, spec: str) -> in
         if candidate in special:
             return int(tok.token_to_id(candidate))
     raise ValueError(
-        f"tokenizer {spec!r} has no EOS token: none in {' / '.join(looked)} and no special token among "
+        f"tokenizer {spec!r} has no EOS token: none in {' / '.join(config_files)} and no special token among "
         f"{list(_EOS_CANDIDATES)} (its special tokens: {sorted(special)}); pass one with --eos TOKEN")
 
 
@@ -277,9 +276,7 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, out_path: str | o
 
 
 def _describe(item: Any) -> tuple[str, TokenizerInfo]:
-    if isinstance(item, Manifest):
-        return item.name, item.tokenizer
-    manifest = getattr(item, "manifest", None)
+    manifest = item if isinstance(item, Manifest) else getattr(item, "manifest", None)
     if isinstance(manifest, Manifest):
         return manifest.name, manifest.tokenizer
     raise TypeError(f"expected a TokenStore or a Manifest, got {type(item).__name__}")

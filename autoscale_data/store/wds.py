@@ -25,7 +25,6 @@ verbatim, so the imported store is bit-identical to the exported one.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -41,6 +40,7 @@ from .._checks import check_int
 from .._io import atomic_write_json, atomic_write_text, fsync_dir
 from .manifest import MANIFEST_NAME, Manifest, ShardInfo
 from .reader import TokenStore
+from .writer import ShardFile
 
 __all__ = ["WDS_FORMAT", "WDS_INDEX", "WdsExport", "export_webdataset", "import_webdataset", "iter_wds_samples"]
 
@@ -202,40 +202,24 @@ def iter_wds_samples(tar_path: str | os.PathLike[str]) -> Iterator[tuple[str, di
         raise ValueError(f"{os.fspath(tar_path)!r}: samples {sorted(pending)[:5]} lack their .npy or .json member")
 
 
-class _ShardBuilder:
+class _ShardBuilder(ShardFile):
+    """A shard rebuilt from tars: renamed into place only when its SHA-256 is the manifest's (``info``)."""
+
     def __init__(self, path: Path, info: ShardInfo) -> None:
-        self.path, self.info = path, info
-        self.tmp = path.with_name(f".{path.name}.tmp")
-        self.fh: BinaryIO = open(self.tmp, "wb")
-        self.digest = hashlib.sha256()
-        self.num_tokens = 0
+        super().__init__(path)
+        self.info = info
 
-    def write(self, tokens: np.ndarray) -> None:
-        data = tokens.tobytes()
-        self.fh.write(data)
-        self.digest.update(data)
-        self.num_tokens += tokens.size
-
-    def finish(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
-        got = self.digest.hexdigest()
-        if got != self.info.sha256:
+    def check(self, info: ShardInfo) -> None:
+        if info.sha256 != self.info.sha256:
             self.tmp.unlink(missing_ok=True)
-            raise ValueError(f"imported shard {self.info.file!r} has sha256 {got}, the manifest says "
+            raise ValueError(f"imported shard {self.info.file!r} has sha256 {info.sha256}, the manifest says "
                              f"{self.info.sha256}: the tars do not hold this store's data")
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        self.fh.close()
-        self.tmp.unlink(missing_ok=True)
 
 
 def _next_builder(out: Path, shards: list[ShardInfo], k: int) -> tuple[int, _ShardBuilder | None]:
     """Create the empty shards from ``k`` on, then open the next shard that expects tokens."""
     while k < len(shards) and shards[k].num_tokens == 0:
-        _ShardBuilder(out / shards[k].file, shards[k]).finish()
+        _ShardBuilder(out / shards[k].file, shards[k]).close()
         k += 1
     return k, (_ShardBuilder(out / shards[k].file, shards[k]) if k < len(shards) else None)
 
@@ -258,12 +242,12 @@ def _import_split(src: Path, out: Path, tar_names: list[str], split: str, shards
                     raise ValueError(f"{where} holds shard {meta.get('shard')!r} offset {meta.get('offset')} "
                                      f"dtype {tokens.dtype}, expected {expected[0]!r} offset {expected[1]} "
                                      f"dtype {dtype}")
-                builder.write(tokens)
+                builder.write(tokens.tobytes(), tokens.size, 0)
                 if builder.num_tokens > builder.info.num_tokens:
                     raise ValueError(f"{where} overruns shard {builder.info.file!r} "
                                      f"({builder.info.num_tokens} tokens)")
                 if builder.num_tokens == builder.info.num_tokens:
-                    builder.finish()
+                    builder.close()
                     k, builder = _next_builder(out, shards, k + 1)
         if builder is not None:
             raise ValueError(f"the tars of split {split!r} end inside shard {builder.info.file!r} "

@@ -15,12 +15,14 @@ from .._checks import check_int
 from .._io import fsync_dir
 from .manifest import Manifest, ShardInfo, SplitInfo, TokenizerInfo, dtype_for_vocab, write_manifest
 
-__all__ = ["DEFAULT_SHARD_TOKENS", "StoreWriter"]
+__all__ = ["DEFAULT_SHARD_TOKENS", "ShardFile", "StoreWriter"]
 
 DEFAULT_SHARD_TOKENS = 1 << 27  # 128M tokens: 256 MB of uint16 per shard
 
 
-class _OpenShard:
+class ShardFile:
+    """One shard being written: into ``NAME.tmp``, hashed as written, renamed to ``path`` by :meth:`close`."""
+
     def __init__(self, path: Path) -> None:
         self.final = path
         self.tmp = path.with_name(path.name + ".tmp")
@@ -39,15 +41,17 @@ class _OpenShard:
         self.fh.flush()
         os.fsync(self.fh.fileno())
         self.fh.close()
+        info = ShardInfo(self.final.name, self.num_tokens, self.num_documents, self.digest.hexdigest())
+        self.check(info)
         os.replace(self.tmp, self.final)
-        return ShardInfo(self.final.name, self.num_tokens, self.num_documents, self.digest.hexdigest())
+        return info
+
+    def check(self, info: ShardInfo) -> None:
+        """Hook: raise to keep the written file from being renamed into place."""
 
     def abort(self) -> None:
         self.fh.close()
-        try:
-            os.unlink(self.tmp)
-        except FileNotFoundError:
-            pass
+        self.tmp.unlink(missing_ok=True)
 
 
 class StoreWriter:
@@ -78,24 +82,22 @@ class StoreWriter:
             raise ValueError(f"invalid domain name {name!r}: expected a plain non-empty name")
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        manifest = self.dir / "manifest.json"
-        if manifest.exists():
-            manifest.unlink()  # rewriting a store: it is not valid until the new manifest lands
+        (self.dir / "manifest.json").unlink(missing_ok=True)  # not a store until the new manifest lands
         self.name = name
         self.tokenizer = tokenizer
         self.dtype = np.dtype(dtype_for_vocab(tokenizer.vocab_size)).newbyteorder("<")
         self.shard_tokens = shard_tokens
         self.holdout = dict(holdout or {})
         self.source = dict(source or {})
-        self._open: dict[str, _OpenShard] = {}
+        self._open: dict[str, ShardFile] = {}
         self._done: dict[str, list[ShardInfo]] = {"train": [], "val": []}
         self._closed = False
 
-    def _shard(self, split: str) -> _OpenShard:
+    def _shard(self, split: str) -> ShardFile:
         shard = self._open.get(split)
         if shard is None:
             index = len(self._done.setdefault(split, []))
-            shard = _OpenShard(self.dir / f"{split}-{index:05d}.bin")
+            shard = ShardFile(self.dir / f"{split}-{index:05d}.bin")
             self._open[split] = shard
         return shard
 
@@ -135,9 +137,8 @@ class StoreWriter:
             part, arr = arr[:room], arr[room:]
             stop = pos + part.size
             # documents whose last token lies in (pos, stop]; empty ones at the very start count here
-            docs = int(np.searchsorted(ends, stop, side="right") - np.searchsorted(ends, pos, side="right"))
-            if pos == 0:
-                docs += int(np.searchsorted(ends, 0, side="right"))
+            before = int(np.searchsorted(ends, pos, side="right")) if pos else 0
+            docs = int(np.searchsorted(ends, stop, side="right")) - before
             shard.write(part.tobytes(), part.size, docs)
             pos = stop
             if shard.num_tokens >= self.shard_tokens:

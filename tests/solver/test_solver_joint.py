@@ -70,7 +70,7 @@ def test_recovers_random_laws_from_two_budgets(seed, m):
     assert _vec(fit.gamma) == pytest.approx(gamma, rel=1e-4)
     assert _vec(fit.n0) == pytest.approx(n0, rel=1e-4)
     # the fit's token scale is the base at the smallest budget; the amplitude follows it
-    s_fit = _vec(fit.scale_tokens)
+    s_fit = _vec({d: t.scale_tokens for d, t in fit.law.items()})
     assert _vec(fit.amplitude) == pytest.approx(amp * (s_fit / scale) ** -gamma, rel=1e-4)
     truth = _true_allocation(n0, gamma, amp, scale, 1e8) / 1e8
     assert _vec(fit.weights) == pytest.approx(truth, abs=1e-6)

@@ -87,7 +87,7 @@ def test_http_store_reads_same_tokens_on_demand(tmp_path: Path, serve) -> None:
     assert sorted(handler.requests[2:]) == ["web/train-00001.bin", "web/train-00002.bin"]
     np.testing.assert_array_equal(store.val.tokens(0, 300), local.val.tokens(0, 300))
     # every shard bit-identical to the source once cached; a second open downloads nothing more
-    store.remote.prefetch()
+    store.prefetch()
     for shard in local.manifest.splits["train"].shards:
         assert (store.path / shard.file).read_bytes() == (local.path / shard.file).read_bytes()
     n_requests = len(handler.requests)

@@ -1,11 +1,5 @@
-"""The report's comparison of mixing methods: the paper's table for the user's own runs.
-
-Per method of the plan (``fits/methods.json``, see :mod:`.methods`): the final target objective (mean ±
-seed std and per seed), the per-domain losses and the worst domain, the tokens AutoScale saved to reach
-its final value (the report's ``tokens_saved``), whether it beats uniform beyond seed noise
-(:func:`~autoscale_data.runner.reporting.metrics.paired_verdict`, paired by seed), and what choosing the mix cost:
-the tokens and wall time of the runs it needed, and their ratio to one target run.
-"""
+"""The report's comparison of mixing methods (``fits/methods.json``, see :mod:`.methods`): the paper's table for
+the user's own runs, each method's results beside what choosing its mix cost."""
 
 from __future__ import annotations
 
@@ -90,11 +84,6 @@ def _verdict(v: dict[str, Any] | None) -> str:
             f"{v['ci_high']:+.4f}]; {seeds})")
 
 
-def _downstream(r: Report, name: str) -> str:
-    cells = downstream_cells(r, name)
-    return "" if cells is None else f" {cells[0]} | {cells[1]} |"
-
-
 def comparison_markdown(r: Report) -> list[str]:
     """``report.md``'s section "Mixing methods compared" (empty without a comparison)."""
     c = r.comparison
@@ -125,14 +114,13 @@ def _method_row(r: Report, name: str, row: MethodRow) -> str:
     cost = row.cost
     ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
     wall_ratio = "–" if cost.wall_ratio is None else f"{cost.wall_ratio:.2f}"
-    costs = f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |" + _downstream(r, name)
+    costs = f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |" + downstream_cells(r, name)
     ms = row.objective_value
     if ms is None:
         return f"| {name} | {f'not trained: {row.skipped}' if row.skipped else 'not finished'} | – | – | – | – | {costs}"
-    value = f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
     seeds = ", ".join(f"s{k} {v:.4f}" for k, v in row.per_seed.items())
     worst = f"{row.worst_domain} {row.losses[row.worst_domain].mean:.4f}" if row.worst_domain else "–"
-    return f"| {name} | {value} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | {costs}"
+    return f"| {name} | {ms.text()} | {seeds} | {_saved(r, name)} | {_verdict(row.vs_uniform)} | {worst} | {costs}"
 
 
 def _domain_losses(rows: dict[str, MethodRow], doms: list[str]) -> list[str]:

@@ -1,9 +1,7 @@
 """The report's "Downstream tasks" section: the zero-shot tasks of every target mix (config ``eval.tasks``).
 
-Reads ``OUT/runs/<id>/downstream.json`` of the finished target runs (written by
-:mod:`~autoscale_data.runner.training.downstream`), averages each task over seeds, and judges each mix
-against uniform and against AutoScale on the bits per byte averaged over the tasks, paired by seed, with
-the same test and words as the loss table (:func:`~.metrics.paired_verdict`, :data:`~.wording.VERDICT_TAGS`).
+Each mix is judged against uniform and AutoScale on the task-mean bits per byte, paired by seed, with the same
+test and words as the loss table (:func:`~.metrics.paired_verdict`, :data:`~.wording.VERDICT_TAGS`).
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from ...evaluation import DownstreamResult
 from .. import layout
 from ..planning.specs import RunSpec
 from .metrics import mean_std, paired_verdict
-from .report_types import Downstream, DownstreamRow, MeanStd, Report, TaskMean, Verdict
+from .report_types import Downstream, DownstreamRow, Report, TaskMean, Verdict
 from .wording import verdict_tag
 
 __all__ = ["build_downstream", "downstream_cells", "downstream_markdown"]
@@ -59,10 +57,6 @@ def build_downstream(out: Path, finished: list[RunSpec], labels: dict[str, list[
                       chance={t: first.tasks[t].chance for t in tasks}, rows=rows)
 
 
-def _fmt(ms: MeanStd, digits: int = 3) -> str:
-    return f"{ms.mean:.{digits}f} ± {ms.std:.{digits}f}" if ms.n > 1 else f"{ms.mean:.{digits}f}"
-
-
 def _tag(v: Verdict | None) -> str:
     if v is None:
         return "–"
@@ -87,22 +81,22 @@ def downstream_markdown(r: Report) -> list[str]:
              "| mix | " + " | ".join(f"{t} bpb" for t in tasks) + " | mean bpb | vs uniform | vs AutoScale |",
              "|---|" + "---:|" * (len(tasks) + 1) + "---|---|"]
     for label, row in d.rows.items():
-        lines.append(f"| {label} | " + " | ".join(_fmt(row.tasks[t].bpb) for t in tasks)
-                     + f" | {_fmt(row.mean_bpb)} | {_tag(row.vs_uniform)} | {_tag(row.vs_autoscale)} |")
+        lines.append(f"| {label} | " + " | ".join(row.tasks[t].bpb.text(3) for t in tasks)
+                     + f" | {row.mean_bpb.text(3)} | {_tag(row.vs_uniform)} | {_tag(row.vs_autoscale)} |")
     lines += ["", "Accuracy (length-normalised accuracy in parentheses, per character as lm-eval's acc_norm):", "",
               "| mix | " + " | ".join(tasks) + " | mean acc |", "|---|" + "---:|" * (len(tasks) + 1)]
     for label, row in d.rows.items():
-        lines.append(f"| {label} | " + " | ".join(f"{_fmt(row.tasks[t].acc)} ({row.tasks[t].acc_norm.mean:.3f})"
-                                                  for t in tasks) + f" | {_fmt(row.mean_acc)} |")
+        lines.append(f"| {label} | " + " | ".join(f"{row.tasks[t].acc.text(3)} ({row.tasks[t].acc_norm.mean:.3f})"
+                                                  for t in tasks) + f" | {row.mean_acc.text(3)} |")
     lines.append("| chance | " + " | ".join(f"{d.chance[t]:.3f}" for t in tasks)
                  + f" | {statistics.fmean(d.chance.values()):.3f} |")
     return lines + [""]
 
 
-def downstream_cells(r: Report, label: str) -> tuple[str, str] | None:
-    """The comparison table's two cells of one method: task-mean bpb and accuracy (``None`` without tasks)."""
+def downstream_cells(r: Report, label: str) -> str:
+    """The comparison table's cells of one method: `` bpb | acc |`` of the task means (empty without tasks)."""
     d = r.downstream
     if d is None or not d.rows:
-        return None
+        return ""
     row = d.rows.get(label)
-    return ("–", "–") if row is None else (_fmt(row.mean_bpb), _fmt(row.mean_acc))
+    return " – | – |" if row is None else f" {row.mean_bpb.text(3)} | {row.mean_acc.text(3)} |"

@@ -32,8 +32,7 @@ def mean_curve(curves: Sequence[Sequence[EvalPoint]], key: str) -> Curve:
     one seed)."""
     if not curves:
         return Curve(tokens=[], mean=[], std=[], n=0)
-    common = set.intersection(*({int(p.tokens) for p in c} for c in curves))
-    tokens = sorted(common)
+    tokens = sorted(set.intersection(*({int(p.tokens) for p in c} for c in curves)))
     values = np.array([[next(p.value(key) for p in c if int(p.tokens) == t) for t in tokens] for c in curves])
     std = values.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros(len(tokens))
     return Curve(tokens=[float(t) for t in tokens], mean=values.mean(axis=0).tolist(), std=std.tolist(),

@@ -155,6 +155,14 @@ def _plot_losses(plt: Any, report: Report) -> Any:
     return fig
 
 
+def _band(plt: Any, ax: Any, label: str, tokens: list[float], mean: np.ndarray, std: np.ndarray, n: int) -> None:
+    """One mix's line along the run (dashed for the anytime schedule) and its ± std band over ``n`` seeds."""
+    color = _mix_color(plt, label)
+    ax.plot(tokens, mean, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3, color=color)
+    if n > 1:
+        ax.fill_between(tokens, mean - std, mean + std, color=color, alpha=0.2)
+
+
 def _plot_curves(plt: Any, report: Report) -> Any:
     """Validation vs tokens of every target mix (seed band) and, when uniform was trained, a second panel
     of each mix minus uniform, paired by seed (the curves themselves overlap at this resolution)."""
@@ -164,15 +172,8 @@ def _plot_curves(plt: Any, report: Report) -> Any:
     versus = report.vs_uniform
     fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 7, 4.2), squeeze=False)
     ax = axes[0][0]
-    colors = {}
     for label, t in targets.items():
-        c = t.curve
-        mean, std = np.asarray(c.mean), np.asarray(c.std)
-        style = "s--" if label == layout.ANYTIME else "o-"
-        line, = ax.plot(c.tokens, mean, style, label=label, markersize=3, color=_mix_color(plt, label))
-        colors[label] = line.get_color()
-        if c.n > 1:
-            ax.fill_between(c.tokens, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+        _band(plt, ax, label, t.curve.tokens, np.asarray(t.curve.mean), np.asarray(t.curve.std), t.curve.n)
     ax.set_xscale("log")
     ax.set_xlabel("training tokens")
     ax.set_ylabel("validation " + ("perplexity (mean over domains)" if report.objective == MEAN_PPL
@@ -186,14 +187,9 @@ def _plot_curves(plt: Any, report: Report) -> Any:
             pts = v.curve.points
             if not pts:
                 continue
-            tokens = [p.tokens for p in pts]
-            mean = np.array([p.difference.mean for p in pts])
-            std = np.array([p.difference.std for p in pts])
             n = max(n, pts[0].difference.n)
-            style = "s--" if label == layout.ANYTIME else "o-"
-            dx.plot(tokens, mean, style, label=label, markersize=3, color=colors.get(label))
-            if pts[0].difference.n > 1:
-                dx.fill_between(tokens, mean - std, mean + std, color=colors.get(label), alpha=0.2)
+            _band(plt, dx, label, [p.tokens for p in pts], np.array([p.difference.mean for p in pts]),
+                  np.array([p.difference.std for p in pts]), pts[0].difference.n)
         dx.axhline(0.0, color="black", linewidth=0.8, label="uniform")
         dx.set_xscale("log")
         dx.set_xlabel("training tokens")

@@ -1,14 +1,10 @@
 """Reference losses of the held-out data: what a model must beat before "which mix won" means anything.
 
 For each domain, on the very tokens the runner scores (the first ``eval.heldout_tokens_per_domain`` held-out
-tokens, cut into ``seq_len`` sequences; for a causal model every position but each sequence's first):
-
-- ``unigram``: the entropy of the held-out tokens' own frequencies, in nats per token. It is the loss of
-  the best context-free predictor of these tokens (a frequency table fitted to them), so a model whose
-  validation loss is above it predicts worse than token frequencies alone.
-- ``uniform``: ``ln(vocab_size)``, the loss of a uniform guess (an untrained model starts near it).
-
-The runner writes them once per output folder (``OUT/reference_losses.json``, a :class:`~.report_types.ReferenceLoss` per domain); the report prints them
+tokens, cut into ``seq_len`` sequences; for a causal model every position but each sequence's first), a
+:class:`~.report_types.ReferenceLoss`: the unigram loss, that of the best context-free predictor of these tokens
+(a model above it predicts worse than token frequencies alone), and a uniform guess's (where an untrained model
+starts). The runner writes them once per output folder (``OUT/reference_losses.json``); the report prints them
 under the target losses and warns for every target mix and domain that does not beat ``unigram``.
 """
 
@@ -24,8 +20,7 @@ import numpy as np
 from .. import layout
 from .report_types import ReferenceLoss
 
-__all__ = ["not_beating_unigram", "read_reference_losses", "reference_losses", "unigram_entropy",
-           "write_reference_losses"]
+__all__ = ["not_beating_unigram", "reference_losses", "unigram_entropy", "write_reference_losses"]
 
 
 def unigram_entropy(counts: np.ndarray) -> float:
@@ -73,12 +68,6 @@ def write_reference_losses(out_dir: str | os.PathLike[str], losses: Mapping[str,
     from ..._records import to_json
 
     atomic_write_json(Path(out_dir) / layout.REFERENCE_LOSSES, to_json(dict(losses)))
-
-
-def read_reference_losses(out_dir: str | os.PathLike[str]) -> dict[str, ReferenceLoss]:
-    """``OUT/reference_losses.json``, or ``{}`` for a folder without one (written by an older version)."""
-    found: dict[str, ReferenceLoss] | None = layout.read(out_dir, layout.REFERENCE_LOSSES)
-    return found or {}
 
 
 def not_beating_unigram(losses: Mapping[str, Mapping[str, float]],

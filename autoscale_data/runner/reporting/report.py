@@ -1,9 +1,7 @@
 """The experiment report: ``report.json``, ``report.md`` and PNG plots from an output directory.
 
 Works on a partial directory too (say, proxies finished but no target run yet): every section
-reports what exists. With ``autoscale_anytime`` target runs next to the fixed ``autoscale`` ones, the
-section "Anytime vs fixed schedule" compares the two at every evaluation point. ``autoscale-data report OUT_DIR`` calls :func:`write_report`.
-The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
+reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`. The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
 ``report.md`` is rendered from its fields alone (so it renders the same from a ``report.json`` read back).
 """
 
@@ -19,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
-from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST
+from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
 from ..planning.repetition import repetition_md
 from ..planning.specs import RunSpec
@@ -28,12 +26,11 @@ from .comparison import build_comparison, comparison_markdown
 from .downstream import build_downstream, downstream_markdown
 from .metrics import compare_curves, mean_curve, mean_std, paired_verdict, tokens_saved, tokens_saved_per_seed
 from .plots import write_plots
-from .reference import not_beating_unigram, read_reference_losses
+from .reference import not_beating_unigram
 from .report_types import (
     AnytimeComparison,
     ExtensionResult,
     FailedRun,
-    MeanStd,
     MixResult,
     Report,
     TargetResult,
@@ -49,7 +46,6 @@ from .wording import (
     bounds_moved,
     comparison_verdict,
     mlm_coverage,
-    objective_key,
     signed_per_seed,
     stale_runs,
     unigram_warnings,
@@ -125,11 +121,11 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     for s in run_list.targets or []:
         labels[s.run_id].append(s.label)
     proxies, targets, failed = _group(runs, labels)
-    listed_targets = {s.label for s in run_list.targets or []}
     fits = out / layout.FITS
     curves = {label: mean_curve([r.curve for r in rs], key) for label, rs in targets.items()}
     domains = layout.read(out, layout.DOMAINS)
     finished = [r for r in runs if r.result is not None]
+    repetition = layout.read(fits, layout.REPETITION)  # the report holds the file as written
     return Report(
         out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
         domains=list(domains.names) if domains is not None else [], failed_runs=failed, stale_runs=stale,
@@ -141,7 +137,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=curves[label], train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
-        missing_targets=sorted(listed_targets - set(targets)),
+        missing_targets=sorted({s.label for s in run_list.targets or []} - set(targets)),
         anytime_vs_fixed=_anytime(out, config, targets, runs, key),
         vs_uniform=_versus_uniform(targets, key),
         tokens_saved={label: tokens_saved(curves[layout.AUTOSCALE], curve)
@@ -151,7 +147,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         throughput=_throughput([r.result for r in finished]),
         extensions=_extensions(every, key),
         comparison=build_comparison(out, {r.spec.run_id: r.result for r in finished}, targets, key),
-        repetition=_as_json(layout.read(fits, layout.REPETITION)), verdicts=target_verdicts(targets, key),
+        repetition=None if repetition is None else repetition.to_json(), verdicts=target_verdicts(targets, key),
         downstream=build_downstream(out, [r.spec for r in finished], labels,
                                     list((config.get("eval") or {}).get("tasks") or [])),
         **_references(out, targets))
@@ -177,11 +173,6 @@ def _group(runs: list[_Run], labels: dict[str, list[str]]) -> tuple[
     return proxies, targets, failed
 
 
-def _as_json(record: Any) -> Any:
-    """The record as the report holds it (the report shows the file as written; ``None`` stays)."""
-    return None if record is None else record.to_json()
-
-
 def _fit_files(fits: Path, kind: str) -> dict[str, Any]:
     """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as its record."""
     found = {p.stem.split("_", 1)[1]: layout.read(fits, p.name) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
@@ -190,7 +181,7 @@ def _fit_files(fits: Path, kind: str) -> dict[str, Any]:
 
 def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
     """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
-    reference = read_reference_losses(out)
+    reference = layout.read(out, layout.REFERENCE_LOSSES) or {}  # {} for a folder of an older version
     finals = {label: {d: statistics.fmean(r.losses[d] for r in rs) for d in rs[0].losses}
               for label, rs in sorted(targets.items())}
     return {"reference_losses": reference, "not_beating_unigram": not_beating_unigram(finals, reference)}
@@ -231,23 +222,18 @@ def _train_curve(runs: list[RunResult]) -> TrainCurve:
     points = [p for p in runs[0].curve if p.train_losses]
     if not points:
         return TrainCurve()
-    losses: dict[str, list[float | None]] = {}
-    for d in points[0].train_losses:
-        values: list[float | None] = []
-        for p in points:
-            seen = [q.train_losses.get(d) for r in runs for q in r.curve if q.tokens == p.tokens and q.train_losses]
-            seen = [v for v in seen if v is not None]
-            values.append(sum(seen) / len(seen) if seen else None)
-        losses[d] = values
-    return TrainCurve(tokens=[p.tokens for p in points], losses=losses)
+
+    def mean_seen(d: str, tokens: int) -> float | None:
+        seen = [v for r in runs for q in r.curve if q.tokens == tokens and (v := q.train_losses.get(d)) is not None]
+        return sum(seen) / len(seen) if seen else None
+
+    return TrainCurve(tokens=[p.tokens for p in points],
+                      losses={d: [mean_seen(d, p.tokens) for p in points] for d in points[0].train_losses})
 
 
 def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, VersusUniform]:
-    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``) and per domain at the end.
-
-    Returns:
-        ``{label: VersusUniform}``, the final values per domain and under ``key`` (empty without uniform runs).
-    """
+    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``), and at the end per domain and
+    under ``key``; empty without uniform runs."""
     if layout.UNIFORM not in targets:
         return {}
     base = {r.seed: r for r in targets[layout.UNIFORM]}
@@ -300,10 +286,6 @@ def write_report(out_dir: str | os.PathLike[str]) -> Report:
 
 
 # ------------------------------------------------------------------------------------- markdown
-def _fmt(ms: MeanStd) -> str:
-    return f"{ms.mean:.4f} ± {ms.std:.4f}" if ms.n > 1 else f"{ms.mean:.4f}"
-
-
 def _markdown(r: Report) -> str:
     """``report.md``: one function per section, in reading order."""
     key = r.objective_key
@@ -348,7 +330,7 @@ def _proxies_md(r: Report, key: str) -> list[str]:
                   "|---|---:|---|" + "---:|" * (len(doms) + 1)]
         for label, row in rows.items():
             lines.append(f"| {label} | {row.tokens:,} | {row.seeds} | "
-                         + " | ".join(_fmt(row.losses[d]) for d in doms) + f" | {_fmt(row.objective_value)} |")
+                         + " | ".join(row.losses[d].text() for d in doms) + f" | {row.objective_value.text()} |")
         lines.append("")
     return lines
 
@@ -361,12 +343,8 @@ def _ddo_md(r: Report) -> list[str]:
     by_budget = sorted(r.ddo.items(), key=lambda kv: int(kv[0]))
     for scale, fit in by_budget:
         boot = r.bootstrap.get(scale)
-        cells = []
-        for d in r.domains:
-            cell = f"{fit.weights[d]:.3f}"
-            if isinstance(boot, BootstrapResult):
-                cell += f" [{boot.ci_low[d]:.3f}, {boot.ci_high[d]:.3f}]"
-            cells.append(cell)
+        cells = [f"{fit.weights[d]:.3f}" + (f" [{boot.ci_low[d]:.3f}, {boot.ci_high[d]:.3f}]"
+                                            if isinstance(boot, BootstrapResult) else "") for d in r.domains]
         lines.append(f"| {int(scale):,} | " + " | ".join(cells) + f" | {fit.status} | {fit.aar:.4f} |")
     proj = r.projection
     if proj:
@@ -452,8 +430,8 @@ def _targets_md(r: Report, key: str) -> list[str]:
              "|---|---|" + "---:|" * (len(doms) + 1)]
     for label, t in r.targets.items():
         w = ", ".join(f"{t.weights[d]:.2f}" for d in doms)
-        lines.append(f"| {label} | {w} | " + " | ".join(_fmt(t.losses[d]) for d in doms)
-                     + f" | {_fmt(t.objective_value)} |")
+        lines.append(f"| {label} | {w} | " + " | ".join(t.losses[d].text() for d in doms)
+                     + f" | {t.objective_value.text()} |")
     return lines + [""] + _reference_md(r)
 
 
@@ -566,7 +544,7 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     for p in pts:
         d = p.difference
         diff = f"{d.mean:+.4f} ± {d.std:.4f}" if d.n > 1 else f"{d.mean:+.4f}"
-        lines.append(f"| {p.tokens:,.0f} | {_fmt(p.reference)} | {_fmt(p.other)} | {diff} | "
+        lines.append(f"| {p.tokens:,.0f} | {p.reference.text()} | {p.other.text()} | {diff} | "
                      f"{_shares(p.other_shares)} | {_shares(p.plan_shares)} |")
     lines += ["", f"The anytime schedule has the lower mean at {better} of {len(pts)} evaluation points."]
     if a.plan_decreasing:
@@ -577,11 +555,8 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
     return lines
 
 
-def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
-    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``.
-
-    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
-    proj = _as_projection(projection)
+def projection_label(proj: ProjectionFile) -> str:
+    """Short tag of the projection used, e.g. ``projected: geometric, t=1.585``."""
     if proj.method == JOINT:
         aar = getattr(proj.computed(JOINT), "aar", None)
         return "projected: joint law" + ("" if aar is None else f", AAR {aar:.4f}")
@@ -593,15 +568,8 @@ def projection_label(projection: ProjectionFile | Mapping[str, Any]) -> str:
     return "projected: geometric" + ("" if proj.t is None else f", t={proj.t:.3f}")
 
 
-def _as_projection(projection: ProjectionFile | Mapping[str, Any]) -> ProjectionFile:
-    return projection if isinstance(projection, ProjectionFile) else ProjectionFile.from_json(projection)
-
-
-def projection_sentence(projection: ProjectionFile | Mapping[str, Any]) -> str:
-    """One sentence: which projection set the target mix, and how far the other one is from it.
-
-    ``projection``: the record, or ``projection.json``'s content (read as the record)."""
-    proj = _as_projection(projection)
+def projection_sentence(proj: ProjectionFile) -> str:
+    """One sentence: which projection set the target mix, and how far the other one is from it."""
     method = proj.method
     how = {GEOMETRIC: "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
            JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",

@@ -1,10 +1,8 @@
 """The report's declared shape: :class:`Report` and its parts, records of :mod:`autoscale_data._records`.
 
-``Report.to_json()`` is exactly the content of ``OUT/report.json``, and ``Report.from_json`` reads such a file
-back, older ones included (keys that later versions added take their empty value); a missing or badly typed key
-raises ``ValueError`` naming its path (``targets.autoscale.losses``). The parts the fits write are their files'
-records (the solver's :class:`~autoscale_data.solver.DDOResult` and :class:`~autoscale_data.solver.BootstrapResult`
-or :class:`~.records.BootstrapUnavailable`, :class:`~.records.ProjectionFile`).
+``Report.from_json`` reads ``OUT/report.json`` back, older ones included (keys that later versions added take
+their empty value); a missing or badly typed key raises ``ValueError`` naming its path
+(``targets.autoscale.losses``). The parts the fits write are their files' records.
 """
 
 from __future__ import annotations
@@ -56,6 +54,10 @@ class MeanStd(Record):
     """Standard deviation over the seeds (ddof 1; 0 with one seed)."""
     n: int
     """Number of seeds."""
+
+    def text(self, digits: int = 4) -> str:
+        """``mean ± std`` to ``digits`` decimals (the mean alone with one seed)."""
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}" if self.n > 1 else f"{self.mean:.{digits}f}"
 
 
 @dataclass(frozen=True)

@@ -103,9 +103,7 @@ def _target_lines(report: Report) -> list[str]:
     lines = ["", f"Validation loss at the target budget ({_short(tokens)} tokens, nats/token"
              + (", mean ± std over seeds" if any(t.objective_value.n > 1 for t in targets.values()) else "") + ")",
              f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}"]
-    for label in [layout.AUTOSCALE] + sorted(t for t in targets if t != layout.AUTOSCALE):
-        if label not in targets:
-            continue
+    for label in sorted(targets, key=lambda m: (m != layout.AUTOSCALE, m)):
         t = targets[label]
         cells = [f"{t.losses[d].mean:>{max(len(d), 8)}.4f}" for d in domains]
         value = t.objective_value
@@ -139,9 +137,6 @@ def format_summary(report: Report) -> str:
 
     ``autoscale-data run``, ``report`` and ``demo`` print it; ``report.md`` holds the same results with
     the proxy tables, intervals and throughput.
-
-    Args:
-        report: :func:`~autoscale_data.runner.reporting.report.build_report`'s report (or :meth:`.Report.load`'s).
     """
     lines = _weights_lines(report) + _target_lines(report) + _saved_lines(report)
     lines += _anytime_lines(report.anytime_vs_fixed)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...solver import BootstrapResult
-from ...solver.vocabulary import OBSERVED, objective_key
+from ...solver.vocabulary import OBSERVED
 from .. import layout
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ __all__ = [
     "bounds_moved",
     "comparison_verdict",
     "mlm_coverage",
-    "objective_key",
     "signed_per_seed",
     "stale_runs",
     "unigram_warnings",
@@ -62,9 +61,6 @@ class BacktestRow:
     error: str = ""
     score: str = "nearest_run"
     law_note: str = ""
-
-
-SCORE_WORDS = {"law": "DDO law at the held-back budget", "nearest_run": "nearest run"}
 
 
 def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
@@ -123,7 +119,7 @@ def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
         gain = "" if r.gain is None else f", {r.gain:+.4g} vs observed"
         near = (f"nearest run {r.run}, L1 distance "
                 f"{r.distance if r.distance is not None else float('nan'):.3f}")
-        how = (f"by the {SCORE_WORDS['law']} ({near})" if r.score == "law" else
+        how = (f"by the DDO law at the held-back budget ({near})" if r.score == "law" else
                f"at the {near}" + (f"; not by the law: {r.law_note}" if r.law_note else ""))
         lines.append(f"{r.name}: objective {r.objective:.4f} {how}{gain}")
     lines.append(f"chosen: {selection.get('chosen')}")
@@ -151,9 +147,8 @@ def stale_runs(count: int) -> str | None:
 
 def signed_per_seed(per_seed: Mapping[str, TokensSaved]) -> str:
     """``"s0 +9.9%, s1 -3.1%"``: the signed saving of each seed (``n/a`` where neither curve reaches the other)."""
-    def one(s: TokensSaved) -> str:
-        return "n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}"
-    return ", ".join(f"s{seed} {one(s)}" for seed, s in per_seed.items()) or "–"
+    return ", ".join(f"s{seed} " + ("n/a" if s.signed_fraction is None else f"{s.signed_fraction:+.1%}")
+                     for seed, s in per_seed.items()) or "–"
 
 
 def _mix_name(label: str) -> str:

@@ -61,9 +61,7 @@ def _paths(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
                  else "; it holds no .idx file")
         raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one dataset's "
                                 f".bin/.idx pair (PREFIX.bin and PREFIX.idx, without the suffix){there}")
-    for suffix in (".bin", ".idx"):
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
+    text = text.removesuffix(".bin").removesuffix(".idx")
     return Path(text + ".idx"), Path(text + ".bin")
 
 

@@ -78,7 +78,7 @@ def test_default_is_auto_and_two_budgets_without_replicates_keep_ddo_n2_with_the
     for e in sel["predicted"].values():  # the evidence in numbers, though it cannot be vouched for
         assert e["gain"] is not None and e["noise"] is not None and e["replicate_sd"] is None
     assert any(line.startswith("ddo.projection auto chose observed") for line in lines)
-    assert "`ddo.projection: auto` chose it" in projection_sentence(proj)
+    assert "`ddo.projection: auto` chose it" in projection_sentence(fits.projection)
     assert fits.plan is not None and fits.plan.metadata["chosen"] == "observed"
 
 
@@ -88,7 +88,7 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     n2 = max(fits.ddo)
     assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2].weights, abs=1e-12)
     assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2].weights, abs=1e-9)
-    assert "not projected" in lines[-1] and projection_label(proj) == "not projected: DDO(N2) as is"
+    assert "not projected" in lines[-1] and projection_label(fits.projection) == "not projected: DDO(N2) as is"
 
 
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path
     assert proj["robust"]["plain_weights"] == pytest.approx(proj["geometric"]["weights"])
     assert any("robust projection (reported only" in line for line in lines)
     assert "geometric, t=" in lines[-1]
-    assert "geometric" in projection_label(proj) and "The joint projection differs" in projection_sentence(proj)
+    assert "geometric" in projection_label(fits.projection) and "The joint projection differs" in projection_sentence(fits.projection)
 
 
 def test_min_weight_holds_at_the_target_and_the_move_is_reported(stores: Path, tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_joint_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) ->
     end = plan.allocation_for_budget(65536)
     assert [end[d] / 65536 for d in N0] == pytest.approx([proj["weights"][d] for d in N0], abs=1e-9)  # anytime ends there
     assert plan.metadata["projection"] == "joint"
-    assert "joint law" in lines[-1] and "joint law" in projection_label(proj)
+    assert "joint law" in lines[-1] and "joint law" in projection_label(fits.projection)
     report = Report(domains=list(N0), projection=proj)
     assert "AutoScale: projected: joint law" in format_summary(report)
 
@@ -154,7 +154,7 @@ def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -
     assert [end[d] / 65536 for d in N0] == pytest.approx([proj["unbounded_weights"][d] for d in N0], abs=1e-9)
     assert plan.metadata["projection"] == "robust"
     assert any("robust projection (sets the target mix" in line for line in lines) and "robust, t=" in lines[-1]
-    assert "projected: robust" in projection_label(proj) and "The robust step moved" in projection_sentence(proj)
+    assert "projected: robust" in projection_label(fits.projection) and "The robust step moved" in projection_sentence(fits.projection)
 
 
 def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
