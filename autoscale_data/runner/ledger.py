@@ -35,8 +35,7 @@ PENDING, SUBMITTED, RUNNING, DONE, FAILED = "pending", "submitted", "running", "
 
 
 def _try_lock(path: Path) -> int | None:
-    """The descriptor of ``path`` locked exclusively for this process (released when it exits); ``None`` if
-    another holds it."""
+    """A descriptor of ``path`` locked exclusively for this process (released when it exits), or ``None``."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -47,7 +46,7 @@ def _try_lock(path: Path) -> int | None:
 
 
 def hold_run_lock(run_dir: str | os.PathLike[str]) -> int | None:
-    """Take ``run_dir/.train.lock`` (:func:`_try_lock`)."""
+    """Take ``run_dir/.train.lock`` for this process; ``None`` if another holds it."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     return _try_lock(Path(run_dir) / layout.TRAIN_LOCK)
 

@@ -85,8 +85,6 @@ class DoReMiHook:
     proxy's loss is the weighted per-token loss ``sum_t w[d(t)] l_t / sum_t w[d(t)]`` (as the official
     code, with the weights of the step's update on its last micro-batch); its sampler stays at the
     reference mix. The state (weights, average, scores, updates) is in every checkpoint.
-
-    Config: a :class:`DoReMiHookSpec`.
     """
 
     spec = DoReMiHookSpec

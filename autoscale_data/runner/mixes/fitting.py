@@ -82,8 +82,7 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
         runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
                         loss=dict(result.losses), seed=spec.seed, label=spec.label))
         covered.add(spec.label)
-    needed = {s.label for s in specs}
-    lacking = sorted(needed - covered)
+    lacking = sorted({s.label for s in specs} - covered)
     if lacking:
         raise ValueError(f"too few finished runs to fit DDO at budget {scale}: no finished run for "
                          f"{lacking}; missing runs: {'; '.join(missing)}")

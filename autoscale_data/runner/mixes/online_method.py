@@ -87,10 +87,7 @@ class OnlineMethod(MixingMethod):
 
 
 class OnlineMixingHook:
-    """The trainer's side of an online run (the step-hook protocol of :mod:`autoscale_data.runner.training.hooks`).
-
-    Config: an :class:`OnlineHookSpec`.
-    """
+    """The trainer's side of an online run (the step-hook protocol of :mod:`autoscale_data.runner.training.hooks`)."""
 
     spec = OnlineHookSpec
 
