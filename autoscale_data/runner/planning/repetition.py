@@ -75,9 +75,14 @@ def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[
     return out
 
 
+def _target_counts(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, int]:
+    """Sequences of each domain in a target run of ``weights``."""
+    return mix_counts(domains, weights, batch_sequences(config, config.target.budget))
+
+
 def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
     """Epochs of each domain in a target run of ``weights`` (its whole training sequences = one epoch)."""
-    counts = mix_counts(domains, weights, batch_sequences(config, config.target.budget))
+    counts = _target_counts(config, domains, weights)
     unique = _unique(config, domains)
     return {d: (counts[d] / unique[d] if unique[d] else math.inf) for d in domains.names}
 
@@ -152,7 +157,7 @@ def mix_epochs(config: RunnerConfig, domains: DomainInfo,
     unique = {d: float(u * config.seq_len) for d, u in _unique(config, domains).items()}
     out = {}
     for label, weights in mixes.items():
-        counts = mix_counts(domains, weights, batch_sequences(config, config.target.budget))
+        counts = _target_counts(config, domains, weights)
         out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique, config.max_epochs)
     return out
 
