@@ -17,8 +17,17 @@ import numpy as np
 
 from .._extras import require
 from .._options import field_help
-from ..solver import DDOOptions, MixturePlan, PlanEvidence, RunTable, Trust, project, project_all, read_olmix
-from ..solver.scores import backtest_lines
+from ..solver import (
+    DDOOptions,
+    MixturePlan,
+    PlanEvidence,
+    RunTable,
+    Trust,
+    backtest_lines,
+    project,
+    project_all,
+    read_olmix,
+)
 from ..solver.vocabulary import (
     DEFAULT_OBJECTIVE,
     DEFAULT_PROJECTION,

@@ -185,10 +185,11 @@ def projection_note(config: RunnerConfig) -> str:
                    "predicts it beats that mix by more than twice the prediction's sd and twice the noise of one "
                    "run; the report says which and why)"}[ddo.projection]
     if ddo.projection == AUTO and len(ddo.budgets) >= 3:
-        how = (f"auto ({len(ddo.budgets)} budgets: a backtest refits every candidate without N2, scores it at N2, and "
-               "uses a projection only if it beats the DDO optimum at N2 beyond a one-sided 2.5% test over the "
-               "projections; "
-               "the report gives the scores, the noise and the choice)")
+        how = (f"auto ({len(ddo.budgets)} budgets: every candidate refitted without N2 and scored there one way for "
+               "all, by N2's DDO law or by a run of N2's total near it; a projection is used if it beats the DDO "
+               "optimum at N2 beyond a one-sided 2.5% test, or if the joint law fitted without N2 predicts N2's runs "
+               "within their noise and predicts a gain at the target beyond its uncertainty; the report gives the "
+               "scores, the law check and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
             f"(ddo.projection: {' | '.join(PROJECTION_CHOICES)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:

@@ -101,8 +101,9 @@ class _Held:
     same_total: np.ndarray  # (runs,) bool: total tokens within TOTAL_TOL of the budget
 
     @classmethod
-    def of(cls, table: RunTable, objective: str, val_domains: ValDomains) -> _Held:
-        budget = table_budget(table)
+    def of(cls, table: RunTable, objective: str, val_domains: ValDomains, budget: float | None = None) -> _Held:
+        """``budget``: the table's budget where known (a DDO design's base run's total), else the median total."""
+        budget = table_budget(table) if budget is None else float(budget)
         totals = table.tokens_matrix().sum(axis=1)
         return cls(table, budget, _shares(table), run_objective(table, objective, val_domains),
                    np.abs(totals / budget - 1.0) <= TOTAL_TOL)
@@ -329,7 +330,7 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
         flags: the projections the trust checks flag (:func:`untrusted`).
     """
     last, objective, val_domains = tables[-1], options.objective, options.val_domains
-    held = _Held.of(last, objective, val_domains)
+    held = _Held.of(last, objective, val_domains, None if held_fit is None else held_fit.budget_tokens)
     noise, source = _noise(tables, candidates.get(JOINT), objective, val_domains)
     tolerance, tolerance_source = distance_tolerance(held, held_fit, noise, val_domains)
     scores, scoring = score_candidates(held, backtest, held_fit, tolerance, val_domains=val_domains)

@@ -145,3 +145,21 @@ def test_a_moving_optimum_with_three_budgets_is_followed_and_the_report_says_how
     lines = backtest_lines(sel.to_json())
     assert any(line.startswith("law check: ") for line in lines)
     assert all(any(line.startswith(f"{n}: ") for line in lines) for n in ("geometric", "joint", "robust", "observed"))
+
+
+def test_a_ddo_design_whose_projection_only_a_run_of_another_total_lies_near_keeps_the_observed_mix():
+    # three DDO designs with multipliers x3 and x1.7 (every perturbation adds tokens): before 2026-11-28 (late) auto
+    # chose the joint projection on a backtest gain of 0.1965 "scored by the nearest run", a perturbation run of
+    # 1.23x the base's tokens; like with like, that run cannot score it
+    from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+    tables = [synthetic_ddo_runs({d: n / 3 for d in ("web", "code", "books")}, [0.2, 0.4, 0.3], [0.5, 0.7, 0.6],
+                                 multipliers=(3.0, 1.7), seeds=2, noise=0.002, rng_seed=int(n) % 97)
+              for n in (1e6, 4e6, 1.6e7)]
+    res = project_all(tables, 1e10)
+    sel = res.selection
+    assert res.used == "observed" and sel.scoring == "run" and sel.held_back_tokens == pytest.approx(1.6e7), sel.reason
+    joint = sel.backtest["joint"]
+    assert joint.objective is None and "trained on 1.23x the budget's tokens" in joint.note
+    assert "beyond the shares the runs cover" in joint.trust
+    assert sel.backtest["observed"].score == "run" and sel.backtest["observed"].distance <= sel.tolerance

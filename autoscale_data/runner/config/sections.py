@@ -212,8 +212,9 @@ class DDOConfig:
     law: str = DEFAULT_LAW
     """The per-domain law: ``3p``, or ``4p``, which adds an amplitude."""
     projection: str = DEFAULT_PROJECTION
-    """What sets the target mix: ``auto`` (with three budgets or more a backtest at N2 decides, see "Three
-    budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
+    """What sets the target mix: ``auto`` (with three budgets or more every candidate is refitted without N2 and
+    scored there like with like, and the joint law is validated on N2's runs before its predicted gain at the
+    target counts, see "Three budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
     projection beats it by more than twice the prediction's sd and twice the noise of one run), ``observed``
     (DDO(N2) as is), ``geometric`` (the paper's Theorem-1 path through the DDO optima), ``robust`` (that path
     with each domain's trend shrunk by its uncertainty) or ``joint`` (one law fitted to the runs of both

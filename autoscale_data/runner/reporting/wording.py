@@ -9,8 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ...solver import BootstrapResult
-from ...solver.scores import BacktestRow, backtest_lines, backtest_noise_text, backtest_rows, backtest_scoring
+from ...solver import (
+    BacktestRow,
+    BootstrapResult,
+    backtest_lines,
+    backtest_noise_text,
+    backtest_rows,
+    backtest_scoring,
+)
 from .. import layout
 
 if TYPE_CHECKING:
