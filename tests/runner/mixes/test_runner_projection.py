@@ -21,6 +21,7 @@ from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
+from autoscale_data.solver.joint import weight_distance
 from autoscale_data.solver.select import backtest_margin
 
 pytestmark = pytest.mark.timeout(120)
@@ -89,6 +90,18 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     assert proj["unbounded_weights"] == pytest.approx(fits.ddo[n2].weights, abs=1e-12)
     assert fits.plan.weights_for_budget(65536) == pytest.approx(fits.ddo[n2].weights, abs=1e-9)
     assert "not projected" in lines[-1] and projection_label(fits.projection) == "not projected: DDO(N2) as is"
+
+
+@pytest.mark.parametrize("method", ["observed", "joint", "robust"])
+def test_the_sentence_gives_the_distance_to_the_mix_it_names(stores: Path, tmp_path: Path, method: str) -> None:
+    fits, proj, _ = _fit(stores, tmp_path, method)
+    other = "joint" if method == "robust" else "geometric"  # the robust step's sentence already gives the geometric
+    d = weight_distance(proj[method]["weights"], proj[other]["weights"])
+    sentence = projection_sentence(fits.projection)
+    assert (f"The {other} projection differs by total variation {d['total_variation']:.3f}"
+            f" (max {d['max_abs']:.3f} per domain)") in sentence
+    if method == "observed":  # not the joint-geometric disagreement
+        assert f"{proj['disagreement']['total_variation']:.3f}" != f"{d['total_variation']:.3f}"
 
 
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
