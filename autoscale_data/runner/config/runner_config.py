@@ -145,6 +145,8 @@ class RunnerConfig:
             if b < self.global_batch_size * self.seq_len:
                 raise field_error("", "budgets", b, f"at least one global batch ({self.global_batch_size} x "
                            f"{self.seq_len} = {self.global_batch_size * self.seq_len} tokens)")
+        if isinstance(self.domains, dict):  # a store folder's domains are checked when it is opened
+            self.ddo.check_domains(list(self.domains))
         if self.target.budget <= self.ddo.largest:
             raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.largest}")
         known = registry.sections()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,11 +259,35 @@ class DDOConfig:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
         check_choice("ddo", "law", self.law, LAWS)
+        points, k = self.design_points, law_parameters(self.law)
+        if len(points) < k:  # the fit of every domain's law would refuse the runs
+            raise field_error("ddo", "law", self.law, f"a law the design can fit: the {self.law} law needs {k} distinct "
+                              f"multipliers per domain, the design gives {len(points)} ("
+                              f"{', '.join(f'{x:.3g}' for x in points)}); use law 3p or two multipliers each way, "
+                              "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    def check_domains(self, names: Sequence[str]) -> None:
+        """Refuse the settings that no mix of the domains ``names`` meets, known before training (the DDO fits
+        would refuse them after it): weight bounds beyond ``1/m`` and objective weights of unknown domains.
+
+        Raises:
+            ValueError: naming the field, its value and what the domains allow.
+        """
+        m = len(names)
+        why = f"the weights of the {m} domains {sorted(names)} sum to 1"
+        if self.min_weight * m > 1 + 1e-12:
+            raise field_error("ddo", "min_weight", self.min_weight, f"at most 1/{m} = {1 / m:.3g} ({why})")
+        if self.max_weight * m < 1 - 1e-12:
+            raise field_error("ddo", "max_weight", self.max_weight, f"at least 1/{m} = {1 / m:.3g} ({why})")
+        unknown = sorted(set(self.objective_weights or {}) - set(names))
+        if unknown:
+            raise field_error("ddo", "objective_weights", self.objective_weights,
+                              f"validation domains among {sorted(names)}; unknown: {unknown}")
 
     @property
     def largest(self) -> int:

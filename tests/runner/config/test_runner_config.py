@@ -85,6 +85,25 @@ def test_bad_configs_name_the_bad_value(raw: dict, needle: str) -> None:
         config_from_dict(raw)
 
 
+_ABC = {"a": "sa", "b": "sb", "c": "sc"}
+
+
+@pytest.mark.parametrize(("ddo", "needle"), [
+    ({"min_weight": 0.5}, r"ddo.min_weight = 0.5 is invalid: expected at most 1/3 = 0.333 .*3 domains"),
+    ({"max_weight": 0.3}, r"ddo.max_weight = 0.3 is invalid: expected at least 1/3 = 0.333 .*3 domains"),
+    ({"objective_weights": {"a": 1.0, "web": 1.0}}, r"ddo.objective_weights = .* expected .*'a', 'b', 'c'.*'web'"),
+    ({"law": "4p"}, r"ddo.law = '4p' is invalid: expected .*4 distinct multipliers .*3 \(0.333, 1, 3\)"),
+])
+def test_ddo_settings_the_fits_would_refuse_are_refused_by_the_config(ddo: dict, needle: str) -> None:
+    """Each fails the DDO fit only after every proxy has trained; the domains are known here."""
+    with pytest.raises(ValueError, match=needle):
+        config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], **ddo}))
+    config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], "min_weight": 1 / 3, "max_weight": 1 / 3 + 1e-9,
+                                              "objective_weights": {"c": 1.0}}))  # the limits themselves pass
+    config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], "law": "4p",
+                                              "multipliers": [[3, 1.7], [3, 1.7]]}))
+
+
 def test_two_or_more_budgets_and_the_extra_budget_shorthand(tmp_path: Path) -> None:
     assert config_from_dict(_base()).ddo.budgets == (4096, 8192)
     three = config_from_dict(_base(ddo={"budgets": [2048, 4096, 8192]}))
