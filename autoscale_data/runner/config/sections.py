@@ -77,19 +77,20 @@ def check_choice(section: str, name: str, value: Any, choices: Iterable[Any]) ->
         raise field_error(section, name, value, f"one of {tuple(choices)}")
 
 
-def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int, ...]:
-    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of integers >= 0 (distinct)."""
+def check_seeds(section: str, seeds: Any) -> tuple[int, ...]:
+    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of distinct integers >= 0."""
     values = tuple(seeds)
     if not values or not all(is_int(s) and s >= 0 for s in values):
         raise field_error(section, "seeds", seeds, "a non-empty list of integers >= 0")
-    if distinct and len(set(values)) != len(values):
+    if len(set(values)) != len(values):
         raise field_error(section, "seeds", list(values), "distinct seeds")
     return values
 
 
-def build_section(cls: type, raw: Any, section: str) -> Any:
+def build_section(cls: type, raw: Any, section: str, *, keys: Iterable[str] | None = None) -> Any:
     """Section dataclass ``cls`` from a config file's mapping (lists as tuples, YAML's ``1e-3`` strings as
-    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks."""
+    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks, with the keys
+    a file may give: ``keys`` (default ``cls``'s fields)."""
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, Mapping):
@@ -98,7 +99,7 @@ def build_section(cls: type, raw: Any, section: str) -> Any:
     unknown = sorted(set(raw) - set(types))
     if unknown:
         raise ValueError(f"config section {section or '<top>'!r} has unknown keys {unknown}; "
-                         f"expected some of {sorted(types)}")
+                         f"expected some of {sorted(types if keys is None else keys)}")
     kwargs = {}
     for key, value in raw.items():
         if isinstance(value, str) and "float" in types[key]:
@@ -351,7 +352,7 @@ class TargetConfig:
             _check_weights("target", "reference_weights", self.reference_weights)
         if self.reference_mapping is not None and not isinstance(self.reference_mapping, Mapping):
             raise field_error("target", "reference_mapping", self.reference_mapping, "a mapping preset key -> domain")
-        object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
+        object.__setattr__(self, "seeds", check_seeds("target", self.seeds))
         if not isinstance(self.keep_checkpoints, bool):
             raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")
 

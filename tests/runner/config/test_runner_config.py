@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -63,6 +64,12 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
     (_base(backend="jax"), "backend"),
     (_base(seq_len=0), "seq_len"),
     (_base(seeds=[0, 0]), "distinct seeds"),
+    (_base(target={"budget": 16384, "seeds": [0, 0]}), r"config target.seeds = \[0, 0\] is invalid: expected distinct seeds"),
+    (_base(ddo={"budgets": [65536, 32768], "extra_budget": "half"}, target={"budget": 131072}),
+     r"config ddo.budgets = \[65536, 32768\] is invalid: expected increasing budgets \[N1, N2\] in tokens with "
+     r"ddo.extra_budget: 'half'"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budgets": "half"}), r"unknown keys \['extra_budgets'\]; expected "
+     r"some of \[.*'extra_budget', .*'multipliers', .*\]"),
     (_base(precision="fp8"), "precision"),
     (_base(deepspeed={"zero_stage": 4}), "zero_stage"),
     (_base(optimizer={"lr": -1}), "optimizer.lr"),
@@ -102,6 +109,18 @@ def test_ddo_settings_the_fits_would_refuse_are_refused_by_the_config(ddo: dict,
                                               "objective_weights": {"c": 1.0}}))  # the limits themselves pass
     config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], "law": "4p",
                                               "multipliers": [[3, 1.7], [3, 1.7]]}))
+
+
+def test_an_unknown_key_lists_exactly_the_keys_a_file_may_give() -> None:
+    with pytest.raises(ValueError, match="unknown keys") as top:
+        config_from_dict(_base(learning_rate=1))
+    listed = set(ast.literal_eval(str(top.value).split("expected some of ")[1]))
+    assert {"seq_len", "ddo", "target", "seeds"} | set(registry.sections()) <= listed
+    assert not listed & {"base_dir", "sections"}  # set on reading, refused in a file
+    with pytest.raises(ValueError, match="unknown keys") as ddo:
+        config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budgets": "half"}))
+    listed = set(ast.literal_eval(str(ddo.value).split("expected some of ")[1]))
+    assert {"budgets", "multipliers", "extra_budget", "multiplier_up", "min_weight"} <= listed
 
 
 def test_two_or_more_budgets_and_the_extra_budget_shorthand(tmp_path: Path) -> None:
