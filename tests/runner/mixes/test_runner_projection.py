@@ -170,6 +170,29 @@ def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -
     assert "projected: robust" in projection_label(fits.projection) and "The robust step moved" in projection_sentence(fits.projection)
 
 
+def test_the_weights_plot_names_a_bootstrap_ci_only_when_one_ran(stores: Path, tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autoscale_data.runner.records import BootstrapUnavailable
+    from autoscale_data.runner.reporting.plots import _plot_weights
+    from autoscale_data.solver import BootstrapResult
+
+    fits, proj, _ = _fit(stores, tmp_path, "geometric")
+    ddo = {str(n): r for n, r in fits.ddo.items()}
+    ran = {str(n): b for n, b in fits.bootstrap.items()}
+    assert all(isinstance(b, BootstrapResult) for b in ran.values())
+    failed = {n: BootstrapUnavailable(reason="too few runs") for n in ddo}
+    for bootstrap, named in ((ran, True), ({}, False), (failed, False), ({**ran, min(ddo): failed[min(ddo)]}, False)):
+        report = Report(domains=list(N0), projection=proj, ddo=ddo, bootstrap=bootstrap)
+        title = _plot_weights(plt, report).axes[0].get_title()
+        assert ("DDO optima (points, bootstrap CI)" in title) is named and ("bootstrap" in title) is named
+        assert named or "DDO optima (points)" in title
+    plt.close("all")
+
+
 def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     fits, proj, _ = _fit(stores, tmp_path, "joint")
     obj = json.loads(json.dumps(fits.to_json()))
