@@ -159,10 +159,37 @@ def test_missing_or_unparsable_files(tmp_path: Path) -> None:
         load_config(other)
 
 
+#: What an example that keeps the paper's design (a warning in its dry run and run) says in its file.
+PAPER_DESIGN = "the paper's 2m+1 design, kept to reproduce its runs"
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_example_configs_validate(path: Path) -> None:
     cfg = load_config(path)
     assert isinstance(cfg, RunnerConfig)
+    # as many points per domain as the law has parameters: the run warns the optimum may not be determined
+    assert cfg.ddo.identifies_law or PAPER_DESIGN in path.read_text(), f"{path.name}: a design that cannot identify the law"
+
+
+def test_the_examples_on_the_demo_stores_do_not_warn_about_their_own_design(tmp_path: Path) -> None:
+    import warnings
+
+    from autoscale_data.demo import prepare_synthetic_stores
+    from autoscale_data.runner.describe import design_note
+    from autoscale_data.runner.pipeline import MixtureRunner
+
+    prepare_synthetic_stores(tmp_path / "data" / "tiny-demo", bytes_per_domain=60_000)
+    (tmp_path / "examples").mkdir()
+    demo = [p for p in sorted(EXAMPLES.glob("*.yaml")) if "../data/tiny-demo" in p.read_text()]
+    assert {"tiny-cpu.yaml", "tiny-cpu-three-budgets.yaml"} <= {p.name for p in demo}
+    for path in demo:
+        (tmp_path / "examples" / path.name).write_text(path.read_text())
+        cfg = load_config(tmp_path / "examples" / path.name)
+        assert cfg.ddo.identifies_law and "may not determine the optimum" not in design_note(cfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the dry run warns of nothing
+            text = MixtureRunner(cfg, tmp_path / "out" / path.stem, log=lambda _: None, progress=False).describe()
+        assert "the design CAN identify the law" in text and "may not determine the optimum" not in text, path.name
 
 
 def test_example_set_has_tiny_and_paper_sized_configs() -> None:
