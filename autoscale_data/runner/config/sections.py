@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,19 +77,20 @@ def check_choice(section: str, name: str, value: Any, choices: Iterable[Any]) ->
         raise field_error(section, name, value, f"one of {tuple(choices)}")
 
 
-def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int, ...]:
-    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of integers >= 0 (distinct)."""
+def check_seeds(section: str, seeds: Any) -> tuple[int, ...]:
+    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of distinct integers >= 0."""
     values = tuple(seeds)
     if not values or not all(is_int(s) and s >= 0 for s in values):
         raise field_error(section, "seeds", seeds, "a non-empty list of integers >= 0")
-    if distinct and len(set(values)) != len(values):
+    if len(set(values)) != len(values):
         raise field_error(section, "seeds", list(values), "distinct seeds")
     return values
 
 
-def build_section(cls: type, raw: Any, section: str) -> Any:
+def build_section(cls: type, raw: Any, section: str, *, keys: Iterable[str] | None = None) -> Any:
     """Section dataclass ``cls`` from a config file's mapping (lists as tuples, YAML's ``1e-3`` strings as
-    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks."""
+    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks, with the keys
+    a file may give: ``keys`` (default ``cls``'s fields)."""
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, Mapping):
@@ -98,7 +99,7 @@ def build_section(cls: type, raw: Any, section: str) -> Any:
     unknown = sorted(set(raw) - set(types))
     if unknown:
         raise ValueError(f"config section {section or '<top>'!r} has unknown keys {unknown}; "
-                         f"expected some of {sorted(types)}")
+                         f"expected some of {sorted(types if keys is None else keys)}")
     kwargs = {}
     for key, value in raw.items():
         if isinstance(value, str) and "float" in types[key]:
@@ -260,11 +261,35 @@ class DDOConfig:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
         check_choice("ddo", "law", self.law, LAWS)
+        points, k = self.design_points, law_parameters(self.law)
+        if len(points) < k:  # the fit of every domain's law would refuse the runs
+            raise field_error("ddo", "law", self.law, f"a law the design can fit: the {self.law} law needs {k} distinct "
+                              f"multipliers per domain, the design gives {len(points)} ("
+                              f"{', '.join(f'{x:.3g}' for x in points)}); use law 3p or two multipliers each way, "
+                              "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    def check_domains(self, names: Sequence[str]) -> None:
+        """Refuse the settings that no mix of the domains ``names`` meets, known before training (the DDO fits
+        would refuse them after it): weight bounds beyond ``1/m`` and objective weights of unknown domains.
+
+        Raises:
+            ValueError: naming the field, its value and what the domains allow.
+        """
+        m = len(names)
+        why = f"the weights of the {m} domains {sorted(names)} sum to 1"
+        if self.min_weight * m > 1 + 1e-12:
+            raise field_error("ddo", "min_weight", self.min_weight, f"at most 1/{m} = {1 / m:.3g} ({why})")
+        if self.max_weight * m < 1 - 1e-12:
+            raise field_error("ddo", "max_weight", self.max_weight, f"at least 1/{m} = {1 / m:.3g} ({why})")
+        unknown = sorted(set(self.objective_weights or {}) - set(names))
+        if unknown:
+            raise field_error("ddo", "objective_weights", self.objective_weights,
+                              f"validation domains among {sorted(names)}; unknown: {unknown}")
 
     @property
     def largest(self) -> int:
@@ -328,7 +353,7 @@ class TargetConfig:
             _check_weights("target", "reference_weights", self.reference_weights)
         if self.reference_mapping is not None and not isinstance(self.reference_mapping, Mapping):
             raise field_error("target", "reference_mapping", self.reference_mapping, "a mapping preset key -> domain")
-        object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
+        object.__setattr__(self, "seeds", check_seeds("target", self.seeds))
         if not isinstance(self.keep_checkpoints, bool):
             raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")
 

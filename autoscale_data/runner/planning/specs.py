@@ -513,7 +513,8 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:
     """What the stores cannot supply, found before any training: every planned run's per-domain tokens,
-    and the target budget's least needs (``ddo.min_weight`` x budget of every domain; the budget itself).
+    and the target budget's least needs (``ddo.min_weight`` x budget of every domain; the budget itself, also
+    with at most ``ddo.max_weight`` x budget of each domain).
 
     Each domain has ``train_tokens // seq_len`` whole sequences, each usable ``max_epochs`` times
     (default once). Returns one line per problem, naming the domain (empty when all is well).
@@ -546,6 +547,13 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     if total < target:
         lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens within "
                      "the epoch cap)")
+    else:  # what the fits' bounds allow at the target: up to max_weight x budget of each domain, within its data
+        top = config.ddo.max_weight * target
+        room = sum(min(top, allowed[d] * config.seq_len) for d in domains.names)
+        if room < target:
+            lines.append(f"ddo.max_weight {config.ddo.max_weight:g} x target budget {target:,} = {top:,.0f} tokens "
+                         f"per domain at most, within each domain's data, make {room:,.0f} tokens, less than the "
+                         "target budget: raise ddo.max_weight")
     if lines:
         lines.append(f"lower the budgets or ddo.min_weight, add data, or {hint} (max_epochs: 2 lets every sequence "
                      "be seen twice)")

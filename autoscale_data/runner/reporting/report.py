@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
+from ...solver.joint import weight_distance
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
 from ..planning.repetition import repetition_md
@@ -591,10 +592,13 @@ def projection_sentence(proj: ProjectionFile) -> str:
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
-    other = JOINT if method == GEOMETRIC else GEOMETRIC
-    if proj.disagreement:
-        text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
-                 f" (max {proj.disagreement['max_abs']:.3f} per domain).")
+    # the robust step's sentence above already gives its distance to the geometric mix
+    other = GEOMETRIC if method in (JOINT, OBSERVED) else JOINT
+    chosen, named = proj.computed(method), proj.computed(other)
+    if named is not None:
+        d = weight_distance(proj.weights if chosen is None else chosen.weights, named.weights)
+        text += (f" The {other} projection differs by total variation {d['total_variation']:.3f}"
+                 f" (max {d['max_abs']:.3f} per domain).")
     elif proj.failure(other) is not None:
         text += f" The {other} projection failed: {proj.failure(other)}"
     return text

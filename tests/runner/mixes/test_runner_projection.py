@@ -21,6 +21,7 @@ from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
+from autoscale_data.solver.joint import weight_distance
 from autoscale_data.solver.select import backtest_margin
 
 pytestmark = pytest.mark.timeout(120)
@@ -91,6 +92,18 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     assert "not projected" in lines[-1] and projection_label(fits.projection) == "not projected: DDO(N2) as is"
 
 
+@pytest.mark.parametrize("method", ["observed", "joint", "robust"])
+def test_the_sentence_gives_the_distance_to_the_mix_it_names(stores: Path, tmp_path: Path, method: str) -> None:
+    fits, proj, _ = _fit(stores, tmp_path, method)
+    other = "joint" if method == "robust" else "geometric"  # the robust step's sentence already gives the geometric
+    d = weight_distance(proj[method]["weights"], proj[other]["weights"])
+    sentence = projection_sentence(fits.projection)
+    assert (f"The {other} projection differs by total variation {d['total_variation']:.3f}"
+            f" (max {d['max_abs']:.3f} per domain)") in sentence
+    if method == "observed":  # not the joint-geometric disagreement
+        assert f"{proj['disagreement']['total_variation']:.3f}" != f"{d['total_variation']:.3f}"
+
+
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "geometric")
     assert fits.method == proj["method"] == "geometric"
@@ -155,6 +168,29 @@ def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -
     assert plan.metadata["projection"] == "robust"
     assert any("robust projection (sets the target mix" in line for line in lines) and "robust, t=" in lines[-1]
     assert "projected: robust" in projection_label(fits.projection) and "The robust step moved" in projection_sentence(fits.projection)
+
+
+def test_the_weights_plot_names_a_bootstrap_ci_only_when_one_ran(stores: Path, tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autoscale_data.runner.records import BootstrapUnavailable
+    from autoscale_data.runner.reporting.plots import _plot_weights
+    from autoscale_data.solver import BootstrapResult
+
+    fits, proj, _ = _fit(stores, tmp_path, "geometric")
+    ddo = {str(n): r for n, r in fits.ddo.items()}
+    ran = {str(n): b for n, b in fits.bootstrap.items()}
+    assert all(isinstance(b, BootstrapResult) for b in ran.values())
+    failed = {n: BootstrapUnavailable(reason="too few runs") for n in ddo}
+    for bootstrap, named in ((ran, True), ({}, False), (failed, False), ({**ran, min(ddo): failed[min(ddo)]}, False)):
+        report = Report(domains=list(N0), projection=proj, ddo=ddo, bootstrap=bootstrap)
+        title = _plot_weights(plt, report).axes[0].get_title()
+        assert ("DDO optima (points, bootstrap CI)" in title) is named and ("bootstrap" in title) is named
+        assert named or "DDO optima (points)" in title
+    plt.close("all")
 
 
 def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
