@@ -61,7 +61,7 @@ def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, de
         FileNotFoundError: the reference run kept no final checkpoint.
     """
     try:
-        model = final_model(spec, ref_dir, config.model.preset, domains.eos_id)
+        model = final_model(spec, ref_dir, spec.settings["model"]["preset"], domains.eos_id)  # the proxy model
     except ValueError:  # an unreadable pointer: no complete checkpoint
         model = None
     if model is None:
