@@ -11,6 +11,7 @@ from pathlib import Path
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, OBSERVED, PROJECTION_CHOICES, ROBUST, law_parameters
 from . import layout, registry
 from .config import RunnerConfig, config_to_dict
+from .config.sections import ModelConfig, ProxyModelConfig
 from .experiment import config_changes
 from .ledger import DONE, Ledger
 from .planning.data import DomainInfo, batch_sequences
@@ -57,7 +58,7 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
     at_once = max(1, resolve_max_parallel(cfg))  # local: its slots; Slurm/Ray: max_parallel
     seconds /= at_once  # wall time: the executor trains that many runs side by side
-    proxy = "" if cfg.ddo.proxy_model is None else f", proxy model {cfg.ddo.proxy_model.preset}"
+    proxy = "" if cfg.ddo.proxy_model is None else f", proxy model {_model_text(cfg.ddo.proxy_model)}"
     proxy += "" if cfg.ddo.proxy_lr is None else f", proxy lr {cfg.ddo.proxy_lr:g}"
     lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
              f"{cfg.model.preset}{proxy}, backend {cfg.backend} x{cfg.procs}",
@@ -184,13 +185,19 @@ def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
     runs_three = len(config.ddo.budgets) >= 3
     how = "this config" if runs_three else "ddo.extra_budget: half, or ddo.budgets: [N0, N1, N2]"
     proxy = config.ddo.proxy_model
-    model = (f"proxy model {proxy.preset}{' with overrides' if proxy.overrides else ''}, target model "
-             f"{config.model.preset}" if proxy is not None else f"proxies and target: model {config.model.preset}")
+    model = (f"proxy model {_model_text(proxy)}, target model {_model_text(config.model)}" if proxy is not None
+             else f"proxies and target: model {_model_text(config.model)}")
     return (f"proxy cost against one target run ({two.target_tokens:,} tokens, {format_flops(two.target_flops)}; "
             f"{model}): two budgets {shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} "
             f"budgets {shown(three)} ({how}), {three.flops / two.flops:.2f}x the two-budget proxies; with three "
             "budgets or more ddo.projection: auto backtests its projection at N2 (refitted without it) before it "
             "uses one")
+
+
+def _model_text(model: ModelConfig | ProxyModelConfig) -> str:
+    """``gpt2-tiny`` or, with overrides, ``gpt2-tiny (n_layer=1, n_embd=64)``."""
+    fields = ", ".join(f"{k}={v}" for k, v in model.overrides.items())
+    return f"{model.preset} ({fields})" if fields else model.preset
 
 
 def projection_note(config: RunnerConfig) -> str:

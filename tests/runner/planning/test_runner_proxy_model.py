@@ -138,10 +138,12 @@ def test_the_dry_run_prices_the_proxies_in_flops_against_one_target_run(stores: 
     assert two.target_runs == pytest.approx(hand) and two.token_ratio == pytest.approx(proxy_tokens / 16384)
     assert hand < 0.6 * two.token_ratio  # half the width: well under the tokens' ratio
     text = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False).describe()
-    assert text.splitlines()[0].endswith("model gpt2-tiny, proxy model gpt2-tiny, proxy lr 0.001, backend torch x1")
+    assert text.splitlines()[0].endswith("model gpt2-tiny, proxy model gpt2-tiny (n_layer=1, n_embd=16, n_head=2), "
+                                         "proxy lr 0.001, backend torch x1")
     line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run"))
     assert line.startswith(f"proxy cost against one target run (16,384 tokens, {16384 * per_target:.3g} FLOPs; "
-                           "proxy model gpt2-tiny with overrides, target model gpt2-tiny): ")
+                           "proxy model gpt2-tiny (n_layer=1, n_embd=16, n_head=2), target model gpt2-tiny "
+                           "(n_layer=1, n_embd=32, n_head=2)): ")
     assert (f"two budgets [4,096, 8,192]: 14 runs, {proxy_tokens:,} tokens (x{proxy_tokens / 16384:.2f}), "
             f"{proxy_tokens * per_proxy:.3g} FLOPs = {hand:.2f} target runs (this config)") in line
     lines = text.splitlines()
