@@ -137,6 +137,10 @@ class RunnerConfig:
         if self.eval.tasks and self.model.family != "gpt2":  # zero-shot ranked classification needs a causal LM
             raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
                               "(the zero-shot tasks score a causal LM's answers)")
+        proxy = self.ddo.proxy_model
+        if proxy is not None and proxy.family != self.model.family:
+            raise field_error("ddo", "proxy_model", proxy.preset, f"a {self.model.family} preset, as model "
+                              f"{self.model.preset!r} (the proxies train the target's objective)")
         if self.max_epochs is not None:
             check_number_field("", "max_epochs", self.max_epochs)
         check_int_field("", "checkpoint_every", self.checkpoint_every)

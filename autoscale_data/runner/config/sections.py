@@ -33,6 +33,7 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "ProxyModelConfig",
     "REPETITION_MATCH",
     "REPETITION_MODES",
     "REPETITION_OFF",
@@ -137,18 +138,47 @@ class ModelConfig:
     """BERT's masking rate (80% [MASK], 10% random, 10% kept; [MASK] is an extra id)."""
 
     def __post_init__(self) -> None:
-        from ..models import PRESETS
-
-        check_choice("model", "preset", self.preset, PRESETS)
-        if not isinstance(self.overrides, dict):
-            raise field_error("model", "overrides", self.overrides, "a mapping of model config fields")
+        _check_model("model", self.preset, self.overrides)
         if not 0.0 < float(self.mlm_probability) < 1.0:
             raise field_error("model", "mlm_probability", self.mlm_probability, "a number in (0, 1)")
 
     @property
     def family(self) -> str:
         """``"gpt2"`` (causal LM) or ``"bert"`` (masked LM)."""
-        return self.preset.split("-", 1)[0]
+        return _family(self.preset)
+
+
+def _family(preset: str) -> str:
+    return preset.split("-", 1)[0]
+
+
+def _check_model(section: str, preset: Any, overrides: Any) -> None:
+    """``ValueError`` naming the field unless ``preset`` is one of ``runner.models.PRESETS`` and ``overrides`` a
+    mapping."""
+    from ..models import PRESETS
+
+    check_choice(section, "preset", preset, PRESETS)
+    if not isinstance(overrides, dict):
+        raise field_error(section, "overrides", overrides, "a mapping of model config fields")
+
+
+@dataclass(frozen=True)
+class ProxyModelConfig:
+    """The proxies' own model (``ddo.proxy_model``): a preset plus overrides, as ``model``; it masks at
+    ``model.mlm_probability``."""
+
+    preset: str
+    """A preset of the target's family (``gpt2-*`` or ``bert-*``)."""
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Its transformers config fields (as ``model.overrides``; the target's are not inherited)."""
+
+    def __post_init__(self) -> None:
+        _check_model("ddo.proxy_model", self.preset, self.overrides)
+
+    @property
+    def family(self) -> str:
+        """``"gpt2"`` or ``"bert"``."""
+        return _family(self.preset)
 
 
 @dataclass(frozen=True)
@@ -227,6 +257,13 @@ class DDOConfig:
     """``off``: each proxy draws from the whole domain; ``match``: from a pool scaled by its budget over the
     target's, so it repeats each domain as the target will, and the laws and the projection work in effective
     tokens (see "Repetition-matched proxies")."""
+    proxy_model: ProxyModelConfig | None = None
+    """The proxies' own model, smaller than ``model``: a preset name or ``{preset, overrides}``. It trains the DDO
+    proxies, DoReMi's reference and proxy, and RegMix's swarm unless ``regmix.swarm.preset`` names one; it enters
+    their run ids. ``None``: the target's model (the paper's design; ids as before). A proxy model of more training
+    FLOPs per token than the target's is refused when the plan is made (see "A proxy model of its own")."""
+    proxy_lr: float | None = None
+    """The proxies' peak learning rate (the runs ``proxy_model`` trains; ``None``: ``optimizer.lr``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
@@ -269,6 +306,12 @@ class DDOConfig:
                               "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
+        if isinstance(self.proxy_model, str):  # a preset name: that preset as is
+            object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
+        elif self.proxy_model is not None:
+            object.__setattr__(self, "proxy_model", build_section(ProxyModelConfig, self.proxy_model, "ddo.proxy_model"))
+        if self.proxy_lr is not None:
+            check_number_field("ddo", "proxy_lr", self.proxy_lr)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})

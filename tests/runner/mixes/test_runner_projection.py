@@ -360,8 +360,10 @@ def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path
         assert (two.runs, three.runs) == (14, 21) and two.target_tokens == three.target_tokens == 16384
         assert 1.0 < three.tokens / two.tokens <= 1.25  # N0 = N1 / 2 costs N0 / (N1 + N2) more, about 1/6 here
         text = MixtureRunner(cfg, stores.parent / "out", progress=False).describe()
-        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens)"))
-        assert f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens = {two.target_runs:.2f} target runs" in line
+        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens, "))
+        assert two.target_runs == pytest.approx(two.token_ratio)  # one model: FLOPs and tokens agree
+        assert (f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens (x{two.token_ratio:.2f}), "
+                f"{two.flops:.3g} FLOPs = {two.target_runs:.2f} target runs") in line
         assert f"3 budgets [2,048, 4,096, 8,192]: 21 runs, {three.tokens:,} tokens" in line
         assert f"{three.tokens / two.tokens:.2f}x the two-budget proxies" in line
         assert ("(this config), " in line) == runs_three and ("ddo.extra_budget: half" in line) != runs_three
