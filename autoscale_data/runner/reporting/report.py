@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
-from ...solver.joint import weight_distance
+from ...solver.contrib import weight_distance
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
 from ..planning.repetition import repetition_md
