@@ -26,8 +26,8 @@ def test_load_state_trains_on_the_uninterrupted_batches(tmp_path: Path) -> None:
     exactly the 32 samples the two processes read after step 4."""
     r = run_example("accelerate_train.py", tmp_path)
     assert r["steps"] == 20 and r["batches_per_pass"] == 13
-    assert {k: (v["batches"], v["equal"]) for k, v in r["resumes"].items()} == {
-        "5": (15, True), "13": (7, True), "16": (4, True)}
+    assert {k: (v["batches"], v["equal"], v["same_losses"]) for k, v in r["resumes"].items()} == {
+        "5": (15, True, True), "13": (7, True, True), "16": (4, True, True)}
     assert r["two_to_one"] == {"samples": 32, "equal": True}
 
 

@@ -24,8 +24,8 @@ def test_fit_from_a_checkpoint_trains_on_the_uninterrupted_batches(tmp_path: Pat
     exactly the 32 samples the two processes trained on after step 4."""
     r = run_example("lightning_train.py", tmp_path)
     assert r["steps"] == 20 and r["batches_per_pass"] == 13
-    assert {k: (v["batches"], v["equal"], v["steps_ok"]) for k, v in r["resumes"].items()} == {
-        "5": (15, True, True), "13": (7, True, True), "16": (4, True, True)}
+    assert {k: (v["batches"], v["equal"], v["steps_ok"], v["same_losses"]) for k, v in r["resumes"].items()} == {
+        "5": (15, True, True, True), "13": (7, True, True, True), "16": (4, True, True, True)}
     assert r["two_to_one"] == {"samples": 32, "equal": True}
 
 
