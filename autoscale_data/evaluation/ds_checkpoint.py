@@ -94,11 +94,13 @@ def model_config_of(folder: str | os.PathLike[str], model_config: str | os.PathL
     if not model_type:
         raise ValueError(f"model config {where!r} has no model_type: expected a transformers config (such as "
                          "model.config.save_pretrained writes)")
-    if model_type == "gpt2" and state_dict is not None:
+    if model_type == "gpt2" and isinstance(model_config, Mapping):
         shapes = {"vocab_size": "transformer.wte.weight", "n_positions": "transformer.wpe.weight"}
         for name, key in shapes.items():
-            if name not in fields and key in state_dict:
+            if name not in fields and state_dict is not None and key in state_dict:
                 fields[name] = int(state_dict[key].shape[0])
+        fields.setdefault("bos_token_id", None)  # GPT-2's defaults (50256) lie outside a smaller vocabulary
+        fields.setdefault("eos_token_id", None)
     from transformers import AutoConfig
 
     return AutoConfig.for_model(model_type, **fields)
@@ -139,7 +141,9 @@ def causal_lm_from_state_dict(state_dict: Mapping[str, Any], config: Any, *, whe
     try:
         found = model.load_state_dict(weights, strict=False)
     except RuntimeError as e:
-        raise ValueError(f"{where!r} does not fit the model config ({config.model_type}): {e}") from None
+        lines = str(e).splitlines()
+        raise ValueError(f"{where!r} does not fit the model config ({config.model_type}): "
+                         f"{' '.join(line.strip() for line in lines[:3])}{' ...' if len(lines) > 3 else ''}") from None
     out = model.get_output_embeddings()
     tied = out is not None and out.weight is model.get_input_embeddings().weight
     missing = [k for k in found.missing_keys if not (tied and k.endswith("lm_head.weight"))]

@@ -1,11 +1,14 @@
 """`evaluate` on checkpoints that are not ``save_pretrained`` folders: DeepSpeed's layout (written here with
 ``torch.save``, as ``engine.save_checkpoint`` lays it out under ZeRO stage 0-2), ZeRO stage 3, weights without a
-config, and a runner proxy run (which keeps no model)."""
+config, a runner proxy run (which keeps no model), and DeepSpeed's log kept off stdout."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,36 @@ def test_a_proxy_run_folder_says_the_runner_keeps_no_proxy_model(tmp_path: Path,
     assert "target.reference_weights: {a: 0.25, b: 0.75}" in err and "set target.keep_checkpoints" not in err
     assert main(["evaluate", str(out / "runs" / "t1"), "--tasks", "piqa"]) == 2
     assert "set target.keep_checkpoints: true and train it again" in capsys.readouterr().err
+
+
+_IMPORTS_DEEPSPEED = """
+import sys
+import autoscale_data.commands.evaluate as verb
+from autoscale_data.cli import main
+
+real = verb.run
+
+
+def run(args):
+    import deepspeed  # as a verb may (a DeepSpeed checkpoint's objects): DeepSpeed logs its accelerator on import
+    return real(args)
+
+
+verb.run = run
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_deepspeeds_log_goes_to_stderr_with_ds_accelerator_unset(tmp_path: Path) -> None:
+    pytest.importorskip("deepspeed")
+    ckpt = _deepspeed_layout(tmp_path / "ckpt", _model())
+    env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
+    argv = [sys.executable, "-c", _IMPORTS_DEEPSPEED, "evaluate", str(ckpt), *ARGS, "--model-config", "gpt2-tiny"]
+    table = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert table.returncode == 0, table.stderr[-3000:]
+    assert "real_accelerator" in table.stderr and "real_accelerator" not in table.stdout
+    assert table.stdout.startswith(f"{ckpt} (tokenizer bytes)\n")
+    answer = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert answer.returncode == 0 and "real_accelerator" in answer.stderr
+    assert json.loads(answer.stdout)["tasks"]["piqa"]["examples"] == 3
