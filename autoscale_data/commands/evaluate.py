@@ -50,22 +50,22 @@ def register(subparsers: Any) -> None:
 
 
 def _causal_presets() -> list[str]:
-    from ..runner.models import PRESETS
+    from ..runner import MODEL_PRESETS
 
-    return [name for name in PRESETS if name.startswith("gpt2")]
+    return [name for name in MODEL_PRESETS if name.startswith("gpt2")]
 
 
 def _model_config(value: str | None) -> Any:
     """``--model-config``: a runner preset as config fields (its shapes left to the weights), else the path."""
     if value is None:
         return None
-    from ..runner.models import PRESETS
+    from ..runner import MODEL_PRESETS
 
-    if value in PRESETS:
+    if value in MODEL_PRESETS:
         if value not in _causal_presets():
             raise ValueError(f"--model-config {value!r} is a masked LM: zero-shot ranked classification needs a causal "
                              f"LM: expected one of {_causal_presets()} or a config.json")
-        return {"model_type": "gpt2", **PRESETS[value]}
+        return {"model_type": "gpt2", **MODEL_PRESETS[value]}
     if not Path(value).exists():
         raise FileNotFoundError(f"--model-config {value!r} is neither a runner model preset ({_causal_presets()}) nor "
                                 "an existing config.json")

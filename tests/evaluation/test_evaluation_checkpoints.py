@@ -153,3 +153,51 @@ def test_deepspeeds_log_goes_to_stderr_with_ds_accelerator_unset(tmp_path: Path)
     answer = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert answer.returncode == 0 and "real_accelerator" in answer.stderr
     assert json.loads(answer.stdout)["tasks"]["piqa"]["examples"] == 3
+
+
+_TRAIN_DEEPSPEED = """
+import os, socket, sys
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(s.getsockname()[1]))
+import deepspeed, torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+for stage in (0, 2, 3):
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=257, n_positions=48, n_embd=32, n_layer=1, n_head=2))
+    engine, *_ = deepspeed.initialize(model=model, optimizer=torch.optim.AdamW(model.parameters()), config={
+        "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage}})
+    ids = torch.randint(0, 257, (2, 48), generator=torch.Generator().manual_seed(1))
+    engine.backward(engine(input_ids=ids, labels=ids).loss)
+    engine.step()
+    engine.save_checkpoint(f"{sys.argv[1]}/zero{stage}")
+    if stage == 0:
+        model.save_pretrained(f"{sys.argv[1]}/hf")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_real_deepspeed_checkpoints_of_zero_stages_0_2_and_3(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Checkpoints engine.save_checkpoint wrote (one process, CPU): stages 0 and 2 score as the model's own
+    save_pretrained folder; stage 3 is refused with a command that, run as printed, gives a folder that does."""
+    pytest.importorskip("deepspeed")
+    env = {**os.environ, "DS_ACCELERATOR": "cpu"}
+    env.setdefault("TORCH_EXTENSIONS_DIR", os.path.expanduser("~/.cache/autoscale-data/torch_extensions"))
+    done = subprocess.run([sys.executable, "-c", _TRAIN_DEEPSPEED, str(tmp_path)], capture_output=True, text=True,
+                          env=env, timeout=800)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    config = ["--model-config", str(tmp_path / "hf" / "config.json")]
+    want = _scores([str(tmp_path / "hf"), *ARGS], capsys)
+    for stage in (0, 2):
+        assert _scores([str(tmp_path / f"zero{stage}"), *ARGS, *config], capsys) == want
+    assert main(["evaluate", str(tmp_path / "zero3"), *ARGS, *config]) == 2
+    err = capsys.readouterr().err
+    command = err[err.index("`python ") + 1:err.index("`", err.index("`python ") + 1)].split()
+    assert command[1:] == [str(tmp_path / "zero3" / "zero_to_fp32.py"), str(tmp_path / "zero3"),
+                           str(tmp_path / "zero3-fp32")]
+    done = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = _scores([str(tmp_path / "zero3-fp32"), *ARGS, *config], capsys)  # its step summed in another order
+    assert got == {**want, "bpb": pytest.approx(want["bpb"], rel=1e-6)}
