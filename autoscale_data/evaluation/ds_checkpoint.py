@@ -39,8 +39,8 @@ def deepspeed_model_states(folder: str | os.PathLike[str]) -> Path | None:
     tag its ``latest`` file names, or its only tag); ``None`` when ``folder`` is no DeepSpeed checkpoint.
 
     Raises:
-        ValueError: a ZeRO stage 3 checkpoint (its weights are partitioned: :data:`ZERO3_HOWTO`), or a
-            ``latest`` that names a missing tag.
+        ValueError: a ZeRO stage 3 checkpoint (its weights are partitioned: :data:`ZERO3_HOWTO`), a ``latest``
+            that names a missing tag, or several tags and no ``latest``.
     """
     path = Path(folder)
     tags = [path]
@@ -51,7 +51,11 @@ def deepspeed_model_states(folder: str | os.PathLike[str]) -> Path | None:
             raise ValueError(f"{os.fspath(latest)!r} names tag {tag!r}, but {os.fspath(path / tag)!r} is missing")
         tags = [path / tag]
     elif path.is_dir():
-        tags += sorted(p for p in path.iterdir() if p.is_dir() and (p / MODEL_STATES).is_file())[:1]
+        found = sorted(p for p in path.iterdir() if p.is_dir() and _is_tag(p))
+        if len(found) > 1:
+            raise ValueError(f"{os.fspath(path)!r} holds the DeepSpeed checkpoints {[p.name for p in found]} and no "
+                             "latest file naming one: give the folder of the one to read")
+        tags += found
     for tag_dir in tags:
         if (tag_dir / MODEL_STATES).is_file():
             return tag_dir / MODEL_STATES
@@ -61,6 +65,11 @@ def deepspeed_model_states(folder: str | os.PathLike[str]) -> Path | None:
                              "weights (zero_pp_rank_*_model_states.pt), so there is no whole model to read; "
                              + ZERO3_HOWTO.format(ckpt=ckpt, out=ckpt.rstrip("/") + "-fp32"))
     return None
+
+
+def _is_tag(folder: Path) -> bool:
+    """Whether ``folder`` is one tag of a DeepSpeed checkpoint (any ZeRO stage)."""
+    return (folder / MODEL_STATES).is_file() or any(folder.glob(_ZERO3_STATES))
 
 
 def model_config_of(folder: str | os.PathLike[str], model_config: str | os.PathLike[str] | Mapping[str, Any] | None,

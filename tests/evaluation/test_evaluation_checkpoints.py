@@ -84,6 +84,12 @@ def test_deepspeed_checkpoint_errors_say_what_to_do(tmp_path: Path, capsys: pyte
     (ckpt / "latest").write_text("global_step9")
     with pytest.raises(ValueError, match=r"names tag 'global_step9', but .*global_step9' is missing"):
         evaluate_checkpoint(ckpt, ["piqa"], limit=1, tokenizer="bytes", model_config=small)
+    (ckpt / "latest").unlink()  # one tag and no latest: that tag; two: which one is asked
+    assert load_causal_lm(ckpt, model_config={"model_type": "gpt2", **PRESETS["gpt2-tiny"]}).config.n_positions == 48
+    shutil.copytree(ckpt / "global_step3", ckpt / "global_step10")
+    with pytest.raises(ValueError, match=r"holds the DeepSpeed checkpoints \['global_step10', 'global_step3'\] and "
+                                         r"no latest file naming one"):
+        evaluate_checkpoint(ckpt, ["piqa"], limit=1, tokenizer="bytes", model_config=small)
 
 
 def test_zero3_is_refused_with_deepspeeds_consolidation_and_its_output_then_scores(
