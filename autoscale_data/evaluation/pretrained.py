@@ -59,6 +59,8 @@ def check_checkpoint_folder(folder: str | os.PathLike[str], model_config: ModelC
     if path.is_dir() and deepspeed_model_states(path) is not None:
         return path
     weights = path.is_dir() and any((path / name).is_file() for name in WEIGHT_FILES)
+    if weights and model_config is None and not (path / "config.json").is_file():
+        model_config_of(path, None)  # weights alone (zero_to_fp32's output): it says how to give the config
     if not path.is_dir() or not ((path / "config.json").is_file() or (weights and model_config is not None)):
         raise ValueError(f"{os.fspath(path)!r} is not a checkpoint folder: expected a Hugging Face folder with "
                          "config.json and the weights (save_pretrained), a DeepSpeed checkpoint folder "

@@ -110,6 +110,8 @@ def test_zero3_is_refused_with_deepspeeds_consolidation_and_its_output_then_scor
     torch.save(model.state_dict(), out / "pytorch_model.bin")
     model.save_pretrained(tmp_path / "hf")
     want = _scores([str(tmp_path / "hf"), *ARGS], capsys)
+    assert main(["evaluate", str(out), *ARGS]) == 2
+    assert "holds the weights but no config.json" in capsys.readouterr().err
     assert _scores([str(out), *ARGS, "--model-config", str(tmp_path / "hf" / "config.json")], capsys) == want
 
 
