@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import os
 import sys
 import warnings
@@ -39,7 +40,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Library loggers that write to stdout (DeepSpeed's accelerator log); the CLI sends them to stderr.
+_STDOUT_LOGGERS = ("DeepSpeed",)
+
+
+class _Stderr:
+    """A stream that writes to whatever ``sys.stderr`` is at the time (a handler keeps its stream)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+class _StderrLogger(logging.Logger):
+    """A logger whose stream handlers to stdout write to stderr instead (DeepSpeed adds one when imported)."""
+
+    def addHandler(self, hdlr: logging.Handler) -> None:  # noqa: N802 (logging's name)
+        _to_stderr(hdlr)
+        super().addHandler(hdlr)
+
+
+def _to_stderr(handler: logging.Handler) -> None:
+    if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
+        handler.setStream(_Stderr())  # type: ignore[arg-type]
+
+
+def _library_logs_to_stderr() -> None:
+    """Send the logs of :data:`_STDOUT_LOGGERS` to stderr, whether the library is imported already or later
+    (stdout holds a verb's answer alone: a table, or the JSON of ``--json``)."""
+    manager = logging.Logger.manager
+    for name in _STDOUT_LOGGERS:
+        found = manager.loggerDict.get(name)
+        if isinstance(found, logging.Logger):
+            for handler in found.handlers:
+                _to_stderr(handler)
+            continue
+        kind = manager.loggerClass
+        manager.setLoggerClass(_StderrLogger)
+        try:
+            logging.getLogger(name)  # the library's getLogger(name) finds this one
+        finally:
+            manager.loggerClass = kind
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _library_logs_to_stderr()
     parser = build_parser()
     args = parser.parse_args(argv)
 

@@ -178,13 +178,14 @@ def stream_order(per_rank: Sequence[Sequence[Any]], rows: Callable[[Any], list[A
 
 def compare_resumes(full: Sequence[Mapping[str, Any]], resumes: Mapping[int, Sequence[Mapping[str, Any]]], *,
                     steps: int, rows: Callable[[Any], list[Any]]) -> tuple[dict[str, Any], bool]:
-    """Compare each run resumed at step ``k`` (records ``{"step", ...}``) with the uninterrupted run's
-    records from step ``k``: the same records but for their step (``equal``), at steps ``k .. steps - 1``
-    (``steps_ok``); ``rows(record)`` are a record's samples, ``[domain, sequence id, ...]``.
+    """Compare each run resumed at step ``k`` (records ``{"step", "loss", ...}``) with the uninterrupted run's
+    records from step ``k``: the same records but for their step (``equal``; the training losses among them,
+    bit for bit, also alone as ``same_losses``), at steps ``k .. steps - 1`` (``steps_ok``); ``rows(record)``
+    are a record's samples, ``[domain, sequence id, ...]``.
 
     Returns:
-        ``{k: {"batches", "equal", "steps_ok", "first", "expected_first"}}`` (the first sequence ids)
-        and whether every resume matched.
+        ``{k: {"batches", "equal", "same_losses", "steps_ok", "first", "expected_first"}}`` (the first
+        sequence ids) and whether every resume matched.
     """
     def first(record: Mapping[str, Any]) -> list[Any]:
         return [row[1] for row in rows(record)[:4]]
@@ -193,11 +194,13 @@ def compare_resumes(full: Sequence[Mapping[str, Any]], resumes: Mapping[int, Seq
     for k, resumed in resumes.items():
         same = [{**r, "step": None} for r in resumed] == [{**r, "step": None} for r in full[k:]]
         steps_ok = [r["step"] for r in resumed] == list(range(k, steps))
-        report[str(k)] = {"batches": len(resumed), "equal": same, "steps_ok": steps_ok,
+        same_losses = [r["loss"] for r in resumed] == [r["loss"] for r in full[k:]]
+        report[str(k)] = {"batches": len(resumed), "equal": same, "same_losses": same_losses, "steps_ok": steps_ok,
                           "first": first(resumed[0]) if resumed else None,
                           "expected_first": first(full[k]) if len(full) > k else None}
-        ok = ok and same and steps_ok
-        print(f"resume from step {k}: {len(resumed)} batches, {'==' if same else '!='} the uninterrupted run's")
+        ok = ok and same and same_losses and steps_ok
+        print(f"resume from step {k}: {len(resumed)} batches and losses, {'==' if same else '!='} the "
+              "uninterrupted run's")
     return report, ok
 
 

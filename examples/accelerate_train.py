@@ -18,7 +18,7 @@ unchanged (the mixture already gives each process its own slice)::
 Run: ``python examples/accelerate_train.py --tiny``: trains ``--steps`` steps (across a pass
 boundary) saving the state at three steps, then resumes from each in a new process with another
 worker count, and checks that every resumed run trains on exactly the batches (tokens and domains)
-the uninterrupted run trained on after that step. Then two processes (``torchrun``, gloo) train and
+the uninterrupted run trained on after that step, with the same losses, bit for bit. Then two processes (``torchrun``, gloo) train and
 save, and one process resumes: it reads exactly what the two would have read next, in stream order.
 """
 
@@ -84,6 +84,7 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
             ids = batch["input_ids"].long()
             loss = F.cross_entropy(model(ids[:, :-1]).transpose(1, 2), ids[:, 1:])
             accelerator.backward(loss)
+            seen[-1]["loss"] = loss.item()  # the resumes compare it too, bit for bit
             optimizer.step()
             optimizer.zero_grad()
             step += 1

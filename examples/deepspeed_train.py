@@ -14,10 +14,15 @@ The pattern is three lines around an ordinary DeepSpeed loop:
 * after ``engine.load_checkpoint(dir)``, ``ds.load_state_dict(client_state["dataset"])``: the next
   batch is the one that would have followed (even with a different number of ranks).
 
+A bit-for-bit resume needs one more thing: the model's dropout draws from torch's RNG, so every
+rank's RNG state goes into ``client_state`` too and is restored after ``engine.load_checkpoint``
+(and the ``DataLoader`` gets its own ``generator``, so creating its iterator draws nothing from it).
+
 ``--tiny`` (``deepspeed --num_gpus 2 examples/deepspeed_train.py --tiny``): trains 6 steps saving
 at step 3, then builds a fresh model, engine and dataset, resumes from the checkpoint and trains
-steps 4-6 again; it checks on every rank that the resumed run reads exactly the same samples and
-restored the same weights, and rank 0 prints a ``RESULT`` line.
+steps 4-6 again; it checks on every rank that the resumed run reads exactly the same samples,
+restored the same weights and computes the same losses as the uninterrupted run, bit for bit
+(dropout included), and rank 0 prints a ``RESULT`` line.
 """
 
 from __future__ import annotations
@@ -51,12 +56,28 @@ def param_checksum(model: torch.nn.Module) -> float:
     return float(sum(p.detach().double().sum() for p in model.parameters()))
 
 
+def rng_state() -> dict[str, torch.Tensor]:
+    """This rank's random generators (dropout draws from them)."""
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def set_rng_state(state: dict[str, torch.Tensor]) -> None:
+    """Restore what :func:`rng_state` saved (as CPU byte tensors, wherever the checkpoint put them)."""
+    torch.set_rng_state(state["cpu"].cpu())
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"].cpu())
+
+
 def run(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, steps: int,
         ckpt_dir: str, save_at: int | None, resume: bool, vocab_size: int = 257) -> dict[str, Any]:
     """Train up to ``steps`` optimizer steps; returns the ``(domain, seq_index)`` read at each step."""
     torch.manual_seed(0)
     ds = ScaleAwareMixtureDataset(domains, weights, budget_tokens=budget_tokens, seq_len=seq_len, seed=0)
-    loader = DataLoader(ds, batch_size=MICRO_BATCH, num_workers=0)
+    # its own generator: creating the loader's iterator must not draw from the RNG that dropout uses
+    loader = DataLoader(ds, batch_size=MICRO_BATCH, num_workers=0, generator=torch.Generator())
     config = GPT2Config(vocab_size=vocab_size, n_positions=seq_len, n_embd=64, n_layer=2, n_head=2,
                         bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
     model = GPT2LMHeadModel(config)
@@ -71,6 +92,7 @@ def run(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
             raise FileNotFoundError(f"no DeepSpeed checkpoint in {ckpt_dir!r}")
         ds.load_state_dict(client["dataset"])
         step = int(client["step"])
+        set_rng_state(client["rng"][dist.get_rank()])  # dropout continues as in the uninterrupted run
         restored = {"saved": client["param_checksum"], "loaded": param_checksum(engine.module)}
     ids: dict[int, list[list[int]]] = {}
     losses: dict[int, float] = {}
@@ -84,9 +106,11 @@ def run(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: in
         losses[step] = out.loss.item()
         step += 1
         if step == save_at:
+            rng: list[Any] = [None] * dist.get_world_size()  # every rank's RNG (rank 0 writes the client state)
+            dist.all_gather_object(rng, rng_state())
             engine.save_checkpoint(ckpt_dir, client_state={
                 "dataset": ds.state_dict(step=step, samples_per_step=MICRO_BATCH), "step": step,
-                "param_checksum": param_checksum(engine.module)})
+                "param_checksum": param_checksum(engine.module), "rng": rng})
     return {"ids": ids, "losses": losses, "restored": restored, "steps": step}
 
 
@@ -109,14 +133,15 @@ def _tiny(args: argparse.Namespace) -> int:
         resumed = run(**common, save_at=None, resume=True)
         same_ids = all(resumed["ids"][s] == full["ids"][s] for s in range(3, 6)) and sorted(resumed["ids"]) == [3, 4, 5]
         same_weights = abs(resumed["restored"]["saved"] - resumed["restored"]["loaded"]) < 1e-6
-        ok = torch.tensor([int(same_ids and same_weights)])
+        same_losses = resumed["losses"] == {s: full["losses"][s] for s in range(3, 6)}  # bit for bit
+        ok = torch.tensor([int(same_ids and same_weights and same_losses)])
         dist.all_reduce(ok, op=dist.ReduceOp.MIN)
         all_ids = [None] * dist.get_world_size()
-        dist.all_gather_object(all_ids, {"full": full["ids"], "resumed": resumed["ids"]})
+        dist.all_gather_object(all_ids, {"full": full["ids"], "resumed": resumed["ids"], "same_losses": same_losses,
+                                         "losses_full": full["losses"], "losses_resumed": resumed["losses"]})
         if rank == 0:
             result(example="deepspeed_train", ok=bool(ok.item()), world_size=dist.get_world_size(),
-                   resumed_first_step=min(resumed["ids"]), ids=all_ids, restored=resumed["restored"],
-                   losses_full=full["losses"], losses_resumed=resumed["losses"])
+                   resumed_first_step=min(resumed["ids"]), ids=all_ids, restored=resumed["restored"])
         dist.barrier()
         return 0 if ok.item() else 1
     finally:

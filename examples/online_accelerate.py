@@ -19,7 +19,8 @@ state is the dataset's, which holds the segment log, the controller's state and 
 
 Run: ``python examples/online_accelerate.py --tiny``: trains 12 steps with ODM saving at step 6,
 resumes from there in a fresh process state with another worker count, and checks the resumed run
-trains on the same batches and decides the same segments as the uninterrupted one.
+trains on the same batches with the same losses (bit for bit) and decides the same segments as the
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -59,11 +60,13 @@ def train(stores: str, out: Path, *, steps: int, workers: int, save_at: int | No
     if resume is not None:
         accelerator.load_state(resume)
         first = int(Path(resume).name.split("_")[-1]) + 1  # the step saved in the folder's name
-    seen = []
+    seen, losses = [], []
     for step, batch in enumerate(loader, start=first):
         ids = batch["input_ids"]
         per_token = F.cross_entropy(model(ids[:, :-1]).transpose(1, 2), ids[:, 1:], reduction="none")
-        accelerator.backward(per_token.mean())
+        loss = per_token.mean()
+        accelerator.backward(loss)
+        losses.append(loss.item())
         optimizer.step()
         optimizer.zero_grad()
         online.meter.update(per_token.detach(), batch["domain"])
@@ -74,7 +77,7 @@ def train(stores: str, out: Path, *, steps: int, workers: int, save_at: int | No
             accelerator.save_state(str(out / f"step_{step}"))
         if step == steps:
             break
-    return {"seen": seen, "log": online.segment_log(), "controller": online.controller.state_dict(), "first": first}
+    return {"seen": seen, "losses": losses, "log": online.segment_log(), "controller": online.controller.state_dict(), "first": first}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         full = train(stores, Path(tmp), steps=12, workers=2, save_at=6)
         rest = train(stores, Path(tmp), steps=12, workers=0, resume=str(Path(tmp) / "step_6"))
     same_batches = rest["seen"] == full["seen"][6:]
+    same_losses = rest["losses"] == full["losses"][6:]  # bit for bit
     same_log = rest["log"] == full["log"] and rest["controller"] == full["controller"]
-    result(example="online_accelerate", ok=same_batches and same_log, same_batches=same_batches, same_log=same_log,
-           resumed_at=rest["first"] - 1, segments=len(full["log"]["weights"]))
-    return 0 if same_batches and same_log else 1
+    ok = same_batches and same_losses and same_log
+    result(example="online_accelerate", ok=ok, same_batches=same_batches, same_losses=same_losses,
+           same_log=same_log, resumed_at=rest["first"] - 1, segments=len(full["log"]["weights"]))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

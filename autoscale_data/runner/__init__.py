@@ -17,6 +17,7 @@ from .config import RunnerConfig, config_from_dict, config_to_dict, load_config
 from .config.sections import REPETITION_MATCH, REPETITION_MODES
 from .experiment import ConfigChangedError, load_folder_config
 from .ledger import Ledger
+from .models import PRESETS as MODEL_PRESETS
 from .pipeline import MixtureRunner
 from .planning.specs import RunSpec, target_spec
 from .records import RunResult
@@ -29,6 +30,7 @@ from .training.downstream import evaluate_run_dir
 __all__ = [
     "ConfigChangedError",
     "Ledger",
+    "MODEL_PRESETS",
     "MixtureRunner",
     "REPETITION_MATCH",
     "REPETITION_MODES",

@@ -135,7 +135,7 @@ def test_a_gpt2_checkpoint_folder_scores_three_examples_as_by_hand(tmp_path: Pat
 def test_bad_input_is_refused_with_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ValueError, match=r"unknown task\(s\) \['nope'\]: expected names from \['arc_easy'"):
         load_examples("nope")
-    with pytest.raises(ValueError, match="is not a Hugging Face checkpoint folder"):
+    with pytest.raises(ValueError, match="is not a checkpoint folder: expected a Hugging Face folder .* a DeepSpeed checkpoint folder"):
         evaluate_checkpoint(tmp_path, ["piqa"])
     folder = tmp_path / "no-tokenizer"
     _tiny_gpt2(257).save_pretrained(folder)

@@ -117,13 +117,13 @@ def test_use_plan(runs) -> None:
 @pytest.mark.timeout(300)
 def test_online_mixing(runs) -> None:
     r = finished(runs, "online_mixing", 280)
-    assert r["same_batches"] and r["same_log"] and r["steps"] == 40 and r["segments"] == 20
+    assert r["same_batches"] and r["same_losses"] and r["same_log"] and r["steps"] == 40 and r["segments"] == 20
 
 
 @pytest.mark.timeout(300)
 def test_online_accelerate(runs) -> None:
     r = finished(runs, "online_accelerate", 280)
-    assert r["same_batches"] and r["same_log"] and r["resumed_at"] == 6
+    assert r["same_batches"] and r["same_losses"] and r["same_log"] and r["resumed_at"] == 6
 
 
 @pytest.mark.slow
@@ -133,5 +133,8 @@ def test_deepspeed_checkpoint_resume(runs) -> None:
     assert r["world_size"] == 2 and r["resumed_first_step"] == 3
     for rank in r["ids"]:  # each rank's resumed steps read the same samples as the uninterrupted run
         assert {s: rank["full"][s] for s in ("3", "4", "5")} == rank["resumed"]
+        # ... and compute the same losses, bit for bit (dropout 0.1 included: the RNG state is restored)
+        assert {s: rank["losses_full"][s] for s in ("3", "4", "5")} == rank["losses_resumed"]
+        assert rank["same_losses"] is True
     assert r["ids"][0]["full"]["0"] != r["ids"][1]["full"]["0"]  # ranks read different slices
     assert r["restored"]["saved"] == pytest.approx(r["restored"]["loaded"])

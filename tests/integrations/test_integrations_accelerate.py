@@ -21,13 +21,14 @@ from autoscale_data.integrations.accelerate import prepare_mixture_loader  # noq
 def test_load_state_trains_on_the_uninterrupted_batches(tmp_path: Path) -> None:
     """examples/accelerate_train.py --tiny: 20 steps over 13-batch passes, save_state at steps 5, 13 (a
     pass boundary) and 16; each resumed in a new process (another worker count) must train on the same
-    batches (tokens, domains, sequence ids) as the uninterrupted run did after that step. Then two
+    batches (tokens, domains, sequence ids) as the uninterrupted run did after that step, with the same
+    losses bit for bit. Then two
     processes (torchrun, gloo) save at step 4 and one process resumes: it must read, in stream order,
     exactly the 32 samples the two processes read after step 4."""
     r = run_example("accelerate_train.py", tmp_path)
     assert r["steps"] == 20 and r["batches_per_pass"] == 13
-    assert {k: (v["batches"], v["equal"]) for k, v in r["resumes"].items()} == {
-        "5": (15, True), "13": (7, True), "16": (4, True)}
+    assert {k: (v["batches"], v["equal"], v["same_losses"]) for k, v in r["resumes"].items()} == {
+        "5": (15, True, True), "13": (7, True, True), "16": (4, True, True)}
     assert r["two_to_one"] == {"samples": 32, "equal": True}
 
 

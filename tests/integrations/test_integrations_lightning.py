@@ -19,13 +19,14 @@ def test_fit_from_a_checkpoint_trains_on_the_uninterrupted_batches(tmp_path: Pat
     """examples/lightning_train.py --tiny: 20 steps over 13-batch passes, a checkpoint every step (the
     loader hides len(), so Lightning's fetcher holds a batch ahead at each save); resumes from steps 5,
     13 (a pass boundary) and 16, each in a new process with another worker count, must train on the
-    same batches (tokens, domains, sequence ids) as the uninterrupted run did after that step. Then two DDP
+    same batches (tokens, domains, sequence ids) as the uninterrupted run did after that step, with the same
+    losses bit for bit. Then two DDP
     processes (gloo) checkpoint at step 4 and one process resumes: it must train, in stream order, on
     exactly the 32 samples the two processes trained on after step 4."""
     r = run_example("lightning_train.py", tmp_path)
     assert r["steps"] == 20 and r["batches_per_pass"] == 13
-    assert {k: (v["batches"], v["equal"], v["steps_ok"]) for k, v in r["resumes"].items()} == {
-        "5": (15, True, True), "13": (7, True, True), "16": (4, True, True)}
+    assert {k: (v["batches"], v["equal"], v["steps_ok"], v["same_losses"]) for k, v in r["resumes"].items()} == {
+        "5": (15, True, True, True), "13": (7, True, True, True), "16": (4, True, True, True)}
     assert r["two_to_one"] == {"samples": 32, "equal": True}
 
 

@@ -306,7 +306,13 @@ def run_snippet(s: Snippet, cwd: Path) -> None:
                                  "block <!-- snippet: skip: REASON --> if it cannot")
 
 
-def _run_file(file: str, base: Path, tmp_path: Path, *, slow: bool, monkeypatch: pytest.MonkeyPatch) -> int:
+def _run_file(file: str, base: Path, tmp_path: Path, *, slow: bool, monkeypatch: pytest.MonkeyPatch,
+              slow_after: str | None = None) -> int:
+    """Run ``file``'s blocks in a copy of ``base`` (with ``slow``, the slow ones too; with ``slow_after``, a heading,
+    only the slow ones below it); returns how many ran."""
+    start = 0
+    if slow_after is not None:
+        start = (REPO / file).read_text().splitlines().index(slow_after) + 1
     cwd = tmp_path / "work"
     shutil.copytree(base, cwd, symlinks=True)
     for folder in FRESH.get(file, ()):
@@ -318,7 +324,7 @@ def _run_file(file: str, base: Path, tmp_path: Path, *, slow: bool, monkeypatch:
     monkeypatch.chdir(cwd)
     ran = 0
     for s in all_snippets():
-        if s.file == file and s.mark != "skip" and (s.mark == "slow") <= slow:
+        if s.file == file and s.mark != "skip" and (s.mark == "slow") <= (slow and s.line > start):
             run_snippet(s, cwd)
             ran += 1
     return ran
@@ -345,6 +351,28 @@ def test_snippets_run(file: str, base: Path, tmp_path: Path, monkeypatch: pytest
 @pytest.mark.parametrize("file", sorted({s.file for s in all_snippets() if s.mark == "slow"}))
 def test_slow_snippets_run(file: str, base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run_file(file, base, tmp_path, slow=True, monkeypatch=monkeypatch)
+
+
+#: A section whose slow blocks also run in the default suite (:func:`test_deepspeed_snippets_run`).
+DEEPSPEED_SECTION = "## 5. Your own DeepSpeed loop on the plan: one process on a CPU, killed, resumed, then `evaluate`"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_deepspeed_snippets_run(base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/new-user-flow.md's DeepSpeed path after the page's fast blocks: its own ``deepspeed.initialize`` loop
+    on the plan, run through, SIGKILLed after a checkpoint and resumed bit for bit, then ``evaluate`` on the
+    checkpoint folder. Its blocks are marked slow (the first ``deepspeed.initialize`` on a machine builds an op
+    for minutes), so they are left out of :func:`test_snippets_run`; :func:`test_slow_snippets_parse` is the
+    fast sibling."""
+    pytest.importorskip("deepspeed")
+    if not os.environ.get("TORCH_EXTENSIONS_DIR"):  # the suite's shared build cache
+        monkeypatch.setenv("TORCH_EXTENSIONS_DIR", os.path.expanduser("~/.cache/autoscale-data/torch_extensions"))
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    ran = _run_file("docs/new-user-flow.md", base, tmp_path, slow=True, monkeypatch=monkeypatch,
+                    slow_after=DEEPSPEED_SECTION)
+    assert (tmp_path / "work" / "ckpt" / "latest").is_file() and ran > 8
 
 
 def test_slow_snippets_parse() -> None:

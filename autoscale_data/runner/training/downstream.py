@@ -63,9 +63,21 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     model = final_model(spec, run_dir, config.model.preset, domains.eos_id)
     if model is None:
         raise ValueError(f"run {spec.run_id} kept no final checkpoint "
-                         f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): set "
-                         "target.keep_checkpoints: true and train it again")
+                         f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): {_no_model_advice(spec)}")
     return model
+
+
+def _no_model_advice(spec: RunSpec) -> str:
+    """What to do about a run without its final model: ``target.keep_checkpoints`` keeps only target runs'."""
+    if spec.kind in ("target", "extension"):
+        return "set target.keep_checkpoints: true and train it again"
+    weights = ", ".join(f"{d}: {w:.4g}" for d, w in spec.weights.items())
+    return (f"it is a {spec.kind} run, and the runner deletes a {spec.kind} run's checkpoints once its "
+            f"{layout.RESULT} is written, whatever target.keep_checkpoints says (that keeps target runs' only); its "
+            f"per-domain validation losses are in {layout.RESULT}. To score its mix on the tasks, train the mix as a "
+            f"target: add reference to target.baselines with target.reference_weights: {{{weights}}} and eval.tasks, "
+            "then evaluate that target run (its budget is target.budget); or train the mix in your own loop and "
+            "evaluate that checkpoint")
 
 
 def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> DownstreamResult | None:
