@@ -264,6 +264,10 @@ def _pct(k: int, n: int) -> str:
     return f"{100 * k / n:.1f}% ({k})" if n else "-"
 
 
+def _split(counts: dict[str, int]) -> str:
+    return " / ".join(str(counts[n]) for n in PROJECTIONS)
+
+
 def summarise(rows: Sequence[dict[str, Any]], tolerance: float) -> dict[str, Any]:
     """One table row's counts and means (``tolerance``: what counts as beyond noise, nats at the target)."""
     ok = [r for r in rows if "error" not in r]
@@ -273,6 +277,8 @@ def summarise(rows: Sequence[dict[str, Any]], tolerance: float) -> dict[str, Any
                                      for n in PROJECTIONS if n in r["regret"])]
     return {"designs": len(rows), "errors": len(rows) - len(ok), "answered": len(ok),
             "chose": sum(r["chosen"] != OBSERVED for r in ok), "worse": len(worse), "better": len(better),
+            "by": {n: sum(r["chosen"] == n for r in ok) for n in PROJECTIONS},
+            "worse_by": {n: sum(r["chosen"] == n for r in worse) for n in PROJECTIONS},
             "gainable": len(gainable), "power": sum(r in better for r in gainable),
             "shift": [r["shift"] for r in rows], "available": [r["available"] for r in rows],
             "auto": [r["auto"] for r in ok],
@@ -282,15 +288,16 @@ def summarise(rows: Sequence[dict[str, Any]], tolerance: float) -> dict[str, Any
             "seconds": [r["seconds"] for r in rows]}
 
 
-HEADER = ("| kind | design | designs (errors) | shift L1 | available gain | chose a projection | worse than DDO(N2) "
-          "| better | gainable | power | regret: auto | DDO(N2) | geometric | joint | robust | best projection "
+HEADER = ("| kind | design | designs (errors) | shift L1 | available gain | chose a projection | which (g / j / r) "
+          "| worse than DDO(N2) | which worse (g / j / r) | better | gainable | power | regret: auto | DDO(N2) | geometric | joint | robust | best projection "
           "| s / design |")
 
 
 def table_line(kind: str, design: str, s: dict[str, Any]) -> str:
     n = s["answered"]
     return (f"| {kind} | {design} | {s['designs']} ({s['errors']}) | {_mean(s['shift'])} | {_mean(s['available'])} | "
-            f"{_pct(s['chose'], n)} | {_pct(s['worse'], n)} | {_pct(s['better'], n)} | {_pct(s['gainable'], n)} | "
+            f"{_pct(s['chose'], n)} | {_split(s['by'])} | {_pct(s['worse'], n)} | {_split(s['worse_by'])} | "
+            f"{_pct(s['better'], n)} | {_pct(s['gainable'], n)} | "
             f"{_pct(s['power'], s['gainable'])} | {_mean(s['auto'])} | {_mean(s[OBSERVED])} | "
             + " | ".join(_mean(s[p]) for p in PROJECTIONS) + f" | {_mean(s['best'])} | {_mean(s['seconds'])} |")
 
