@@ -165,27 +165,43 @@ class _Optima:
         return None if any(f is None for f in fits) else fits
 
 
-def score_cell(dataset: str, domains: Sequence[str], curves: Mapping[str, Mapping[str, Mapping[int, float]]],
-               weights: Mapping[str, np.ndarray], size: str, steps: tuple[int, ...], mixes: Sequence[str],
-               targets: Sequence[str], noise: Mapping[str, float], optima: _Optima) -> dict[str, Any]:
-    """The product's answer from the checkpoints ``steps`` of ``size``, scored at (S, 30k) for each S of ``targets``."""
-    row: dict[str, Any] = {"dataset": dataset, "size": size, "window": list(steps), "step": steps[-1],
+@dataclass(frozen=True)
+class Published:
+    """One dataset's runs as the benchmark reads them: domains, curves ``{size: {mix: {step: loss}}}``,
+    each mix's shares, the targets' mixtures and each size's checkpoint noise."""
+
+    dataset: str
+    domains: tuple[str, ...]
+    curves: Mapping[str, Mapping[str, Mapping[int, float]]]
+    weights: Mapping[str, np.ndarray]
+    pool: tuple[str, ...]
+    noise: Mapping[str, float]
+
+    def regret(self, answer: Mapping[str, float], target: str, mixes: Sequence[str]) -> float:
+        """Nats above the best of ``mixes`` at (``target``, 30k) of the run of ``mixes`` nearest ``answer``."""
+        at = _budget(self.curves[target], self.weights, mixes, LAST_STEP)
+        return _regret(answer, self.domains, at.weights, at.loss)
+
+
+def score_cell(runs: Published, size: str, steps: tuple[int, ...], mixes: Sequence[str], targets: Sequence[str],
+               optima: _Optima) -> dict[str, Any]:
+    """The product's answer from the checkpoints ``steps`` of ``size``, scored at (S, 30k) for each S of ``targets``
+    (``regret_all``: against every target mixture, not only the design's, a check added after the protocol)."""
+    row: dict[str, Any] = {"dataset": runs.dataset, "size": size, "window": list(steps), "step": steps[-1],
                            "checkpoints": len(steps), "mixtures": len(mixes),
                            "cost": {t: cost(len(mixes), size, steps[-1], t) for t in targets}}
     t0 = time.perf_counter()
-    tables = [_budget(curves[size], weights, mixes, k).table(domains) for k in steps]
+    tables = [_budget(runs.curves[size], runs.weights, mixes, k).table(runs.domains) for k in steps]
     fits = optima.of(steps, mixes, tables) if len(steps) > 1 else None
     try:
         p = project_all(tables, LAST_STEP * TOKENS_PER_STEP, method="auto", optima=fits)
     except ValueError as exc:
         row.update(status="refused", reason=str(exc)[:300], seconds=time.perf_counter() - t0)
         return row
-    regrets = {}
-    for t in targets:
-        at = _budget(curves[t], weights, mixes, LAST_STEP)
-        regrets[t] = _regret(p.weights, domains, at.weights, at.loss)
-    row.update(status="answered", chosen=p.used, reason=p.selection.reason, regret=regrets,
-               noise={t: noise[t] for t in targets}, worse={t: regrets[t] > noise[t] for t in targets},
+    regrets = {t: runs.regret(p.weights, t, mixes) for t in targets}
+    row.update(status="answered", chosen=p.used, reason=p.selection.reason, answer=dict(p.weights), regret=regrets,
+               regret_all={t: runs.regret(p.weights, t, runs.pool) for t in targets},
+               noise={t: runs.noise[t] for t in targets}, worse={t: regrets[t] > runs.noise[t] for t in targets},
                mean_regret=float(np.mean(list(regrets.values()))), seconds=time.perf_counter() - t0)
     return row
 
@@ -195,11 +211,11 @@ def score_size(job: tuple[Path, str, str, Subset]) -> list[dict[str, Any]]:
     data, dataset, size, subset = job
     domains, curves, weights, _ = load_mixinglaws(data, dataset)
     t0 = time.perf_counter()
-    pool = target_mixtures(curves, subset.sizes)
     targets = [t for t in subset.sizes if SIZES[t] >= SIZES[size]]
-    noise = {t: noise_floor(curves[t]) for t in targets}
-    seen = {k for m in pool for k in curves[size][m] if k <= LAST_STEP}
-    available = sorted(k for k in seen if sum(1 for m in pool if k in curves[size][m]) >= MIN_MIXTURES)
+    runs = Published(dataset, domains, curves, weights, tuple(sorted(target_mixtures(curves, subset.sizes))),
+                     {t: noise_floor(curves[t]) for t in targets})
+    seen = {k for m in runs.pool for k in curves[size][m] if k <= LAST_STEP}
+    available = sorted(k for k in seen if sum(1 for m in runs.pool if k in curves[size][m]) >= MIN_MIXTURES)
     chosen_steps = [k for k in available if subset.steps is None or k in subset.steps]
     optima = _Optima()
     rows = []
@@ -208,9 +224,9 @@ def score_size(job: tuple[Path, str, str, Subset]) -> list[dict[str, Any]]:
             steps = window(available, k, n)
             if steps is None:
                 continue
-            mixes = sorted(m for m in pool if set(steps) <= set(curves[size][m]))
+            mixes = [m for m in runs.pool if set(steps) <= set(curves[size][m])]
             if len(mixes) >= MIN_MIXTURES:
-                rows.append(score_cell(dataset, domains, curves, weights, size, steps, mixes, targets, noise, optima))
+                rows.append(score_cell(runs, size, steps, mixes, targets, optima))
     print(f"[frontier] {dataset} {size}: {len(rows)} cells ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
           flush=True)
     return rows
@@ -223,21 +239,51 @@ def mark_frontier(rows: Sequence[dict[str, Any]], target: str) -> None:
         r["frontier"] = front
 
 
+def _merged(rows: Sequence[Mapping[str, Any]], target: str) -> list[list[Mapping[str, Any]]]:
+    """The rows grouped where one size, last checkpoint and mixture set gave the same answer's regrets (the
+    designs of 1, 2, 3 checkpoints that agree share a table line), cheapest first."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        key = (r["size"], r["step"], r["mixtures"], r["status"], r.get("chosen"),
+               tuple(sorted(r.get("regret", {}).items())))
+        groups.setdefault(key, []).append(r)
+    return sorted(groups.values(), key=lambda g: (g[0]["cost"][target], SIZES[g[0]["size"]], g[0]["checkpoints"]))
+
+
+def cheapest(rows: Sequence[Mapping[str, Any]], target: str) -> dict[str, Mapping[str, Any] | None]:
+    """The cheapest answered cell overall, with its regret at ``target`` within that size's noise, and at 0."""
+    ok = sorted((r for r in rows if r["status"] == "answered"), key=lambda r: r["cost"][target])
+    tests = {"any": lambda r: True, "within noise": lambda r: not r["worse"][target],
+             "regret 0": lambda r: r["regret"][target] == 0.0}
+    return {name: next((r for r in ok if test(r)), None) for name, test in tests.items()}
+
+
+def _cell(group: Sequence[Mapping[str, Any]]) -> str:
+    return f"{group[0]['size']}: " + " · ".join("/".join(f"{k // 1000}k" for k in r["window"]) for r in group)
+
+
 def format_table(dataset: str, rows: Sequence[Mapping[str, Any]], target: str) -> str:
-    """One dataset's markdown table, cheapest cell first."""
-    lines = [f"**{dataset}** (target for cost and frontier: {target}, 30k steps; {COST_FORMULA})", "",
-             f"| choosing cell (size, steps, #checkpoints) | mixtures | cost (x one {target}/30k run) | answer | "
-             f"regret at {target} | mean regret at targets S >= s (n) | worse beyond noise (of n) | frontier |",
-             "|---|---:|---:|---|---:|---:|---:|:-:|"]
-    for r in sorted(rows, key=lambda r: (r["cost"][target], r["size"], r["checkpoints"])):
-        cell = f"{r['size']}, {'/'.join(f'{k // 1000}k' for k in r['window'])}, {r['checkpoints']}"
+    """One dataset's markdown table, cheapest cell first, and its cheapest cells."""
+    pool = max((r["mixtures"] for r in rows), default=0)
+    lines = [f"**{dataset}** (cost and frontier at the target {target}, 30k steps; {COST_FORMULA})", "",
+             f"| choosing cell: size: checkpoints of each design | mixtures | cost (x one {target}/30k run) | answer | "
+             f"regret at {target} | (against all {pool}) | mean regret at targets S >= s (n) | "
+             "worse beyond noise (of n) | frontier |",
+             "|---|---:|---:|---|---:|---:|---:|---:|:-:|"]
+    for group in _merged(rows, target):
+        r = group[0]
         if r["status"] != "answered":
-            lines.append(f"| {cell} | {r['mixtures']} | {r['cost'][target]:.3f} | refused | - | - | - | |")
+            lines.append(f"| {_cell(group)} | {r['mixtures']} | {r['cost'][target]:.3f} | refused | - | - | - | - | |")
             continue
         n = len(r["regret"])
-        lines.append(f"| {cell} | {r['mixtures']} | {r['cost'][target]:.3f} | {r['chosen']} | "
-                     f"{r['regret'][target]:.4f} | {r['mean_regret']:.4f} ({n}) | {sum(r['worse'].values())} / {n} | "
-                     f"{'**F**' if r['frontier'] else ''} |")
+        lines.append(f"| {_cell(group)} | {r['mixtures']} | {r['cost'][target]:.3f} | {r['chosen']} | "
+                     f"{r['regret'][target]:.4f} | {r['regret_all'][target]:.4f} | {r['mean_regret']:.4f} ({n}) | "
+                     f"{sum(r['worse'].values())} / {n} | {'**F**' if r['frontier'] else ''} |")
+    lines.append("")
+    for name, r in cheapest(rows, target).items():
+        lines.append(f"- cheapest cell ({name} at {target}): " + ("none" if r is None else (
+            f"{r['size']} at {'/'.join(f'{k // 1000}k' for k in r['window'])}, cost {r['cost'][target]:.3f}, "
+            f"regret {r['regret'][target]:.4f} (noise {r['noise'][target]:.4f})")))
     return "\n".join(lines)
 
 
