@@ -52,25 +52,19 @@ checkpoints (under a minute on one core).
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # small matrices: threads only contend
-    os.environ.setdefault(_var, "1")
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Mapping, Sequence  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-for _p in (REPO, REPO / "benchmarks"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-from eval_published_runs import (  # noqa: E402
+# the two-budget evaluation first: it sets the BLAS threads to 1 before numpy loads and puts the repository first
+from eval_two_budget import DATASETS, EQUAL_GAPS, GAP, LAST_STEP, MIN_MIXTURES, REPO, _regret  # noqa: I001
+from eval_published_runs import (
     SIZES,
     TOKENS_PER_STEP,
     _budget,
@@ -80,11 +74,12 @@ from eval_published_runs import (  # noqa: E402
     noise_floor,
     write_results,
 )
-from eval_two_budget import DATASETS, EQUAL_GAPS, GAP, LAST_STEP, MIN_MIXTURES, _regret  # noqa: E402
 
-from autoscale_data._io import atomic_write_text  # noqa: E402
-from autoscale_data.solver.joint import per_budget_optima  # noqa: E402
-from autoscale_data.solver.projections import project_all  # noqa: E402
+import numpy as np
+
+from autoscale_data._io import atomic_write_text
+from autoscale_data.solver.joint import per_budget_optima
+from autoscale_data.solver.projections import project_all
 
 DEFAULT_OUT = REPO / "bench_out" / "frontier"
 CHECKPOINTS = (1, 2, 3)
@@ -306,6 +301,7 @@ def plot(rows: Sequence[Mapping[str, Any]], datasets: Sequence[str], target: str
         front = sorted((r["cost"][target], r["regret"][target]) for r in ok if r["frontier"])
         if front:
             ax.step(*zip(*front, strict=True), where="post", color="black", lw=1, label="frontier")
+            ax.scatter(*zip(*front, strict=True), facecolors="none", edgecolors="black", s=90, lw=1.2)
         if ok:
             ax.axhline(ok[0]["noise"][target], color="grey", ls=":", lw=1, label=f"checkpoint noise at {target}")
         ax.set_xscale("log")
@@ -317,10 +313,10 @@ def plot(rows: Sequence[Mapping[str, Any]], datasets: Sequence[str], target: str
     handles = axes[0][-1].get_legend_handles_labels()[0]
     handles += [plt.Line2D([], [], ls="", marker="o", color=c, label=s) for s, c in colours.items()]
     handles += [plt.Line2D([], [], ls="", marker=m, color="grey", label=f"{n} checkpoint(s)") for n, m in markers.items()]
-    axes[0][-1].legend(handles=handles, fontsize=8, loc="upper right")
+    axes[0][-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     os.replace(tmp, path)
 

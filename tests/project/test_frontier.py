@@ -15,17 +15,13 @@ pytestmark = pytest.mark.timeout(300)
 _DATA = SHARED / "external_runs"
 
 
-def _module():
+@pytest.fixture(scope="module")
+def fr():
     sys.path.insert(0, str(BENCHMARKS))  # it imports the published-runs evaluations' loaders and scoring
-    spec = importlib.util.spec_from_file_location("frontier", BENCHMARKS / "frontier.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("frontier")
 
 
-def test_designs_end_at_k_with_the_two_and_three_budget_gaps():
-    fr = _module()
+def test_designs_end_at_k_with_the_two_and_three_budget_gaps(fr):
     steps = (3_000, 4_000, 6_000, 9_000, 10_000, 12_000, 14_000, 16_000, 20_000, 30_000)
     assert fr.window(steps, 10_000, 1) == (10_000,)
     assert fr.window(steps, 10_000, 2) == (3_000, 10_000)  # the earliest 2k-8k before: the widest window
@@ -38,8 +34,7 @@ def test_designs_end_at_k_with_the_two_and_three_budget_gaps():
         fr.window(steps, 30_000, 4)
 
 
-def test_cost_is_mixtures_times_the_parameter_and_step_ratios():
-    fr = _module()
+def test_cost_is_mixtures_times_the_parameter_and_step_ratios(fr):
     assert fr.cost(20, "410M", 30_000, "410M") == pytest.approx(20.0)
     assert fr.cost(26, "70M", 10_000, "410M") == pytest.approx(26 * 70 / 410 / 3)
     assert fr.cost(20, "70M", 30_000, "160M") == pytest.approx(20 * 70 / 160)
@@ -47,8 +42,7 @@ def test_cost_is_mixtures_times_the_parameter_and_step_ratios():
         fr.cost(0, "70M", 10_000, "410M")
 
 
-def test_the_pareto_front_keeps_only_points_nothing_beats_on_both():
-    fr = _module()
+def test_the_pareto_front_keeps_only_points_nothing_beats_on_both(fr):
     points = [(1.0, 0.02), (2.0, 0.0), (2.0, 0.01), (3.0, 0.0), (0.5, 0.05), (0.5, 0.05)]
     assert fr.pareto(points) == [True, True, False, False, True, True]
 
@@ -79,8 +73,7 @@ def _invariants(rows, target, sizes):
 
 
 @pytest.mark.skipif(not (_DATA / "mixinglaws").is_dir(), reason="../shared/external_runs is absent")
-def test_quick_subset_on_the_published_runs(tmp_path):
-    fr = _module()
+def test_quick_subset_on_the_published_runs(fr, tmp_path):
     doc = fr.run(_DATA, tmp_path, fr.QUICK)
     rows = doc["rows"]
     assert {r["dataset"] for r in rows} == {"pile5"} and {r["size"] for r in rows} == {"70M", "410M"}
