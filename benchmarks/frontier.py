@@ -96,6 +96,8 @@ class Subset:
     checkpoints: tuple[int, ...] = CHECKPOINTS
 
     def __post_init__(self) -> None:
+        if not set(self.datasets) <= set(DATASETS) or not self.datasets:
+            raise ValueError(f"datasets must be among {DATASETS}, got {self.datasets}")
         unknown = [s for s in self.sizes if s not in SIZES]
         if unknown or not self.sizes:
             raise ValueError(f"sizes must be among {list(SIZES)}, got {list(self.sizes)}")

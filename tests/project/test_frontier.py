@@ -40,6 +40,10 @@ def test_cost_is_mixtures_times_the_parameter_and_step_ratios(fr):
     assert fr.cost(20, "70M", 30_000, "160M") == pytest.approx(20 * 70 / 160)
     with pytest.raises(ValueError, match="mixtures=0"):
         fr.cost(0, "70M", 10_000, "410M")
+    with pytest.raises(ValueError, match=r"sizes must be among .*got \['1B'\]"):
+        fr.Subset(sizes=("1B",))  # 1B has too few runs for a design
+    with pytest.raises(ValueError, match="datasets must be among"):
+        fr.Subset(datasets=("regmix",))
 
 
 def test_the_pareto_front_keeps_only_points_nothing_beats_on_both(fr):
