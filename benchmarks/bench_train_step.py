@@ -15,9 +15,9 @@ the step loop), and on CUDA the MFU: tokens/s x (6 N + 12 L T d) / peak, N the p
 position table, peak 989e12 (dense bf16 of an H100/H200 SXM). ``--compile`` adds the runner's step
 compiled (``train.compile: true``) with its compile time (the first steps' extra time), to judge
 whether compiling pays for a run of a given length (each run is its own process). A third path,
-``runner-tanh-gelu``, is the runner's step with ``model.overrides: {activation_function:
-gelu_pytorch_tanh}``: the same GELU as GPT-2's ``gelu_new`` in one PyTorch kernel instead of HF's
-Python formula (equal up to rounding; a model field, so it enters run ids).
+``runner-gelu-new``, is the runner's step with ``model.activation: gelu_new``: HF's Python formula of the
+GELU that the runner's default, ``gelu_pytorch_tanh``, computes in one PyTorch kernel (equal up to rounding;
+the default before 2026-11-28, which the folders made before then keep).
 
     python benchmarks/bench_train_step.py [--shapes demo,realtext] [--repeats 3] [--compile] [--json OUT]
 
@@ -118,9 +118,8 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
 
     raw = {"domains": {"a": "a", "b": "b"}, "seq_len": s.seq_len, "micro_batch_size": s.batch,
            "global_batch_size": s.batch, "precision": s.precision, "device": device.type,
-           "model": {"preset": "gpt2-tiny", "overrides": {"n_layer": s.n_layer, "n_embd": s.n_embd,
-                                                          "n_head": s.n_head,
-                                                          **({"activation_function": gelu} if gelu else {})}},
+           "model": {"preset": "gpt2-tiny", "activation": gelu,
+                     "overrides": {"n_layer": s.n_layer, "n_embd": s.n_embd, "n_head": s.n_head}},
            "ddo": {"budgets": [s.batch * s.seq_len * 1000, s.batch * s.seq_len * 2000]},
            "target": {"budget": s.batch * s.seq_len * 4000}}
     if compile_:  # bench_small_proxies.py sets the mode through the environment
@@ -180,7 +179,7 @@ def child(path: str, s: Shape, device: torch.device) -> dict[str, Any]:
     t_build = time.perf_counter()
     step, n = (_reference_step(s, device) if path == "reference" else
                _runner_step(s, device, compile_=path == "runner-compiled",
-                            gelu="gelu_pytorch_tanh" if path == "runner-tanh-gelu" else None))
+                            gelu="gelu_new" if path == "runner-gelu-new" else None))
     rss0 = _rss_mib()
     gen = torch.Generator().manual_seed(1)
     batches = [torch.randint(0, s.vocab, (s.batch, s.seq_len), generator=gen).to(device) for _ in range(4)]
@@ -224,7 +223,7 @@ def _run_child(path: str, shape: Shape, device: str) -> dict[str, Any]:
 
 def compare(shape: Shape, device: str, repeats: int, compiled: bool) -> dict[str, Any]:
     """Alternate the paths ``repeats`` times (one process each); best and spread per path, and the ratio."""
-    paths = ["runner", "reference", "runner-tanh-gelu"] + (["runner-compiled"] if compiled else [])
+    paths = ["runner", "reference", "runner-gelu-new"] + (["runner-compiled"] if compiled else [])
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for _ in range(repeats):
         for p in paths:
@@ -279,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         r = compare(shape, device, args.repeats, args.compile)
         results.append(r)
         print(f"{name} on {r['device']}: runner / reference = {r['ratio']:.3f}")
-        for p in ("runner", "reference", "runner-tanh-gelu", "runner-compiled"):
+        for p in ("runner", "reference", "runner-gelu-new", "runner-compiled"):
             if p in r:
                 print(_line(p, r[p]))
         if "compile_speedup" in r:

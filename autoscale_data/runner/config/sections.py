@@ -134,11 +134,20 @@ class ModelConfig:
     the stores."""
     mlm_probability: float = 0.15
     """BERT's masking rate (80% [MASK], 10% random, 10% kept; [MASK] is an extra id)."""
+    activation: str | None = None
+    """GPT-2's GELU: ``gelu_pytorch_tanh`` (one PyTorch kernel) or ``gelu_new`` (HF's Python formula of the same
+    function, slower on a CPU); ``None``: the output folder's, ``gelu_new`` where its ``config.json`` predates
+    this setting (its runs trained with it), else ``gelu_pytorch_tanh``. A model field: it enters run ids."""
 
     def __post_init__(self) -> None:
-        from ..models import PRESETS
+        from ..models import GPT2_ACTIVATIONS, PRESETS
 
         check_choice("model", "preset", self.preset, PRESETS)
+        if self.activation is not None:
+            if self.family != "gpt2":
+                raise field_error("model", "activation", self.activation,
+                                  "null for a BERT preset (its hidden_act goes in model.overrides)")
+            check_choice("model", "activation", self.activation, GPT2_ACTIVATIONS)
         if not isinstance(self.overrides, dict):
             raise field_error("model", "overrides", self.overrides, "a mapping of model config fields")
         if not 0.0 < float(self.mlm_probability) < 1.0:

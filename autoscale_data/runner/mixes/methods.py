@@ -226,8 +226,9 @@ class _Regression(MixingMethod):
         if sw.preset is not None or sw.overrides:
             from ..config.sections import ModelConfig
 
-            model = ModelConfig(preset=sw.preset or config.model.preset, overrides=dict(sw.overrides),
-                                mlm_probability=config.model.mlm_probability)
+            preset = sw.preset or config.model.preset
+            model = ModelConfig(preset=preset, overrides=dict(sw.overrides), mlm_probability=config.model.mlm_probability,
+                                activation=config.model.activation if preset.startswith("gpt2") else None)
             config = dataclasses.replace(config, model=model)
         mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
         return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
