@@ -21,7 +21,7 @@ from ..._records import Record, required
 from .. import registry
 from ..config import RunnerConfig
 from ..planning.data import DomainInfo, batch_sequences
-from ..planning.specs import RunSpec, method_spec, target_spec
+from ..planning.specs import RunSpec, method_spec, recorded_anytime_spec, target_spec
 
 __all__ = [
     "Anytime",
@@ -200,9 +200,12 @@ class Anytime(MixingMethod):
     def choose(self, ctx: MethodContext) -> TargetChoice:
         if ctx.fits.plan is None:
             return TargetChoice(skipped="no mixture plan could be fitted (see fits/mixture_plan_error.json)")
-        specs = tuple(target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
-                      for seed in ctx.config.target.seeds)
-        return TargetChoice(specs=specs)
+        specs = [target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
+                 for seed in ctx.config.target.seeds]
+        if ctx.ledger is not None:  # a run of a folder planned before its plan named the tokenizer by fingerprint
+            known = ctx.ledger.records()
+            specs = [s if s.run_id in known else recorded_anytime_spec(s, ctx.ledger.specs()) for s in specs]
+        return TargetChoice(specs=tuple(specs))
 
 
 class _Regression(MixingMethod):
