@@ -38,9 +38,11 @@ def _folder(folder: Path) -> Path:
     return folder
 
 
-def _run(folder: Path) -> tuple[list[str], dict[str, str]]:
-    """Run the plan in ``folder`` (paths relative to it); its log lines and the target runs' label -> run id."""
+def _run(folder: Path, **model: str) -> tuple[list[str], dict[str, str]]:
+    """Run the plan in ``folder`` (paths relative to it; ``model``: settings of the config's model section); its
+    log lines and the target runs' label -> run id."""
     raw = tiny_config("data", target={"baselines": ["autoscale_anytime"]})
+    raw["model"] = {**raw["model"], **model}
     lines: list[str] = []
     MixtureRunner(config_from_dict(raw, folder), folder, log=lines.append, progress=False).run()
     targets = json.loads((folder / "plan.json").read_text())["targets"]
@@ -69,13 +71,18 @@ def test_a_moved_folder_trains_nothing_again(tmp_path: Path) -> None:
     assert _trained(lines) == [] and again == ids
 
 
-def test_an_anytime_run_planned_before_keeps_its_id_in_place_and_moved(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_folder_written_before_keeps_every_run_id_in_place_and_moved(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written before 2026-11-28: its plan named the tokenizer as the stores do, its GPT-2 ran gelu_new, and its
+    config.json has no model.activation."""
     first = _folder(tmp_path / "first")
     real = pipeline.inspect_domains
-    with monkeypatch.context() as m:  # the plan as runs planned before named the tokenizer: the stores' spec
+    with monkeypatch.context() as m:
         m.setattr(pipeline, "inspect_domains", lambda c: replace(real(c), tokenizer_fingerprint=real(c).tokenizer))
-        lines, old = _run(first)
+        lines, old = _run(first, activation="gelu_new")
+    config = json.loads((first / "config.json").read_text())
+    del config["model"]["activation"]
+    (first / "config.json").write_text(json.dumps(config))
     path = json.loads((first / "runs" / old["autoscale_anytime"] / "spec.json").read_text())["plan"]["tokenizer"]
     assert _trained(lines) and path == os.fspath((first / "tokenizer" / "tokenizer.json").resolve())
     lines, kept = _run(first)
