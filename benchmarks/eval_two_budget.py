@@ -148,7 +148,7 @@ def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mappin
             old_regret = _regret(p.robust.weights, domains, at.weights, at.loss) if old == ROBUST else observed
             row.update(old_rule=old, old_regret=old_regret)
         else:
-            row.update(rule=p.selection.rule, scores={n: e.get("score", e.get("error")) for n, e in
+            row.update(rule=p.selection.rule, scores={n: e.score or e.note for n, e in
                                                       p.selection.backtest.items()})
         row.update(status="answered", chosen=p.used, reason=p.selection.reason, predicted=p.selection.predicted,
                    regret=default, observed_regret=observed,

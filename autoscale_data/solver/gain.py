@@ -38,7 +38,7 @@ from .ddo import DDOOptions
 from .joint import JointFit, _gather, _law_arrays, _model, _pure_error
 from .runs import RunTable
 
-__all__ = ["GainEstimate", "predicted_gain", "predicted_gains"]
+__all__ = ["GainEstimate", "predicted_gain", "predicted_gains", "predicted_values"]
 
 _SINGULAR_RTOL = 1e-10  # a singular value below this fraction of the largest is a direction the runs do not fix
 _NULL_ATOL = 1e-8  # a gradient component along such a direction above this (relative) makes the variance infinite
@@ -152,6 +152,21 @@ class _Law:
         with np.errstate(over="ignore"):
             return float(self.residual * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
 
+    def covariance(self, grads: np.ndarray) -> np.ndarray | None:
+        """``σ² G (JᵀJ)⁻¹ Gᵀ`` for the rows of ``grads`` (gradients over the free parameters): the delta method's
+        covariance of the law's values there; None where a row has a component along a direction the runs do
+        not determine (module doc)."""
+        if not (np.isfinite(self.residual) and np.all(np.isfinite(self.jac)) and np.all(np.isfinite(grads))):
+            return None
+        scale, sv, vt = self.svd
+        proj = (grads / scale) @ vt.T
+        null = sv < _SINGULAR_RTOL * sv.max() if sv.size else np.zeros(0, dtype=bool)
+        size = np.maximum(np.linalg.norm(grads / scale, axis=1, keepdims=True), 1e-300)
+        if np.any(np.abs(proj[:, null]) > _NULL_ATOL * size):
+            return None
+        a = proj[:, ~null] / sv[~null]
+        return self.residual ** 2 * (a @ a.T)
+
     def gain(self, reference: Mapping[str, float], candidate: Mapping[str, float]) -> GainEstimate:
         fit, norm = self.fit, self.fit.normalizer
         for name, alloc in (("reference", reference), ("candidate", candidate)):
@@ -184,6 +199,26 @@ def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping
         ValueError: an allocation lacks a domain of the fit, or the tables are not the fit's.
     """
     return _Law.of(fit, tables, options).gain(reference, candidate)
+
+
+def predicted_values(fit: JointFit, tables: Sequence[RunTable], tokens: np.ndarray,
+                     options: DDOOptions | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The law's objective for runs with ``tokens`` (rows in ``fit.domains`` order) and the delta method's covariance
+    of those values over the fit to ``tables`` (objective units; None where they rest on what the runs do not
+    determine).
+
+    Raises:
+        ValueError: the tables are not the fit's, or ``tokens`` has not one column per domain.
+    """
+    law = _Law.of(fit, tables, options)
+    tokens = np.atleast_2d(np.asarray(tokens, dtype=np.float64))
+    if tokens.shape[1] != len(fit.domains):
+        raise ValueError(f"tokens needs {len(fit.domains)} columns ({fit.domains}), got {tokens.shape[1]}")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        values, grads = _model(law.p, tokens / law.s)
+    cov = law.covariance(grads[:, law.free])
+    norm = fit.normalizer
+    return values * norm, None if cov is None else cov * norm ** 2
 
 
 def predicted_gains(fit: JointFit, tables: Sequence[RunTable], reference: Mapping[str, float],

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._records import Record, omitted
+from .backtest import choose_by_backtest, untrusted
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
 from .gain import GainEstimate, predicted_gains
@@ -32,7 +33,7 @@ from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable, check_same_columns
-from .select import Observed, Selection, choose, observed_best, table_budget
+from .select import Observed, Selection, choose, computed_projections, observed_best, table_budget
 from .trust import Trust, assess
 from .vocabulary import (
     AUTO,
@@ -325,19 +326,22 @@ def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> 
 
 
 def _select(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions, names: Sequence[str]) -> Selection:
-    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`; its reason names the tables by
-    ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
-    backtest); with two, the projections' predicted gains."""
-    backtest = None
-    if len(tables) >= 3 and any(not isinstance(c[n], str) for n in PROJECTIONS):
+    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`, :mod:`.backtest`; its reason names the
+    tables by ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
+    backtest) and the joint law's predicted gains; with two, the predicted gains alone."""
+    flags = untrusted(tables, c, pooled=c["pooled"], val_domains=o.val_domains)
+    projections = computed_projections(c)
+    if len(tables) < 3 or not projections:
+        predicted = _predicted(tables, c, o) if len(tables) == 2 else None
+        selection = choose(c, fallback=c["fallback"], predicted=predicted, flags=flags)
+    else:
         sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
         sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, sub_optima, False)
-        backtest = {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}
-    predicted = _predicted(tables, c, o) if backtest is None and len(tables) == 2 else None
-    last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
-    held_fit = last if isinstance(last, DDOResult) and backtest is not None and _is_design(tables[-1]) else None
-    selection = choose(tables, c, backtest, objective=o.objective, val_domains=o.val_domains,
-                       fallback=c["fallback"], predicted=predicted, held_fit=held_fit)
+        last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
+        held_fit = last if isinstance(last, DDOResult) and _is_design(tables[-1]) else None
+        selection = choose_by_backtest(tables, c, {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}, projections,
+                                       options=o, held_fit=held_fit,
+                                       predicted=_predicted(tables, c, o), flags=flags)
     return replace(selection, reason=_label(selection.reason, names))
 
 

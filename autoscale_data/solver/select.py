@@ -6,19 +6,12 @@ mixture that did best at the largest budget the user ran) is better on published
 CLI and the runner) therefore treats that mix as a candidate beside the projections and chooses from
 evidence in the user's own runs:
 
-* **three budgets or more: a backtest.** Every candidate is computed again from all budgets but the
-  largest and asked for that largest budget. Where that budget is a DDO design, each answer is scored
-  by the objective the DDO law fitted there predicts for it (:func:`law_objective`), as long as it and
-  the observed candidate lie inside the range of multipliers the design ran; the noise is then the
-  larger of the noise of one run and the laws' residual sd (:func:`law_noise`). Elsewhere (runs of
-  any mixtures, or a candidate outside the design) an answer is scored by the objective of the run
-  there nearest to it (L1 over the shares), against the noise of one run (:func:`noise_estimate`). On
-  a DDO design the nearest run of every candidate is the base run, so only the law can tell them
-  apart. A projection is chosen only if its score beats the observed candidate's (the best mix of
-  the second-largest budget, scored the same way) by more than :func:`backtest_margin`: a one-sided
-  test at 2.5% over the projections scored (Bonferroni: ``z = 2.39`` for three) on the standard
-  deviation of the score difference (``√2 σ`` for two runs' objectives; the law's noise for two
-  predictions of one law); the best such projection wins. Otherwise: the observed mix.
+* **three budgets or more: a backtest on one footing, and the joint law validated at the held-back
+  budget** (:mod:`.backtest`: every candidate scored one way at the largest budget, by its DDO law or by a
+  run of its total within a distance tolerance; a projection is chosen when it wins that backtest beyond
+  :func:`backtest_margin`, or when the joint law fitted without that budget predicts its runs within their
+  noise and the law over every budget predicts a gain at the target beyond its uncertainty; the trust
+  checks feed the decision).
 * **two budgets: a predicted gain the runs can vouch for.** No budget is left to check against, so
   the evidence comes from the fit: the law fitted jointly to both budgets' runs predicts, at the
   target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
@@ -50,6 +43,7 @@ from .ddo import DDOResult
 from .design import run_objective
 from .gain import GainEstimate
 from .runs import RunTable
+from .scores import SCORING, BacktestScore, LawCheck
 from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
@@ -57,6 +51,8 @@ __all__ = [
     "Selection",
     "backtest_margin",
     "choose",
+    "computed_projections",
+    "gain_json",
     "law_noise",
     "law_objective",
     "mix_groups",
@@ -75,9 +71,7 @@ GAIN_Z = 2.0  # a two-budget predicted gain counts beyond this many of its stand
 LABEL_TOL = 0.01  # runs with one label are one mixture when their shares differ by at most this (L1)
 SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
 MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
-_MARGIN_WHY = f"a one-sided {BACKTEST_ALPHA:.1%} test over the projections"
 RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
-SCORES = ("law", "nearest_run")  # how a backtest scores a candidate: the held-back budget's DDO law, or its nearest run
 MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
 RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rule of older files
 
@@ -331,60 +325,69 @@ def trend_evidence(robust: Any) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class Selection(Record):
-    """Which candidate ``method="auto"`` chose, and why.
+    """Which candidate ``method="auto"`` chose, and why (the rules: this module's doc and :mod:`.backtest`).
 
-    Attributes:
-        chosen: ``"observed"`` or a projection.
-        reason: one sentence.
-        rule: ``"backtest"`` (three budgets or more), ``"gain"`` (two budgets), ``"fallback"`` (one budget
-            / nothing fitted); ``"trend"`` in files written before 2026-11-27 (the old two-budget rule).
-        backtest: per candidate at the held-back budget, or ``{"error": text}``; empty unless
-            ``rule == "backtest"``: ``objective`` (its score), ``score`` (how it was scored: ``"law"``, the
-            held-back budget's DDO law, where that budget is a DDO design and the candidate and the observed
-            mix lie inside its range, else ``"nearest_run"``), ``gain`` (over the observed mix, scored the
-            same way; projections only), ``run`` / ``distance`` / ``run_objective`` (the nearest run, L1 over
-            the shares, and its objective), ``law_objective`` (None outside the design) and ``law_note`` (why).
-        held_back_tokens: the budget the backtest predicted (or None).
-        noise: the noise of one run's objective, the margin of nearest-run scores (or None); noise_source: how found.
-        law_noise: the noise of law scores: the larger of ``noise`` and the DDO laws' residual sd at the
-            held-back budget (None: no law scores, or no estimate); law_noise_source: how found.
-        margin, law_margin: the gain a nearest-run / law-scored projection had to exceed
-            (:func:`backtest_margin`; None where none applied; files written before 2026-11-28 lack them,
-            and their margins were twice ``noise`` / ``law_noise``).
-        predicted: with two budgets (``rule == "gain"``), per projection, the joint law's predicted gain
-            over the observed mix at the target: ``{"gain", "sd", "z", "noise", "determined"}`` (objective
-            units; a value the runs do not determine is None), or ``{"error": text}``.
+    A record: ``selection`` in ``fits/projection.json`` and ``autoscale-data project --json``. Files written
+    before 2026-11-28 (late) lack ``scoring``, ``tolerance``, ``law_check`` and per-candidate notes; their
+    scores read ``"nearest_run"`` (the nearest run of any total) and their margins may be missing (they were
+    twice ``noise`` / ``law_noise``).
     """
 
     chosen: str
+    """``"observed"`` or a projection."""
     reason: str
+    """One sentence: why."""
     rule: str
-    backtest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``"backtest"`` (three budgets or more), ``"gain"`` (two), ``"fallback"`` (one budget / nothing fitted);
+    ``"trend"`` in files written before 2026-11-27 (the old two-budget rule)."""
+    backtest: dict[str, BacktestScore] = field(default_factory=dict)
+    """Per candidate, its score at the held-back budget (``rule == "backtest"`` only)."""
     held_back_tokens: float | None = None
+    """The budget the backtest predicted."""
     noise: float | None = None
+    """The noise of one run's objective (from the runs)."""
     noise_source: str = ""
+    """How ``noise`` was found."""
     predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per projection, the joint law's predicted gain over the observed mix at the target (:func:`gain_json`):
+    ``gain``, ``sd``, ``z``, ``noise``, ``determined``, the replicates' and the law's sds, ``trust`` where the
+    trust checks flag it; or ``{"error": text}``. Two budgets, and three or more since 2026-11-28 (late)."""
     law_noise: float | None = None
+    """The noise of law scores: the larger of ``noise`` and the DDO laws' residual sd at the held-back budget."""
     law_noise_source: str = ""
+    """How ``law_noise`` was found."""
     margin: float | None = None
+    """The gain a run-scored projection had to exceed (:func:`backtest_margin`)."""
     law_margin: float | None = None
+    """The gain a law-scored projection had to exceed."""
+    scoring: str = ""
+    """How every candidate of the backtest was scored: ``"law"`` or ``"run"`` (:mod:`.backtest`)."""
+    tolerance: float | None = None
+    """The L1 distance within which a run of the held-back budget's total scores a candidate."""
+    tolerance_source: str = ""
+    """How ``tolerance`` was found."""
+    law_check: LawCheck | None = None
+    """The joint law fitted without the held-back budget, asked for its runs (:func:`~.backtest.check_law`)."""
 
     def __post_init__(self) -> None:
         if self.chosen not in (OBSERVED, *PROJECTIONS):
             raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
         if self.rule not in RULES:
             raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
+        if self.scoring not in ("", *SCORING):
+            raise ValueError(f"Selection.scoring must be one of {SCORING} or empty, got {self.scoring!r}")
 
 
-def _gain_json(e: GainEstimate | str) -> dict[str, Any]:
+def gain_json(e: GainEstimate | str, trust: str = "") -> dict[str, Any]:
+    """A predicted gain as ``Selection.predicted`` holds it (``trust``: why the trust checks flag the projection)."""
     if isinstance(e, str):
-        return {"error": e}
+        return {"error": e} | ({"trust": trust} if trust else {})
     def num(v: float) -> float | None:  # JSON has no infinity: None where the runs do not determine it
         return float(v) if np.isfinite(v) else None
 
     return {"gain": num(e.gain), "sd": num(e.sd), "z": num(e.z), "noise": num(e.noise),
             "determined": bool(np.isfinite(e.sd)), "replicate_dof": e.replicate_dof, "replicate_sd": e.replicate_sd,
-            "residual_sd": e.residual_sd, "lack_of_fit_p": e.lack_of_fit_p}
+            "residual_sd": e.residual_sd, "lack_of_fit_p": e.lack_of_fit_p} | ({"trust": trust} if trust else {})
 
 
 def vouched(e: GainEstimate) -> bool:
@@ -401,15 +404,16 @@ def passes(e: GainEstimate) -> bool:
     return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
 
 
-def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | str]) -> Selection:
+def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | str],
+                    flags: Mapping[str, str]) -> Selection:
     """The two-budget rule of the module doc."""
-    table = {n: _gain_json(predicted[n]) for n in PROJECTIONS if n in predicted}
+    table = {n: gain_json(predicted[n], flags.get(n, "")) for n in PROJECTIONS if n in predicted}
     scored = {n: e for n, e in predicted.items() if n in projections and isinstance(e, GainEstimate)}
     if not scored:
         why = "; ".join(f"{n}: {e}" for n, e in predicted.items() if isinstance(e, str)) or "no joint law"
         return Selection(OBSERVED, f"two budgets: the gain of a projection could not be predicted ({why}), so the "
                                      "best mix observed at the largest budget is used", "gain", predicted=table)
-    good = {n: e for n, e in scored.items() if passes(e)}
+    good = {n: e for n, e in scored.items() if passes(e) and n not in flags}
     if good:
         best = max(good, key=lambda n: (good[n].gain, -PROJECTIONS.index(n)))
         e = good[best]
@@ -422,6 +426,11 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
     e = scored[best]
     sd = "not determined by the runs" if not np.isfinite(e.sd) else f"sd {e.sd:.3g}"
     numbers = f"best: {best}, {e.gain:+.4g}, {sd}, noise {e.noise:.3g}"
+    if passes(e) and best in flags:
+        return Selection(OBSERVED, f"two budgets: the {best} projection's predicted gain passes ({numbers}), but "
+                                     f"the trust checks flag it ({flags[best]}) and two budgets leave no run to vouch "
+                                     "for it there, so the best mix observed at the largest budget is used", "gain",
+                         predicted=table)
     if not vouched(e):
         why = ("no replicate runs (an allocation run with two seeds or more) to test the joint law's fit against, "
                "so its uncertainty cannot be trusted" if e.replicate_sd is None else
@@ -436,90 +445,29 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
                                  "or more)", "gain", predicted=table)
 
 
-def choose(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any] | None, *,
-           objective: str = DEFAULT_OBJECTIVE, val_domains: Sequence[str] | Mapping[str, float] | None = None,
-           fallback: str = "", predicted: Mapping[str, GainEstimate | str] | None = None,
-           held_fit: DDOResult | None = None) -> Selection:
-    """The selection rule of the module doc.
+def choose(candidates: Mapping[str, Any], *, fallback: str = "",
+           predicted: Mapping[str, GainEstimate | str] | None = None, flags: Mapping[str, str] | None = None) -> Selection:
+    """The rule of one or two budgets (module doc); three budgets or more: :func:`~.backtest.choose_by_backtest`.
 
     Args:
-        tables: the run tables, smallest budget first.
         candidates: ``{name: projection or error text}`` at the target (``observed`` included).
-        backtest: with three budgets or more, ``{name: weights or error text}`` of every candidate
-            computed from all budgets but the largest, for the largest; else None.
         fallback: why no projection could be computed (when none could).
         predicted: with two budgets, ``{projection: its GainEstimate or error text}`` (:mod:`.gain`).
-        held_fit: the largest budget's DDO result when it is a DDO design: the backtest scores candidates by
-            its law (:func:`law_objective`) instead of by the nearest run.
+        flags: the projections the trust checks flag (:func:`~.backtest.untrusted`): never chosen here, as two
+            budgets leave no run to vouch for them.
     """
-    projections = [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
+    projections = computed_projections(candidates)
     if not projections:
         why = fallback or "; ".join(f"{n}: {candidates[n]}" for n in PROJECTIONS
                                     if isinstance(candidates.get(n), str))
         return Selection(OBSERVED, f"the best mix observed at the largest budget: no projection could be computed "
                                      f"({why})", "fallback")
-    if backtest is None:
-        return _choose_by_gain(projections, predicted or {})
-    return _choose_by_backtest(tables, candidates, backtest, projections, objective=objective,
-                               val_domains=val_domains, held_fit=held_fit)
+    return _choose_by_gain(projections, predicted or {}, flags or {})
 
 
-def _choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any],
-                        projections: Sequence[str], *, objective: str,
-                        val_domains: Sequence[str] | Mapping[str, float] | None,
-                        held_fit: DDOResult | None) -> Selection:
-    """The rule of three budgets or more (module doc): every candidate scored at the held-back budget."""
-    last = tables[-1]
-    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
-    joint = candidates.get(JOINT)
-    if noise is None and joint is not None and not isinstance(joint, str):
-        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
-        source = f"the joint law's residual ({source}): an upper bound of the noise"
-    scores = _scores(last, backtest, held_fit, val_domains=val_domains, objective=objective)
-    law_sd, law_source = (None, "") if held_fit is None else _law_margin(held_fit, last, noise, source, val_domains)
-    base = scores.get(OBSERVED, {})
-    fitted = [n for n in projections if "objective" in scores.get(n, {})]
-    record = dict(backtest=scores, held_back_tokens=table_budget(last), noise=noise, noise_source=source,
-                  law_noise=law_sd, law_noise_source=law_source)
-    if "objective" not in base or not fitted:
-        return Selection(OBSERVED, "the backtest could not score the observed mix and a projection: the best mix "
-                                     "observed at the largest budget", "backtest", **record)
-    k = len(fitted)
-    margins = {SCORES[0]: None if law_sd is None else backtest_margin(law_sd, k, two_runs=False),
-               SCORES[1]: None if noise is None else backtest_margin(noise, k, two_runs=True)}
-    record.update(margin=margins[SCORES[1]], law_margin=margins[SCORES[0]])
-    for n in fitted:
-        scores[n]["gain"] = scores[OBSERVED]["objective" if scores[n]["score"] == base["score"] else "run_objective"] \
-            - scores[n]["objective"]
-    return _backtest_verdict(scores, margins, fitted, projections, record)
-
-
-def _backtest_verdict(scores: Mapping[str, dict[str, Any]], margins: Mapping[str, float | None], fitted: list[str],
-                      projections: Sequence[str], record: dict[str, Any]) -> Selection:
-    """The projection that beat the observed mix by more than its margin and gained most, else the observed mix."""
-    base, held, law_sd, noise = scores[OBSERVED], record["held_back_tokens"], record["law_noise"], record["noise"]
-
-    def beats(n: str) -> bool:
-        e, margin = scores[n], margins[scores[n]["score"]]
-        return margin is not None and e["gain"] > margin and (e["score"] == SCORES[0] or e["run"] != base["run"])
-
-    at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
-    how = {SCORES[0]: f"the DDO law fitted there, noise {law_sd if law_sd is None else f'{law_sd:.3g}'}",
-           SCORES[1]: f"the nearest run there, noise {noise if noise is None else f'{noise:.3g}'}"}
-    good = [n for n in fitted if beats(n)]
-    if good:
-        best = max(good, key=lambda n: (scores[n]["gain"], -projections.index(n)))
-        e = scores[best]
-        return Selection(best, f"backtest {at}, scored by {how[e['score']]}: the {best} projection beat the best "
-                               f"observed mix by {e['gain']:.4g}, more than the margin "
-                               f"({margins[e['score']]:.3g}: {_MARGIN_WHY})", "backtest", **record)
-    best = max(fitted, key=lambda n: (scores[n]["gain"], -projections.index(n)))
-    e = scores[best]
-    margin = margins[e["score"]]
-    bar = "no noise estimate, so no projection" if margin is None else f"{margin:.3g}"
-    return Selection(OBSERVED, f"backtest {at}: no projection beat the best observed mix by more than the "
-                                 f"margin ({_MARGIN_WHY}; best: {best}, {e['gain']:+.4g} scored by {how[e['score']]}; margin {bar})",
-                     "backtest", **record)
+def computed_projections(candidates: Mapping[str, Any]) -> list[str]:
+    """The projections of ``candidates`` that were computed (not an error text), in the rule's order of preference."""
+    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
 
 
 def backtest_margin(sd: float, candidates: int, *, two_runs: bool) -> float:
@@ -536,40 +484,3 @@ def backtest_margin(sd: float, candidates: int, *, two_runs: bool) -> float:
         raise ValueError(f"candidates must be >= 1, got {candidates!r}")
     z = float(norm.ppf(1.0 - BACKTEST_ALPHA / candidates))
     return z * (float(np.sqrt(2.0)) if two_runs else 1.0) * float(sd)
-
-
-def _scores(last: RunTable, backtest: Mapping[str, Any], held_fit: DDOResult | None, *, objective: str,
-            val_domains: Sequence[str] | Mapping[str, float] | None) -> dict[str, dict[str, Any]]:
-    """Each backtest candidate's score at the held-back budget (``Selection.backtest``'s entries, without ``gain``):
-    by the held-back budget's DDO law where it and the observed mix lie inside the design's range, else by the
-    nearest run."""
-    scores: dict[str, dict[str, Any]] = {}
-    for name, c in backtest.items():
-        if isinstance(c, str) or c is None:
-            scores[name] = {"error": str(c)}
-            continue
-        y, rid, dist = nearest_run_objective(last, c.weights, objective=objective, val_domains=val_domains)
-        law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
-            law_objective(held_fit, last, c.weights, val_domains=val_domains)
-        scores[name] = {"objective": y, "score": SCORES[1], "run": rid, "distance": dist, "run_objective": y,
-                        "law_objective": law, "law_note": why}
-    obs = scores.get(OBSERVED, {})
-    if obs.get("law_objective") is not None:  # the law scores a candidate only beside the observed mix
-        for e in scores.values():
-            if e.get("law_objective") is not None:
-                e.update(objective=e["law_objective"], score=SCORES[0])
-    return scores
-
-
-def _law_margin(fit: DDOResult, last: RunTable, noise: float | None, source: str,
-                val_domains: Sequence[str] | Mapping[str, float] | None) -> tuple[float | None, str]:
-    """The noise a difference of the law's scores is judged against: the larger of the noise of one run and the
-    DDO laws' residual sd at the held-back budget (either alone where the other is missing)."""
-    resid, how = law_noise(fit, last, val_domains=val_domains)
-    options = [(v, w) for v, w in ((noise, source), (resid, how)) if v is not None]
-    if not options:
-        return None, f"no noise estimate ({source}; {how})"
-    v, w = max(options, key=lambda o: o[0])
-    others = "; ".join(f"{x:.3g} from {y}" for x, y in options if y != w)
-    return v, f"the larger of the noise of one run and the DDO laws' residual: {w}" + (f" (against {others})"
-                                                                                      if others else "")

@@ -17,16 +17,23 @@ Supported inputs (the order documents come out in is fixed, so the held-out spli
   path order (hidden entries are ignored).
 - files with an extension named in ``text_ext`` (e.g. ``(".py", ".md")``, ``prepare --text-ext``):
   read like ``.txt``, one document per file (source code, docs, logs ...).
+- any of these text files compressed with gzip, bzip2 or xz (``.gz``, ``.bz2``, ``.xz``: ``a.jsonl.gz``,
+  ``a.txt.xz``, ``ls.1.gz`` with ``text_ext`` ``.1`` or ``.gz``; ``.tar.bz2`` too): read decompressed, so they
+  give the same documents as the plain files.
 """
 
 from __future__ import annotations
 
+import bz2
+import contextlib
+import gzip
 import json
+import lzma
 import os
 import tarfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["SUPPORTED_SUFFIXES", "input_files", "iter_documents", "list_sources", "text_extensions"]
 
@@ -56,12 +63,25 @@ def text_extensions(spec: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+#: Compression suffix -> its name and the stdlib's opener: ``a.txt.gz`` reads as ``a.txt`` decompressed.
+_COMPRESSED: dict[str, tuple[str, Callable[..., IO[bytes]]]] = {
+    ".gz": ("gzip", gzip.open), ".bz2": ("bzip2", bz2.open), ".xz": ("xz", lzma.open)}
+#: The formats read as one stream of bytes, so also when compressed.
+_STREAMED = (".jsonl", ".txt", ".tar")
+
+
 def _suffix(path: Path, text_ext: tuple[str, ...] = ()) -> str | None:
     name = path.name.lower()
     for suffix in sorted(SUPPORTED_SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
             return suffix
-    return ".txt" if any(name.endswith(e) for e in text_ext) else None
+    compression = Path(name).suffix
+    plain = name.removesuffix(compression) if compression in _COMPRESSED else name
+    if plain != name:
+        for suffix in _STREAMED:
+            if plain.endswith(suffix):
+                return suffix
+    return ".txt" if any(n.endswith(e) for e in text_ext for n in (name, plain)) else None
 
 
 def _is_hf_dataset(path: Path) -> bool:
@@ -135,12 +155,27 @@ def _open_error(path: Path, exc: OSError) -> ValueError:
     return ValueError(f"cannot read input file {os.fspath(path)!r}: {exc.strerror or exc}")
 
 
-def _iter_jsonl(path: Path, field: str) -> Iterator[str]:
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[IO[bytes]]:
+    """``path`` open for reading bytes, decompressed when its name ends in a compression suffix (``.gz``,
+    ``.bz2``, ``.xz``); a file that does not decompress is a ``ValueError`` naming it."""
+    kind, opener = _COMPRESSED.get(Path(path.name.lower()).suffix, ("", open))
     try:
-        fh = open(path, "rb")
+        fh = opener(path, "rb")
     except OSError as exc:
         raise _open_error(path, exc) from exc
     with fh:
+        try:
+            yield fh
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            if not kind:
+                raise
+            raise ValueError(f"cannot read input file {os.fspath(path)!r}: not a valid {kind} file, or a "
+                             f"truncated one ({exc})") from exc
+
+
+def _iter_jsonl(path: Path, field: str) -> Iterator[str]:
+    with _opened(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -165,7 +200,8 @@ def _field(obj: Any, field: str, where: str) -> str:
 
 def _iter_txt(path: Path) -> Iterator[str]:
     try:
-        data = path.read_bytes()
+        with _opened(path) as fh:
+            data = fh.read()
     except OSError as exc:
         raise _open_error(path, exc) from exc
     try:

@@ -610,6 +610,30 @@ def test_wrong_fingerprint_on_resume(root: Path) -> None:
         make(root, {"a": 0.5, "b": 0.4, "c": 0.1}).load_state_dict(state)
 
 
+@pytest.mark.timeout(60)
+def test_resuming_with_other_weights_of_the_same_sequences_per_domain(root: Path) -> None:
+    """Trained on a plan, resumed with the weights the report printed: the same stream, so it resumes."""
+    from autoscale_data.solver import MixturePlan
+
+    plan = MixturePlan.from_scales([(4096, {"a": 1900.0, "b": 1600.0, "c": 596.0}),
+                                    (8192, {"a": 4592.0, "b": 3000.0, "c": 600.0})])
+    trained = make(root, plan)
+    printed = {d: round(w, 4) for d, w in plan.weights_for_budget(400 * L).items()}  # as report.json holds them
+    assert printed != trained.weights
+    resumed = make(root, printed)
+    assert resumed.sequences_per_domain == trained.sequences_per_domain
+    full = keys(trained)
+    state = json.loads(json.dumps(trained.state_dict(samples_taken=123)))
+    resumed.load_state_dict(state)
+    assert keys(resumed) == full[123:]
+    again = resumed.state_dict(samples_taken=200 - 123)  # its own fingerprint now; the plan resumes from it too
+    trained.load_state_dict(again)
+    assert keys(trained) == full[200:]
+    other = dict(printed, a=printed["a"] + 0.01, b=printed["b"] - 0.01)  # sequences move: another stream
+    with pytest.raises(ValueError, match=r"different mixture .*sequences.a: saved"):
+        make(root, other).load_state_dict(state)
+
+
 @pytest.mark.timeout(30)
 def test_tampered_state(root: Path) -> None:
     ds = make(root)

@@ -188,7 +188,7 @@ def test_pure_noise_gives_the_observed_mix():
 def test_a_known_law_gives_the_projection_that_recovers_it():
     tables = _tables3(0.0, law=True)
     res = project_all(tables, 1e9)
-    assert res.used != "observed" and "beat the best observed mix" in res.selection.reason
+    assert res.used != "observed" and "beats the best observed mix" in res.selection.reason
     truth = _law_optimum(1e9)
     got = np.array([res.weights[d] for d in "abc"])
     observed = np.array([res.observed.weights[d] for d in "abc"])
@@ -265,12 +265,12 @@ def test_ddo_designs_whose_optimum_moves_get_the_projection_the_held_back_law_pr
     sel = res.selection
     assert sel.rule == "backtest" and res.used != "observed", sel.reason
     chosen = sel.backtest[res.used]
-    assert chosen["score"] == "law" and sel.backtest["observed"]["score"] == "law"
+    assert chosen.score == "law" and sel.backtest["observed"].score == "law" and sel.scoring == "law"
     assert "scored by the DDO law fitted there" in sel.reason
-    assert chosen["gain"] > 2 * sel.law_noise and sel.law_noise >= sel.noise  # the larger of the two noises
+    assert chosen.gain > 2 * sel.law_noise and sel.law_noise >= sel.noise  # the larger of the two noises
     assert "replicates" in sel.noise_source and "residual" in sel.law_noise_source + sel.noise_source
     assert _law_d(_shares_of(res.observed), 1.28e8) - _law_d(_shares_of(res.chosen), 1.28e8) > 0.002  # truly better
-    assert sel.to_json()["backtest"][res.used]["law_objective"] == chosen["objective"]
+    assert sel.to_json()["backtest"][res.used]["law_objective"] == chosen.objective
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -283,7 +283,7 @@ def test_ddo_designs_whose_optimum_stays_keep_the_observed_mix_scored_by_the_law
                                    multipliers=MULT_D, seeds=2, base_weights=w / w.sum(), rng_seed=seed)
     res = project_all(tables, 1.28e8)
     assert res.used == "observed" and res.selection.rule == "backtest", res.selection.reason
-    assert {e["score"] for e in res.selection.backtest.values()} == {"law"}
+    assert {e.score for e in res.selection.backtest.values()} == {"law"}
 
 
 def test_pure_noise_on_ddo_designs_keeps_the_observed_mix():
@@ -294,7 +294,7 @@ def test_pure_noise_on_ddo_designs_keeps_the_observed_mix():
     res = project_all(tables, 1.28e8)
     assert res.used == "observed" and res.selection.rule == "backtest", res.selection.reason
     for e in res.selection.backtest.values():  # noise drives DDO's optima to the corners, outside the design
-        assert e["score"] == "nearest_run" and "outside the design's range" in e["law_note"]
+        assert "outside the design's range" in e.law_note
 
 
 def _relabel(table: RunTable, k: int, jitter: float) -> RunTable:

@@ -31,16 +31,20 @@ def _known_law(noise: float, seeds: int = 1) -> list[RunTable]:
     return synthetic_budget_runs([4e6, 8e6], N0, GAMMA, AMP, scale=SCALE, noise=noise, multipliers=MULT, seeds=seeds)
 
 
-def test_a_known_law_with_replicates_at_two_budgets_gets_a_projection_that_is_truly_better():
+def test_a_known_law_with_replicates_at_two_budgets_predicts_a_true_gain_but_trust_keeps_the_observed_mix():
     res = project_all(_known_law(0.001, seeds=2), TARGET)
-    assert res.selection.rule == "gain" and res.used != "observed", res.selection.reason
-    assert "predicts the" in res.selection.reason and "sd" in res.selection.reason
-    chosen = res.selection.predicted[res.used]
+    sel = res.selection
+    best = max(sel.predicted, key=lambda n: sel.predicted[n].get("gain") or -1.0)
+    chosen = sel.predicted[best]
     assert chosen["determined"] and chosen["gain"] > 2 * chosen["sd"] and chosen["gain"] > 2 * chosen["noise"]
     assert chosen["replicate_dof"] > 0 and chosen["residual_sd"] <= 1.5 * chosen["replicate_sd"]
-    truth_gain = _true_loss(res.observed.allocation_tokens) - _true_loss(res.chosen.allocation_tokens)
+    truth_gain = _true_loss(res.observed.allocation_tokens) - _true_loss(getattr(res, best).allocation_tokens)
     assert truth_gain > 0.1  # the law's optimum at 25x the largest budget is far from the N2 optimum
     assert chosen["gain"] == pytest.approx(truth_gain, rel=0.3)
+    # but the projection lies beyond the shares run and the joint law's floor is below 0: two budgets leave no
+    # run to vouch for it there, so the trust checks keep the observed mix (docs/solver.md, section 2c)
+    assert res.used == "observed" and sel.rule == "gain", sel.reason
+    assert "trust checks flag it" in sel.reason and "beyond the shares the runs cover" in chosen["trust"]
 
 
 GRID3 = [np.array(c) / 6 for c in itertools.product(range(7), repeat=3) if sum(c) == 6]

@@ -314,6 +314,49 @@ def test_text_ext_reads_any_text_files_one_document_per_file(tmp_path: Path,
     assert rc == 0 and "code: 2 docs (1 held out)" in capsys.readouterr().out
 
 
+def test_compressed_text_is_read_like_the_plain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    man = tmp_path / "man"
+    (man / "man1").mkdir(parents=True)
+    pages = {"ls.1": "LS(1)\nlist directory contents \u2014 caf\u00e9\n", "cp.1": "CP(1)\ncopy files\n"}
+    for name, text in pages.items():
+        (man / "man1" / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(ValueError, match=r"holds no supported input.*--text-ext \.gz"):
+        list(iter_documents(man))
+    assert list(iter_documents(man, text_ext=".gz")) == [pages["cp.1"], pages["ls.1"]]  # the suggestion works
+    assert list(iter_documents(man, text_ext=".1")) == [pages["cp.1"], pages["ls.1"]]  # or the uncompressed name's
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "a.txt.bz2").write_bytes(bz2.compress(b"from bz2\n"))
+    (both / "b.txt.xz").write_bytes(lzma.compress(b"from xz\n"))
+    _jsonl(both / "c.jsonl", ["one", "two"])
+    (both / "c.jsonl.gz").write_bytes(gzip.compress((both / "c.jsonl").read_bytes()))
+    (both / "c.jsonl").unlink()
+    assert list(iter_documents(both)) == ["from bz2\n", "from xz\n", "one", "two"]  # no --text-ext needed
+    (both / "d.txt.gz").write_bytes(b"not gzip")
+    with pytest.raises(ValueError, match=r"d.txt.gz.*not a valid gzip file"):
+        list(iter_documents(both))
+    (both / "d.txt.gz").write_bytes(gzip.compress(b"\xff\xfe"))
+    with pytest.raises(ValueError, match=r"d.txt.gz: not valid UTF-8 text"):
+        list(iter_documents(both))
+    rc = main(["prepare", "--domain", f"man={man}", "--out", str(tmp_path / "out"), "--tokenizer", "bytes",
+               "--text-ext", ".gz", "--holdout-every", "2", "--workers", "1"])
+    assert rc == 0 and "man: 2 docs (1 held out)" in capsys.readouterr().out
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name, text in pages.items():
+        (plain / name).write_text(text)
+    rc = main(["prepare", "--domain", f"man={plain}", "--out", str(tmp_path / "out2"), "--tokenizer", "bytes",
+               "--text-ext", ".1", "--holdout-every", "2", "--workers", "1"])
+    assert rc == 0  # the same documents, so the same tokens, whether compressed or not
+    for split in ("train", "val"):
+        assert (_documents(getattr(TokenStore(tmp_path / "out" / "man"), split))
+                == _documents(getattr(TokenStore(tmp_path / "out2" / "man"), split)))
+
+
 def test_holdout_share_far_from_the_rule_is_warned_and_printed(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     texts = ["short"] * 9 + ["x" * 5000]  # the 10th document, the held-out one, is most of the tokens

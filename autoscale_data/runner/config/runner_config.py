@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -52,9 +52,13 @@ def with_extra_budget(budgets: Any, extra: Any) -> Any:
         return budgets
     if extra not in EXTRA_BUDGETS:
         raise field_error("ddo", "extra_budget", extra, " or ".join(map(repr, EXTRA_BUDGETS)))
-    if not isinstance(budgets, (list, tuple)) or not budgets or not is_int(budgets[0]):
-        raise field_error("ddo", "budgets", budgets, "[N1, N2] in tokens with ddo.extra_budget: half")
-    return (int(budgets[0]) // 2, *budgets)
+    given = list(budgets) if isinstance(budgets, (list, tuple)) else budgets
+    if (not isinstance(given, list) or not given or not all(is_int(b) and b > 0 for b in given)
+            or any(a >= b for a, b in zip(given[:-1], given[1:], strict=False))):
+        # checked as written: the expanded list would name an N0 the file does not hold
+        raise field_error("ddo", "budgets", given, f"increasing budgets [N1, N2] in tokens with ddo.extra_budget: "
+                          f"{extra!r} (it adds N0 = N1 / 2 below them)")
+    return (int(given[0]) // 2, *given)
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,10 @@ class RunnerConfig:
         if self.eval.tasks and self.model.family != "gpt2":  # zero-shot ranked classification needs a causal LM
             raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
                               "(the zero-shot tasks score a causal LM's answers)")
+        proxy = self.ddo.proxy_model
+        if proxy is not None and proxy.family != self.model.family:
+            raise field_error("ddo", "proxy_model", proxy.preset, f"a {self.model.family} preset, as model "
+                              f"{self.model.preset!r} (the proxies train the target's objective)")
         if self.max_epochs is not None:
             check_number_field("", "max_epochs", self.max_epochs)
         check_int_field("", "checkpoint_every", self.checkpoint_every)
@@ -145,6 +153,8 @@ class RunnerConfig:
             if b < self.global_batch_size * self.seq_len:
                 raise field_error("", "budgets", b, f"at least one global batch ({self.global_batch_size} x "
                            f"{self.seq_len} = {self.global_batch_size * self.seq_len} tokens)")
+        if isinstance(self.domains, dict):  # a store folder's domains are checked when it is opened
+            self.ddo.check_domains(list(self.domains))
         if self.target.budget <= self.ddo.largest:
             raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.largest}")
         known = registry.sections()
@@ -173,6 +183,30 @@ class RunnerConfig:
 SECTIONS: dict[str, type] = {n: t for n, t in get_type_hints(RunnerConfig).items() if dataclasses.is_dataclass(t)}
 
 
+def _read_multipliers(section: dict[str, Any], mult: Any) -> None:
+    if not isinstance(mult, (list, tuple)) or len(mult) != 2:
+        raise field_error("ddo", "multipliers", mult, "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], [3, 1.7]]")
+    section["multiplier_up"], section["multiplier_down"] = mult
+
+
+def _read_extra_budget(section: dict[str, Any], extra: Any) -> None:
+    section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets), extra)
+
+
+#: A section's shorthand keys in a file, each read into the section's fields (in this order) before it is built.
+_SHORTHANDS: dict[type, dict[str, Callable[[dict[str, Any], Any], None]]] = {
+    DDOConfig: {"multipliers": _read_multipliers, "extra_budget": _read_extra_budget}}
+
+#: RunnerConfig's fields that a file does not give: set on reading (``base_dir``), or one top-level key each.
+_NOT_FILE_KEYS = ("base_dir", "sections")
+
+
+def _file_keys(cls: type, also: Iterable[str]) -> list[str]:
+    """The keys a config file may give for section ``cls``: its fields and ``also`` (shorthands, methods' sections)."""
+    fields = {f.name for f in dataclasses.fields(cls)} - (set(_NOT_FILE_KEYS) if cls is RunnerConfig else set())
+    return sorted(fields | set(also))
+
+
 def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = ".") -> RunnerConfig:
     """Build and validate a :class:`RunnerConfig` from a plain mapping (parsed YAML/JSON)."""
     if not isinstance(raw, Mapping):
@@ -184,16 +218,11 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
     for name, cls in SECTIONS.items():
         if name in top:
             section = dict(top[name] or {})
-            if cls is DDOConfig and "multipliers" in section:
-                mult = section.pop("multipliers")
-                if not isinstance(mult, (list, tuple)) or len(mult) != 2:
-                    raise field_error("ddo", "multipliers", mult,
-                                      "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], [3, 1.7]]")
-                section["multiplier_up"], section["multiplier_down"] = mult
-            if cls is DDOConfig and "extra_budget" in section:
-                section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets),
-                                                       section.pop("extra_budget"))
-            top[name] = build_section(cls, section, name)
+            shorthands = _SHORTHANDS.get(cls, {})
+            for key, read in shorthands.items():
+                if key in section:
+                    read(section, section.pop(key))
+            top[name] = build_section(cls, section, name, keys=_file_keys(cls, shorthands))
     if "sections" in top:
         raise ValueError("config key 'sections' is not read: give each method's section as a top-level key")
     methods = registry.sections()
@@ -207,7 +236,7 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
     if "base_dir" in top:
         raise ValueError("config key 'base_dir' is set from the config file's location; remove it")
     top["base_dir"] = os.fspath(base_dir)
-    return build_section(RunnerConfig, top, "")
+    return build_section(RunnerConfig, top, "", keys=_file_keys(RunnerConfig, methods))
 
 
 def load_config(path: str | os.PathLike[str]) -> RunnerConfig:

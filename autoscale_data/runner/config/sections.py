@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "ProxyModelConfig",
     "REPETITION_MATCH",
     "REPETITION_MODES",
     "REPETITION_OFF",
@@ -77,19 +78,20 @@ def check_choice(section: str, name: str, value: Any, choices: Iterable[Any]) ->
         raise field_error(section, name, value, f"one of {tuple(choices)}")
 
 
-def check_seeds(section: str, seeds: Any, *, distinct: bool = True) -> tuple[int, ...]:
-    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of integers >= 0 (distinct)."""
+def check_seeds(section: str, seeds: Any) -> tuple[int, ...]:
+    """The seeds as a tuple; ``ValueError`` unless they are a non-empty list of distinct integers >= 0."""
     values = tuple(seeds)
     if not values or not all(is_int(s) and s >= 0 for s in values):
         raise field_error(section, "seeds", seeds, "a non-empty list of integers >= 0")
-    if distinct and len(set(values)) != len(values):
+    if len(set(values)) != len(values):
         raise field_error(section, "seeds", list(values), "distinct seeds")
     return values
 
 
-def build_section(cls: type, raw: Any, section: str) -> Any:
+def build_section(cls: type, raw: Any, section: str, *, keys: Iterable[str] | None = None) -> Any:
     """Section dataclass ``cls`` from a config file's mapping (lists as tuples, YAML's ``1e-3`` strings as
-    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks."""
+    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks, with the keys
+    a file may give: ``keys`` (default ``cls``'s fields)."""
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, Mapping):
@@ -98,7 +100,7 @@ def build_section(cls: type, raw: Any, section: str) -> Any:
     unknown = sorted(set(raw) - set(types))
     if unknown:
         raise ValueError(f"config section {section or '<top>'!r} has unknown keys {unknown}; "
-                         f"expected some of {sorted(types)}")
+                         f"expected some of {sorted(types if keys is None else keys)}")
     kwargs = {}
     for key, value in raw.items():
         if isinstance(value, str) and "float" in types[key]:
@@ -140,23 +142,59 @@ class ModelConfig:
     this setting (its runs trained with it), else ``gelu_pytorch_tanh``. A model field: it enters run ids."""
 
     def __post_init__(self) -> None:
-        from ..models import GPT2_ACTIVATIONS, PRESETS
+        from ..models import GPT2_ACTIVATIONS
 
-        check_choice("model", "preset", self.preset, PRESETS)
+        _check_model("model", self.preset, self.overrides)
         if self.activation is not None:
             if self.family != "gpt2":
                 raise field_error("model", "activation", self.activation,
                                   "null for a BERT preset (its hidden_act goes in model.overrides)")
             check_choice("model", "activation", self.activation, GPT2_ACTIVATIONS)
-        if not isinstance(self.overrides, dict):
-            raise field_error("model", "overrides", self.overrides, "a mapping of model config fields")
         if not 0.0 < float(self.mlm_probability) < 1.0:
             raise field_error("model", "mlm_probability", self.mlm_probability, "a number in (0, 1)")
 
     @property
     def family(self) -> str:
         """``"gpt2"`` (causal LM) or ``"bert"`` (masked LM)."""
-        return self.preset.split("-", 1)[0]
+        return _family(self.preset)
+
+    def another(self, preset: str, overrides: Mapping[str, Any]) -> ModelConfig:
+        """Another model (a proxy's, a swarm's) with this one's masking rate and, for a GPT-2, activation."""
+        return ModelConfig(preset=preset, overrides=dict(overrides), mlm_probability=self.mlm_probability,
+                           activation=self.activation if _family(preset) == "gpt2" else None)
+
+
+def _family(preset: str) -> str:
+    return preset.split("-", 1)[0]
+
+
+def _check_model(section: str, preset: Any, overrides: Any) -> None:
+    """``ValueError`` naming the field unless ``preset`` is one of ``runner.models.PRESETS`` and ``overrides`` a
+    mapping."""
+    from ..models import PRESETS
+
+    check_choice(section, "preset", preset, PRESETS)
+    if not isinstance(overrides, dict):
+        raise field_error(section, "overrides", overrides, "a mapping of model config fields")
+
+
+@dataclass(frozen=True)
+class ProxyModelConfig:
+    """The proxies' own model (``ddo.proxy_model``): a preset plus overrides, as ``model``; it masks at
+    ``model.mlm_probability``."""
+
+    preset: str
+    """A preset of the target's family (``gpt2-*`` or ``bert-*``)."""
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Its transformers config fields (as ``model.overrides``; the target's are not inherited)."""
+
+    def __post_init__(self) -> None:
+        _check_model("ddo.proxy_model", self.preset, self.overrides)
+
+    @property
+    def family(self) -> str:
+        """``"gpt2"`` or ``"bert"``."""
+        return _family(self.preset)
 
 
 @dataclass(frozen=True)
@@ -221,8 +259,9 @@ class DDOConfig:
     law: str = DEFAULT_LAW
     """The per-domain law: ``3p``, or ``4p``, which adds an amplitude."""
     projection: str = DEFAULT_PROJECTION
-    """What sets the target mix: ``auto`` (with three budgets or more a backtest at N2 decides, see "Three
-    budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
+    """What sets the target mix: ``auto`` (with three budgets or more every candidate is refitted without N2 and
+    scored there like with like, and the joint law is validated on N2's runs before its predicted gain at the
+    target counts, see "Three budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
     projection beats it by more than twice the prediction's sd and twice the noise of one run), ``observed``
     (DDO(N2) as is), ``geometric`` (the paper's Theorem-1 path through the DDO optima), ``robust`` (that path
     with each domain's trend shrunk by its uncertainty) or ``joint`` (one law fitted to the runs of both
@@ -234,6 +273,13 @@ class DDOConfig:
     """``off``: each proxy draws from the whole domain; ``match``: from a pool scaled by its budget over the
     target's, so it repeats each domain as the target will, and the laws and the projection work in effective
     tokens (see "Repetition-matched proxies")."""
+    proxy_model: ProxyModelConfig | None = None
+    """The proxies' own model, smaller than ``model``: a preset name or ``{preset, overrides}``. It trains the DDO
+    proxies, DoReMi's reference and proxy, and RegMix's swarm unless ``regmix.swarm.preset`` names one; it enters
+    their run ids. ``None``: the target's model (the paper's design; ids as before). A proxy model of more training
+    FLOPs per token than the target's is refused when the plan is made (see "A proxy model of its own")."""
+    proxy_lr: float | None = None
+    """The proxies' peak learning rate (the runs ``proxy_model`` trains; ``None``: ``optimizer.lr``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
@@ -268,11 +314,41 @@ class DDOConfig:
             raise field_error("ddo", "min_weight/max_weight", (self.min_weight, self.max_weight),
                        "0 <= min_weight < max_weight <= 1")
         check_choice("ddo", "law", self.law, LAWS)
+        points, k = self.design_points, law_parameters(self.law)
+        if len(points) < k:  # the fit of every domain's law would refuse the runs
+            raise field_error("ddo", "law", self.law, f"a law the design can fit: the {self.law} law needs {k} distinct "
+                              f"multipliers per domain, the design gives {len(points)} ("
+                              f"{', '.join(f'{x:.3g}' for x in points)}); use law 3p or two multipliers each way, "
+                              "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
+        if isinstance(self.proxy_model, str):  # a preset name: that preset as is
+            object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
+        elif self.proxy_model is not None:
+            object.__setattr__(self, "proxy_model", build_section(ProxyModelConfig, self.proxy_model, "ddo.proxy_model"))
+        if self.proxy_lr is not None:
+            check_number_field("ddo", "proxy_lr", self.proxy_lr)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    def check_domains(self, names: Sequence[str]) -> None:
+        """Refuse the settings that no mix of the domains ``names`` meets, known before training (the DDO fits
+        would refuse them after it): weight bounds beyond ``1/m`` and objective weights of unknown domains.
+
+        Raises:
+            ValueError: naming the field, its value and what the domains allow.
+        """
+        m = len(names)
+        why = f"the weights of the {m} domains {sorted(names)} sum to 1"
+        if self.min_weight * m > 1 + 1e-12:
+            raise field_error("ddo", "min_weight", self.min_weight, f"at most 1/{m} = {1 / m:.3g} ({why})")
+        if self.max_weight * m < 1 - 1e-12:
+            raise field_error("ddo", "max_weight", self.max_weight, f"at least 1/{m} = {1 / m:.3g} ({why})")
+        unknown = sorted(set(self.objective_weights or {}) - set(names))
+        if unknown:
+            raise field_error("ddo", "objective_weights", self.objective_weights,
+                              f"validation domains among {sorted(names)}; unknown: {unknown}")
 
     @property
     def largest(self) -> int:
@@ -336,7 +412,7 @@ class TargetConfig:
             _check_weights("target", "reference_weights", self.reference_weights)
         if self.reference_mapping is not None and not isinstance(self.reference_mapping, Mapping):
             raise field_error("target", "reference_mapping", self.reference_mapping, "a mapping preset key -> domain")
-        object.__setattr__(self, "seeds", check_seeds("target", self.seeds, distinct=False))
+        object.__setattr__(self, "seeds", check_seeds("target", self.seeds))
         if not isinstance(self.keep_checkpoints, bool):
             raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")
 

@@ -54,14 +54,15 @@ def _all_reduce(t: torch.Tensor, info: Any) -> torch.Tensor:
     return t
 
 
-def load_reference_model(config: Any, spec: Any, domains: Any, ref_dir: Path, device: torch.device) -> torch.nn.Module:
-    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode.
+def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.device) -> torch.nn.Module:
+    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode: the model of
+    the proxy run ``spec`` (both train the proxy model, ``ddo.proxy_model``, or the target's).
 
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.
     """
     try:
-        model = final_model(spec, ref_dir, config.model.preset, domains.eos_id)
+        model = final_model(spec, ref_dir, spec.settings["model"]["preset"], domains.eos_id)
     except ValueError:  # an unreadable pointer: no complete checkpoint
         model = None
     if model is None:
@@ -106,7 +107,7 @@ class DoReMiHook:
         self.autocast = ctx.config.precision == "bf16"
         self.vocab = int(ctx.spec.settings["model"]["fields"]["vocab_size"])
         if self.reference is None:
-            self.reference = load_reference_model(ctx.config, ctx.spec, ctx.domains,
+            self.reference = load_reference_model(ctx.spec, ctx.domains,
                                                   ctx.run_dir.parent / self.reference_run, ctx.info.device)
         self.start(self.names)
 

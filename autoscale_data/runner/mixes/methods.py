@@ -17,11 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..._records import Record, required
+from ..._records import Record, omitted, required
 from .. import registry
 from ..config import RunnerConfig
 from ..planning.data import DomainInfo, batch_sequences
-from ..planning.specs import RunSpec, method_spec, recorded_anytime_spec, target_spec
+from ..planning.estimate import format_flops, run_flops
+from ..planning.specs import (
+    RunSpec,
+    method_spec,
+    proxy_config,
+    recorded_anytime_spec,
+    target_run_flops,
+    target_spec,
+)
 
 __all__ = [
     "Anytime",
@@ -92,6 +100,10 @@ class MethodRecord(Record):
     cost_tokens: int
     skipped: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    cost_flops: float | None = omitted(default=None)
+    """The cost runs' training FLOPs (``None`` in a folder written before FLOPs were recorded)."""
+    target_flops: float | None = omitted(default=None)
+    """One target run's training FLOPs, the unit of the cost (``None`` as ``cost_flops``)."""
 
 
 class MixingMethod:
@@ -225,14 +237,10 @@ class _Regression(MixingMethod):
         sw = self.settings(ctx).swarm
         if sw is None:
             return []
-        config = ctx.config
+        config = proxy_config(ctx.config, ctx.domains)  # its own preset, else ddo.proxy_model, else the target's
         if sw.preset is not None or sw.overrides:
-            from ..config.sections import ModelConfig
-
-            preset = sw.preset or config.model.preset
-            model = ModelConfig(preset=preset, overrides=dict(sw.overrides), mlm_probability=config.model.mlm_probability,
-                                activation=config.model.activation if preset.startswith("gpt2") else None)
-            config = dataclasses.replace(config, model=model)
+            config = dataclasses.replace(config, model=config.model.another(sw.preset or config.model.preset,
+                                                                            sw.overrides))
         mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
         return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
                 for k, w in enumerate(mixes)]
@@ -329,12 +337,13 @@ class DoReMi(MixingMethod):
         budget = cfg.budget or ctx.config.ddo.largest
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
-        ref = method_spec(ctx.config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
+        config = proxy_config(ctx.config, ctx.domains)  # both runs train the proxy model (ddo.proxy_model)
+        ref = method_spec(config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
         from .doremi_hook import DoReMiHookSpec
 
         hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id, step_size=cfg.step_size,
                               smoothing=cfg.smoothing, initial=ref.weights)
-        proxy = method_spec(ctx.config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
+        proxy = method_spec(config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
         return [[ref], [proxy]]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -393,6 +402,7 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
     mixes: dict[str, dict[str, float]] = {}
     targets: list[RunSpec] = []
     records = []
+    target_flops = target_run_flops(ctx.config, ctx.domains)
     for m in methods:
         choice = m.choose(ctx)
         if choice.skipped is not None:
@@ -410,18 +420,22 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
             name=m.name, source=m.source, weights=mixes.get(m.name),
             selection_run_ids=[s.run_id for stage in m.selection_stages(ctx) for s in stage],
             cost_run_ids=list(cost), cost_tokens=sum(s.total_tokens for s in cost.values()), skipped=choice.skipped,
-            details=choice.details))
+            details=choice.details, cost_flops=sum(run_flops(s) for s in cost.values()), target_flops=target_flops))
     return mixes, targets, records
 
 
 def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
-    """The dry run's estimate of what choosing each mix costs, in tokens and in target runs."""
+    """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their tokens
+    and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target runs."""
     config = ctx.config
     per_target = batch_sequences(config, config.target.budget) * config.seq_len
-    lines = ["cost of choosing each mix (tokens of the runs it needs before its targets; x = target runs of "
-             f"{per_target:,} tokens):"]
+    target_flops = target_run_flops(config, ctx.domains)
+    lines = ["cost of choosing each mix (the runs it needs before its targets, their tokens and training FLOPs; "
+             f"x = target runs of {per_target:,} tokens and {format_flops(target_flops)}, by FLOPs):"]
     for m in methods:
         cost = {s.run_id: s for s in m.cost_runs(ctx)}
         tokens = sum(s.total_tokens for s in cost.values())
-        lines.append(f"  {m.name:18} {len(cost):4} runs {tokens:>16,} tokens  x{tokens / per_target:.2f}")
+        flops = sum(run_flops(s) for s in cost.values())
+        lines.append(f"  {m.name:18} {len(cost):4} runs {tokens:>16,} tokens {flops:>10.3g} FLOPs  "
+                     f"x{flops / target_flops:.2f}")
     return lines

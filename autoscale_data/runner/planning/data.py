@@ -57,11 +57,13 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
 
     Raises:
         FileNotFoundError: a store is missing.
-        ValueError: fewer than two domains, or stores tokenized differently.
+        ValueError: fewer than two domains, stores tokenized differently, or DDO settings these domains cannot
+            meet (:meth:`~autoscale_data.runner.config.sections.DDOConfig.check_domains`).
     """
     paths = _domain_paths(config)
     if len(paths) < 2:
         raise ValueError(f"AutoScale needs at least 2 domains, the config gives {sorted(paths)}")
+    config.ddo.check_domains(list(paths))
     stores = {name: TokenStore(p, verify="size") for name, p in paths.items()}
     first = check_compatible(stores)
     return DomainInfo(

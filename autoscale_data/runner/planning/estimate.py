@@ -11,7 +11,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration", "startup_seconds"]
+__all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration", "format_flops", "run_flops",
+           "startup_seconds"]
 
 CPU_FLOPS = 25e9
 CUDA_FLOPS = 100e12
@@ -23,6 +24,17 @@ def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> flo
     layers, width, vocab = fields[depth], fields[breadth], fields["vocab_size"]
     body = 12 * layers * width * width
     return 6.0 * (body + vocab * width) + 6.0 * layers * seq_len * width
+
+
+def run_flops(spec: Any) -> float:
+    """Training FLOPs of a planned run: its tokens x :func:`flops_per_token` of the model its settings hash."""
+    model = spec.settings["model"]
+    return spec.total_tokens * flops_per_token(model["preset"], model["fields"], spec.seq_len)
+
+
+def format_flops(flops: float) -> str:
+    """``"3.02e+15 FLOPs"``: three significant digits."""
+    return f"{flops:.3g} FLOPs"
 
 
 def estimate_seconds(specs: Sequence[Any], measured: Iterable[float] = (), *, device: str = "cpu",
@@ -41,10 +53,7 @@ def estimate_seconds(specs: Sequence[Any], measured: Iterable[float] = (), *, de
         return sum(s.total_tokens for s in unique) / rate + startup_s * len(unique)
     flops = CUDA_FLOPS if device == "cuda" else CPU_FLOPS
     total = startup_s * len(unique)
-    for s in unique:
-        model = s.settings["model"]
-        total += s.total_tokens * flops_per_token(model["preset"], model["fields"], s.seq_len) / flops
-    return total
+    return total + sum(run_flops(s) for s in unique) / flops
 
 
 def startup_seconds(backend: str, procs: int) -> float:

@@ -20,6 +20,7 @@ the tokens actually trained, so this rounding changes the effective multiplier, 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -33,8 +34,10 @@ from ...mixing import allowed_draws
 from ...solver import MixturePlan
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
+from ..config.sections import field_error
 from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
+from .estimate import flops_per_token
 
 __all__ = [
     "ExtensionSpec",
@@ -50,11 +53,13 @@ __all__ = [
     "faithful_budget",
     "id_payload",
     "method_spec",
+    "proxy_config",
     "proxy_dataset_options",
     "recorded_anytime_spec",
     "run_fingerprint",
     "schedule_counts",
     "supply_problems",
+    "target_run_flops",
     "target_spec",
 ]
 
@@ -242,6 +247,44 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
         settings["deepspeed"] = {"zero_stage": config.deepspeed.zero_stage,
                                  "extra": config.deepspeed.extra}
     return settings
+
+
+def _model_flops(config: RunnerConfig, domains: DomainInfo) -> float:
+    """Training FLOPs per token of ``config``'s model at the stores' vocabulary (:func:`.estimate.flops_per_token`)."""
+    model = _training_settings(config, domains)["model"]
+    return flops_per_token(model["preset"], model["fields"], config.seq_len)
+
+
+def target_run_flops(config: RunnerConfig, domains: DomainInfo) -> float:
+    """Training FLOPs of one target run: its tokens (whole global batches) x its model's FLOPs per token."""
+    return batch_sequences(config, config.target.budget) * config.seq_len * _model_flops(config, domains)
+
+
+def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
+    """The config the proxies train under (the DDO proxies, DoReMi's runs, RegMix's swarm): ``ddo.proxy_model``
+    and ``ddo.proxy_lr`` in place of ``model`` (masking at the target's ``mlm_probability``) and ``optimizer.lr``;
+    ``config`` itself when neither is set, so the proxies' settings and ids are the target model's.
+
+    Raises:
+        ValueError: the proxy model takes more training FLOPs per token than the target's (at the stores'
+            vocabulary and ``seq_len``), naming both.
+    """
+    ddo = config.ddo
+    if ddo.proxy_model is None and ddo.proxy_lr is None:
+        return config
+    changes: dict[str, Any] = {}
+    if ddo.proxy_lr is not None:
+        changes["optimizer"] = dataclasses.replace(config.optimizer, lr=float(ddo.proxy_lr))
+    if ddo.proxy_model is not None:
+        changes["model"] = config.model.another(ddo.proxy_model.preset, ddo.proxy_model.overrides)
+    proxy = dataclasses.replace(config, **changes)
+    mine, target = _model_flops(proxy, domains), _model_flops(config, domains)
+    if mine > target:
+        raise field_error("ddo", "proxy_model", config_to_dict(ddo.proxy_model),
+                          f"a model no larger than model {config.model.preset!r}: it takes {mine:,.0f} training FLOPs "
+                          f"per token, the target's {target:,.0f} (vocabulary {domains.vocab_size}, seq_len "
+                          f"{config.seq_len})")
+    return proxy
 
 
 def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
@@ -451,17 +494,19 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     spec's ``multiplier`` is the one actually trained, and its label shows it beside the planned one
     when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``). With ``ddo.repetition: match``
     every run draws each domain from the budget's pool (:func:`~autoscale_data.runner.planning.repetition.proxy_pools`).
+    The runs train the proxy model and learning rate (:func:`proxy_config`).
     """
     from .repetition import proxy_pools
 
     base, perturbations = _perturbations(config, domains, budget)
     pools = proxy_pools(config, domains, budget)
+    proxy = proxy_config(config, domains)
     specs: list[RunSpec] = []
     for seed in config.seeds:
-        specs.append(_make(config, domains, _Role("proxy", budget, "base", seed), base, pools=pools))
+        specs.append(_make(proxy, domains, _Role("proxy", budget, "base", seed), base, pools=pools))
         for p in perturbations:
             role = _Role("proxy", budget, p.label, seed, perturbed=p.domain, multiplier=p.trained)
-            specs.append(_make(config, domains, role, p.counts, pools=pools))
+            specs.append(_make(proxy, domains, role, p.counts, pools=pools))
     return specs
 
 
@@ -534,7 +579,8 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
 
 def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[RunSpec]) -> list[str]:
     """What the stores cannot supply, found before any training: every planned run's per-domain tokens,
-    and the target budget's least needs (``ddo.min_weight`` x budget of every domain; the budget itself).
+    and the target budget's least needs (``ddo.min_weight`` x budget of every domain; the budget itself, also
+    with at most ``ddo.max_weight`` x budget of each domain).
 
     Each domain has ``train_tokens // seq_len`` whole sequences, each usable ``max_epochs`` times
     (default once). Returns one line per problem, naming the domain (empty when all is well).
@@ -567,6 +613,13 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     if total < target:
         lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens within "
                      "the epoch cap)")
+    else:  # what the fits' bounds allow at the target: up to max_weight x budget of each domain, within its data
+        top = config.ddo.max_weight * target
+        room = sum(min(top, allowed[d] * config.seq_len) for d in domains.names)
+        if room < target:
+            lines.append(f"ddo.max_weight {config.ddo.max_weight:g} x target budget {target:,} = {top:,.0f} tokens "
+                         f"per domain at most, within each domain's data, make {room:,.0f} tokens, less than the "
+                         "target budget: raise ddo.max_weight")
     if lines:
         lines.append(f"lower the budgets or ddo.min_weight, add data, or {hint} (max_epochs: 2 lets every sequence "
                      "be seen twice)")

@@ -38,7 +38,9 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
         wall = sum(r.wall_time_s for r in done)
         cost = MethodCost(runs=len(rec.cost_run_ids), tokens=rec.cost_tokens, wall_s=wall,
                           tokens_ratio=rec.cost_tokens / target_tokens if target_tokens else None,
-                          wall_ratio=wall / target_wall if target_wall else None)
+                          wall_ratio=wall / target_wall if target_wall else None, flops=rec.cost_flops,
+                          flops_ratio=rec.cost_flops / rec.target_flops if rec.cost_flops is not None
+                          and rec.target_flops else None)
         rs = targets.get(name, [])
         row: dict[str, Any] = {"source": rec.source, "weights": rec.weights, "cost": cost, "skipped": rec.skipped}
         if rs:
@@ -58,7 +60,8 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
             if realised:  # an online run's mix was chosen during training: its realised mix, mean over seeds
                 row["weights"] = {d: statistics.fmean(w[d] for w in realised) for d in realised[0]}
         rows[name] = MethodRow(**row)
-    return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows)
+    target_flops = next((rec.target_flops for rec in records.values() if rec.target_flops), None)
+    return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows, target_flops=target_flops)
 
 
 def _saved(r: Report, name: str) -> str:
@@ -101,6 +104,10 @@ def comparison_markdown(r: Report) -> list[str]:
              f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | proxy tokens "
              "| x target tokens | proxy wall | x target wall |",
              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
+    if c.target_flops is not None:  # the cost in compute (each run at its own model): a folder that recorded it
+        lines[-4] += (f" FLOPs are training FLOPs (6 N D plus attention, each run at its own model; one target run: "
+                      f"{c.target_flops:.3g}).")
+        lines[-2:] = [lines[-2] + " proxy FLOPs | x target FLOPs |", lines[-1] + "---:|---:|"]
     if r.downstream is not None and r.downstream.rows:  # the zero-shot tasks' means (eval.tasks)
         lines[-2:] = [lines[-2] + " downstream bpb | downstream acc |", lines[-1] + "---:|---:|"]
     lines += [_method_row(r, name, row) for name, row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
@@ -114,7 +121,11 @@ def _method_row(r: Report, name: str, row: MethodRow) -> str:
     cost = row.cost
     ratio = "–" if cost.tokens_ratio is None else f"{cost.tokens_ratio:.2f}"
     wall_ratio = "–" if cost.wall_ratio is None else f"{cost.wall_ratio:.2f}"
-    costs = f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |" + downstream_cells(r, name)
+    costs = f"{cost.runs} | {cost.tokens:,} | {ratio} | {cost.wall_s:.1f} s | {wall_ratio} |"
+    if r.comparison is not None and r.comparison.target_flops is not None:
+        costs += (" – | – |" if cost.flops is None or cost.flops_ratio is None
+                  else f" {cost.flops:.3g} | {cost.flops_ratio:.2f} |")
+    costs += downstream_cells(r, name)
     ms = row.objective_value
     if ms is None:
         return f"| {name} | {f'not trained: {row.skipped}' if row.skipped else 'not finished'} | – | – | – | – | {costs}"

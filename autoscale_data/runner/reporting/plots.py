@@ -65,6 +65,8 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     scales = sorted(ddo, key=int)
     domains = list(ddo[scales[0]].weights)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    boot = [report.bootstrap.get(s) for s in scales]
+    with_ci = all(isinstance(b, BootstrapResult) for b in boot)  # error bars only where every budget's bootstrap ran
     proj = report.projection
     grid = None
     if proj and len(scales) >= 2:
@@ -85,8 +87,7 @@ def _plot_weights(plt: Any, report: Report) -> Any:
         c = colors[k % len(colors)]
         xs = [int(s) for s in scales]
         ys = [ddo[s].weights[d] for s in scales]
-        boot = [report.bootstrap.get(s) for s in scales]
-        if all(isinstance(b, BootstrapResult) for b in boot):
+        if with_ci:
             lo = [y - b.ci_low[d] for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
             hi = [b.ci_high[d] - y for y, b in zip(ys, boot, strict=True)]  # type: ignore[union-attr]
             ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", color=c, capsize=3)
@@ -99,7 +100,8 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ax.set_xlabel("training tokens (budget)")
     ax.set_ylabel("weight")
     method = proj.method if proj else GEOMETRIC
-    ax.set_title(f"DDO optima (points, bootstrap CI) and AutoScale {method} projection (line, * = target)")
+    ax.set_title(f"DDO optima (points{', bootstrap CI' if with_ci else ''}) and AutoScale {method} projection "
+                 "(line, * = target)")
     ax.legend(fontsize=8)
     return fig
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
 from ...solver import BootstrapResult
+from ...solver.joint import weight_distance
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
 from ..planning.repetition import repetition_md
@@ -40,8 +41,9 @@ from .report_types import (
     VersusUniform,
 )
 from .wording import (
-    backtest_margin,
+    backtest_noise_text,
     backtest_rows,
+    backtest_scoring,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -377,48 +379,55 @@ def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
         return []
     held = selection.get("held_back_tokens")
     lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
-             "Every candidate fitted again without the largest DDO budget and asked for it; each answer is scored "
-             "by the DDO law fitted at that budget where it and the observed mix lie inside the range of its "
-             "runs (score `law`), else by the objective of the run there nearest to it (L1 over the shares; "
-             "score `nearest_run`). A projection sets the target mix only if it beats the observed mix, scored "
-             "the same way, by more than the margin: a one-sided 2.5% test over the projections scored on the sd "
-             "of the score difference (√2 x the noise of one run for two runs, the law's noise for the law).", "",
-             "| candidate | score | objective at the held-back budget | gain over observed | nearest run | L1 distance |",
-             "|---|---|---:|---:|---|---:|"]
+             "Every candidate fitted again without the largest DDO budget and asked for it, every one scored the "
+             "same way: by the DDO law fitted at that budget where the observed mix lies inside the range of its "
+             "runs (score `law`), else by a run of that budget's total tokens within a stated L1 distance of it "
+             "(score `run`); a candidate that cannot be scored that way cannot be chosen. A projection sets the "
+             "target mix if it beats the observed mix by more than the margin (a one-sided 2.5% test over the "
+             "projections and the two routes), or if the joint law fitted without that budget predicts its runs "
+             "within their noise and the law over every budget predicts a gain at the target beyond its "
+             "uncertainty (table below); a projection the trust checks flag needs a run to vouch for it "
+             "(docs/solver.md, section 2c).", "",
+             "| candidate | score | objective at the held-back budget | gain over observed | nearest run | "
+             "L1 distance | trust |", "|---|---|---:|---:|---|---:|---|"]
     for r in rows:
-        cells = ([f"not scored: {r.error}", "", "", ""] if r.objective is None else
-                 [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}", str(r.run),
-                  "" if r.distance is None else f"{r.distance:.3f}"])
+        near = [str(r.run), "" if r.distance is None else f"{r.distance:.3f}"]
+        cells = ([f"not scored: {r.error}", ""] if r.objective is None else
+                 [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}"]) + near + [r.trust]
         score = "" if r.objective is None else r.score + (f" ({r.law_note})" if r.score != "law" and r.law_note else "")
         lines.append(f"| {r.name} | {score} | " + " | ".join(cells) + " |")
-    lines += ["", f"- Noise: {backtest_margin(selection)}.",
-              f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
-    return lines
+    lines += ["", f"- Noise: {backtest_noise_text(selection)}."]
+    lines += [f"- {line[0].upper()}{line[1:]}." for line in backtest_scoring(selection)]
+    return lines + [f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
 
 
 def _predicted_md(selection: Mapping[str, Any] | None) -> list[str]:
-    """The evidence of ``ddo.projection: auto`` with two DDO budgets as a table; empty otherwise."""
+    """The joint law's predicted gains at the target of ``ddo.projection: auto`` as a table; empty without them."""
     sel = selection or {}
     predicted = sel.get("predicted") or {}
-    if not predicted or sel.get("rule") != "gain":
+    if not predicted or sel.get("rule") not in ("gain", "backtest"):
         return []
-    lines = ["### Predicted gain at the target (two budgets)", "",
-             "The law fitted jointly to both budgets' runs predicts each projection's objective at the target "
-             "against the observed mix's (DDO(N2)); a projection sets the mix only if its predicted gain exceeds "
-             "twice its standard deviation (delta method over the fit; none where the runs do not determine it) "
-             "and twice the noise of one run under the law.", "",
-             "| projection | predicted gain over DDO(N2) | sd | gain / sd | noise of one run |", "|---|---:|---:|---:|---:|"]
+    two = sel.get("rule") == "gain"
+    lines = [f"### Predicted gain at the target ({'two budgets' if two else 'the law over every budget'})", "",
+             "The law fitted jointly to every budget's runs predicts each projection's objective at the target "
+             "against the observed mix's (DDO(N2)); with two budgets a projection sets the mix only if its predicted "
+             "gain exceeds twice its standard deviation (delta method over the fit; none where the runs do not "
+             "determine it) and twice the noise of one run under the law" + ("." if two else
+             "; with three or more, only once the law check above passes, beyond the backtest's one-sided quantile "
+             "of its sd."), "",
+             "| projection | predicted gain over DDO(N2) | sd | gain / sd | noise of one run | trust |",
+             "|---|---:|---:|---:|---:|---|"]
 
     def cell(v: Any, fmt: str) -> str:
         return "not determined" if v is None else format(v, fmt)
 
     for name, e in predicted.items():
         if "error" in e:
-            lines.append(f"| {name} | not predicted: {e['error']} | | | |")
+            lines.append(f"| {name} | not predicted: {e['error']} | | | | {e.get('trust', '')} |")
             continue
         lines.append(f"| {name} | {cell(e.get('gain'), '+.4g')} | {cell(e.get('sd'), '.3g')} | "
-                     f"{cell(e.get('z'), '.2f')} | {cell(e.get('noise'), '.3g')} |")
-    return lines + ["", f"- Chosen: **{sel.get('chosen')}**: {sel.get('reason')}.", ""]
+                     f"{cell(e.get('z'), '.2f')} | {cell(e.get('noise'), '.3g')} | {e.get('trust', '')} |")
+    return lines + ([""] if not two else ["", f"- Chosen: **{sel.get('chosen')}**: {sel.get('reason')}.", ""])
 
 
 def _targets_md(r: Report, key: str) -> list[str]:
@@ -583,10 +592,13 @@ def projection_sentence(proj: ProjectionFile) -> str:
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
                  f"variation {moved:.3f}.")
-    other = JOINT if method == GEOMETRIC else GEOMETRIC
-    if proj.disagreement:
-        text += (f" The {other} projection differs by total variation {proj.disagreement['total_variation']:.3f}"
-                 f" (max {proj.disagreement['max_abs']:.3f} per domain).")
+    # the robust step's sentence above already gives its distance to the geometric mix
+    other = GEOMETRIC if method in (JOINT, OBSERVED) else JOINT
+    chosen, named = proj.computed(method), proj.computed(other)
+    if named is not None:
+        d = weight_distance(proj.weights if chosen is None else chosen.weights, named.weights)
+        text += (f" The {other} projection differs by total variation {d['total_variation']:.3f}"
+                 f" (max {d['max_abs']:.3f} per domain).")
     elif proj.failure(other) is not None:
         text += f" The {other} projection failed: {proj.failure(other)}"
     return text

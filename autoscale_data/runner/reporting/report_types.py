@@ -335,6 +335,10 @@ class MethodCost(Record):
     """``tokens`` over one target run's tokens."""
     wall_ratio: float | None
     """``wall_s`` over one target run's (the median of the finished target runs; ``None`` before any)."""
+    flops: float | None = omitted(default=None)
+    """Their training FLOPs, each run at its own model (``None``: a folder written before FLOPs were recorded)."""
+    flops_ratio: float | None = omitted(default=None)
+    """``flops`` over one target run's: the cost in target runs of compute (``None`` as ``flops``)."""
 
 
 @dataclass(frozen=True)
@@ -372,6 +376,8 @@ class Comparison(Record):
     """Median wall time of the finished target runs (``None`` before any)."""
     rows: dict[str, MethodRow] = field(default_factory=dict)
     """Method (target mix label) -> its row, in plan order."""
+    target_flops: float | None = omitted(default=None)
+    """Training FLOPs of one target run (``None``: a folder written before FLOPs were recorded)."""
 
 
 # ------------------------------------------------------------------------------ downstream tasks

@@ -7,11 +7,16 @@ renderer adds its own emphasis around it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ...solver import BootstrapResult
-from ...solver.vocabulary import OBSERVED
+from ...solver import (
+    BacktestRow,
+    BootstrapResult,
+    backtest_lines,
+    backtest_noise_text,
+    backtest_rows,
+    backtest_scoring,
+)
 from .. import layout
 
 if TYPE_CHECKING:
@@ -22,8 +27,9 @@ __all__ = [
     "VERDICT_TAGS",
     "BacktestRow",
     "backtest_lines",
-    "backtest_margin",
+    "backtest_noise_text",
     "backtest_rows",
+    "backtest_scoring",
     "bootstrap_verdict",
     "bounds_moved",
     "comparison_verdict",
@@ -44,86 +50,6 @@ def bootstrap_verdict(boot: BootstrapResult | BootstrapUnavailable) -> str:
                 "fits consistent with the data, and no verdict is given")
     verdict = "distinguishable from" if boot.distinguishable_from_base else "NOT distinguishable from"
     return f"the DDO weights are {verdict} the base mix ({boot.method}, {boot.level:.0%} CI)"
-
-
-@dataclass(frozen=True)
-class BacktestRow:
-    """One candidate of the backtest: its objective at the held-back budget (``None``: not scored, see
-    ``error``), how it was scored (``score``: ``"law"``, the held-back budget's DDO law, or ``"nearest_run"``),
-    its gain over the observed mix scored the same way (``None`` for the observed mix itself), the nearest run
-    and the L1 distance of the shares, and why the law did not score it (``law_note``)."""
-
-    name: str
-    objective: float | None
-    gain: float | None
-    run: str | None
-    distance: float | None
-    error: str = ""
-    score: str = "nearest_run"
-    law_note: str = ""
-
-
-def backtest_rows(selection: Mapping[str, Any] | None) -> list[BacktestRow]:
-    """The candidates of the backtest of ``ddo.projection: auto`` (three budgets or more), in the
-    selection's order; empty when it did not backtest (``selection``: ``projection.json``'s ``selection``)."""
-    if not selection or selection.get("rule") != "backtest":
-        return []
-    scores = selection.get("backtest") or {}
-    base = (scores.get(OBSERVED) or {}).get("objective")
-    rows = []
-    for name, score in scores.items():
-        y = score.get("objective")
-        gain = score.get("gain")  # files before the law score: the difference of the nearest runs' objectives
-        if gain is None and "score" not in score:
-            gain = None if y is None or base is None or name == OBSERVED else base - y
-        rows.append(BacktestRow(name, y, gain, score.get("run"), score.get("distance"),
-                                "" if y is not None else str(score.get("error", "no answer")),
-                                str(score.get("score", "nearest_run")), str(score.get("law_note") or "")))
-    return rows
-
-
-def backtest_margin(selection: Mapping[str, Any]) -> str:
-    """The noise the backtest judged gains against, where it came from, and the margin a win had to exceed
-    (both where both apply; files written before 2026-11-28 hold no margin: theirs was twice the noise)."""
-    noise, law = selection.get("noise"), selection.get("law_noise")
-    rows = backtest_rows(selection)
-
-    def bar(sd: float, margin: Any) -> str:
-        return f"noise {sd:.4g}, margin " + (f"2 x {sd:.4g}" if margin is None else f"{margin:.4g}")
-
-    parts = []
-    if any(r.score == "law" for r in rows):
-        parts.append("law scores: no noise estimate, so no projection" if law is None else
-                     f"law scores: {bar(law, selection.get('law_margin'))} ({selection.get('law_noise_source')})")
-    if any(r.score == "nearest_run" for r in rows) or not parts:
-        parts.append("nearest-run scores: " + ("no noise estimate, so no projection" if noise is None else
-                     bar(noise, selection.get("margin")))
-                     + f" ({selection.get('noise_source') or 'no source'})")
-    return "; ".join(parts)
-
-
-def backtest_lines(selection: Mapping[str, Any] | None) -> list[str]:
-    """The backtest of :func:`backtest_rows` in plain lines: the held-back budget, the noise and where it
-    came from, each candidate's objective there and how it was scored, the choice; empty when the selection
-    did not backtest."""
-    rows = backtest_rows(selection)
-    if not rows or selection is None:
-        return []
-    held = selection.get("held_back_tokens")
-    at = "the largest budget" if held is None else f"{held:,.0f} tokens"
-    lines = [f"backtest at {at} (every candidate refitted without it): {backtest_margin(selection)}"]
-    for r in rows:
-        if r.objective is None:
-            lines.append(f"{r.name}: not scored ({r.error})")
-            continue
-        gain = "" if r.gain is None else f", {r.gain:+.4g} vs observed"
-        near = (f"nearest run {r.run}, L1 distance "
-                f"{r.distance if r.distance is not None else float('nan'):.3f}")
-        how = (f"by the DDO law at the held-back budget ({near})" if r.score == "law" else
-               f"at the {near}" + (f"; not by the law: {r.law_note}" if r.law_note else ""))
-        lines.append(f"{r.name}: objective {r.objective:.4f} {how}{gain}")
-    lines.append(f"chosen: {selection.get('chosen')}")
-    return lines
 
 
 def bounds_moved(proj: ProjectionFile, arrow: str = "->") -> str | None:

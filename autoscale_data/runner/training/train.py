@@ -44,6 +44,7 @@ from ...dataset import CURSOR_KEY, DOMAIN_COUNTS_KEY, DomainLossMeter
 from ...solver.vocabulary import AUTO, MEAN_LOSS, MEAN_PPL
 from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
+from ..config.sections import OptimizerConfig
 from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
 from ..planning.specs import RunSpec, proxy_dataset_options
@@ -123,10 +124,9 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     return ds, val
 
 
-def _optimizer(model: torch.nn.Module, config: RunnerConfig, device: torch.device) -> torch.optim.Optimizer:
+def _optimizer(model: torch.nn.Module, o: OptimizerConfig, device: torch.device) -> torch.optim.Optimizer:
     """AdamW (decay on matrices only); fused on CUDA (one kernel for all parameters), PyTorch's default
     implementation elsewhere."""
-    o = config.optimizer
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
@@ -224,7 +224,8 @@ class _Trainer:
         config, info = self.config, self.info
         prepare_device(config.train, info.device)
         torch.manual_seed(self.spec.seed)
-        model = build_model(config.model.preset, self.spec.settings["model"]["fields"], eos_id=self.domains.eos_id,
+        model = build_model(self.spec.settings["model"]["preset"], self.spec.settings["model"]["fields"],
+                            eos_id=self.domains.eos_id,
                             vocab_rows=self.spec.settings["model"].get("padded_vocab"))
         self.num_params = parameter_count(model)
         model.to(info.device)
@@ -236,8 +237,9 @@ class _Trainer:
                 fraction=config.train.memory_fraction, device=info.device)
             self.gas = per_process // self.micro
         engine = config.backend == "deepspeed" and (info.world_size > 1 or config.deepspeed.single_process == "deepspeed")
-        optimizer = _optimizer(model, config, info.device if not engine else torch.device("cpu"))
-        o = config.optimizer
+        # the run's own learning rate: a proxy's may be ddo.proxy_lr (its settings hash what it trains with)
+        o = replace(config.optimizer, lr=float(self.spec.settings["optimizer"]["lr"]))
+        optimizer = _optimizer(model, o, info.device if not engine else torch.device("cpu"))
         if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
             self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -63,6 +64,12 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
     (_base(backend="jax"), "backend"),
     (_base(seq_len=0), "seq_len"),
     (_base(seeds=[0, 0]), "distinct seeds"),
+    (_base(target={"budget": 16384, "seeds": [0, 0]}), r"config target.seeds = \[0, 0\] is invalid: expected distinct seeds"),
+    (_base(ddo={"budgets": [65536, 32768], "extra_budget": "half"}, target={"budget": 131072}),
+     r"config ddo.budgets = \[65536, 32768\] is invalid: expected increasing budgets \[N1, N2\] in tokens with "
+     r"ddo.extra_budget: 'half'"),
+    (_base(ddo={"budgets": [4096, 8192], "extra_budgets": "half"}), r"unknown keys \['extra_budgets'\]; expected "
+     r"some of \[.*'extra_budget', .*'multipliers', .*\]"),
     (_base(precision="fp8"), "precision"),
     (_base(deepspeed={"zero_stage": 4}), "zero_stage"),
     (_base(optimizer={"lr": -1}), "optimizer.lr"),
@@ -83,6 +90,37 @@ def test_yaml_and_json_load_with_paths_relative_to_the_file(tmp_path: Path) -> N
 def test_bad_configs_name_the_bad_value(raw: dict, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         config_from_dict(raw)
+
+
+_ABC = {"a": "sa", "b": "sb", "c": "sc"}
+
+
+@pytest.mark.parametrize(("ddo", "needle"), [
+    ({"min_weight": 0.5}, r"ddo.min_weight = 0.5 is invalid: expected at most 1/3 = 0.333 .*3 domains"),
+    ({"max_weight": 0.3}, r"ddo.max_weight = 0.3 is invalid: expected at least 1/3 = 0.333 .*3 domains"),
+    ({"objective_weights": {"a": 1.0, "web": 1.0}}, r"ddo.objective_weights = .* expected .*'a', 'b', 'c'.*'web'"),
+    ({"law": "4p"}, r"ddo.law = '4p' is invalid: expected .*4 distinct multipliers .*3 \(0.333, 1, 3\)"),
+])
+def test_ddo_settings_the_fits_would_refuse_are_refused_by_the_config(ddo: dict, needle: str) -> None:
+    """Each fails the DDO fit only after every proxy has trained; the domains are known here."""
+    with pytest.raises(ValueError, match=needle):
+        config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], **ddo}))
+    config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], "min_weight": 1 / 3, "max_weight": 1 / 3 + 1e-9,
+                                              "objective_weights": {"c": 1.0}}))  # the limits themselves pass
+    config_from_dict(_base(domains=_ABC, ddo={"budgets": [4096, 8192], "law": "4p",
+                                              "multipliers": [[3, 1.7], [3, 1.7]]}))
+
+
+def test_an_unknown_key_lists_exactly_the_keys_a_file_may_give() -> None:
+    with pytest.raises(ValueError, match="unknown keys") as top:
+        config_from_dict(_base(learning_rate=1))
+    listed = set(ast.literal_eval(str(top.value).split("expected some of ")[1]))
+    assert {"seq_len", "ddo", "target", "seeds"} | set(registry.sections()) <= listed
+    assert not listed & {"base_dir", "sections"}  # set on reading, refused in a file
+    with pytest.raises(ValueError, match="unknown keys") as ddo:
+        config_from_dict(_base(ddo={"budgets": [4096, 8192], "extra_budgets": "half"}))
+    listed = set(ast.literal_eval(str(ddo.value).split("expected some of ")[1]))
+    assert {"budgets", "multipliers", "extra_budget", "multiplier_up", "min_weight"} <= listed
 
 
 def test_two_or_more_budgets_and_the_extra_budget_shorthand(tmp_path: Path) -> None:
@@ -121,10 +159,37 @@ def test_missing_or_unparsable_files(tmp_path: Path) -> None:
         load_config(other)
 
 
+#: What an example that keeps the paper's design (a warning in its dry run and run) says in its file.
+PAPER_DESIGN = "the paper's 2m+1 design, kept to reproduce its runs"
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_example_configs_validate(path: Path) -> None:
     cfg = load_config(path)
     assert isinstance(cfg, RunnerConfig)
+    # as many points per domain as the law has parameters: the run warns the optimum may not be determined
+    assert cfg.ddo.identifies_law or PAPER_DESIGN in path.read_text(), f"{path.name}: a design that cannot identify the law"
+
+
+def test_the_examples_on_the_demo_stores_do_not_warn_about_their_own_design(tmp_path: Path) -> None:
+    import warnings
+
+    from autoscale_data.demo import prepare_synthetic_stores
+    from autoscale_data.runner.describe import design_note
+    from autoscale_data.runner.pipeline import MixtureRunner
+
+    prepare_synthetic_stores(tmp_path / "data" / "tiny-demo", bytes_per_domain=60_000)
+    (tmp_path / "examples").mkdir()
+    demo = [p for p in sorted(EXAMPLES.glob("*.yaml")) if "../data/tiny-demo" in p.read_text()]
+    assert {"tiny-cpu.yaml", "tiny-cpu-three-budgets.yaml"} <= {p.name for p in demo}
+    for path in demo:
+        (tmp_path / "examples" / path.name).write_text(path.read_text())
+        cfg = load_config(tmp_path / "examples" / path.name)
+        assert cfg.ddo.identifies_law and "may not determine the optimum" not in design_note(cfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the dry run warns of nothing
+            text = MixtureRunner(cfg, tmp_path / "out" / path.stem, log=lambda _: None, progress=False).describe()
+        assert "the design CAN identify the law" in text and "may not determine the optimum" not in text, path.name
 
 
 def test_example_set_has_tiny_and_paper_sized_configs() -> None:

@@ -21,6 +21,7 @@ from autoscale_data.runner.records import RunResult
 from autoscale_data.runner.reporting.report import projection_label, projection_sentence
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
+from autoscale_data.solver.joint import weight_distance
 from autoscale_data.solver.select import backtest_margin
 
 pytestmark = pytest.mark.timeout(120)
@@ -91,6 +92,18 @@ def test_observed_keeps_the_n2_optimum_as_is(stores: Path, tmp_path: Path) -> No
     assert "not projected" in lines[-1] and projection_label(fits.projection) == "not projected: DDO(N2) as is"
 
 
+@pytest.mark.parametrize("method", ["observed", "joint", "robust"])
+def test_the_sentence_gives_the_distance_to_the_mix_it_names(stores: Path, tmp_path: Path, method: str) -> None:
+    fits, proj, _ = _fit(stores, tmp_path, method)
+    other = "joint" if method == "robust" else "geometric"  # the robust step's sentence already gives the geometric
+    d = weight_distance(proj[method]["weights"], proj[other]["weights"])
+    sentence = projection_sentence(fits.projection)
+    assert (f"The {other} projection differs by total variation {d['total_variation']:.3f}"
+            f" (max {d['max_abs']:.3f} per domain)") in sentence
+    if method == "observed":  # not the joint-geometric disagreement
+        assert f"{proj['disagreement']['total_variation']:.3f}" != f"{d['total_variation']:.3f}"
+
+
 def test_geometric_sets_the_mix_and_projection_json_holds_all_three(stores: Path, tmp_path: Path) -> None:
     fits, proj, lines = _fit(stores, tmp_path, "geometric")
     assert fits.method == proj["method"] == "geometric"
@@ -155,6 +168,29 @@ def test_robust_sets_the_target_mix_and_the_plan(stores: Path, tmp_path: Path) -
     assert plan.metadata["projection"] == "robust"
     assert any("robust projection (sets the target mix" in line for line in lines) and "robust, t=" in lines[-1]
     assert "projected: robust" in projection_label(fits.projection) and "The robust step moved" in projection_sentence(fits.projection)
+
+
+def test_the_weights_plot_names_a_bootstrap_ci_only_when_one_ran(stores: Path, tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autoscale_data.runner.records import BootstrapUnavailable
+    from autoscale_data.runner.reporting.plots import _plot_weights
+    from autoscale_data.solver import BootstrapResult
+
+    fits, proj, _ = _fit(stores, tmp_path, "geometric")
+    ddo = {str(n): r for n, r in fits.ddo.items()}
+    ran = {str(n): b for n, b in fits.bootstrap.items()}
+    assert all(isinstance(b, BootstrapResult) for b in ran.values())
+    failed = {n: BootstrapUnavailable(reason="too few runs") for n in ddo}
+    for bootstrap, named in ((ran, True), ({}, False), (failed, False), ({**ran, min(ddo): failed[min(ddo)]}, False)):
+        report = Report(domains=list(N0), projection=proj, ddo=ddo, bootstrap=bootstrap)
+        title = _plot_weights(plt, report).axes[0].get_title()
+        assert ("DDO optima (points, bootstrap CI)" in title) is named and ("bootstrap" in title) is named
+        assert named or "DDO optima (points)" in title
+    plt.close("all")
 
 
 def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
@@ -271,26 +307,20 @@ def test_three_budgets_backtest_and_its_numbers_reach_projection_json_the_log_an
     sel = proj["selection"]
     assert sel["rule"] == "backtest" and sel["held_back_tokens"] == pytest.approx(32768, rel=0.05)
     assert set(sel["backtest"]) == {"geometric", "joint", "robust", "observed"}
-    scored = {n: s for n, s in sel["backtest"].items() if "objective" in s}
+    scored = {n: s for n, s in sel["backtest"].items() if s.get("objective") is not None}
     assert "observed" in scored and len(scored) >= 2
     assert sel["noise"] is not None and sel["noise_source"]
     assert fits.method == sel["chosen"] and fits.plan.metadata["budgets"] == [8192, 16384, 32768]
-    assert all(s["score"] in ("law", "nearest_run") for s in scored.values())  # each says how it was scored
-    assert scored["observed"]["score"] == "law" and sel["law_noise"] is not None  # DDO designs: the N2 law scores
-    margin = {"law": sel["law_margin"], "nearest_run": sel["margin"]}
-    gain = {n: s["gain"] for n, s in scored.items() if n != "observed"}
+    assert sel["scoring"] == "law" and {s["score"] for s in scored.values()} == {"law"}  # one footing for all
+    assert sel["law_noise"] is not None and sel["law_check"]["note"]  # DDO designs: the N2 law scores
     for n, s in scored.items():  # the gain compares like with like: the observed mix scored the same way
         if n != "observed":
-            same = scored["observed"]["objective" if s["score"] == scored["observed"]["score"] else "run_objective"]
-            assert s["gain"] == pytest.approx(same - s["objective"])
-    assert sel["law_margin"] == pytest.approx(backtest_margin(sel["law_noise"], 3, two_runs=False))
+            assert s["gain"] == pytest.approx(scored["observed"]["objective"] - s["objective"])
+    assert sel["law_margin"] == pytest.approx(backtest_margin(sel["law_noise"], 6, two_runs=False))  # 3 x 2 routes
     if sel["chosen"] == "observed":  # the rule: a projection only when it wins by more than the margin
-        for n, g in gain.items():
-            m = margin[scored[n]["score"]]
-            assert m is None or g <= m or (scored[n]["score"] == "nearest_run"
-                                           and scored[n]["run"] == scored["observed"]["run"])
-    else:
-        assert gain[sel["chosen"]] > margin[scored[sel["chosen"]]["score"]]
+        assert all(s["gain"] <= sel["law_margin"] for n, s in scored.items() if n != "observed")
+    elif not sel["law_check"]["passed"]:
+        assert scored[sel["chosen"]]["gain"] > sel["law_margin"]
     assert any(line.strip().startswith("backtest at 32,") for line in lines)
     assert any(line.strip().startswith("observed: objective") for line in lines)
     report = Report(name="t", domains=list(N0), ddo={str(n): r for n, r in fits.ddo.items()},
@@ -330,8 +360,10 @@ def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path
         assert (two.runs, three.runs) == (14, 21) and two.target_tokens == three.target_tokens == 16384
         assert 1.0 < three.tokens / two.tokens <= 1.25  # N0 = N1 / 2 costs N0 / (N1 + N2) more, about 1/6 here
         text = MixtureRunner(cfg, stores.parent / "out", progress=False).describe()
-        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens)"))
-        assert f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens = {two.target_runs:.2f} target runs" in line
+        line = next(x for x in text.splitlines() if x.startswith("proxy cost against one target run (16,384 tokens, "))
+        assert two.target_runs == pytest.approx(two.token_ratio)  # one model: FLOPs and tokens agree
+        assert (f"two budgets [4,096, 8,192]: 14 runs, {two.tokens:,} tokens (x{two.token_ratio:.2f}), "
+                f"{two.flops:.3g} FLOPs = {two.target_runs:.2f} target runs") in line
         assert f"3 budgets [2,048, 4,096, 8,192]: 21 runs, {three.tokens:,} tokens" in line
         assert f"{three.tokens / two.tokens:.2f}x the two-budget proxies" in line
         assert ("(this config), " in line) == runs_three and ("ddo.extra_budget: half" in line) != runs_three

@@ -205,6 +205,30 @@ def test_anytime_spec_carries_its_plan_and_hashes_it(stores: Path) -> None:
         RunSpec(**{**spec.to_json(), "schedule": "sometimes"})
 
 
+@pytest.mark.parametrize(("ddo", "needle"), [({"min_weight": 0.5}, "min_weight = 0.5"),
+                                           ({"max_weight": 0.3}, "max_weight = 0.3"),
+                                           ({"objective_weights": {"web": 1.0}}, "objective_weights")])
+def test_weight_bounds_the_stores_domains_cannot_meet_fail_before_training(stores: Path, tmp_path: Path,
+                                                                           ddo: dict, needle: str) -> None:
+    cfg = config_from_dict(tiny_config(stores, ddo=ddo))  # a store folder: its 3 domains are known on opening it
+    runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
+    with pytest.raises(ValueError, match=needle):
+        runner.describe()  # the dry run
+    with pytest.raises(ValueError, match=needle):
+        runner.run()
+    assert not list((tmp_path / "out" / "runs").glob("*"))  # nothing was trained
+
+
+def test_a_max_weight_the_small_domains_cannot_fill_fails_before_training(tmp_path: Path) -> None:
+    root = tiny_stores(tiny_stores(tmp_path / "stores", ("b", "c")), ("a",), num_tokens=4_000)
+    cfg = config_from_dict(tiny_config(root, ddo={"max_weight": 0.35}, target={"budget": 60_000}, max_epochs=3.0))
+    text = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False).describe()
+    assert "ddo.max_weight 0.35 x target budget 60,000 = 21,000 tokens per domain at most" in text
+    assert "make 54,000 tokens, less than the target budget" in text  # a: 3 epochs of 4,000 tokens, b and c 21,000
+    roomy = config_from_dict(tiny_config(root, ddo={"max_weight": 0.5}, target={"budget": 60_000}, max_epochs=3.0))
+    assert "ddo.max_weight" not in MixtureRunner(roomy, tmp_path / "o2").describe()
+
+
 def test_data_availability_is_checked_at_plan_time_naming_every_domain(stores: Path, tmp_path: Path) -> None:
     # each tiny store holds 40,000 tokens: a 10M-token target cannot give any domain 5% of it
     cfg = config_from_dict(tiny_config(stores, target={"budget": 10_000_000, "baselines": ["uniform"]}))

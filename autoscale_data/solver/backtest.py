@@ -1,0 +1,444 @@
+"""``method="auto"`` with three budgets or more: every candidate scored on one footing at the held-back budget,
+and the joint law validated there before its predicted gain at the target may count.
+
+Every candidate (the geometric, joint and robust projections and the observed mix) is computed again from all
+budgets but the largest and asked for that largest budget, ``N2`` (the held-back budget). Then:
+
+* **Like with like.** Every candidate, the observed mix included, is scored one way
+  (:func:`score_candidates`): by the DDO law fitted at ``N2`` (:func:`~.select.law_objective`) where ``N2`` is a
+  DDO design and the observed mix lies inside the design's range; otherwise by a run of ``N2``'s total tokens
+  (within ``TOTAL_TOL``) whose shares lie within the distance tolerance of the candidate (L1). The tolerance
+  (:func:`distance_tolerance`) is the distance over which the objective moves by at most ``BIAS_FRACTION`` of
+  the noise of one run, ``BIAS_FRACTION · noise / slope``, capped at ``MAX_DISTANCE``; ``slope`` is the
+  largest change of the objective per unit of L1 distance on the simplex (half the spread of its gradient
+  over the shares), from the DDO law at ``N2`` where it is a design, else from a linear fit of the objective
+  on the shares over the runs of ``N2``'s total. A candidate that cannot be scored that way (outside the
+  design's range while the observed mix is inside it; no run of the same total near it) cannot be chosen,
+  and its ``note`` names the nearest run and the distance. A run of another total (a DDO design's
+  perturbation runs) never scores a candidate.
+* **Route 1, a backtest win:** the projection's score beats the observed mix's by more than
+  :func:`~.select.backtest_margin` over the projections scored and the two routes (Bonferroni).
+* **Route 2, a validated law:** the joint law fitted without ``N2`` predicts ``N2``'s runs within the noise
+  of one run and its own uncertainty (:func:`check_law`: a chi-square test at ``VALIDATION_ALPHA``) with
+  plausible parameters; the
+  joint law fitted to every budget then predicts the projection's gain over the observed mix at the target
+  (:mod:`.gain`) beyond ``z`` of its standard deviations (the one-sided quantile of route 1's margin) and
+  beyond ``MARGIN_NOISE`` times the noise of one run; and the backtest does not show the projection losing
+  at ``N2`` beyond route 1's margin. Route 1 compares answers one budget step apart and cannot see a shift
+  that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law may be
+  followed that far.
+* **The trust checks feed the decision** (:func:`untrusted`): a projection whose mix at the target lies beyond
+  the shares the runs cover, or that rests on a joint law with implausible parameters (:mod:`.trust`), is
+  chosen only by route 1 with a score from a run (a run near it vouches for it; a law does not vouch beyond
+  its range).
+
+Among the projections that pass, the largest predicted gain (route 2) wins, else the largest backtest gain
+(route 1). Otherwise the observed mix, and the reason says why each projection was not chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.stats import chi2, norm
+
+from .ddo import DDOOptions, DDOResult
+from .design import run_objective
+from .gain import GainEstimate, predicted_values
+from .joint import JointFit
+from .runs import RunTable
+from .scores import SCORE_LAW, SCORE_RUN, BacktestScore, LawCheck
+from .select import (
+    BACKTEST_ALPHA,
+    LABEL_TOL,
+    MARGIN_NOISE,
+    Selection,
+    _base_mean,
+    _shares,
+    backtest_margin,
+    gain_json,
+    law_noise,
+    law_objective,
+    noise_estimate,
+    table_budget,
+)
+from .trust import edge_check, parameter_check
+from .vocabulary import JOINT, MEAN_PPL, OBSERVED, PROJECTIONS
+
+__all__ = [
+    "BIAS_FRACTION",
+    "MAX_DISTANCE",
+    "ROUTES",
+    "TOTAL_TOL",
+    "VALIDATION_ALPHA",
+    "check_law",
+    "choose_by_backtest",
+    "distance_tolerance",
+    "score_candidates",
+    "untrusted",
+]
+
+TOTAL_TOL = 0.05  # a run scores a candidate only if its total tokens are within this fraction of the budget's
+MAX_DISTANCE = 0.10  # the L1 distance tolerance never exceeds this (a linear slope holds only nearby)
+BIAS_FRACTION = 0.5  # a run stands in for a candidate where the slope moves the objective by at most this x noise
+VALIDATION_ALPHA = 0.05  # the law fitted without N2 passes when its chi-square test on N2's runs has p >= this
+ROUTES = 2  # a projection can win by the backtest or by the validated law: both share the test's size
+
+ValDomains = Sequence[str] | Mapping[str, float] | None
+
+
+@dataclass(frozen=True)
+class _Held:
+    """The held-back budget's runs as the scoring reads them."""
+
+    table: RunTable
+    budget: float
+    shares: np.ndarray  # (runs, m)
+    y: np.ndarray  # (runs,)
+    same_total: np.ndarray  # (runs,) bool: total tokens within TOTAL_TOL of the budget
+
+    @classmethod
+    def of(cls, table: RunTable, objective: str, val_domains: ValDomains, budget: float | None = None) -> _Held:
+        """``budget``: the table's budget where known (a DDO design's base run's total), else the median total."""
+        budget = table_budget(table) if budget is None else float(budget)
+        totals = table.tokens_matrix().sum(axis=1)
+        return cls(table, budget, _shares(table), run_objective(table, objective, val_domains),
+                   np.abs(totals / budget - 1.0) <= TOTAL_TOL)
+
+    def vector(self, weights: Mapping[str, float]) -> np.ndarray:
+        w = np.array([float(weights.get(d, 0.0)) for d in self.table.train_domains])
+        return w / w.sum() if w.sum() > 0 else w
+
+    def nearest(self, w: np.ndarray, among: np.ndarray) -> tuple[int, float] | None:
+        """The run of ``among`` nearest to shares ``w`` (ties: lower objective, then run id) and its distance."""
+        idx = np.flatnonzero(among)
+        if idx.size == 0:
+            return None
+        dist = np.abs(self.shares[idx] - w[None]).sum(axis=1)
+        k = min(range(idx.size), key=lambda i: (round(float(dist[i]), 12), self.y[idx[i]],
+                                                 self.table.runs[idx[i]].run_id))
+        return int(idx[k]), float(dist[k])
+
+
+def _law_slope(fit: DDOResult, held: _Held, val_domains: ValDomains) -> float:
+    """Half the spread of the DDO law's gradient over the shares, at the base mix (objective per unit of L1)."""
+    base = _base_mean(fit, held.table, val_domains) if fit.objective == MEAN_PPL else 1.0
+    grad = []
+    for d in fit.domains:
+        law, h = fit.fits[d], 1e-4
+        per_x = float(law.predict(1.0 + h) - law.predict(1.0 - h)) / (2 * h)
+        grad.append(per_x * fit.budget_tokens / fit.base_tokens[d] * base)
+    return (max(grad) - min(grad)) / 2.0
+
+
+def _linear_slope(held: _Held) -> float | None:
+    """Half the spread of the gradient of a linear fit of the objective on the shares over the runs of the
+    budget's total; None where they are too few (``m + 2`` distinct mixes needed) or do not span the simplex."""
+    rows = held.shares[held.same_total]
+    y = held.y[held.same_total]
+    m = rows.shape[1]
+    if len(np.unique(np.round(rows, 9), axis=0)) < m + 2:
+        return None
+    design = np.column_stack([np.ones(len(rows)), rows[:, :-1]])  # the last share is 1 minus the others
+    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    if rank < m:
+        return None
+    grad = np.append(coef[1:], 0.0)
+    return float(grad.max() - grad.min()) / 2.0
+
+
+def distance_tolerance(held: _Held, held_fit: DDOResult | None, noise: float | None,
+                       val_domains: ValDomains = None) -> tuple[float, str]:
+    """How far (L1 over the shares) a run of the held-back budget's total may lie from a candidate and still
+    score it (module doc), and how the tolerance was found."""
+    if noise is None:
+        return LABEL_TOL, (f"no noise estimate: only runs within {LABEL_TOL:g} (whole-batch rounding of one mix) "
+                           "score a candidate")
+    slope, source = (None, "")
+    if held_fit is not None:
+        slope, source = _law_slope(held_fit, held, val_domains), "the DDO law's gradient at the base mix"
+    if slope is None:
+        slope, source = _linear_slope(held), "a linear fit of the objective on the shares of the runs of that total"
+    if slope is None:
+        return LABEL_TOL, (f"too few runs of that total for a slope: only runs within {LABEL_TOL:g} (whole-batch "
+                           "rounding of one mix) score a candidate")
+    if slope <= 0:
+        return MAX_DISTANCE, f"{source} is flat: the cap {MAX_DISTANCE:g}"
+    tol = min(MAX_DISTANCE, BIAS_FRACTION * noise / slope)
+    return tol, (f"{BIAS_FRACTION:g} x noise {noise:.3g} / slope {slope:.3g} ({source}), at most {MAX_DISTANCE:g}: "
+                 f"a run that near moves the objective by at most {BIAS_FRACTION:g} x the noise of one run")
+
+
+def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResult | None, tolerance: float, *,
+                     val_domains: ValDomains) -> tuple[dict[str, BacktestScore], str]:
+    """Every backtest candidate scored one way (module doc) and the way (``"law"`` or ``"run"``); a candidate
+    that failed or cannot be scored that way has no objective and a note saying why."""
+    raw: dict[str, BacktestScore] = {}
+    for name, c in backtest.items():
+        if isinstance(c, str) or c is None:
+            raw[name] = BacktestScore(note=str(c))
+            continue
+        w = held.vector(c.weights)
+        near = held.nearest(w, held.same_total)
+        run, dist, run_y = (None, None, None) if near is None else \
+            (held.table.runs[near[0]].run_id, near[1], float(held.y[near[0]]))
+        law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
+            law_objective(held_fit, held.table, c.weights, val_domains=val_domains)
+        raw[name] = BacktestScore(run=run, distance=dist, run_objective=run_y, law_objective=law, law_note=why)
+    obs = raw.get(OBSERVED)
+    by_law = obs is not None and obs.law_objective is not None
+    out = {}
+    for name, s in raw.items():
+        if s.note and s.run is None and s.law_objective is None:
+            out[name] = s
+        elif by_law:
+            out[name] = replace(s, objective=s.law_objective, score=SCORE_LAW) if s.law_objective is not None else \
+                replace(s, note=f"not scored: the observed mix is scored by the DDO law at the held-back budget and "
+                                f"this candidate lies {s.law_note}")
+        elif s.run is not None and s.distance is not None and s.distance <= tolerance:
+            out[name] = replace(s, objective=s.run_objective, score=SCORE_RUN)
+        else:
+            out[name] = replace(s, note=_unscored_by_run(held, backtest[name], s, tolerance))
+    return out, SCORE_LAW if by_law else SCORE_RUN
+
+
+def _unscored_by_run(held: _Held, candidate: Any, s: BacktestScore, tolerance: float) -> str:
+    """Why no run scores a candidate: the nearest run of the same total is too far, or there is none; the
+    nearest run of any total is named when it is nearer (its other total disqualifies it)."""
+    w = held.vector(candidate.weights)
+    text = ("no run of the held-back budget's total" if s.run is None else
+            f"the nearest run of the held-back budget's total, {s.run!r}, is {s.distance:.3g} away (L1), beyond the "
+            f"tolerance {tolerance:.3g}")
+    other = held.nearest(w, ~held.same_total)
+    if other is not None and (s.distance is None or other[1] < s.distance):
+        i, d = other
+        ratio = float(held.table.tokens_matrix()[i].sum()) / held.budget
+        text += (f"; run {held.table.runs[i].run_id!r} is nearer ({d:.3g}) but trained on {ratio:.2f}x the budget's "
+                 "tokens, so it does not score it")
+    return "not scored like with like: " + text
+
+
+def check_law(sub_joint: JointFit | str | None, joint: JointFit | str | None, tables: Sequence[RunTable],
+              noise: float | None, options: DDOOptions) -> LawCheck:
+    """The joint law fitted without the largest budget (``sub_joint``, on ``tables[:-1]``) against that budget's
+    runs, and the plausibility of the law fitted to every budget (``joint``): :class:`~.scores.LawCheck`.
+
+    The residuals ``r = y - ŷ`` are judged against their covariance under a right law, ``σ² I + C``: the noise of
+    one run ``σ`` on each, plus ``C``, the delta method's covariance of the predictions over the fit
+    (:func:`~.gain.predicted_values`; extrapolating one budget step carries the fit's own uncertainty):
+    ``rᵀ (σ² I + C)⁻¹ r`` is chi-square with one degree of freedom per run.
+    """
+    if not isinstance(sub_joint, JointFit):
+        return LawCheck(False, f"no joint law without the held-back budget ({sub_joint})")
+    if not isinstance(joint, JointFit):
+        return LawCheck(False, f"no joint law over every budget ({joint})")
+    implausible = parameter_check(joint, tables, val_domains=options.val_domains).implausible
+    if implausible:
+        return LawCheck(False, "the joint law's parameters are implausible: " + "; ".join(implausible))
+    last = tables[-1]
+    y = run_objective(last, options.objective, options.val_domains)
+    tok = last.tokens_matrix()[:, [last.train_domains.index(d) for d in sub_joint.domains]]
+    try:
+        pred, cov = predicted_values(sub_joint, tables[:-1], tok, options)
+    except ValueError as exc:
+        return LawCheck(False, f"the joint law without the held-back budget cannot predict its runs ({exc})")
+    resid = y - pred
+    rms = float(np.sqrt(np.mean(resid ** 2)))
+    if noise is None or not noise > 0:
+        return LawCheck(False, f"no noise estimate to judge its predictions against (RMS error {rms:.3g})",
+                        runs=len(y), rms=rms)
+    if cov is None or not np.all(np.isfinite(pred)):
+        return LawCheck(False, f"its predictions of the held-back budget's runs (RMS error {rms:.3g}) rest on what "
+                               "the smaller budgets do not determine", runs=len(y), rms=rms, noise=float(noise))
+    stat = float(resid @ np.linalg.solve(noise ** 2 * np.eye(len(y)) + cov, resid))
+    p = float(chi2.sf(stat, len(y)))
+    ok = p >= VALIDATION_ALPHA
+    spread = float(np.sqrt(np.mean(np.diag(cov))))
+    return LawCheck(ok, f"the joint law fitted without the held-back budget predicts its {len(y)} runs with RMS "
+                        f"error {rms:.3g} against the noise of one run {noise:.3g} and the prediction's own sd "
+                        f"{spread:.3g}: {'within' if ok else 'beyond'} them (chi-square p = {p:.3g}, "
+                        f"{'>=' if ok else '<'} {VALIDATION_ALPHA:g})",
+                    runs=len(y), rms=rms, noise=float(noise), p_value=p)
+
+
+def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pooled: bool,
+              val_domains: ValDomains) -> dict[str, str]:
+    """``{projection: why the trust checks flag it}``: its mix at the target beyond the shares the runs cover
+    (:func:`~.trust.edge_check`), or resting on a joint law with implausible parameters (the joint projection,
+    and every projection when the per-budget optima are the joint law's)."""
+    joint = candidates.get(JOINT)
+    implausible = parameter_check(joint, tables, val_domains=val_domains).implausible \
+        if isinstance(joint, JointFit) else []
+    out = {}
+    for name in PROJECTIONS:
+        p = candidates.get(name)
+        if p is None or isinstance(p, str):
+            continue
+        edge = edge_check(tables, p.weights)
+        beyond = [f"{d} {p.weights[d]:.3g} ({where} the runs' {edge.ranges[d][0]:.3g}-{edge.ranges[d][1]:.3g})"
+                  for d, where in edge.edges.items() if where in ("below", "above")]
+        why = []
+        if beyond:
+            why.append("its mix at the target lies beyond the shares the runs cover: " + ", ".join(beyond))
+        if implausible and (name == JOINT or pooled):
+            why.append("it rests on a joint law with implausible parameters (" + "; ".join(implausible) + ")")
+        if why:
+            out[name] = "; ".join(why)
+    return out
+
+
+def _noise(tables: Sequence[RunTable], joint: Any, objective: str, val_domains: ValDomains) -> tuple[float | None, str]:
+    """The noise of one run (:func:`~.select.noise_estimate`), else the joint law's residual (an upper bound)."""
+    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
+    if noise is None and isinstance(joint, JointFit):
+        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
+        source = f"the joint law's residual ({source}): an upper bound of the noise"
+    return noise, source
+
+
+def _law_margin_noise(fit: DDOResult, last: RunTable, noise: float | None, source: str,
+                      val_domains: ValDomains) -> tuple[float | None, str]:
+    """The noise a difference of the law's scores is judged against: the larger of the noise of one run and the
+    DDO laws' residual sd at the held-back budget (either alone where the other is missing)."""
+    resid, how = law_noise(fit, last, val_domains=val_domains)
+    options = [(v, w) for v, w in ((noise, source), (resid, how)) if v is not None]
+    if not options:
+        return None, f"no noise estimate ({source}; {how})"
+    v, w = max(options, key=lambda o: o[0])
+    others = "; ".join(f"{x:.3g} from {y}" for x, y in options if y != w)
+    return v, f"the larger of the noise of one run and the DDO laws' residual: {w}" + (f" (against {others})"
+                                                                                      if others else "")
+
+
+def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any],
+                       projections: Sequence[str], *, options: DDOOptions, held_fit: DDOResult | None, predicted: Mapping[str, GainEstimate | str],
+                       flags: Mapping[str, str]) -> Selection:
+    """The rule of the module doc.
+
+    Args:
+        tables: the run tables, smallest budget first (three or more).
+        candidates: ``{name: candidate or error text}`` at the target, fitted on every budget.
+        backtest: ``{name: candidate or error text}`` computed from all budgets but the largest, for the largest.
+        projections: the projections computed at the target.
+        options: the settings of the fits (objective, validation domains).
+        held_fit: the largest budget's DDO result when it is a DDO design (its law scores the candidates).
+        predicted: each projection's predicted gain over the observed mix at the target under the joint law
+            fitted to every budget (:mod:`.gain`), or why it could not be predicted.
+        flags: the projections the trust checks flag (:func:`untrusted`).
+    """
+    last, objective, val_domains = tables[-1], options.objective, options.val_domains
+    held = _Held.of(last, objective, val_domains, None if held_fit is None else held_fit.budget_tokens)
+    noise, source = _noise(tables, candidates.get(JOINT), objective, val_domains)
+    tolerance, tolerance_source = distance_tolerance(held, held_fit, noise, val_domains)
+    scores, scoring = score_candidates(held, backtest, held_fit, tolerance, val_domains=val_domains)
+    law_sd, law_source = (None, "") if held_fit is None else _law_margin_noise(held_fit, last, noise, source,
+                                                                                 val_domains)
+    check = check_law(backtest.get(JOINT), candidates.get(JOINT), tables, noise, options)
+    k = ROUTES * max(len(projections), 1)
+    sd = law_sd if scoring == SCORE_LAW else noise
+    margin = None if sd is None else backtest_margin(sd, k, two_runs=scoring != SCORE_LAW)
+    base = scores.get(OBSERVED, BacktestScore(note="no observed candidate"))
+    if base.objective is not None:
+        for n in projections:
+            s = scores.get(n)
+            if s is not None and s.objective is not None:
+                scores[n] = replace(s, gain=base.objective - s.objective)
+    for n, why in flags.items():
+        if n in scores:
+            scores[n] = replace(scores[n], trust=why)
+    record = dict(backtest=scores, held_back_tokens=held.budget, noise=noise, noise_source=source,
+                  law_noise=law_sd, law_noise_source=law_source, scoring=scoring, tolerance=tolerance,
+                  tolerance_source=tolerance_source, law_check=check,
+                  predicted={n: gain_json(predicted[n]) for n in PROJECTIONS if n in predicted},
+                  **{"margin" if scoring == SCORE_RUN else "law_margin": margin})
+    verdict = _Verdict(scores, projections, margin, check, predicted, flags, noise, k)
+    return verdict.selection(base, held.budget, record)
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """Which projection passes which route (module doc), and the sentence that says so."""
+
+    scores: Mapping[str, BacktestScore]
+    projections: Sequence[str]
+    margin: float | None
+    check: LawCheck
+    predicted: Mapping[str, GainEstimate | str]
+    flags: Mapping[str, str]
+    noise: float | None
+    tests: int
+
+    @property
+    def z(self) -> float:
+        return float(norm.ppf(1.0 - BACKTEST_ALPHA / self.tests))
+
+    def backtest_win(self, n: str) -> bool:
+        s = self.scores.get(n)
+        if s is None or s.gain is None or self.margin is None or s.gain <= self.margin:
+            return False
+        if s.score == SCORE_RUN and s.run == self.scores[OBSERVED].run:
+            return False  # one run scored both: no evidence
+        return n not in self.flags or s.score == SCORE_RUN
+
+    def law_win(self, n: str) -> bool:
+        s, e = self.scores.get(n), self.predicted.get(n)
+        if not self.check.passed or n in self.flags or not isinstance(e, GainEstimate):
+            return False
+        if s is not None and s.gain is not None and self.margin is not None and s.gain < -self.margin:
+            return False  # the backtest shows it losing
+        noise = max(v for v in (self.noise, e.noise) if v is not None)
+        return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > MARGIN_NOISE * noise)
+
+    def _no_loss(self, n: str, how: str) -> str:
+        s = self.scores.get(n)
+        if s is None or s.gain is None:
+            return f"could not score it like with like ({s.note if s is not None else 'not computed'})"
+        return f"scored by {how} shows no loss beyond the margin ({s.gain:+.4g})"
+
+    def why_not(self, n: str) -> str:
+        s, e = self.scores.get(n), self.predicted.get(n)
+        if s is None or s.gain is None:
+            parts = [f"backtest: {s.note if s is not None else 'not computed'}"]
+        else:
+            parts = [f"backtest gain {s.gain:+.4g}" + ("" if self.margin is None else f" (margin {self.margin:.3g})")]
+        if isinstance(e, GainEstimate):
+            sd = f"sd {e.sd:.3g}" if np.isfinite(e.sd) else "sd not determined"
+            parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd and > "
+                         f"{MARGIN_NOISE:g} x noise)")
+        elif isinstance(e, str):
+            parts.append(f"no predicted gain ({e})")
+        if n in self.flags:
+            parts.append(f"trust: {self.flags[n]}")
+        return f"{n}: " + ", ".join(parts)
+
+    def selection(self, base: BacktestScore, held: float, record: dict[str, Any]) -> Selection:
+        at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
+        how = {SCORE_LAW: "the DDO law fitted there", SCORE_RUN: "runs of that total within the distance "
+               f"tolerance {record['tolerance']:.3g}"}[record["scoring"]]
+        if base.objective is None:
+            return Selection(OBSERVED, f"backtest {at}: the observed mix could not be scored like with like "
+                                         f"({base.note}), so no projection can be compared with it: the best mix "
+                                         "observed at the largest budget", "backtest", **record)
+        by_law = [n for n in self.projections if self.law_win(n)]
+        if by_law:
+            best = max(by_law, key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))  # type: ignore[union-attr]
+            e: Any = self.predicted[best]
+            return Selection(best, f"{self.check.note}; the joint law over every budget predicts the {best} "
+                                   f"projection beats the best observed mix at the target by {e.gain:.4g} (sd "
+                                   f"{e.sd:.3g}: more than {self.z:.2f} sd and {MARGIN_NOISE:g}x the noise), and the "
+                                   f"backtest {at} {self._no_loss(best, how)}, so it is used", "backtest", **record)
+        by_backtest = [n for n in self.projections if self.backtest_win(n)]
+        if by_backtest:
+            best = max(by_backtest, key=lambda n: (self.scores[n].gain, -PROJECTIONS.index(n)))
+            return Selection(best, f"backtest {at}, every candidate scored by {how}: the {best} projection beat "
+                                   f"the best observed mix by {self.scores[best].gain:.4g}, more than the margin "
+                                   f"({self.margin:.3g}: a one-sided {BACKTEST_ALPHA:.1%} test over {self.tests} "
+                                   "tests)", "backtest", **record)
+        law = f"law check: {self.check.note}"
+        reasons = "; ".join(self.why_not(n) for n in self.projections)
+        return Selection(OBSERVED, f"backtest {at}, every candidate scored by {how}: no projection passed ({reasons}; "
+                                     f"{law}), so the best mix observed at the largest budget is used", "backtest",
+                         **record)

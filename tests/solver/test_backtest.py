@@ -1,0 +1,165 @@
+"""The rule of three budgets or more (solver/backtest.py): every candidate scored on one footing, never by a run
+of another total; the distance tolerance from the slope and the noise; the law validated at the held-back budget;
+the trust checks feeding the decision."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from autoscale_data.solver import DDOOptions, Run, RunTable, fit_ddo, project_all
+from autoscale_data.solver.backtest import (
+    BIAS_FRACTION,
+    MAX_DISTANCE,
+    TOTAL_TOL,
+    _Held,
+    check_law,
+    choose_by_backtest,
+    distance_tolerance,
+    score_candidates,
+    untrusted,
+)
+from autoscale_data.solver.contrib import synthetic_budget_runs
+from autoscale_data.solver.joint import fit_joint
+from autoscale_data.solver.select import observed_best
+
+pytestmark = pytest.mark.timeout(300)
+
+DOMS = ("code", "man", "lic", "log")
+
+
+def _design(n: float, tag: str, *, slope: np.ndarray, per_token: float, rng: np.random.Generator) -> RunTable:
+    """A 2m+1 DDO design as the runner plans it (each domain's tokens x3 and /1.7, the others fixed, so the
+    perturbation runs' totals differ from the base's), whose loss falls with the total tokens (``per_token``)
+    and moves linearly with the shares (``slope``)."""
+    base = np.full(4, n / 4)
+    runs = []
+    allocs = [("base", base)] + [(f"{d} x{r:g}", np.where(np.arange(4) == j, base * r, base))
+                                 for j, d in enumerate(DOMS) for r in (3.0, 1 / 1.7)]
+    for label, tok in allocs:
+        share = tok / tok.sum()
+        y = 5.0 - per_token * np.log(tok.sum() / n) + float(slope @ share) + rng.normal(0, 0.002)
+        runs.append(Run(f"{tag}-{label}", dict(zip(DOMS, tok.tolist(), strict=True)), {"all": y}, label=label))
+    return RunTable(runs)
+
+
+def test_projections_nearest_to_a_run_of_another_total_are_not_scored_by_it_and_the_observed_mix_is_kept():
+    # the newcomer's real-text case: every answer outside the design's range; the nearest run of each projection
+    # is 'log x3', trained on 1.5x the base's tokens: its lower loss is its tokens, not its mix
+    rng = np.random.default_rng(0)
+    slope = np.array([0.0, 0.02, 0.02, -0.02])
+    table = _design(98_304, "n2", slope=slope, per_token=0.3, rng=rng)
+    fit = fit_ddo(table)
+    observed = observed_best(table, 4e5)
+    obs_w = {"code": 0.4, "man": 0.1, "lic": 0.25, "log": 0.25}  # 0.3 (L1) from the base; man x0.4 is outside
+    proj_w = {"code": 0.17, "man": 0.1, "lic": 0.1, "log": 0.63}  # nearest run: 'log x3' (another total)
+    backtest = {"observed": SimpleNamespace(weights=obs_w), "robust": SimpleNamespace(weights=proj_w),
+                "geometric": SimpleNamespace(weights=proj_w), "joint": "no joint law"}
+    held = _Held.of(table, "mean_loss", None)
+    nearest_any = held.nearest(held.vector(proj_w), np.ones(len(table), dtype=bool))
+    assert table.runs[nearest_any[0]].run_id == "n2-log x3"  # the trap: the old rule scored the projection by it
+    tol, how = distance_tolerance(held, fit, 0.002)
+    scores, scoring = score_candidates(held, backtest, fit, tol, val_domains=None)
+    assert scoring == "run" and scores["observed"].law_objective is None  # the observed mix is outside the law's range
+    assert all(s.objective is None for s in scores.values())  # the base is the only run of the budget's total
+    assert "'n2-log x3' is nearer" in scores["robust"].note and "1.50x the budget's tokens" in scores["robust"].note
+    assert "'n2-base'" in scores["observed"].note and "beyond the tolerance" in scores["observed"].note
+    sel = choose_by_backtest([table, table, table], {"robust": object(), "geometric": object(), "joint": "x",
+                                                     "observed": observed},
+                             backtest, ["robust", "geometric"], options=DDOOptions(),
+                             held_fit=fit, predicted={}, flags={})
+    assert sel.chosen == "observed" and "could not be scored like with like" in sel.reason
+    assert "'n2-base'" in sel.reason and sel.scoring == "run" and sel.tolerance is not None
+
+
+def test_like_with_like_on_runs_of_any_mixtures_within_the_stated_tolerance():
+    rng = np.random.default_rng(1)
+    grad = np.array([0.3, -0.1, 0.0, -0.2])  # the objective per unit share
+    mixes = rng.dirichlet(np.ones(4), size=24)
+    runs = [Run(f"r{i}", dict(zip(DOMS, (w * 1e6).tolist(), strict=True)), {"all": 3.0 + float(grad @ w)})
+            for i, w in enumerate(mixes)]
+    far = np.array([0.1, 0.1, 0.1, 0.7])
+    runs.append(Run("big", dict(zip(DOMS, (far * 2e6).tolist(), strict=True)), {"all": 2.5}))  # 2x the tokens
+    table = RunTable(runs)
+    held = _Held.of(table, "mean_loss", None)
+    assert held.same_total.sum() == 24 and not held.same_total[-1]
+    tol, how = distance_tolerance(held, None, 0.01)
+    slope = (grad.max() - grad.min()) / 2  # 0.25: |Δy| <= slope x L1 on the simplex
+    assert tol == pytest.approx(min(MAX_DISTANCE, BIAS_FRACTION * 0.01 / slope), rel=1e-6) and "linear fit" in how
+    near = mixes[3] + np.array([0.004, -0.004, 0.0, 0.0])  # within the tolerance of r3
+    backtest = {"observed": SimpleNamespace(weights=dict(zip(DOMS, mixes[5], strict=True))),
+                "joint": SimpleNamespace(weights=dict(zip(DOMS, near, strict=True))),
+                "robust": SimpleNamespace(weights=dict(zip(DOMS, far, strict=True)))}
+    scores, scoring = score_candidates(held, backtest, None, tol, val_domains=None)
+    assert scoring == "run"
+    assert scores["observed"].run == "r5" and scores["observed"].distance == pytest.approx(0.0, abs=1e-12)
+    assert scores["joint"].run == "r3" and scores["joint"].objective == pytest.approx(3.0 + float(grad @ mixes[3]))
+    assert scores["robust"].objective is None and "'big' is nearer" in scores["robust"].note  # never by 'big'
+    assert abs(1.0 - 2.0) > TOTAL_TOL
+
+
+def test_without_a_noise_estimate_only_runs_of_one_mix_score():
+    table = _design(1e5, "x", slope=np.zeros(4), per_token=0.3, rng=np.random.default_rng(2))
+    tol, how = distance_tolerance(_Held.of(table, "mean_loss", None), None, None)
+    assert tol == 0.01 and "no noise estimate" in how
+
+
+def _moving(noise: float, seed: int = 0) -> list[RunTable]:
+    return synthetic_budget_runs((8e6, 16e6, 32e6), [2e6, 5e5, 8e6], [0.4, 0.9, 0.6], [1.0, 0.6, 1.5],
+                                 scale=[1e6] * 3, noise=noise, multipliers=(3.0, 1.7, 1 / 1.7, 1 / 3), seeds=2,
+                                 rng_seed=seed)
+
+
+def test_the_law_check_passes_the_true_law_and_fails_a_misfit():
+    tables = _moving(0.0005)
+    sub, full = fit_joint(tables[:-1]), fit_joint(tables)
+    ok = check_law(sub, full, tables, 0.0005, DDOOptions())
+    assert ok.passed and ok.runs == 26 and ok.p_value >= 0.05, ok.note
+    # a floor the law cannot see at the smaller budgets: the largest budget's runs all 0.02 lower
+    shifted = tables[:-1] + [RunTable([Run(r.run_id, r.tokens, {k: v - 0.02 for k, v in r.loss.items()}, seed=r.seed)
+                                       for r in tables[-1].runs])]
+    bad = check_law(sub, fit_joint(shifted), shifted, 0.0005, DDOOptions())
+    assert not bad.passed and "beyond them" in bad.note and bad.rms == pytest.approx(0.02, rel=0.3)
+    assert not check_law("no fit", full, tables, 0.0005, DDOOptions()).passed
+    assert "no noise estimate" in check_law(sub, full, tables, None, DDOOptions()).note
+
+
+def test_the_trust_checks_flag_a_projection_beyond_the_shares_run():
+    tables = _moving(0.0005)
+    inside = SimpleNamespace(weights={"d0": 1 / 3, "d1": 1 / 3, "d2": 1 / 3})
+    beyond = SimpleNamespace(weights={"d0": 0.9, "d1": 0.05, "d2": 0.05})
+    flags = untrusted(tables, {"geometric": inside, "robust": beyond, "joint": "failed"}, pooled=False,
+                      val_domains=None)
+    assert set(flags) == {"robust"} and "beyond the shares the runs cover" in flags["robust"]
+
+
+def test_a_moving_optimum_with_three_budgets_is_followed_and_the_report_says_how_each_candidate_was_scored():
+    res = project_all(_moving(0.0005), 1.28e8)
+    sel = res.selection
+    assert res.used != "observed" and sel.law_check is not None and sel.law_check.passed, sel.reason
+    assert set(sel.predicted) == {"geometric", "joint", "robust"}
+    from autoscale_data.solver.scores import backtest_lines
+
+    lines = backtest_lines(sel.to_json())
+    assert any(line.startswith("law check: ") for line in lines)
+    assert all(any(line.startswith(f"{n}: ") for line in lines) for n in ("geometric", "joint", "robust", "observed"))
+
+
+def test_a_ddo_design_whose_projection_only_a_run_of_another_total_lies_near_keeps_the_observed_mix():
+    # three DDO designs with multipliers x3 and x1.7 (every perturbation adds tokens): before 2026-11-28 (late) auto
+    # chose the joint projection on a backtest gain of 0.1965 "scored by the nearest run", a perturbation run of
+    # 1.23x the base's tokens; like with like, that run cannot score it
+    from autoscale_data.solver.synthetic import synthetic_ddo_runs
+
+    tables = [synthetic_ddo_runs({d: n / 3 for d in ("web", "code", "books")}, [0.2, 0.4, 0.3], [0.5, 0.7, 0.6],
+                                 multipliers=(3.0, 1.7), seeds=2, noise=0.002, rng_seed=int(n) % 97)
+              for n in (1e6, 4e6, 1.6e7)]
+    res = project_all(tables, 1e10)
+    sel = res.selection
+    assert res.used == "observed" and sel.scoring == "run" and sel.held_back_tokens == pytest.approx(1.6e7), sel.reason
+    joint = sel.backtest["joint"]
+    assert joint.objective is None and "trained on 1.23x the budget's tokens" in joint.note
+    assert "beyond the shares the runs cover" in joint.trust
+    assert sel.backtest["observed"].score == "run" and sel.backtest["observed"].distance <= sel.tolerance
