@@ -74,3 +74,12 @@ def test_asking_an_old_folder_for_the_fused_gelu_is_a_change_of_config(raw: dict
 def test_a_bad_activation_is_named(raw: dict, model: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         config_from_dict({**raw, "model": model})
+
+
+def test_the_proxies_own_model_follows_the_folders_activation(raw: dict, tmp_path: Path) -> None:
+    small = {"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 16, "n_head": 2}}
+    raw = {**raw, "ddo": {**raw["ddo"], "proxy_model": small}}
+    old = _ids_and_fields(MixtureRunner(config_from_dict(raw), _old_folder(tmp_path / "old", raw)))[1]
+    new = _ids_and_fields(MixtureRunner(config_from_dict(raw), tmp_path / "new"))[1]
+    assert all(f["n_embd"] == 16 and "activation_function" not in f for f in old)
+    assert all(f["n_embd"] == 16 and f["activation_function"] == "gelu_pytorch_tanh" for f in new)
