@@ -193,7 +193,7 @@ class Ledger:
 
     def specs(self) -> Iterator[Any]:
         """The :class:`~autoscale_data.runner.planning.specs.RunSpec` of every run folder with a readable ``spec.json``."""
-        for run_dir in sorted((self.dir / layout.RUNS).iterdir()):
+        for run_dir in sorted(p for p in (self.dir / layout.RUNS).iterdir() if p.is_dir()):
             spec = layout.read(run_dir, layout.SPEC)
             if spec is not None:
                 yield spec
