@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..._records import Record, omitted
@@ -331,7 +331,7 @@ def recorded_anytime_spec(spec: RunSpec, recorded: Iterable[RunSpec]) -> RunSpec
         if old.plan is None or old.plan.tokenizer == spec.plan.tokenizer or old.sequences != spec.sequences:
             continue
         again = run_fingerprint(old.settings, old.sequences, old.seed, old.eval_points, schedule=old.schedule,
-                                plan=replace(old.plan, tokenizer=spec.plan.tokenizer), extension=old.extension,
+                                plan=dataclasses.replace(old.plan, tokenizer=spec.plan.tokenizer), extension=old.extension,
                                 hook=old.hook, keeps_model=old.keeps_model, pools=old.pools)
         if again == spec.run_id:
             return old
