@@ -15,11 +15,16 @@ the step loop), and on CUDA the MFU: tokens/s x (6 N + 12 L T d) / peak, N the p
 position table, peak 989e12 (dense bf16 of an H100/H200 SXM). ``--compile`` adds the runner's step
 compiled (``train.compile: true``) with its compile time (the first steps' extra time), to judge
 whether compiling pays for a run of a given length (each run is its own process). A third path,
-``runner-tanh-gelu``, is the runner's step with ``model.overrides: {activation_function:
-gelu_pytorch_tanh}``: the same GELU as GPT-2's ``gelu_new`` in one PyTorch kernel instead of HF's
-Python formula (equal up to rounding; a model field, so it enters run ids).
+``runner-gelu-new``, is the runner's step with ``model.activation: gelu_new``: HF's Python formula of the
+GELU that the runner's default, ``gelu_pytorch_tanh``, computes in one PyTorch kernel (equal up to rounding;
+the default before 2026-11-28, which the folders made before then keep).
 
-    python benchmarks/bench_train_step.py [--shapes demo,realtext] [--repeats 3] [--compile] [--json OUT]
+``--interleaved`` times the three eager paths in one process instead, one step of each in turn (``--repeats``
+times the shape's steps of each): on a machine shared with other work, load that comes and goes then slows
+every path alike, which separate processes cannot promise; each path's figure is its median step.
+
+    python benchmarks/bench_train_step.py [--shapes demo,realtext] [--repeats 3] [--compile] [--interleaved]
+                                          [--json OUT]
 
 Shapes: ``demo`` (the demo's 2 x 128 GPT-2, vocabulary 1024, context 128, batch 8, fp32, one thread as
 the demo trains), ``realtext`` (the real-text experiment's 6 x 384, vocabulary 8192, context 256,
@@ -118,9 +123,8 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
 
     raw = {"domains": {"a": "a", "b": "b"}, "seq_len": s.seq_len, "micro_batch_size": s.batch,
            "global_batch_size": s.batch, "precision": s.precision, "device": device.type,
-           "model": {"preset": "gpt2-tiny", "overrides": {"n_layer": s.n_layer, "n_embd": s.n_embd,
-                                                          "n_head": s.n_head,
-                                                          **({"activation_function": gelu} if gelu else {})}},
+           "model": {"preset": "gpt2-tiny", "activation": gelu,
+                     "overrides": {"n_layer": s.n_layer, "n_embd": s.n_embd, "n_head": s.n_head}},
            "ddo": {"budgets": [s.batch * s.seq_len * 1000, s.batch * s.seq_len * 2000]},
            "target": {"budget": s.batch * s.seq_len * 4000}}
     if compile_:  # bench_small_proxies.py sets the mode through the environment
@@ -173,17 +177,25 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child(path: str, s: Shape, device: torch.device) -> dict[str, Any]:
-    """Time one path in this process: warm-up steps (with any compilation), then ``s.steps`` timed steps."""
+def _path_step(path: str, s: Shape, device: torch.device) -> tuple[Any, int]:
     if s.threads and device.type == "cpu":
         torch.set_num_threads(s.threads)
-    t_build = time.perf_counter()
-    step, n = (_reference_step(s, device) if path == "reference" else
-               _runner_step(s, device, compile_=path == "runner-compiled",
-                            gelu="gelu_pytorch_tanh" if path == "runner-tanh-gelu" else None))
-    rss0 = _rss_mib()
+    return (_reference_step(s, device) if path == "reference" else
+            _runner_step(s, device, compile_=path == "runner-compiled",
+                         gelu="gelu_new" if path == "runner-gelu-new" else None))
+
+
+def _batches(s: Shape, device: torch.device) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(1)
-    batches = [torch.randint(0, s.vocab, (s.batch, s.seq_len), generator=gen).to(device) for _ in range(4)]
+    return [torch.randint(0, s.vocab, (s.batch, s.seq_len), generator=gen).to(device) for _ in range(4)]
+
+
+def child(path: str, s: Shape, device: torch.device) -> dict[str, Any]:
+    """Time one path in this process: warm-up steps (with any compilation), then ``s.steps`` timed steps."""
+    t_build = time.perf_counter()
+    step, n = _path_step(path, s, device)
+    rss0 = _rss_mib()
+    batches = _batches(s, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
@@ -210,6 +222,27 @@ def child(path: str, s: Shape, device: torch.device) -> dict[str, Any]:
     return out
 
 
+def interleaved(s: Shape, device: torch.device, rounds: int) -> dict[str, Any]:
+    """The eager paths in this process, one step of each in turn for ``rounds`` rounds (after the shape's
+    warm-up): each path's median step as tokens/s, and the ratio runner / reference."""
+    paths = ["runner", "reference", "runner-gelu-new"]
+    steps = {p: _path_step(p, s, device)[0] for p in paths}
+    batches = _batches(s, device)
+    for i in range(s.warmup):
+        for p in paths:
+            steps[p](batches[i % 4], i)
+    times: dict[str, list[float]] = {p: [] for p in paths}
+    for i in range(rounds):
+        for p in paths:
+            t = time.perf_counter()
+            steps[p](batches[i % 4], s.warmup + i)
+            _sync(device)
+            times[p].append(time.perf_counter() - t)
+    rates = {p: s.batch * s.seq_len / sorted(ts)[len(ts) // 2] for p, ts in times.items()}
+    return {"shape": asdict(s), "device": _device_name(device), "rounds": rounds, "tokens_per_s": rates,
+            "ratio": rates["runner"] / rates["reference"]}
+
+
 def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({os.cpu_count()} cores)"
 
@@ -224,7 +257,7 @@ def _run_child(path: str, shape: Shape, device: str) -> dict[str, Any]:
 
 def compare(shape: Shape, device: str, repeats: int, compiled: bool) -> dict[str, Any]:
     """Alternate the paths ``repeats`` times (one process each); best and spread per path, and the ratio."""
-    paths = ["runner", "reference", "runner-tanh-gelu"] + (["runner-compiled"] if compiled else [])
+    paths = ["runner", "reference", "runner-gelu-new"] + (["runner-compiled"] if compiled else [])
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for _ in range(repeats):
         for p in paths:
@@ -258,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=None, help="timed steps a process (default: the shape's)")
     ap.add_argument("--compile", action="store_true", help="also time the runner's step compiled")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="time the eager paths in one process, one step of each in turn (a shared machine)")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--shape", default=None, help=argparse.SUPPRESS)
@@ -276,10 +311,18 @@ def main(argv: list[str] | None = None) -> int:
                              "batch": CUDA_BATCH.get(name, shape.batch), "steps": 30, "warmup": 5})
         if args.steps:
             shape = Shape(**{**asdict(shape), "steps": args.steps})
+        if args.interleaved:
+            r = interleaved(shape, torch.device(device), args.repeats * shape.steps)
+            results.append(r)
+            print(f"{name} on {r['device']}, interleaved in one process ({r['rounds']} steps of each): "
+                  f"runner / reference = {r['ratio']:.3f}")
+            for p, rate in r["tokens_per_s"].items():
+                print(f"  {p:16s} {rate:>10,.0f} tokens/s (median step)")
+            continue
         r = compare(shape, device, args.repeats, args.compile)
         results.append(r)
         print(f"{name} on {r['device']}: runner / reference = {r['ratio']:.3f}")
-        for p in ("runner", "reference", "runner-tanh-gelu", "runner-compiled"):
+        for p in ("runner", "reference", "runner-gelu-new", "runner-compiled"):
             if p in r:
                 print(_line(p, r[p]))
         if "compile_speedup" in r:

@@ -3,7 +3,9 @@
 An output folder holds one experiment (docs/runner.md, "One output folder, one experiment"): another
 config stops the runner (:class:`ConfigChangedError`) unless ``allow_config_change``. Settings that
 cannot change a result (:data:`IGNORED_SETTINGS`) are not compared; a setting that a newer version added
-is compared at its default (a folder whose config predates it holds runs made as with that default).
+is compared at its default (a folder whose config predates it holds runs made as with that default), except
+``model.activation``: a GPT-2 folder whose config predates it trained ``gelu_new``, and a config that leaves it
+unset keeps the folder's (:func:`with_folder_defaults`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_json
 from .._records import Record
 from . import layout
 
+if TYPE_CHECKING:
+    from .config import RunnerConfig
+
 __all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_config", "config_changes",
-           "load_folder_config"]
+           "load_folder_config", "with_folder_defaults"]
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
 IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints",
@@ -79,7 +84,7 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
         ConfigChangedError: the config changed and ``allow_change`` is false.
     """
     old = layout.read(out, layout.CONFIG)  # None: none, or a file torn by a crash before the atomic writer existed
-    changes = [] if old is None else config_changes(_with_defaults(old), config)
+    changes = [] if old is None else config_changes(_with_defaults(old), _as_trained(config))
     if changes and not allow_change:
         shown = "\n  ".join(changes)
         raise ConfigChangedError(
@@ -97,16 +102,44 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
     return changes
 
 
+def _as_trained(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A folder's ``config.json`` with a GPT-2's ``model.activation`` as its runs trained: transformers' default,
+    ``gelu_new``, where the config was written before the setting existed; the default where it is null."""
+    from .models import FORMER_GPT2_ACTIVATION, GPT2_ACTIVATION
+
+    model = raw.get("model")
+    model = dict(model) if isinstance(model, Mapping) else {}
+    if model.get("activation") is None and str(model.get("preset", "gpt2")).startswith("gpt2"):
+        model["activation"] = GPT2_ACTIVATION if "activation" in model else FORMER_GPT2_ACTIVATION
+    return {**raw, "model": model}
+
+
 def _with_defaults(old: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``old`` with every setting it lacks at its default (as this version reads it); as is if it no
-    longer reads (the change check then names what differs)."""
+    """``old`` with every setting it lacks at its default (as this version reads it; ``model.activation`` as
+    its runs trained); as is but for that if it no longer reads (the change check then names what differs)."""
     from .config import config_from_dict, config_to_dict
 
+    trained = _as_trained(old)
     try:
-        return config_to_dict(config_from_dict({k: v for k, v in old.items() if k != "base_dir"},
+        return config_to_dict(config_from_dict({k: v for k, v in trained.items() if k != "base_dir"},
                                                old.get("base_dir", ".")))
     except (ValueError, TypeError, FileNotFoundError):
-        return old
+        return trained
+
+
+def with_folder_defaults(config: RunnerConfig, out: Path) -> RunnerConfig:
+    """``config`` with an unset GPT-2 ``model.activation``
+    as the folder ``out`` ran it: its ``config.json``'s, ``gelu_new`` where that predates the setting, and
+    ``gelu_pytorch_tanh`` in a new folder; so a folder's runs keep their activation, and their run ids."""
+    from dataclasses import replace
+
+    from .models import GPT2_ACTIVATION
+
+    if config.model.activation is not None or config.model.family != "gpt2":
+        return config
+    raw = layout.read(out, layout.CONFIG)
+    recorded = None if raw is None else _as_trained(raw)["model"].get("activation")
+    return replace(config, model=replace(config.model, activation=recorded or GPT2_ACTIVATION))
 
 
 def load_folder_config(out: Path) -> Any:
@@ -121,6 +154,6 @@ def load_folder_config(out: Path) -> Any:
     if raw is None:
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output folder (no readable "
                                 f"{layout.CONFIG}): give the --out folder of `autoscale-data run`")
-    raw = dict(raw)
+    raw = _as_trained(raw)
     base_dir = raw.pop("base_dir", ".")
     return config_from_dict(raw, base_dir)

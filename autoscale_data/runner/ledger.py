@@ -191,6 +191,13 @@ class Ledger:
         self._results[run_id] = (key, found)
         return found
 
+    def specs(self) -> Iterator[Any]:
+        """The :class:`~autoscale_data.runner.planning.specs.RunSpec` of every run folder with a readable ``spec.json``."""
+        for run_dir in sorted(p for p in (self.dir / layout.RUNS).iterdir() if p.is_dir()):
+            spec = layout.read(run_dir, layout.SPEC)
+            if spec is not None:
+                yield spec
+
     def has_result(self, run_id: str) -> bool:
         """Whether the run has a readable ``result.json`` (:meth:`result` is not ``None``)."""
         return self.result(run_id) is not None

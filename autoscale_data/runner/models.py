@@ -17,9 +17,17 @@ import torch
 from ..dataset import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
 
 __all__ = [
-    "PRESETS", "build_model", "mask_tokens", "model_config_dict", "padded_vocab", "parameter_count",
-    "token_cross_entropy",
+    "FORMER_GPT2_ACTIVATION", "GPT2_ACTIVATION", "GPT2_ACTIVATIONS", "PRESETS", "build_model", "mask_tokens",
+    "model_config_dict", "padded_vocab", "parameter_count", "token_cross_entropy",
 ]
+
+#: GPT-2's activation in new configs (``model.activation``): the tanh GELU in one PyTorch kernel.
+GPT2_ACTIVATION = "gelu_pytorch_tanh"
+#: transformers' GPT-2 default, HF's Python formula of the same function: what every GPT-2 run planned before
+#: ``model.activation`` existed trained (2026-11-28). Its run ids leave the field out, so they stay as they were.
+FORMER_GPT2_ACTIVATION = "gelu_new"
+#: The values of ``model.activation`` (any other: ``model.overrides: {activation_function: ...}``).
+GPT2_ACTIVATIONS = (GPT2_ACTIVATION, FORMER_GPT2_ACTIVATION)
 
 #: Architecture presets: family ("gpt2" or "bert") plus the transformers config fields.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -35,15 +43,19 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def model_config_dict(preset: str, overrides: Mapping[str, Any], *, vocab_size: int, seq_len: int,
-                      dropout: float | None = None) -> dict[str, Any]:
+                      dropout: float | None = None, activation: str | None = None) -> dict[str, Any]:
     """The full transformers config fields for a preset with ``overrides`` (what a run id hashes): the stores'
-    ``vocab_size`` (BERT gets one more id, ``vocab_size``, as [MASK]), ``seq_len`` positions and, if given,
-    ``dropout`` as every dropout probability."""
+    ``vocab_size`` (BERT gets one more id, ``vocab_size``, as [MASK]), ``seq_len`` positions, if given,
+    ``dropout`` as every dropout probability and, for GPT-2, ``activation`` (``None``: :data:`GPT2_ACTIVATION`)
+    as ``activation_function``, left out at :data:`FORMER_GPT2_ACTIVATION` (transformers' default: the fields,
+    and run ids, of the runs planned before the setting existed)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown model preset {preset!r}: expected one of {sorted(PRESETS)}")
     fields = dict(PRESETS[preset])
     if preset.startswith("gpt2"):
         fields.update(vocab_size=vocab_size, n_positions=seq_len)
+        if (activation or GPT2_ACTIVATION) != FORMER_GPT2_ACTIVATION:
+            fields["activation_function"] = activation or GPT2_ACTIVATION
         if dropout is not None:
             fields.update(resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout)
     else:

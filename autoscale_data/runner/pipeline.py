@@ -28,7 +28,7 @@ from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
 from .describe import design_note, rounding_notes
-from .experiment import check_config
+from .experiment import check_config, with_folder_defaults
 from .ledger import Ledger
 from .mixes.methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .planning.data import DomainInfo, inspect_domains
@@ -55,8 +55,8 @@ class MixtureRunner:
     def __init__(self, config: RunnerConfig, out_dir: str | os.PathLike[str], *,
                  log: Callable[[str], None] = print, progress: bool | None = None,
                  allow_config_change: bool = False) -> None:
-        self.config = config
         self.out = Path(out_dir)
+        self.config = with_folder_defaults(config, self.out)  # an unset model.activation: the folder's
         self.log = log
         self.progress = progress
         self.allow_config_change = allow_config_change

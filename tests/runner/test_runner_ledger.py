@@ -72,3 +72,13 @@ def test_one_runner_per_directory(tmp_path: Path) -> None:
             Ledger(tmp_path)
         Ledger(tmp_path, lock=False)  # read-only use is fine
     Ledger(tmp_path).close()
+
+
+def test_specs_reads_every_run_folders_spec_and_skips_what_is_not_one(tmp_path: Path) -> None:
+    from runner_helpers import fake_run
+
+    for run_id in ("r2", "r1"):
+        fake_run(tmp_path, run_id, "uniform", 0, [3.0, 2.0])
+    (tmp_path / "runs" / "notes.txt").write_text("a stray file")
+    (tmp_path / "runs" / "r3").mkdir()  # a run folder its spec has not reached yet
+    assert [s.run_id for s in Ledger(tmp_path, lock=False).specs()] == ["r1", "r2"]

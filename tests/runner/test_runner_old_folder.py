@@ -160,3 +160,21 @@ def test_the_old_fit_files_read_as_the_solvers_records() -> None:
     assert proj.joint.n0 == {d: law["n0"] for d, law in on_disk["joint"]["law"].items()}
     assert proj.joint.weights_at(proj.joint.budget_tokens) == pytest.approx(on_disk["joint"]["weights"], rel=1e-6)
     assert proj.computed("joint") is proj.joint and proj.failure("joint") is None
+
+
+def test_the_old_anytime_run_is_found_for_the_same_run_planned_now() -> None:
+    """Its plan named the tokenizer as the stores did ("bytes"), and its id hashed that; the runner's plan names it
+    by its fingerprint now: the run planned now (another id) finds the old one, and no other run."""
+    from dataclasses import replace
+
+    from autoscale_data.runner.planning.specs import RunSpec, recorded_anytime_spec, run_fingerprint
+
+    recorded = [RunSpec.from_json(json.loads(p.read_text())) for p in sorted(OLD.glob("runs/*/spec.json"))]
+    (old,) = [s for s in recorded if s.schedule == "anytime"]
+    plan = replace(old.plan, tokenizer="0f" * 32)
+    now = replace(old, plan=plan, run_id=run_fingerprint(old.settings, old.sequences, old.seed, old.eval_points,
+                                                          schedule="anytime", plan=plan))
+    assert now.run_id != old.run_id and recorded_anytime_spec(now, recorded) is old
+    other = replace(now, run_id=run_fingerprint(old.settings, old.sequences, old.seed + 1, old.eval_points,
+                                                schedule="anytime", plan=plan))
+    assert recorded_anytime_spec(other, recorded) is other

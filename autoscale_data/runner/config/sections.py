@@ -136,9 +136,20 @@ class ModelConfig:
     the stores."""
     mlm_probability: float = 0.15
     """BERT's masking rate (80% [MASK], 10% random, 10% kept; [MASK] is an extra id)."""
+    activation: str | None = None
+    """GPT-2's GELU: ``gelu_pytorch_tanh`` (one PyTorch kernel) or ``gelu_new`` (HF's Python formula of the same
+    function, slower on a CPU); ``None``: the output folder's, ``gelu_new`` where its ``config.json`` predates
+    this setting (its runs trained with it), else ``gelu_pytorch_tanh``. A model field: it enters run ids."""
 
     def __post_init__(self) -> None:
+        from ..models import GPT2_ACTIVATIONS
+
         _check_model("model", self.preset, self.overrides)
+        if self.activation is not None:
+            if self.family != "gpt2":
+                raise field_error("model", "activation", self.activation,
+                                  "null for a BERT preset (its hidden_act goes in model.overrides)")
+            check_choice("model", "activation", self.activation, GPT2_ACTIVATIONS)
         if not 0.0 < float(self.mlm_probability) < 1.0:
             raise field_error("model", "mlm_probability", self.mlm_probability, "a number in (0, 1)")
 
@@ -146,6 +157,11 @@ class ModelConfig:
     def family(self) -> str:
         """``"gpt2"`` (causal LM) or ``"bert"`` (masked LM)."""
         return _family(self.preset)
+
+    def another(self, preset: str, overrides: Mapping[str, Any]) -> ModelConfig:
+        """Another model (a proxy's, a swarm's) with this one's masking rate and, for a GPT-2, activation."""
+        return ModelConfig(preset=preset, overrides=dict(overrides), mlm_probability=self.mlm_probability,
+                           activation=self.activation if _family(preset) == "gpt2" else None)
 
 
 def _family(preset: str) -> str:

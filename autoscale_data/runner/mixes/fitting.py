@@ -119,7 +119,9 @@ def _fit_plan(config: RunnerConfig, domains: DomainInfo, projections: Projection
     """The mixture plan of the projections (``mixture_plan.json``), or ``None`` (``mixture_plan_error.json``)."""
     budgets = list(config.ddo.budgets)
     try:
-        plan = MixturePlan.from_scales(projections.plan_scales(first_budget=budgets[0]), tokenizer=domains.tokenizer,
+        # the tokenizer's fingerprint, not where it lay: an anytime run's id hashes the plan, and a copied folder keeps it
+        plan = MixturePlan.from_scales(projections.plan_scales(first_budget=budgets[0]),
+                                       tokenizer=domains.tokenizer_fingerprint,
                                        token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": config.ddo.objective, "budgets": budgets,
                                                  "projection": config.ddo.projection, "chosen": projections.used})

@@ -22,7 +22,14 @@ from .. import registry
 from ..config import RunnerConfig
 from ..planning.data import DomainInfo, batch_sequences
 from ..planning.estimate import format_flops, run_flops
-from ..planning.specs import RunSpec, method_spec, proxy_config, target_run_flops, target_spec
+from ..planning.specs import (
+    RunSpec,
+    method_spec,
+    proxy_config,
+    recorded_anytime_spec,
+    target_run_flops,
+    target_spec,
+)
 
 __all__ = [
     "Anytime",
@@ -205,9 +212,12 @@ class Anytime(MixingMethod):
     def choose(self, ctx: MethodContext) -> TargetChoice:
         if ctx.fits.plan is None:
             return TargetChoice(skipped="no mixture plan could be fitted (see fits/mixture_plan_error.json)")
-        specs = tuple(target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
-                      for seed in ctx.config.target.seeds)
-        return TargetChoice(specs=specs)
+        specs = [target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
+                 for seed in ctx.config.target.seeds]
+        if ctx.ledger is not None:  # a run of a folder planned before its plan named the tokenizer by fingerprint
+            known = ctx.ledger.records()
+            specs = [s if s.run_id in known else recorded_anytime_spec(s, ctx.ledger.specs()) for s in specs]
+        return TargetChoice(specs=tuple(specs))
 
 
 class _Regression(MixingMethod):
@@ -229,11 +239,8 @@ class _Regression(MixingMethod):
             return []
         config = proxy_config(ctx.config, ctx.domains)  # its own preset, else ddo.proxy_model, else the target's
         if sw.preset is not None or sw.overrides:
-            from ..config.sections import ModelConfig
-
-            model = ModelConfig(preset=sw.preset or config.model.preset, overrides=dict(sw.overrides),
-                                mlm_probability=config.model.mlm_probability)
-            config = dataclasses.replace(config, model=model)
+            config = dataclasses.replace(config, model=config.model.another(sw.preset or config.model.preset,
+                                                                            sw.overrides))
         mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
         return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
                 for k, w in enumerate(mixes)]

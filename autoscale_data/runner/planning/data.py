@@ -26,6 +26,10 @@ class DomainInfo:
     vocab_size: int
     eos_id: int
     tokenizer: str
+    """The tokenizer's spec (``bytes``, ``gpt2`` or where its file lay, as the stores record it)."""
+    tokenizer_fingerprint: str = ""
+    """Its content's fingerprint, what a mixture plan records (empty in a ``domains.json`` written before
+    2026-11-28)."""
 
     def natural_weights(self) -> dict[str, float]:
         """Each domain's share of the training tokens."""
@@ -67,7 +71,7 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
         train_tokens={n: s.train.num_tokens for n, s in stores.items()},
         val_tokens={n: s.val.num_tokens for n, s in stores.items()},
         fingerprints={n: store_fingerprint(p, stores[n].manifest) for n, p in paths.items()}, vocab_size=first.vocab_size,
-        eos_id=first.eos_id, tokenizer=first.spec)
+        eos_id=first.eos_id, tokenizer=first.spec, tokenizer_fingerprint=first.fingerprint)
 
 
 def batch_sequences(config: RunnerConfig, budget_tokens: int) -> int:

@@ -8,7 +8,9 @@ two roles that need the very same run (say, a reference mix equal to uniform) sh
 A target run may follow the anytime schedule (``schedule="anytime"``: the dataset's cumulative
 per-domain counts track a :class:`~autoscale_data.solver.MixturePlan`'s optimal-allocation path);
 its spec then carries the plan, and the schedule and the plan's JSON enter the id. A fixed-schedule
-run's id hashes neither, so it does not depend on the option.
+run's id hashes neither, so it does not depend on the option. The runner's plan names its tokenizer by
+its fingerprint; before 2026-11-28 it named it as the stores did (a path), and
+:func:`recorded_anytime_spec` finds such a run in a kept folder, wherever it lies now.
 
 Token counts are whole sequences, and every run's total is a whole number of global batches, so
 the trainer consumes exactly the planned data. For a DDO perturbation the perturbed domain's count
@@ -22,7 +24,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +34,7 @@ from ...mixing import allowed_draws
 from ...solver import MixturePlan
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
-from ..config.sections import ModelConfig, field_error
+from ..config.sections import field_error
 from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
 from .estimate import flops_per_token
@@ -53,6 +55,7 @@ __all__ = [
     "method_spec",
     "proxy_config",
     "proxy_dataset_options",
+    "recorded_anytime_spec",
     "run_fingerprint",
     "schedule_counts",
     "supply_problems",
@@ -219,7 +222,7 @@ def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, A
     from ..models import model_config_dict, padded_vocab
 
     model = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
-                              seq_len=config.seq_len, dropout=config.dropout)
+                              seq_len=config.seq_len, dropout=config.dropout, activation=config.model.activation)
     settings: dict[str, Any] = {
         "version": _SETTINGS_VERSION,
         "model": {"preset": config.model.preset, "fields": model},
@@ -273,8 +276,7 @@ def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
     if ddo.proxy_lr is not None:
         changes["optimizer"] = dataclasses.replace(config.optimizer, lr=float(ddo.proxy_lr))
     if ddo.proxy_model is not None:
-        changes["model"] = ModelConfig(preset=ddo.proxy_model.preset, overrides=dict(ddo.proxy_model.overrides),
-                                       mlm_probability=config.model.mlm_probability)
+        changes["model"] = config.model.another(ddo.proxy_model.preset, ddo.proxy_model.overrides)
     proxy = dataclasses.replace(config, **changes)
     mine, target = _model_flops(proxy, domains), _model_flops(config, domains)
     if mine > target:
@@ -316,6 +318,24 @@ def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], s
     blob = json.dumps(id_payload(settings, sequences, seed, eval_points, **options), sort_keys=True,
                       separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def recorded_anytime_spec(spec: RunSpec, recorded: Iterable[RunSpec]) -> RunSpec:
+    """``spec``, or the run of ``recorded`` (a folder's specs) that is the same anytime run but for the tokenizer
+    its plan names: one planned before 2026-11-28, whose plan named the tokenizer by its path (the id hashed
+    it). Such a run keeps its id, so a kept, copied or moved folder trains it no more (the stores' fingerprints,
+    in both ids, stand for the tokenizer's content)."""
+    if spec.plan is None:
+        return spec
+    for old in recorded:
+        if old.plan is None or old.plan.tokenizer == spec.plan.tokenizer or old.sequences != spec.sequences:
+            continue
+        again = run_fingerprint(old.settings, old.sequences, old.seed, old.eval_points, schedule=old.schedule,
+                                plan=dataclasses.replace(old.plan, tokenizer=spec.plan.tokenizer), extension=old.extension,
+                                hook=old.hook, keeps_model=old.keeps_model, pools=old.pools)
+        if again == spec.run_id:
+            return old
+    return spec
 
 
 @dataclass(frozen=True)
