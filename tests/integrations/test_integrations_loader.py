@@ -61,6 +61,20 @@ def test_passes_len_and_the_state_at_a_pass_end(stores: Path) -> None:
     assert [item_key(b) for b in resumed] == first  # the resume applies to one pass only
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_pass_draws_nothing_from_the_global_rng(stores: Path, workers: int) -> None:
+    # a resumed run starts a pass where the uninterrupted one did not; a pass that drew torch's global seed
+    # (DataLoader's base seed) would then leave dropout another random stream, and resumed losses would differ
+    loader = MixtureLoader(dataset(stores), num_workers=workers)
+    torch.manual_seed(11)
+    before = torch.get_rng_state()
+    it = iter(loader)
+    next(it)
+    assert torch.equal(torch.get_rng_state(), before)
+    rest = [item_key(b) for b in it]
+    assert len(rest) == 15 and torch.equal(torch.get_rng_state(), before)
+
+
 def test_a_probing_iter_does_not_take_the_resume_point(stores: Path) -> None:
     loader = MixtureLoader(dataset(stores))
     it = iter(loader)
