@@ -92,7 +92,10 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     torch.manual_seed(0)
     model = TinyLM(257)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    if resume is not None:  # TinyLM draws no random numbers; a model with dropout needs the RNG state
+    if resume is not None:
+        # TinyLM draws no random numbers. A CPU model that did (dropout) would not resume exactly even so:
+        # the loader's DataLoader takes a seed from torch's CPU RNG when a pass starts, and a resumed run
+        # starts one at its first micro-batch. Megatron's models draw from the GPU's RNG instead.
         load_checkpoint(out / "checkpoints", resume, model, optimizer)
     iterators = []
     for rank in range(dp):
