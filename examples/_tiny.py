@@ -21,8 +21,8 @@ import numpy as np
 
 from autoscale_data.store import ByteTokenizer, StoreWriter
 
-__all__ = ["TINY_WEIGHTS", "add_data_args", "add_resume_args", "check_resumes", "check_two_to_one", "compare_resumes",
-           "finish_phase", "make_tiny_stores", "resume_example", "result", "run_phase", "stream_order"]
+__all__ = ["TINY_WEIGHTS", "add_data_args", "add_resume_args", "check_resumes", "check_two_to_one", "compare_phases",
+           "compare_resumes", "finish_phase", "make_tiny_stores", "resume_example", "result", "run_phase", "stream_order"]
 
 _WORDS = {
     "books": "the old house stood by the river and she walked along it every morning",
@@ -53,39 +53,67 @@ def add_resume_args(parser: argparse.ArgumentParser, *, unit: str, out_help: str
     parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
 
 
-def finish_phase(args: argparse.Namespace, seen: list[Any]) -> int:
+def finish_phase(args: argparse.Namespace, seen: Any) -> int:
     """Print what one run read: the ``PHASE`` line :func:`check_resumes` reads, or a count."""
-    print("PHASE " + json.dumps(seen) if args.phase else f"read {len(seen)} samples", flush=True)
+    print("PHASE " + json.dumps(seen) if args.phase else f"read {len(_samples_and_losses(seen)[0])} samples",
+          flush=True)
     return 0
 
 
 def check_resumes(script: str, common: list[str], points: tuple[tuple[int, int, int], ...], *, per_step: int,
                   num_workers: int, unit: str) -> tuple[list[Any], dict[str, Any], bool]:
     """Run ``script`` once through, saving at every point, then resumed from each ``(step, workers,
-    data-parallel ranks)`` point in a new process, and compare each resumed stream with the
-    uninterrupted one's suffix (with several ranks: the samples both runs read).
+    data-parallel ranks)`` point in a new process, and compare each resumed run with the uninterrupted
+    one (:func:`compare_phases`).
 
     Returns:
-        The uninterrupted run's samples, ``{step: {"samples", "equal", "dp"}}`` and whether every resume
-        matched and read something.
+        The uninterrupted run's samples, the report and verdict of :func:`compare_phases`.
     """
     full = run_phase(script, [*common, "--num-workers", str(num_workers), "--phase",
                               "--save-at", ",".join(str(k) for k, _, _ in points)])
     resumes = {k: run_phase(script, [*common, "--num-workers", str(w), "--dp", str(dp), "--resume", str(k),
                                      "--phase"])
                for k, w, dp in points}
+    report, ok = compare_phases(full, resumes, points, per_step=per_step, unit=unit)
+    return _samples_and_losses(full)[0], report, ok
+
+
+def _samples_and_losses(phase: Any) -> tuple[list[Any], list[float] | None]:
+    """What a ``train`` of :func:`resume_example` returned: samples alone, or ``{"samples", "losses"}``."""
+    return (phase, None) if isinstance(phase, list) else (phase["samples"], phase["losses"])
+
+
+def compare_phases(full: Any, resumes: Mapping[int, Any], points: tuple[tuple[int, int, int], ...], *,
+                   per_step: int, unit: str) -> tuple[dict[str, Any], bool]:
+    """Compare each run resumed at unit ``k`` with the uninterrupted run (what ``train`` returned, see
+    :func:`resume_example`): its samples with the uninterrupted run's suffix (with several ranks: the samples
+    both runs read) and, where the runs recorded losses and the data-parallel size is the same (one rank),
+    its losses with the uninterrupted run's from unit ``k``, bit for bit. With another data-parallel size
+    a unit groups other samples, so its losses differ by design.
+
+    Returns:
+        ``{k: {"samples", "equal", "dp", "compared"}}`` (plus ``"same_losses"`` where compared) and whether
+        every resume matched what it was compared on and read something.
+    """
+    full_samples, full_losses = _samples_and_losses(full)
     report, ok = {}, True
-    for (k, _, dp), resumed in zip(points, resumes.values(), strict=True):
-        expected = full[k * per_step:]
+    for (k, _, dp), phase in zip(points, resumes.values(), strict=True):
+        resumed, losses = _samples_and_losses(phase)
+        expected = full_samples[k * per_step:]
         if dp > 1:  # dp ranks read dp batches per step: compare the samples both runs read
             n = min(len(expected), len(resumed))
             expected, resumed = expected[:n], resumed[:n]
         same = resumed == expected
-        report[str(k)] = {"samples": len(resumed), "equal": same, "dp": dp}
+        entry: dict[str, Any] = {"samples": len(resumed), "equal": same, "dp": dp, "compared": ["samples"]}
         ok = ok and same and len(resumed) > 0
-        print(f"resume from {unit} {k} on {dp} data-parallel rank(s): {len(resumed)} samples, "
-              f"{'==' if same else '!='} the uninterrupted run's")
-    return full, report, ok
+        if full_losses is not None and dp == 1:
+            entry.update(compared=["samples", "losses"], same_losses=losses == full_losses[k:])  # bit for bit
+            ok = ok and entry["same_losses"]
+        report[str(k)] = entry
+        print(f"resume from {unit} {k} on {dp} data-parallel rank(s): {len(resumed)} samples"
+              f"{' and losses' if 'same_losses' in entry else ''}, "
+              f"{'==' if same and entry.get('same_losses', True) else '!='} the uninterrupted run's")
+    return report, ok
 
 
 def make_tiny_stores(root: str | Path, *, docs_per_domain: int = 400, seed: int = 0) -> Path:
@@ -130,17 +158,18 @@ def result(**fields: object) -> None:
     sys.stdout.flush()
 
 
-def resume_example(argv: list[str] | None, *, script: str, description: str, train: Callable[..., list[Any]],
+def resume_example(argv: list[str] | None, *, script: str, description: str, train: Callable[..., Any],
                    count: str, default: int, unit: str, out_help: str, per_step: int,
                    points: tuple[tuple[int, int, int], ...], seq_len: int, example: str, **versions: str) -> int:
     """The ``main`` of an example that saves its data state every ``unit`` and resumes it.
 
     Without ``--tiny`` it trains ``--COUNT`` units (``train(domains, weights, budget_tokens, seq_len,
     COUNT=n, out=, num_workers=, dp=, resume=, save_at=)``, which returns every sample read in stream
-    order) and prints them (:func:`finish_phase`). With ``--tiny`` it runs itself on tiny stores of 100
-    sequences: once through, then resumed from each ``(unit, workers, data-parallel ranks)`` of
-    ``points`` (:func:`check_resumes`), and prints the ``RESULT`` line (``example``, ``ok``, ``samples``,
-    ``resumes`` and ``versions``); ``per_step`` samples are read per unit.
+    order, or ``{"samples": ..., "losses": ...}`` with the training loss of each unit run) and prints
+    them (:func:`finish_phase`). With ``--tiny`` it runs itself on tiny stores of 100 sequences: once
+    through, then resumed from each ``(unit, workers, data-parallel ranks)`` of ``points``
+    (:func:`check_resumes`), and prints the ``RESULT`` line (``example``, ``ok``, ``samples``, ``resumes``
+    and ``versions``); ``per_step`` samples are read per unit.
     """
     parser = argparse.ArgumentParser(description=description)
     add_data_args(parser, budget_tokens=1e6, tiny_help="generate a tiny store and check the resume")

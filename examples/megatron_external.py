@@ -18,9 +18,13 @@ In Megatron-LM, return the iterator from your ``train_valid_test_datasets_provid
 Megatron-LM's training package is not on PyPI, so ``--tiny`` runs the same protocol with
 megatron-core's own pieces on CPU: the iterator wrapped as Megatron wraps it
 (``RerunDataIterator(iter(obj))``), ``num_microbatches`` ``next()`` calls per iteration, the state
-written where and how Megatron's ``maybe_save_dataloader_state`` writes it, and restored in new
-processes (one with 2 data-parallel ranks reading rank 0's file); every resumed run must read
-exactly the samples (tokens and domains) the uninterrupted run read after that iteration.
+written where and how Megatron's ``maybe_save_dataloader_state`` writes it, beside the model,
+optimizer and RNG state (Megatron's ``--save`` checkpoint), and all restored in new processes (one
+with 2 data-parallel ranks reading rank 0's file). Every resumed run must read exactly the samples
+(tokens and domains) the uninterrupted run read after that iteration, and, on the same data-parallel
+size, train with the same loss at every iteration, bit for bit. On 2 ranks an iteration trains on
+other samples, so its losses differ by design: there only the samples are compared (each resume's
+``compared`` in the ``RESULT`` line).
 """
 
 from __future__ import annotations
@@ -59,10 +63,40 @@ def save_like_megatron(iterator: RerunDataIterator, dataloader_save: Path, itera
     torch.save({"dataloader_state_dict": iterator.iterable.save_state()}, path)
 
 
+def checkpoint_path(save: Path, iteration: int) -> Path:
+    """Where Megatron's ``save_checkpoint`` writes the model, optimizer and RNG state (tensor and pipeline rank 0)."""
+    return save / f"iter_{iteration:07d}" / "mp_rank_00" / "model_optim_rng.pt"
+
+
+def save_checkpoint(save: Path, iteration: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """The model, optimizer and RNG state at ``iteration``, in Megatron's layout and key names."""
+    path = checkpoint_path(save, iteration)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"iteration": iteration, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "rng_state": {"torch_rng_state": torch.get_rng_state()}}, path)
+
+
+def load_checkpoint(save: Path, iteration: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Restore what :func:`save_checkpoint` wrote (Megatron does so before it builds the data iterators)."""
+    saved = torch.load(checkpoint_path(save, iteration), map_location="cpu", weights_only=True)
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["rng_state"]["torch_rng_state"])
+
+
 def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: int, *, iters: int, out: Path,
-          num_workers: int, dp: int = 1, save_at: tuple[int, ...] = (), resume: int | None = None) -> list[list[Any]]:
-    """Megatron's loop shape on ``dp`` simulated data-parallel ranks; returns every sample read, in stream order."""
+          num_workers: int, dp: int = 1, save_at: tuple[int, ...] = (),
+          resume: int | None = None) -> dict[str, list[Any]]:
+    """Megatron's loop shape on ``dp`` simulated data-parallel ranks; returns every sample read, in stream
+    order, and the loss of every iteration run (the mean over its micro-batches and ranks)."""
     torch.manual_seed(0)
+    model = TinyLM(257)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    if resume is not None:
+        # TinyLM draws no random numbers. A CPU model that did (dropout) would not resume exactly even so:
+        # the loader's DataLoader takes a seed from torch's CPU RNG when a pass starts, and a resumed run
+        # starts one at its first micro-batch. Megatron's models draw from the GPU's RNG instead.
+        load_checkpoint(out / "checkpoints", resume, model, optimizer)
     iterators = []
     for rank in range(dp):
         ds = ScaleAwareMixtureDataset(domains, weights, budget_tokens, seq_len, seed=1, batch_size=MICRO_BATCH,
@@ -71,24 +105,28 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
         if resume is not None:
             load_megatron_dataloader_state(it, out / "dataloader", resume)
         iterators.append(RerunDataIterator(iter(it)))  # build_train_valid_test_data_iterators, external type
-    model = TinyLM(257)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     seen: list[list[Any]] = []
+    losses: list[float] = []
     for iteration in range(resume or 0, iters):
+        micro_losses = []
         for _ in range(NUM_MICROBATCHES):
             per_rank = [next(it) for it in iterators]  # forward_backward_func: one next() per micro-batch
             for batch in per_rank:
                 loss = F.cross_entropy(model(batch["tokens"]).transpose(1, 2), batch["labels"], reduction="none")
-                (loss * batch["loss_mask"]).mean().backward()
+                loss = (loss * batch["loss_mask"]).mean()
+                loss.backward()
+                micro_losses.append(loss.item())
             rows = [samples(b) for b in per_rank]
             for j in range(max(len(r) for r in rows)):  # rank r holds positions r, r + dp, ...: stream order
                 seen += [r[j] for r in rows if j < len(r)]
         optimizer.step()
         optimizer.zero_grad()
+        losses.append(sum(micro_losses) / len(micro_losses))  # the resumes compare it, bit for bit
         if iteration + 1 in save_at:
+            save_checkpoint(out / "checkpoints", iteration + 1, model, optimizer)
             for rank, it in enumerate(iterators):
                 save_like_megatron(it, out / "dataloader", iteration + 1, rank)
-    return seen
+    return {"samples": seen, "losses": losses}
 
 
 PER_PASS = -(-100 // (MICRO_BATCH * NUM_MICROBATCHES))  # 100 sequences: a pass is 12.5 iterations
@@ -97,7 +135,7 @@ POINTS = ((3, 0, 1), (PER_PASS, 2, 1), (15, 0, 2))  # the resumes of --tiny: (it
 
 def main(argv: list[str] | None = None) -> int:
     return resume_example(argv, script=__file__, description=__doc__.splitlines()[0], train=train, count="iters",
-                          default=20, unit="iteration", out_help="where the dataloader states go",
+                          default=20, unit="iteration", out_help="where the checkpoints and dataloader states go",
                           per_step=MICRO_BATCH * NUM_MICROBATCHES, points=POINTS, seq_len=49,
                           example="megatron_external", megatron_core=megatron.core.__version__)
 

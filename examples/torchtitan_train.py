@@ -21,6 +21,11 @@ three steps, resumes each with ``dcp.load`` in a new process (one of them on 2 d
 and checks that every resumed run reads exactly the samples (tokens and domains) the uninterrupted
 run read after that step. (torchtitan's ``Trainer`` itself needs tensorboard, wandb and a
 torchtitan model on an accelerator; this runs the data-loader contract with torchtitan's classes.)
+
+Losses are not compared (each resume's ``"compared": ["samples"]`` in the ``RESULT`` line): only the
+loader's state is saved and restored here, not the model's and optimizer's, which torchtitan's
+``Trainer`` checkpoints itself, so a resumed run trains another model. ``megatron_external.py`` and
+``accelerate_train.py`` restore both and compare the losses too, bit for bit.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from paths import EXAMPLES
 
@@ -138,3 +139,27 @@ def test_deepspeed_checkpoint_resume(runs) -> None:
         assert rank["same_losses"] is True
     assert r["ids"][0]["full"]["0"] != r["ids"][1]["full"]["0"]  # ranks read different slices
     assert r["restored"]["saved"] == pytest.approx(r["restored"]["loaded"])
+
+
+def test_resume_check_says_what_it_compared(monkeypatch) -> None:
+    """examples/_tiny.py's ``compare_phases`` (the verdict of megatron_external and torchtitan_train): a run
+    that records no losses (torchtitan_train) is compared on its samples and says so; with losses on one
+    rank, a loss that differs in its last bit fails the check; on 2 ranks only the samples are compared."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    from _tiny import compare_phases
+
+    samples = [[i % 3, i] for i in range(12)]
+    report, ok = compare_phases(samples, {1: samples[4:]}, ((1, 0, 1),), per_step=4, unit="step")
+    assert ok and report["1"] == {"samples": 8, "equal": True, "dp": 1, "compared": ["samples"]}
+    assert not compare_phases(samples, {1: samples[5:]}, ((1, 0, 1),), per_step=4, unit="step")[1]
+    losses = [5.0 - i / 7 for i in range(3)]
+    full = {"samples": samples, "losses": losses}
+    resumed = {"samples": samples[4:], "losses": losses[1:]}
+    report, ok = compare_phases(full, {1: resumed}, ((1, 0, 1),), per_step=4, unit="step")
+    assert ok and report["1"]["compared"] == ["samples", "losses"] and report["1"]["same_losses"]
+    off = {**resumed, "losses": [losses[1], float(np.nextafter(losses[2], 0))]}
+    report, ok = compare_phases(full, {1: off}, ((1, 0, 1),), per_step=4, unit="step")
+    assert not ok and report["1"]["equal"] and not report["1"]["same_losses"]
+    two_ranks = {"samples": samples[4:], "losses": [0.0]}  # other losses by design: not compared
+    report, ok = compare_phases(full, {1: two_ranks}, ((1, 0, 2),), per_step=4, unit="step")
+    assert ok and report["1"]["compared"] == ["samples"] and "same_losses" not in report["1"]

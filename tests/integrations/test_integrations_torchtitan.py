@@ -31,8 +31,8 @@ def test_dcp_resume_reads_the_uninterrupted_samples(tmp_path: Path) -> None:
     read the same samples (domain, tokens, labels) as the uninterrupted run after that step."""
     r = run_example("torchtitan_train.py", tmp_path)
     assert r["samples"] == 144
-    assert {k: (v["samples"], v["equal"], v["dp"]) for k, v in r["resumes"].items()} == {
-        "6": (120, True, 1), "25": (44, True, 1), "28": (32, True, 2)}
+    assert {k: (v["samples"], v["equal"], v["dp"], v["compared"]) for k, v in r["resumes"].items()} == {
+        "6": (120, True, 1, ["samples"]), "25": (44, True, 1, ["samples"]), "28": (32, True, 2, ["samples"])}
 
 
 def build(stores: Path, **kw) -> MixtureTitanDataLoader:
