@@ -93,9 +93,8 @@ def train(domains: str, weights: dict[str, float], budget_tokens: int, seq_len: 
     model = TinyLM(257)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     if resume is not None:
-        # TinyLM draws no random numbers. A CPU model that did (dropout) would not resume exactly even so:
-        # the loader's DataLoader takes a seed from torch's CPU RNG when a pass starts, and a resumed run
-        # starts one at its first micro-batch. Megatron's models draw from the GPU's RNG instead.
+        # the RNG state restored with the model: the iterator draws nothing from torch's RNG (its DataLoader
+        # seeds from a generator of its own), so a model with dropout resumes exactly too
         load_checkpoint(out / "checkpoints", resume, model, optimizer)
     iterators = []
     for rank in range(dp):
