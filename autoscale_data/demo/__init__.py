@@ -6,7 +6,14 @@ points at the stores it prepared.
 
 from __future__ import annotations
 
-from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SyntheticWorld, generate_corpus, generate_documents
+from .corpus import (
+    DEMO_DOMAINS,
+    DOMAIN_DESCRIPTIONS,
+    SHIFT_DOMAINS,
+    SyntheticWorld,
+    generate_corpus,
+    generate_documents,
+)
 from .demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, prepare_demo_data, run_demo
 from .stores import STORES_DOMAINS, prepare_synthetic_stores
 
@@ -15,6 +22,7 @@ __all__ = [
     "DEMO_PRESETS",
     "DOMAIN_DESCRIPTIONS",
     "DemoSettings",
+    "SHIFT_DOMAINS",
     "STORES_DOMAINS",
     "SyntheticWorld",
     "demo_config",

@@ -43,7 +43,7 @@ from .corpus import SHIFT_DOMAINS
 from .demo import DemoSettings, demo_config
 from .stores import prepare_synthetic_stores
 
-__all__ = ["SHIFT_PRESETS", "GridPoint", "ShiftCase", "ShiftCaseResult", "format_shift_table", "run_shift_case",
+__all__ = ["GridPoint", "SHIFT_PRESETS", "ShiftCase", "ShiftCaseResult", "format_shift_table", "run_shift_case",
            "shift_config"]
 
 
