@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json, atomic_write_text
 from .._records import Record
 from ..runner import (
     Ledger,
@@ -39,6 +38,7 @@ from ..runner import (
     target_spec,
 )
 from ..solver.vocabulary import MEAN_LOSS, PROJECTION_CHOICES
+from ._case import write_case
 from .corpus import SHIFT_DOMAINS
 from .demo import DemoSettings, demo_config
 from .stores import prepare_synthetic_stores
@@ -227,10 +227,7 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
                              grid_n2=_points(runner, at_n2, grid, case.target_seeds, ledger),
                              grid_target=_points(runner, config, grid, case.target_seeds, ledger),
                              mixes=_points(runner, config, mixes, case.target_seeds, ledger), chosen=chosen)
-    atomic_write_json(out / "shift_case.json", result.to_json())
-    text = format_shift_table(result)
-    atomic_write_text(out / "shift_case.md", text + "\n")
-    log(text)
+    write_case(out, "shift_case", result, format_shift_table(result), log)
     return result
 
 
