@@ -37,6 +37,7 @@ writes OUT/shift_case.md beside the report.
 examples:
   autoscale-data demo --quick                   # about 2 minutes: shows the procedure
   autoscale-data demo --case shift --out shift  # the positive control (about 40 minutes on one core)
+  autoscale-data demo --case shift --out shift --preset late   # then its larger DDO budgets (about 25 more)
   autoscale-data demo --out my-demo             # about 10 minutes on 2 cores
   autoscale-data demo --stores data/tiny-demo   # the stores examples/tiny-cpu.yaml reads (seconds)
 """
@@ -53,6 +54,9 @@ def register(subparsers: Any) -> None:
                    help="shift: the positive control whose best mix moves with the budget (--quick: its small size)")
     p.add_argument("--grid-only", action="store_true",
                    help="with --case shift: only the grid of target runs, not the runner's design")
+    p.add_argument("--preset", choices=("full", "late"), default="full",
+                   help="with --case shift: full (N2 = target / 8) or late (DDO budgets 4x larger, past the "
+                        "saturating domain's saturation)")
     stores = p.add_argument_group("only build token stores (no training)")
     stores.add_argument("--stores", default=None, metavar="DIR",
                         help="generate the corpus, prepare it with the byte-level tokenizer into DIR, and stop")
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.case == "shift":
         from ..demo.shift import SHIFT_PRESETS, run_shift_case
 
-        run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else "full"], autoscale=not args.grid_only)
+        run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else args.preset], autoscale=not args.grid_only)
         return 0
     if args.stores is None:
         run_demo(args.out, quick=args.quick, progress=bool(args.progress))

@@ -10,9 +10,10 @@ runner ledger (runs shared by id are trained once):
 - with ``autoscale=True``, the runner's three-budget design (``ddo.budgets: [N0, N1, N2]``, the default
   ``ddo.projection: auto``) and its target runs: AutoScale, DDO(N2) and uniform.
 
-It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md``: each mix's loss per
-seed, mean and sd at both budgets, the best grid mix at each, and whether the target's best beats the
-N2-best mix there by more than the seed noise.
+It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md`` (``shift_case_<preset>``
+for a preset other than ``full``): each mix's loss per seed, mean and sd at both budgets, the best grid mix at
+each, and whether the target's best beats the N2-best mix there by more than the seed noise. Presets in one
+folder share their runs; the runner's report and ``fits/`` are the last preset's.
 """
 
 from __future__ import annotations
@@ -101,9 +102,11 @@ class ShiftCase:
         return {d: w if d == self.saturating else (2 / 3 - w if d == self.paying else 1 / 3) for d in SHIFT_DOMAINS}
 
 
-#: ``full``: the case the docs report; ``small``: the end-to-end test's.
+#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
+#: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
+    "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
     "small": ShiftCase(name="small", bytes_per_domain=40_000, budgets=(1_024, 2_048), target=4_096,
                        grid=(0.2, 0.4), seq_len=32, batch_size=4, heldout_tokens=256, target_points=1,
                        target_seeds=(0,), model={"n_layer": 1, "n_embd": 32, "n_head": 2}),
@@ -210,7 +213,8 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
                              corpus_dir=out / "corpus")
     config = shift_config(out, case)
     at_n2 = _target_at(config, case.n2)
-    runner = MixtureRunner(config, out, log=log, progress=False)
+    # presets in one folder share the target grid's runs (the same run ids in one ledger)
+    runner = MixtureRunner(config, out, log=log, progress=False, allow_config_change=True)
     grid = {f"{case.saturating} {w:.3f}": case.grid_mix(w) for w in case.grid}
     runner.train_runs([target_spec(cfg, runner.domains, label, w, seed) for cfg in (at_n2, config)
                        for label, w in grid.items() for seed in case.target_seeds])
@@ -227,7 +231,8 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
                              grid_n2=_points(runner, at_n2, grid, case.target_seeds, ledger),
                              grid_target=_points(runner, config, grid, case.target_seeds, ledger),
                              mixes=_points(runner, config, mixes, case.target_seeds, ledger), chosen=chosen)
-    write_case(out, "shift_case", result, format_shift_table(result), log)
+    stem = "shift_case" if case.name == "full" else f"shift_case_{case.name}"
+    write_case(out, stem, result, format_shift_table(result), log)
     return result
 
 

@@ -29,6 +29,9 @@ def test_config_is_the_runners_three_budget_design(tmp_path: Path) -> None:
     assert case.grid_mix(5 / 15) == pytest.approx({"motifs": 1 / 3, "markov8": 1 / 3, "markov12": 1 / 3})
     assert case.grid_mix(0.2) == pytest.approx({"motifs": 0.2, "markov8": 1 / 3, "markov12": 2 / 3 - 0.2})
     assert shift_config(tmp_path, replace(case, projection="robust")).ddo.projection == "robust"
+    late = SHIFT_PRESETS["late"]  # the same corpus, target and grid; DDO budgets 4x larger
+    assert late.budgets == tuple(4 * b for b in case.budgets) and late.target == 2 * late.n2
+    assert (late.grid, late.bytes_per_domain, late.target_seeds) == (case.grid, case.bytes_per_domain, case.target_seeds)
 
 
 @pytest.mark.parametrize("kwargs", [{"saturating": "web"}, {"paying": "motifs"}, {"budgets": (100, 50)},
