@@ -32,7 +32,7 @@ examples/tiny-cpu.yaml.
 With --case shift it runs the positive control: three synthetic sources built so that the best mix
 moves with the budget (one saturates early, one keeps paying), a grid of mixes at N2 and at the target
 on three seeds (the ground truth), then the runner's three-budget design and its target runs; it
-writes OUT/shift_case.md beside the report.
+writes OUT/shift_case.md (shift_case_<preset>.md for another preset) beside the report.
 
 examples:
   autoscale-data demo --quick                   # about 2 minutes: shows the procedure

@@ -69,5 +69,5 @@ def test_small_case_end_to_end(tmp_path: Path) -> None:
     assert [p.budget for p in result.grid_n2] == [case.n2] * len(case.grid)
     assert [p.budget for p in result.grid_target] == [case.target] * len(case.grid)
     assert {p.label for p in result.mixes} == {"autoscale", "ddo_n2", "uniform"} and result.chosen
-    assert ShiftCaseResult.from_json(json.loads((tmp_path / "shift_case.json").read_text())) == result
-    assert (tmp_path / "report.md").is_file() and "best grid mix at N2" in (tmp_path / "shift_case.md").read_text()
+    assert ShiftCaseResult.from_json(json.loads((tmp_path / "shift_case_small.json").read_text())) == result
+    assert (tmp_path / "report.md").is_file() and "best grid mix at N2" in (tmp_path / "shift_case_small.md").read_text()
