@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from ..demo import STORES_DOMAINS, prepare_synthetic_stores, run_demo
 
     if args.case == "shift":
-        from ..demo.shift import SHIFT_PRESETS, run_shift_case
+        from ..demo import SHIFT_PRESETS, run_shift_case
 
         run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else args.preset], autoscale=not args.grid_only)
         return 0

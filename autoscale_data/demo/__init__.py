@@ -15,6 +15,7 @@ from .corpus import (
     generate_documents,
 )
 from .demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, prepare_demo_data, run_demo
+from .shift import SHIFT_PRESETS, ShiftCase, ShiftCaseResult, run_shift_case
 from .stores import STORES_DOMAINS, prepare_synthetic_stores
 
 __all__ = [
@@ -23,7 +24,10 @@ __all__ = [
     "DOMAIN_DESCRIPTIONS",
     "DemoSettings",
     "SHIFT_DOMAINS",
+    "SHIFT_PRESETS",
     "STORES_DOMAINS",
+    "ShiftCase",
+    "ShiftCaseResult",
     "SyntheticWorld",
     "demo_config",
     "format_demo_table",
@@ -32,4 +36,5 @@ __all__ = [
     "prepare_demo_data",
     "prepare_synthetic_stores",
     "run_demo",
+    "run_shift_case",
 ]

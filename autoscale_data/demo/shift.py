@@ -223,7 +223,7 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
     if autoscale:
         runner.run()
         fitted = layout.read(out / layout.FITS, layout.TARGET_MIXES_FILE)
-        mixes = {name: fitted[name] for name in ("autoscale", layout.DDO_N2, layout.UNIFORM)}
+        mixes = {name: fitted[name] for name in (layout.AUTOSCALE, layout.DDO_N2, layout.UNIFORM)}
         selection = layout.read(out / layout.FITS, layout.PROJECTION).selection
         chosen = f"{selection['chosen']}: {selection['reason']}" if selection else ""
     ledger = Ledger(out, lock=False)
