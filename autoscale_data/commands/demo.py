@@ -1,5 +1,9 @@
 """``autoscale-data demo [--quick] [--out DIR]``: the whole pipeline on the embedded synthetic corpus.
 
+``autoscale-data demo --case shift`` runs the positive control instead: three sources whose best mix
+moves with the budget by construction, a grid of target runs that shows it, and the runner's
+three-budget design on them (:mod:`autoscale_data.demo.shift`).
+
 ``autoscale-data demo --stores DIR`` only builds the synthetic corpus's token stores (what
 ``examples/tiny-cpu.yaml`` reads) and stops.
 """
@@ -25,8 +29,15 @@ With --stores DIR it only generates the corpus and prepares it with the byte-lev
 DIR (one store per domain; the text goes to DIR.corpus), for runner configs such as
 examples/tiny-cpu.yaml.
 
+With --case shift it runs the positive control: three synthetic sources built so that the best mix
+moves with the budget (one saturates early, one keeps paying), a grid of mixes at N2 and at the target
+on three seeds (the ground truth), then the runner's three-budget design and its target runs; it
+writes OUT/shift_case.md (shift_case_<preset>.md for another preset) beside the report.
+
 examples:
   autoscale-data demo --quick                   # about 2 minutes: shows the procedure
+  autoscale-data demo --case shift --out shift  # the positive control (about 40 minutes on one core)
+  autoscale-data demo --case shift --out shift --preset late   # then its larger DDO budgets (about 25 more)
   autoscale-data demo --out my-demo             # about 10 minutes on 2 cores
   autoscale-data demo --stores data/tiny-demo   # the stores examples/tiny-cpu.yaml reads (seconds)
 """
@@ -39,6 +50,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", default="autoscale-demo", metavar="DIR",
                    help="output directory (default: ./autoscale-demo)")
     p.add_argument("--progress", action="store_true", help="show per-run progress bars")
+    p.add_argument("--case", choices=("default", "shift"), default="default",
+                   help="shift: the positive control whose best mix moves with the budget (--quick: its small size)")
+    p.add_argument("--grid-only", action="store_true",
+                   help="with --case shift: only the grid of target runs, not the runner's design")
+    p.add_argument("--preset", choices=("full", "late"), default="full",
+                   help="with --case shift: full (N2 = target / 8) or late (DDO budgets 4x larger, past the "
+                        "saturating domain's saturation)")
     stores = p.add_argument_group("only build token stores (no training)")
     stores.add_argument("--stores", default=None, metavar="DIR",
                         help="generate the corpus, prepare it with the byte-level tokenizer into DIR, and stop")
@@ -51,6 +69,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..demo import STORES_DOMAINS, prepare_synthetic_stores, run_demo
 
+    if args.case == "shift":
+        from ..demo import SHIFT_PRESETS, run_shift_case
+
+        run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else args.preset], autoscale=not args.grid_only)
+        return 0
     if args.stores is None:
         run_demo(args.out, quick=args.quick, progress=bool(args.progress))
         return 0

@@ -6,8 +6,16 @@ points at the stores it prepared.
 
 from __future__ import annotations
 
-from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SyntheticWorld, generate_corpus, generate_documents
+from .corpus import (
+    DEMO_DOMAINS,
+    DOMAIN_DESCRIPTIONS,
+    SHIFT_DOMAINS,
+    SyntheticWorld,
+    generate_corpus,
+    generate_documents,
+)
 from .demo import DEMO_PRESETS, DemoSettings, demo_config, format_demo_table, prepare_demo_data, run_demo
+from .shift import SHIFT_PRESETS, ShiftCase, ShiftCaseResult, run_shift_case
 from .stores import STORES_DOMAINS, prepare_synthetic_stores
 
 __all__ = [
@@ -15,7 +23,11 @@ __all__ = [
     "DEMO_PRESETS",
     "DOMAIN_DESCRIPTIONS",
     "DemoSettings",
+    "SHIFT_DOMAINS",
+    "SHIFT_PRESETS",
     "STORES_DOMAINS",
+    "ShiftCase",
+    "ShiftCaseResult",
     "SyntheticWorld",
     "demo_config",
     "format_demo_table",
@@ -24,4 +36,5 @@ __all__ = [
     "prepare_demo_data",
     "prepare_synthetic_stores",
     "run_demo",
+    "run_shift_case",
 ]

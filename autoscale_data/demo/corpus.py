@@ -32,19 +32,25 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
 
 from .._checks import check_int
 from .._io import atomic_write_text
+from .sources import SHIFT_SOURCES
 
-__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SyntheticWorld", "generate_corpus", "generate_documents"]
+__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SHIFT_DOMAINS", "SyntheticWorld", "generate_corpus",
+           "generate_documents"]
 
 DEMO_DOMAINS: tuple[str, ...] = ("encyclopedia", "qa", "code", "web")
+#: The ``shift`` case's domains (:mod:`autoscale_data.demo.sources`): their learning curves differ by
+#: construction, so the best mix moves with the budget.
+SHIFT_DOMAINS: tuple[str, ...] = tuple(SHIFT_SOURCES)
+_ALL_DOMAINS = DEMO_DOMAINS + SHIFT_DOMAINS
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
     "encyclopedia": "synthetic: templated articles about a small closed set of invented entities "
@@ -55,6 +61,12 @@ DOMAIN_DESCRIPTIONS: dict[str, str] = {
             "operators; identifiers are compounds of common lexicon words (medium saturation)",
     "web": "synthetic: noisy Zipf-distributed text over the whole invented lexicon with topic "
            "mixtures, typos, casing noise, numbers and URLs (high entropy; keeps paying off)",
+    "motifs": "synthetic: whole motifs from a small fixed set separated by spaces (tiny support, "
+              "low entropy; learned fast, then saturates)",
+    "markov8": "synthetic: an order-2 Markov chain over 8 symbols, 2 fixed successors per context "
+               "(64 contexts; the middle)",
+    "markov12": "synthetic: an order-2 Markov chain over 12 symbols, 2 fixed successors per context "
+                "(144 contexts; learned late, keeps paying at larger budgets)",
 }
 
 _ONSETS = ("b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
@@ -267,24 +279,28 @@ def generate_documents(domain: str, num_bytes: int, *, seed: int = 0,
     """Yield documents of one synthetic domain until at least ``num_bytes`` bytes were produced.
 
     Args:
-        domain: one of :data:`DEMO_DOMAINS`.
+        domain: one of :data:`DEMO_DOMAINS` or :data:`SHIFT_DOMAINS`.
         num_bytes: stop after the document that reaches this many UTF-8 bytes (all text is ASCII).
         seed: seed of the world and of the domain's sampler.
-        world: a prebuilt :class:`SyntheticWorld` for ``seed`` (built when omitted).
+        world: a prebuilt :class:`SyntheticWorld` for ``seed`` (built when omitted; the shift domains need none).
 
     Yields:
         One document per item (text ending in a newline).
     """
-    if domain not in _GENERATORS:
-        raise ValueError(f"unknown demo domain {domain!r}: expected one of {', '.join(DEMO_DOMAINS)}")
+    if domain not in _ALL_DOMAINS:
+        raise ValueError(f"unknown demo domain {domain!r}: expected one of {', '.join(_ALL_DOMAINS)}")
     if num_bytes <= 0:
         raise ValueError(f"num_bytes must be positive, got {num_bytes}")
-    world = world or _default_world(seed)
-    rng = np.random.default_rng([seed, DEMO_DOMAINS.index(domain) + 1])
-    make = _GENERATORS[domain]
+    rng = np.random.default_rng([seed, _ALL_DOMAINS.index(domain) + 1])
+    make: Callable[[np.random.Generator], str]
+    if domain in SHIFT_SOURCES:  # a source of known entropy needs no world
+        source = SHIFT_SOURCES[domain]
+        make = partial(source.document, source.structure(seed))  # type: ignore[arg-type]
+    else:
+        make = partial(_GENERATORS[domain], world or _default_world(seed))
     produced = 0
     while produced < num_bytes:
-        doc = make(world, rng)
+        doc = make(rng)
         produced += len(doc)
         yield doc
 
@@ -300,16 +316,16 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
         out_dir: directory to write ``<domain>.jsonl`` and ``corpus.json`` into.
         bytes_per_domain: text bytes per domain (documents are whole, so slightly more).
         seed: generator seed; the same seed gives byte-identical files.
-        domains: which of :data:`DEMO_DOMAINS` to write.
+        domains: which of :data:`DEMO_DOMAINS` and :data:`SHIFT_DOMAINS` to write.
 
     Returns:
         Mapping from domain name to its JSONL path.
     """
     check_int("bytes_per_domain", bytes_per_domain)
-    unknown = [d for d in domains if d not in _GENERATORS]
+    unknown = [d for d in domains if d not in _ALL_DOMAINS]
     if unknown or not domains:
         raise ValueError(f"unknown or empty demo domains {list(domains)!r}: expected a subset of "
-                         f"{', '.join(DEMO_DOMAINS)}")
+                         f"{', '.join(_ALL_DOMAINS)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     params = {"generator": "autoscale_data.demo.corpus", "version": 1, "seed": seed,
@@ -320,7 +336,7 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
     except (FileNotFoundError, ValueError):
         meta = {}
     done = meta.get("domains", {}) if meta.get("params") == params else {}
-    world = _default_world(seed)
+    world = _default_world(seed) if set(domains) - set(SHIFT_DOMAINS) else None
     paths: dict[str, Path] = {}
     for name in domains:
         path = out / f"{name}.jsonl"

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json, atomic_write_text
 from .._records import Record
 from ..runner import (
     REPETITION_MATCH,
@@ -44,6 +43,7 @@ from ..runner import (
 )
 from ..solver.vocabulary import MEAN_LOSS, PROJECTION_CHOICES
 from ..store import prepare, train_bpe_tokenizer
+from ._case import write_case
 from .corpus import generate_corpus, generate_documents
 from .demo import DemoSettings, demo_config
 
@@ -276,10 +276,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
     result = ScarceCaseResult(case=json.loads(json.dumps(asdict(case))), scarce=case.scarce, grid=grid,
                               mixes=outcomes, best_weight=_best_weight(grid), proxy_tokens=proxy_tokens,
                               target_tokens=target_tokens, chosen=chosen)
-    atomic_write_json(out / "scarce_case.json", result.to_json())
-    text = format_scarce_table(result)
-    atomic_write_text(out / "scarce_case.md", text + "\n")
-    log(text)
+    write_case(out, "scarce_case", result, format_scarce_table(result), log)
     return result
 
 
