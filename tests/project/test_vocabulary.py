@@ -83,8 +83,8 @@ def test_the_cli_offers_each_set_whole(verb: str, flag: str, names: tuple[str, .
 def test_the_config_accepts_each_set_whole_and_names_it_when_refusing() -> None:
     for name in OBJECTIVES:
         assert DDOConfig(objective=name).objective == name
-    for name in LAWS:
-        assert DDOConfig(law=name).law == name
+    for name in LAWS:  # two multipliers each way: a design the 4-parameter law can fit too
+        assert DDOConfig(law=name, multiplier_up=(3.0, 1.7), multiplier_down=(3.0, 1.7)).law == name
     for name in PROJECTION_CHOICES:
         assert DDOConfig(projection=name).projection == name
     for name in EXECUTORS:

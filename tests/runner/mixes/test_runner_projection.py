@@ -367,4 +367,4 @@ def test_the_dry_run_prints_the_proxy_cost_of_two_and_three_budgets(stores: Path
         assert f"3 budgets [2,048, 4,096, 8,192]: 21 runs, {three.tokens:,} tokens" in line
         assert f"{three.tokens / two.tokens:.2f}x the two-budget proxies" in line
         assert ("(this config), " in line) == runs_three and ("ddo.extra_budget: half" in line) != runs_three
-        assert ("3 budgets: a backtest" in text) == runs_three
+        assert ("3 budgets: every candidate refitted without N2" in text) == runs_three
