@@ -62,10 +62,9 @@ from .select import (
     gain_json,
     law_noise,
     law_objective,
-    noise_estimate,
     table_budget,
 )
-from .trust import edge_check, parameter_check
+from .trust import edge_check, parameter_check, run_noise
 from .vocabulary import JOINT, MEAN_PPL, OBSERVED, PROJECTIONS
 
 __all__ = [
@@ -290,15 +289,6 @@ def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pool
     return out
 
 
-def _noise(tables: Sequence[RunTable], joint: Any, objective: str, val_domains: ValDomains) -> tuple[float | None, str]:
-    """The noise of one run (:func:`~.select.noise_estimate`), else the joint law's residual (an upper bound)."""
-    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
-    if noise is None and isinstance(joint, JointFit):
-        noise = float(np.sqrt(joint.sse / max(joint.n_points - joint.n_params, 1))) * joint.normalizer
-        source = f"the joint law's residual ({source}): an upper bound of the noise"
-    return noise, source
-
-
 def _law_margin_noise(fit: DDOResult, last: RunTable, noise: float | None, source: str,
                       val_domains: ValDomains) -> tuple[float | None, str]:
     """The noise a difference of the law's scores is judged against: the larger of the noise of one run and the
@@ -331,7 +321,7 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
     """
     last, objective, val_domains = tables[-1], options.objective, options.val_domains
     held = _Held.of(last, objective, val_domains, None if held_fit is None else held_fit.budget_tokens)
-    noise, source = _noise(tables, candidates.get(JOINT), objective, val_domains)
+    noise, source = run_noise(tables, candidates.get(JOINT), objective=objective, val_domains=val_domains)
     tolerance, tolerance_source = distance_tolerance(held, held_fit, noise, val_domains)
     scores, scoring = score_candidates(held, backtest, held_fit, tolerance, val_domains=val_domains)
     law_sd, law_source = (None, "") if held_fit is None else _law_margin_noise(held_fit, last, noise, source,

@@ -56,7 +56,6 @@ __all__ = [
     "law_noise",
     "law_objective",
     "mix_groups",
-    "nearest_run_objective",
     "noise_estimate",
     "observed_best",
     "passes",
@@ -151,18 +150,6 @@ def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEF
     return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
                     budget_tokens=float(target_tokens), source_budget=table_budget(table), source="run",
                     run_id=table.runs[i].run_id, objective=float(y[i]))
-
-
-def nearest_run_objective(table: RunTable, weights: Mapping[str, float], *, objective: str = DEFAULT_OBJECTIVE,
-                          val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float, str, float]:
-    """``(objective, run id, L1 distance)`` of the run of ``table`` whose shares are nearest (L1) to ``weights``."""
-    shares = _shares(table)
-    w = np.array([float(weights.get(d, 0.0)) for d in table.train_domains])
-    w = w / w.sum() if w.sum() > 0 else w
-    dist = np.abs(shares - w[None]).sum(axis=1)
-    y = run_objective(table, objective, val_domains)
-    i = min(range(len(dist)), key=lambda k: (round(float(dist[k]), 12), y[k], table.runs[k].run_id))
-    return float(y[i]), table.runs[i].run_id, float(dist[i])
 
 
 def mix_groups(tables: Sequence[RunTable]) -> list[np.ndarray]:

@@ -53,6 +53,7 @@ __all__ = [
     "edge_check",
     "noise_check",
     "parameter_check",
+    "run_noise",
     "seeds_needed",
 ]
 
@@ -193,6 +194,17 @@ def _mixes(table: RunTable, objective: str, val_domains: ValDomains) -> list[lis
     return sorted(groups.values(), key=lambda g: float(np.mean(g)))
 
 
+def run_noise(tables: Sequence[RunTable], joint: JointFit | str | None, *, objective: str = DEFAULT_OBJECTIVE,
+              val_domains: ValDomains = None) -> tuple[float | None, str]:
+    """The noise of one run (:func:`~.select.noise_estimate`), else the joint law's residual where it has degrees
+    of freedom left (an upper bound: it also holds the law's misfit); ``(None, why)`` without either."""
+    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
+    if noise is None and isinstance(joint, JointFit) and joint.n_points > joint.n_params:
+        noise = float(np.sqrt(joint.sse / (joint.n_points - joint.n_params))) * joint.normalizer
+        source = f"the joint law's residual, an upper bound of the noise ({source})"
+    return noise, source
+
+
 def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None, *,
                 objective: str = DEFAULT_OBJECTIVE, val_domains: ValDomains = None) -> NoiseCheck:
     """The noise check of the module doc (``tables`` smallest budget first; ``joint`` for the residual fallback)."""
@@ -201,10 +213,7 @@ def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None,
     best = mixes[:2]
     seeds = min(len(g) for g in best)
     gap = float(np.mean(best[1]) - np.mean(best[0])) if len(best) == 2 else None
-    noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
-    if noise is None and isinstance(joint, JointFit) and joint.n_points > joint.n_params:
-        noise = float(np.sqrt(joint.sse / (joint.n_points - joint.n_params))) * joint.normalizer
-        source = f"the joint law's residual, an upper bound of the noise ({source})"
+    noise, source = run_noise(tables, joint, objective=objective, val_domains=val_domains)
     need = seeds_needed(noise, gap)
     replicated = any(len(g) > 1 for g in mixes)
     judged = bool(seeds > 1 and need is not None and seeds >= need)

@@ -632,6 +632,9 @@ def test_resuming_with_other_weights_of_the_same_sequences_per_domain(root: Path
     other = dict(printed, a=printed["a"] + 0.01, b=printed["b"] - 0.01)  # sequences move: another stream
     with pytest.raises(ValueError, match=r"different mixture .*sequences.a: saved"):
         make(root, other).load_state_dict(state)
+    at_start = json.loads(json.dumps(trained.state_dict(samples_taken=0)))  # nothing drawn: every count matches
+    with pytest.raises(ValueError, match=r"different mixture"):  # the saved weights' own counts are compared
+        make(root, other).load_state_dict(at_start)
 
 
 @pytest.mark.timeout(30)

@@ -33,7 +33,7 @@ INTERNAL = {
     "Allocation", "AllocationPath", "B_MAX", "PlanScale", "DEFAULT_PROJECTION", "DEFAULT_OBJECTIVE", "DomainFits", "DomainLaw", "FIT_MODES", "MAX_COMBINATIONS", "PAPER_START",
     "OUT_FLOOR", "PROFILE_B", "PROFILE_SHIFTS", "SHARE_SUM_TOL", "SHIFT_RANGE", "allocate", "as_scales", "choose",
     "consistent_fits", "fit_on_grid",
-    "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "nearest_run_objective", "objective_weight",
+    "fit_path", "fit_power_law_paper", "identify", "joint_options", "local_fits", "objective_weight",
     "backtest_margin", "law_noise", "law_objective", "mix_groups",  # the backtest's pieces (solver/select.py)
     "one_scale",
     # the closed name sets (solver/vocabulary.py): read by the runner's config, the CLI and the docs
@@ -50,7 +50,7 @@ INTERNAL = {
     # the rule of three budgets or more (solver/backtest.py) and its typed parts (solver/scores.py)
     "BIAS_FRACTION", "MAX_DISTANCE", "ROUTES", "TOTAL_TOL", "VALIDATION_ALPHA", "check_law", "choose_by_backtest",
     "distance_tolerance", "score_candidates", "untrusted", "BacktestScore", "LawCheck", "SCORE_LAW", "SCORE_RUN",
-    "SCORE_RUN_BEFORE", "SCORING",
+    "SCORE_RUN_BEFORE", "SCORING", "run_noise",
 }
 
 
