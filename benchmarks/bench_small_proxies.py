@@ -55,18 +55,29 @@ def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def compare(runs: int, batch: int, steps: int) -> dict[str, Any]:
-    """Each case once; tokens/s (summed over a case's processes) and its ratio to one run."""
+def _summary(base: dict[str, Any], cases: dict[str, float], extra_s: dict[str, float]) -> dict[str, Any]:
+    return {"shape": base, "tokens_per_s": cases, "ratio_to_one": {k: v / cases["one"] for k, v in cases.items()},
+            "first_steps_extra_s": extra_s}
+
+
+def compare(runs: int, batch: int, steps: int, json_path: str | None = None) -> dict[str, Any]:
+    """Each case once; tokens/s (summed over a case's processes), its ratio to one run and the first steps'
+    extra seconds (compilation). With ``json_path`` the results so far are written after each case."""
     base = _shape(batch, steps)
     cases: dict[str, float] = {}
-    cases["one"] = _result(_start("runner", base))["tokens_per_s"]
-    procs = [_start("runner", base) for _ in range(runs)]
-    cases[f"shared-{runs}"] = sum(_result(p)["tokens_per_s"] for p in procs)
-    cases[f"batch-x{runs}"] = _result(_start("runner", {**base, "batch": batch * runs}))["tokens_per_s"]
-    cases["compiled"] = _result(_start("runner-compiled", base))["tokens_per_s"]
-    cases["reduce-overhead"] = _result(_start("runner-compiled", base, {"AUTOSCALE_COMPILE_MODE": "reduce-overhead"})
-                                       )["tokens_per_s"]
-    return {"shape": base, "tokens_per_s": cases, "ratio_to_one": {k: v / cases["one"] for k, v in cases.items()}}
+    extra_s: dict[str, float] = {}
+    plan = [("one", [("runner", base, None)]),
+            (f"shared-{runs}", [("runner", base, None)] * runs),
+            (f"batch-x{runs}", [("runner", {**base, "batch": batch * runs}, None)]),
+            ("compiled", [("runner-compiled", base, None)]),
+            ("reduce-overhead", [("runner-compiled", base, {"AUTOSCALE_COMPILE_MODE": "reduce-overhead"})])]
+    for name, procs in plan:
+        results = [_result(p) for p in [_start(*proc) for proc in procs]]
+        cases[name] = sum(r["tokens_per_s"] for r in results)
+        extra_s[name] = max(r["first_steps_extra_s"] for r in results)
+        if json_path:
+            Path(json_path).write_text(json.dumps(_summary(base, cases, extra_s), indent=1))
+    return _summary(base, cases, extra_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,11 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("skipped: no CUDA device (this comparison runs on a GPU)")
         return 0
-    r = compare(args.runs, args.batch, args.steps)
+    r = compare(args.runs, args.batch, args.steps, args.json)
     for k, v in r["tokens_per_s"].items():
-        print(f"{k:16s} {v:>12,.0f} tokens/s  {r['ratio_to_one'][k]:.2f}x one run")
-    if args.json:
-        Path(args.json).write_text(json.dumps(r, indent=1))
+        print(f"{k:16s} {v:>12,.0f} tokens/s  {r['ratio_to_one'][k]:.2f}x one run, first steps "
+              f"+{r['first_steps_extra_s'][k]:.1f} s")
     return 0
 
 

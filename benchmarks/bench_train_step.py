@@ -28,7 +28,9 @@ every path alike, which separate processes cannot promise; each path's figure is
 
 Shapes: ``demo`` (the demo's 2 x 128 GPT-2, vocabulary 1024, context 128, batch 8, fp32, one thread as
 the demo trains), ``realtext`` (the real-text experiment's 6 x 384, vocabulary 8192, context 256,
-batch 2 on the CPU), ``gpt2-small`` (12 x 768, vocabulary 50257, context 1024, batch 16, bf16; CUDA).
+batch 2 on the CPU), ``gpt2-small`` (12 x 768, vocabulary 50257, context 1024, batch 16, bf16; CUDA),
+``gpt2-large`` (36 x 1280, context 1024, batch 8, bf16; CUDA). ``--paths`` picks the paths timed (default:
+``runner,reference,runner-gelu-new``, plus ``runner-compiled`` with ``--compile``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ SHAPES = {
     "demo": Shape("demo", 2, 128, 4, 1024, 128, 8, "fp32", threads=1, steps=30, warmup=5),
     "realtext": Shape("realtext", 6, 384, 6, 8192, 256, 2, "fp32", threads=1, steps=6, warmup=2),
     "gpt2-small": Shape("gpt2-small", 12, 768, 12, 50257, 1024, 16, "bf16", steps=30, warmup=5),
+    "gpt2-large": Shape("gpt2-large", 36, 1280, 20, 50257, 1024, 8, "bf16", steps=10, warmup=3),
 }
 CUDA_BATCH = {"realtext": 128}  # batches of the CPU-sized shapes on a GPU
 
@@ -127,8 +130,9 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
                      "overrides": {"n_layer": s.n_layer, "n_embd": s.n_embd, "n_head": s.n_head}},
            "ddo": {"budgets": [s.batch * s.seq_len * 1000, s.batch * s.seq_len * 2000]},
            "target": {"budget": s.batch * s.seq_len * 4000}}
-    if compile_:  # bench_small_proxies.py sets the mode through the environment
-        raw["train"] = {"compile": True, "compile_mode": os.environ.get("AUTOSCALE_COMPILE_MODE", "default")}
+    # explicit both ways (the runner's default, ``auto``, compiles on CUDA); bench_small_proxies.py sets the mode
+    # through the environment
+    raw["train"] = {"compile": compile_, "compile_mode": os.environ.get("AUTOSCALE_COMPILE_MODE", "default")}
     config = config_from_dict(raw)
     domains = SimpleNamespace(vocab_size=s.vocab, eos_id=0, names=("a", "b"), fingerprints={"a": "a", "b": "b"})
     settings = _training_settings(config, domains)  # type: ignore[arg-type]
@@ -255,9 +259,13 @@ def _run_child(path: str, shape: Shape, device: str) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def compare(shape: Shape, device: str, repeats: int, compiled: bool) -> dict[str, Any]:
+EAGER_PATHS = ("runner", "reference", "runner-gelu-new")
+
+
+def compare(shape: Shape, device: str, repeats: int, compiled: bool,
+            paths: tuple[str, ...] = EAGER_PATHS) -> dict[str, Any]:
     """Alternate the paths ``repeats`` times (one process each); best and spread per path, and the ratio."""
-    paths = ["runner", "reference", "runner-gelu-new"] + (["runner-compiled"] if compiled else [])
+    paths = tuple(paths) + (("runner-compiled",) if compiled and "runner-compiled" not in paths else ())
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for _ in range(repeats):
         for p in paths:
@@ -291,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=None, help="timed steps a process (default: the shape's)")
     ap.add_argument("--compile", action="store_true", help="also time the runner's step compiled")
+    ap.add_argument("--paths", default=",".join(EAGER_PATHS),
+                    help="comma-separated paths to time: runner, reference, runner-gelu-new, runner-compiled")
     ap.add_argument("--interleaved", action="store_true",
                     help="time the eager paths in one process, one step of each in turn (a shared machine)")
     ap.add_argument("--json", default=None, help="write the results here")
@@ -301,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         shape = Shape(**json.loads(args.shape))
         print(json.dumps(child(args.child, shape, torch.device(args.device))))
         return 0
+    paths = tuple(args.paths.split(","))
+    if not {"runner", "reference"} <= set(paths) or not set(paths) <= {*EAGER_PATHS, "runner-compiled"}:
+        ap.error(f"--paths {args.paths!r}: expected runner and reference, and only of "
+                 f"{', '.join((*EAGER_PATHS, 'runner-compiled'))}")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     names = args.shapes.split(",") if args.shapes else (["demo", "realtext"] if device == "cpu" else list(SHAPES))
     results = []
@@ -319,8 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             for p, rate in r["tokens_per_s"].items():
                 print(f"  {p:16s} {rate:>10,.0f} tokens/s (median step)")
             continue
-        r = compare(shape, device, args.repeats, args.compile)
+        r = compare(shape, device, args.repeats, args.compile, paths)
         results.append(r)
+        if args.json:  # after each shape: a stopped invocation keeps the shapes it finished
+            Path(args.json).write_text(json.dumps(results, indent=1, default=str))
         print(f"{name} on {r['device']}: runner / reference = {r['ratio']:.3f}")
         for p in ("runner", "reference", "runner-gelu-new", "runner-compiled"):
             if p in r:

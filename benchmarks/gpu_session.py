@@ -1,31 +1,35 @@
-"""One short GPU session: the GPU tests, the throughput benchmark and AutoScale on real text, by a deadline.
+"""One short GPU session: the GPU tests, the step and proxy benchmarks and AutoScale on real text, by a deadline.
 
 Made for a GPU machine lent for minutes: everything is written under ``--out`` as it finishes, and
 whatever is unfinished at ``--deadline`` seconds is stopped (the experiment's ledger keeps every
 finished run, so the same command on the same stores continues it).
 
 1. ``env.json``: GPU, driver, torch / deepspeed / transformers versions, date.
-2. ``throughput.json``: benchmarks/gpu_throughput.py (gpt2-small, context 1024, DeepSpeed bf16 ZeRO-1:
-   the runner's loop fed by the mixture vs by a raw memmap loader; one gpt2-large run).
-3. ``experiment.tgz``: the real-text AutoScale experiment (``--corpus``: ``<domain>.jsonl[.xz]`` files,
-   ``--tokenizer``: a tokenizer directory; stores are prepared here), a 6 x 384 GPT-2 in bf16 with
-   four runs sharing the GPU: proxies at N1 and N2 with an identifying design, then the targets for
-   AutoScale (the default projection), uniform, natural and DDO(N2): seed 0 first, then seed 1.
-   Runs with the GPU tests (``gpu-tests.log``: pytest -m gpu tests/gpu), which need no quiet GPU.
+2. ``small-proxies.json``: benchmarks/bench_small_proxies.py (the experiment's 6 x 384 model: one run,
+   four sharing the GPU, a 4x batch, compiled, CUDA graphs); its four-run figure sizes the experiment.
+3. ``train-step.json``: benchmarks/bench_train_step.py on gpt2-small and gpt2-large (context 1024, bf16):
+   the runner's step (compiled, as it trains on CUDA, and eager) against the reference step, with MFU.
+4. ``experiment.tgz``: the real-text AutoScale experiment (``--corpus``: ``<domain>.jsonl[.xz]`` files,
+   ``--tokenizer``: a tokenizer directory; stores are prepared here while the GPU measures), a 6 x 384
+   GPT-2 in bf16 with four runs sharing the GPU: proxies at two or three budgets with an identifying
+   design, then the targets for AutoScale (the default answer), uniform, natural and DDO(N2): seed 0
+   first, then seed 1. Its runs' data wait is their report's. Runs with the GPU tests (``gpu-tests.log``:
+   pytest -m gpu tests/gpu, the torch resume on CUDA among them), which need no quiet GPU.
+5. ``throughput.json`` (only with ``--with-throughput``): benchmarks/gpu_throughput.py, the runner's loop
+   fed by the mixture vs a raw memmap loader (data wait at context 1024).
 
-The experiment is sized to the deadline (``plan.json``): in its first ``--measure-s`` seconds the
-session times the runner's training step for the experiment's model on the GPU
-(``benchmarks/bench_train_step.py``), then :func:`gpu_plan.plan_session` picks the largest target
-(``ratio x N2``, ratio 8 down to 2) and proxies (N1 >= 10M tokens, N2 = 1.5 N1) whose tokens at that
-throughput, plus each run's fixed cost, fit the time left; when nothing fits, ``plan.json`` says so
-and the smallest plan runs (the ledger keeps what finishes, for the next session). ``--dry-run``
-prints the plan and its time estimate for ``--tokens-per-s`` without a GPU. For a finished
-experiment in one call, leave the throughput benchmark and the tests out::
+The experiment is sized to ``--plan-s`` seconds of GPU time (default: what is left of the deadline), at
+the four-run throughput measured in step 2 (else by ``benchmarks/bench_train_step.py`` in ``--measure-s``):
+:func:`gpu_plan.plan_session` picks the largest target (``ratio x N2``, ratio 8 down to 2) and proxies (the
+smallest >= 10M tokens, each budget 1.5 x the one before) whose tokens, plus each run's fixed cost, fit; when
+nothing fits, ``plan.json`` says so and the smallest plan runs (the ledger keeps what finishes). A plan
+longer than one call continues in the next: ``--resume-from`` an earlier ``experiment.tgz`` reuses its
+budgets and its finished runs. ``--dry-run`` prints the plan for ``--tokens-per-s`` without a GPU::
 
-    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR --deadline 540 --skip throughput,tests
+    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR --deadline 510 --plan-s 600
+    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR --deadline 240 --skip measure,tests \
+        --resume-from OUT1/experiment.tgz
     python benchmarks/gpu_session.py --dry-run --tokens-per-s 2e6 --deadline 540
-
-    python benchmarks/gpu_session.py --out OUT --corpus DIR --tokenizer DIR [--deadline 560] [--resume-from TGZ]
     python benchmarks/gpu_session.py --make-inputs CORPUS --out DIR   # on the CPU machine: DIR/corpus, DIR/tokenizer
 
 ``--make-inputs`` trains the byte-level BPE (8192) on the first 4 MB of each domain of a corpus built by
@@ -103,17 +107,19 @@ def prepare_stores(corpus: Path, tokenizer: Path, work: Path, domains: list[str]
 
 
 def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bool = False,
-                      budgets: tuple[int, int, int] = (N1, N2, 8 * N2)) -> dict[str, Any]:
-    """The experiment's runner config, at ``budgets`` (N1, N2, target) (``smoke``: the same plan shrunk to
-    try the session on a CPU)."""
-    n1, n2, target = budgets
+                      budgets: tuple[int, ...] = (N1, N2, 8 * N2)) -> dict[str, Any]:
+    """The experiment's runner config, at ``budgets`` (the proxy budgets, then the target) (``smoke``: the
+    same plan shrunk to try the session on a CPU)."""
+    *proxies, target = budgets
     cfg = {
         "name": "real-text-gpu", "domains": os.fspath(stores),
         "model": {"preset": "gpt2-small", "overrides": {"n_layer": 6, "n_embd": 384, "n_head": 6}},
         "seq_len": 256, "micro_batch_size": 128, "global_batch_size": 128, "precision": "bf16", "device": "cuda",
         "optimizer": {"lr": 2e-3, "weight_decay": 0.1, "warmup_fraction": 0.05, "betas": [0.9, 0.95]},
+        # eager: a compile costs each run's process tens of seconds, about what a 10M-token proxy trains in here
+        "train": {"compile": False},
         "dropout": 0.0, "num_workers": 2, "cpu_threads": 2, "checkpoint_every": 400, "max_epochs": 16,
-        "ddo": {"budgets": [n1, n2], "multipliers": [[3, 1.7], [3, 1.7]], "objective": "mean_loss",
+        "ddo": {"budgets": list(proxies), "multipliers": [[3, 1.7], [3, 1.7]], "objective": "mean_loss",
                 "min_weight": 0.02, "repetition": repetition},
         "target": {"budget": target, "baselines": ["uniform", "natural", "ddo_n2"], "seeds": seeds,
                    "keep_checkpoints": False},
@@ -125,8 +131,8 @@ def experiment_config(stores: Path, seeds: list[int], repetition: str, smoke: bo
         cfg.update(model={"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 32, "n_head": 2}}, seq_len=32,
                    micro_batch_size=8, global_batch_size=8, device="cpu", precision="fp32", num_workers=0,
                    cpu_threads=1, executor={"max_parallel": 2})
-        cfg["ddo"]["budgets"] = [n1 // 1024 // 8 * 8, n2 // 1024 // 8 * 8]
-        cfg["target"]["budget"] = 8 * cfg["ddo"]["budgets"][1]
+        cfg["ddo"]["budgets"] = [n // 1024 // 8 * 8 for n in proxies]
+        cfg["target"]["budget"] = 8 * cfg["ddo"]["budgets"][-1]
         cfg["eval"] = {"heldout_tokens_per_domain": 1024, "proxy_points": 1, "target_points": 2}
     return cfg
 
@@ -142,7 +148,7 @@ class Experiment(threading.Thread):
         self.phases: list[dict[str, Any]] = []
         self.done = False
         self.gpu_free = threading.Event()  # set once the throughput benchmark is done with the GPU
-        self.budgets: tuple[int, int, int] = (N1, N2, 8 * N2)  # the session's plan sets them before gpu_free
+        self.budgets: tuple[int, ...] = (N1, N2, 8 * N2)  # the session's plan sets them before gpu_free
 
     def run(self) -> None:
         try:
@@ -243,6 +249,36 @@ def pack(work: Path, out: Path) -> None:
             tar.add(cfg, arcname=cfg.name)
 
 
+def resumed_budgets(work: Path) -> tuple[int, ...] | None:
+    """The budgets (proxies, then target) of an earlier session's experiment unpacked in ``work``."""
+    cfg = work / "config-seeds1.json"
+    if not cfg.is_file():
+        return None
+    raw = json.loads(cfg.read_text())
+    return (*raw["ddo"]["budgets"], raw["target"]["budget"])
+
+
+def small_proxies(out: Path, deadline: float) -> float | None:
+    """benchmarks/bench_small_proxies.py into ``out/small-proxies.json``; its four-run tokens/s (None: failed)."""
+    path = out / "small-proxies.json"
+    code = run_logged([sys.executable, os.fspath(REPO / "benchmarks" / "bench_small_proxies.py"), "--steps", "20",
+                       "--json", os.fspath(path)], out / "small-proxies.log", min(150.0, left(deadline) - 120))
+    log(f"small proxies: exit {code}")
+    if not path.is_file():  # the benchmark writes it after each case: a stopped one keeps what finished
+        return None
+    shared = json.loads(path.read_text())["tokens_per_s"].get("shared-4")
+    return None if shared is None else float(shared)
+
+
+def train_step(out: Path, deadline: float) -> None:
+    """benchmarks/bench_train_step.py on gpt2-small and gpt2-large into ``out/train-step.json``."""
+    code = run_logged([sys.executable, os.fspath(REPO / "benchmarks" / "bench_train_step.py"), "--shapes",
+                       "gpt2-small,gpt2-large", "--device", "cuda", "--repeats", "1", "--steps", "20",
+                       "--paths", "runner-compiled,runner,reference", "--json", os.fspath(out / "train-step.json")],
+                      out / "train-step.log", min(240.0, left(deadline) - 120))
+    log(f"train step: exit {code}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="where the session's files go (required but with --dry-run)")
@@ -255,7 +291,14 @@ def main() -> None:
     parser.add_argument("--repetition", default="match", choices=["match", "off"])
     parser.add_argument("--deadline", type=float, default=560.0, help="seconds from start to the packed results")
     parser.add_argument("--smoke", action="store_true", help="a CPU try of the session: a tiny experiment")
-    parser.add_argument("--skip", default="", help="comma-separated steps to leave out: throughput,tests,experiment")
+    parser.add_argument("--skip", default="", help="comma-separated steps to leave out: measure,tests,experiment")
+    parser.add_argument("--with-throughput", action="store_true",
+                        help="also run benchmarks/gpu_throughput.py (the runner's loop at context 1024, data wait)")
+    parser.add_argument("--plan-s", type=float, default=None,
+                        help="GPU seconds the experiment is planned for (default: what is left of the deadline "
+                             "after the measurements, plus --next-call-s)")
+    parser.add_argument("--next-call-s", type=float, default=0.0,
+                        help="seconds of a following call (--resume-from) that will continue the experiment")
     parser.add_argument("--dry-run", action="store_true", help="print the plan for --tokens-per-s and stop")
     parser.add_argument("--tokens-per-s", type=float, default=None,
                         help="the GPU's training throughput (default: measured in the first --measure-s seconds)")
@@ -265,7 +308,7 @@ def main() -> None:
     parser.add_argument("--run-overhead-s", type=float, default=20.0, help="one run's fixed seconds (start, eval)")
     args = parser.parse_args()
     if args.dry_run:
-        plan = size_plan(args, args.tokens_per_s or 0.8e6, args.deadline - RESERVE_S - args.measure_s)
+        plan = size_plan(args, args.tokens_per_s or 0.8e6, args.plan_s or args.deadline - RESERVE_S - args.measure_s)
         print(json.dumps({**plan.__dict__, "ratio": plan.ratio}, indent=1))
         print(plan.describe())
         return None
@@ -288,20 +331,16 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - a missing tool must not cost the session its measurements
         log("env: " + traceback.format_exc())
     exp = Experiment(args, work, out)
-    if "experiment" not in skip:  # the stores are prepared on the CPU while the GPU measures throughput
+    if "experiment" not in skip:  # the stores are prepared on the CPU while the GPU measures
         exp.start()
-        tokens_per_s = args.tokens_per_s
-        if tokens_per_s is None:
-            try:
-                tokens_per_s = measure_throughput(args.measure_s)
-            except Exception:  # noqa: BLE001 - the last session's figure keeps the session going
-                log("throughput measurement failed, planning at 0.8M tokens/s:\n" + traceback.format_exc())
-                tokens_per_s = 0.8e6
-        plan = size_plan(args, tokens_per_s, left(args.deadline) - RESERVE_S)
-        exp.budgets = (plan.n1, plan.n2, plan.target)
-        (out / "plan.json").write_text(json.dumps({**plan.__dict__, "ratio": plan.ratio}, indent=1))
-        log(f"plan: {plan.describe()}")
-    if "throughput" not in skip:
+    tokens_per_s = args.tokens_per_s
+    if "measure" not in skip:
+        t = time.monotonic()
+        measured = small_proxies(out, args.deadline)
+        tokens_per_s = tokens_per_s or measured
+        train_step(out, args.deadline)
+        timing["measure_s"] = time.monotonic() - t
+    if args.with_throughput:
         t = time.monotonic()
         code = run_logged([sys.executable, os.fspath(REPO / "benchmarks" / "gpu_throughput.py"), "--out",
                            os.fspath(work / "throughput")], out / "throughput.log", min(200.0, left(args.deadline) - 60))
@@ -309,6 +348,22 @@ def main() -> None:
         if (work / "throughput" / "summary.json").is_file():
             shutil.copy(work / "throughput" / "summary.json", out / "throughput.json")
         log(f"throughput: exit {code}")
+    if "experiment" not in skip:
+        resumed = resumed_budgets(work)
+        if resumed is not None:
+            exp.budgets = resumed
+            log(f"plan: the resumed experiment's budgets {resumed}")
+        else:
+            if tokens_per_s is None:
+                try:
+                    tokens_per_s = measure_throughput(args.measure_s)
+                except Exception:  # noqa: BLE001 - the last session's figure keeps the session going
+                    log("throughput measurement failed, planning at 0.8M tokens/s:\n" + traceback.format_exc())
+                    tokens_per_s = 0.8e6
+            plan = size_plan(args, tokens_per_s, args.plan_s or left(args.deadline) - RESERVE_S + args.next_call_s)
+            exp.budgets = (*plan.proxy_budgets, plan.target)
+            (out / "plan.json").write_text(json.dumps({**plan.__dict__, "ratio": plan.ratio}, indent=1))
+            log(f"plan: {plan.describe()}")
     exp.gpu_free.set()
     if "tests" not in skip:
         t = time.monotonic()

@@ -41,7 +41,21 @@ def test_a_fast_gpu_gets_a_larger_target_and_every_plan_keeps_its_proxies_large(
         assert plan.n1 % (128 * 256) == 0 and plan.target % (128 * 256) == 0  # whole global batches
         assert plan.proxy_runs == 26 and plan.target_runs == 8  # 13 a budget; 4 methods x 2 seeds
         assert plan.estimate_s <= 465
-        assert plan.total_tokens == 13 * (plan.n1 + plan.n2) + 8 * plan.target
+        assert plan.total_tokens == 13 * sum(plan.proxy_budgets) + 8 * plan.target
+        assert plan.proxy_budgets[-2:] == (plan.n1, plan.n2) and len(plan.proxy_budgets) in (2, 3)
+
+
+def test_three_budgets_when_they_fit_at_the_largest_ratio_else_two() -> None:
+    roomy = plan_mod.plan_session(8e6, 600)
+    assert roomy.fits and roomy.proxy_budgets[0] >= 10_000_000 and len(roomy.proxy_budgets) == 3
+    assert roomy.proxy_runs == 39 and roomy.ratio == pytest.approx(8, rel=0.01)
+    for small, large in zip(roomy.proxy_budgets, roomy.proxy_budgets[1:]):
+        assert large == pytest.approx(1.5 * small, abs=128 * 256)  # each budget 1.5 x the one before
+    tight = plan_mod.plan_session(2.5e6, 600)
+    assert tight.fits and len(tight.proxy_budgets) == 2  # a third budget would cost the target its size
+    assert len(plan_mod.plan_session(2.5e6, 600, budget_counts=(3,)).proxy_budgets) == 3
+    with pytest.raises(ValueError, match="budget counts"):
+        plan_mod.plan_session(2.5e6, 600, budget_counts=(1,))
 
 
 def test_too_slow_a_gpu_is_told_so_with_the_smallest_plan() -> None:
@@ -58,10 +72,10 @@ def test_too_slow_a_gpu_is_told_so_with_the_smallest_plan() -> None:
 @given(rate=st.floats(1e5, 1e8), seconds=st.floats(60, 3600))
 def test_a_plan_that_fits_fits_and_uses_most_of_the_time(rate: float, seconds: float) -> None:
     plan = plan_mod.plan_session(rate, seconds)
-    assert plan.n1 >= 10_000_000 and plan.target > plan.n2 > plan.n1
+    assert plan.proxy_budgets[0] >= 10_000_000 and plan.target > plan.n2 > plan.n1
     if plan.fits:
         assert plan.estimate_s <= seconds
-        if plan.n1 > 10_000_000 + 2 * 128 * 256:  # not at the floor: time was the limit
+        if plan.proxy_budgets[0] > 10_000_000 + 2 * 128 * 256:  # not at the floor: time was the limit
             assert plan.estimate_s >= 0.9 * seconds
 
 
@@ -72,4 +86,4 @@ def test_the_session_dry_run_prints_the_plan_without_a_gpu() -> None:
     plan = json.loads("\n".join(text[:-1]))
     assert plan["fits"] and plan["seeds"] == 2 and plan["n1"] >= 10_000_000
     assert plan["seconds"] == pytest.approx(540 - 45 - 30)
-    assert text[-1].startswith("proxies 13 at N1")
+    assert text[-1].startswith("proxies 13 at each of")
