@@ -11,9 +11,11 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int, is_int
 from .._options import build_options
-from ..mixing import MixtureStream, SegmentTable, check_draws, check_supply, resolve_pools, segment_table
+from ..mixing import SegmentTable, check_draws, check_supply, resolve_pools, segment_table
 from ._batch import new_batch
+from ._fixed import FixedStream
 from ._mixture_options import MixtureOptions, epoch_caps
+from ._phased import PhasedStream, StreamPlan
 from ._position import StreamPosition, StreamState
 from ._source import DomainsArg, DomainSplits, open_domains, resolve_distributed
 from ._state import (
@@ -23,7 +25,6 @@ from ._state import (
     FINGERPRINT_KEY,
     FORMAT_KEY,
     NUM_WORKERS_KEY,
-    ONLINE_KEY,
     PHASE_KEY,
     RANK_KEY,
     STATE_FORMAT,
@@ -39,12 +40,12 @@ from ._state import (
     store_summary,
     to_output,
 )
+from ._stream import CONTINUED_KEY, SEQUENCES_KEY, STREAM_CONFIG_KEYS, MixtureSource
 
 __all__ = ["STATE_VERSION", "ScaleAwareMixtureDataset"]
 
 STATE_VERSION = 3
 STREAM_FORMAT = "closed-form-1"  # the stream's construction, part of the config (and so of the fingerprint)
-_CHUNK = 8192  # stream positions looked up at once
 _FIXED_ON_CONTINUE = ("domains", "stores", "seq_len", "seed", "shuffle_window", "stream", "pools")
 
 
@@ -126,9 +127,6 @@ class ScaleAwareMixtureDataset(IterableDataset):
       three are ``int64`` numpy arrays.
     """
 
-    _online: Any = None  # an OnlineMixture that decides the stream's segments during training (dataset/online.py)
-    _chunk: int = _CHUNK  # stream positions (per worker) looked up at once
-
     def __init__(
         self,
         domains: DomainsArg,
@@ -159,25 +157,27 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available, strict=True)]
         segments, self.weights, phase_config = segment_table(weights, self.domain_names, budget_tokens, seq_len,
                                                              schedule)
-        self._segments = segments
         self.total_sequences = segments.total
         self.phase_bounds: list[int] = phase_config["bounds"]
         self.config: dict[str, Any] = {
             "domains": self.domain_names, "stores": {n: store_summary(s) for n, s in stores.items()},
-            "weights": self.weights, "sequences": {}, "budget_tokens": self.budget_tokens, "seq_len": seq_len,
+            "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens, "seq_len": seq_len,
             "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule, "stream": STREAM_FORMAT}
         if phase_config["phases"] is not None:
             self.config["phases"] = phase_config["phases"]
         if self.pools:  # only when set, so the fingerprint of a dataset without pools does not hash them
             self.config["pools"] = dict(self.pools)
         self._block = self.batch_size or 1
+        plan = StreamPlan(self.domain_names, self._reader.num_sequences, self._available, seed, seq_len,
+                          self.budget_tokens, self.max_epochs, segments, self.shuffle_window, self.pools)
+        fixed = schedule == "fixed" and phase_config["phases"] is None
+        self._start((FixedStream if fixed else PhasedStream)(plan))
         if opts.continue_from is not None:  # the supply check counts the prefix's draws
             _check_format(opts.continue_from)
             self._follow(opts.continue_from, True)
             self._resume(opts.continue_from, _saved_step(opts.continue_from, None))
         else:
             self._check_supplies(stores, segments, phased=phase_config["phases"] is not None)
-            self._start_stream(segments, None)
 
     def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentTable, *, phased: bool) -> None:
         """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and with
@@ -196,26 +196,32 @@ class ScaleAwareMixtureDataset(IterableDataset):
             raise ValueError("; ".join(short) if len(short) == 1 else
                              f"{len(short)} domains cannot supply their share: " + "; ".join(short))
 
-    def _start_stream(self, segments: SegmentTable, continued: dict[str, Any] | None) -> None:
-        """Build the closed-form stream of ``segments`` (after a continued run's prefix) and its state."""
-        base = None if continued is None else [continued[DOMAIN_COUNTS_KEY][n] for n in self.domain_names]
-        self._stream = MixtureStream(self.domain_names, self._reader.num_sequences, self.seed, segments.starts,
-                                     segments.counts, base=base, shuffle_window=self.shuffle_window,
-                                     phases=segments.phases, pools=self.pools or None)
-        self.sequences_per_domain: dict[str, int] = {
-            n: int(c) for n, c in zip(self.domain_names, self._stream.totals, strict=True)}
-        self.config["sequences"] = self.sequences_per_domain
-        if continued is None:
-            self.config.pop("continued_from", None)
-        else:
-            self.config["continued_from"] = continued
+    def _start(self, stream: MixtureSource) -> None:
+        """Draw from ``stream``: its entries in the config, a position state at its origin."""
+        entries = stream.config_entries()
+        for key in set(STREAM_CONFIG_KEYS) - set(entries):
+            self.config.pop(key, None)
+        self.config.update(entries)
         self.fingerprint: str = fingerprint(self.config)
+        if SEQUENCES_KEY in entries:  # known ahead (closed form); an online stream's are decided during training
+            self.sequences_per_domain: dict[str, int] = dict(entries[SEQUENCES_KEY])
+        self._stream = stream
         self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block,
-                                  origin=self._stream.origin)
-        if continued is not None:
-            self._state.origin_step = None  # later passes of a continued run: the step at its origin is not known
+                                  origin=stream.origin)
+        self._state.origin_step = stream.origin_step
+
+    def use_stream(self, stream: MixtureSource) -> None:
+        """Draw from ``stream`` from now on: the stream an :class:`~autoscale_data.dataset.OnlineMixture` decides
+        during training (it calls this when built, and again when its config entries change, before any iteration
+        or state load). Its config entries replace the closed-form stream's in :attr:`config` and :attr:`fingerprint`."""
+        self._start(stream)
 
     # ------------------------------------------------------------------ layout
+    @property
+    def domain_sequences(self) -> list[int]:
+        """Sequences each domain can supply per epoch (whole sequences of ``seq_len``; a pooled domain's pool)."""
+        return list(self._available)
+
     @property
     def index_nbytes(self) -> int:
         """Bytes of the stream's tables (a few KB whatever the budget: positions are computed on demand)."""
@@ -243,12 +249,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
         view, single = self._reader.view, self._reader.single  # single: per domain, its one shard's array once mapped
-        lookup = self._stream.lookup
+        lookup, per_lookup = self._stream.lookup, self._stream.chunk
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
-        for chunk in range(unit, n_local, step * self._chunk):
+        for chunk in range(unit, n_local, step * per_lookup):
             a = first + chunk * self.world_size
-            b = first + min(n_local - 1, chunk + step * (self._chunk - 1)) * self.world_size + 1
+            b = first + min(n_local - 1, chunk + step * (per_lookup - 1)) * self.world_size + 1
             domains, sequences = lookup(np.arange(a, b, stride, dtype=np.int64))
             u = chunk
             for d, s in zip(domains.tolist(), sequences.tolist(), strict=False):
@@ -270,7 +276,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
         token_dtype = compact_dtype(self._reader.dtype) if compact else torch.int64
         in_worker = get_worker_info() is not None  # batches go to another process (see _batch)
         units = range(unit, -(-n_local // size), step)
-        per_lookup = max(1, self._chunk // size)  # units whose positions are looked up at once
+        per_lookup = max(1, self._stream.chunk // size)  # units whose positions are looked up at once
         rows = np.arange(size, dtype=np.int64)
         for c0 in range(0, len(units), per_lookup):
             chunk = np.asarray(units[c0 : c0 + per_lookup], dtype=np.int64)
@@ -388,8 +394,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             PHASE_KEY: self._stream.phase_at(int(position[CURSOR_KEY])),
             STEP_KEY: position[STEP_KEY],
         }
-        if self._online is not None:
-            state[ONLINE_KEY] = self._online.dataset_state()
+        state.update(self._stream.get_state())
         return state
 
     def load_state_dict(self, state: Mapping[str, Any], *, continue_run: bool = False,
@@ -424,22 +429,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """
         _check_format(state)
         step = _saved_step(state, step)
-        if self._online is not None:
-            self._online.load_into(state, continue_run, step)
-            return
-        if state.get(FINGERPRINT_KEY) != self.fingerprint and not self._same_stream(state):
-            self._follow(state, continue_run)
-        self._resume(state, step)
-
-    def _same_stream(self, state: Mapping[str, Any]) -> bool:
-        """Whether ``state``'s config differs from this one only in weights that give every domain the same
-        sequences, in one phase of a fixed schedule (a plan's weights, then the report's rounded ones): the
-        stream is built from those counts, so it is the same stream."""
         saved = state.get(CONFIG_KEY)
-        if not isinstance(saved, Mapping) or self.schedule != "fixed" or "phases" in self.config:
-            return False
-        rest = [fingerprint({k: v for k, v in c.items() if k != "weights"}) for c in (saved, self.config)]
-        return rest[0] == rest[1]
+        if state.get(FINGERPRINT_KEY) != self.fingerprint and not (
+                isinstance(saved, Mapping) and self._stream.same_stream(saved, self.config)):
+            self._follow(state, continue_run)
+        self._stream.reset(state, continue_run)
+        self._resume(state, step)
 
     def _resume(self, state: Mapping[str, Any], step: int | None = None) -> None:
         """Start the next pass at ``state``'s cursor, reached at training step ``step``."""
@@ -458,22 +453,22 @@ class ScaleAwareMixtureDataset(IterableDataset):
     def _follow(self, state: Mapping[str, Any], continue_run: bool) -> None:
         """Make this dataset's stream the one ``state`` belongs to: the same continued run, or (with
         ``continue_run``) a new continuation from its cursor; else raise naming the differences."""
-        before = self.config.get("continued_from")
+        before = self._stream
         saved = state.get(CONFIG_KEY) or {}
-        record = saved.get("continued_from") if isinstance(saved, Mapping) else None
+        record = saved.get(CONTINUED_KEY) if isinstance(saved, Mapping) else None
         try:
             unreachable = ""
             if isinstance(record, Mapping):
                 try:
-                    continuation = self._continuation(record)
+                    continuation = before.continued(record)
                 except ValueError as exc:  # this configuration cannot continue where the state's run was continued
                     unreachable = f"; nor can it continue where the saved run was continued: {exc}"
                 else:
-                    self._start_stream(*continuation)
+                    self._start(continuation)
                     if self.fingerprint == state.get(FINGERPRINT_KEY):
                         return  # a later state of a run continued under this configuration
             if not continue_run:
-                self._restore(before)
+                self._start(before)
                 diff = config_diff(saved, self.config) or ["(config not recorded)"]
                 raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
                                  f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff) + unreachable
@@ -484,37 +479,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
             if diff:
                 raise ValueError("a run can only be continued on the same stores, seq_len, seed and shuffle "
                                  "window; differences: " + "; ".join(diff))
-            self._start_stream(*self._continuation(state))
+            self._start(before.continued(state))
         except ValueError:
-            self._restore(before)
+            self._start(before)
             raise
-
-    def _restore(self, record: Mapping[str, Any] | None) -> None:
-        """Go back to the plain stream, or to the continuation ``record`` (of :meth:`_continuation`)."""
-        self._start_stream(*((self._segments, None) if record is None else self._continuation(record)))
-
-    def _continuation(self, record: Mapping[str, Any]) -> tuple[SegmentTable, dict[str, Any]]:
-        """The segments after ``record``'s cursor and the record to keep, for :meth:`_start_stream`.
-
-        Raises:
-            ValueError: this configuration cannot continue at ``record`` (a cursor beyond its budget,
-                counts of other domains, a domain asked for more than it holds).
-        """
-        cursor, counts = record.get(CURSOR_KEY), record.get(DOMAIN_COUNTS_KEY)
-        if not is_int(cursor) or cursor < 0:
-            raise ValueError(f"state cursor {cursor!r} is not a stream position")
-        if cursor > self.total_sequences:
-            raise ValueError(f"the budget of this configuration ({self.budget_tokens} tokens, {self.total_sequences} "
-                             f"sequences) is smaller than the state's cursor ({cursor} sequences already consumed)")
-        if (not isinstance(counts, Mapping) or set(counts) != set(self.domain_names)
-                or not all(is_int(v) and v >= 0 for v in counts.values()) or sum(counts.values()) != cursor):
-            raise ValueError(f"the state's per-domain counts {counts!r} do not describe {cursor} sequences of "
-                             f"the domains {self.domain_names}")
-        rest = self._segments.after(int(cursor))
-        base = np.asarray([int(counts[n]) for n in self.domain_names], dtype=np.int64)
-        check_draws(self.domain_names, rest, base, self._available, self.seq_len, self.max_epochs)
-        return rest, {CURSOR_KEY: int(cursor), DOMAIN_COUNTS_KEY: {n: int(counts[n]) for n in self.domain_names},
-                      FINGERPRINT_KEY: record.get(FINGERPRINT_KEY)}
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}={c}" for n, c in self.sequences_per_domain.items())

@@ -6,6 +6,7 @@ positions), each drawn at the weights decided for it with exact per-domain count
 the controller's initial weights; update ``u`` (at step ``u × every``) decides segment
 ``u - 1 + lookahead``. The segment table is shared memory: a DataLoader worker that reaches an
 undecided segment waits for the decision, the training loop never does. Memory is O(segments).
+:class:`OnlineMixture` provides the dataset's stream (``_online_stream.OnlineStream``) and never touches its state.
 docs/dataset.md ("Online mixing") states the guarantees: exact segments, the apply-from rule, the
 state and its resume at any world size or worker count.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,9 +22,11 @@ import numpy as np
 import torch
 
 from .._checks import check_int
-from ..mixing import InterleaveTree, MixtureStream, allowed_draws
+from ..mixing import allowed_draws
 from ..online import Window, carried_counts, check_proposal
-from ._state import CONFIG_KEY, FINGERPRINT_KEY, FORMAT_KEY, ONLINE_KEY, config_diff, fingerprint
+from ._online_stream import OnlineStream
+from ._state import CONFIG_KEY, FORMAT_KEY, config_diff
+from ._stream import CONTINUED_KEY, ONLINE_CONFIG_KEY
 from .domain_loss import DomainLossMeter
 
 __all__ = [
@@ -46,60 +48,6 @@ UPDATES_KEY = "updates"  # the controller updates done
 LOG_KEY = "log"  # {"weights": each decided segment's weights}
 CONTROLLER_KEY = "controller"  # the controller's own state
 METER_KEY = "meter"  # the loss window since the last update, summed over the ranks
-_WAIT_S = 0.002  # a worker's poll interval while its next segment is undecided
-
-
-class _OnlineStream(MixtureStream):
-    """The stream of the decided segments, growing as the shared segment table does."""
-
-    def __init__(self, owner: OnlineMixture, names: list[str], available: Any, seed: int) -> None:
-        super().__init__(names, available, seed, [0], np.zeros((0, len(names)), dtype=np.int64))
-        self.owner = owner
-
-    def grow(self) -> None:
-        """Append the segments published since the last call."""
-        have, published = len(self.trees), self.owner.published
-        if published <= have:
-            return
-        rows = self.owner.counts_table[have:published].numpy().copy()
-        lengths = rows.sum(axis=1)
-        self.starts = np.concatenate([self.starts, self.end + np.cumsum(lengths)])
-        self.counts = np.vstack([self.counts, rows])
-        self.offsets = np.vstack([self.offsets, self.offsets[-1] + np.cumsum(rows, axis=0)])
-        self.trees.extend(InterleaveTree(r) for r in rows)
-        self.phases = np.arange(len(self.trees))
-        self.end = int(self.starts[-1])
-
-    def ensure(self, end: int) -> None:
-        """Make positions ``< end`` decided: grow, or wait in a DataLoader worker, or raise in the loop's process."""
-        if end <= self.end:
-            return
-        self.grow()
-        if end <= self.end:
-            return
-        owner = self.owner
-        if owner.is_owner:
-            seg = (end - 1) // owner.segment_sequences
-            raise ValueError(f"stream position {end - 1} is in segment {seg}, which is not decided yet (decided: "
-                             f"{self.end} positions, {len(self.trees)} segments after {owner.updates} updates): the "
-                             f"training loop must call update(step) every {owner.every} steps")
-        while end > self.end:
-            try:
-                os.kill(owner.owner_pid, 0)  # the deciding process is alive (any start method: fork, spawn, ...)
-            except ProcessLookupError:
-                raise RuntimeError("the training process that decides the mixture's segments has exited") from None
-            time.sleep(_WAIT_S)
-            self.grow()
-
-    def _locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if p.size:
-            self.ensure(int(p.max()) + 1)
-        return super()._locate(p)
-
-    def domain_counts(self, cursor: int) -> np.ndarray:
-        self.ensure(int(cursor))
-        return super().domain_counts(cursor)
 
 
 def _followable(dataset: Any, controller: Any) -> list[str]:
@@ -109,9 +57,9 @@ def _followable(dataset: Any, controller: Any) -> list[str]:
     if list(getattr(controller, "domain_names", [])) != names:
         raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not the "
                          f"dataset's {names} (in this order)")
-    if getattr(dataset, "_online", None) is not None:
+    if ONLINE_CONFIG_KEY in dataset.config:
         raise ValueError("this dataset already follows a controller")
-    if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get("continued_from") \
+    if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get(CONTINUED_KEY) \
             or dataset.config.get("schedule") != "fixed":
         raise ValueError("online mixing needs a plain dataset: no shuffle_window, phases, anytime schedule "
                          "or continued run")
@@ -173,20 +121,15 @@ class OnlineMixture:
         self.owner_pid = os.getpid()
         self.updates = 0
         self.meter = DomainLossMeter(names)
+        available = dataset.domain_sequences
         self._allowed = np.asarray([allowed_draws(a, dataset.max_epochs[n])
-                                    for a, n in zip(dataset._available, names, strict=True)])
+                                    for a, n in zip(available, names, strict=True)])
         self._target = np.zeros(d)
         self._drawn = np.zeros(d, dtype=np.int64)
         for _ in range(self.lookahead):
             self._append(self.initial, 0)
-        self.stream = _OnlineStream(self, names, dataset._available, dataset.seed)
-        self.stream.grow()
-        dataset._stream = self.stream
-        dataset._online = self
-        dataset._chunk = 1  # look up one unit at a time: a worker never waits on a segment it does not need yet
-        dataset.config.pop("sequences", None)
-        dataset.config["online"] = self.config
-        dataset.fingerprint = fingerprint(dataset.config)
+        self.stream = OnlineStream(self, names, available, dataset.seed)
+        dataset.use_stream(self.stream)
 
     # ------------------------------------------------------------------ layout
     @property
@@ -224,7 +167,7 @@ class OnlineMixture:
         n = min(int(n), self.num_segments)
         if n <= self.lookahead:
             return
-        if self.updates or self.published != self.lookahead or self.dataset._state.live is not None:
+        if self.updates or self.published != self.lookahead or self.stream.looked_up:
             raise ValueError(f"lookahead {self.lookahead} must become {n} before the first update, state load or "
                              f"iteration (now {self.updates} updates, {self.published} segments decided): build "
                              f"OnlineMixture(..., lookahead={n})")
@@ -232,7 +175,7 @@ class OnlineMixture:
             self._append(self.initial, 0)
         self.lookahead = self.config["lookahead"] = n
         self.stream.grow()
-        self.dataset.fingerprint = fingerprint(self.dataset.config)
+        self.dataset.use_stream(self.stream)  # its config entries changed
 
     # ----------------------------------------------------------------- updates
     def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *, group: Any = None) -> dict[str, float] | None:
@@ -355,9 +298,7 @@ class OnlineMixture:
             window = {**window, "loss_sums": [0.0] * len(self.names), "tokens": [0.0] * len(self.names)}
         self.meter.load_state_dict(window)
         self.updates = updates
-        self.stream = _OnlineStream(self, self.names, self.dataset._available, self.dataset.seed)
-        self.stream.grow()
-        self.dataset._stream = self.stream
+        self.stream.restart()
 
     def _check_config(self, state: Any) -> None:
         if not isinstance(state, Mapping) or state.get(FORMAT_KEY) != ONLINE_FORMAT:
@@ -366,26 +307,17 @@ class OnlineMixture:
             raise ValueError("the online state was saved under another configuration; differences: "
                              + "; ".join(config_diff(dict(state.get(CONFIG_KEY) or {}), self.config)))
 
-    def load_into(self, state: Mapping[str, Any], continue_run: bool, step: int | None = None) -> None:
-        """The dataset's ``load_state_dict`` for an online dataset (see the module docstring)."""
-        ds = self.dataset
-        if continue_run:
-            raise ValueError("an online dataset cannot continue another configuration's run (continue_run=True)")
-        if state.get(FINGERPRINT_KEY) != ds.fingerprint:
-            diff = config_diff(state.get(CONFIG_KEY) or {}, ds.config) or ["(config not recorded)"]
-            raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
-                             f"this dataset {ds.fingerprint!r}); differences: " + "; ".join(diff))
-        online = state.get(ONLINE_KEY)
+    def load_dataset_state(self, online: Any) -> None:
+        """Take back the online part of a dataset state (:meth:`dataset_state`): load it in the training process;
+        in a DataLoader worker check that the training process has loaded it into the shared table."""
         self._check_config(online)
         if self.is_owner:
             self.load_state_dict(online)
-        else:  # a DataLoader worker: the training process has loaded the log into the shared table
-            n = int(online[SEGMENTS_KEY])
-            self.stream.grow()
-            if self.published < n or self._digest(n) != online[DIGEST_KEY]:
-                raise ValueError(f"this DataLoader worker's state needs {n} decided segments (digest "
-                                 f"{online['digest']!r}); the training process holds {self.published}: load the "
-                                 "online state there first (OnlineMixture.load_state_dict / the dataset's "
-                                 "load_state_dict) before the loader iterates")
-        ds._resume(state, step)
-
+            return
+        n = int(online[SEGMENTS_KEY])
+        self.stream.grow()
+        if self.published < n or self._digest(n) != online[DIGEST_KEY]:
+            raise ValueError(f"this DataLoader worker's state needs {n} decided segments (digest "
+                             f"{online[DIGEST_KEY]!r}); the training process holds {self.published}: load the "
+                             "online state there first (OnlineMixture.load_state_dict / the dataset's "
+                             "load_state_dict) before the loader iterates")
