@@ -24,6 +24,7 @@ class OnlineStream(MixtureStream, MixtureSource):
     position at a time, so a DataLoader worker never waits on a segment it does not need yet."""
 
     chunk = 1
+    continuable = False
 
     def __init__(self, owner: Any, names: list[str], available: list[int], seed: int) -> None:
         super().__init__(names, available, seed, [0], np.zeros((0, len(names)), dtype=np.int64))
@@ -32,7 +33,7 @@ class OnlineStream(MixtureStream, MixtureSource):
         self.grow()
 
     def restart(self) -> None:
-        """Forget the grown segments and grow again from the table (after the owner replayed a log into it)."""
+        """Forget the grown segments and grow again (after the owner replayed a log into its table)."""
         self.starts, self.counts = np.zeros(1, dtype=np.int64), self.counts[:0]
         self.offsets, self.trees, self.phases, self.end = self.offsets[:1], [], self.phases[:0], 0
         self.grow()
@@ -52,7 +53,7 @@ class OnlineStream(MixtureStream, MixtureSource):
         self.end = int(self.starts[-1])
 
     def ensure(self, end: int) -> None:
-        """Make positions ``< end`` decided: grow, or wait in a DataLoader worker, or raise in the loop's process."""
+        """Make positions ``< end`` decided: grow, wait (in a DataLoader worker) or raise (in the loop)."""
         if end <= self.end:
             return
         self.grow()
@@ -61,14 +62,15 @@ class OnlineStream(MixtureStream, MixtureSource):
         owner = self.owner
         if owner.is_owner:
             seg = (end - 1) // owner.segment_sequences
-            raise ValueError(f"stream position {end - 1} is in segment {seg}, which is not decided yet (decided: "
-                             f"{self.end} positions, {len(self.trees)} segments after {owner.updates} updates): the "
-                             f"training loop must call update(step) every {owner.every} steps")
+            raise ValueError(f"stream position {end - 1} is in segment {seg}, which is not decided yet "
+                             f"(decided: {self.end} positions, {len(self.trees)} segments after "
+                             f"{owner.updates} updates): the training loop must call update(step) every "
+                             f"{owner.every} steps")
         while end > self.end:
             try:
-                os.kill(owner.owner_pid, 0)  # the deciding process is alive (any start method: fork, spawn, ...)
+                os.kill(owner.owner_pid, 0)  # the deciding process is alive (any start method)
             except ProcessLookupError:
-                raise RuntimeError("the training process that decides the mixture's segments has exited") from None
+                raise RuntimeError("the training process that decides the segments has exited") from None
             time.sleep(_WAIT_S)
             self.grow()
 
@@ -94,7 +96,7 @@ class OnlineStream(MixtureStream, MixtureSource):
         return {ONLINE_KEY: self.owner.dataset_state()}
 
     def reset(self, state: Mapping[str, Any], continue_run: bool) -> None:
-        """Load the state's online part (the training process) or check that it is loaded (a DataLoader worker)."""
+        """Load the state's online part (training process) or check that it is loaded (DataLoader worker)."""
         if continue_run:
             raise ValueError(_NO_CONTINUE)
         self.owner.load_dataset_state(state.get(ONLINE_KEY))

@@ -1,4 +1,4 @@
-"""The closed-form stream of a segment table: phases, the anytime path, and runs continued from another mix."""
+"""The closed-form stream of a segment table: phases, the anytime path, runs continued from another mix."""
 
 from __future__ import annotations
 
@@ -74,24 +74,25 @@ class PhasedStream(MixtureStream, MixtureSource):
         return entries
 
     def continued(self, record: Mapping[str, Any]) -> MixtureSource:
-        """This configuration's stream after ``record``'s cursor, each domain's order going on from its counts.
+        """This configuration's stream after ``record``'s cursor, each domain's order going on from there.
 
         Raises:
-            ValueError: a cursor beyond this budget, counts of other domains, a domain asked for more than it holds.
+            ValueError: a cursor beyond the budget, counts of other domains, a domain asked beyond its supply.
         """
-        plan = self.plan
+        plan, names, total = self.plan, self.plan.names, self.plan.segments.total
         cursor, counts = record.get(CURSOR_KEY), record.get(DOMAIN_COUNTS_KEY)
         if not is_int(cursor) or cursor < 0:
             raise ValueError(f"state cursor {cursor!r} is not a stream position")
-        if cursor > plan.segments.total:
-            raise ValueError(f"the budget of this configuration ({plan.budget_tokens} tokens, {plan.segments.total} "
-                             f"sequences) is smaller than the state's cursor ({cursor} sequences already consumed)")
-        if (not isinstance(counts, Mapping) or set(counts) != set(plan.names)
+        if cursor > total:
+            budget = f"{plan.budget_tokens} tokens, {total} sequences"
+            raise ValueError(f"the budget of this configuration ({budget}) is smaller than the state's cursor "
+                             f"({cursor} sequences already consumed)")
+        if (not isinstance(counts, Mapping) or set(counts) != set(names)
                 or not all(is_int(v) and v >= 0 for v in counts.values()) or sum(counts.values()) != cursor):
-            raise ValueError(f"the state's per-domain counts {counts!r} do not describe {cursor} sequences of "
-                             f"the domains {plan.names}")
-        base = np.asarray([int(counts[n]) for n in plan.names], dtype=np.int64)
-        check_draws(plan.names, plan.segments.after(int(cursor)), base, plan.available, plan.seq_len,
-                    plan.max_epochs)
-        return type(self)(plan, {CURSOR_KEY: int(cursor), DOMAIN_COUNTS_KEY: {n: int(counts[n]) for n in plan.names},
+            raise ValueError(f"the state's per-domain counts {counts!r} do not describe {cursor} sequences "
+                             f"of the domains {names}")
+        base = {n: int(counts[n]) for n in names}
+        check_draws(names, plan.segments.after(int(cursor)), np.asarray(list(base.values()), dtype=np.int64),
+                    plan.available, plan.seq_len, plan.max_epochs)
+        return type(self)(plan, {CURSOR_KEY: int(cursor), DOMAIN_COUNTS_KEY: base,
                                  FINGERPRINT_KEY: record.get(FINGERPRINT_KEY)})

@@ -19,7 +19,7 @@ __all__ = ["CONTINUED_KEY", "MixtureSource", "ONLINE_CONFIG_KEY", "SEQUENCES_KEY
 # The dataset config's entries that a stream writes (MixtureSource.config_entries), each spelt here only.
 SEQUENCES_KEY = "sequences"  # domain name -> sequences of the whole closed-form stream
 CONTINUED_KEY = "continued_from"  # the cursor, counts and fingerprint a continued run started from
-ONLINE_CONFIG_KEY = "online"  # an online mixture's configuration (every, lookahead, controller, initial weights)
+ONLINE_CONFIG_KEY = "online"  # an online mixture's configuration (every, lookahead, controller, initial mix)
 STREAM_CONFIG_KEYS = (SEQUENCES_KEY, CONTINUED_KEY, ONLINE_CONFIG_KEY)
 
 
@@ -30,12 +30,14 @@ class MixtureSource(Protocol):
         chunk: stream positions (per worker) the dataset looks up at once.
         origin: where a pass starts by default (0, or the cursor a continued run starts from).
         origin_step: the training step at ``origin`` (0, or ``None`` when unknown: a continued run).
+        continuable: whether a run of another configuration can be continued on this stream.
         nbytes: bytes of the stream's tables.
     """
 
     chunk: int
     origin: int
     origin_step: int | None = 0
+    continuable: bool = True
     nbytes: int
 
     def lookup(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
@@ -45,7 +47,7 @@ class MixtureSource(Protocol):
     def phase_at(self, cursor: int) -> int: ...
 
     def config_entries(self) -> dict[str, Any]:
-        """This stream's entries of the dataset's config (of :data:`STREAM_CONFIG_KEYS`; in its fingerprint)."""
+        """This stream's entries of the dataset's config (:data:`STREAM_CONFIG_KEYS`; in its fingerprint)."""
         ...
 
     def continued(self, record: Mapping[str, Any]) -> MixtureSource:
@@ -57,7 +59,7 @@ class MixtureSource(Protocol):
         ...
 
     def same_stream(self, saved: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-        """Whether a state saved under config ``saved`` (another fingerprint than ``config``'s) is of this stream."""
+        """Whether a state saved under ``saved`` (another fingerprint than ``config``'s) is of this stream."""
         return False
 
     def get_state(self) -> dict[str, Any]:
@@ -65,7 +67,7 @@ class MixtureSource(Protocol):
         return {}
 
     def reset(self, state: Mapping[str, Any], continue_run: bool) -> None:
-        """Take this stream's entries back from a dataset state of its configuration, before the dataset resumes.
+        """Take this stream's entries back from a dataset state of its config, before the dataset resumes.
 
         Raises:
             ValueError: the entries are missing or do not fit this stream.

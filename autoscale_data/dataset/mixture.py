@@ -161,8 +161,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self.phase_bounds: list[int] = phase_config["bounds"]
         self.config: dict[str, Any] = {
             "domains": self.domain_names, "stores": {n: store_summary(s) for n, s in stores.items()},
-            "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens, "seq_len": seq_len,
-            "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule, "stream": STREAM_FORMAT}
+            "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens,
+            "seq_len": seq_len, "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule,
+            "stream": STREAM_FORMAT}
         if phase_config["phases"] is not None:
             self.config["phases"] = phase_config["phases"]
         if self.pools:  # only when set, so the fingerprint of a dataset without pools does not hash them
@@ -203,7 +204,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self.config.pop(key, None)
         self.config.update(entries)
         self.fingerprint: str = fingerprint(self.config)
-        if SEQUENCES_KEY in entries:  # known ahead (closed form); an online stream's are decided during training
+        if SEQUENCES_KEY in entries:  # known ahead (closed form); an online stream decides them in training
             self.sequences_per_domain: dict[str, int] = dict(entries[SEQUENCES_KEY])
         self._stream = stream
         self._state = StreamState(self.total_sequences, self.rank, self.world_size, self._block,
@@ -211,15 +212,15 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self._state.origin_step = stream.origin_step
 
     def use_stream(self, stream: MixtureSource) -> None:
-        """Draw from ``stream`` from now on: the stream an :class:`~autoscale_data.dataset.OnlineMixture` decides
-        during training (it calls this when built, and again when its config entries change, before any iteration
-        or state load). Its config entries replace the closed-form stream's in :attr:`config` and :attr:`fingerprint`."""
+        """Draw from ``stream`` from now on: the one an :class:`~autoscale_data.dataset.OnlineMixture`
+        decides in training (it calls this when built and when its config entries change, before any
+        iteration or state load). Its entries replace the closed-form stream's in :attr:`config`."""
         self._start(stream)
 
     # ------------------------------------------------------------------ layout
     @property
     def domain_sequences(self) -> list[int]:
-        """Sequences each domain can supply per epoch (whole sequences of ``seq_len``; a pooled domain's pool)."""
+        """Sequences a domain supplies per epoch (whole sequences of ``seq_len``; a pooled domain's pool)."""
         return list(self._available)
 
     @property
@@ -470,10 +471,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
             if not continue_run:
                 self._start(before)
                 diff = config_diff(saved, self.config) or ["(config not recorded)"]
+                hint = " (to continue that run under this configuration, load_state_dict(state, continue_run=True))"
                 raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
                                  f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff) + unreachable
-                                 + " (to continue that run under this configuration, "
-                                   "load_state_dict(state, continue_run=True))")
+                                 + (hint if before.continuable else ""))
             fixed = {k: saved.get(k, "<absent>") for k in _FIXED_ON_CONTINUE}
             diff = config_diff(fixed, {k: self.config.get(k, "<absent>") for k in _FIXED_ON_CONTINUE})
             if diff:

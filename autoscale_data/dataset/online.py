@@ -6,7 +6,7 @@ positions), each drawn at the weights decided for it with exact per-domain count
 the controller's initial weights; update ``u`` (at step ``u × every``) decides segment
 ``u - 1 + lookahead``. The segment table is shared memory: a DataLoader worker that reaches an
 undecided segment waits for the decision, the training loop never does. Memory is O(segments).
-:class:`OnlineMixture` provides the dataset's stream (``_online_stream.OnlineStream``) and never touches its state.
+:class:`OnlineMixture` provides the dataset's stream (``_online_stream.OnlineStream``), not its state.
 docs/dataset.md ("Online mixing") states the guarantees: exact segments, the apply-from rule, the
 state and its resume at any world size or worker count.
 """
@@ -308,8 +308,8 @@ class OnlineMixture:
                              + "; ".join(config_diff(dict(state.get(CONFIG_KEY) or {}), self.config)))
 
     def load_dataset_state(self, online: Any) -> None:
-        """Take back the online part of a dataset state (:meth:`dataset_state`): load it in the training process;
-        in a DataLoader worker check that the training process has loaded it into the shared table."""
+        """Take back the online part of a dataset state (:meth:`dataset_state`): load it in the training
+        process; in a DataLoader worker, check that the training process has loaded it."""
         self._check_config(online)
         if self.is_owner:
             self.load_state_dict(online)
@@ -318,6 +318,6 @@ class OnlineMixture:
         self.stream.grow()
         if self.published < n or self._digest(n) != online[DIGEST_KEY]:
             raise ValueError(f"this DataLoader worker's state needs {n} decided segments (digest "
-                             f"{online[DIGEST_KEY]!r}); the training process holds {self.published}: load the "
-                             "online state there first (OnlineMixture.load_state_dict / the dataset's "
+                             f"{online[DIGEST_KEY]!r}); the training process holds {self.published}: load "
+                             "the online state there first (OnlineMixture.load_state_dict / the dataset's "
                              "load_state_dict) before the loader iterates")
