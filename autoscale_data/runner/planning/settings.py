@@ -69,11 +69,6 @@ class ModelSettings(Record):
         """The vocabulary the loss spans (BERT's counts its [MASK] id); a padded model has more rows."""
         return int(self.fields["vocab_size"])
 
-    @property
-    def rows(self) -> int:
-        """Embedding and output rows: the padded vocabulary, else the vocabulary."""
-        return self.vocab_size if self.padded_vocab is None else self.padded_vocab
-
     def flops_per_token(self, seq_len: int) -> float:
         """Training FLOPs per token (:func:`~.estimate.flops_per_token`)."""
         return flops_per_token(self.preset, self.fields, seq_len)

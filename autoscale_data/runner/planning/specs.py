@@ -37,7 +37,7 @@ from ..config import RunnerConfig, config_to_dict
 from ..config.sections import field_error
 from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
-from .settings import ModelSettings, TrainingSettings
+from .settings import TrainingSettings
 
 __all__ = [
     "ExtensionSpec",
@@ -231,8 +231,7 @@ def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, 
 
 def _model_flops(config: RunnerConfig, domains: DomainInfo) -> float:
     """Training FLOPs per token of ``config``'s model at the stores' vocabulary (:func:`.estimate.flops_per_token`)."""
-    model = ModelSettings.of(config.model, domains.vocab_size, config.seq_len, config.dropout, config.train.pad_vocab)
-    return model.flops_per_token(config.seq_len)
+    return TrainingSettings.of(config, domains).model.flops_per_token(config.seq_len)
 
 
 def target_run_flops(config: RunnerConfig, domains: DomainInfo) -> float:
