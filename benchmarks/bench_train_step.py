@@ -120,7 +120,7 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
     """The trainer's own step (``_micro_step`` + ``_optimizer_step``) on a model it builds."""
     from autoscale_data.dataset import DomainLossMeter
     from autoscale_data.runner.config import config_from_dict
-    from autoscale_data.runner.planning.specs import _training_settings
+    from autoscale_data.runner.planning.settings import TrainingSettings
     from autoscale_data.runner.training import train as train_mod
     from autoscale_data.runner.training.dist import DistInfo
 
@@ -135,9 +135,9 @@ def _runner_step(s: Shape, device: torch.device, compile_: bool, gelu: str | Non
     raw["train"] = {"compile": compile_, "compile_mode": os.environ.get("AUTOSCALE_COMPILE_MODE", "default")}
     config = config_from_dict(raw)
     domains = SimpleNamespace(vocab_size=s.vocab, eos_id=0, names=("a", "b"), fingerprints={"a": "a", "b": "b"})
-    settings = _training_settings(config, domains)  # type: ignore[arg-type]
+    settings = TrainingSettings.of(config, domains)  # type: ignore[arg-type]
     spec = SimpleNamespace(total_sequences=s.batch * 10**6, parent_sequences=0, keeps_model=False, kind="proxy",
-                           extension=None, settings=settings, seed=0, seq_len=s.seq_len, run_id="bench")
+                           extension=None, settings=settings, training=settings, seed=0, seq_len=s.seq_len, run_id="bench")
     info = DistInfo(rank=0, world_size=1, local_rank=0, device=device, initialized_here=False)
     trainer = train_mod._Trainer(config, spec, domains, Path(tempfile.gettempdir()), info)  # type: ignore[arg-type]
     trainer._build()

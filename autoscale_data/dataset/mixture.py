@@ -11,7 +11,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .._checks import check_int, is_int
 from .._options import build_options
-from ..mixing import SegmentTable, check_draws, check_supply, resolve_pools, segment_table
+from ..mixing import PlannedCounts, SegmentTable, check_draws, check_supply, resolve_pools, segment_table
 from ._batch import new_batch
 from ._fixed import FixedStream
 from ._mixture_options import MixtureOptions, epoch_caps
@@ -105,7 +105,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         weights: name -> weight (summing to 1), or a plan with ``weights_for_budget(budget_tokens)``,
             or a list of :class:`~autoscale_data.mixing.Phase` (each a token budget and a mix or a
             plan evaluated at that budget; the budgets sum to ``budget_tokens``): exact and
-            low-discrepancy inside each phase, each domain's order continuing across them.
+            low-discrepancy inside each phase, each domain's order continuing across them. Planned whole
+            sequences per domain go to :meth:`from_counts` instead.
         budget_tokens: total training tokens.
         seq_len: tokens per sequence.
         seed: seeds the per-domain permutations and the window shuffle.
@@ -179,6 +180,24 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._resume(opts.continue_from, _saved_step(opts.continue_from, None))
         else:
             self._check_supplies(stores, segments, phased=phase_config["phases"] is not None)
+
+    @classmethod
+    def from_counts(cls, domains: DomainsArg, counts: Mapping[str, int], seq_len: int, seed: int = 0, *,
+                    options: MixtureOptions | None = None, **settings: Any) -> ScaleAwareMixtureDataset:
+        """The stream of exactly ``counts`` whole sequences per domain (a plan's counts: no shares in between).
+
+        Its budget is ``sum(counts) * seq_len`` tokens and its stream the one of the shares ``count / total``:
+        the very stream of any ``weights`` whose largest-remainder split of the total is ``counts`` (so
+        ``from_counts(d, {"a": 3, "b": 1}, L)`` streams as ``ScaleAwareMixtureDataset(d, {"a": 0.75, "b": 0.25},
+        4 * L, L)``). The other arguments are the constructor's; the schedule is fixed.
+
+        Raises:
+            ValueError: counts that are not whole numbers >= 0, of unknown domains, missing a domain (give it 0)
+                or summing to 0, or a schedule other than ``"fixed"``.
+        """
+        check_int("seq_len", seq_len)
+        planned = PlannedCounts(counts)
+        return cls(domains, planned, planned.total * int(seq_len), seq_len, seed, options=options, **settings)
 
     def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentTable, *, phased: bool) -> None:
         """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and with

@@ -21,7 +21,7 @@ from .budget import (
 from .index import MixtureStream
 from .interleave import InterleaveTree, christoffel_mask, interleave, prefix_deviation
 from .permutation import DomainOrders, domain_order, feistel_permute, window_permutation
-from .phases import Phase, SegmentTable, check_draws, phase_bounds, segment_table
+from .phases import Phase, PlannedCounts, SegmentTable, check_draws, phase_bounds, segment_table
 from .pool import PooledOrders, pool_members, resolve_pools
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "InterleaveTree",
     "MixtureStream",
     "Phase",
+    "PlannedCounts",
     "PooledOrders",
     "SegmentTable",
     "WEIGHT_SUM_TOLERANCE",

@@ -3,6 +3,7 @@
 A stream is planned as *segments* ``[starts[j], starts[j+1])`` with exact per-domain counts and
 the mix each was drawn from (``weights[j]``, used to re-plan a segment cut short when a run is
 continued under another configuration). A phase is one segment; the anytime schedule is many.
+:class:`PlannedCounts` gives a one-phase stream its counts directly (a plan's whole sequences per domain).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from .._checks import is_int
 from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
-__all__ = ["Phase", "SegmentTable", "check_draws", "phase_bounds", "segment_table"]
+__all__ = ["Phase", "PlannedCounts", "SegmentTable", "check_draws", "phase_bounds", "segment_table"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,54 @@ class Phase:
         if not is_int(self.budget_tokens) or self.budget_tokens <= 0:
             raise ValueError(f"a phase's budget_tokens must be a positive integer, got {self.budget_tokens!r}")
         object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
+
+
+@dataclass(frozen=True)
+class PlannedCounts:
+    """Whole sequences per domain that a one-phase stream holds exactly: the ``weights`` of :func:`segment_table`
+    that skips the largest-remainder split (:meth:`~autoscale_data.ScaleAwareMixtureDataset.from_counts`).
+
+    Its stream is the one of the shares ``count / total``, and so the one of any weights whose largest-remainder
+    split of the total gives these counts.
+
+    Raises:
+        ValueError: not a mapping of domain names to non-negative integers, or no sequence at all.
+    """
+
+    sequences: Mapping[str, int]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sequences, Mapping):
+            raise ValueError(f"counts = {self.sequences!r} is invalid: expected a mapping of domain name to "
+                             "whole sequences")
+        bad = {d: n for d, n in self.sequences.items() if not (is_int(n) and n >= 0)}
+        if bad:
+            raise ValueError(f"counts {bad} are invalid: expected whole numbers of sequences >= 0")
+        if self.total < 1:
+            raise ValueError(f"counts = {dict(self.sequences)} is invalid: expected at least one sequence in all")
+        object.__setattr__(self, "sequences", {str(d): int(n) for d, n in self.sequences.items()})
+
+    @property
+    def total(self) -> int:
+        """Sequences of all domains."""
+        return int(sum(int(n) for n in self.sequences.values()))
+
+    def table(self, names: Sequence[str]) -> tuple[SegmentTable, dict[str, float]]:
+        """The one segment of these counts over the domains ``names`` (in stream order) and their shares.
+
+        Raises:
+            ValueError: counts of unknown domains, or a domain without a count.
+        """
+        unknown = sorted(set(self.sequences) - set(names))
+        missing = sorted(set(names) - set(self.sequences))
+        if unknown:
+            raise ValueError(f"counts name unknown domain(s) {unknown}; the domains are {list(names)}")
+        if missing:
+            raise ValueError(f"counts are missing domain(s) {missing}; give every domain a count (0 to skip it)")
+        total = self.total
+        counts = np.asarray([[self.sequences[n] for n in names]], dtype=np.int64)
+        shares = {n: self.sequences[n] / total for n in names}  # as RunSpec.weights and a user's count / total
+        return SegmentTable.of_counts(np.asarray([0, total], dtype=np.int64), counts), shares
 
 
 def phase_bounds(budgets: Sequence[int], seq_len: int, budget_tokens: int) -> list[int]:
@@ -170,6 +219,8 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
         whole run), and ``info = {"bounds": phase start/end positions, "phases": the phases' budgets
         and weights as JSON, or None for a single phase}``.
     """
+    if isinstance(weights, PlannedCounts):
+        return _counted(weights, names, budget_tokens, seq_len, schedule)
     phases = _phase_list(weights)
     if phases is not None and len(phases) == 1:  # one phase is the plain dataset
         phase_bounds([phases[0].budget_tokens], seq_len, budget_tokens)
@@ -195,3 +246,16 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
     info = {"bounds": bounds, "phases": [{"budget_tokens": p.budget_tokens, "weights": m}
                                          for p, m in zip(phases, mixes, strict=True)]}
     return table, {n: float(x) for n, x in zip(names, shares, strict=True)}, info
+
+
+def _counted(planned: PlannedCounts, names: Sequence[str], budget_tokens: int, seq_len: int,
+             schedule: str) -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
+    """:func:`segment_table` of planned counts: one segment holding exactly them."""
+    if schedule != "fixed":
+        raise ValueError(f"schedule={schedule!r} follows a plan's path; planned counts are a fixed schedule")
+    total, _ = sequence_budget([1.0], budget_tokens, seq_len)
+    if total != planned.total:
+        raise ValueError(f"budget_tokens={budget_tokens} holds {total} sequences of {seq_len} tokens, the counts "
+                         f"{planned.total}")
+    table, shares = planned.table(names)
+    return table, shares, {"bounds": [0, total], "phases": None}

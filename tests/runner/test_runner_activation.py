@@ -23,7 +23,7 @@ def raw(tmp_path: Path) -> dict:
 
 def _ids_and_fields(runner: MixtureRunner) -> tuple[list[str], list[dict]]:
     specs = [s for specs in runner.proxy_specs().values() for s in specs]
-    return [s.run_id for s in specs], [s.settings["model"]["fields"] for s in specs]
+    return [s.run_id for s in specs], [s.settings.model.fields for s in specs]
 
 
 def _old_folder(out: Path, raw: dict) -> Path:

@@ -62,7 +62,7 @@ def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.d
         FileNotFoundError: the reference run kept no final checkpoint.
     """
     try:
-        model = final_model(spec, ref_dir, spec.settings["model"]["preset"], domains.eos_id)
+        model = final_model(spec, ref_dir, domains.eos_id)
     except ValueError:  # an unreadable pointer: no complete checkpoint
         model = None
     if model is None:
@@ -105,7 +105,7 @@ class DoReMiHook:
         self.info, self.names = ctx.info, tuple(ctx.names)
         self.family = ctx.config.model.family
         self.autocast = ctx.config.precision == "bf16"
-        self.vocab = int(ctx.spec.settings["model"]["fields"]["vocab_size"])
+        self.vocab = ctx.spec.training.model.vocab_size
         if self.reference is None:
             self.reference = load_reference_model(ctx.spec, ctx.domains,
                                                   ctx.run_dir.parent / self.reference_run, ctx.info.device)

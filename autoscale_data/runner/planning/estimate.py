@@ -28,8 +28,7 @@ def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> flo
 
 def run_flops(spec: Any) -> float:
     """Training FLOPs of a planned run: its tokens x :func:`flops_per_token` of the model its settings hash."""
-    model = spec.settings["model"]
-    return spec.total_tokens * flops_per_token(model["preset"], model["fields"], spec.seq_len)
+    return spec.total_tokens * spec.training.model.flops_per_token(spec.seq_len)
 
 
 def format_flops(flops: float) -> str:

@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..._records import Record, omitted
@@ -37,7 +37,7 @@ from ..config import RunnerConfig, config_to_dict
 from ..config.sections import field_error
 from ..registry import HookSpec
 from .data import DomainInfo, batch_sequences, ddo_base_counts, mix_counts
-from .estimate import flops_per_token
+from .settings import TrainingSettings
 
 __all__ = [
     "ExtensionSpec",
@@ -63,7 +63,6 @@ __all__ = [
     "target_spec",
 ]
 
-_SETTINGS_VERSION = 1
 #: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
 SCHEDULES = ("fixed", "anytime")
 
@@ -129,7 +128,8 @@ class RunSpec(Record):
         perturbed: the perturbed domain of a DDO run (``None`` for base and target runs).
         multiplier: the multiplier of the perturbed domain actually trained (its sequences over the base
             run's; whole global batches can move it from the configured one).
-        settings: the hashed training settings (model, optimiser, batches, backend, stores).
+        settings: the hashed training settings (model, optimiser, batches, backend, stores:
+            :class:`~.settings.TrainingSettings`); ``None`` only in a spec file written without them (by hand).
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
         plan: the :class:`~autoscale_data.solver.MixturePlan` of an anytime run (else ``None``).
@@ -151,7 +151,7 @@ class RunSpec(Record):
     eval_points: int
     perturbed: str | None = None
     multiplier: float = 1.0
-    settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    settings: TrainingSettings | None = omitted(default=None, compare=False, repr=False)
     schedule: str = omitted(default="fixed")
     plan: MixturePlan | None = omitted(default=None, compare=False, repr=False)
     extension: ExtensionSpec | None = omitted(default=None, repr=False)
@@ -168,6 +168,17 @@ class RunSpec(Record):
             raise ValueError(f"run {self.run_id}: an 'anytime' run needs its MixturePlan as plan, and only "
                              f"an anytime run has one (schedule {self.schedule!r}, plan "
                              f"{'set' if self.plan is not None else 'None'})")
+
+    @property
+    def training(self) -> TrainingSettings:
+        """:attr:`settings`, which every planned run has.
+
+        Raises:
+            ValueError: the spec was written without them (a spec file made by hand trains nothing).
+        """
+        if self.settings is None:
+            raise ValueError(f"run {self.run_id}: its spec records no training settings (model, optimiser, batches)")
+        return self.settings
 
     @property
     def total_sequences(self) -> int:
@@ -218,41 +229,9 @@ def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, 
     return {"pool": {d: int(n) * spec.seq_len for d, n in pools.items()}, "max_epochs": caps}
 
 
-def _training_settings(config: RunnerConfig, domains: DomainInfo) -> dict[str, Any]:
-    from ..models import model_config_dict, padded_vocab
-
-    model = model_config_dict(config.model.preset, config.model.overrides, vocab_size=domains.vocab_size,
-                              seq_len=config.seq_len, dropout=config.dropout, activation=config.model.activation)
-    settings: dict[str, Any] = {
-        "version": _SETTINGS_VERSION,
-        "model": {"preset": config.model.preset, "fields": model},
-        "optimizer": config_to_dict(config.optimizer),
-        "seq_len": config.seq_len,
-        "micro_batch_size": config.micro_batch_size,
-        "global_batch_size": config.global_batch_size,
-        "procs": config.procs,
-        "backend": config.backend,
-        "precision": config.precision,
-        "stores": {d: domains.fingerprints[d] for d in domains.names},
-        "heldout_tokens_per_domain": config.eval.heldout_tokens_per_domain,
-    }
-    rows = padded_vocab(int(model["vocab_size"]), config.train.pad_vocab)
-    if rows != model["vocab_size"]:  # only then: a padded model is another model; other ids stay as they were
-        settings["model"]["padded_vocab"] = rows
-    if config.model.family == "bert":
-        settings["model"]["mlm_probability"] = config.model.mlm_probability
-        if config.eval.mlm_passes != 1:  # only then: the ids of runs with one pass do not hash the setting
-            settings["mlm_eval_passes"] = config.eval.mlm_passes
-    if config.backend == "deepspeed":
-        settings["deepspeed"] = {"zero_stage": config.deepspeed.zero_stage,
-                                 "extra": config.deepspeed.extra}
-    return settings
-
-
 def _model_flops(config: RunnerConfig, domains: DomainInfo) -> float:
     """Training FLOPs per token of ``config``'s model at the stores' vocabulary (:func:`.estimate.flops_per_token`)."""
-    model = _training_settings(config, domains)["model"]
-    return flops_per_token(model["preset"], model["fields"], config.seq_len)
+    return TrainingSettings.of(config, domains).model.flops_per_token(config.seq_len)
 
 
 def target_run_flops(config: RunnerConfig, domains: DomainInfo) -> float:
@@ -287,7 +266,7 @@ def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
     return proxy
 
 
-def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int, *,
+def id_payload(settings: TrainingSettings | None, sequences: Mapping[str, int], seed: int, eval_points: int, *,
                schedule: str = "fixed", plan: MixturePlan | None = None, extension: ExtensionSpec | None = None,
                hook: HookSpec | None = None, keeps_model: bool = False,
                pools: Mapping[str, int] | None = None) -> dict[str, Any]:
@@ -295,8 +274,8 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
     enter only for a non-fixed schedule, ``extension`` only for an extension run, ``hook`` only for a run with
     a step hook, ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
     proxy, so the ids of other runs do not depend on those options."""
-    payload: dict[str, Any] = {"settings": settings, "sequences": dict(sorted(sequences.items())), "seed": seed,
-                               "eval_points": eval_points}
+    payload: dict[str, Any] = {"settings": {} if settings is None else settings.to_json(),
+                               "sequences": dict(sorted(sequences.items())), "seed": seed, "eval_points": eval_points}
     if schedule != "fixed":
         payload["schedule"] = schedule
         payload["plan"] = None if plan is None else plan.to_json()
@@ -311,7 +290,7 @@ def id_payload(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: 
     return payload
 
 
-def run_fingerprint(settings: Mapping[str, Any], sequences: Mapping[str, int], seed: int, eval_points: int,
+def run_fingerprint(settings: TrainingSettings | None, sequences: Mapping[str, int], seed: int, eval_points: int,
                     **options: Any) -> str:
     """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload` (``options``: its
     keyword arguments)."""
@@ -352,11 +331,11 @@ class _Role:
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
           plan: MixturePlan | None = None, hook: HookSpec | None = None, pools: Mapping[str, int] | None = None,
-          extension: ExtensionSpec | None = None, settings: dict[str, Any] | None = None) -> RunSpec:
+          extension: ExtensionSpec | None = None, settings: TrainingSettings | None = None) -> RunSpec:
     """The spec of one run; ``plan`` makes it follow the anytime schedule, ``hook`` gives it a step hook,
     ``pools`` draws domains from pools (a repetition-matched proxy), ``extension`` continues a run (its
     evaluation points spread over the new sequences); ``settings``: the hashed settings when already known."""
-    settings = _training_settings(config, domains) if settings is None else settings
+    settings = TrainingSettings.of(config, domains) if settings is None else settings
     points = config.eval.target_points if role.kind in ("target", "extension") else config.eval.proxy_points
     new = sum(sequences.values()) - (0 if extension is None else extension.parent_sequences)
     points = max(1, min(points, new // config.global_batch_size))
@@ -564,9 +543,10 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
     """
     from ..experiment import config_changes
 
-    settings = json.loads(json.dumps(_training_settings(config, domains)))
-    if settings != json.loads(json.dumps(parent.settings)):
-        diff = config_changes(parent.settings, settings)
+    settings = TrainingSettings.of(config, domains)
+    mine, theirs = (json.loads(json.dumps(s.to_json() if s is not None else {})) for s in (settings, parent.settings))
+    if mine != theirs:
+        diff = config_changes(theirs, mine)
         raise ValueError(f"run {parent.run_id} was trained with other settings than this config's; it can only be "
                          "extended under its own: " + "; ".join(diff or ["(settings not recorded)"]))
     new = sum(sequences.values()) - extension.parent_sequences

@@ -122,19 +122,17 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: Checkpo
     _barrier(info)
 
 
-def final_model(spec: Any, run_dir: Path, preset: str, eos_id: int) -> torch.nn.Module | None:
+def final_model(spec: Any, run_dir: Path, eos_id: int) -> torch.nn.Module | None:
     """The model of the finished run ``spec`` from ``run_dir/final_ckpt`` (torch or DeepSpeed layout, ZeRO stages
-    0-2), on the CPU in eval mode; ``None`` without a complete final checkpoint."""
-    from ..models import build_model
-
+    0-2), built as its settings say (:meth:`~autoscale_data.runner.planning.settings.ModelSettings.build`), on the
+    CPU in eval mode; ``None`` without a complete final checkpoint."""
     final = run_dir / layout.FINAL_CHECKPOINT_DIR
     pointer: CheckpointPointer | None = layout.read(final, layout.CHECKPOINT_POINTER)
     if pointer is None:
         return None
     torch_file, ds_file = final / f"{pointer.tag}.pt", final / pointer.tag / "mp_rank_00_model_states.pt"
     blob = torch.load(torch_file if torch_file.is_file() else ds_file, map_location="cpu", weights_only=False)
-    model = build_model(preset, spec.settings["model"]["fields"], eos_id=eos_id,
-                        vocab_rows=spec.settings["model"].get("padded_vocab"))
+    model = spec.training.model.build(eos_id)
     model.load_state_dict(blob["model"] if "model" in blob else blob["module"])
     return model.eval()
 

@@ -60,7 +60,7 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     if config.model.family != "gpt2":
         raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
                          "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
-    model = final_model(spec, run_dir, config.model.preset, domains.eos_id)
+    model = final_model(spec, run_dir, domains.eos_id)
     if model is None:
         raise ValueError(f"run {spec.run_id} kept no final checkpoint "
                          f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): {_no_model_advice(spec)}")

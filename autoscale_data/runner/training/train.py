@@ -5,8 +5,10 @@ the ``deepspeed`` launcher or ``torchrun`` starts it)::
 
     deepspeed --num_gpus 2 --module autoscale_data.runner.training.train --job OUT/runs/<id>/job.json
 
-Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the spec's weights
-(or its :class:`~autoscale_data.solver.MixturePlan`, ``schedule="anytime"``), every rank its strided slice.
+Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the spec's planned
+sequences per domain (:meth:`~autoscale_data.ScaleAwareMixtureDataset.from_counts`; an anytime run: its
+:class:`~autoscale_data.solver.MixturePlan`; an extension: its new sequences' mix after the parent's end), every
+rank its strided slice.
 The run evaluates per-domain validation loss at ``spec.eval_points`` evenly spaced steps (the last at the
 end; each point records the training tokens seen per domain), checkpoints every ``config.checkpoint_every``
 steps (model, optimiser, LR scheduler, RNG, dataset state), resumes from the newest complete checkpoint, and
@@ -45,7 +47,7 @@ from ...solver.vocabulary import AUTO, MEAN_LOSS, MEAN_PPL
 from .. import layout
 from ..config import RunnerConfig, config_from_dict, config_to_dict
 from ..config.sections import OptimizerConfig
-from ..models import build_model, mask_tokens, parameter_count, token_cross_entropy
+from ..models import mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
 from ..planning.specs import RunSpec, proxy_dataset_options
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
@@ -109,15 +111,17 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    weights: Any = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else spec.weights
-    ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
-                                  **proxy_dataset_options(spec, config.max_epochs), rank=info.rank,
-                                  world_size=info.world_size,
-                                  output="compact", batch_size=micro or config.micro_batch_size, schedule=spec.schedule,
-                                  verify="size", continue_from=continue_from)
-    if ds.sequences_per_domain != spec.sequences:
-        raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per domain, "
-                         f"the run asked for {spec.sequences}")
+    options = {**proxy_dataset_options(spec, config.max_epochs), "rank": info.rank, "world_size": info.world_size,
+               "output": "compact", "batch_size": micro or config.micro_batch_size, "verify": "size"}
+    if spec.schedule == "fixed" and spec.extension is None:  # the planned counts as they are
+        ds = ScaleAwareMixtureDataset.from_counts(domains.paths, spec.sequences, spec.seq_len, spec.seed, **options)
+    else:  # the plan's path, or an extension's mix of its new sequences after the parent's end: planned again
+        weights = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else None
+        ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
+                                      schedule=spec.schedule, continue_from=continue_from, **options)
+        if ds.sequences_per_domain != spec.sequences:
+            raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per "
+                             f"domain, the run asked for {spec.sequences}")
     per_domain = max(1, config.eval.heldout_tokens_per_domain // spec.seq_len)
     val = MixtureValidationDataset(domains.paths, spec.seq_len, max_sequences_per_domain=per_domain,
                                    rank=info.rank, world_size=info.world_size, output="compact", verify="size")
@@ -211,7 +215,8 @@ class _Trainer:
         self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
         self.hook: Any = None
         self.parent_dir = run_dir.parent / spec.extension.parent if spec.extension is not None else None
-        self.vocab = int(spec.settings["model"]["fields"]["vocab_size"])  # the loss's (a padded model has more rows)
+        self.settings = spec.training
+        self.vocab = self.settings.model.vocab_size  # the loss's (a padded model has more rows)
         self.mask = None
         if self.family == "bert":
             self.mask = {"vocab_size": domains.vocab_size, "mask_id": domains.vocab_size,
@@ -224,9 +229,7 @@ class _Trainer:
         config, info = self.config, self.info
         prepare_device(config.train, info.device)
         torch.manual_seed(self.spec.seed)
-        model = build_model(self.spec.settings["model"]["preset"], self.spec.settings["model"]["fields"],
-                            eos_id=self.domains.eos_id,
-                            vocab_rows=self.spec.settings["model"].get("padded_vocab"))
+        model = self.settings.model.build(self.domains.eos_id)
         self.num_params = parameter_count(model)
         model.to(info.device)
         if config.train.micro_batch == AUTO:
@@ -238,7 +241,7 @@ class _Trainer:
             self.gas = per_process // self.micro
         engine = config.backend == "deepspeed" and (info.world_size > 1 or config.deepspeed.single_process == "deepspeed")
         # the run's own learning rate: a proxy's may be ddo.proxy_lr (its settings hash what it trains with)
-        o = replace(config.optimizer, lr=float(self.spec.settings["optimizer"]["lr"]))
+        o = replace(config.optimizer, lr=float(self.settings.optimizer.lr))
         optimizer = _optimizer(model, o, info.device if not engine else torch.device("cpu"))
         if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
             self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)

@@ -6,6 +6,7 @@ run (checked against a hand computation)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,16 +62,16 @@ def test_a_proxy_model_enters_the_proxies_specs_and_ids_and_no_target_s(stores: 
     small = _plan(config_from_dict(tiny_config(stores, ddo={"proxy_model": SMALL, "proxy_lr": 1e-3}, **methods)),
                   tmp_path / "out")
     for s in small["proxy"] + small["method"]:  # DDO proxies, DoReMi's reference and proxy, RegMix's swarm
-        model = s.settings["model"]
-        assert model["preset"] == "gpt2-tiny" and (model["fields"]["n_layer"], model["fields"]["n_embd"]) == (1, 16)
-        assert s.settings["optimizer"]["lr"] == 1e-3
-        assert s.settings["optimizer"] | {"lr": 3e-3} == plain["target"][0].settings["optimizer"]  # only the lr
+        model = s.settings.model
+        assert model.preset == "gpt2-tiny" and (model.fields["n_layer"], model.fields["n_embd"]) == (1, 16)
+        assert s.settings.optimizer.lr == 1e-3
+        assert replace(s.settings.optimizer, lr=3e-3) == plain["target"][0].settings.optimizer  # only the lr
     for kind in ("proxy", "method"):
         assert not {s.run_id for s in small[kind]} & {s.run_id for s in plain[kind]}, kind
         assert [s.sequences for s in small[kind]] == [s.sequences for s in plain[kind]]  # the same design
     assert [s.run_id for s in small["target"]] == [s.run_id for s in plain["target"]]
     lr_only = _plan(config_from_dict(tiny_config(stores, ddo={"proxy_lr": 1e-3})), tmp_path / "out")
-    assert {s.settings["model"]["fields"]["n_embd"] for s in lr_only["proxy"]} == {32}
+    assert {s.settings.model.fields["n_embd"] for s in lr_only["proxy"]} == {32}
     assert not {s.run_id for s in lr_only["proxy"]} & {s.run_id for s in plain["proxy"]}
 
 
@@ -79,15 +80,15 @@ def test_a_swarm_with_a_preset_of_its_own_keeps_it(stores: Path, tmp_path: Path)
     cfg = config_from_dict(tiny_config(stores, ddo={"proxy_model": SMALL, "proxy_lr": 1e-3},
                                        target={"baselines": ["regmix"]}, regmix={"swarm": swarm}))
     runs = _plan(cfg, tmp_path / "out")["method"]
-    assert {s.settings["model"]["fields"]["n_embd"] for s in runs} == {8}
-    assert {s.settings["optimizer"]["lr"] for s in runs} == {1e-3}  # the proxies' learning rate
+    assert {s.settings.model.fields["n_embd"] for s in runs} == {8}
+    assert {s.settings.optimizer.lr for s in runs} == {1e-3}  # the proxies' learning rate
 
 
 def test_a_preset_name_is_the_preset_as_is(stores: Path) -> None:
     cfg = config_from_dict(tiny_config(stores, model={"preset": "gpt2-small", "overrides": {}},
                                        ddo={"proxy_model": "gpt2-tiny", "proxy_lr": "1e-4"}))
     assert (cfg.ddo.proxy_model.preset, cfg.ddo.proxy_model.overrides, cfg.ddo.proxy_lr) == ("gpt2-tiny", {}, 1e-4)
-    fields = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[0].settings["model"]["fields"]
+    fields = ddo_proxy_specs(cfg, inspect_domains(cfg), 4096)[0].settings.model.fields
     assert (fields["n_layer"], fields["n_embd"], fields["n_head"]) == (2, 128, 4)  # gpt2-tiny, not the target's
 
 

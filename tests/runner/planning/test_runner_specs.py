@@ -149,7 +149,7 @@ def _legacy_id(spec) -> str:
     import hashlib
     import json
 
-    blob = json.dumps({"settings": spec.settings, "sequences": dict(sorted(spec.sequences.items())),
+    blob = json.dumps({"settings": spec.settings.to_json(), "sequences": dict(sorted(spec.sequences.items())),
                        "seed": spec.seed, "eval_points": spec.eval_points}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
