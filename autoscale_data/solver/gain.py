@@ -91,7 +91,8 @@ class GainEstimate(Record):
 
     def to_json(self) -> dict[str, Any]:
         """The codec's object with ``gain``, ``sd``, ``z`` and ``noise`` null where not finite."""
-        return {k: None if k in _NULLABLE and not np.isfinite(v) else v for k, v in fields_to_json(self).items()}
+        nullable = ("gain", "sd", "z", "noise")
+        return {k: None if k in nullable and not np.isfinite(v) else v for k, v in fields_to_json(self).items()}
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> GainEstimate:
@@ -100,9 +101,6 @@ class GainEstimate(Record):
             raise ValueError(f"key {path + '.gain' if path else 'gain'!r} is missing")
         missing = {"gain": float("nan"), "sd": float("inf"), "noise": float("nan")}
         return cls(**fields_from_json(cls, {**data, **{k: v for k, v in missing.items() if data.get(k) is None}}, path))
-
-
-_NULLABLE = ("gain", "sd", "z", "noise")
 
 
 def _free(fit: JointFit, m: int) -> np.ndarray:

@@ -229,22 +229,19 @@ _CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 @dataclass(frozen=True)
 class Candidates:
-    """Every candidate at one target (:func:`_candidates`): each computed, or why it failed."""
+    """Every candidate at one target (:func:`_candidates`), each computed or why it failed; ``optima``, ``path`` and
+    ``notes`` as in :class:`Projections`, ``pooled``: the optima are the joint law's, ``fallback``: why no
+    projection could be computed."""
 
     geometric: Projection | CandidateError
     joint: JointFit | CandidateError
     robust: RobustProjection | CandidateError
     observed: Observed | CandidateError
     optima: tuple[DDOResult | JointFit, ...] = ()
-    """The per-budget optima the paths run through, smallest budget first (empty: none)."""
     path: tuple[tuple[float, dict[str, float]], ...] = ()
-    """The optima as the paths use them (left-out domains treated)."""
     notes: tuple[str, ...] = ()
-    """What was done to the input to answer, in words."""
     pooled: bool = False
-    """Whether the optima are those of the one law fitted to every budget."""
     fallback: str = ""
-    """Why no projection could be computed (one budget, or no optima)."""
 
     def named(self) -> dict[str, Any]:
         """``{name: candidate or CandidateError}`` (:data:`_CANDIDATES`)."""
