@@ -3,7 +3,7 @@
 A record is a dataclass; its JSON object has one key per field, named as the field, holding the field's value
 in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the ``NaN`` that :func:`json.dumps`
 writes). :func:`to_json` writes it and :func:`from_json` reads it back, checked against the field's type hint
-(``int``, ``float``, ``str``, ``bool``, ``list[T]``, ``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``,
+(``int``, ``float``, ``str``, ``bool``, ``Literal[...]``, ``list[T]``, ``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``,
 ``dict[int, T]`` (its keys written as strings, as JSON has them), ``T | None``, nested records, ``Any``).
 Subclassing :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
 
@@ -159,6 +159,10 @@ def from_json(tp: type[T] | Any, data: Any, path: str = "") -> T:
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
         return _union(typing.get_args(tp), data, path)  # type: ignore[no-any-return]
+    if origin is typing.Literal:
+        if data not in typing.get_args(tp):
+            raise _bad(data, f"one of {typing.get_args(tp)}", path)
+        return data  # type: ignore[no-any-return]
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or callable(getattr(tp, "from_json", None))):
         return _record(tp, data, path)  # type: ignore[return-value]
     if origin in (list, tuple):

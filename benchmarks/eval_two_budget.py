@@ -150,7 +150,7 @@ def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mappin
         else:
             row.update(rule=p.selection.rule, scores={n: e.score or e.note for n, e in
                                                       p.selection.backtest.items()})
-        row.update(status="answered", chosen=p.used, reason=p.selection.reason, predicted=p.selection.predicted,
+        row.update(status="answered", chosen=p.used, reason=p.selection.reason, predicted={n: e.to_json() for n, e in p.selection.predicted.items()},
                    regret=default, observed_regret=observed,
                    candidates={n: _regret(getattr(p, n).weights, domains, at.weights, at.loss)
                                for n in ("geometric", "joint", "robust") if not isinstance(getattr(p, n), (str, type(None)))},

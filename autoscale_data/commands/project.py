@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,9 @@ from ..solver import (
     DDOOptions,
     MixturePlan,
     PlanEvidence,
+    Projection,
+    ProjectionsRecord,
     RunTable,
-    Trust,
-    backtest_lines,
     project,
     project_all,
     read_olmix,
@@ -214,22 +215,23 @@ def _tables(args: argparse.Namespace) -> tuple[list[RunTable], list[str], list[s
     return tables, names, notes
 
 
-def _from_runs(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any], PlanEvidence]:
-    """Every candidate from the run tables: the summary dict, the scales of the chosen one's plan and the evidence."""
+def _from_runs(args: argparse.Namespace,
+               caps: dict[str, float] | None) -> tuple[ProjectionsRecord, list[Any], PlanEvidence]:
+    """Every candidate from the run tables: the answer, the scales of the chosen one's plan and the evidence."""
     options = DDOOptions(objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
                          token_caps=caps, max_epochs=args.max_epochs,
                          val_domains=objective_weights_arg(args.objective_weights))
     tables, names, notes = _tables(args)
     projections = project_all(tables, args.target_tokens, options, method=args.method or DEFAULT_PROJECTION,
                               labels=names)
-    out = projections.record().to_json()
-    out["warnings"] = notes + out["warnings"]
+    record = projections.record()
     evidence = PlanEvidence.of(projections, tables, objective=args.objective, sources=names)
-    return out, projections.plan_scales(), evidence
+    return replace(record, warnings=notes + record.warnings), projections.plan_scales(), evidence
 
 
-def _from_scales(args: argparse.Namespace, caps: dict[str, float] | None) -> tuple[dict[str, Any], list[Any], PlanEvidence, str]:
-    """The geometric path through SCALES.json's optima: the answer's dict, the scales, the evidence and its title."""
+def _from_scales(args: argparse.Namespace,
+                 caps: dict[str, float] | None) -> tuple[Projection, list[Any], PlanEvidence, str]:
+    """The geometric path through SCALES.json's optima: the answer, the scales, the evidence and its title."""
     scales = scales_from_json(read_json(args.scales))
     res = project(scales, args.target_tokens, token_caps=caps, max_epochs=args.max_epochs)
     text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
@@ -237,7 +239,7 @@ def _from_scales(args: argparse.Namespace, caps: dict[str, float] | None) -> tup
         method=GEOMETRIC, requested_method=GEOMETRIC, target_tokens=res.budget_tokens, sources=[args.scales],
         reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through them",
         budgets=[float(x["budget_tokens"] if isinstance(x, dict) else x[0]) for x in scales])
-    return res.to_json(), scales, evidence, text
+    return res, scales, evidence, text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -251,14 +253,16 @@ def run(args: argparse.Namespace) -> int:
     if args.objective_weights is not None and not has_runs:
         raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
+    answer: Projection | ProjectionsRecord
     if not has_runs:
-        out, scales, evidence, text = _from_scales(args, caps)
+        answer, scales, evidence, text = _from_scales(args, caps)
     else:
-        out, scales, evidence = _from_runs(args, caps)
-        used = out["method"]
-        what = (f"the best mix observed: {out[OBSERVED]['description']}" if used == OBSERVED
-                else f"{used} projection")
-        text = f"mix at {out['budget_tokens']:.4g} tokens ({what}):"
+        answer, scales, evidence = _from_runs(args, caps)
+        observed = answer.computed(OBSERVED)
+        what = (f"the best mix observed: {observed.description}" if answer.method == OBSERVED
+                else f"{answer.method} projection")
+        text = f"mix at {answer.budget_tokens:.4g} tokens ({what}):"
+    out = answer.to_json()
     check_finite_answer(out, "project")  # before anything is drawn, saved or printed
     if args.plot or args.save_plan:
         plan = _plan(scales, args, caps, evidence)
@@ -271,36 +275,35 @@ def run(args: argparse.Namespace) -> int:
         print_json(args, out)
     else:
         print(text)
-        for d, w in out["weights"].items():
-            print(f"  {d:>16}: {w:.4f}  ({out['allocation_tokens'][d]:.4g} tokens)")
-        if has_runs:
-            _print_candidates(out)
-    for w in out["warnings"]:
+        for d, w in answer.weights.items():
+            print(f"  {d:>16}: {w:.4f}  ({answer.allocation_tokens[d]:.4g} tokens)")
+        if isinstance(answer, ProjectionsRecord):
+            _print_candidates(answer)
+    for w in answer.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return 0
 
 
-def _print_candidates(out: dict[str, Any]) -> None:
+def _print_candidates(answer: ProjectionsRecord) -> None:
     """The fits' side of the text answer: which candidate was chosen and why, the other one, the joint law, trust."""
-    if out.get("selection"):
-        print(f"chosen: {out['method']} ({out['selection']['reason']})")
-        for line in backtest_lines(out["selection"])[:-1]:  # each candidate and how it was scored
+    sel = answer.selection
+    if sel is not None:
+        print(f"chosen: {answer.method} ({sel.reason})")
+        for line in sel.backtest_lines()[:-1]:  # each candidate and how it was scored
             print(f"  {line}")
-    for note in out.get("notes", []):
+    for note in answer.notes:
         print(f"note: {note}")
-    other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[out.get("method", GEOMETRIC)]
-    if "moved" in out.get(ROBUST, {}):
-        print(f"robust projection moves the geometric mix by total variation "
-              f"{out[ROBUST]['moved']['total_variation']:.4f}")
-    if "weights" in out[other]:
-        print(f"{other} projection (not used): "
-              + ", ".join(f"{d}={w:.4f}" for d, w in out[other]["weights"].items())
-              + (f"; total variation {out['disagreement']['total_variation']:.4f}"
-                 if "disagreement" in out and out["method"] in (GEOMETRIC, JOINT) else ""))
-    elif (out.get("selection") or {}).get("rule") != "fallback":
-        print(f"warning: the {other} projection failed: {out[other]['error']}", file=sys.stderr)
-    ident = out.get(JOINT, {}).get("identifiability")
-    if ident:
-        print(f"joint law: {ident['summary']}")
-    for line in Trust.from_json(out["trust"]).messages() if out.get("trust") else []:
+    other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[answer.method]
+    robust, alt, joint = answer.computed(ROBUST), answer.computed(other), answer.computed(JOINT)
+    if robust is not None:
+        print(f"robust projection moves the geometric mix by total variation {robust.moved['total_variation']:.4f}")
+    if alt is not None:
+        tv = answer.disagreement if answer.method in (GEOMETRIC, JOINT) else None
+        print(f"{other} projection (not used): " + ", ".join(f"{d}={w:.4f}" for d, w in alt.weights.items())
+              + ("" if tv is None else f"; total variation {tv['total_variation']:.4f}"))
+    elif sel is None or sel.rule != "fallback":
+        print(f"warning: the {other} projection failed: {answer.failure(other)}", file=sys.stderr)
+    if joint is not None and joint.identifiability is not None:
+        print(f"joint law: {joint.identifiability.summary}")
+    for line in answer.trust.messages() if answer.trust is not None else []:
         print(f"trust: {line}")

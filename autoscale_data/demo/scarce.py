@@ -260,7 +260,7 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
         projection = layout.read(out / layout.FITS, layout.PROJECTION)
         mixes.update(_autoscale_mixes(tag, fitted["autoscale"], projection))
         if projection.selection:
-            chosen[tag] = f"{projection.selection['chosen']}: {projection.selection['reason']}"
+            chosen[tag] = f"{projection.selection.chosen}: {projection.selection.reason}"
         mixes[f"ddo_n2 ({tag})"] = fitted["ddo_n2"]
         mixes.setdefault("uniform", fitted["uniform"])
         mixes.setdefault("natural", fitted["natural"])

@@ -225,7 +225,7 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
         fitted = layout.read(out / layout.FITS, layout.TARGET_MIXES_FILE)
         mixes = {name: fitted[name] for name in (layout.AUTOSCALE, layout.DDO_N2, layout.UNIFORM)}
         selection = layout.read(out / layout.FITS, layout.PROJECTION).selection
-        chosen = f"{selection['chosen']}: {selection['reason']}" if selection else ""
+        chosen = f"{selection.chosen}: {selection.reason}" if selection else ""
     ledger = Ledger(out, lock=False)
     result = ShiftCaseResult(case=json.loads(json.dumps(asdict(case))),
                              grid_n2=_points(runner, at_n2, grid, case.target_seeds, ledger),

@@ -38,25 +38,16 @@ from .joint import JointFit, fit_joint
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
 from .projection import Projection, project
-from .projections import CandidateError, Projections, ProjectionsRecord, project_all
+from .projections import Projections, ProjectionsRecord, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable
-from .scores import (
-    BacktestRow,
-    BacktestScore,
-    LawCheck,
-    backtest_lines,
-    backtest_noise_text,
-    backtest_rows,
-    backtest_scoring,
-)
-from .select import Observed, Selection
+from .scores import BacktestScore, CandidateError, LawCheck, Selection
+from .select import Observed
 from .trust import PlanEvidence, Trust
 from .vocabulary import PROJECTION_CHOICES, PROJECTIONS
 
 __all__ = [
     "BASELINES",
-    "BacktestRow",
     "BacktestScore",
     "Baseline",
     "BootstrapResult",
@@ -89,10 +80,6 @@ __all__ = [
     "Trust",
     "UNIFORM",
     "apply_weight_bounds",
-    "backtest_lines",
-    "backtest_noise_text",
-    "backtest_rows",
-    "backtest_scoring",
     "baseline_weights",
     "bootstrap_ddo",
     "ddo_runs_plan",

@@ -50,16 +50,14 @@ from .design import run_objective
 from .gain import GainEstimate, predicted_values
 from .joint import JointFit
 from .runs import RunTable
-from .scores import SCORE_LAW, SCORE_RUN, BacktestScore, LawCheck
+from .scores import SCORE_LAW, SCORE_RUN, BacktestScore, CandidateError, LawCheck, Selection
 from .select import (
     BACKTEST_ALPHA,
     LABEL_TOL,
     MARGIN_NOISE,
-    Selection,
     _base_mean,
     _shares,
     backtest_margin,
-    gain_json,
     law_noise,
     law_objective,
     table_budget,
@@ -177,8 +175,8 @@ def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResu
     that failed or cannot be scored that way has no objective and a note saying why."""
     raw: dict[str, BacktestScore] = {}
     for name, c in backtest.items():
-        if isinstance(c, str) or c is None:
-            raw[name] = BacktestScore(note=str(c))
+        if isinstance(c, CandidateError) or c is None:
+            raw[name] = BacktestScore(note=c.error if c is not None else "not computed")
             continue
         w = held.vector(c.weights)
         near = held.nearest(w, held.same_total)
@@ -220,7 +218,8 @@ def _unscored_by_run(held: _Held, candidate: Any, s: BacktestScore, tolerance: f
     return "not scored like with like: " + text
 
 
-def check_law(sub_joint: JointFit | str | None, joint: JointFit | str | None, tables: Sequence[RunTable],
+def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | CandidateError | None,
+              tables: Sequence[RunTable],
               noise: float | None, options: DDOOptions) -> LawCheck:
     """The joint law fitted without the largest budget (``sub_joint``, on ``tables[:-1]``) against that budget's
     runs, and the plausibility of the law fitted to every budget (``joint``): :class:`~.scores.LawCheck`.
@@ -231,9 +230,9 @@ def check_law(sub_joint: JointFit | str | None, joint: JointFit | str | None, ta
     ``rᵀ (σ² I + C)⁻¹ r`` is chi-square with one degree of freedom per run.
     """
     if not isinstance(sub_joint, JointFit):
-        return LawCheck(False, f"no joint law without the held-back budget ({sub_joint})")
+        return LawCheck(False, f"no joint law without the held-back budget ({getattr(sub_joint, 'error', None)})")
     if not isinstance(joint, JointFit):
-        return LawCheck(False, f"no joint law over every budget ({joint})")
+        return LawCheck(False, f"no joint law over every budget ({getattr(joint, 'error', None)})")
     implausible = parameter_check(joint, tables, val_domains=options.val_domains).implausible
     if implausible:
         return LawCheck(False, "the joint law's parameters are implausible: " + "; ".join(implausible))
@@ -274,7 +273,7 @@ def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pool
     out = {}
     for name in PROJECTIONS:
         p = candidates.get(name)
-        if p is None or isinstance(p, str):
+        if p is None or isinstance(p, CandidateError):
             continue
         edge = edge_check(tables, p.weights)
         beyond = [f"{d} {p.weights[d]:.3g} ({where} the runs' {edge.ranges[d][0]:.3g}-{edge.ranges[d][1]:.3g})"
@@ -304,14 +303,15 @@ def _law_margin_noise(fit: DDOResult, last: RunTable, noise: float | None, sourc
 
 
 def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any], backtest: Mapping[str, Any],
-                       projections: Sequence[str], *, options: DDOOptions, held_fit: DDOResult | None, predicted: Mapping[str, GainEstimate | str],
+                       projections: Sequence[str], *, options: DDOOptions, held_fit: DDOResult | None,
+                       predicted: Mapping[str, GainEstimate | CandidateError],
                        flags: Mapping[str, str]) -> Selection:
     """The rule of the module doc.
 
     Args:
         tables: the run tables, smallest budget first (three or more).
-        candidates: ``{name: candidate or error text}`` at the target, fitted on every budget.
-        backtest: ``{name: candidate or error text}`` computed from all budgets but the largest, for the largest.
+        candidates: ``{name: candidate or CandidateError}`` at the target, fitted on every budget.
+        backtest: ``{name: candidate or CandidateError}`` computed from all budgets but the largest, for the largest.
         projections: the projections computed at the target.
         options: the settings of the fits (objective, validation domains).
         held_fit: the largest budget's DDO result when it is a DDO design (its law scores the candidates).
@@ -339,11 +339,12 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
     for n, why in flags.items():
         if n in scores:
             scores[n] = replace(scores[n], trust=why)
-    record = dict(backtest=scores, held_back_tokens=held.budget, noise=noise, noise_source=source,
-                  law_noise=law_sd, law_noise_source=law_source, scoring=scoring, tolerance=tolerance,
-                  tolerance_source=tolerance_source, law_check=check,
-                  predicted={n: gain_json(predicted[n]) for n in PROJECTIONS if n in predicted},
-                  **{"margin" if scoring == SCORE_RUN else "law_margin": margin})
+    record = Selection(OBSERVED, "", "backtest", backtest=scores, held_back_tokens=held.budget, noise=noise,
+                       noise_source=source, law_noise=law_sd, law_noise_source=law_source, scoring=scoring,
+                       tolerance=tolerance, tolerance_source=tolerance_source, law_check=check,
+                       predicted={n: predicted[n] for n in PROJECTIONS if n in predicted},
+                       margin=margin if scoring == SCORE_RUN else None,
+                       law_margin=None if scoring == SCORE_RUN else margin)
     verdict = _Verdict(scores, projections, margin, check, predicted, flags, noise, k)
     return verdict.selection(base, held.budget, record)
 
@@ -356,7 +357,7 @@ class _Verdict:
     projections: Sequence[str]
     margin: float | None
     check: LawCheck
-    predicted: Mapping[str, GainEstimate | str]
+    predicted: Mapping[str, GainEstimate | CandidateError]
     flags: Mapping[str, str]
     noise: float | None
     tests: int
@@ -398,37 +399,38 @@ class _Verdict:
             sd = f"sd {e.sd:.3g}" if np.isfinite(e.sd) else "sd not determined"
             parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd and > "
                          f"{MARGIN_NOISE:g} x noise)")
-        elif isinstance(e, str):
-            parts.append(f"no predicted gain ({e})")
+        elif isinstance(e, CandidateError):
+            parts.append(f"no predicted gain ({e.error})")
         if n in self.flags:
             parts.append(f"trust: {self.flags[n]}")
         return f"{n}: " + ", ".join(parts)
 
-    def selection(self, base: BacktestScore, held: float, record: dict[str, Any]) -> Selection:
+    def selection(self, base: BacktestScore, held: float, record: Selection) -> Selection:
+        """``record`` (every number of the backtest) with the choice and its reason."""
         at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
         how = {SCORE_LAW: "the DDO law fitted there", SCORE_RUN: "runs of that total within the distance "
-               f"tolerance {record['tolerance']:.3g}"}[record["scoring"]]
+               f"tolerance {record.tolerance:.3g}"}[record.scoring]
         if base.objective is None:
-            return Selection(OBSERVED, f"backtest {at}: the observed mix could not be scored like with like "
-                                         f"({base.note}), so no projection can be compared with it: the best mix "
-                                         "observed at the largest budget", "backtest", **record)
+            return replace(record, chosen=OBSERVED, reason=(
+                f"backtest {at}: the observed mix could not be scored like with like ({base.note}), so no projection "
+                "can be compared with it: the best mix observed at the largest budget"))
         by_law = [n for n in self.projections if self.law_win(n)]
         if by_law:
             best = max(by_law, key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))  # type: ignore[union-attr]
             e: Any = self.predicted[best]
-            return Selection(best, f"{self.check.note}; the joint law over every budget predicts the {best} "
-                                   f"projection beats the best observed mix at the target by {e.gain:.4g} (sd "
-                                   f"{e.sd:.3g}: more than {self.z:.2f} sd and {MARGIN_NOISE:g}x the noise), and the "
-                                   f"backtest {at} {self._no_loss(best, how)}, so it is used", "backtest", **record)
+            return replace(record, chosen=best, reason=(
+                f"{self.check.note}; the joint law over every budget predicts the {best} projection beats the best "
+                f"observed mix at the target by {e.gain:.4g} (sd {e.sd:.3g}: more than {self.z:.2f} sd and "
+                f"{MARGIN_NOISE:g}x the noise), and the backtest {at} {self._no_loss(best, how)}, so it is used"))
         by_backtest = [n for n in self.projections if self.backtest_win(n)]
         if by_backtest:
             best = max(by_backtest, key=lambda n: (self.scores[n].gain, -PROJECTIONS.index(n)))
-            return Selection(best, f"backtest {at}, every candidate scored by {how}: the {best} projection beat "
-                                   f"the best observed mix by {self.scores[best].gain:.4g}, more than the margin "
-                                   f"({self.margin:.3g}: a one-sided {BACKTEST_ALPHA:.1%} test over {self.tests} "
-                                   "tests)", "backtest", **record)
+            return replace(record, chosen=best, reason=(
+                f"backtest {at}, every candidate scored by {how}: the {best} projection beat the best observed mix by "
+                f"{self.scores[best].gain:.4g}, more than the margin ({self.margin:.3g}: a one-sided "
+                f"{BACKTEST_ALPHA:.1%} test over {self.tests} tests)"))
         law = f"law check: {self.check.note}"
         reasons = "; ".join(self.why_not(n) for n in self.projections)
-        return Selection(OBSERVED, f"backtest {at}, every candidate scored by {how}: no projection passed ({reasons}; "
-                                     f"{law}), so the best mix observed at the largest budget is used", "backtest",
-                         **record)
+        return replace(record, chosen=OBSERVED, reason=(
+            f"backtest {at}, every candidate scored by {how}: no projection passed ({reasons}; {law}), so the best "
+            "mix observed at the largest budget is used"))

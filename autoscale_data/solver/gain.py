@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.stats import f as f_dist
 
+from .._records import Record, fields_from_json, fields_to_json, omitted, transient
 from .ddo import DDOOptions
 from .joint import JointFit, _gather, _law_arrays, _model, _pure_error
 from .runs import RunTable
@@ -45,38 +47,60 @@ _NULL_ATOL = 1e-8  # a gradient component along such a direction above this (rel
 
 
 @dataclass(frozen=True)
-class GainEstimate:
+class GainEstimate(Record):
     """The joint law's predicted gain of a candidate over a reference mix at one budget.
+
+    A record (``Selection.predicted``): its JSON holds ``gain``, ``sd``, ``z`` and ``noise`` with ``null`` where
+    not finite (JSON has no infinity: ``sd`` null is a gain the runs do not determine), ``determined``, the
+    replicates' and the law's numbers, and ``trust`` where the trust checks flag the projection; files of the
+    first two-budget rule hold only the first five.
 
     Attributes:
         gain: ``L(reference) - L(candidate)`` in objective units (> 0: the candidate is predicted better).
         sd: the standard deviation of ``gain`` from the fit (``inf``: the runs do not determine it).
+        z: ``gain / sd``: 0 when ``sd`` is infinite or the gain is not finite, ``±inf`` when ``sd`` is 0.
         noise: the standard deviation of one run: the replicates' pure error where there are
             replicates, else the residual under the law (objective units).
-        free_parameters: parameters of the law not at a bound; points: runs fitted.
+        determined: whether ``sd`` is finite.
+        free_parameters: parameters of the law not at a bound; points: runs fitted (in memory only).
         replicate_dof: degrees of freedom of the replicates' pure error (0: no replicates).
         replicate_sd: the replicates' standard deviation (None: no replicates); residual_sd: the law's ``σ``.
         lack_of_fit_p: p-value of the lack-of-fit test against the replicates (None: none to test against).
+        trust: why the trust checks flag the projection (two budgets; empty: they do not).
     """
 
     gain: float
     sd: float
+    z: float = field(init=False, default=0.0)
     noise: float
-    free_parameters: int
-    points: int
+    determined: bool = field(init=False, default=False)
+    free_parameters: int = transient(default=0)
+    points: int = transient(default=0)
     replicate_dof: int = 0
     replicate_sd: float | None = None
     residual_sd: float | None = None
     lack_of_fit_p: float | None = None
+    trust: str = omitted(default="")
 
-    @property
-    def z(self) -> float:
-        """``gain / sd``: 0 when ``sd`` is infinite or the gain is not finite, ``±inf`` when ``sd`` is 0."""
-        if not (np.isfinite(self.sd) and np.isfinite(self.gain)):
-            return 0.0
-        if self.sd > 0:
-            return self.gain / self.sd
-        return float(np.sign(self.gain)) * float("inf") if self.gain else 0.0
+    def __post_init__(self) -> None:
+        finite = np.isfinite(self.sd) and np.isfinite(self.gain)
+        z = 0.0 if not finite else self.gain / self.sd if self.sd > 0 else \
+            float(np.sign(self.gain)) * float("inf") if self.gain else 0.0
+        object.__setattr__(self, "z", float(z))
+        object.__setattr__(self, "determined", bool(np.isfinite(self.sd)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The codec's object with ``gain``, ``sd``, ``z`` and ``noise`` null where not finite."""
+        nullable = ("gain", "sd", "z", "noise")
+        return {k: None if k in nullable and not np.isfinite(v) else v for k, v in fields_to_json(self).items()}
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "") -> GainEstimate:
+        """Read :meth:`to_json`'s object: a null ``sd`` is infinite, a null ``gain`` or ``noise`` not a number."""
+        if not isinstance(data, Mapping) or "gain" not in data:
+            raise ValueError(f"key {path + '.gain' if path else 'gain'!r} is missing")
+        missing = {"gain": float("nan"), "sd": float("inf"), "noise": float("nan")}
+        return cls(**fields_from_json(cls, {**data, **{k: v for k, v in missing.items() if data.get(k) is None}}, path))
 
 
 def _free(fit: JointFit, m: int) -> np.ndarray:

@@ -33,7 +33,8 @@ from .left_out import path_scales
 from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable, check_same_columns
-from .select import Observed, Selection, choose, computed_projections, observed_best, table_budget
+from .scores import CandidateError, Selection
+from .select import Observed, choose, computed_projections, observed_best, table_budget
 from .trust import Trust, assess
 from .vocabulary import (
     AUTO,
@@ -47,7 +48,7 @@ from .vocabulary import (
     check_name,
 )
 
-__all__ = ["CandidateError", "Projections", "ProjectionsRecord", "project_all"]
+__all__ = ["Candidates", "Projections", "ProjectionsRecord", "project_all"]
 
 
 @dataclass(frozen=True)
@@ -162,16 +163,9 @@ class Projections:
             budget_tokens=chosen.budget_tokens, allocation_tokens=dict(chosen.allocation_tokens),
             warnings=list(getattr(chosen, "warnings", [])), geometric=part(geometric), joint=part(joint),
             robust=part(self.robust), observed=part(self.observed),
-            selection=None if self.selection is None else self.selection.to_json(), notes=list(self.notes),
+            selection=self.selection, notes=list(self.notes),
             trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
             disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
-
-
-@dataclass(frozen=True)
-class CandidateError(Record):
-    """A candidate that failed, in :class:`ProjectionsRecord`: the text of its error."""
-
-    error: str
 
 
 @dataclass(frozen=True)
@@ -203,8 +197,8 @@ class ProjectionsRecord(Record):
     """The geometric path with each trend shrunk by its uncertainty."""
     observed: Observed | CandidateError | None = omitted(default=None)
     """The largest budget's best mix as is."""
-    selection: dict[str, Any] | None = None
-    """``method="auto"``: what was chosen and why (:class:`~.select.Selection`'s JSON); None otherwise."""
+    selection: Selection | None = None
+    """``method="auto"``: what was chosen and why; None otherwise."""
     notes: list[str] = field(default_factory=list)
     """What was done to the input to answer, in words."""
     trust: Trust | None = omitted(default=None)
@@ -233,6 +227,31 @@ class ProjectionsRecord(Record):
 _CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """Every candidate at one target (:func:`_candidates`), each computed or why it failed; ``optima``, ``path`` and
+    ``notes`` as in :class:`Projections`, ``pooled``: the optima are the joint law's, ``fallback``: why no
+    projection could be computed."""
+
+    geometric: Projection | CandidateError
+    joint: JointFit | CandidateError
+    robust: RobustProjection | CandidateError
+    observed: Observed | CandidateError
+    optima: tuple[DDOResult | JointFit, ...] = ()
+    path: tuple[tuple[float, dict[str, float]], ...] = ()
+    notes: tuple[str, ...] = ()
+    pooled: bool = False
+    fallback: str = ""
+
+    def named(self) -> dict[str, Any]:
+        """``{name: candidate or CandidateError}`` (:data:`_CANDIDATES`)."""
+        return {n: getattr(self, n) for n in _CANDIDATES}
+
+    def answers(self) -> dict[str, Any]:
+        """The candidates as :class:`Projections` holds them: an error as its text."""
+        return {n: p.error if isinstance(p, CandidateError) else p for n, p in self.named().items()}
+
+
 def _at_budget(joint: JointFit, n: float) -> JointFit:
     """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
     alloc = joint.optimize_at(n)
@@ -250,9 +269,9 @@ def _is_design(table: RunTable) -> bool:
 
 
 def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method: str,
-                optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> dict[str, Any]:
-    """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as text except the
-    requested method's, which is raised."""
+                optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> Candidates:
+    """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as :class:`CandidateError`
+    except the requested method's, which is raised."""
     notes: list[str] = []
 
     def attempt(name: str, compute: Callable[[], Any]) -> Any:
@@ -261,7 +280,7 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
         except ValueError as exc:
             if name == method:
                 raise ValueError(f"the {name} projection to {target:g} tokens failed: {exc}") from None
-            return str(exc)
+            return CandidateError(str(exc))
 
     few = "" if len(tables) >= 2 else ("one budget: the geometric, joint and robust projections need runs at two "
                                        "budgets or more")
@@ -286,13 +305,14 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
-    return {GEOMETRIC: geometric, JOINT: joint, ROBUST: robust, OBSERVED: observed,
-            "optima": tuple(scales) if isinstance(scales, list) else (), "path": tuple(path), "notes": notes, "pooled": pooled,
-            "fallback": few or (scales if isinstance(scales, str) else "")}
+    return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list) else (),
+                      path=tuple(path), notes=tuple(notes), pooled=pooled,
+                      fallback=few or (scales if isinstance(scales, str) else ""))
 
 
 def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
-            joint: JointFit | str, method: str, target: float, notes: list[str]) -> tuple[list[Any] | str, bool]:
+            joint: JointFit | CandidateError, method: str, target: float,
+            notes: list[str]) -> tuple[list[Any] | str, bool]:
     """The per-budget optima the paths run through, or why there are none, and whether they are the pooled law's
     (with a note); the failure of a path ``method`` asked for is raised."""
     if optima is not None:
@@ -311,35 +331,35 @@ def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResul
         return str(exc), False
 
 
-def _predicted(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions) -> dict[str, GainEstimate | str]:
+def _predicted(tables: Sequence[RunTable], c: Candidates, o: DDOOptions) -> dict[str, GainEstimate | CandidateError]:
     """Each two-budget projection's predicted gain over the observed mix under the joint law (:mod:`.gain`),
     or why it could not be predicted."""
-    joint, observed = c[JOINT], c[OBSERVED]
-    if not isinstance(joint, JointFit):
-        return {n: f"no joint law ({joint})" for n in PROJECTIONS}
-    if not isinstance(observed, Observed):
-        return {n: f"no observed mix ({observed})" for n in PROJECTIONS}
-    missing = {n: f"no {n} projection ({c[n]})" for n in PROJECTIONS if isinstance(c[n], (str, type(None)))}
+    joint, observed, named = c.joint, c.observed, c.named()
+    if isinstance(joint, CandidateError):
+        return {n: CandidateError(f"no joint law ({joint.error})") for n in PROJECTIONS}
+    if isinstance(observed, CandidateError):
+        return {n: CandidateError(f"no observed mix ({observed.error})") for n in PROJECTIONS}
+    missing = {n: CandidateError(f"no {n} projection ({p.error})") for n in PROJECTIONS
+               if isinstance(p := named[n], CandidateError)}
     gains = predicted_gains(joint, tables, observed.allocation_tokens,
-                            {n: c[n].allocation_tokens for n in PROJECTIONS if n not in missing}, o)
+                            {n: named[n].allocation_tokens for n in PROJECTIONS if n not in missing}, o)
     return {n: missing[n] if n in missing else gains[n] for n in PROJECTIONS}
 
 
-def _select(tables: Sequence[RunTable], c: dict[str, Any], o: DDOOptions, names: Sequence[str]) -> Selection:
+def _select(tables: Sequence[RunTable], c: Candidates, o: DDOOptions, names: Sequence[str]) -> Selection:
     """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`, :mod:`.backtest`; its reason names the
     tables by ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
     backtest) and the joint law's predicted gains; with two, the predicted gains alone."""
-    flags = untrusted(tables, c, pooled=c["pooled"], val_domains=o.val_domains)
-    projections = computed_projections(c)
+    flags = untrusted(tables, c.named(), pooled=c.pooled, val_domains=o.val_domains)
+    projections = computed_projections(c.named())
     if len(tables) < 3 or not projections:
         predicted = _predicted(tables, c, o) if len(tables) == 2 else None
-        selection = choose(c, fallback=c["fallback"], predicted=predicted, flags=flags)
+        selection = choose(c.named(), fallback=c.fallback, predicted=predicted, flags=flags)
     else:
-        sub_optima = list(c["optima"][:-1]) if c["optima"] and not c["pooled"] else None
-        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, sub_optima, False)
-        last = c["optima"][-1] if c["optima"] and not c["pooled"] else None
-        held_fit = last if isinstance(last, DDOResult) and _is_design(tables[-1]) else None
-        selection = choose_by_backtest(tables, c, {n: sub[n] for n in (*PROJECTIONS, OBSERVED)}, projections,
+        optima = c.optima if not c.pooled else ()
+        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, list(optima[:-1]) if optima else None, False)
+        held_fit = optima[-1] if optima and isinstance(optima[-1], DDOResult) and _is_design(tables[-1]) else None
+        selection = choose_by_backtest(tables, c.named(), sub.named(), projections,
                                        options=o, held_fit=held_fit,
                                        predicted=_predicted(tables, c, o), flags=flags)
     return replace(selection, reason=_label(selection.reason, names))
@@ -390,11 +410,10 @@ def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOp
     try:
         c = _candidates(tables, target, o, method, optima, direct)
         selection = None if method != AUTO else _select(tables, c, o, names)
-        out = Projections(method=method, geometric=c[GEOMETRIC], joint=c[JOINT], robust=c[ROBUST],
-                          optima=c["optima"], observed=c[OBSERVED], selection=selection, path=c["path"],
-                          notes=tuple(_label(n, names) for n in c["notes"]))
-        joint_used = out.used == JOINT or (c["pooled"] and out.used in (GEOMETRIC, ROBUST))
-        return replace(out, trust=assess(tables, out.weights, c[JOINT], objective=o.objective,
+        out = Projections(method=method, **c.answers(), optima=c.optima, selection=selection, path=c.path,
+                          notes=tuple(_label(n, names) for n in c.notes))
+        joint_used = out.used == JOINT or (c.pooled and out.used in (GEOMETRIC, ROBUST))
+        return replace(out, trust=assess(tables, out.weights, out.joint, objective=o.objective,
                                          val_domains=o.val_domains, joint_used=joint_used))
     except ValueError as exc:
         raise ValueError(_label(str(exc), names)) from None

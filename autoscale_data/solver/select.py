@@ -32,7 +32,7 @@ around one base mix.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,16 +43,14 @@ from .ddo import DDOResult
 from .design import run_objective
 from .gain import GainEstimate
 from .runs import RunTable
-from .scores import SCORING, BacktestScore, LawCheck
+from .scores import CandidateError, Selection
 from .vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, MEAN_PPL, OBSERVED, PROJECTIONS, ROBUST
 
 __all__ = [
     "Observed",
-    "Selection",
     "backtest_margin",
     "choose",
     "computed_projections",
-    "gain_json",
     "law_noise",
     "law_objective",
     "mix_groups",
@@ -72,7 +70,6 @@ SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
 MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
 RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
 MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
-RULES = ("backtest", "gain", "fallback", "trend")  # "trend": the two-budget rule of older files
 
 
 @dataclass(frozen=True)
@@ -310,73 +307,6 @@ def trend_evidence(robust: Any) -> tuple[bool, str]:
                    f"(largest {ratio:.1f})")
 
 
-@dataclass(frozen=True)
-class Selection(Record):
-    """Which candidate ``method="auto"`` chose, and why (the rules: this module's doc and :mod:`.backtest`).
-
-    A record: ``selection`` in ``fits/projection.json`` and ``autoscale-data project --json``. Files written
-    before 2026-11-28 (late) lack ``scoring``, ``tolerance``, ``law_check`` and per-candidate notes; their
-    scores read ``"nearest_run"`` (the nearest run of any total) and their margins may be missing (they were
-    twice ``noise`` / ``law_noise``).
-    """
-
-    chosen: str
-    """``"observed"`` or a projection."""
-    reason: str
-    """One sentence: why."""
-    rule: str
-    """``"backtest"`` (three budgets or more), ``"gain"`` (two), ``"fallback"`` (one budget / nothing fitted);
-    ``"trend"`` in files written before 2026-11-27 (the old two-budget rule)."""
-    backtest: dict[str, BacktestScore] = field(default_factory=dict)
-    """Per candidate, its score at the held-back budget (``rule == "backtest"`` only)."""
-    held_back_tokens: float | None = None
-    """The budget the backtest predicted."""
-    noise: float | None = None
-    """The noise of one run's objective (from the runs)."""
-    noise_source: str = ""
-    """How ``noise`` was found."""
-    predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per projection, the joint law's predicted gain over the observed mix at the target (:func:`gain_json`):
-    ``gain``, ``sd``, ``z``, ``noise``, ``determined``, the replicates' and the law's sds, ``trust`` where the
-    trust checks flag it; or ``{"error": text}``. Two budgets, and three or more since 2026-11-28 (late)."""
-    law_noise: float | None = None
-    """The noise of law scores: the larger of ``noise`` and the DDO laws' residual sd at the held-back budget."""
-    law_noise_source: str = ""
-    """How ``law_noise`` was found."""
-    margin: float | None = None
-    """The gain a run-scored projection had to exceed (:func:`backtest_margin`)."""
-    law_margin: float | None = None
-    """The gain a law-scored projection had to exceed."""
-    scoring: str = ""
-    """How every candidate of the backtest was scored: ``"law"`` or ``"run"`` (:mod:`.backtest`)."""
-    tolerance: float | None = None
-    """The L1 distance within which a run of the held-back budget's total scores a candidate."""
-    tolerance_source: str = ""
-    """How ``tolerance`` was found."""
-    law_check: LawCheck | None = None
-    """The joint law fitted without the held-back budget, asked for its runs (:func:`~.backtest.check_law`)."""
-
-    def __post_init__(self) -> None:
-        if self.chosen not in (OBSERVED, *PROJECTIONS):
-            raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
-        if self.rule not in RULES:
-            raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
-        if self.scoring not in ("", *SCORING):
-            raise ValueError(f"Selection.scoring must be one of {SCORING} or empty, got {self.scoring!r}")
-
-
-def gain_json(e: GainEstimate | str, trust: str = "") -> dict[str, Any]:
-    """A predicted gain as ``Selection.predicted`` holds it (``trust``: why the trust checks flag the projection)."""
-    if isinstance(e, str):
-        return {"error": e} | ({"trust": trust} if trust else {})
-    def num(v: float) -> float | None:  # JSON has no infinity: None where the runs do not determine it
-        return float(v) if np.isfinite(v) else None
-
-    return {"gain": num(e.gain), "sd": num(e.sd), "z": num(e.z), "noise": num(e.noise),
-            "determined": bool(np.isfinite(e.sd)), "replicate_dof": e.replicate_dof, "replicate_sd": e.replicate_sd,
-            "residual_sd": e.residual_sd, "lack_of_fit_p": e.lack_of_fit_p} | ({"trust": trust} if trust else {})
-
-
 def vouched(e: GainEstimate) -> bool:
     """Whether the runs can vouch for the law's uncertainty: replicates, and the law's residual within
     ``MISFIT_RATIO`` times their standard deviation; replicates that agree exactly (sd 0) need the exact fit
@@ -391,13 +321,14 @@ def passes(e: GainEstimate) -> bool:
     return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
 
 
-def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | str],
+def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | CandidateError],
                     flags: Mapping[str, str]) -> Selection:
     """The two-budget rule of the module doc."""
-    table = {n: gain_json(predicted[n], flags.get(n, "")) for n in PROJECTIONS if n in predicted}
+    table = {n: replace(predicted[n], trust=flags.get(n, "")) for n in PROJECTIONS if n in predicted}
     scored = {n: e for n, e in predicted.items() if n in projections and isinstance(e, GainEstimate)}
     if not scored:
-        why = "; ".join(f"{n}: {e}" for n, e in predicted.items() if isinstance(e, str)) or "no joint law"
+        why = "; ".join(f"{n}: {e.error}" for n, e in predicted.items() if isinstance(e, CandidateError)) \
+            or "no joint law"
         return Selection(OBSERVED, f"two budgets: the gain of a projection could not be predicted ({why}), so the "
                                      "best mix observed at the largest budget is used", "gain", predicted=table)
     good = {n: e for n, e in scored.items() if passes(e) and n not in flags}
@@ -433,28 +364,29 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
 
 
 def choose(candidates: Mapping[str, Any], *, fallback: str = "",
-           predicted: Mapping[str, GainEstimate | str] | None = None, flags: Mapping[str, str] | None = None) -> Selection:
+           predicted: Mapping[str, GainEstimate | CandidateError] | None = None,
+           flags: Mapping[str, str] | None = None) -> Selection:
     """The rule of one or two budgets (module doc); three budgets or more: :func:`~.backtest.choose_by_backtest`.
 
     Args:
-        candidates: ``{name: projection or error text}`` at the target (``observed`` included).
+        candidates: ``{name: projection or CandidateError}`` at the target (``observed`` included).
         fallback: why no projection could be computed (when none could).
-        predicted: with two budgets, ``{projection: its GainEstimate or error text}`` (:mod:`.gain`).
+        predicted: with two budgets, ``{projection: its GainEstimate or CandidateError}`` (:mod:`.gain`).
         flags: the projections the trust checks flag (:func:`~.backtest.untrusted`): never chosen here, as two
             budgets leave no run to vouch for them.
     """
     projections = computed_projections(candidates)
     if not projections:
-        why = fallback or "; ".join(f"{n}: {candidates[n]}" for n in PROJECTIONS
-                                    if isinstance(candidates.get(n), str))
+        why = fallback or "; ".join(f"{n}: {c.error}" for n in PROJECTIONS
+                                    if isinstance(c := candidates.get(n), CandidateError))
         return Selection(OBSERVED, f"the best mix observed at the largest budget: no projection could be computed "
                                      f"({why})", "fallback")
     return _choose_by_gain(projections, predicted or {}, flags or {})
 
 
 def computed_projections(candidates: Mapping[str, Any]) -> list[str]:
-    """The projections of ``candidates`` that were computed (not an error text), in the rule's order of preference."""
-    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (str, type(None)))]
+    """The projections of ``candidates`` that were computed (not a CandidateError), in the rule's order of preference."""
+    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (CandidateError, type(None)))]
 
 
 def backtest_margin(sd: float, candidates: int, *, two_runs: bool) -> float:

@@ -100,7 +100,7 @@ def test_three_budgets_end_to_end_backtest_in_projection_json_and_the_report(tmp
     selection = json.loads((out / "fits" / "projection.json").read_text())["selection"]
     assert selection["rule"] == "backtest" and selection["held_back_tokens"] == pytest.approx(8192, rel=0.1)
     assert "objective" in selection["backtest"]["observed"] and selection["noise_source"]
-    assert report.projection.selection == selection and report.projection.method == selection["chosen"]
+    assert report.projection.selection.to_json() == selection and report.projection.method == selection["chosen"]
     assert set(report.ddo) == {"2048", "4096", "8192"}
     if selection["chosen"] == "observed":  # DDO(N2) as is: the ddo_n2 baseline trains the same mix
         assert report.projection.weights == pytest.approx(report.ddo["8192"].weights, abs=1e-9)
@@ -126,7 +126,7 @@ def test_a_two_budget_folder_gains_n0_and_trains_only_its_proxies(tmp_path: Path
     out = tmp_path / "out"
     first: list[str] = []
     two = MixtureRunner(config_from_dict(raw, tmp_path), out, log=first.append, progress=False).run()
-    assert two.projection.selection["rule"] == "gain" and "Backtest" not in (out / "report.md").read_text()
+    assert two.projection.selection.rule == "gain" and "Backtest" not in (out / "report.md").read_text()
     kept = {e.run_id for e in _done_events(out)}
     three = config_from_dict({**raw, "ddo": {**raw["ddo"], "extra_budget": "half"}}, tmp_path)
     with pytest.raises(ConfigChangedError, match=r"ddo.budgets: \[4096, 8192\] -> \[2048, 4096, 8192\]"):
@@ -138,7 +138,7 @@ def test_a_two_budget_folder_gains_n0_and_trains_only_its_proxies(tmp_path: Path
     assert n0 <= trained and len(n0) == 5  # the N1 and N2 proxies are reused, never trained again
     assert trained - n0 <= {t["run_id"] for t in json.loads((out / "plan.json").read_text())["targets"]
                             if t["label"] == "autoscale"}  # only a moved AutoScale mix trains again
-    assert report.projection.selection["rule"] == "backtest" and "### Backtest at 8," in (out / "report.md").read_text()
+    assert report.projection.selection.rule == "backtest" and "### Backtest at 8," in (out / "report.md").read_text()
 
 
 def _done_events(out: Path) -> list[LedgerEvent]:

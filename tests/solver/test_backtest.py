@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from autoscale_data.solver import DDOOptions, Run, RunTable, fit_ddo, project_all
+from autoscale_data.solver import CandidateError, DDOOptions, Run, RunTable, fit_ddo, project_all
 from autoscale_data.solver.backtest import (
     BIAS_FRACTION,
     MAX_DISTANCE,
@@ -56,7 +56,7 @@ def test_projections_nearest_to_a_run_of_another_total_are_not_scored_by_it_and_
     obs_w = {"code": 0.4, "man": 0.1, "lic": 0.25, "log": 0.25}  # 0.3 (L1) from the base; man x0.4 is outside
     proj_w = {"code": 0.17, "man": 0.1, "lic": 0.1, "log": 0.63}  # nearest run: 'log x3' (another total)
     backtest = {"observed": SimpleNamespace(weights=obs_w), "robust": SimpleNamespace(weights=proj_w),
-                "geometric": SimpleNamespace(weights=proj_w), "joint": "no joint law"}
+                "geometric": SimpleNamespace(weights=proj_w), "joint": CandidateError("no joint law")}
     held = _Held.of(table, "mean_loss", None)
     nearest_any = held.nearest(held.vector(proj_w), np.ones(len(table), dtype=bool))
     assert table.runs[nearest_any[0]].run_id == "n2-log x3"  # the trap: the old rule scored the projection by it
@@ -66,7 +66,7 @@ def test_projections_nearest_to_a_run_of_another_total_are_not_scored_by_it_and_
     assert all(s.objective is None for s in scores.values())  # the base is the only run of the budget's total
     assert "'n2-log x3' is nearer" in scores["robust"].note and "1.50x the budget's tokens" in scores["robust"].note
     assert "'n2-base'" in scores["observed"].note and "beyond the tolerance" in scores["observed"].note
-    sel = choose_by_backtest([table, table, table], {"robust": object(), "geometric": object(), "joint": "x",
+    sel = choose_by_backtest([table, table, table], {"robust": object(), "geometric": object(), "joint": CandidateError("x"),
                                                      "observed": observed},
                              backtest, ["robust", "geometric"], options=DDOOptions(),
                              held_fit=fit, predicted={}, flags={})
@@ -122,7 +122,7 @@ def test_the_law_check_passes_the_true_law_and_fails_a_misfit():
                                        for r in tables[-1].runs])]
     bad = check_law(sub, fit_joint(shifted), shifted, 0.0005, DDOOptions())
     assert not bad.passed and "beyond them" in bad.note and bad.rms == pytest.approx(0.02, rel=0.3)
-    assert not check_law("no fit", full, tables, 0.0005, DDOOptions()).passed
+    assert not check_law(CandidateError("no fit"), full, tables, 0.0005, DDOOptions()).passed
     assert "no noise estimate" in check_law(sub, full, tables, None, DDOOptions()).note
 
 
@@ -130,7 +130,7 @@ def test_the_trust_checks_flag_a_projection_beyond_the_shares_run():
     tables = _moving(0.0005)
     inside = SimpleNamespace(weights={"d0": 1 / 3, "d1": 1 / 3, "d2": 1 / 3})
     beyond = SimpleNamespace(weights={"d0": 0.9, "d1": 0.05, "d2": 0.05})
-    flags = untrusted(tables, {"geometric": inside, "robust": beyond, "joint": "failed"}, pooled=False,
+    flags = untrusted(tables, {"geometric": inside, "robust": beyond, "joint": CandidateError("failed")}, pooled=False,
                       val_domains=None)
     assert set(flags) == {"robust"} and "beyond the shares the runs cover" in flags["robust"]
 
@@ -140,9 +140,8 @@ def test_a_moving_optimum_with_three_budgets_is_followed_and_the_report_says_how
     sel = res.selection
     assert res.used != "observed" and sel.law_check is not None and sel.law_check.passed, sel.reason
     assert set(sel.predicted) == {"geometric", "joint", "robust"}
-    from autoscale_data.solver.scores import backtest_lines
-
-    lines = backtest_lines(sel.to_json())
+    lines = sel.backtest_lines()
+    assert lines == type(sel).from_json(sel.to_json()).backtest_lines()  # the same words from the file
     assert any(line.startswith("law check: ") for line in lines)
     assert all(any(line.startswith(f"{n}: ") for line in lines) for n in ("geometric", "joint", "robust", "observed"))
 

@@ -21,8 +21,7 @@ STABLE = [
     "BASELINES", "Baseline", "MIXING_LAW", "NATURAL", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM", "BootstrapResult", "CandidateError", "DDODesign", "DDOOptions", "DDOResult", "Identifiability", "JointFit", "JointIdentifiability",
     "PROJECTION_CHOICES", "MixturePlan", "Observed", "PRESETS", "PROJECTIONS", "PlanEvidence", "Projection", "Projections",
     "ProjectionsRecord", "RobustProjection", "Run", "RunTable", "Selection", "Trust",
-    "BacktestRow", "BacktestScore", "LawCheck", "backtest_lines", "backtest_noise_text", "backtest_rows",
-    "backtest_scoring",
+    "BacktestScore", "LawCheck",
     "apply_weight_bounds", "baseline_weights", "bootstrap_ddo", "ddo_runs_plan", "fit_ddo", "fit_joint",
     "natural_weights", "project", "project_all", "read_design", "read_olmix", "reference_weights",
     "robust_project", "temperature_weights", "uniform_weights", "write_olmix",
@@ -46,11 +45,11 @@ INTERNAL = {
     "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
     # the two-budget rule's evidence (solver/gain.py) and its tests (solver/select.py)
     "GainEstimate", "predicted_gain", "predicted_gains", "predicted_values", "passes", "vouched", "computed_projections",
-    "gain_json",
     # the rule of three budgets or more (solver/backtest.py) and its typed parts (solver/scores.py)
     "BIAS_FRACTION", "MAX_DISTANCE", "ROUTES", "TOTAL_TOL", "VALIDATION_ALPHA", "check_law", "choose_by_backtest",
     "distance_tolerance", "score_candidates", "untrusted", "BacktestScore", "LawCheck", "SCORE_LAW", "SCORE_RUN",
     "SCORE_RUN_BEFORE", "SCORING", "run_noise",
+    "RULES", "Rule", "Scoring", "Candidates",
 }
 
 

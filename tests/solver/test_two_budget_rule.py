@@ -34,17 +34,17 @@ def _known_law(noise: float, seeds: int = 1) -> list[RunTable]:
 def test_a_known_law_with_replicates_at_two_budgets_predicts_a_true_gain_but_trust_keeps_the_observed_mix():
     res = project_all(_known_law(0.001, seeds=2), TARGET)
     sel = res.selection
-    best = max(sel.predicted, key=lambda n: sel.predicted[n].get("gain") or -1.0)
+    best = max(sel.predicted, key=lambda n: getattr(sel.predicted[n], "gain", -1.0))
     chosen = sel.predicted[best]
-    assert chosen["determined"] and chosen["gain"] > 2 * chosen["sd"] and chosen["gain"] > 2 * chosen["noise"]
-    assert chosen["replicate_dof"] > 0 and chosen["residual_sd"] <= 1.5 * chosen["replicate_sd"]
+    assert chosen.determined and chosen.gain > 2 * chosen.sd and chosen.gain > 2 * chosen.noise
+    assert chosen.replicate_dof > 0 and chosen.residual_sd <= 1.5 * chosen.replicate_sd
     truth_gain = _true_loss(res.observed.allocation_tokens) - _true_loss(getattr(res, best).allocation_tokens)
     assert truth_gain > 0.1  # the law's optimum at 25x the largest budget is far from the N2 optimum
-    assert chosen["gain"] == pytest.approx(truth_gain, rel=0.3)
+    assert chosen.gain == pytest.approx(truth_gain, rel=0.3)
     # but the projection lies beyond the shares run and the joint law's floor is below 0: two budgets leave no
     # run to vouch for it there, so the trust checks keep the observed mix (docs/solver.md, section 2c)
     assert res.used == "observed" and sel.rule == "gain", sel.reason
-    assert "trust checks flag it" in sel.reason and "beyond the shares the runs cover" in chosen["trust"]
+    assert "trust checks flag it" in sel.reason and "beyond the shares the runs cover" in chosen.trust
 
 
 GRID3 = [np.array(c) / 6 for c in itertools.product(range(7), repeat=3) if sum(c) == 6]
@@ -61,7 +61,7 @@ def _pure_noise(seed: int) -> list[RunTable]:
 def test_the_same_law_without_replicates_keeps_the_observed_mix_and_says_why():
     res = project_all(_known_law(0.001), TARGET)
     assert res.used == "observed" and "no replicate runs" in res.selection.reason
-    assert all(e["replicate_sd"] is None and e["replicate_dof"] == 0 for e in res.selection.predicted.values())
+    assert all(e.replicate_sd is None and e.replicate_dof == 0 for e in res.selection.predicted.values())
 
 
 def test_a_law_that_misfits_its_replicates_keeps_the_observed_mix():
@@ -81,7 +81,7 @@ def test_pure_noise_with_a_spurious_trend_keeps_the_observed_mix():
     assert "cannot be judged" in res.selection.reason
     assert set(res.selection.predicted) == {"geometric", "joint", "robust"}
     for e in res.selection.predicted.values():  # one seed per mix: the fit's uncertainty is not vouched for
-        assert e.get("error") or e["replicate_sd"] is None
+        assert getattr(e, "error", None) or e.replicate_sd is None
 
 
 def test_the_gain_of_a_law_without_noise_is_the_true_difference_and_sure():

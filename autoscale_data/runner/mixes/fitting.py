@@ -21,7 +21,7 @@ from ..planning.data import DomainInfo
 from ..planning.repetition import repetition_law
 from ..planning.specs import RunSpec
 from ..records import BootstrapUnavailable, MixturePlanError, ProjectionFile
-from ..reporting.wording import backtest_lines, bounds_moved
+from ..reporting.wording import bounds_moved
 
 if TYPE_CHECKING:
     from ...solver import Projections
@@ -144,7 +144,7 @@ def _log_choice(projections: Projections, log: Callable[[str], None]) -> None:
     robust = projections.robust
     if projections.selection is not None:
         log(f"ddo.projection auto chose {projections.used}: {projections.selection.reason}")
-        for line in backtest_lines(projections.selection.to_json()):
+        for line in projections.selection.backtest_lines():
             log(f"  {line}")
     if not isinstance(robust, str):
         used = "sets the target mix" if projections.used == ROBUST else "reported only"

@@ -8,15 +8,15 @@ reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..._io import atomic_write_json, atomic_write_text
-from ...solver import BootstrapResult
+from ...solver import BootstrapResult, CandidateError, Selection
 from ...solver.contrib import weight_distance
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
@@ -41,9 +41,6 @@ from .report_types import (
     VersusUniform,
 )
 from .wording import (
-    backtest_noise_text,
-    backtest_rows,
-    backtest_scoring,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -372,12 +369,11 @@ def _ddo_md(r: Report) -> list[str]:
     return lines + [""] + _backtest_md(proj.selection if proj else None) + _predicted_md(proj.selection if proj else None)
 
 
-def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
+def _backtest_md(selection: Selection | None) -> list[str]:
     """The backtest of ``ddo.projection: auto`` (three DDO budgets or more) as a table; empty otherwise."""
-    rows = backtest_rows(selection)
-    if not rows or selection is None:
+    if selection is None or selection.rule != "backtest" or not selection.backtest:
         return []
-    held = selection.get("held_back_tokens")
+    held = selection.held_back_tokens
     lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
              "Every candidate fitted again without the largest DDO budget and asked for it, every one scored the "
              "same way: by the DDO law fitted at that budget where the observed mix lies inside the range of its "
@@ -390,24 +386,22 @@ def _backtest_md(selection: Mapping[str, Any] | None) -> list[str]:
              "(docs/solver.md, section 2c).", "",
              "| candidate | score | objective at the held-back budget | gain over observed | nearest run | "
              "L1 distance | trust |", "|---|---|---:|---:|---|---:|---|"]
-    for r in rows:
+    for name, r in selection.backtest.items():
         near = [str(r.run), "" if r.distance is None else f"{r.distance:.3f}"]
         cells = ([f"not scored: {r.error}", ""] if r.objective is None else
                  [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}"]) + near + [r.trust]
         score = "" if r.objective is None else r.score + (f" ({r.law_note})" if r.score != "law" and r.law_note else "")
-        lines.append(f"| {r.name} | {score} | " + " | ".join(cells) + " |")
-    lines += ["", f"- Noise: {backtest_noise_text(selection)}."]
-    lines += [f"- {line[0].upper()}{line[1:]}." for line in backtest_scoring(selection)]
-    return lines + [f"- Chosen: **{selection.get('chosen')}**: {selection.get('reason')}.", ""]
+        lines.append(f"| {name} | {score} | " + " | ".join(cells) + " |")
+    lines += ["", f"- Noise: {selection.noise_text()}."]
+    lines += [f"- {line[0].upper()}{line[1:]}." for line in selection.scoring_text()]
+    return lines + [f"- Chosen: **{selection.chosen}**: {selection.reason}.", ""]
 
 
-def _predicted_md(selection: Mapping[str, Any] | None) -> list[str]:
+def _predicted_md(sel: Selection | None) -> list[str]:
     """The joint law's predicted gains at the target of ``ddo.projection: auto`` as a table; empty without them."""
-    sel = selection or {}
-    predicted = sel.get("predicted") or {}
-    if not predicted or sel.get("rule") not in ("gain", "backtest"):
+    if sel is None or not sel.predicted or sel.rule not in ("gain", "backtest"):
         return []
-    two = sel.get("rule") == "gain"
+    two = sel.rule == "gain"
     lines = [f"### Predicted gain at the target ({'two budgets' if two else 'the law over every budget'})", "",
              "The law fitted jointly to every budget's runs predicts each projection's objective at the target "
              "against the observed mix's (DDO(N2)); with two budgets a projection sets the mix only if its predicted "
@@ -418,16 +412,16 @@ def _predicted_md(selection: Mapping[str, Any] | None) -> list[str]:
              "| projection | predicted gain over DDO(N2) | sd | gain / sd | noise of one run | trust |",
              "|---|---:|---:|---:|---:|---|"]
 
-    def cell(v: Any, fmt: str) -> str:
-        return "not determined" if v is None else format(v, fmt)
+    def cell(v: float, fmt: str) -> str:
+        return format(v, fmt) if math.isfinite(v) else "not determined"
 
-    for name, e in predicted.items():
-        if "error" in e:
-            lines.append(f"| {name} | not predicted: {e['error']} | | | | {e.get('trust', '')} |")
+    for name, e in sel.predicted.items():
+        if isinstance(e, CandidateError):
+            lines.append(f"| {name} | not predicted: {e.error} | | | | {e.trust} |")
             continue
-        lines.append(f"| {name} | {cell(e.get('gain'), '+.4g')} | {cell(e.get('sd'), '.3g')} | "
-                     f"{cell(e.get('z'), '.2f')} | {cell(e.get('noise'), '.3g')} | {e.get('trust', '')} |")
-    return lines + ([""] if not two else ["", f"- Chosen: **{sel.get('chosen')}**: {sel.get('reason')}.", ""])
+        lines.append(f"| {name} | {cell(e.gain, '+.4g')} | {cell(e.sd, '.3g')} | {cell(e.z, '.2f')} | "
+                     f"{cell(e.noise, '.3g')} | {e.trust} |")
+    return lines + ([""] if not two else ["", f"- Chosen: **{sel.chosen}**: {sel.reason}.", ""])
 
 
 def _targets_md(r: Report, key: str) -> list[str]:
@@ -586,8 +580,8 @@ def projection_sentence(proj: ProjectionFile) -> str:
                      "uncertainty, the range of the optimum over the fits consistent with the data)",
            OBSERVED: "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
-    if (proj.selection or {}).get("reason"):
-        text += f" `ddo.projection: auto` chose it: {(proj.selection or {})['reason']}."
+    if proj.selection is not None and proj.selection.reason:
+        text += f" `ddo.projection: auto` chose it: {proj.selection.reason}."
     moved = _robust_moved(proj)
     if moved is not None:
         text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "

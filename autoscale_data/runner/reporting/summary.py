@@ -8,7 +8,6 @@ from .. import layout
 from .report import projection_label
 from .report_types import AnytimeComparison, Report, TokensSaved
 from .wording import (
-    backtest_lines,
     bootstrap_verdict,
     bounds_moved,
     comparison_verdict,
@@ -83,7 +82,7 @@ def _weights_lines(report: Report) -> list[str]:
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
         lines.append(f"  AutoScale: {projection_label(proj)}")
-        lines += [f"  {line}" for line in backtest_lines(proj.selection)]
+        lines += [f"  {line}" for line in (proj.selection.backtest_lines() if proj.selection else [])]
         if bounds_moved(proj):
             lines.append(f"  {bounds_moved(proj)}")
     for s in scales:

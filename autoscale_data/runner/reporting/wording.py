@@ -9,14 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ...solver import (
-    BacktestRow,
-    BootstrapResult,
-    backtest_lines,
-    backtest_noise_text,
-    backtest_rows,
-    backtest_scoring,
-)
+from ...solver import BootstrapResult
 from .. import layout
 
 if TYPE_CHECKING:
@@ -25,11 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VERDICT_TAGS",
-    "BacktestRow",
-    "backtest_lines",
-    "backtest_noise_text",
-    "backtest_rows",
-    "backtest_scoring",
     "bootstrap_verdict",
     "bounds_moved",
     "comparison_verdict",
