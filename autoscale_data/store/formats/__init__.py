@@ -20,7 +20,7 @@ from types import MappingProxyType
 from . import hf, megatron
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 from .hf import HFOptions, hf_source
-from .megatron import MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
+from .megatron import MegatronIndex, MegatronOptions, megatron_hint, megatron_source, read_megatron_index
 
 __all__ = [
     "FORMATS",
@@ -35,6 +35,7 @@ __all__ = [
     "detect_format",
     "get_format",
     "hf_source",
+    "megatron_hint",
     "megatron_source",
     "read_megatron_index",
 ]

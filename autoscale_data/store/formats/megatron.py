@@ -19,7 +19,7 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source", "read_megatron_index"]
+__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_hint", "megatron_source", "read_megatron_index"]
 
 _HEADER = b"MMIDIDX\x00\x00"
 _HEAD_BYTES = 9 + 8 + 1 + 8 + 8
@@ -171,3 +171,24 @@ def _detect(path: Path) -> bool:
 FORMAT = InPlaceFormat("megatron", MegatronOptions, _open, _detect,
                        "a Megatron dataset prefix (PREFIX.bin + PREFIX.idx)", "PREFIX",
                        {"val_prefix": ("--megatron-val", "--val-prefix")})
+
+
+def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
+    """``": ... register it first with prepare --from-megatron ..."`` when ``store_dir`` is a Megatron prefix
+    (``PREFIX.bin``/``.idx`` exist) or a folder holding ``.idx`` files; ``""`` otherwise."""
+    store_dir = Path(store_dir)
+    text = os.fspath(store_dir).removesuffix(".bin").removesuffix(".idx")
+    if Path(text + ".bin").is_file() or Path(text + ".idx").is_file():
+        prefixes = [text]
+    elif store_dir.is_dir():
+        prefixes = sorted(os.fspath(p.with_suffix("")) for p in store_dir.glob("*.idx"))
+    else:
+        return ""
+    if not prefixes:
+        return ""
+    name = Path(prefixes[0]).name.replace("_text_document", "") or "NAME"
+    more = f" (and the other prefixes there: {', '.join(prefixes[1:4])}{' ...' if len(prefixes) > 4 else ''})" \
+        if len(prefixes) > 1 else ""
+    return (f": {prefixes[0]!r} is a Megatron dataset (.bin/.idx), which is read through a manifest: register it "
+            f"first with `autoscale-data prepare --from-megatron {name}={prefixes[0]}{more} --out STORES "
+            f"--tokenizer TOKENIZER`, then give STORES (or STORES/{name}) as the domains")
