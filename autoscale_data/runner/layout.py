@@ -260,11 +260,19 @@ def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:
     return f"{kind}_{budget}{suffix}"
 
 
-# ---- target mixes (labels of the target runs): the method registry's names (runner/registry.py)
-#: Every built-in target mix: AutoScale first, then the baselines a config may ask for.
-TARGET_MIXES = names()
-#: Mixes known only after the fits (the rest are known from the stores or, below, from runs of their own).
-FITTED_MIXES = names(FITTED)
-#: Other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's swarm, the
-#: DDO proxies at N2 for RegMix and the data mixing law).
-METHOD_MIXES = names(OWN_RUNS)
+# ---- target mixes (labels of the target runs): the method registry's names (runner/registry.py), read when asked
+#: ``TARGET_MIXES``: every target mix, AutoScale first, then the baselines a config may ask for. ``FITTED_MIXES``:
+#: those known only after the fits (the rest are known from the stores or from runs of their own).
+#: ``METHOD_MIXES``: other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's
+#: swarm, the DDO proxies at N2 for RegMix and the data mixing law).
+_MIX_LABELS = {"TARGET_MIXES": (), "FITTED_MIXES": (FITTED,), "METHOD_MIXES": (OWN_RUNS,)}
+TARGET_MIXES: tuple[str, ...]
+FITTED_MIXES: tuple[str, ...]
+METHOD_MIXES: tuple[str, ...]
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """The labels of :data:`_MIX_LABELS` from the registry (whose built-ins register when the runner is imported)."""
+    if name in _MIX_LABELS:
+        return names(*_MIX_LABELS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

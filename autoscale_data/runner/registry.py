@@ -1,13 +1,15 @@
 """The registry of mixing methods: every method's declaration, the one place a method's name is spelt.
 
-A method declares what :class:`MethodDeclaration` lists. The built-in methods are :data:`BUILTINS`,
-registered here and nowhere else; :func:`register_method` adds another.
+A method declares what :class:`MethodDeclaration` lists. The built-in methods are
+:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported (its classes
+imported there, so every import is one the architecture test sees); :func:`register_method` adds another.
 
 Everything else reads this registry: the layout's target-mix labels, the config's check of
 ``target.baselines`` and of its optional method sections, the selection kinds of a
 :class:`~autoscale_data.runner.planning.specs.RunSpec`, the trainer's step hooks
 (:func:`~autoscale_data.runner.training.hooks.make_step_hook`) and the methods the runner plans
-(:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner.
+(:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner and names no
+module of the package (:func:`load` imports a method's ``package.module.Name`` given as a string, outside it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ __all__ = [
     "ADO",
     "ANYTIME",
     "AUTOSCALE",
-    "BUILTINS",
     "DDO_N2",
     "DOREMI",
     "DOREMI_PROXY",
@@ -140,73 +141,9 @@ class MethodDeclaration:
             raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
 
 
-_METHODS = "autoscale_data.runner.mixes.methods"
-_ONLINE = "autoscale_data.runner.mixes.online_method"
-_DOREMI_HOOK = "autoscale_data.runner.mixes.doremi_hook"
-_SECTIONS = "autoscale_data.runner.config.method_sections"
-_FIXED = f"{_METHODS}.FixedMix"
-_STORES_DOC = MethodDoc("the stores / `target.reference_weights` (a mapping or a preset such as `llama1`)")
-_REGRESSION_RUNS = "the same runs as `regmix`"
-_ONLINE_DOC = MethodDoc(
-    "chosen during each target run by an online controller (`runner/mixes/online_method.py`): every `online.every` "
-    "steps the per-domain training losses (all-reduced once) give the weights of a later segment of the exact "
-    "stream; ADO starts at the natural mix (its prior), ODM at uniform",
-    "none: 0 extra runs, 0 extra tokens (the report's cost columns say so); the controller's time is inside the "
-    "target run's own (see [dataset](dataset.md), online mixing)",
-    "ADO (Jiang et al., ICLR 2025, github yidingjiang/ado); ODM (Albalak et al. 2023, EXP3); `autoscale_data.online`")
-
-#: The built-in methods, registered explicitly (this order gives each target mix its colour in the plots).
-BUILTINS: tuple[MethodDeclaration, ...] = (
-    MethodDeclaration(AUTOSCALE, "AutoScale (Kang et al.): DDO at N1 and N2, projected to the target budget",
-                      FITTED, 0, f"{_METHODS}.AutoScale", doc=MethodDoc(
-                          "DDO at N1 and N2, projected to the target", "every DDO proxy (2 × (2m+1) per seed)",
-                          "AutoScale (Kang et al.)")),
-    MethodDeclaration(ANYTIME, "AutoScale's mixture plan, followed along the run (schedule 'anytime')", FITTED, 3,
-                      f"{_METHODS}.Anytime", doc=MethodDoc(
-                          "AutoScale's mixture plan, followed along the run (the dataset's `schedule=\"anytime\"`; see "
-                          "\"The anytime schedule as a target run\")", "the runs of `autoscale`")),
-    MethodDeclaration(DDO_N2, "the DDO optimum at N2, not projected", FITTED, 1, f"{_METHODS}.DDON2",
-                      doc=MethodDoc("the DDO optimum at N2", "the DDO proxies at N2")),
-    MethodDeclaration(NATURAL, "each domain's share of the tokens", STORES, 2, _FIXED, doc=_STORES_DOC),
-    MethodDeclaration(REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)", STORES, 2,
-                      _FIXED, doc=_STORES_DOC),
-    MethodDeclaration(UNIFORM, "equal weights", STORES, 2, _FIXED, doc=_STORES_DOC),
-    MethodDeclaration(DOREMI, "DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a "
-                      "reference model (github.com/sangmichaelxie/doremi)", OWN_RUNS, 4, f"{_METHODS}.DoReMi",
-                      section=DOREMI, config=f"{_SECTIONS}.DoReMiConfig",
-                      selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY), keeps_model=(DOREMI_REFERENCE,),
-                      hook_kind=DOREMI, hook=f"{_DOREMI_HOOK}.DoReMiHook", doc=MethodDoc(
-                          "the average over the proxy run of DoReMi's domain weights",
-                          "a reference run on `doremi.reference` (uniform by default) and a Group-DRO proxy run, "
-                          "each `doremi.budget` tokens (N2 by default); the proxy also runs the reference model "
-                          "forward every step (measured 1.1-1.5× a plain run's time on the CPU examples)",
-                          "DoReMi (Xie et al. 2023, github sangmichaelxie/doremi `doremi/trainer.py`)")),
-    MethodDeclaration(REGMIX, "RegMix (Liu et al. 2024): regression of the objective on the mixture, best "
-                      "candidates averaged", OWN_RUNS, 4, f"{_METHODS}.RegMix", section=REGMIX,
-                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,), doc=MethodDoc(
-                          "least squares (or LightGBM) of the objective on the mixture weights, then the mean of "
-                          "the best `top_k` of `candidates` random mixtures",
-                          "the DDO proxies at N2 (by default: the paper fitted RegMix \"on the exact same pairs of "
-                          "domain weights and evaluation loss\") and/or a swarm of random Dirichlet mixtures "
-                          "(`regmix.swarm`)", "RegMix (Liu et al. 2024, github sail-sg/regmix); `solver.regmix_weights`")),
-    MethodDeclaration(MIXING_LAW, "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, "
-                      "minimised", OWN_RUNS, 4, f"{_METHODS}.MixingLaw", section=REGMIX,
-                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,), doc=MethodDoc(
-                          "`L_i(w) = c_i + k_i exp(t_i · w)` fitted per validation domain, the objective built from "
-                          "them minimised on the simplex", _REGRESSION_RUNS,
-                          "Data Mixing Laws (Ye et al. 2024); `solver.mixing_law_weights`")),
-    MethodDeclaration(ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix following "
-                      "their slopes; no proxy runs (0 extra runs: chosen inside the target run)", ONLINE, 4,
-                      f"{_ONLINE}.OnlineMethod", section="online", config=f"{_SECTIONS}.OnlineMixingConfig",
-                      hook_kind=ADO, hook=f"{_ONLINE}.OnlineMixingHook", doc=_ONLINE_DOC),
-    MethodDeclaration(ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy runs "
-                      "(0 extra runs: chosen inside the target run)", ONLINE, 4, f"{_ONLINE}.OnlineMethod",
-                      section="online", config=f"{_SECTIONS}.OnlineMixingConfig", hook_kind=ODM,
-                      hook=f"{_ONLINE}.OnlineMixingHook", doc=_ONLINE_DOC),
-)
-
-#: Every registered method by name (the built-ins, then what :func:`register_method` added).
-MIXING_METHODS: dict[str, MethodDeclaration] = {m.name: m for m in BUILTINS}
+#: Every registered method by name: the built-ins (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`,
+#: registered when the runner is imported), then what :func:`register_method` added.
+MIXING_METHODS: dict[str, MethodDeclaration] = {}
 
 
 def register_method(method: MethodDeclaration) -> None:

@@ -27,7 +27,7 @@ __all__ = ["BEGIN", "END", "METHODS_BEGIN", "METHODS_END", "attribute_docs", "co
 
 BEGIN = "<!-- config table: generated from runner/config/'s docstrings by python -m autoscale_data.runner.config.docs -->"
 END = "<!-- end of the generated config table -->"
-METHODS_BEGIN = "<!-- methods table: generated from runner/registry.py by python -m autoscale_data.runner.config.docs -->"
+METHODS_BEGIN = "<!-- methods table: generated from the method registry by python -m autoscale_data.runner.config.docs -->"
 METHODS_END = "<!-- end of the generated methods table -->"
 _ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
