@@ -4,7 +4,8 @@
 With two budgets the path goes through both allocations. With three or more, the line in log space
 ``log N*(t) = p0 + t·d`` is fitted by least squares (first principal direction of the centred log
 allocations; t = 0 at the smallest budget, t = 1 at the largest) and its residual is reported.
-Budgets below the smallest one use the same path (t < 0).
+Budgets below the smallest one use the same path (t < 0). :mod:`.projections` sets this projection beside the
+other candidates (joint fit, robust, observed) and chooses among them.
 """
 
 from __future__ import annotations
