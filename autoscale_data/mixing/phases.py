@@ -16,7 +16,12 @@ import numpy as np
 from .._checks import is_int
 from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
-__all__ = ["Phase", "SegmentTable", "check_draws", "phase_bounds", "segment_table"]
+__all__ = ["ANYTIME_SCHEDULE", "FIXED_SCHEDULE", "Phase", "SCHEDULES", "SegmentTable", "check_draws", "phase_bounds",
+           "segment_table"]
+
+SCHEDULES: tuple[str, ...] = ("fixed", "anytime")
+"""A stream's schedule: constant shares, or the cumulative counts of a plan's optimal-allocation path."""
+FIXED_SCHEDULE, ANYTIME_SCHEDULE = SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def _weights_of(weights: Any, names: Sequence[str], budget_tokens: int) -> dict[
 
 
 def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_len: int,
-                  schedule: str = "fixed") -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
+                  schedule: str = FIXED_SCHEDULE) -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
     """The segment table of a dataset's stream.
 
     Args:
@@ -177,7 +182,7 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
     if phases is None:
         w = _weights_of(weights, names, budget_tokens)
         total, _ = sequence_budget(list(w.values()), budget_tokens, seq_len)
-        if schedule == "anytime":
+        if schedule == ANYTIME_SCHEDULE:
             if not hasattr(weights, "allocation_for_budget"):
                 raise ValueError("schedule='anytime' needs a plan object with allocation_for_budget(N) "
                                  "as weights, not a plain mapping")
@@ -186,7 +191,7 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
             starts, counts = anytime_segments(weights, names, total, seq_len)
             return SegmentTable.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
         return SegmentTable.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
-    if schedule != "fixed":
+    if schedule != FIXED_SCHEDULE:
         raise ValueError(f"schedule={schedule!r} follows one plan's path; it cannot be combined with phases")
     bounds = phase_bounds([p.budget_tokens for p in phases], seq_len, budget_tokens)
     mixes = [_weights_of(p.weights, names, p.budget_tokens) for p in phases]

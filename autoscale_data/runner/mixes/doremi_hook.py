@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ..._runner_names import GPT2
 from .. import layout, registry
 from ..models import token_cross_entropy
 from ..training.checkpoint import final_model
@@ -91,7 +92,7 @@ class DoReMiHook:
     spec = DoReMiHookSpec
 
     def __init__(self, hook: DoReMiHookSpec, *, reference: torch.nn.Module | None = None,
-                 family: str = "gpt2") -> None:
+                 family: str = GPT2) -> None:
         self.reference_run, self.step_size, self.smoothing = hook.reference_run, float(hook.step_size), float(hook.smoothing)
         self.initial = {str(d): float(v) for d, v in hook.initial.items()}
         self.reference = reference
