@@ -110,8 +110,8 @@ class ScarceCase:
         return {d: (w if d == self.scarce else rest) for d in self.domains}
 
 
-#: ``full``: the first case the docs report (about 5M training tokens); ``lean``: the same corpus, target and grid
-#: with proxies of 4,096 / 5,120 tokens (0.26 target runs in all); ``small``: the end-to-end test's.
+#: ``full``: the first case the docs report (about 5M training tokens); ``lean``: the same corpus, target and
+#: grid with proxies of 4,096 / 5,120 tokens (0.26 target runs in all); ``small``: the end-to-end test's.
 SCARCE_PRESETS: dict[str, ScarceCase] = {
     "full": ScarceCase(),
     "small": ScarceCase(name="small", scarce_bytes=8_000, abundant_bytes=120_000, budgets=(2_048, 4_096),

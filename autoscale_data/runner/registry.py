@@ -141,8 +141,8 @@ class MethodDeclaration:
             raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
 
 
-#: Every registered method by name: the built-ins (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`,
-#: registered when the runner is imported), then what :func:`register_method` added.
+#: Every registered method by name: the built-ins
+#: (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported), then what :func:`register_method` added.
 MIXING_METHODS: dict[str, MethodDeclaration] = {}
 
 
@@ -202,8 +202,8 @@ def sections() -> dict[str, str | type]:
 
 
 def load(path: str | type) -> Any:
-    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a ``package.module.Name``
-    imported now.
+    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a
+    ``package.module.Name`` imported now.
 
     Raises:
         ValueError: the path names no importable object.

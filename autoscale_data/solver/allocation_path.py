@@ -127,8 +127,8 @@ class AllocationPath:
     t_min: float = field(default=-np.inf)
 
     def to_json(self) -> dict[str, Any]:
-        """The line a :class:`~autoscale_data.solver.MixturePlan` file keeps (reading refits it from the plan's
-        scales): hand-written, as the arrays are numpy's and the rest follows from them."""
+        """The line a :class:`~autoscale_data.solver.MixturePlan` file keeps (reading refits it from the
+        plan's scales): hand-written, as the arrays are numpy's and the rest follows from them."""
         return {"log_origin": self.log_origin.tolist(), "direction": self.direction.tolist(), "residual": self.residual}
 
     @property

@@ -103,8 +103,8 @@ def config_table() -> str:
 
 
 def method_table() -> str:
-    """The registered methods as a markdown table, one row per :class:`~autoscale_data.runner.registry.MethodDoc`
-    (methods with equal docs share it)."""
+    """The registered methods as a markdown table, one row per
+    :class:`~autoscale_data.runner.registry.MethodDoc` (methods with equal docs share it)."""
     rows: dict[registry.MethodDoc, list[str]] = {}
     for m in registry.MIXING_METHODS.values():
         rows.setdefault(m.doc or registry.MethodDoc(m.source), []).append(f"`{m.name}`")
@@ -138,8 +138,8 @@ def with_method_table(text: str) -> str:
 
 
 def main(path: str = "docs/runner.md") -> None:
-    """Rewrite the config table and the methods' table of ``path`` (``python -m autoscale_data.runner.config.docs
-    [PATH]``)."""
+    """Rewrite the config table and the methods' table of ``path`` (``python -m
+    autoscale_data.runner.config.docs [PATH]``)."""
     doc = Path(path)
     doc.write_text(with_method_table(with_config_table(doc.read_text(encoding="utf-8"))), encoding="utf-8")
 

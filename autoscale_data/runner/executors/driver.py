@@ -57,8 +57,8 @@ class _Loop:
         self.finished: Counter[str] = Counter()
 
     def triage(self, unique: Sequence[RunSpec]) -> None:
-        """Runs done (a result not yet logged is adopted) or failed for good get their status; a job an earlier
-        runner left with this executor is re-attached while the executor still knows it; the rest are queued."""
+        """Runs done (a result not yet logged is adopted) or failed for good get their status; a job an
+        earlier runner left with this executor is re-attached while the executor still knows it; the rest are queued."""
         ledger, executor = self.ledger, self.executor
         records = ledger.records()
         for spec in unique:

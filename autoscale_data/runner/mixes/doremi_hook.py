@@ -56,8 +56,8 @@ def _all_reduce(t: torch.Tensor, info: Any) -> torch.Tensor:
 
 
 def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.device) -> torch.nn.Module:
-    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode: the model of
-    the proxy run ``spec`` (both train the proxy model, ``ddo.proxy_model``, or the target's).
+    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode: the
+    model of the proxy run ``spec`` (both train the proxy model, ``ddo.proxy_model``, or the target's).
 
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.

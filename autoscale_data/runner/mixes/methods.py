@@ -127,8 +127,8 @@ class MixingMethod:
         return []
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        """The runs whose training is the cost of choosing this mix (the report sets their tokens and wall time
-        against one target run); its selection runs by default."""
+        """The runs whose training is the cost of choosing this mix (the report sets their tokens and wall
+        time against one target run); its selection runs by default."""
         return [s for stage in self.selection_stages(ctx) for s in stage]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -425,8 +425,8 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
 
 
 def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
-    """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their tokens
-    and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target runs."""
+    """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their
+    tokens and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target runs."""
     config = ctx.config
     per_target = batch_sequences(config, config.target.budget) * config.seq_len
     target_flops = target_run_flops(config, ctx.domains)
