@@ -88,8 +88,8 @@ class ShiftCase:
         if self.saturating == self.paying or not {self.saturating, self.paying} <= set(SHIFT_DOMAINS):
             raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of {SHIFT_DOMAINS}")
         if len(self.budgets) < 2 or list(self.budgets) != sorted(set(self.budgets)) or self.budgets[-1] >= self.target:
-            raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the target "
-                             f"{self.target}")
+            raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the "
+                             f"target {self.target}")
         if not self.grid or not all(0 < w < 2 / 3 for w in self.grid):
             raise ValueError(f"grid {self.grid} must hold weights in (0, 2/3)")
 

@@ -135,9 +135,9 @@ def check_draws(names: Sequence[str], segments: SegmentTable, base: np.ndarray, 
             hint = "allow repetition with max_epochs" if cap is None else f"raise max_epochs above {cap}"
             raise ValueError(
                 f"phase {int(segments.phases[j])} asks more of domain {name!r} than is left: by position "
-                f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of {seq_len} tokens "
-                f"({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole sequences"
-                f"{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
+                f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of "
+                f"{seq_len} tokens ({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole "
+                f"sequences{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
 
 
 def _phase_list(weights: Any) -> list[Phase] | None:

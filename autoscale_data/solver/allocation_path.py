@@ -171,11 +171,11 @@ class AllocationPath:
         low = nb <= self.min_total
         if low.any():
             why = ("a domain's allocation decreases between the budgets" if np.isfinite(self.t_min) else
-                   f"the allocation of {self.flat} does not grow between the budgets, so the path never gives "
-                   "it fewer tokens than at the smallest budget")
+                   f"the allocation of {self.flat} does not grow between the budgets, so the path never "
+                   "gives it fewer tokens than at the smallest budget")
             raise ValueError(
-                f"target {nb[low][0]:g} tokens is below the smallest total on this path ({self.min_total:.4g}): "
-                f"{why}; use a target above it, or the smallest budget's mix as is"
+                f"target {nb[low][0]:g} tokens is below the smallest total on this path "
+                f"({self.min_total:.4g}): {why}; use a target above it, or the smallest budget's mix as is"
             )
         pos = d > 0
         if not pos.any():
@@ -197,8 +197,8 @@ class AllocationPath:
             if np.all(np.abs(step) <= 1e-15 * (1.0 + np.abs(t))):
                 break
         if not np.all(np.isfinite(t)):
-            raise ValueError(f"no point of this path has {nb[~np.isfinite(t)][0]:g} tokens in all (smallest total "
-                             f"{self.min_total:g}); use a target above it")
+            raise ValueError(f"no point of this path has {nb[~np.isfinite(t)][0]:g} tokens in all (smallest "
+                             f"total {self.min_total:g}); use a target above it")
         return t if np.ndim(budgets) else t[:1]
 
     def allocations(self, budgets: np.ndarray | float) -> np.ndarray:

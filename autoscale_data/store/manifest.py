@@ -202,8 +202,8 @@ class Manifest(Record):
         for split in self.splits.values():
             for s in split.shards:
                 if s.offset + s.num_tokens * itemsize > s.expected_file_bytes(itemsize):
-                    raise ValueError(f"shard {s.file!r}: {s.num_tokens} {self.dtype} tokens from byte {s.offset} "
-                                     f"overrun the file's {s.file_bytes} bytes")
+                    raise ValueError(f"shard {s.file!r}: {s.num_tokens} {self.dtype} tokens from byte "
+                                     f"{s.offset} overrun the file's {s.file_bytes} bytes")
 
     @property
     def in_place(self) -> bool:

@@ -82,8 +82,8 @@ def _rows(cls: type, prefix: str = "") -> list[str]:
             for name, path in registry.sections().items():
                 readers = ", ".join(f"`{m.name}`" for m in registry.MIXING_METHODS.values() if m.section == name)
                 section = registry.load(path)
-                rows += [_row(name, _shown(None), "section", f"{_section_doc(section)} Read by {readers} (unset: their "
-                              "defaults)."), *_rows(section, f"{name}.")]
+                rows += [_row(name, _shown(None), "section", f"{_section_doc(section)} Read by {readers} "
+                              "(unset: their defaults)."), *_rows(section, f"{name}.")]
         elif cls is RunnerConfig and f.name == "base_dir":
             continue  # set from the config file's location
         elif section is not None:

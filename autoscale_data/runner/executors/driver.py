@@ -96,8 +96,8 @@ class _Loop:
                 changed = self._submit()
                 changed = self._poll() or changed
                 bar.n = finished[DONE] + finished[FAILED]
-                bar.set_postfix_str(f"queued {len(self.todo)}, running {len(self.active)}, done {finished[DONE]}, "
-                                    f"failed {finished[FAILED]}", refresh=True)
+                bar.set_postfix_str(f"queued {len(self.todo)}, running {len(self.active)}, done "
+                                    f"{finished[DONE]}, failed {finished[FAILED]}", refresh=True)
                 if self.active and not changed:
                     self.executor.wait(_POLL_S)
         except BaseException:

@@ -67,9 +67,9 @@ def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.d
     except ValueError:  # an unreadable pointer: no complete checkpoint
         model = None
     if model is None:
-        raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
-                                f"{os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} holds no complete checkpoint: "
-                                "train the reference first")
+        raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run "
+                                f"{ref_dir.name}, but {os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} "
+                                "holds no complete checkpoint: train the reference first")
     model.to(device)
     for p in model.parameters():
         p.requires_grad_(False)

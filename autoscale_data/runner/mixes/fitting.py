@@ -76,8 +76,8 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
             state = f"{rec.status}{': ' + rec.reason if rec and rec.reason else ''}" if rec else "never started"
             missing.append(f"{spec.name} ({spec.run_id}, {state})")
             if rec is not None and rec.status == FAILED:
-                warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at {scale}: "
-                              f"{rec.reason}", stacklevel=2)
+                warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at "
+                              f"{scale}: {rec.reason}", stacklevel=2)
             continue
         runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
                         loss=dict(result.losses), seed=spec.seed, label=spec.label))
@@ -127,8 +127,8 @@ def _fit_plan(config: RunnerConfig, domains: DomainInfo, projections: Projection
                                                  "projection": config.ddo.projection, "chosen": projections.used})
         if plan.path.decreasing:
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {budgets[0]:,} to {budgets[-1]:,} tokens "
-                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the "
-                "anytime schedule follows its monotone envelope")
+                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection "
+                "and the anytime schedule follows its monotone envelope")
         plan.save(out_dir / layout.MIXTURE_PLAN)
         (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
         return plan

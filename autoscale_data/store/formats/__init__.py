@@ -68,8 +68,8 @@ def detect_format(path: str | os.PathLike[str]) -> InPlaceFormat:
     found = [f for f in FORMATS.values() if f.detect(Path(path))]
     if not found:
         expected = "; ".join(f"{f.name!r}: {f.expected}" for f in FORMATS.values())
-        raise FileNotFoundError(f"no tokenized data of a known in-place format at {os.fspath(path)!r}; expected "
-                                f"one of {expected}")
+        raise FileNotFoundError(f"no tokenized data of a known in-place format at {os.fspath(path)!r}; "
+                                f"expected one of {expected}")
     if len(found) > 1:
         raise ValueError(f"{os.fspath(path)!r} could be read as any of the formats {[f.name for f in found]}: "
                          "give format= one of them")
