@@ -1,4 +1,4 @@
-"""The runner's closed name sets, spelt once: the executors, an extension's LR schedules, run kinds, model families.
+"""The runner's closed name sets, spelt once: executors, an extension's LR schedules, run kinds, model families.
 
 They sit below every layer so that the CLI offers them (``autoscale-data run --executor``,
 ``autoscale-data extend --lr-schedule``) without importing the runner, which needs an extra; the
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["BERT", "CONSTANT", "EXECUTORS", "EXTENSION", "GPT2", "INPROCESS", "LOCAL", "LR_SCHEDULES", "MODEL_FAMILIES",
-           "PROXY", "RAY", "REWARM_DECAY", "RUN_KINDS", "SLURM", "SLURM_CLUSTERS", "TARGET", "Executor"]
+__all__ = ["BERT", "CONSTANT", "EXECUTORS", "EXTENSION", "GPT2", "INPROCESS", "LOCAL", "LR_SCHEDULES",
+           "MODEL_FAMILIES", "PROXY", "RAY", "REWARM_DECAY", "RUN_KINDS", "SLURM", "SLURM_CLUSTERS", "TARGET",
+           "Executor"]
 
 Executor = Literal["local", "slurm", "ray"]
 """Where the runs of a plan are trained (``executor.kind``): this machine, a Slurm cluster, a Ray cluster."""

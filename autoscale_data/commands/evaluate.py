@@ -25,7 +25,8 @@ arc_challenge openbookqa csqa socialiqa."""
 def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "evaluate", run, help="score a trained causal LM on zero-shot tasks (offline)",
                  description="Ranked classification on zero-shot tasks: accuracy, length-normalised accuracy "
-                             "and bits per byte of the gold answer, with the model's own tokenizer.", epilog=_EPILOG)
+                             "and bits per byte of the gold answer, with the model's own tokenizer.",
+                 epilog=_EPILOG)
     p.add_argument("path", metavar="RUN_DIR_OR_CHECKPOINT",
                    help="a run folder of `autoscale-data run` (OUT/runs/<id>, with its final_ckpt/), a "
                         "Hugging Face causal-LM checkpoint folder (config.json and weights) or a DeepSpeed "

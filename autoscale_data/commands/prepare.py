@@ -92,7 +92,8 @@ def _in_place_domains(args: argparse.Namespace) -> dict[str, InPlaceDomain]:
                     own.update({n: value for n in paths if n not in own})
                 elif name not in paths:
                     raise ValueError(f"{_flag(f, option.name)} {value} names domain {name!r}, which is not "
-                                     f"given with --from-{f.name} NAME={f.argument} (those are {sorted(paths)})")
+                                     f"given with --from-{f.name} NAME={f.argument} (those are "
+                                     f"{sorted(paths)})")
                 else:
                     own[name] = rest
             for n, v in own.items():

@@ -55,5 +55,6 @@ def run(args: argparse.Namespace) -> int:
     path = train_bpe_tokenizer(itertools.chain([first], documents), args.vocab_size, args.out)
     tokenizer = load_tokenizer(path)
     print(f"wrote {path}: vocabulary {tokenizer.vocab_size}, EOS <|endoftext|> (id {tokenizer.eos_id}), "
-          f"trained on {counted['documents']} documents; use it with: autoscale-data prepare ... --tokenizer {path}")
+          f"trained on {counted['documents']} documents; use it with: autoscale-data prepare ... --tokenizer "
+          f"{path}")
     return 0

@@ -103,7 +103,8 @@ class ShiftCase:
 
 
 #: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the
-#: DDO budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end test's.
+#: DDO budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end
+#: test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
@@ -179,7 +180,8 @@ class ShiftCaseResult(Record):
 
 def _target_at(config: RunnerConfig, budget: int) -> RunnerConfig:
     """``config`` with target runs at ``budget`` (only for their specs: a run's id hashes its training
-    settings and sequences, not the DDO design, whose budgets are moved below ``budget`` to keep the config valid)."""
+    settings and sequences, not the DDO design, whose budgets are moved below ``budget`` to keep the config
+    valid)."""
     shrink = budget / (2 * config.ddo.largest)
     ddo = replace(config.ddo, budgets=tuple(max(1, int(b * shrink)) for b in config.ddo.budgets))
     return replace(config, ddo=ddo, target=replace(config.target, budget=budget))

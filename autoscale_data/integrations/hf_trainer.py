@@ -119,7 +119,8 @@ class MixtureTrainerCallback(TrainerCallback):
                          "iterable dataset: use autoscale_data.integrations.accelerate)")
         if self.dataset.batch_size is None and args.dataloader_num_workers > 0:
             wrong.append(f"dataloader_num_workers=0, or a dataset with batch_size=B and "
-                         f"per_device_train_batch_size=1, data_collator=whole_batches (with {args.dataloader_num_workers} workers the Trainer's "
+                         f"per_device_train_batch_size=1, data_collator=whole_batches (with "
+                         f"{args.dataloader_num_workers} workers the Trainer's "
                          "DataLoader batches each worker's samples apart, out of the stream's order)")
         if self.dataset.batch_size is not None and args.per_device_train_batch_size != 1:
             wrong.append(f"per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields "
@@ -151,7 +152,8 @@ class MixtureTrainerCallback(TrainerCallback):
         if not path.is_file():
             raise FileNotFoundError(f"resuming at step {state.global_step}: {os.fspath(path)!r} does not "
                                     "exist (the checkpoint was saved without MixtureTrainerCallback, or lies "
-                                    "elsewhere: pass MixtureTrainerCallback(..., resume_from=<checkpoint folder>))")
+                                    "elsewhere: pass MixtureTrainerCallback(..., resume_from=<checkpoint "
+                                    "folder>))")
         saved = json.loads(path.read_text())
         if saved["dataset"].get("step") != state.global_step:
             raise ValueError(f"{os.fspath(path)!r} holds the data position of step "

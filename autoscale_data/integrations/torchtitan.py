@@ -83,7 +83,8 @@ class MixtureTitanDataLoader(BaseDataLoader):
         if not config.dataset_path or not config.weights or config.budget_tokens <= 0:
             raise ValueError("MixtureTitanDataLoader.Config needs dataset_path (a directory of stores), "
                              f"weights and a positive budget_tokens; got "
-                             f"dataset_path={config.dataset_path!r}, weights={config.weights!r}, budget_tokens={config.budget_tokens!r}")
+                             f"dataset_path={config.dataset_path!r}, weights={config.weights!r}, "
+                             f"budget_tokens={config.budget_tokens!r}")
         self.config = config
         dataset = ScaleAwareMixtureDataset(config.dataset_path, dict(config.weights), config.budget_tokens,
                                            seq_len + 1, config.seed, batch_size=local_batch_size, rank=dp_rank,

@@ -16,8 +16,8 @@ import numpy as np
 from .._checks import is_int
 from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
-__all__ = ["ANYTIME_SCHEDULE", "FIXED_SCHEDULE", "Phase", "SCHEDULES", "SegmentTable", "check_draws", "phase_bounds",
-           "segment_table"]
+__all__ = ["ANYTIME_SCHEDULE", "FIXED_SCHEDULE", "Phase", "SCHEDULES", "SegmentTable", "check_draws",
+           "phase_bounds", "segment_table"]
 
 SCHEDULES: tuple[str, ...] = ("fixed", "anytime")
 """A stream's schedule: constant shares, or the cumulative counts of a plan's optimal-allocation path."""
@@ -137,7 +137,8 @@ def check_draws(names: Sequence[str], segments: SegmentTable, base: np.ndarray, 
                 f"phase {int(segments.phases[j])} asks more of domain {name!r} than is left: by position "
                 f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of "
                 f"{seq_len} tokens ({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole "
-                f"sequences{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
+                f"sequences{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, "
+                f"or {hint}")
 
 
 def _phase_list(weights: Any) -> list[Phase] | None:

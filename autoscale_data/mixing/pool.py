@@ -55,7 +55,8 @@ def resolve_pools(pool: PoolArg | None, names: Sequence[str], available: Sequenc
                 raise ValueError(f"pool for domain {name!r} must be a positive token count, got {value!r}")
             if value > have * seq_len:
                 raise ValueError(f"pool for domain {name!r} is larger than the domain: {int(value):,} tokens "
-                                 f"asked, it holds {have * seq_len:,} tokens in whole sequences of {seq_len} ({have} "
+                                 f"asked, it holds {have * seq_len:,} tokens in whole sequences of {seq_len} "
+                                 f"({have} "
                                  "sequences)")
             size, what = int(value) // seq_len, f"{int(value):,} tokens"
         if size < 1:

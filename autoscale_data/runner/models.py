@@ -30,7 +30,7 @@ FORMER_GPT2_ACTIVATION = "gelu_new"
 #: The values of ``model.activation`` (any other: ``model.overrides: {activation_function: ...}``).
 GPT2_ACTIVATIONS = (GPT2_ACTIVATION, FORMER_GPT2_ACTIVATION)
 
-#: Architecture presets: a family of ``MODEL_FAMILIES`` (the name's start) plus the transformers config fields.
+#: Architecture presets: a family of ``MODEL_FAMILIES`` (the name's start), the transformers config fields.
 PRESETS: dict[str, dict[str, Any]] = {
     "gpt2-tiny": {"n_layer": 2, "n_embd": 128, "n_head": 4},
     "gpt2-small": {"n_layer": 12, "n_embd": 768, "n_head": 12},

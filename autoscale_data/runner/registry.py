@@ -1,8 +1,8 @@
 """The registry of mixing methods: every method's declaration, the one place a method's name is spelt.
 
 A method declares what :class:`MethodDeclaration` lists. The built-in methods are
-:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported (its classes
-imported there, so every import is one the architecture test sees); :func:`register_method` adds another.
+:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported (its
+classes imported there, so the architecture test sees every import); :func:`register_method` adds another.
 
 Everything else reads this registry: the layout's target-mix labels, the config's check of
 ``target.baselines`` and of its optional method sections, the selection kinds of a
@@ -78,7 +78,7 @@ DOREMI_PROXY = "doremi_proxy"
 
 @dataclass(frozen=True)
 class MethodDoc:
-    """A method's row of the methods' table in ``docs/runner.md`` (markdown; methods with equal docs share a row).
+    """A method's row of the methods' table of ``docs/runner.md`` (markdown; equal docs share a row).
 
     Attributes:
         mix: where its mix comes from.
@@ -142,7 +142,8 @@ class MethodDeclaration:
 
 
 #: Every registered method by name: the built-ins
-#: (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported), then what :func:`register_method` added.
+#: (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported),
+#: then what :func:`register_method` added.
 MIXING_METHODS: dict[str, MethodDeclaration] = {}
 
 

@@ -65,7 +65,7 @@ class MixturePlan(Record):
     domains: tuple[str, ...] = ()
     """Domain names, in the order of the path's arrays (empty: the first scale's order)."""
     path: AllocationPath = field(init=False, compare=False)
-    """The fitted :class:`~autoscale_data.solver.allocation_path.AllocationPath` (written, refitted when read)."""
+    """The fitted :class:`~.allocation_path.AllocationPath` (written, refitted when read)."""
 
     def __post_init__(self) -> None:
         if self.format != _FORMAT:

@@ -1,10 +1,10 @@
-"""The config reference and the methods' table of ``docs/runner.md``, generated from docstrings and the registry.
+"""The config reference and the methods' table of ``docs/runner.md``, from docstrings and the registry.
 
 Every field of a section is documented by the string literal right after it (as the records are);
 :func:`config_table` renders those, with each field's type and default, for :class:`RunnerConfig`'s
 sections and every registered method's; :func:`method_table` renders each method's
-:class:`~autoscale_data.runner.registry.MethodDoc`. Regenerate both between their markers in ``docs/runner.md``
-with ``python -m autoscale_data.runner.config.docs`` (a test fails until it is).
+:class:`~autoscale_data.runner.registry.MethodDoc`. Regenerate both between their markers in
+``docs/runner.md`` with ``python -m autoscale_data.runner.config.docs`` (a test fails until it is).
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from .. import registry
 from .runner_config import RunnerConfig
 from .sections import CHOICES
 
-__all__ = ["BEGIN", "END", "METHODS_BEGIN", "METHODS_END", "attribute_docs", "config_table", "main", "method_table",
-           "with_config_table", "with_method_table"]
+__all__ = ["BEGIN", "END", "METHODS_BEGIN", "METHODS_END", "attribute_docs", "config_table", "main",
+           "method_table", "with_config_table", "with_method_table"]
 
 BEGIN = "<!-- config table: generated from runner/config/'s docstrings by python -m autoscale_data.runner.config.docs -->"
 END = "<!-- end of the generated config table -->"
-METHODS_BEGIN = "<!-- methods table: generated from the method registry by python -m autoscale_data.runner.config.docs -->"
+METHODS_BEGIN = ("<!-- methods table: generated from the method registry by python -m "
+                 "autoscale_data.runner.config.docs -->")
 METHODS_END = "<!-- end of the generated methods table -->"
 _ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
@@ -108,8 +109,9 @@ def method_table() -> str:
     rows: dict[registry.MethodDoc, list[str]] = {}
     for m in registry.MIXING_METHODS.values():
         rows.setdefault(m.doc or registry.MethodDoc(m.source), []).append(f"`{m.name}`")
-    return "\n".join(["| method | where its mix comes from | runs it needs (its cost) | source |", "|---|---|---|---|",
-                      *(f"| {', '.join(names)} | {d.mix} | {d.cost} | {d.origin} |" for d, names in rows.items())])
+    head = ["| method | where its mix comes from | runs it needs (its cost) | source |", "|---|---|---|---|"]
+    return "\n".join([*head, *(f"| {', '.join(names)} | {d.mix} | {d.cost} | {d.origin} |" for d, names in
+                                rows.items())])
 
 
 def _between(text: str, begin: str, end: str, table: str) -> str:
@@ -129,7 +131,7 @@ def with_config_table(text: str) -> str:
 
 
 def with_method_table(text: str) -> str:
-    """``text`` (``docs/runner.md``) with :func:`method_table` between :data:`METHODS_BEGIN` and :data:`METHODS_END`.
+    """``text`` (``docs/runner.md``) with :func:`method_table` between the methods' markers.
 
     Raises:
         ValueError: ``text`` lacks the markers.

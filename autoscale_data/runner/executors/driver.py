@@ -58,7 +58,8 @@ class _Loop:
 
     def triage(self, unique: Sequence[RunSpec]) -> None:
         """Runs done (a result not yet logged is adopted) or failed for good get their status; a job an
-        earlier runner left with this executor is re-attached while the executor still knows it; the rest are queued."""
+        earlier runner left with this executor is re-attached while the executor still knows it; the rest are
+        queued."""
         ledger, executor = self.ledger, self.executor
         records = ledger.records()
         for spec in unique:

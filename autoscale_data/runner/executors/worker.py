@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..training.train import run_job
 
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.executors.worker")
-    parser.add_argument("--family", choices=MODEL_FAMILIES, default=None, help="model classes to import first")
+    parser.add_argument("--family", choices=MODEL_FAMILIES, default=None, help="model classes to load first")
     _warm(parser.parse_args(argv).family)
     channel = os.fdopen(os.dup(1), "w", buffering=1)
     _redirect(None)

@@ -174,7 +174,8 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
 
     The target mix comes from ``config.ddo.projection`` (``auto``: the choice, its reason and the backtest's
     scores are in ``projection.json``'s ``selection``); the other projections are computed and reported too
-    (all by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
+    (all by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's
+    scales).
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
     :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``

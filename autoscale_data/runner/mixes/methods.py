@@ -257,8 +257,8 @@ class _Regression(MixingMethod):
             what = (f"{len(ctx.n2_proxies)} DDO proxies at N2" if cfg.fits_on_proxies else "no DDO proxies") + (
                 f" and a swarm of {cfg.swarm.runs}" if cfg.swarm else "")
             raise ValueError(f"target.baselines {self.name!r} needs runs of at least {need} distinct "
-                             f"mixtures for {len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): raise "
-                             "regmix.swarm.runs or set regmix.use_proxies: true")
+                             f"mixtures for {len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): "
+                             "raise regmix.swarm.runs or set regmix.use_proxies: true")
 
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
         swarm = self.swarm(ctx)
@@ -426,7 +426,8 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
 
 def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
     """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their
-    tokens and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target runs."""
+    tokens and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target
+    runs."""
     config = ctx.config
     per_target = batch_sequences(config, config.target.budget) * config.seq_len
     target_flops = target_run_flops(config, ctx.domains)

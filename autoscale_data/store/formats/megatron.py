@@ -19,7 +19,8 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_hint", "megatron_source", "read_megatron_index"]
+__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_hint", "megatron_source",
+           "read_megatron_index"]
 
 _HEADER = b"MMIDIDX\x00\x00"
 _HEAD_BYTES = 9 + 8 + 1 + 8 + 8
@@ -60,7 +61,8 @@ def _paths(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
         there = (f"; it holds {', '.join(repr(f) for f in found[:5])}{' ...' if len(found) > 5 else ''}" if found
                  else "; it holds no .idx file")
         raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one "
-                                f"dataset's .bin/.idx pair (PREFIX.bin and PREFIX.idx, without the suffix){there}")
+                                f"dataset's .bin/.idx pair (PREFIX.bin and PREFIX.idx, without the "
+                                f"suffix){there}")
     text = text.removesuffix(".bin").removesuffix(".idx")
     return Path(text + ".idx"), Path(text + ".bin")
 
@@ -112,7 +114,8 @@ def _check_dtype_agrees(where: str, index: MegatronIndex, starts: np.ndarray, bi
                         f"its size, {bin_bytes} bytes for {tokens} tokens, is {width} bytes per token")
             raise ValueError(
                 f"{where}: the .idx's dtype disagrees with the .bin: the .idx says {index.dtype} tokens "
-                f"({itemsize} bytes each), but the .bin {os.fspath(bin_path)!r} holds {width}-byte tokens ({evidence}). Write "
+                f"({itemsize} bytes each), but the .bin {os.fspath(bin_path)!r} holds {width}-byte tokens "
+                f"({evidence}). Write "
                 "the .idx with the dtype the .bin was written with (megatron-core's "
                 "IndexedDatasetBuilder(..., dtype=...)), or re-run preprocess_data.py")
 
