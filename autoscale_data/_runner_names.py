@@ -1,4 +1,4 @@
-"""The runner's closed name sets that the CLI offers, spelt once: the executors and the LR schedules of an extension.
+"""The runner's closed name sets, spelt once: executors, an extension's LR schedules, run kinds, model families.
 
 They sit below every layer so that the CLI offers them (``autoscale-data run --executor``,
 ``autoscale-data extend --lr-schedule``) without importing the runner, which needs an extra; the
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["CONSTANT", "EXECUTORS", "LR_SCHEDULES", "INPROCESS", "LOCAL", "RAY", "REWARM_DECAY", "SLURM",
-           "SLURM_CLUSTERS", "Executor"]
+__all__ = ["BERT", "CONSTANT", "EXECUTORS", "EXTENSION", "GPT2", "INPROCESS", "LOCAL", "LR_SCHEDULES",
+           "MODEL_FAMILIES", "PROXY", "RAY", "REWARM_DECAY", "RUN_KINDS", "SLURM", "SLURM_CLUSTERS", "TARGET",
+           "Executor"]
 
 Executor = Literal["local", "slurm", "ray"]
 """Where the runs of a plan are trained (``executor.kind``): this machine, a Slurm cluster, a Ray cluster."""
@@ -26,3 +27,12 @@ SLURM_CLUSTERS: tuple[str, ...] = (SLURM, LOCAL)
 LR_SCHEDULES: tuple[str, ...] = ("rewarm_decay", "constant")
 """Learning-rate schedules of an extension's new steps: re-warm then decay (the default), or re-warm then hold."""
 REWARM_DECAY, CONSTANT = LR_SCHEDULES
+
+RUN_KINDS: tuple[str, ...] = ("proxy", "target", "extension")
+"""``RunSpec.kind`` of a DDO proxy, a target run and a finished target run's extension (a method's own runs have
+the selection kinds its registry declaration names)."""
+PROXY, TARGET, EXTENSION = RUN_KINDS
+
+MODEL_FAMILIES: tuple[str, ...] = ("gpt2", "bert")
+"""A model preset's family, the start of its name: GPT-2 (a causal LM) or BERT (a masked LM)."""
+GPT2, BERT = MODEL_FAMILIES

@@ -72,4 +72,5 @@ def _method_registry_restored():
     registry = sys.modules.get(name)
     if registry is not None:
         registry.MIXING_METHODS.clear()
-        registry.MIXING_METHODS.update(before if before is not None else {m.name: m for m in registry.BUILTINS})
+        builtin = sys.modules["autoscale_data.runner.mixes.builtin_methods"].BUILTINS
+        registry.MIXING_METHODS.update(before if before is not None else {m.name: m for m in builtin})

@@ -74,8 +74,8 @@ def parse_token_count(text: str, *, what: str = "token count", minimum: int = 1)
     try:
         value = float(number) * scale
     except ValueError:
-        raise ValueError(f"{what} {text!r} is invalid: expected a number of tokens such as 400000, 4e5, 400_000 "
-                         "or 400k") from None
+        raise ValueError(f"{what} {text!r} is invalid: expected a number of tokens such as 400000, 4e5, "
+                         "400_000 or 400k") from None
     if not value == value or value in (float("inf"), float("-inf")) or value != int(value):
         raise ValueError(f"{what} {text!r} is invalid: expected a whole number of tokens")
     if int(value) < minimum:
@@ -177,6 +177,6 @@ def check_finite_answer(answer: Any, verb: str) -> None:
     bad = _non_finite(answer, "")
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise ValueError(f"the {verb} answer holds non-finite numbers ({shown}): a bug, nothing was printed or saved; "
-                         "please report it with the input files")
+        raise ValueError(f"the {verb} answer holds non-finite numbers ({shown}): a bug, nothing was printed "
+                         "or saved; please report it with the input files")
 

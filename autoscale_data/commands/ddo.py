@@ -82,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
         if "no base run" not in str(exc):
             raise
         raise ValueError(f"{args.runs}: {exc}. `ddo` reads a DDO design (a base run and runs that change one "
-                         "domain's tokens at a time); for runs of any mixtures (a sweep, a grid, random mixes) use "
-                         "`autoscale-data project --runs RUNS.csv [--runs RUNS_2.csv ...] --target-tokens N` "
-                         "(one file per budget), which fits one law to them") from None
+                         "domain's tokens at a time); for runs of any mixtures (a sweep, a grid, random "
+                         "mixes) use `autoscale-data project --runs RUNS.csv [--runs RUNS_2.csv ...] "
+                         "--target-tokens N` (one file per budget), which fits one law to them") from None
     if args.json:
         out = res.to_json()
         out.pop("diagnostics", None)

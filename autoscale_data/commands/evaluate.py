@@ -24,13 +24,14 @@ arc_challenge openbookqa csqa socialiqa."""
 
 def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "evaluate", run, help="score a trained causal LM on zero-shot tasks (offline)",
-                 description="Ranked classification on zero-shot tasks: accuracy, length-normalised accuracy and "
-                             "bits per byte of the gold answer, with the model's own tokenizer.", epilog=_EPILOG)
+                 description="Ranked classification on zero-shot tasks: accuracy, length-normalised accuracy "
+                             "and bits per byte of the gold answer, with the model's own tokenizer.",
+                 epilog=_EPILOG)
     p.add_argument("path", metavar="RUN_DIR_OR_CHECKPOINT",
-                   help="a run folder of `autoscale-data run` (OUT/runs/<id>, with its final_ckpt/), a Hugging "
-                        "Face causal-LM checkpoint folder (config.json and weights) or a DeepSpeed checkpoint folder "
-                        "(engine.save_checkpoint's: the folder or one tag of it; ZeRO stage 0-2, stage 3 after "
-                        "DeepSpeed's zero_to_fp32)")
+                   help="a run folder of `autoscale-data run` (OUT/runs/<id>, with its final_ckpt/), a "
+                        "Hugging Face causal-LM checkpoint folder (config.json and weights) or a DeepSpeed "
+                        "checkpoint folder (engine.save_checkpoint's: the folder or one tag of it; ZeRO "
+                        "stage 0-2, stage 3 after DeepSpeed's zero_to_fp32)")
     p.add_argument("--tasks", nargs="+", metavar="TASK", default=None,
                    help="tasks to score (default: arc_easy boolq hellaswag piqa sciq winogrande)")
     p.add_argument("--limit", type=positive_int, default=None,
@@ -40,9 +41,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tokenizer", default=None,
                    help="the checkpoint's tokenizer when its folder holds no tokenizer.json: gpt2, bytes or a path")
     p.add_argument("--model-config", default=None, metavar="CONFIG",
-                   help="the model's config where the checkpoint holds no config.json (a DeepSpeed checkpoint): a "
-                        "transformers config.json or a runner model preset (gpt2-tiny, gpt2-small ...; its "
-                        "vocabulary and context length are read from the weights)")
+                   help="the model's config where the checkpoint holds no config.json (a DeepSpeed "
+                        "checkpoint): a transformers config.json or a runner model preset (gpt2-tiny, "
+                        "gpt2-small ...; its vocabulary and context length are read from the weights)")
     p.add_argument("--device", default=None, help="torch device (default: cpu)")
     p.add_argument("--threads", type=positive_int, default=None,
                    help="torch intra-op threads on a CPU (default: torch's; on a busy machine 1 is often fastest)")
@@ -63,8 +64,8 @@ def _model_config(value: str | None) -> Any:
 
     if value in MODEL_PRESETS:
         if value not in _causal_presets():
-            raise ValueError(f"--model-config {value!r} is a masked LM: zero-shot ranked classification needs a causal "
-                             f"LM: expected one of {_causal_presets()} or a config.json")
+            raise ValueError(f"--model-config {value!r} is a masked LM: zero-shot ranked classification "
+                             f"needs a causal LM: expected one of {_causal_presets()} or a config.json")
         return {"model_type": "gpt2", **MODEL_PRESETS[value]}
     if not Path(value).exists():
         raise FileNotFoundError(f"--model-config {value!r} is neither a runner model preset ({_causal_presets()}) nor "
@@ -84,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if (path / layout.LEDGER).is_file() and (path / layout.RUNS).is_dir():
         raise ValueError(f"{args.path!r} is a runner output folder: give one of its run folders ({args.path}/"
-                         f"{layout.RUNS}/<run_id>), or set eval.tasks in its config and rerun `autoscale-data run` "
-                         "to score every target run")
+                         f"{layout.RUNS}/<run_id>), or set eval.tasks in its config and rerun "
+                         "`autoscale-data run` to score every target run")
     if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None and args.model_config is None:
         result = evaluate_run_dir(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size)
     else:

@@ -28,8 +28,8 @@ examples:
 
 def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "extend", run, help="extend a finished target run to a larger budget",
-                 description="Continue a finished target run of an `autoscale-data run` output folder (model, "
-                             "optimiser and data position) to a larger token budget.", epilog=_EPILOG)
+                 description="Continue a finished target run of an `autoscale-data run` output folder "
+                             "(model, optimiser and data position) to a larger token budget.", epilog=_EPILOG)
     p.add_argument("out_dir", metavar="OUT", help="the --out directory of `autoscale-data run`")
     p.add_argument("--run", required=True, metavar="LABEL",
                    help="the target mix (autoscale, uniform, natural, ddo_n2 …) or a run id under OUT/runs/")

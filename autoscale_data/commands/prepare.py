@@ -83,16 +83,17 @@ def _in_place_domains(args: argparse.Namespace) -> dict[str, InPlaceDomain]:
         for option in dataclasses.fields(f.options):
             given = getattr(args, f"{f.name}_{option.name}")
             if given and not paths:
-                raise ValueError(f"{_flag(f, option.name)} {given[0]} is an option of --from-{f.name} domains: give "
-                                 f"them with --from-{f.name} NAME={f.argument}")
+                raise ValueError(f"{_flag(f, option.name)} {given[0]} is an option of --from-{f.name} "
+                                 f"domains: give them with --from-{f.name} NAME={f.argument}")
             own = {}
             for value in given:
                 name, eq, rest = value.partition("=")
                 if not eq or os.sep in name or "/" in name:  # one value for every domain of the format
                     own.update({n: value for n in paths if n not in own})
                 elif name not in paths:
-                    raise ValueError(f"{_flag(f, option.name)} {value} names domain {name!r}, which is not given with "
-                                     f"--from-{f.name} NAME={f.argument} (those are {sorted(paths)})")
+                    raise ValueError(f"{_flag(f, option.name)} {value} names domain {name!r}, which is not "
+                                     f"given with --from-{f.name} NAME={f.argument} (those are "
+                                     f"{sorted(paths)})")
                 else:
                     own[name] = rest
             for n, v in own.items():

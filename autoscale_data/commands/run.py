@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
                    help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
     p.add_argument("--allow-config-change", action="store_true",
                    help="continue in an --out folder that was run with another config: finished runs whose "
-                        "settings still match are reused, the report covers only this config (without the flag "
-                        "such a folder is refused, naming what changed)")
+                        "settings still match are reused, the report covers only this config (without the "
+                        "flag such a folder is refused, naming what changed)")
     p.add_argument("--retries", type=int, default=None, metavar="N",
                    help="resubmissions of a run whose job died (default: the config's executor.retries)")
 

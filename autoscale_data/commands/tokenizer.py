@@ -20,8 +20,8 @@ tokenizer covers all of them. Then: autoscale-data prepare ... --tokenizer OUT
 
 def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "tokenizer", run, help="train a BPE tokenizer on your own text",
-                 description="Tokenizers for prepare: 'train' fits a byte-level BPE (EOS <|endoftext|>, id 0) "
-                             "to your text files.", epilog=_EPILOG)
+                 description="Tokenizers for prepare: 'train' fits a byte-level BPE (EOS <|endoftext|>, id "
+                             "0) to your text files.", epilog=_EPILOG)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     train = actions.add_parser("train", help="train a byte-level BPE on text files", epilog=_EPILOG,
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"no documents in {', '.join(args.inputs)}: nothing to train a tokenizer on")
     path = train_bpe_tokenizer(itertools.chain([first], documents), args.vocab_size, args.out)
     tokenizer = load_tokenizer(path)
-    print(f"wrote {path}: vocabulary {tokenizer.vocab_size}, EOS <|endoftext|> (id {tokenizer.eos_id}), trained on "
-          f"{counted['documents']} documents; use it with: autoscale-data prepare ... --tokenizer {path}")
+    print(f"wrote {path}: vocabulary {tokenizer.vocab_size}, EOS <|endoftext|> (id {tokenizer.eos_id}), "
+          f"trained on {counted['documents']} documents; use it with: autoscale-data prepare ... --tokenizer "
+          f"{path}")
     return 0

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_int
+from ..mixing import FIXED_SCHEDULE, SCHEDULES
 from ..store import Verify, check_verify
 
 __all__ = ["OUTPUTS", "SCHEDULES", "MixtureOptions", "check_output", "epoch_caps"]
 
 #: What a sample's tokens are: int64 tensors, int64 numpy arrays, or tensors of the store dtype.
 OUTPUTS = ("torch", "numpy", "compact")
-#: How the domains' cumulative counts grow along the stream.
-SCHEDULES = ("fixed", "anytime")
 
 
 def check_output(output: Any) -> None:
@@ -79,7 +78,7 @@ class MixtureOptions:
     world_size: int | None = None
     output: str = "torch"
     batch_size: int | None = None
-    schedule: str = "fixed"
+    schedule: str = FIXED_SCHEDULE
     verify: Verify = "checksum"
     continue_from: Mapping[str, Any] | None = None
     pool: Mapping[str, float | int] | None = None

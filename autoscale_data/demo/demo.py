@@ -218,8 +218,9 @@ def format_demo_table(report: Report, settings: DemoSettings | None = None) -> s
     """
     lines = [format_summary(report)]
     if settings is not None and not settings.meaningful:
-        lines += ["", "Note: --quick runs tiny budgets to show the procedure end to end; its weights and savings "
-                      "are within seed noise and mean nothing. Run the full demo for the real comparison."]
+        lines += ["", "Note: --quick runs tiny budgets to show the procedure end to end; its weights and "
+                      "savings are within seed noise and mean nothing. Run the full demo for the real "
+                      "comparison."]
     domains = list(report.domains)
     width = max([len(d) for d in domains] + [8])
     lines += ["", "Domains (all synthetic, generated in-package; no downloads):"]

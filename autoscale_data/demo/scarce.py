@@ -110,8 +110,8 @@ class ScarceCase:
         return {d: (w if d == self.scarce else rest) for d in self.domains}
 
 
-#: ``full``: the first case the docs report (about 5M training tokens); ``lean``: the same corpus, target and grid
-#: with proxies of 4,096 / 5,120 tokens (0.26 target runs in all); ``small``: the end-to-end test's.
+#: ``full``: the first case the docs report (about 5M training tokens); ``lean``: the same corpus, target and
+#: grid with proxies of 4,096 / 5,120 tokens (0.26 target runs in all); ``small``: the end-to-end test's.
 SCARCE_PRESETS: dict[str, ScarceCase] = {
     "full": ScarceCase(),
     "small": ScarceCase(name="small", scarce_bytes=8_000, abundant_bytes=120_000, budgets=(2_048, 4_096),
@@ -292,8 +292,8 @@ def format_scarce_table(result: ScarceCaseResult) -> str:
         lines.append(f"| {m.label} | {m.scarce_weight:.3f} | {m.scarce_epochs:.2f} | "
                      + " | ".join(f"{m.losses[s]:.4f}" for s in seeds) + f" | {m.mean:.4f} | {err} |")
     lines.append("")
-    lines.append(f"grid's best {result.scarce} weight: {result.best_weight:.3f} (parabola in log-weight through "
-                 "the best grid point and its neighbours)")
+    lines.append(f"grid's best {result.scarce} weight: {result.best_weight:.3f} (parabola in log-weight "
+                 "through the best grid point and its neighbours)")
     for tag, tokens in result.proxy_tokens.items():
         lines.append(f"proxy tokens ({tag}): {tokens:,} = {tokens / result.target_tokens:.2f} target runs of "
                      f"{result.target_tokens:,} tokens")

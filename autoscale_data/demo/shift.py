@@ -88,8 +88,8 @@ class ShiftCase:
         if self.saturating == self.paying or not {self.saturating, self.paying} <= set(SHIFT_DOMAINS):
             raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of {SHIFT_DOMAINS}")
         if len(self.budgets) < 2 or list(self.budgets) != sorted(set(self.budgets)) or self.budgets[-1] >= self.target:
-            raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the target "
-                             f"{self.target}")
+            raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the "
+                             f"target {self.target}")
         if not self.grid or not all(0 < w < 2 / 3 for w in self.grid):
             raise ValueError(f"grid {self.grid} must hold weights in (0, 2/3)")
 
@@ -102,8 +102,9 @@ class ShiftCase:
         return {d: w if d == self.saturating else (2 / 3 - w if d == self.paying else 1 / 3) for d in SHIFT_DOMAINS}
 
 
-#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
-#: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end test's.
+#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the
+#: DDO budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end
+#: test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
@@ -178,8 +179,9 @@ class ShiftCaseResult(Record):
 
 
 def _target_at(config: RunnerConfig, budget: int) -> RunnerConfig:
-    """``config`` with target runs at ``budget`` (only for their specs: a run's id hashes its training settings
-    and sequences, not the DDO design, whose budgets are moved below ``budget`` to keep the config valid)."""
+    """``config`` with target runs at ``budget`` (only for their specs: a run's id hashes its training
+    settings and sequences, not the DDO design, whose budgets are moved below ``budget`` to keep the config
+    valid)."""
     shrink = budget / (2 * config.ddo.largest)
     ddo = replace(config.ddo, budgets=tuple(max(1, int(b * shrink)) for b in config.ddo.budgets))
     return replace(config, ddo=ddo, target=replace(config.target, budget=budget))

@@ -98,11 +98,11 @@ class MarkovSource:
         if self.order < 1:
             raise ValueError(f"Markov source order must be positive, got {self.order}")
         if not 1 <= self.branching <= len(self.alphabet):
-            raise ValueError(f"Markov source branching {self.branching} must lie in [1, {len(self.alphabet)}] "
-                             f"(the alphabet {self.alphabet!r})")
+            raise ValueError(f"Markov source branching {self.branching} must lie in [1, "
+                             f"{len(self.alphabet)}] (the alphabet {self.alphabet!r})")
         if len(set(self.alphabet)) != len(self.alphabet) or self.doc_len <= self.order:
-            raise ValueError(f"Markov source alphabet {self.alphabet!r} must hold distinct symbols and doc_len "
-                             f"{self.doc_len} must exceed the order {self.order}")
+            raise ValueError(f"Markov source alphabet {self.alphabet!r} must hold distinct symbols and "
+                             f"doc_len {self.doc_len} must exceed the order {self.order}")
 
     @property
     def num_contexts(self) -> int:

@@ -80,8 +80,8 @@ class MixtureLoader:
         check_int("num_workers", num_workers, minimum=0)
         start = dataset.state_dict(samples_taken=0)
         if start.get(CURSOR_KEY) != 0:
-            raise ValueError(f"the dataset is already positioned at cursor {start.get(CURSOR_KEY)}; wrap a fresh "
-                             "dataset and load the state into the MixtureLoader")
+            raise ValueError(f"the dataset is already positioned at cursor {start.get(CURSOR_KEY)}; wrap a "
+                             "fresh dataset and load the state into the MixtureLoader")
         self.dataset = dataset
         self.num_workers = int(num_workers)
         self.pin_memory = bool(pin_memory)

@@ -44,9 +44,10 @@ def prepare_mixture_loader(accelerator: Any, dataset: ScaleAwareMixtureDataset, 
     """
     expect = (int(accelerator.process_index), int(accelerator.num_processes))
     if (dataset.rank, dataset.world_size) != expect:
-        raise ValueError(f"the dataset reads rank {dataset.rank} of {dataset.world_size} but this accelerator "
-                         f"process is {expect[0]} of {expect[1]}: build the dataset after Accelerator() (or pass "
-                         "rank=accelerator.process_index, world_size=accelerator.num_processes)")
+        raise ValueError(f"the dataset reads rank {dataset.rank} of {dataset.world_size} but this "
+                         f"accelerator process is {expect[0]} of {expect[1]}: build the dataset after "
+                         "Accelerator() (or pass rank=accelerator.process_index, "
+                         "world_size=accelerator.num_processes)")
     device = accelerator.device
     pin = device.type == "cuda" if pin_memory is None else pin_memory
     loader = MixtureLoader(dataset, num_workers=num_workers, pin_memory=pin, device=device)

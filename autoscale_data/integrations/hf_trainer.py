@@ -60,8 +60,8 @@ def whole_batches(items: list[Mapping[str, Any]]) -> Mapping[str, Any]:
     """The Trainer's ``data_collator`` for a dataset that yields whole batches
     (``per_device_train_batch_size=1``): the one batch, as it is."""
     if len(items) != 1:
-        raise ValueError(f"whole_batches got {len(items)} dataset batches: set per_device_train_batch_size=1 (the "
-                         "dataset's batch_size is the batch)")
+        raise ValueError(f"whole_batches got {len(items)} dataset batches: set per_device_train_batch_size=1 "
+                         "(the dataset's batch_size is the batch)")
     return items[0]
 
 
@@ -102,28 +102,29 @@ class MixtureTrainerCallback(TrainerCallback):
         elif isinstance(mixture, ScaleAwareMixtureDataset):
             self.online, self.dataset = None, mixture
         else:
-            raise ValueError(f"mixture = {type(mixture).__name__} is invalid: expected a ScaleAwareMixtureDataset "
-                             "or an OnlineMixture")
+            raise ValueError(f"mixture = {type(mixture).__name__} is invalid: expected a "
+                             "ScaleAwareMixtureDataset or an OnlineMixture")
         self.resume_from = resume_from
         self._rng: torch.Tensor | None = None
 
     def _check_args(self, args: Any) -> None:
         wrong = []
         if not args.ignore_data_skip:
-            wrong.append("ignore_data_skip=True (the callback moves the data to the checkpoint itself; the Trainer "
-                         "must not skip the trained batches again)")
+            wrong.append("ignore_data_skip=True (the callback moves the data to the checkpoint itself; the "
+                         "Trainer must not skip the trained batches again)")
         if self.online is not None and args.remove_unused_columns:
             wrong.append("remove_unused_columns=False (keep the 'domain' column)")
         if args.world_size > 1:
-            wrong.append(f"one process, not {args.world_size} (the Trainer's accelerate loader re-shards an iterable "
-                         "dataset: use autoscale_data.integrations.accelerate)")
+            wrong.append(f"one process, not {args.world_size} (the Trainer's accelerate loader re-shards an "
+                         "iterable dataset: use autoscale_data.integrations.accelerate)")
         if self.dataset.batch_size is None and args.dataloader_num_workers > 0:
-            wrong.append(f"dataloader_num_workers=0, or a dataset with batch_size=B and per_device_train_batch_size=1, "
-                         f"data_collator=whole_batches (with {args.dataloader_num_workers} workers the Trainer's "
+            wrong.append(f"dataloader_num_workers=0, or a dataset with batch_size=B and "
+                         f"per_device_train_batch_size=1, data_collator=whole_batches (with "
+                         f"{args.dataloader_num_workers} workers the Trainer's "
                          "DataLoader batches each worker's samples apart, out of the stream's order)")
         if self.dataset.batch_size is not None and args.per_device_train_batch_size != 1:
-            wrong.append(f"per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields whole "
-                         f"batches of {self.dataset.batch_size}), not {args.per_device_train_batch_size}")
+            wrong.append(f"per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields "
+                         f"whole batches of {self.dataset.batch_size}), not {args.per_device_train_batch_size}")
         if wrong:
             raise ValueError("MixtureTrainerCallback needs TrainingArguments with " + "; ".join(wrong))
 
@@ -149,13 +150,14 @@ class MixtureTrainerCallback(TrainerCallback):
             return
         path = self._checkpoint(args, state) / STATE_FILE
         if not path.is_file():
-            raise FileNotFoundError(f"resuming at step {state.global_step}: {os.fspath(path)!r} does not exist (the "
-                                    "checkpoint was saved without MixtureTrainerCallback, or lies elsewhere: "
-                                    "pass MixtureTrainerCallback(..., resume_from=<checkpoint folder>))")
+            raise FileNotFoundError(f"resuming at step {state.global_step}: {os.fspath(path)!r} does not "
+                                    "exist (the checkpoint was saved without MixtureTrainerCallback, or lies "
+                                    "elsewhere: pass MixtureTrainerCallback(..., resume_from=<checkpoint "
+                                    "folder>))")
         saved = json.loads(path.read_text())
         if saved["dataset"].get("step") != state.global_step:
-            raise ValueError(f"{os.fspath(path)!r} holds the data position of step {saved['dataset'].get('step')}, "
-                             f"the Trainer resumes at step {state.global_step}")
+            raise ValueError(f"{os.fspath(path)!r} holds the data position of step "
+                             f"{saved['dataset'].get('step')}, the Trainer resumes at step {state.global_step}")
         self.dataset.load_state_dict(saved["dataset"])  # online: the segment log and controller too
         self._rng = torch.tensor(saved["rng"], dtype=torch.uint8)
 

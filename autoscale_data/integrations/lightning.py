@@ -142,8 +142,8 @@ class OnlineMixingCallback(pl.Callback):
         if online is None:
             raise ValueError("OnlineMixingCallback needs a MixtureDataModule built with online=...")
         if not isinstance(outputs, Mapping) or self.key not in outputs:
-            raise ValueError(f"training_step must return a dict with {self.key!r} (the per-token losses, [B, T]) "
-                             "for OnlineMixingCallback")
+            raise ValueError(f"training_step must return a dict with {self.key!r} (the per-token losses, [B, "
+                             "T]) for OnlineMixingCallback")
         online.meter.update(outputs[self.key], batch["domain"])
         step = int(trainer.global_step)
         if step != self._updated and online.due(step):

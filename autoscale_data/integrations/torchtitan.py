@@ -81,9 +81,10 @@ class MixtureTitanDataLoader(BaseDataLoader):
     def __init__(self, config: Config, *, dp_world_size: int, dp_rank: int, seq_len: int, local_batch_size: int,
                  tokenizer: Any = None, snapshot_every_n_steps: int | None = None, **kwargs: Any) -> None:
         if not config.dataset_path or not config.weights or config.budget_tokens <= 0:
-            raise ValueError("MixtureTitanDataLoader.Config needs dataset_path (a directory of stores), weights "
-                             f"and a positive budget_tokens; got dataset_path={config.dataset_path!r}, "
-                             f"weights={config.weights!r}, budget_tokens={config.budget_tokens!r}")
+            raise ValueError("MixtureTitanDataLoader.Config needs dataset_path (a directory of stores), "
+                             f"weights and a positive budget_tokens; got "
+                             f"dataset_path={config.dataset_path!r}, weights={config.weights!r}, "
+                             f"budget_tokens={config.budget_tokens!r}")
         self.config = config
         dataset = ScaleAwareMixtureDataset(config.dataset_path, dict(config.weights), config.budget_tokens,
                                            seq_len + 1, config.seed, batch_size=local_batch_size, rank=dp_rank,

@@ -21,17 +21,30 @@ from .budget import (
 from .index import MixtureStream
 from .interleave import InterleaveTree, christoffel_mask, interleave, prefix_deviation
 from .permutation import DomainOrders, domain_order, feistel_permute, window_permutation
-from .phases import Phase, PlannedCounts, SegmentTable, check_draws, phase_bounds, segment_table
+from .phases import (
+    ANYTIME_SCHEDULE,
+    FIXED_SCHEDULE,
+    SCHEDULES,
+    Phase,
+    PlannedCounts,
+    SegmentTable,
+    check_draws,
+    phase_bounds,
+    segment_table,
+)
 from .pool import PooledOrders, pool_members, resolve_pools
 
 __all__ = [
+    "ANYTIME_SCHEDULE",
     "DomainOrders",
+    "FIXED_SCHEDULE",
     "GRID_POINTS",
     "InterleaveTree",
     "MixtureStream",
     "Phase",
     "PlannedCounts",
     "PooledOrders",
+    "SCHEDULES",
     "SegmentTable",
     "WEIGHT_SUM_TOLERANCE",
     "allocation_path",

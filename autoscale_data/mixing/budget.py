@@ -154,8 +154,8 @@ def check_supply(name: str, needed: int, available: int, seq_len: int, max_epoch
     if needed <= 0:
         return
     if available <= 0:
-        raise ValueError(f"domain {name!r} is empty: it holds {tokens} tokens, not one whole sequence of {seq_len} tokens, "
-                         f"but {needed * seq_len} tokens ({needed} sequences) are asked")
+        raise ValueError(f"domain {name!r} is empty: it holds {tokens} tokens, not one whole sequence of "
+                         f"{seq_len} tokens, but {needed * seq_len} tokens ({needed} sequences) are asked")
     allowed = allowed_draws(available, max_epochs)
     if needed > allowed:
         hint = ("allow repetition with max_epochs" if max_epochs is None

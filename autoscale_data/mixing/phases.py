@@ -17,7 +17,12 @@ import numpy as np
 from .._checks import is_int
 from .budget import allowed_draws, largest_remainder, sequence_budget, validate_weights
 
-__all__ = ["Phase", "PlannedCounts", "SegmentTable", "check_draws", "phase_bounds", "segment_table"]
+__all__ = ["ANYTIME_SCHEDULE", "FIXED_SCHEDULE", "Phase", "PlannedCounts", "SCHEDULES", "SegmentTable",
+           "check_draws", "phase_bounds", "segment_table"]
+
+SCHEDULES: tuple[str, ...] = ("fixed", "anytime")
+"""A stream's schedule: constant shares, or the cumulative counts of a plan's optimal-allocation path."""
+FIXED_SCHEDULE, ANYTIME_SCHEDULE = SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -179,9 +184,10 @@ def check_draws(names: Sequence[str], segments: SegmentTable, base: np.ndarray, 
             hint = "allow repetition with max_epochs" if cap is None else f"raise max_epochs above {cap}"
             raise ValueError(
                 f"phase {int(segments.phases[j])} asks more of domain {name!r} than is left: by position "
-                f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of {seq_len} tokens "
-                f"({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole sequences"
-                f"{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, or {hint}")
+                f"{int(segments.starts[j + 1])} it would have drawn {int(drawn[j, d])} sequences of "
+                f"{seq_len} tokens ({int(drawn[j, d]) * seq_len} tokens), it allows {allowed} ({avail} whole "
+                f"sequences{'' if cap is None else f' x max_epochs {cap}'}); lower its weight or the budget, "
+                f"or {hint}")
 
 
 def _phase_list(weights: Any) -> list[Phase] | None:
@@ -202,7 +208,7 @@ def _weights_of(weights: Any, names: Sequence[str], budget_tokens: int) -> dict[
 
 
 def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_len: int,
-                  schedule: str = "fixed") -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
+                  schedule: str = FIXED_SCHEDULE) -> tuple[SegmentTable, dict[str, float], dict[str, Any]]:
     """The segment table of a dataset's stream.
 
     Args:
@@ -228,7 +234,7 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
     if phases is None:
         w = _weights_of(weights, names, budget_tokens)
         total, _ = sequence_budget(list(w.values()), budget_tokens, seq_len)
-        if schedule == "anytime":
+        if schedule == ANYTIME_SCHEDULE:
             if not hasattr(weights, "allocation_for_budget"):
                 raise ValueError("schedule='anytime' needs a plan object with allocation_for_budget(N) "
                                  "as weights, not a plain mapping")
@@ -237,7 +243,7 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
             starts, counts = anytime_segments(weights, names, total, seq_len)
             return SegmentTable.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
         return SegmentTable.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
-    if schedule != "fixed":
+    if schedule != FIXED_SCHEDULE:
         raise ValueError(f"schedule={schedule!r} follows one plan's path; it cannot be combined with phases")
     bounds = phase_bounds([p.budget_tokens for p in phases], seq_len, budget_tokens)
     mixes = [_weights_of(p.weights, names, p.budget_tokens) for p in phases]

@@ -44,8 +44,8 @@ def resolve_pools(pool: PoolArg | None, names: Sequence[str], available: Sequenc
             continue
         value = pool[name]
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ValueError(f"pool for domain {name!r} must be a fraction (float in (0, 1]) or a token count "
-                             f"(int), got {value!r}")
+            raise ValueError(f"pool for domain {name!r} must be a fraction (float in (0, 1]) or a token "
+                             f"count (int), got {value!r}")
         if isinstance(value, (float, np.floating)):
             if math.isnan(value) or not 0.0 < value <= 1.0:
                 raise ValueError(f"pool fraction for domain {name!r} must be in (0, 1], got {value!r}")
@@ -54,8 +54,9 @@ def resolve_pools(pool: PoolArg | None, names: Sequence[str], available: Sequenc
             if value <= 0:
                 raise ValueError(f"pool for domain {name!r} must be a positive token count, got {value!r}")
             if value > have * seq_len:
-                raise ValueError(f"pool for domain {name!r} is larger than the domain: {int(value):,} tokens asked, "
-                                 f"it holds {have * seq_len:,} tokens in whole sequences of {seq_len} ({have} "
+                raise ValueError(f"pool for domain {name!r} is larger than the domain: {int(value):,} tokens "
+                                 f"asked, it holds {have * seq_len:,} tokens in whole sequences of {seq_len} "
+                                 f"({have} "
                                  "sequences)")
             size, what = int(value) // seq_len, f"{int(value):,} tokens"
         if size < 1:

@@ -44,14 +44,14 @@ class Window:
             object.__setattr__(self, name, arr)
         object.__setattr__(self, "seen", np.asarray(self.seen, dtype=np.int64).reshape(-1))
         if not self.loss_sums.shape == self.tokens.shape == self.seen.shape:
-            raise ValueError(f"step {self.step}: loss_sums {self.loss_sums.shape}, tokens {self.tokens.shape} and "
-                             f"seen {self.seen.shape} must have one entry per domain")
+            raise ValueError(f"step {self.step}: loss_sums {self.loss_sums.shape}, tokens "
+                             f"{self.tokens.shape} and seen {self.seen.shape} must have one entry per domain")
         if not (np.all(np.isfinite(self.loss_sums)) and np.all(np.isfinite(self.tokens))):
             raise ValueError(f"step {self.step}: non-finite per-domain losses {self.loss_sums.tolist()} / "
                              f"tokens {self.tokens.tolist()} (a diverged loss?)")
         if np.any(self.tokens < 0) or np.any(self.seen < 0):
-            raise ValueError(f"step {self.step}: negative token counts {self.tokens.tolist()} or sequence counts "
-                             f"{self.seen.tolist()}")
+            raise ValueError(f"step {self.step}: negative token counts {self.tokens.tolist()} or sequence "
+                             f"counts {self.seen.tolist()}")
 
     @property
     def means(self) -> np.ndarray:
@@ -90,8 +90,8 @@ def check_proposal(step: int, weights: Any, names: Sequence[str], *, atol: float
     if isinstance(weights, Mapping):
         unknown = sorted(set(map(str, weights)) - set(names))
         if unknown:
-            raise ValueError(f"step {step}: the controller named unknown domain(s) {unknown} in {dict(weights)}; "
-                             f"the domains are {names}")
+            raise ValueError(f"step {step}: the controller named unknown domain(s) {unknown} in "
+                             f"{dict(weights)}; the domains are {names}")
         missing = [n for n in names if n not in weights]
         if missing:
             raise ValueError(f"step {step}: the controller gave no weight for domain(s) {missing} in {dict(weights)}")
@@ -99,8 +99,8 @@ def check_proposal(step: int, weights: Any, names: Sequence[str], *, atol: float
     else:
         vec = list(np.asarray(weights, dtype=object).reshape(-1)) if weights is not None else []
         if len(vec) != len(names):
-            raise ValueError(f"step {step}: the controller returned {weights!r}, expected {len(names)} weights "
-                             f"for {names}")
+            raise ValueError(f"step {step}: the controller returned {weights!r}, expected {len(names)} "
+                             f"weights for {names}")
     out = np.empty(len(names), dtype=np.float64)
     for i, (name, v) in enumerate(zip(names, vec, strict=True)):
         try:

@@ -17,6 +17,7 @@ from .config import RunnerConfig, config_from_dict, config_to_dict, load_config
 from .config.sections import REPETITION_MATCH, REPETITION_MODES
 from .experiment import ConfigChangedError, load_folder_config
 from .ledger import Ledger
+from .mixes import builtin_methods  # noqa: F401  (registers the built-in mixing methods before any is read)
 from .models import PRESETS as MODEL_PRESETS
 from .pipeline import MixtureRunner
 from .planning.specs import RunSpec, target_spec

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_json
 from .._records import Record
+from .._runner_names import GPT2
 from . import layout
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _as_trained(raw: Mapping[str, Any]) -> dict[str, Any]:
 
     model = raw.get("model")
     model = dict(model) if isinstance(model, Mapping) else {}
-    if model.get("activation") is None and str(model.get("preset", "gpt2")).startswith("gpt2"):
+    if model.get("activation") is None and str(model.get("preset", GPT2)).startswith(GPT2):
         model["activation"] = GPT2_ACTIVATION if "activation" in model else FORMER_GPT2_ACTIVATION
     return {**raw, "model": model}
 
@@ -135,7 +136,7 @@ def with_folder_defaults(config: RunnerConfig, out: Path) -> RunnerConfig:
 
     from .models import GPT2_ACTIVATION
 
-    if config.model.activation is not None or config.model.family != "gpt2":
+    if config.model.activation is not None or config.model.family != GPT2:
         return config
     raw = layout.read(out, layout.CONFIG)
     recorded = None if raw is None else _as_trained(raw)["model"].get("activation")

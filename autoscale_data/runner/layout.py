@@ -140,8 +140,9 @@ REPETITION = "repetition.json"  # each target mix's epochs and effective tokens 
 
 #: Each JSON file of the output folder -> its typed record (``module.Class`` under ``autoscale_data``; a
 #: ``dict[str, Class]`` file maps names to records). Per-budget files are keyed by their kind (``DDO``).
-#: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too); a file
-#: of two shapes names both (``A | B``: :func:`record_of` gives their union, which ``_records.from_json`` reads).
+#: The record's ``to_json()`` is the file's content and its ``from_json`` reads it back (older files too); a
+#: file of two shapes names both (``A | B``: :func:`record_of` gives their union, which ``_records.from_json``
+#: reads).
 RECORDS: dict[str, str] = {
     CONFIG: "runner.config.RunnerConfig",  # the config as given (runner.config.config_from_dict reads it)
     DOMAINS: "runner.planning.data.DomainInfo",
@@ -235,8 +236,8 @@ def read(folder: str | os.PathLike[str], name: str, *, kind: str | None = None, 
 
 
 def read_lines(folder: str | os.PathLike[str], name: str) -> list[Any]:
-    """Every record of the JSON-lines output file ``folder/name`` (``ledger.jsonl``, ``config_history.jsonl``) in
-    order; a line torn by a crash, or one that is not its record, is skipped (none: the file is missing)."""
+    """Every record of the JSON-lines output file ``folder/name`` (``ledger.jsonl``, ``config_history.jsonl``)
+    in order; a line torn by a crash, or one that is not its record, is skipped (none: the file is missing)."""
     from .._records import from_json
 
     hint = _hint(name)
@@ -260,11 +261,19 @@ def per_budget(kind: str, budget: int | str, suffix: str = ".json") -> str:
     return f"{kind}_{budget}{suffix}"
 
 
-# ---- target mixes (labels of the target runs): the method registry's names (runner/registry.py)
-#: Every built-in target mix: AutoScale first, then the baselines a config may ask for.
-TARGET_MIXES = names()
-#: Mixes known only after the fits (the rest are known from the stores or, below, from runs of their own).
-FITTED_MIXES = names(FITTED)
-#: Other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy, RegMix's swarm, the
-#: DDO proxies at N2 for RegMix and the data mixing law).
-METHOD_MIXES = names(OWN_RUNS)
+# ---- target mixes (labels of the target runs): the method registry's names, read when asked
+#: ``TARGET_MIXES``: every target mix, AutoScale first, then the baselines a config may ask for.
+#: ``FITTED_MIXES``: those known only after the fits (the rest are known from the stores or from runs of their
+#: own). ``METHOD_MIXES``: other methods' mixes, chosen from runs the runner trains for them (DoReMi's proxy,
+#: RegMix's swarm, the DDO proxies at N2 for RegMix and the data mixing law).
+_MIX_LABELS = {"TARGET_MIXES": (), "FITTED_MIXES": (FITTED,), "METHOD_MIXES": (OWN_RUNS,)}
+TARGET_MIXES: tuple[str, ...]
+FITTED_MIXES: tuple[str, ...]
+METHOD_MIXES: tuple[str, ...]
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """The labels of :data:`_MIX_LABELS` from the registry (its built-ins register when the runner is imported)."""
+    if name in _MIX_LABELS:
+        return names(*_MIX_LABELS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

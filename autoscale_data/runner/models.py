@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .._runner_names import BERT, GPT2, MODEL_FAMILIES
 from ..dataset import mask_tokens  # the runner's BERT masking, public in autoscale_data.dataset
 
 __all__ = [
@@ -29,7 +30,7 @@ FORMER_GPT2_ACTIVATION = "gelu_new"
 #: The values of ``model.activation`` (any other: ``model.overrides: {activation_function: ...}``).
 GPT2_ACTIVATIONS = (GPT2_ACTIVATION, FORMER_GPT2_ACTIVATION)
 
-#: Architecture presets: family ("gpt2" or "bert") plus the transformers config fields.
+#: Architecture presets: a family of ``MODEL_FAMILIES`` (the name's start), the transformers config fields.
 PRESETS: dict[str, dict[str, Any]] = {
     "gpt2-tiny": {"n_layer": 2, "n_embd": 128, "n_head": 4},
     "gpt2-small": {"n_layer": 12, "n_embd": 768, "n_head": 12},
@@ -52,7 +53,7 @@ def model_config_dict(preset: str, overrides: Mapping[str, Any], *, vocab_size: 
     if preset not in PRESETS:
         raise ValueError(f"unknown model preset {preset!r}: expected one of {sorted(PRESETS)}")
     fields = dict(PRESETS[preset])
-    if preset.startswith("gpt2"):
+    if preset.startswith(GPT2):
         fields.update(vocab_size=vocab_size, n_positions=seq_len)
         if (activation or GPT2_ACTIVATION) != FORMER_GPT2_ACTIVATION:
             fields["activation_function"] = activation or GPT2_ACTIVATION
@@ -83,7 +84,7 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
     model is initialised at its own vocabulary first, so the same seed gives the same weights padded or not;
     the extra rows are zero and no token id reaches them.
     """
-    if preset.startswith("gpt2"):
+    if preset.startswith(GPT2):
         from transformers import GPT2Config, GPT2LMHeadModel
 
         extra = {"bos_token_id": eos_id, "eos_token_id": eos_id}
@@ -93,7 +94,7 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
         # transformers picks a loss from the class name; "GPT2LMHeadModel" names none, so it warns "`loss_type=None`
         # was set in the config but it is unrecognized" if a loss is ever asked of it: name it.
         model.loss_type = "ForCausalLM"
-    elif preset.startswith("bert"):
+    elif preset.startswith(BERT):
         from transformers import BertConfig, BertForMaskedLM
 
         model = BertForMaskedLM(BertConfig(**dict(fields), attn_implementation="sdpa"))
@@ -171,13 +172,13 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         vocab_size: the real vocabulary when the model's is padded: logits from this column on are left out.
         recompute: force the chunked path (``True``) or the single call (``False``); ``None``: as above.
     """
-    if family not in ("gpt2", "bert"):
-        raise ValueError(f"model family {family!r} is unknown: expected 'gpt2' or 'bert'")
+    if family not in MODEL_FAMILIES:
+        raise ValueError(f"model family {family!r} is unknown: expected one of {MODEL_FAMILIES}")
     b, t, width = logits.shape
     vocab = width if vocab_size is None else int(vocab_size)
     if not 0 < vocab <= width:
         raise ValueError(f"vocab_size {vocab_size} is invalid: expected 1..{width} (the logits' width)")
-    if family == "gpt2":  # next token: the last position predicts nothing (as HF pads the shifted labels)
+    if family == GPT2:  # next token: the last position predicts nothing (as HF pads the shifted labels)
         targets = torch.nn.functional.pad(labels[:, 1:], (0, 1), value=-100)
     else:
         targets = labels
@@ -191,7 +192,7 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1), reduction="none",
                                                  ignore_index=-100)
     flat = flat.view(b, t)
-    if family == "gpt2":
+    if family == GPT2:
         return flat[:, :-1].contiguous(), labels[:, 1:] != -100
     return flat, labels != -100
 

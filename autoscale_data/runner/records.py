@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import Record, omitted
+from ..mixing import FIXED_SCHEDULE
 from ..solver import ProjectionsRecord
 from ..solver.vocabulary import OBJECTIVES
 from .planning.specs import LRSchedule, RunSpec
@@ -102,7 +103,7 @@ class RunResult(Record, _Objective):
     """Model-initialisation and data-order seed."""
     status: str = "done"
     """Always ``done`` (a failed run writes ``failure.json`` instead)."""
-    schedule: str = "fixed"
+    schedule: str = FIXED_SCHEDULE
     """``fixed`` or ``anytime``."""
     tokens: dict[str, int] = field(default_factory=dict)
     """Training tokens per domain at the end (an extension's parent's included)."""

@@ -1,13 +1,15 @@
 """The registry of mixing methods: every method's declaration, the one place a method's name is spelt.
 
-A method declares what :class:`MethodDeclaration` lists. The built-in methods are :data:`BUILTINS`,
-registered here and nowhere else; :func:`register_method` adds another.
+A method declares what :class:`MethodDeclaration` lists. The built-in methods are
+:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported (its
+classes imported there, so the architecture test sees every import); :func:`register_method` adds another.
 
 Everything else reads this registry: the layout's target-mix labels, the config's check of
 ``target.baselines`` and of its optional method sections, the selection kinds of a
 :class:`~autoscale_data.runner.planning.specs.RunSpec`, the trainer's step hooks
 (:func:`~autoscale_data.runner.training.hooks.make_step_hook`) and the methods the runner plans
-(:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner.
+(:func:`~autoscale_data.runner.mixes.methods.selected_methods`). It imports nothing of the runner and names no
+module of the package (:func:`load` imports a method's ``package.module.Name`` given as a string, outside it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ __all__ = [
     "ADO",
     "ANYTIME",
     "AUTOSCALE",
-    "BUILTINS",
     "DDO_N2",
     "DOREMI",
     "DOREMI_PROXY",
@@ -34,6 +35,7 @@ __all__ = [
     "MIXING_LAW",
     "MIXING_METHODS",
     "MethodDeclaration",
+    "MethodDoc",
     "NATURAL",
     "ODM",
     "ONLINE",
@@ -75,6 +77,21 @@ DOREMI_PROXY = "doremi_proxy"
 
 
 @dataclass(frozen=True)
+class MethodDoc:
+    """A method's row of the methods' table of ``docs/runner.md`` (markdown; equal docs share a row).
+
+    Attributes:
+        mix: where its mix comes from.
+        cost: the runs it needs (its cost).
+        origin: its paper and code.
+    """
+
+    mix: str
+    cost: str = "none"
+    origin: str = "—"
+
+
+@dataclass(frozen=True)
 class MethodDeclaration:
     """What a mixing method declares.
 
@@ -93,6 +110,7 @@ class MethodDeclaration:
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
         hook: the step hook's class (as ``implementation``), built from the :class:`HookSpec` its ``spec`` names.
+        doc: its row of the methods' table (``None``: ``source``, and no cost or origin stated).
     """
 
     name: str
@@ -106,6 +124,7 @@ class MethodDeclaration:
     keeps_model: tuple[str, ...] = ()
     hook_kind: str | None = None
     hook: str | type | None = None
+    doc: MethodDoc | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier():
@@ -122,45 +141,10 @@ class MethodDeclaration:
             raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
 
 
-_METHODS = "autoscale_data.runner.mixes.methods"
-_ONLINE = "autoscale_data.runner.mixes.online_method"
-_FIXED = f"{_METHODS}.FixedMix"
-_SECTIONS = "autoscale_data.runner.config.method_sections"
-
-#: The built-in methods, registered explicitly (this order gives each target mix its colour in the plots).
-BUILTINS: tuple[MethodDeclaration, ...] = (
-    MethodDeclaration(AUTOSCALE, "AutoScale (Kang et al.): DDO at N1 and N2, projected to the target budget",
-                      FITTED, 0, f"{_METHODS}.AutoScale"),
-    MethodDeclaration(ANYTIME, "AutoScale's mixture plan, followed along the run (schedule 'anytime')", FITTED, 3,
-                      f"{_METHODS}.Anytime"),
-    MethodDeclaration(DDO_N2, "the DDO optimum at N2, not projected", FITTED, 1, f"{_METHODS}.DDON2"),
-    MethodDeclaration(NATURAL, "each domain's share of the tokens", STORES, 2, _FIXED),
-    MethodDeclaration(REFERENCE, "target.reference_weights (user weights or a preset such as LLaMA-1's)", STORES, 2,
-                      _FIXED),
-    MethodDeclaration(UNIFORM, "equal weights", STORES, 2, _FIXED),
-    MethodDeclaration(DOREMI, "DoReMi (Xie et al. 2023): average Group-DRO weights of a proxy trained against a "
-                      "reference model (github.com/sangmichaelxie/doremi)", OWN_RUNS, 4, f"{_METHODS}.DoReMi",
-                      section=DOREMI, config=f"{_SECTIONS}.DoReMiConfig",
-                      selection_kinds=(DOREMI_REFERENCE, DOREMI_PROXY),
-                      keeps_model=(DOREMI_REFERENCE,), hook_kind=DOREMI, hook="autoscale_data.runner.mixes.doremi_hook.DoReMiHook"),
-    MethodDeclaration(REGMIX, "RegMix (Liu et al. 2024): regression of the objective on the mixture, best "
-                      "candidates averaged", OWN_RUNS, 4, f"{_METHODS}.RegMix", section=REGMIX,
-                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,)),
-    MethodDeclaration(MIXING_LAW, "Data Mixing Laws (Ye et al. 2024): L_i = c_i + k_i exp(t_i . w) per domain, "
-                      "minimised", OWN_RUNS, 4, f"{_METHODS}.MixingLaw", section=REGMIX,
-                      config=f"{_SECTIONS}.RegMixConfig", selection_kinds=(SWARM,)),
-    MethodDeclaration(ADO, "ADO (Jiang et al., ICLR 2025): per-domain power laws fitted online, the mix following "
-                      "their slopes; no proxy runs (0 extra runs: chosen inside the target run)", ONLINE, 4,
-                      f"{_ONLINE}.OnlineMethod", section="online", config=f"{_SECTIONS}.OnlineMixingConfig",
-                      hook_kind=ADO, hook=f"{_ONLINE}.OnlineMixingHook"),
-    MethodDeclaration(ODM, "ODM (Albalak et al. 2023): EXP3 bandit on the per-domain training loss; no proxy runs "
-                      "(0 extra runs: chosen inside the target run)", ONLINE, 4, f"{_ONLINE}.OnlineMethod",
-                      section="online", config=f"{_SECTIONS}.OnlineMixingConfig", hook_kind=ODM,
-                      hook=f"{_ONLINE}.OnlineMixingHook"),
-)
-
-#: Every registered method by name (the built-ins, then what :func:`register_method` added).
-MIXING_METHODS: dict[str, MethodDeclaration] = {m.name: m for m in BUILTINS}
+#: Every registered method by name: the built-ins
+#: (:data:`autoscale_data.runner.mixes.builtin_methods.BUILTINS`, registered when the runner is imported),
+#: then what :func:`register_method` added.
+MIXING_METHODS: dict[str, MethodDeclaration] = {}
 
 
 def register_method(method: MethodDeclaration) -> None:
@@ -219,8 +203,8 @@ def sections() -> dict[str, str | type]:
 
 
 def load(path: str | type) -> Any:
-    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a ``package.module.Name``
-    imported now.
+    """The class a declaration's ``implementation`` or ``hook`` names: a class as is, a
+    ``package.module.Name`` imported now.
 
     Raises:
         ValueError: the path names no importable object.

@@ -13,6 +13,7 @@ experimental and may change; everything else is internal to its module.
 
 from __future__ import annotations
 
+from .allocation_path import Projection, project
 from .baselines import (
     BASELINES,
     MIXING_LAW,
@@ -37,7 +38,6 @@ from .identify import Identifiability, JointIdentifiability
 from .joint import JointFit, fit_joint
 from .olmix import read_olmix, write_olmix
 from .plan import MixturePlan
-from .projection import Projection, project
 from .projections import Projections, ProjectionsRecord, project_all
 from .robust import RobustProjection, robust_project
 from .runs import Run, RunTable

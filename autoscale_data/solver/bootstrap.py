@@ -31,10 +31,10 @@ import numpy as np
 from .._options import build_options
 from .._records import Record, transient
 from .allocate import allocate, multiplier_bounds
+from .allocation_path import as_scales, fit_path, one_scale, project
 from .ddo import DDOOptions, DDOResult, fit_ddo, objective_values, token_caps_array
 from .design import read_design
 from .laws import fit_power_law_batch
-from .projection import as_scales, fit_path, one_scale, project
 from .runs import RunTable
 from .select import _replicate_sd
 from .vocabulary import AUTO, MEAN_PPL, check_name
@@ -336,7 +336,7 @@ def heldout_scale_check(first: Any, second: Any, heldout: Any) -> HeldoutCheck:
         heldout: the DDO answer at the held-out budget N3 (same forms).
 
     Raises:
-        ValueError: as for :func:`~autoscale_data.solver.projection.project`.
+        ValueError: as for :func:`~autoscale_data.solver.allocation_path.project`.
     """
     _, _, _ = as_scales([first, second])
     n3, alloc3 = one_scale(heldout, 2)

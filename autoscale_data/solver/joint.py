@@ -38,11 +38,11 @@ from scipy.stats import chi2
 from .._options import build_options
 from .._records import Record
 from .allocate import Allocation, allocate, kkt_violation, multiplier_bounds
+from .allocation_path import project
 from .ddo import DDOOptions, DDOResult, fit_ddo, token_caps_array
 from .design import DDODesign, read_design, run_objective
 from .identify import JointIdentifiability
 from .laws import B_MAX, SHIFT_RANGE
-from .projection import project
 from .runs import RunTable
 from .vocabulary import GEOMETRIC, JOINT, MEAN_PPL
 
@@ -726,7 +726,7 @@ def compare_projections(tables: Sequence[RunTable], target_tokens: float, option
         each method's weights at the held-out budget and their :func:`weight_distance` to DDO there.
 
     Raises:
-        ValueError: as for :func:`fit_joint` and :func:`~autoscale_data.solver.projection.project`.
+        ValueError: as for :func:`fit_joint` and :func:`~autoscale_data.solver.allocation_path.project`.
     """
     o = joint_options(options, settings, caller="compare_projections")
     if ddo is None:

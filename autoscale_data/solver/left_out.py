@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .projection import as_scales, one_scale
+from .allocation_path import as_scales, one_scale
 
 __all__ = ["OUT_FLOOR", "path_scales"]
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from .._io import atomic_write_json
 from .._records import Record, required
+from .allocation_path import AllocationPath, as_scales, cap_warnings, fit_path
 from .ddo import token_caps_array
-from .projection import AllocationPath, as_scales, cap_warnings, fit_path
 
 __all__ = ["MixturePlan", "PlanScale"]
 
@@ -65,7 +65,7 @@ class MixturePlan(Record):
     domains: tuple[str, ...] = ()
     """Domain names, in the order of the path's arrays (empty: the first scale's order)."""
     path: AllocationPath = field(init=False, compare=False)
-    """The fitted :class:`~autoscale_data.solver.projection.AllocationPath` (written, refitted when read)."""
+    """The fitted :class:`~.allocation_path.AllocationPath` (written, refitted when read)."""
 
     def __post_init__(self) -> None:
         if self.format != _FORMAT:
@@ -112,7 +112,7 @@ class MixturePlan(Record):
                 budgets that exceed them); the other arguments are recorded as the fields of the same names.
 
         Raises:
-            ValueError: see :func:`~autoscale_data.solver.projection.as_scales`; decreasing domains
+            ValueError: see :func:`~autoscale_data.solver.allocation_path.as_scales`; decreasing domains
                 (unless ``allow_decreasing``).
         """
         budgets, domains, allocs = as_scales(scales)

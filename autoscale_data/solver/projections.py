@@ -24,13 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._records import Record, omitted
+from .allocation_path import Projection, project
 from .backtest import choose_by_backtest, untrusted
 from .ddo import DDOOptions, DDOResult
 from .design import read_design
 from .gain import GainEstimate, predicted_gains
 from .joint import JointFit, fit_joint, joint_options, per_budget_optima, weight_distance
 from .left_out import path_scales
-from .projection import Projection, project
 from .robust import RobustProjection, log_share_sd, robust_project
 from .runs import RunTable, check_same_columns
 from .scores import CandidateError, Selection

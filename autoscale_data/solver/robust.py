@@ -28,10 +28,10 @@ import numpy as np
 from scipy.stats import norm
 
 from .._records import Record
+from .allocation_path import as_scales, project
 from .ddo import DDOResult
 from .identify import Identifiability, JointIdentifiability
 from .joint import JointFit, weight_distance
-from .projection import as_scales, project
 from .vocabulary import ROBUST
 
 __all__ = ["RobustProjection", "log_share_sd", "robust_project"]

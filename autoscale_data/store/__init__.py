@@ -7,6 +7,7 @@ from .formats import (
     InPlaceSource,
     MegatronOptions,
     hf_source,
+    megatron_hint,
     megatron_source,
     read_megatron_index,
 )
@@ -22,7 +23,6 @@ from .manifest import (
     TokenizerInfo,
     check_file_name,
     dtype_for_vocab,
-    megatron_hint,
     read_manifest,
     store_fingerprint,
     write_manifest,

@@ -75,8 +75,8 @@ def locked(path: Path, *, create: bool = False) -> Iterator[None]:
 def evict_for(root: Path, limit: int | None, incoming: int) -> None:
     """Delete least-recently-used unpinned shards until ``incoming`` more bytes fit under ``limit``.
 
-    Call with the cache root's lock (``locked(root / ".lock", create=True)``) held. Warns (``ResourceWarning``) when pinned shards alone leave
-    no room; the caller then proceeds anyway.
+    Call with the cache root's lock (``locked(root / ".lock", create=True)``) held. Warns
+    (``ResourceWarning``) when pinned shards alone leave no room; the caller then proceeds anyway.
     """
     if limit is None:
         return

@@ -91,8 +91,8 @@ class InPlaceDomain:
         if self.format is None and self.options is not None:
             owner = next((f.name for f in FORMATS.values() if isinstance(self.options, f.options)), None)
             if owner is None:
-                raise ValueError(f"options {self.options!r} are not the options of an in-place format; expected "
-                                 f"one of {[f.options.__name__ for f in FORMATS.values()]}")
+                raise ValueError(f"options {self.options!r} are not the options of an in-place format; "
+                                 f"expected one of {[f.options.__name__ for f in FORMATS.values()]}")
             object.__setattr__(self, "format", owner)
         if self.format is not None:
             fmt = get_format(self.format)
@@ -164,8 +164,8 @@ def _scan(r: _Range, dtype: np.dtype, tokenizer: Tokenizer, progress: Any) -> tu
             bad = hi if hi >= tokenizer.vocab_size else lo
             raise ValueError(f"{os.fspath(r.path)!r} holds token id {bad} (bytes {r.offset}.."
                              f"{r.offset + r.num_tokens * dtype.itemsize}), outside the vocabulary "
-                             f"[0, {tokenizer.vocab_size}) of tokenizer {tokenizer.spec!r}: was it tokenized by "
-                             "another tokenizer?")
+                             f"[0, {tokenizer.vocab_size}) of tokenizer {tokenizer.spec!r}: was it tokenized "
+                             "by another tokenizer?")
         progress.update(chunk.size)
     eos_ended = int(np.count_nonzero(tokens[r.ends - 1] == tokenizer.eos_id)) if r.ends.size else 0
     shard = ShardInfo(r.path.name, r.num_tokens, r.num_documents, digest.hexdigest(), r.offset, r.file_bytes)
@@ -274,9 +274,9 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts:
     fsync_dir(out)
     write_manifest(out, manifest)
     if eos_ended < num_docs:
-        warnings.warn(f"domain {name!r}: {num_docs - eos_ended} of {num_docs} documents do not end with the EOS id "
-                      f"{tok.eos_id}; sequences run across those document boundaries without a separator "
-                      "(Megatron: preprocess with --append-eod)", UserWarning, stacklevel=3)
+        warnings.warn(f"domain {name!r}: {num_docs - eos_ended} of {num_docs} documents do not end with the "
+                      f"EOS id {tok.eos_id}; sequences run across those document boundaries without a "
+                      "separator (Megatron: preprocess with --append-eod)", UserWarning, stacklevel=3)
     return DomainResult(name, manifest, False, time.perf_counter() - start)
 
 
@@ -290,8 +290,8 @@ def _split_settings(fmt: InPlaceFormat, settings: Mapping[str, Any]) -> tuple[di
     own = [f.name for f in dataclasses.fields(fmt.options)]
     unknown = sorted(set(settings) - set(common) - set(own))
     if unknown:
-        raise TypeError(f"register_in_place() got unknown setting(s) {unknown}; format {fmt.name!r} takes {own}, "
-                        f"every format takes {common}")
+        raise TypeError(f"register_in_place() got unknown setting(s) {unknown}; format {fmt.name!r} takes "
+                        f"{own}, every format takes {common}")
     return ({k: v for k, v in settings.items() if k in common}, {k: v for k, v in settings.items() if k in own})
 
 

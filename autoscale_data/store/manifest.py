@@ -41,6 +41,7 @@ from typing import Any
 from .._checks import check_int
 from .._io import atomic_write_json
 from .._records import Record, omitted, required
+from .formats import megatron_hint
 
 __all__ = [
     "FORMAT_NAME",
@@ -53,7 +54,6 @@ __all__ = [
     "TokenizerInfo",
     "check_file_name",
     "dtype_for_vocab",
-    "megatron_hint",
     "read_manifest",
     "store_fingerprint",
     "write_manifest",
@@ -202,8 +202,8 @@ class Manifest(Record):
         for split in self.splits.values():
             for s in split.shards:
                 if s.offset + s.num_tokens * itemsize > s.expected_file_bytes(itemsize):
-                    raise ValueError(f"shard {s.file!r}: {s.num_tokens} {self.dtype} tokens from byte {s.offset} "
-                                     f"overrun the file's {s.file_bytes} bytes")
+                    raise ValueError(f"shard {s.file!r}: {s.num_tokens} {self.dtype} tokens from byte "
+                                     f"{s.offset} overrun the file's {s.file_bytes} bytes")
 
     @property
     def in_place(self) -> bool:
@@ -214,27 +214,6 @@ class Manifest(Record):
     def num_tokens(self) -> int:
         """Training tokens (the held-out split is not counted)."""
         return self.splits["train"].num_tokens
-
-
-def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
-    """``": ... register it first with prepare --from-megatron ..."`` when ``store_dir`` is a Megatron prefix
-    (``PREFIX.bin``/``.idx`` exist) or a folder holding ``.idx`` files; ``""`` otherwise."""
-    store_dir = Path(store_dir)
-    text = os.fspath(store_dir).removesuffix(".bin").removesuffix(".idx")
-    if Path(text + ".bin").is_file() or Path(text + ".idx").is_file():
-        prefixes = [text]
-    elif store_dir.is_dir():
-        prefixes = sorted(os.fspath(p.with_suffix("")) for p in store_dir.glob("*.idx"))
-    else:
-        return ""
-    if not prefixes:
-        return ""
-    name = Path(prefixes[0]).name.replace("_text_document", "") or "NAME"
-    more = f" (and the other prefixes there: {', '.join(prefixes[1:4])}{' ...' if len(prefixes) > 4 else ''})" \
-        if len(prefixes) > 1 else ""
-    return (f": {prefixes[0]!r} is a Megatron dataset (.bin/.idx), which is read through a manifest: register it "
-            f"first with `autoscale-data prepare --from-megatron {name}={prefixes[0]}{more} --out STORES "
-            f"--tokenizer TOKENIZER`, then give STORES (or STORES/{name}) as the domains")
 
 
 def read_manifest(store_dir: str | os.PathLike[str]) -> Manifest:

@@ -132,16 +132,16 @@ class DomainResult:
         why = ("so its validation loss will be noisy" if share < intended
                else "which takes that much from training and weighs a few documents heavily")
         if val == 0 and docs < 2:
-            return (f"domain {self.name!r}: nothing of its {total:,} tokens is held out for validation: it is one "
-                    "document, and holding out needs two or more, so it has no validation data (the runner and "
-                    "MixtureValidationDataset refuse a domain without held-out sequences): split it into several "
-                    "documents")
+            return (f"domain {self.name!r}: nothing of its {total:,} tokens is held out for validation: it "
+                    "is one document, and holding out needs two or more, so it has no validation data (the "
+                    "runner and MixtureValidationDataset refuse a domain without held-out sequences): split "
+                    "it into several documents")
         cause = (f"only {docs:,} documents, fewer than --holdout-every {holdout_every}, so the last one is held out"
                  if docs < holdout_every else
                  f"every {holdout_every}-th of {docs:,} documents, and the documents differ in length")
-        return (f"domain {self.name!r}: {val:,} of {total:,} tokens ({share:.2%}) are held out for validation, "
-                f"far from the rule's {intended:.2%} ({cause}), {why}: split long documents into several, or "
-                "choose --holdout-every")
+        return (f"domain {self.name!r}: {val:,} of {total:,} tokens ({share:.2%}) are held out for "
+                f"validation, far from the rule's {intended:.2%} ({cause}), {why}: split long documents into "
+                "several, or choose --holdout-every")
 
 
 def parse_domain_args(items: Sequence[str]) -> dict[str, str]:
@@ -264,9 +264,9 @@ def check_out_dir(out: Path, names: Sequence[str], tokenizer: Tokenizer) -> dict
             continue
         if info.fingerprint != tokenizer.fingerprint:
             raise ValueError(
-                f"{os.fspath(out)!r} already holds domain {store_dir.name!r} tokenized by {info.spec!r} (fingerprint "
-                f"{info.fingerprint[:16]}…), but this prepare uses {tokenizer.spec!r} (fingerprint "
-                f"{tokenizer.fingerprint[:16]}…): use another --out directory")
+                f"{os.fspath(out)!r} already holds domain {store_dir.name!r} tokenized by {info.spec!r} "
+                f"(fingerprint {info.fingerprint[:16]}…), but this prepare uses {tokenizer.spec!r} "
+                f"(fingerprint {tokenizer.fingerprint[:16]}…): use another --out directory")
         kept[store_dir.name] = store_dir.name
     return kept
 
@@ -371,8 +371,8 @@ def find_domain_stores(root: str | os.PathLike[str]) -> dict[str, Path]:
         found = {name: base / sub for name, sub in listed.items()}
         for name, path in found.items():
             if not (path / MANIFEST_NAME).is_file():
-                raise FileNotFoundError(f"domain {name!r} listed in {os.fspath(index)!r} has no finished store "
-                                        f"at {os.fspath(path)!r}: re-run `autoscale-data prepare`")
+                raise FileNotFoundError(f"domain {name!r} listed in {os.fspath(index)!r} has no finished "
+                                        f"store at {os.fspath(path)!r}: re-run `autoscale-data prepare`")
         return found
     found = {p.name: p for p in sorted(base.iterdir()) if (p / MANIFEST_NAME).is_file()}
     if not found:

@@ -64,11 +64,11 @@ def _check_file(path: Path, shard: ShardInfo, itemsize: int, verify: Verify) -> 
     if verify != "none" and size != expected:
         change = "grew" if size > expected else "is truncated or shrank"
         raise ValueError(f"shard {os.fspath(path)!r} {change}: it has the wrong size, {size} bytes on disk, "
-                         f"manifest says {expected} ({shard.num_tokens} tokens from byte {shard.offset}). The data "
-                         "changed after the store was written: for data read in place (Megatron .bin/.idx, a "
-                         "datasets directory) register it again (`autoscale-data prepare --from-megatron NAME=PREFIX` "
-                         "/ `--from-hf NAME=DIR` with the same --out); for a prepared store re-run "
-                         "`autoscale-data prepare`")
+                         f"manifest says {expected} ({shard.num_tokens} tokens from byte {shard.offset}). "
+                         "The data changed after the store was written: for data read in place (Megatron "
+                         ".bin/.idx, a datasets directory) register it again (`autoscale-data prepare "
+                         "--from-megatron NAME=PREFIX` / `--from-hf NAME=DIR` with the same --out); for a "
+                         "prepared store re-run `autoscale-data prepare`")
 
 
 def _sha256_of(fh: Any, nbytes: int | None = None) -> str:
@@ -336,5 +336,5 @@ class TokenStore:
 
     def __repr__(self) -> str:
         t = self.manifest.tokenizer
-        return (f"{type(self).__name__}({os.fspath(self.path)!r}, name={self.name!r}, tokens={self.num_tokens}, "
-                f"dtype={self.manifest.dtype}, tokenizer={t.spec!r})")
+        return (f"{type(self).__name__}({os.fspath(self.path)!r}, name={self.name!r}, "
+                f"tokens={self.num_tokens}, dtype={self.manifest.dtype}, tokenizer={t.spec!r})")

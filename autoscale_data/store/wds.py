@@ -161,8 +161,8 @@ def export_webdataset(
     check_int("tar_bytes", tar_bytes)
     ts = store if isinstance(store, TokenStore) else TokenStore(store)
     if ts.manifest.in_place:
-        raise ValueError(f"store {os.fspath(ts.path)!r} reads Megatron / datasets files in place; its shards are "
-                         "byte ranges of those files and cannot be exported as webdataset tars")
+        raise ValueError(f"store {os.fspath(ts.path)!r} reads Megatron / datasets files in place; its shards "
+                         "are byte ranges of those files and cannot be exported as webdataset tars")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / WDS_INDEX).unlink(missing_ok=True)  # not a finished export until the index lands

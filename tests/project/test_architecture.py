@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ import pytest
 import autoscale_data
 
 PACKAGE = Path(autoscale_data.__file__).parent
+_DOTTED = re.compile(r"autoscale_data(\.[A-Za-z_]\w*)+")
 
 #: Layer rank of each top-level part: a module may import parts of a strictly lower rank (and its own part).
 RANKS: dict[str, int] = {
@@ -65,11 +67,19 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(text: str, module: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import in ``text`` (the source of ``module``), lazy ones too."""
+def _imports(text: str, module: str, *, is_package: bool = False, names: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``text`` (the source of ``module``), lazy ones too, and
+    of every string that is a dotted name in the package (``"autoscale_data.runner.training.train"``: imported
+    by name, as ``registry.load`` or ``python -m`` do), docstrings left out. ``names``: ``from m import a`` gives
+    ``m.a`` (a submodule or a name in ``m``)."""
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
+    tree = ast.parse(text)
+    docs = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and _DOTTED.fullmatch(node.value) and _names_a_module(node.value):
+            yield node.lineno, node.value
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
@@ -77,10 +87,18 @@ def _imports(text: str, module: str, *, is_package: bool = False) -> Iterator[tu
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
-            if node.module is None:  # `from . import x`: x may be a submodule
+            if node.module is None or names:  # `from . import x`: x may be a submodule
                 yield from ((node.lineno, f"{target}.{alias.name}") for alias in node.names)
             else:
                 yield node.lineno, target
+
+
+def _names_a_module(dotted: str) -> bool:
+    """Whether ``dotted`` is a module of the package, or a name in a module file (``package.module.Name``, as
+    ``registry.load`` takes), rather than a format tag (``"autoscale_data.MixturePlan"``)."""
+    path = PACKAGE.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file() or (
+        path.parent != PACKAGE and path.parent.with_suffix(".py").is_file())
 
 
 def _part(module: str) -> str | None:
@@ -239,12 +257,12 @@ def test_no_module_but_the_layout_spells_an_output_file_name() -> None:
 
 def _module_graph(sources: list[tuple[str, str, bool]]) -> dict[str, set[str]]:
     """``{module: the package's modules it imports}``: every import (lazy and ``TYPE_CHECKING`` ones too),
-    each to the module it names (``from .m import name``: ``m``; ``from . import name``: the submodule
-    ``name`` if there is one, else the package)."""
+    each to the module it names (``from .m import name``: ``m``; ``from . import name`` and ``from .p import
+    name``: the submodule ``name`` if there is one, else the package)."""
     known = {module for module, _, _ in sources}
     graph: dict[str, set[str]] = {module: set() for module in known}
     for module, text, is_package in sources:
-        for _, target in _imports(text, module, is_package=is_package):
+        for _, target in _imports(text, module, is_package=is_package, names=True):
             while target and target not in known:
                 target = target.rpartition(".")[0]
             if target and target != module and target != "autoscale_data":  # the facade names exports as strings
@@ -313,6 +331,20 @@ def test_the_cycle_check_sees_lazy_and_type_only_imports() -> None:
     assert _cycles(_module_graph(fake)) == [["autoscale_data.solver.a", "autoscale_data.solver.b"]]
     one_way = [fake[0], fake[1], ("autoscale_data.solver.b", "import numpy\n", False), fake[3]]
     assert _cycles(_module_graph(one_way)) == []
+    methods = "autoscale_data.runner.mixes.methods"
+    by_name = [("autoscale_data.runner.registry", f'"""{methods}"""\nM = "{methods}.AutoScale"\n', False),
+               (methods, "from .. import registry\n", False)]
+    assert _cycles(_module_graph(by_name)) == [[methods, "autoscale_data.runner.registry"]]
+    tags = [(by_name[0][0], f'"""{methods}"""\nM = "autoscale_data.MixturePlan"\n', False), by_name[1]]
+    assert _cycles(_module_graph(tags)) == []  # a docstring and a format tag name no import
+
+
+def test_the_registry_imports_nothing_of_the_runner() -> None:
+    """Not even by name: the built-in methods' classes are imported where they are declared
+    (``runner/mixes/builtin_methods.py``), so the cycle check counts those imports."""
+    graph = _module_graph(_sources())
+    assert not [m for m in graph["autoscale_data.runner.registry"] if m.startswith("autoscale_data.runner")]
+    assert "autoscale_data.runner.mixes.builtin_methods" in graph["autoscale_data.runner"]
 
 
 # ------------------------------------------------------------------------------- one vocabulary

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from autoscale_data.solver import fit_ddo, project
-from autoscale_data.solver.projection import fit_path
+from autoscale_data.solver.allocation_path import fit_path
 from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
 S1 = (200.0, {"a": 100.0, "b": 100.0})

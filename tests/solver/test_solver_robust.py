@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoscale_data.solver.allocation_path import project
 from autoscale_data.solver.ddo import fit_ddo
-from autoscale_data.solver.projection import project
 from autoscale_data.solver.robust import log_share_sd, robust_project
 from autoscale_data.solver.synthetic import synthetic_ddo_runs
 

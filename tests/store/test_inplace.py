@@ -7,9 +7,12 @@ Fixtures are written by the libraries' own writers (megatron-core's ``IndexedDat
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import pickle
+import pkgutil
+import re
 import shutil
 import stat
 import struct
@@ -473,10 +476,11 @@ def test_the_prepare_cli_derives_its_in_place_options_from_the_format_registry()
 
 # ------------------------------------------------------------------------------------------- formats
 def test_every_format_is_found_by_name_or_from_its_data(tmp_path: Path) -> None:
-    from autoscale_data.store import FORMATS, HFOptions, MegatronOptions
+    from autoscale_data.store import FORMATS, MegatronOptions, formats
 
-    assert sorted(FORMATS) == ["hf", "megatron"]
-    assert FORMATS["megatron"].options is MegatronOptions and FORMATS["hf"].options is HFOptions
+    modules = {m.name: importlib.import_module(f"{formats.__name__}.{m.name}") for m in pkgutil.iter_modules(
+        formats.__path__) if m.name != "base"}  # each format's module is named after it and holds its entry
+    assert {name: m.FORMAT for name, m in modules.items()} == dict(FORMATS)
     prefix = write_megatron(tmp_path / "data" / "web", documents(19, 40))
     val = write_megatron(tmp_path / "data" / "web_val", documents(20, 8))
     datasets.Dataset.from_dict({"input_ids": [d.tolist() for d in documents(21, 30)]}).save_to_disk(
@@ -491,10 +495,10 @@ def test_every_format_is_found_by_name_or_from_its_data(tmp_path: Path) -> None:
 
 
 def test_format_mistakes_name_the_value_and_what_was_expected(tmp_path: Path) -> None:
-    from autoscale_data.store import HFOptions, MegatronOptions
+    from autoscale_data.store import FORMATS, HFOptions, MegatronOptions
 
     prefix = write_megatron(tmp_path / "web", documents(22, 20))
-    with pytest.raises(ValueError, match=r"unknown in-place format 'arrow'; expected one of \['hf', 'megatron'\]"):
+    with pytest.raises(ValueError, match=re.escape(f"unknown in-place format 'arrow'; expected one of {sorted(FORMATS)}")):
         register_in_place(prefix, tmp_path / "s", "bytes", format="arrow")
     with pytest.raises(FileNotFoundError, match=r"no tokenized data of a known in-place format at .*nothing'.*"
                                                 r"'megatron': a Megatron dataset prefix"):

@@ -1,9 +1,10 @@
-"""The config reference of ``docs/runner.md``, generated from the sections' attribute docstrings.
+"""The config reference and the methods' table of ``docs/runner.md``, from docstrings and the registry.
 
 Every field of a section is documented by the string literal right after it (as the records are);
 :func:`config_table` renders those, with each field's type and default, for :class:`RunnerConfig`'s
-sections and every registered method's. Regenerate the table between the markers of ``docs/runner.md``
-with ``python -m autoscale_data.runner.config.docs`` (a test fails until it is).
+sections and every registered method's; :func:`method_table` renders each method's
+:class:`~autoscale_data.runner.registry.MethodDoc`. Regenerate both between their markers in
+``docs/runner.md`` with ``python -m autoscale_data.runner.config.docs`` (a test fails until it is).
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from .. import registry
 from .runner_config import RunnerConfig
 from .sections import CHOICES
 
-__all__ = ["BEGIN", "END", "attribute_docs", "config_table", "main", "with_config_table"]
+__all__ = ["BEGIN", "END", "METHODS_BEGIN", "METHODS_END", "attribute_docs", "config_table", "main",
+           "method_table", "with_config_table", "with_method_table"]
 
 BEGIN = "<!-- config table: generated from runner/config/'s docstrings by python -m autoscale_data.runner.config.docs -->"
 END = "<!-- end of the generated config table -->"
+METHODS_BEGIN = ("<!-- methods table: generated from the method registry by python -m "
+                 "autoscale_data.runner.config.docs -->")
+METHODS_END = "<!-- end of the generated methods table -->"
 _ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
 
@@ -78,8 +83,8 @@ def _rows(cls: type, prefix: str = "") -> list[str]:
             for name, path in registry.sections().items():
                 readers = ", ".join(f"`{m.name}`" for m in registry.MIXING_METHODS.values() if m.section == name)
                 section = registry.load(path)
-                rows += [_row(name, _shown(None), "section", f"{_section_doc(section)} Read by {readers} (unset: their "
-                              "defaults)."), *_rows(section, f"{name}.")]
+                rows += [_row(name, _shown(None), "section", f"{_section_doc(section)} Read by {readers} "
+                              "(unset: their defaults)."), *_rows(section, f"{name}.")]
         elif cls is RunnerConfig and f.name == "base_dir":
             continue  # set from the config file's location
         elif section is not None:
@@ -98,22 +103,47 @@ def config_table() -> str:
     return "\n".join(["| key | default | type | meaning |", "|---|---|---|---|", *_rows(RunnerConfig)])
 
 
+def method_table() -> str:
+    """The registered methods as a markdown table, one row per
+    :class:`~autoscale_data.runner.registry.MethodDoc` (methods with equal docs share it)."""
+    rows: dict[registry.MethodDoc, list[str]] = {}
+    for m in registry.MIXING_METHODS.values():
+        rows.setdefault(m.doc or registry.MethodDoc(m.source), []).append(f"`{m.name}`")
+    head = ["| method | where its mix comes from | runs it needs (its cost) | source |", "|---|---|---|---|"]
+    return "\n".join([*head, *(f"| {', '.join(names)} | {d.mix} | {d.cost} | {d.origin} |" for d, names in
+                                rows.items())])
+
+
+def _between(text: str, begin: str, end: str, table: str) -> str:
+    if begin not in text or end not in text.split(begin, 1)[1]:
+        raise ValueError(f"expected the markers {begin!r} and {end!r} around the table")
+    head, rest = text.split(begin, 1)
+    return f"{head}{begin}\n{table}\n{end}{rest.split(end, 1)[1]}"
+
+
 def with_config_table(text: str) -> str:
     """``text`` (``docs/runner.md``) with :func:`config_table` between :data:`BEGIN` and :data:`END`.
 
     Raises:
         ValueError: ``text`` lacks the markers.
     """
-    if BEGIN not in text or END not in text.split(BEGIN, 1)[1]:
-        raise ValueError(f"expected the markers {BEGIN!r} and {END!r} around the config table")
-    head, rest = text.split(BEGIN, 1)
-    return f"{head}{BEGIN}\n{config_table()}\n{END}{rest.split(END, 1)[1]}"
+    return _between(text, BEGIN, END, config_table())
+
+
+def with_method_table(text: str) -> str:
+    """``text`` (``docs/runner.md``) with :func:`method_table` between the methods' markers.
+
+    Raises:
+        ValueError: ``text`` lacks the markers.
+    """
+    return _between(text, METHODS_BEGIN, METHODS_END, method_table())
 
 
 def main(path: str = "docs/runner.md") -> None:
-    """Rewrite the config table of ``path`` (``python -m autoscale_data.runner.config.docs [PATH]``)."""
+    """Rewrite the config table and the methods' table of ``path`` (``python -m
+    autoscale_data.runner.config.docs [PATH]``)."""
     doc = Path(path)
-    doc.write_text(with_config_table(doc.read_text(encoding="utf-8")), encoding="utf-8")
+    doc.write_text(with_method_table(with_config_table(doc.read_text(encoding="utf-8"))), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from typing import Any, get_type_hints
 
 from ..._checks import is_int
 from ..._extras import require
+from ..._runner_names import GPT2
 from ...solver.vocabulary import AUTO
 from .. import registry
 from .sections import (
@@ -134,7 +135,7 @@ class RunnerConfig:
             require("deepspeed", "config backend 'deepspeed'")
         check_choice("", "precision", self.precision, ("fp32", "bf16"))
         check_choice("", "device", self.device, (AUTO, "cpu", "cuda"))
-        if self.eval.tasks and self.model.family != "gpt2":  # zero-shot ranked classification needs a causal LM
+        if self.eval.tasks and self.model.family != GPT2:  # zero-shot ranked classification needs a causal LM
             raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
                               "(the zero-shot tasks score a causal LM's answers)")
         proxy = self.ddo.proxy_model

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._checks import check_int, check_number, is_int, is_number
-from ..._runner_names import EXECUTORS, LOCAL, RAY, SLURM, SLURM_CLUSTERS
+from ..._runner_names import EXECUTORS, GPT2, LOCAL, RAY, SLURM, SLURM_CLUSTERS
 from ...solver.vocabulary import (
     AUTO,
     DEFAULT_LAW,
@@ -146,7 +146,7 @@ class ModelConfig:
 
         _check_model("model", self.preset, self.overrides)
         if self.activation is not None:
-            if self.family != "gpt2":
+            if self.family != GPT2:
                 raise field_error("model", "activation", self.activation,
                                   "null for a BERT preset (its hidden_act goes in model.overrides)")
             check_choice("model", "activation", self.activation, GPT2_ACTIVATIONS)
@@ -161,7 +161,7 @@ class ModelConfig:
     def another(self, preset: str, overrides: Mapping[str, Any]) -> ModelConfig:
         """Another model (a proxy's, a swarm's) with this one's masking rate and, for a GPT-2, activation."""
         return ModelConfig(preset=preset, overrides=dict(overrides), mlm_probability=self.mlm_probability,
-                           activation=self.activation if _family(preset) == "gpt2" else None)
+                           activation=self.activation if _family(preset) == GPT2 else None)
 
 
 def _family(preset: str) -> str:

@@ -57,8 +57,9 @@ class _Loop:
         self.finished: Counter[str] = Counter()
 
     def triage(self, unique: Sequence[RunSpec]) -> None:
-        """Runs done (a result not yet logged is adopted) or failed for good get their status; a job an earlier
-        runner left with this executor is re-attached while the executor still knows it; the rest are queued."""
+        """Runs done (a result not yet logged is adopted) or failed for good get their status; a job an
+        earlier runner left with this executor is re-attached while the executor still knows it; the rest are
+        queued."""
         ledger, executor = self.ledger, self.executor
         records = ledger.records()
         for spec in unique:
@@ -96,8 +97,8 @@ class _Loop:
                 changed = self._submit()
                 changed = self._poll() or changed
                 bar.n = finished[DONE] + finished[FAILED]
-                bar.set_postfix_str(f"queued {len(self.todo)}, running {len(self.active)}, done {finished[DONE]}, "
-                                    f"failed {finished[FAILED]}", refresh=True)
+                bar.set_postfix_str(f"queued {len(self.todo)}, running {len(self.active)}, done "
+                                    f"{finished[DONE]}, failed {finished[FAILED]}", refresh=True)
                 if self.active and not changed:
                     self.executor.wait(_POLL_S)
         except BaseException:

@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 
+from ..._runner_names import BERT, GPT2, MODEL_FAMILIES
 from .. import layout
 
 __all__ = ["main"]
@@ -31,9 +32,9 @@ def _redirect(path: str | None) -> None:
 
 
 def _warm(family: str | None) -> None:
-    if family == "gpt2":
+    if family == GPT2:
         from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401
-    elif family == "bert":
+    elif family == BERT:
         from transformers import BertConfig, BertForMaskedLM  # noqa: F401
 
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..training.train import run_job
 
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.runner.executors.worker")
-    parser.add_argument("--family", choices=("gpt2", "bert"), default=None, help="model classes to import first")
+    parser.add_argument("--family", choices=MODEL_FAMILIES, default=None, help="model classes to load first")
     _warm(parser.parse_args(argv).family)
     channel = os.fdopen(os.dup(1), "w", buffering=1)
     _redirect(None)

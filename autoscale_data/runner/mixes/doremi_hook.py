@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ..._runner_names import GPT2
 from .. import layout, registry
 from ..models import token_cross_entropy
 from ..training.checkpoint import final_model
@@ -55,8 +56,8 @@ def _all_reduce(t: torch.Tensor, info: Any) -> torch.Tensor:
 
 
 def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.device) -> torch.nn.Module:
-    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode: the model of
-    the proxy run ``spec`` (both train the proxy model, ``ddo.proxy_model``, or the target's).
+    """The final model of DoReMi's reference run ``ref_dir`` (``final_ckpt/``), frozen, in eval mode: the
+    model of the proxy run ``spec`` (both train the proxy model, ``ddo.proxy_model``, or the target's).
 
     Raises:
         FileNotFoundError: the reference run kept no final checkpoint.
@@ -66,9 +67,9 @@ def load_reference_model(spec: Any, domains: Any, ref_dir: Path, device: torch.d
     except ValueError:  # an unreadable pointer: no complete checkpoint
         model = None
     if model is None:
-        raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run {ref_dir.name}, but "
-                                f"{os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} holds no complete checkpoint: "
-                                "train the reference first")
+        raise FileNotFoundError(f"run {spec.run_id} needs the final model of DoReMi's reference run "
+                                f"{ref_dir.name}, but {os.fspath(ref_dir / layout.FINAL_CHECKPOINT_DIR)!r} "
+                                "holds no complete checkpoint: train the reference first")
     model.to(device)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -91,7 +92,7 @@ class DoReMiHook:
     spec = DoReMiHookSpec
 
     def __init__(self, hook: DoReMiHookSpec, *, reference: torch.nn.Module | None = None,
-                 family: str = "gpt2") -> None:
+                 family: str = GPT2) -> None:
         self.reference_run, self.step_size, self.smoothing = hook.reference_run, float(hook.step_size), float(hook.smoothing)
         self.initial = {str(d): float(v) for d, v in hook.initial.items()}
         self.reference = reference

@@ -76,8 +76,8 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
             state = f"{rec.status}{': ' + rec.reason if rec and rec.reason else ''}" if rec else "never started"
             missing.append(f"{spec.name} ({spec.run_id}, {state})")
             if rec is not None and rec.status == FAILED:
-                warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at {scale}: "
-                              f"{rec.reason}", stacklevel=2)
+                warnings.warn(f"run {spec.name} ({spec.run_id}) failed and is left out of the DDO fit at "
+                              f"{scale}: {rec.reason}", stacklevel=2)
             continue
         runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
                         loss=dict(result.losses), seed=spec.seed, label=spec.label))
@@ -127,8 +127,8 @@ def _fit_plan(config: RunnerConfig, domains: DomainInfo, projections: Projection
                                                  "projection": config.ddo.projection, "chosen": projections.used})
         if plan.path.decreasing:
             log(f"the DDO allocation of {plan.path.decreasing} decreases from {budgets[0]:,} to {budgets[-1]:,} tokens "
-                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection and the "
-                "anytime schedule follows its monotone envelope")
+                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection "
+                "and the anytime schedule follows its monotone envelope")
         plan.save(out_dir / layout.MIXTURE_PLAN)
         (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
         return plan
@@ -173,8 +173,9 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
     The target mix comes from ``config.ddo.projection`` (``auto``: the choice, its reason and the backtest's
-    scores are in ``projection.json``'s ``selection``); the other projections are computed and reported too (all
-    by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's scales).
+    scores are in ``projection.json``'s ``selection``); the other projections are computed and reported too
+    (all by the solver's :func:`~autoscale_data.solver.projections.project_all`, which also gives the plan's
+    scales).
 
     Writes ``runs_<N>.csv``, ``ddo_<N>.json``, ``bootstrap_<N>.json``, ``projection.json`` (see
     :func:`projection_summary`) and ``mixture_plan.json`` under ``out_dir`` (``mixture_plan_error.json``

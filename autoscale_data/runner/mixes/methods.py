@@ -127,8 +127,8 @@ class MixingMethod:
         return []
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        """The runs whose training is the cost of choosing this mix (the report sets their tokens and wall time
-        against one target run); its selection runs by default."""
+        """The runs whose training is the cost of choosing this mix (the report sets their tokens and wall
+        time against one target run); its selection runs by default."""
         return [s for stage in self.selection_stages(ctx) for s in stage]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -256,9 +256,9 @@ class _Regression(MixingMethod):
             cfg = self.settings(ctx)
             what = (f"{len(ctx.n2_proxies)} DDO proxies at N2" if cfg.fits_on_proxies else "no DDO proxies") + (
                 f" and a swarm of {cfg.swarm.runs}" if cfg.swarm else "")
-            raise ValueError(f"target.baselines {self.name!r} needs runs of at least {need} distinct mixtures for "
-                             f"{len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): raise "
-                             "regmix.swarm.runs or set regmix.use_proxies: true")
+            raise ValueError(f"target.baselines {self.name!r} needs runs of at least {need} distinct "
+                             f"mixtures for {len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): "
+                             "raise regmix.swarm.runs or set regmix.use_proxies: true")
 
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
         swarm = self.swarm(ctx)
@@ -425,13 +425,14 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
 
 
 def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]:
-    """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their tokens
-    and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target runs."""
+    """The dry run's estimate of what choosing each mix costs: the runs it needs before its targets, their
+    tokens and training FLOPs (6 N D plus attention, each run at its own model), and those FLOPs in target
+    runs."""
     config = ctx.config
     per_target = batch_sequences(config, config.target.budget) * config.seq_len
     target_flops = target_run_flops(config, ctx.domains)
-    lines = ["cost of choosing each mix (the runs it needs before its targets, their tokens and training FLOPs; "
-             f"x = target runs of {per_target:,} tokens and {format_flops(target_flops)}, by FLOPs):"]
+    lines = ["cost of choosing each mix (the runs it needs before its targets, their tokens and training "
+             f"FLOPs; x = target runs of {per_target:,} tokens and {format_flops(target_flops)}, by FLOPs):"]
     for m in methods:
         cost = {s.run_id: s for s in m.cost_runs(ctx)}
         tokens = sum(s.total_tokens for s in cost.values())

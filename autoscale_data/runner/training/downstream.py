@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..._io import atomic_write_json
+from ..._runner_names import EXTENSION, GPT2, TARGET
 from ...evaluation import TASKS, DownstreamResult, evaluate_model
 from ...store import load_tokenizer
 from .. import layout
@@ -57,7 +58,7 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
     Raises:
         ValueError: the model is a masked LM (no zero-shot ranked classification), or no final checkpoint.
     """
-    if config.model.family != "gpt2":
+    if config.model.family != GPT2:
         raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
                          "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
     model = final_model(spec, run_dir, domains.eos_id)
@@ -69,7 +70,7 @@ def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains
 
 def _no_model_advice(spec: RunSpec) -> str:
     """What to do about a run without its final model: ``target.keep_checkpoints`` keeps only target runs'."""
-    if spec.kind in ("target", "extension"):
+    if spec.kind in (TARGET, EXTENSION):
         return "set target.keep_checkpoints: true and train it again"
     weights = ", ".join(f"{d}: {w:.4g}" for d, w in spec.weights.items())
     return (f"it is a {spec.kind} run, and the runner deletes a {spec.kind} run's checkpoints once its "
@@ -100,7 +101,7 @@ def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs
     try:
         for spec in specs:
             run_dir = out / layout.RUNS / spec.run_id
-            if spec.kind != "target" or not (run_dir / layout.RESULT).is_file():
+            if spec.kind != TARGET or not (run_dir / layout.RESULT).is_file():
                 continue
             path = run_dir / layout.DOWNSTREAM
             found = _current(path, tasks, limit, seed)

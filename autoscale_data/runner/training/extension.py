@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..._runner_names import LR_SCHEDULES, REWARM_DECAY
+from ..._runner_names import LR_SCHEDULES, PROXY, REWARM_DECAY
+from ...mixing import ANYTIME_SCHEDULE
 from .. import layout, registry
 from ..config import RunnerConfig
 from ..ledger import Ledger
@@ -89,7 +90,7 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
         spec = matches[0]
     elif seed is not None and spec.seed != seed:
         raise ValueError(f"run {run} has seed {spec.seed}, not {seed}")
-    if spec.kind == "proxy":
+    if spec.kind == PROXY:
         raise ValueError(f"run {spec.run_id} ({spec.name}) is a proxy run: only target runs (and extensions) keep "
                          "a final checkpoint to extend")
     return spec
@@ -120,8 +121,8 @@ def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str
     path, an ``autoscale`` run's mixture plan weights at ``tokens``, or a fixed mix's own weights."""
     from ...solver import MixturePlan
 
-    if parent.schedule == "anytime":  # the parent's plan path, on to the new budget
-        return "anytime", None, parent.plan
+    if parent.schedule == ANYTIME_SCHEDULE:  # the parent's plan path, on to the new budget
+        return ANYTIME_SCHEDULE, None, parent.plan
     if parent.label == layout.AUTOSCALE or (parent.extension is not None and parent.extension.mix == "plan"):
         path = out / layout.FITS / layout.MIXTURE_PLAN  # the plan's weights for the new budget
         if not path.is_file():

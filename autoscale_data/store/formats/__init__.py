@@ -20,7 +20,7 @@ from types import MappingProxyType
 from . import hf, megatron
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 from .hf import HFOptions, hf_source
-from .megatron import MegatronIndex, MegatronOptions, megatron_source, read_megatron_index
+from .megatron import MegatronIndex, MegatronOptions, megatron_hint, megatron_source, read_megatron_index
 
 __all__ = [
     "FORMATS",
@@ -35,6 +35,7 @@ __all__ = [
     "detect_format",
     "get_format",
     "hf_source",
+    "megatron_hint",
     "megatron_source",
     "read_megatron_index",
 ]
@@ -67,8 +68,8 @@ def detect_format(path: str | os.PathLike[str]) -> InPlaceFormat:
     found = [f for f in FORMATS.values() if f.detect(Path(path))]
     if not found:
         expected = "; ".join(f"{f.name!r}: {f.expected}" for f in FORMATS.values())
-        raise FileNotFoundError(f"no tokenized data of a known in-place format at {os.fspath(path)!r}; expected "
-                                f"one of {expected}")
+        raise FileNotFoundError(f"no tokenized data of a known in-place format at {os.fspath(path)!r}; "
+                                f"expected one of {expected}")
     if len(found) > 1:
         raise ValueError(f"{os.fspath(path)!r} could be read as any of the formats {[f.name for f in found]}: "
                          "give format= one of them")

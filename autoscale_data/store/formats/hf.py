@@ -111,8 +111,8 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
             for batch in reader:
                 col = batch.column(column)
                 if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)):
-                    raise ValueError(f"column {column!r} of {os.fspath(file)!r} is {col.type}, expected a list "
-                                     "of token ids")
+                    raise ValueError(f"column {column!r} of {os.fspath(file)!r} is {col.type}, expected a "
+                                     "list of token ids")
                 name = str(col.values.type)
                 if name not in READABLE_DTYPES:
                     raise ValueError(f"column {column!r} of {os.fspath(file)!r} holds {name} ids; "

@@ -19,7 +19,8 @@ import numpy as np
 
 from .base import READABLE_DTYPES, InPlaceFormat, InPlaceSource, Segment
 
-__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_source", "read_megatron_index"]
+__all__ = ["FORMAT", "MegatronIndex", "MegatronOptions", "megatron_hint", "megatron_source",
+           "read_megatron_index"]
 
 _HEADER = b"MMIDIDX\x00\x00"
 _HEAD_BYTES = 9 + 8 + 1 + 8 + 8
@@ -59,8 +60,9 @@ def _paths(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
         found = sorted(os.fspath(p.with_suffix("")) for p in Path(text).glob("*.idx"))
         there = (f"; it holds {', '.join(repr(f) for f in found[:5])}{' ...' if len(found) > 5 else ''}" if found
                  else "; it holds no .idx file")
-        raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one dataset's "
-                                f".bin/.idx pair (PREFIX.bin and PREFIX.idx, without the suffix){there}")
+        raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one "
+                                f"dataset's .bin/.idx pair (PREFIX.bin and PREFIX.idx, without the "
+                                f"suffix){there}")
     text = text.removesuffix(".bin").removesuffix(".idx")
     return Path(text + ".idx"), Path(text + ".bin")
 
@@ -111,8 +113,9 @@ def _check_dtype_agrees(where: str, index: MegatronIndex, starts: np.ndarray, bi
             evidence = (f"its sequence pointers step by {width} bytes per token" if by_pointers else
                         f"its size, {bin_bytes} bytes for {tokens} tokens, is {width} bytes per token")
             raise ValueError(
-                f"{where}: the .idx's dtype disagrees with the .bin: the .idx says {index.dtype} tokens ({itemsize} "
-                f"bytes each), but the .bin {os.fspath(bin_path)!r} holds {width}-byte tokens ({evidence}). Write "
+                f"{where}: the .idx's dtype disagrees with the .bin: the .idx says {index.dtype} tokens "
+                f"({itemsize} bytes each), but the .bin {os.fspath(bin_path)!r} holds {width}-byte tokens "
+                f"({evidence}). Write "
                 "the .idx with the dtype the .bin was written with (megatron-core's "
                 "IndexedDatasetBuilder(..., dtype=...)), or re-run preprocess_data.py")
 
@@ -141,8 +144,8 @@ def megatron_source(prefix: str | os.PathLike[str]) -> InPlaceSource:
     np.cumsum(lengths, out=starts[1:])
     if not np.array_equal(index.sequence_pointers, starts[:-1] * itemsize):
         _check_dtype_agrees(where, index, starts, bin_path)
-        raise ValueError(f"{where}: the sequences are not stored back to back in the .bin (their pointers are "
-                         "not the running sum of their lengths), so the file is not one token array")
+        raise ValueError(f"{where}: the sequences are not stored back to back in the .bin (their pointers "
+                         "are not the running sum of their lengths), so the file is not one token array")
     docs = index.document_indices
     if docs.size == 0 or docs[0] != 0 or docs[-1] != lengths.size or np.any(np.diff(docs) < 0):
         raise ValueError(f"{where}: document indices must rise from 0 to the sequence count {lengths.size}")
@@ -171,3 +174,24 @@ def _detect(path: Path) -> bool:
 FORMAT = InPlaceFormat("megatron", MegatronOptions, _open, _detect,
                        "a Megatron dataset prefix (PREFIX.bin + PREFIX.idx)", "PREFIX",
                        {"val_prefix": ("--megatron-val", "--val-prefix")})
+
+
+def megatron_hint(store_dir: str | os.PathLike[str]) -> str:
+    """``": ... register it first with prepare --from-megatron ..."`` when ``store_dir`` is a Megatron prefix
+    (``PREFIX.bin``/``.idx`` exist) or a folder holding ``.idx`` files; ``""`` otherwise."""
+    store_dir = Path(store_dir)
+    text = os.fspath(store_dir).removesuffix(".bin").removesuffix(".idx")
+    if Path(text + ".bin").is_file() or Path(text + ".idx").is_file():
+        prefixes = [text]
+    elif store_dir.is_dir():
+        prefixes = sorted(os.fspath(p.with_suffix("")) for p in store_dir.glob("*.idx"))
+    else:
+        return ""
+    if not prefixes:
+        return ""
+    name = Path(prefixes[0]).name.replace("_text_document", "") or "NAME"
+    more = f" (and the other prefixes there: {', '.join(prefixes[1:4])}{' ...' if len(prefixes) > 4 else ''})" \
+        if len(prefixes) > 1 else ""
+    return (f": {prefixes[0]!r} is a Megatron dataset (.bin/.idx), which is read through a manifest: "
+            f"register it first with `autoscale-data prepare --from-megatron {name}={prefixes[0]}{more} "
+            f"--out STORES --tokenizer TOKENIZER`, then give STORES (or STORES/{name}) as the domains")

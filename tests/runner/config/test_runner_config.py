@@ -14,7 +14,15 @@ from paths import EXAMPLES, REPO
 
 from autoscale_data.runner import registry
 from autoscale_data.runner.config import RunnerConfig, config_from_dict, config_to_dict, load_config
-from autoscale_data.runner.config.docs import config_table, main, with_config_table
+from autoscale_data.runner.config.docs import (
+    METHODS_BEGIN,
+    METHODS_END,
+    config_table,
+    main,
+    method_table,
+    with_config_table,
+    with_method_table,
+)
 from autoscale_data.runner.models import PRESETS, build_model, model_config_dict
 
 
@@ -230,6 +238,8 @@ def test_the_docs_config_table_is_generated_from_the_docstrings() -> None:
     text = (REPO / "docs" / "runner.md").read_text(encoding="utf-8")
     assert with_config_table(text) == text, ("docs/runner.md's config table differs from the sections' docstrings: "
                                              "regenerate it with `python -m autoscale_data.runner.config.docs`")
+    assert with_method_table(text) == text, ("docs/runner.md's methods table differs from runner/registry.py: "
+                                             "regenerate it with `python -m autoscale_data.runner.config.docs`")
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,7 @@ def test_a_registered_methods_section_is_read_checked_written_and_documented(tmp
     table = config_table()
     assert "| `flattened.temperature` | 2 | `float` | Divides each domain's log token share. |" in table
     assert "Read by `flattened`" in table and "`flattened`" in table.split("| `target.baselines` |")[1].split("\n")[0]
+    assert "| `flattened` | token shares flattened | none | — |" in method_table()
     with pytest.raises(AttributeError):
         cfg.flatened  # noqa: B018
     with pytest.raises(ValueError, match="together or neither"):
@@ -271,9 +282,10 @@ def test_a_registered_methods_section_is_read_checked_written_and_documented(tmp
 def test_the_table_generator_rewrites_a_file(tmp_path: Path) -> None:
     doc = tmp_path / "runner.md"
     doc.write_text("# Config\n<!-- config table: generated from runner/config/'s docstrings by python -m "
-                   "autoscale_data.runner.config.docs -->\nSTALE ROW\n<!-- end of the generated config table -->\nafter\n")
+                   "autoscale_data.runner.config.docs -->\nSTALE ROW\n<!-- end of the generated config table -->\nafter\n"
+                   f"{METHODS_BEGIN}\nSTALE METHOD\n{METHODS_END}\n")
     main(str(doc))
-    assert "STALE ROW" not in doc.read_text() and doc.read_text().endswith("-->\nafter\n")
-    assert "| `ddo.law` | `3p` |" in doc.read_text()
+    assert "STALE" not in doc.read_text() and doc.read_text().endswith(f"{method_table()}\n{METHODS_END}\n")
+    assert "| `ddo.law` | `3p` |" in doc.read_text() and "-->\nafter\n" in doc.read_text()
     with pytest.raises(ValueError, match="markers"):
         with_config_table("no table")

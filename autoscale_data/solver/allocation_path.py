@@ -4,7 +4,8 @@
 With two budgets the path goes through both allocations. With three or more, the line in log space
 ``log N*(t) = p0 + t·d`` is fitted by least squares (first principal direction of the centred log
 allocations; t = 0 at the smallest budget, t = 1 at the largest) and its residual is reported.
-Budgets below the smallest one use the same path (t < 0).
+Budgets below the smallest one use the same path (t < 0). :mod:`.projections` sets this projection beside the
+other candidates (joint fit, robust, observed) and chooses among them.
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class AllocationPath:
     t_min: float = field(default=-np.inf)
 
     def to_json(self) -> dict[str, Any]:
-        """The line a :class:`~autoscale_data.solver.MixturePlan` file keeps (reading refits it from the plan's
-        scales): hand-written, as the arrays are numpy's and the rest follows from them."""
+        """The line a :class:`~autoscale_data.solver.MixturePlan` file keeps (reading refits it from the
+        plan's scales): hand-written, as the arrays are numpy's and the rest follows from them."""
         return {"log_origin": self.log_origin.tolist(), "direction": self.direction.tolist(), "residual": self.residual}
 
     @property
@@ -170,11 +171,11 @@ class AllocationPath:
         low = nb <= self.min_total
         if low.any():
             why = ("a domain's allocation decreases between the budgets" if np.isfinite(self.t_min) else
-                   f"the allocation of {self.flat} does not grow between the budgets, so the path never gives "
-                   "it fewer tokens than at the smallest budget")
+                   f"the allocation of {self.flat} does not grow between the budgets, so the path never "
+                   "gives it fewer tokens than at the smallest budget")
             raise ValueError(
-                f"target {nb[low][0]:g} tokens is below the smallest total on this path ({self.min_total:.4g}): "
-                f"{why}; use a target above it, or the smallest budget's mix as is"
+                f"target {nb[low][0]:g} tokens is below the smallest total on this path "
+                f"({self.min_total:.4g}): {why}; use a target above it, or the smallest budget's mix as is"
             )
         pos = d > 0
         if not pos.any():
@@ -196,8 +197,8 @@ class AllocationPath:
             if np.all(np.abs(step) <= 1e-15 * (1.0 + np.abs(t))):
                 break
         if not np.all(np.isfinite(t)):
-            raise ValueError(f"no point of this path has {nb[~np.isfinite(t)][0]:g} tokens in all (smallest total "
-                             f"{self.min_total:g}); use a target above it")
+            raise ValueError(f"no point of this path has {nb[~np.isfinite(t)][0]:g} tokens in all (smallest "
+                             f"total {self.min_total:g}); use a target above it")
         return t if np.ndim(budgets) else t[:1]
 
     def allocations(self, budgets: np.ndarray | float) -> np.ndarray:
