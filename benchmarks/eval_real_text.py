@@ -460,6 +460,7 @@ def target_markdown(r: dict[str, Any]) -> list[str]:
         vals = {int(k): v for k, v in per.items()}
         lines.append(f"| {label} | " + " | ".join(f"{vals[s]:.4f}" if s in vals else "" for s in seeds)
                      + f" | {_ms(list(vals.values()))} |")
+    lines.append("")
     for b, v in (r.get("versus") or {}).items():
         diffs = ", ".join(f"{d:+.4f}" for d in v["differences"])
         ci = (f"95% CI [{v['ci_low']:+.4f}, {v['ci_high']:+.4f}]" if v.get("ci_low") is not None else "no interval")
