@@ -38,7 +38,7 @@ examples:
   autoscale-data demo --quick                   # about 2 minutes: shows the procedure
   autoscale-data demo --case shift --out shift  # the positive control (about 40 minutes on one core)
   autoscale-data demo --case shift --out shift --preset late   # then its larger DDO budgets (about 25 more)
-  autoscale-data demo --case shift --out shift-control --preset control   # late's budgets, a target of 1M tokens (hours on 2 cores)
+  autoscale-data demo --case shift --out shift-control --preset control   # late's budgets, a 1M-token target (about 50 min, 2 shared cores)
   autoscale-data demo --out my-demo             # about 10 minutes on 2 cores
   autoscale-data demo --stores data/tiny-demo   # the stores examples/tiny-cpu.yaml reads (seconds)
 """
