@@ -47,8 +47,8 @@ from ._case import write_case
 from .corpus import generate_corpus, generate_documents
 from .demo import DemoSettings, demo_config
 
-__all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "prepare_scarce_data",
-           "run_scarce_case", "scarce_config"]
+__all__ = ["SCARCE_PRESETS", "ScarceCase", "ScarceCaseResult", "format_scarce_table", "plan_budgets",
+           "prepare_scarce_data", "run_scarce_case", "scarce_config"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class ScarceCase:
         scarce_bytes: text bytes generated for the scarce domain (half go to its held-out split, so its
             loss is measured on as many tokens as it trains on).
         abundant_bytes: text bytes per abundant domain (one document in 20 held out).
-        budgets, target: the DDO budgets and the target budget in tokens.
+        budgets, target: the DDO budgets (``(N1, N2)``, or ``(N0, N1, N2)`` and more: the runner's three-budget
+            design, whose rule backtests every candidate at N2) and the target budget in tokens.
         grid: the scarce domain's weights trained at the target (the ground truth).
         max_epochs: the epoch cap of every run (the target repeats the scarce domain up to it).
         seeds, target_seeds: proxy and target seeds (two or more proxy seeds give the two-budget rule the
@@ -74,7 +75,7 @@ class ScarceCase:
     abundant: tuple[str, ...] = ("encyclopedia", "web")
     scarce_bytes: int = 60_000
     abundant_bytes: int = 1_500_000
-    budgets: tuple[int, int] = (16_384, 32_768)
+    budgets: tuple[int, ...] = (16_384, 32_768)
     target: int = 262_144
     grid: tuple[float, ...] = (0.05, 0.15, 0.25, 1 / 3, 0.5)
     max_epochs: float = 16.0
@@ -95,8 +96,11 @@ class ScarceCase:
             raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or None (the default)")
         if self.scarce in self.abundant or len(self.abundant) < 1:
             raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones {self.abundant}")
-        if not 0 < self.budgets[0] < self.budgets[1] < self.target:
-            raise ValueError(f"budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 < target")
+        b = tuple(self.budgets)
+        if (len(b) < 2 or b[0] <= 0 or any(x >= y for x, y in zip(b[:-1], b[1:], strict=True))
+                or b[-1] >= self.target):
+            raise ValueError(f"budgets {self.budgets} and target {self.target}: expected two budgets or more, "
+                             "increasing, positive and below the target (0 < N1 < N2 < target)")
         if not self.grid or not all(0 < w < 1 for w in self.grid):
             raise ValueError(f"grid {self.grid} must hold weights in (0, 1)")
 
@@ -145,7 +149,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     if repetition not in REPETITION_MODES:
         raise ValueError(f"repetition must be one of {REPETITION_MODES}, got {repetition!r}")
     settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.abundant_bytes,
-                            budgets=case.budgets, target=case.target, vocab_size=case.vocab_size,
+                            budgets=(case.budgets[0], case.budgets[-1]), target=case.target, vocab_size=case.vocab_size,
                             seq_len=case.seq_len, batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
                             heldout_tokens=case.heldout_tokens, target_points=case.target_points, seeds=case.seeds,
                             target_seeds=case.target_seeds, min_weight=0.02, multipliers=case.multipliers)
@@ -154,6 +158,7 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     raw["name"] = f"scarce-{case.name}-{repetition}"
     raw["max_epochs"] = case.max_epochs
     raw["ddo"]["repetition"] = repetition
+    raw["ddo"]["budgets"] = list(case.budgets)
     if case.projection is not None:
         raw["ddo"]["projection"] = case.projection
     raw["target"].update(baselines=[layout.UNIFORM, layout.NATURAL, layout.DDO_N2], keep_checkpoints=False)
@@ -302,12 +307,35 @@ def format_scarce_table(result: ScarceCaseResult) -> str:
     return "\n".join(lines)
 
 
+def plan_budgets(text: str, case: ScarceCase) -> tuple[int, ...]:
+    """The DDO budgets ``--budgets`` asks for: ``2`` or ``3`` (the preset's ``N1, N2``, with ``N0 = N1 / 2`` added
+    for 3, the runner's ``extra_budget: half``) or the budgets in tokens, comma-separated (two or more).
+
+    Raises:
+        ValueError: naming the value and what was expected (the budgets themselves are checked by
+            :class:`ScarceCase`).
+    """
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--budgets {text!r}: expected 2, 3 or comma-separated budgets in tokens") from None
+    if len(values) == 1 and values[0] in (2, 3):
+        n1, n2 = case.budgets[-2:]
+        return (n1 // 2, n1, n2) if values[0] == 3 else (n1, n2)
+    if len(values) < 2:
+        raise ValueError(f"--budgets {text!r}: expected 2, 3 or two budgets in tokens or more")
+    return tuple(values)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autoscale_data.demo.scarce", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="output directory (reused: finished runs are kept)")
     parser.add_argument("--preset", choices=sorted(SCARCE_PRESETS), default="full")
     parser.add_argument("--proxy-seeds", default=None,
                         help="comma-separated proxy seeds (default: the preset's; two give the two-budget rule replicates)")
+    parser.add_argument("--budgets", default=None,
+                        help="DDO budgets: 3 adds N0 = N1 / 2 below the preset's N1, N2 (the runner's three-budget "
+                             "design), or comma-separated budgets in tokens (default: the preset's two)")
     parser.add_argument("--projection", choices=sorted(PROJECTION_CHOICES), default=None,
                         help="ddo.projection of both configs (default: the runner's, auto)")
     args = parser.parse_args(argv)
@@ -316,6 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         case = replace(case, seeds=tuple(int(s) for s in args.proxy_seeds.split(",")))
     if args.projection is not None:
         case = replace(case, projection=args.projection)
+    if args.budgets is not None:
+        try:
+            case = replace(case, budgets=plan_budgets(args.budgets, case))
+        except ValueError as exc:
+            parser.error(str(exc))
     run_scarce_case(args.out, case)
     return 0
 

@@ -102,12 +102,16 @@ class ShiftCase:
         return {d: w if d == self.saturating else (2 / 3 - w if d == self.paying else 1 / 3) for d in SHIFT_DOMAINS}
 
 
-#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the
-#: DDO budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``small``: the end-to-end
-#: test's.
+#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
+#: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``control``: late's DDO budgets
+#: with a target 8x N2 (1,048,576 tokens), 3x the text per domain so that no target run repeats a domain, the
+#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``small``: the
+#: end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
+    "control": ShiftCase(name="control", budgets=(32_768, 65_536, 131_072), target=1_048_576,
+                         bytes_per_domain=1_200_000, grid=(5 / 15, 9 / 15), target_seeds=(0, 1)),
     "small": ShiftCase(name="small", bytes_per_domain=40_000, budgets=(1_024, 2_048), target=4_096,
                        grid=(0.2, 0.4), seq_len=32, batch_size=4, heldout_tokens=256, target_points=1,
                        target_seeds=(0,), model={"n_layer": 1, "n_embd": 32, "n_head": 2}),

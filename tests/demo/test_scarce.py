@@ -15,6 +15,8 @@ from autoscale_data.demo.scarce import (
     ScarceCaseResult,
     _best_weight,
     format_scarce_table,
+    main,
+    plan_budgets,
     run_scarce_case,
     scarce_config,
 )
@@ -32,7 +34,8 @@ def test_configs_differ_only_in_the_proxies_repetition(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"scarce": "web"}, {"budgets": (100, 50)}, {"grid": (0.0, 0.5)}, {"grid": ()},
-                                    {"projection": "best"}])
+                                    {"projection": "best"}, {"budgets": (16_384,)}, {"budgets": (0, 100, 200)},
+                                    {"budgets": (100, 300, 200)}, {"budgets": (8_192, 16_384, 262_144)}])
 def test_bad_cases_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         ScarceCase(**kwargs)
@@ -65,6 +68,35 @@ def test_the_default_projection_is_the_runners(tmp_path: Path) -> None:
     assert scarce_config(tmp_path, case, "off").ddo.projection == "auto"
     forced = scarce_config(tmp_path, replace(case, projection="robust"), "match")
     assert forced.ddo.projection == "robust"
+
+
+def test_the_plan_of_three_budgets(tmp_path: Path) -> None:
+    case = SCARCE_PRESETS["full"]
+    # 3: N0 = N1 / 2 below the preset's budgets (the runner's extra_budget: half); 2: the preset's as they are
+    assert plan_budgets("3", case) == (8_192, 16_384, 32_768)
+    assert plan_budgets("2", case) == case.budgets
+    assert plan_budgets("4096,8192,16384", case) == (4_096, 8_192, 16_384)
+    three = replace(case, budgets=plan_budgets("3", case))
+    for mode in ("off", "match"):
+        cfg = scarce_config(tmp_path, three, mode)
+        assert cfg.ddo.budgets == (8_192, 16_384, 32_768) and cfg.ddo.largest == 32_768
+        # the targets (and so the grid's and the baselines' run ids) are the two-budget case's
+        assert cfg.target == scarce_config(tmp_path, case, mode).target
+    assert scarce_config(tmp_path, case, "off").ddo.budgets == case.budgets
+
+
+@pytest.mark.parametrize("text", ["1", "5", "16384", "a,b", ""])
+def test_bad_budget_flags_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="--budgets"):
+        plan_budgets(text, SCARCE_PRESETS["full"])
+
+
+def test_the_budgets_flag_is_checked_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for bad in ("5", "32768,16384"):
+        with pytest.raises(SystemExit):
+            main(["--out", str(tmp_path / "x"), "--budgets", bad])
+        assert "budgets" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.slow

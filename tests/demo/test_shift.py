@@ -32,6 +32,12 @@ def test_config_is_the_runners_three_budget_design(tmp_path: Path) -> None:
     late = SHIFT_PRESETS["late"]  # the same corpus, target and grid; DDO budgets 4x larger
     assert late.budgets == tuple(4 * b for b in case.budgets) and late.target == 2 * late.n2
     assert (late.grid, late.bytes_per_domain, late.target_seeds) == (case.grid, case.bytes_per_domain, case.target_seeds)
+    control = SHIFT_PRESETS["control"]  # late's DDO budgets, a target 8x N2, enough text that no target run repeats
+    assert control.budgets == late.budgets and control.target == 8 * control.n2 == 1_048_576
+    assert 5 / 15 in control.grid and 9 / 15 in control.grid and control.target_seeds == (0, 1)
+    most = max(control.grid_mix(w)[control.saturating] for w in control.grid)
+    assert most * control.target < 0.95 * control.bytes_per_domain  # one byte, one token; 1 doc in 20 held out
+    assert shift_config(tmp_path, control).target.budget == 1_048_576
 
 
 @pytest.mark.parametrize("kwargs", [{"saturating": "web"}, {"paying": "motifs"}, {"budgets": (100, 50)},
