@@ -16,10 +16,15 @@ For every mix: the proxies' cost (runs, FLOPs, and FLOPs as target runs, as the 
 and two paired-by-seed verdicts (``reporting.metrics.paired_verdict``, 95% Student-t): against today's
 DDO(N2) and against uniform. Results: ``OUT/cheap_design.md`` and ``OUT/cheap_design.json``.
 
-Run (the full demo's sizes; about 7 min of the demo on 2 idle cores plus the small-proxy design):
+Run (the full demo's sizes; about 7 min of the demo on 2 idle cores plus two small-proxy designs):
 
     nice -n 5 python benchmarks/cheap_design.py --out runs/demo
+    nice -n 5 python benchmarks/cheap_design.py --out runs/cheap-rt --real-text ../corpus   # code, tech, books
     nice -n 5 python benchmarks/cheap_design.py --out /tmp/cheap-quick --quick   # tiny sizes (the test's)
+
+``--real-text CORPUS`` sets today's design up as ``benchmarks/eval_real_text.py`` does (a 4,096-token BPE on
+the first ``--max-mb`` MB of each domain, GPT-2 2 x 128, multipliers 3 and 1.7, lr 1e-3), at budgets
+``--budgets`` (32,768, 65,536) and target ``--target`` (262,144), one proxy seed and target seeds 0 and 1.
 
 ``--quick`` runs the structure at toy sizes (2 target seeds, 1-layer GPTs on 32-token contexts): its numbers
 mean nothing.
@@ -39,14 +44,17 @@ from typing import Any
 __all__ = ["DEFAULT_PROXIES", "QUICK_PROXIES", "REAL_TEXT_PROXIES", "MixRow", "demo_today", "design_cost", "main",
            "markdown", "quick_settings", "real_text_today", "run_designs", "verdicts"]
 
-#: The proxy model of the full run: gpt2-tiny at 1 layer x 64 (4.5x fewer training FLOPs per token than the
-#: demo's 2 x 128 at its 1,024-token vocabulary and 128-token context).
+#: The proxy models of the full run: gpt2-tiny at half the demo's width, 2 x 64 (3.1x fewer training FLOPs per
+#: token than the demo's 2 x 128 at its 1,024-token vocabulary and 128-token context: the dry run's cheap design,
+#: ``planning.cheap``), and at half its depth too, 1 x 64 (4.5x).
 DEFAULT_PROXIES: tuple[dict[str, Any], ...] = (
+    {"preset": "gpt2-tiny", "overrides": {"n_layer": 2, "n_embd": 64, "n_head": 2}},
     {"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 64, "n_head": 2}},
 )
-#: ``--real-text``: at the 4,096-token vocabulary the output layer dominates the 2 x 128 target's FLOPs, so the
-#: 4-8x smaller model is 1 x 32 with one head (6.4x; the dry run's rule, ``planning.cheap``).
+#: ``--real-text``: at the 4,096-token vocabulary the output layer weighs more in the 2 x 128 target's FLOPs:
+#: half the width, 2 x 64, is 2.5x smaller (the dry run's cheap design), 1 x 32 with one head 6.4x.
 REAL_TEXT_PROXIES: tuple[dict[str, Any], ...] = (
+    {"preset": "gpt2-tiny", "overrides": {"n_layer": 2, "n_embd": 64, "n_head": 2}},
     {"preset": "gpt2-tiny", "overrides": {"n_layer": 1, "n_embd": 32, "n_head": 1}},
 )
 #: ``--quick``: a 1 x 16 proxy for a 2 x 32 target.

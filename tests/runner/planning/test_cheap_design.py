@@ -1,6 +1,6 @@
-"""The cheap design the dry run recommends (``planning.cheap``): its proxy model by the rule (a preset 4-8x smaller
-in training FLOPs per token, else the target's model halved), its cost next to the configured one, config lines
-that select exactly it, and no change to any run id or default."""
+"""The cheap design the dry run recommends (``planning.cheap``): its proxy model by the rule (a preset 2.5-4x smaller
+in training FLOPs per token, else the target's model at half width), its cost next to the configured one, config
+lines that select exactly it, and no change to any run id or default."""
 
 from __future__ import annotations
 
@@ -45,25 +45,31 @@ def stores(tmp_path: Path) -> Path:
     return tiny_stores(tmp_path / "stores", ("a", "b", "c"))
 
 
-def test_no_preset_in_range_halves_the_targets_depth_and_width(stores: Path) -> None:
+def test_no_preset_in_range_halves_the_targets_width(stores: Path) -> None:
     cfg = config_from_dict(tiny_config(stores, model=TINY))
     d = inspect_domains(cfg)
     model, ratio = cheap_proxy_model(cfg, d)
-    assert (model.preset, model.overrides) == ("gpt2-tiny", {"n_layer": 1, "n_embd": 64, "n_head": 2})
-    assert ratio == pytest.approx(_hand(2, 128, d.vocab_size, 32) / _hand(1, 64, d.vocab_size, 32))
-    assert CHEAP_MIN_RATIO <= ratio
-
-
-def test_a_preset_4_to_8x_smaller_is_taken_when_there_is_one(stores: Path) -> None:
-    cfg = config_from_dict(tiny_config(stores, model={"preset": "gpt2-large", "overrides": {}}, seq_len=1024, micro_batch_size=1,
-                                       global_batch_size=1))
-    d = _gpt2_vocab(3)
-    model, ratio = cheap_proxy_model(cfg, d)
-    assert (model.preset, model.overrides) == ("gpt2-small", {})
-    assert ratio == pytest.approx(_hand(36, 1280, 50257, 1024) / _hand(12, 768, 50257, 1024))
+    assert (model.preset, model.overrides) == ("gpt2-tiny", {"n_layer": 2, "n_embd": 64, "n_head": 2})
+    assert ratio == pytest.approx(_hand(2, 128, d.vocab_size, 32) / _hand(2, 64, d.vocab_size, 32))
     assert CHEAP_MIN_RATIO <= ratio <= CHEAP_MAX_RATIO
-    medium = _hand(36, 1280, 50257, 1024) / _hand(24, 1024, 50257, 1024)
-    assert medium < CHEAP_MIN_RATIO  # gpt2-medium is too close to the target to be the cheap design
+
+
+def _large(stores: Path, preset: str):
+    return config_from_dict(tiny_config(stores, model={"preset": preset, "overrides": {}}, seq_len=1024,
+                                        micro_batch_size=1, global_batch_size=1))
+
+
+def test_a_preset_2_5_to_4x_smaller_is_taken_when_there_is_one(stores: Path) -> None:
+    d = _gpt2_vocab(3)
+    model, ratio = cheap_proxy_model(_large(stores, "gpt2-medium"), d)
+    assert (model.preset, model.overrides) == ("gpt2-small", {})
+    assert ratio == pytest.approx(_hand(24, 1024, 50257, 1024) / _hand(12, 768, 50257, 1024))
+    assert CHEAP_MIN_RATIO <= ratio <= CHEAP_MAX_RATIO
+    # gpt2-large: gpt2-medium is 2.2x smaller, gpt2-small 6.2x: neither in range, so half the width
+    model, ratio = cheap_proxy_model(_large(stores, "gpt2-large"), d)
+    assert (model.preset, model.overrides) == ("gpt2-large", {"n_layer": 36, "n_embd": 640, "n_head": 10})
+    assert ratio == pytest.approx(_hand(36, 1280, 50257, 1024) / _hand(36, 640, 50257, 1024))
+    assert CHEAP_MIN_RATIO <= ratio <= CHEAP_MAX_RATIO
 
 
 def test_the_dry_run_recommends_it_with_its_cost_and_lines_that_select_it(stores: Path, tmp_path: Path) -> None:
@@ -78,7 +84,7 @@ def test_the_dry_run_recommends_it_with_its_cost_and_lines_that_select_it(stores
     lines = text.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("cheap design (recommended"))
     head = lines[start]
-    assert "proxy model gpt2-tiny (n_layer=1, n_embd=64, n_head=2)" in head
+    assert "proxy model gpt2-tiny (n_layer=2, n_embd=64, n_head=2)" in head
     assert f"{design.ratio:.2f}x fewer training FLOPs per token" in head
     assert f"{cheap.runs} runs, {cheap.flops:.3g} FLOPs = {cheap.target_runs:.2f} target runs" in head
     assert f"against {three.target_runs:.2f} for this config (3 budgets)" in head
@@ -94,9 +100,10 @@ def test_the_dry_run_recommends_it_with_its_cost_and_lines_that_select_it(stores
     assert all(s.settings["model"]["fields"]["n_layer"] == 2 for specs in runner.proxy_specs().values() for s in specs)
 
 
-def test_a_target_too_small_to_shrink_4x_says_so(stores: Path) -> None:
-    cfg = config_from_dict(tiny_config(stores))  # 1 layer x 32: halved once (1 x 16, one head), then too narrow
+def test_a_target_too_small_to_shrink_says_so(stores: Path) -> None:
+    narrow = {"overrides": {"n_layer": 1, "n_embd": 16, "n_head": 1}}  # half its width would be under 16
+    cfg = config_from_dict(tiny_config(stores, model=narrow))
     d = inspect_domains(cfg)
     model, ratio = cheap_proxy_model(cfg, d)
-    assert model.overrides == {"n_layer": 1, "n_embd": 16, "n_head": 1} and 1.0 < ratio < CHEAP_MIN_RATIO
-    assert cheap_design_note(cfg, d).startswith("cheap design: no proxy model 4x smaller than gpt2-tiny")
+    assert model.overrides == narrow["overrides"] and ratio == 1.0
+    assert cheap_design_note(cfg, d).startswith("cheap design: no proxy model 2.5x smaller than gpt2-tiny")
