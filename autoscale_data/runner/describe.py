@@ -223,7 +223,7 @@ def cheap_design_note(config: RunnerConfig, domains: DomainInfo) -> str:
              f"{design.ratio:.2f}x fewer training FLOPs per token than the target's, two budgets "
              f"[{design.budgets[0]:,}, {design.budgets[1]:,}], separate runs: {runs}, against "
              f"{mine.target_runs:.2f} for this config ({len(mine.budgets)} budgets). To use it, set:",
-             *(f"    {line}" for line in design.config_lines()),
+             *(f"    {line}" for line in design.config_lines(from_three=len(config.ddo.budgets) >= 3)),
              "  the paper's design (proxies at the target's model) is the same config without the proxy_model line"]
     return "\n".join(lines)
 

@@ -62,15 +62,17 @@ class CheapDesign:
             raise ValueError(f"cheap design ratio = {self.ratio!r} is invalid: expected a proxy no larger than the "
                              "target (ratio >= 1)")
 
-    def config_lines(self) -> list[str]:
-        """The YAML lines of the ``ddo`` section that select this design."""
+    def config_lines(self, *, from_three: bool = False) -> list[str]:
+        """The YAML lines of the ``ddo`` section that select this design; ``from_three``: the config runs three
+        budgets or more, so ``extra_budget: none`` is added (a file's ``extra_budget: half`` would add N0 again)."""
         model = self.proxy_model
         if model.overrides:
             fields = ", ".join(f"{k}: {v}" for k, v in model.overrides.items())
             shown = f"{{preset: {model.preset}, overrides: {{{fields}}}}}"
         else:
             shown = model.preset
-        return ["ddo:", f"  proxy_model: {shown}", f"  budgets: [{self.budgets[0]}, {self.budgets[1]}]"]
+        lines = ["ddo:", f"  proxy_model: {shown}", f"  budgets: [{self.budgets[0]}, {self.budgets[1]}]"]
+        return lines + (["  extra_budget: none"] if from_three else [])
 
 
 def _fields(config: RunnerConfig, domains: DomainInfo, preset: str, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -90,10 +90,12 @@ def test_the_dry_run_recommends_it_with_its_cost_and_lines_that_select_it(stores
     assert f"against {three.target_runs:.2f} for this config (3 budgets)" in head
     assert cheap.target_runs < three.target_runs / CHEAP_MIN_RATIO * 1.01  # 4x+ fewer FLOPs, fewer runs
     # the printed lines, pasted into the config, select exactly the cheap design
-    block = "\n".join(ln[4:] for ln in lines[start + 1:start + 4])
-    pasted = config_from_dict({**raw, "ddo": {**raw["ddo"], **yaml.safe_load(block)["ddo"]}})
+    block = "\n".join(ln[4:] for ln in lines[start + 1:start + 5])
+    assert lines[start + 4] == "      extra_budget: none"  # this config ran three budgets
+    pasted_ddo = {**raw["ddo"], "extra_budget": "half", **yaml.safe_load(block)["ddo"]}  # as if its file said half
+    pasted = config_from_dict({**raw, "ddo": pasted_ddo})
     assert pasted.ddo == cheap_config(cfg, design).ddo
-    assert "without the proxy_model line" in lines[start + 4]
+    assert "without the proxy_model line" in lines[start + 5]
     assert cheap_design_note(pasted, d).startswith("cheap design: this config is the cheap design")
     # the recommendation is text: this config's plan (and ids) stay those of the paper's design
     runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
