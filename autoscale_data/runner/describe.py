@@ -14,6 +14,7 @@ from .config import RunnerConfig, config_to_dict
 from .config.sections import ModelConfig, ProxyModelConfig
 from .experiment import config_changes
 from .ledger import DONE, Ledger
+from .planning.cheap import CHEAP_MIN_RATIO, cheap_config, cheap_design
 from .planning.data import DomainInfo, batch_sequences
 from .planning.estimate import estimate_seconds, format_duration, format_flops, run_flops, startup_seconds
 from .planning.repetition import matched, repetition_records, target_epochs
@@ -28,7 +29,7 @@ from .planning.specs import (
     target_run_flops,
 )
 
-__all__ = ["ProxyCost", "design_note", "load_note", "projection_note", "proxy_cost_note", "proxy_costs",
+__all__ = ["ProxyCost", "cheap_design_note", "design_note", "load_note", "projection_note", "proxy_cost_note", "proxy_costs",
            "rounding_notes", "run_list_text"]
 
 
@@ -107,7 +108,7 @@ def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: 
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
     notes += [design_note(config), *rounding_notes(config, domains), projection_note(config),
-              proxy_cost_note(config, domains)]
+              proxy_cost_note(config, domains), cheap_design_note(config, domains)]
     notes += repetition_notes(config, domains, specs)
     old = layout.read(out, layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
@@ -192,6 +193,39 @@ def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
             f"budgets {shown(three)} ({how}), {three.flops / two.flops:.2f}x the two-budget proxies; with three "
             "budgets or more ddo.projection: auto backtests its projection at N2 (refitted without it) before it "
             "uses one")
+
+
+def cheap_design_note(config: RunnerConfig, domains: DomainInfo) -> str:
+    """The cheap design the dry run recommends (:mod:`.planning.cheap`): its proxies' cost against this config's,
+    the config lines that select it, and the one line back to the paper's design."""
+    try:
+        design = cheap_design(config, domains)
+        two, three = proxy_costs(config, domains)
+        cheap, _ = proxy_costs(cheap_config(config, design), domains)
+    except ValueError as exc:
+        return f"cheap design: not computed ({exc})"
+    mine = three if len(config.ddo.budgets) >= 3 else two  # what this config runs
+    model = _model_text(design.proxy_model)
+    if design.ratio < CHEAP_MIN_RATIO:
+        return (f"cheap design: no proxy model {CHEAP_MIN_RATIO:g}x smaller than {_model_text(config.model)} (the "
+                f"smallest, {model}, is {design.ratio:.2f}x smaller in FLOPs per token); proxies cost "
+                f"{mine.target_runs:.2f} target runs")
+    runs = f"{cheap.runs} runs, {format_flops(cheap.flops)} = {cheap.target_runs:.2f} target runs"
+    current = config.ddo.proxy_model
+    same = (current is not None and current.preset == design.proxy_model.preset
+            and dict(current.overrides) == dict(design.proxy_model.overrides)
+            and tuple(config.ddo.budgets) == design.budgets)
+    if same:
+        return (f"cheap design: this config is the cheap design (proxy model {model}, {design.ratio:.2f}x fewer "
+                f"training FLOPs per token than the target's; {runs}); the paper's design, proxies at the target's "
+                "model: delete ddo.proxy_model")
+    lines = [f"cheap design (recommended; docs/runner.md, \"The cheap design\"): proxy model {model}, "
+             f"{design.ratio:.2f}x fewer training FLOPs per token than the target's, two budgets "
+             f"[{design.budgets[0]:,}, {design.budgets[1]:,}], separate runs: {runs}, against "
+             f"{mine.target_runs:.2f} for this config ({len(mine.budgets)} budgets). To use it, set:",
+             *(f"    {line}" for line in design.config_lines(from_three=len(config.ddo.budgets) >= 3)),
+             "  the paper's design (proxies at the target's model) is the same config without the proxy_model line"]
+    return "\n".join(lines)
 
 
 def _model_text(model: ModelConfig | ProxyModelConfig) -> str:

@@ -1,9 +1,10 @@
 """Planning: which runs an experiment trains, with how many tokens of each domain.
 
 The stores as the plan sees them (``data``: :class:`~.data.DomainInfo`), the run specs and their ids
-(``specs``), their hashed training settings as records (``settings``), repetition-matched proxies (``repetition``) and time estimates (``estimate``).
+(``specs``), their hashed training settings as records (``settings``), repetition-matched proxies
+(``repetition``), time estimates (``estimate``) and the cheap design the dry run recommends (``cheap``).
 """
 
 from __future__ import annotations
 
-__all__ = ["data", "estimate", "repetition", "settings", "specs"]
+__all__ = ["cheap", "data", "estimate", "repetition", "settings", "specs"]
