@@ -99,7 +99,7 @@ def test_the_dry_run_recommends_it_with_its_cost_and_lines_that_select_it(stores
     assert cheap_design_note(pasted, d).startswith("cheap design: this config is the cheap design")
     # the recommendation is text: this config's plan (and ids) stay those of the paper's design
     runner = MixtureRunner(cfg, tmp_path / "out", log=lambda _: None, progress=False)
-    assert all(s.settings["model"]["fields"]["n_layer"] == 2 for specs in runner.proxy_specs().values() for s in specs)
+    assert all(s.settings.model.fields["n_layer"] == 2 for specs in runner.proxy_specs().values() for s in specs)
 
 
 def test_a_target_too_small_to_shrink_says_so(stores: Path) -> None:
