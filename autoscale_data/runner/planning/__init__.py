@@ -1,9 +1,10 @@
 """Planning: which runs an experiment trains, with how many tokens of each domain.
 
 The stores as the plan sees them (``data``: :class:`~.data.DomainInfo`), the run specs and their ids
-(``specs``), repetition-matched proxies (``repetition``) and time estimates (``estimate``).
+(``specs``), repetition-matched proxies (``repetition``), time estimates (``estimate``) and the DDO proxies of
+``ddo.schedule: wsd``, one run per mix with cooldown branches (``wsd``).
 """
 
 from __future__ import annotations
 
-__all__ = ["data", "estimate", "repetition", "specs"]
+__all__ = ["data", "estimate", "repetition", "specs", "wsd"]
