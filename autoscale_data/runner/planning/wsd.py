@@ -183,8 +183,8 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
     budgets = sorted(config.ddo.budgets)
     trunk_lr, branch_lr = LRSchedule(CONSTANT, 0.0, 1.0), LRSchedule(REWARM_DECAY, 0.0, 1.0)
     trunks: list[RunSpec] = []
-    branches: dict[int, list[RunSpec]] = {n: [] for n in config.ddo.budgets}
-    for mix in _mixes(config, domains):
+    keyed: dict[int, dict[tuple[int, int], RunSpec]] = {n: {} for n in config.ddo.budgets}
+    for m, mix in enumerate(_mixes(config, domains)):
         anchors = [(sum(counts.values()), counts) for _, counts, _, _ in mix]
         for (_, a), (_, b) in zip(anchors[:-1], anchors[1:], strict=True):
             _increment_weights(a, b, f"the WSD trunk of {mix[-1][0]!r}")  # the path never falls
@@ -192,7 +192,7 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
         points = [branch_points(config, total, warmup) for total, _ in anchors]
         ends = sorted({start * batch for start, _ in points} | {total for total, _ in anchors[:-1]})
         label, _, perturbed, multiplier = mix[-1]
-        for seed in config.seeds:
+        for k, seed in enumerate(config.seeds):
             parent: RunSpec | None = None
             stretches: dict[int, RunSpec] = {}
             for end in ends:
@@ -211,8 +211,10 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
                                     weights=_increment_weights(stem.sequences, counts, f"the branch of {here!r}"),
                                     lr=branch_lr)
                 role = _Role("proxy", n, here, seed, perturbed=perturbed, multiplier=trained)
-                branches[n].append(_make(proxy, domains, role, counts, extension=ext,
-                                         wsd=WSDSpec(BRANCH, warmup, decay, config.ddo.cooldown_shape)))
+                keyed[n][k, m] = _make(proxy, domains, role, counts, extension=ext,
+                                       wsd=WSDSpec(BRANCH, warmup, decay, config.ddo.cooldown_shape))
+    # seed by seed, each the base then the perturbations, as ddo_proxy_specs orders the separate runs
+    branches = {n: [runs[key] for key in sorted(runs)] for n, runs in keyed.items()}
     return WSDPlan(trunks=trunks, branches=branches)
 
 
