@@ -15,17 +15,18 @@ ledger run, resumable like any other, so a run killed in the trunk or in a branc
 checkpoint and nothing finished trains again. The runs are trained in waves (:attr:`WSDPlan.waves`): a
 wave's parents all lie in earlier waves.
 
-**Data.** A mix's sequences per domain after ``t`` sequences of its trunk are the largest-remainder shares
-``C(t)`` of the mix's counts at the largest budget (the mix the separate N2 run trains), and each stretch or
-branch adds ``C(end) - C(start)`` (its dataset continues every domain's order where its parent left it, so
-nothing repeats or is skipped). So a budget-N branch trains exactly ``C(N)`` sequences per domain, within one
-sequence of ``share x N`` (largest remainder), the very counts a separate N-run of the trunk's mix would
-train; per domain they are the first ``C_d(N)`` sequences of the trunk's order, and the trunk's stream's own
-first ``N`` sequences hold within 2 sequences of ``share x N`` of each domain (each stretch interleaves with
-low discrepancy and starts on ``C`` exactly), so the branch's data is the prefix of the largest budget's
-stream within 2 sequences per domain (tested over shares and budgets). Whole global batches can make a
-perturbation's multiplier at a smaller budget differ from the separate design's (whose counts are rounded at
-each budget on its own): the branch's spec holds the multiplier it trains, which the fits use.
+**Data.** A budget-N branch trains exactly the separate N-run's sequences per domain, ``c(N)`` (the DDO design
+at N: the same counts, multiplier and label, so the fits read it as that run), and per domain the very same
+sequences: each domain's seeded order, continued from the trunk, nothing repeated or skipped. A mix's trunk
+runs through the anchors ``(T(N), c(N))`` of every budget (``T(N)``: the separate run's total), adding between
+two anchors the largest-remainder share of the increment (:func:`_path`); it is cut into stretches at every
+branch point and every smaller budget's end, so it holds ``c(N)`` exactly after ``T(N)`` sequences, and the
+branch's sequences of each domain are the trunk's first ones. **The bound:** at every position ``t <= T(N)``
+the branch's stream (the trunk's, then its own decay) holds within 2 sequences per domain of the largest
+budget's stream (the trunk's), because each stretch and branch interleaves its increment with low discrepancy
+(tested over shares and budgets, ``tests/runner/planning/test_runner_wsd.py``). Whole global batches round
+each budget's design on its own, so a perturbation's multiplier may differ a little between budgets, as it
+does for separate runs.
 
 **Cost.** Each mix trains ``N_last`` tokens (trunk and last branch) plus ``cooldown x N`` per smaller budget:
 three budgets cost about ``1 + 0.2 (N0 + N1) / N2`` of the largest budget's runs (:func:`wsd_cost`), against
