@@ -153,7 +153,8 @@ def _increment_weights(before: Mapping[str, int], after: Mapping[str, int], what
     """The weights whose largest remainder over ``sum(after - before)`` sequences is that difference exactly."""
     new = {d: after[d] - before.get(d, 0) for d in after}
     if min(new.values()) < 0:
-        raise ValueError(f"{what}: a domain's count falls from {dict(before)} to {dict(after)}; raise ddo.budgets")
+        raise ValueError(f"{what}: a domain's count falls from {dict(before)} to {dict(after)} (whole global batches "
+                         "round each budget's design on its own): raise ddo.budgets or lower global_batch_size")
     total = sum(new.values())
     return {d: n / total for d, n in new.items()}
 
@@ -176,8 +177,9 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
     counts there are the separate run's exactly); a budget-N branch ends on the separate N-run's counts.
 
     Raises:
-        ValueError: a branch point before the warm-up's end (:func:`branch_points`), or a budget where whole
-            global batches cannot hold the design.
+        ValueError: a branch point before the warm-up's end (:func:`branch_points`), a budget where whole
+            global batches cannot hold the design, or a domain whose count in a design mix falls from one budget
+            to the next (whole batches round each budget's design on its own; the trunk cannot pass through both).
     """
     proxy = proxy_config(config, domains)
     batch = config.global_batch_size
