@@ -16,7 +16,14 @@ from .experiment import config_changes
 from .ledger import DONE, Ledger
 from .planning.cheap import CHEAP_MIN_RATIO, cheap_config, cheap_design
 from .planning.data import DomainInfo, batch_sequences
-from .planning.estimate import estimate_seconds, format_duration, format_flops, run_flops, startup_seconds
+from .planning.estimate import (
+    estimate_seconds,
+    format_duration,
+    format_flops,
+    run_flops,
+    run_tokens,
+    startup_seconds,
+)
 from .planning.repetition import matched, repetition_records, target_epochs
 from .planning.specs import (
     MULTIPLIER_TOLERANCE,
@@ -29,8 +36,8 @@ from .planning.specs import (
     target_run_flops,
 )
 
-__all__ = ["ProxyCost", "cheap_design_note", "design_note", "load_note", "projection_note", "proxy_cost_note", "proxy_costs",
-           "rounding_notes", "run_list_text"]
+__all__ = ["ProxyCost", "cheap_design_note", "design_note", "load_note", "projection_note", "proxy_cost_note",
+           "proxy_costs", "rounding_notes", "run_list_text", "wsd_notes"]
 
 
 def _tag(multiplier: float) -> str:
@@ -50,7 +57,7 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     n_later = len(later) * len(cfg.target.seeds)
     known = [*proxies, *fixed]
     info = describe_runs(known)
-    tokens = info["tokens"] + n_later * per_target
+    tokens = sum(run_tokens(s) for s in {s.run_id: s for s in known}.values()) + n_later * per_target
     known_flops = sum(run_flops(s) for s in {s.run_id: s for s in known}.values())
     flops = known_flops + n_later * target_run_flops(cfg, domains)
     ledger_state, measured = _ledger_view(out)
@@ -109,6 +116,7 @@ def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: 
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
     notes += [design_note(config), *rounding_notes(config, domains), projection_note(config),
               proxy_cost_note(config, domains), cheap_design_note(config, domains)]
+    notes += wsd_notes(config, domains)
     notes += repetition_notes(config, domains, specs)
     old = layout.read(out, layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
@@ -226,6 +234,31 @@ def cheap_design_note(config: RunnerConfig, domains: DomainInfo) -> str:
              *(f"    {line}" for line in design.config_lines(from_three=len(config.ddo.budgets) >= 3)),
              "  the paper's design (proxies at the target's model) is the same config without the proxy_model line"]
     return "\n".join(lines)
+
+
+def wsd_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
+    """With ``ddo.schedule: wsd``: the design (trunk, branches, decay) and its tokens against separate runs
+    (:func:`~.planning.wsd.wsd_cost`); nothing for separate runs."""
+    from .config.sections import WSD
+    from .planning.wsd import wsd_cost, wsd_plan
+
+    ddo = config.ddo
+    if ddo.schedule != WSD:
+        return []
+    try:
+        plan = wsd_plan(config, domains)
+    except ValueError as exc:
+        return [f"ddo.schedule: wsd: not planned ({exc})"]
+    cost = wsd_cost(config, domains, plan)
+    mixes = len(plan.branches[ddo.largest])
+    budgets = sorted(ddo.budgets)
+    rule = " + ".join(f"{n:,}" for n in budgets[:-1])
+    return [f"ddo.schedule: wsd: {mixes} design runs (mixes x seeds) each trained once to {budgets[-1]:,} tokens at "
+            f"constant learning rate after warm-up ({len(plan.trunks)} trunk stretches), and every budget's run a "
+            f"{ddo.cooldown:g} {ddo.cooldown_shape} decay branched from it: {cost.tokens:,} proxy tokens = "
+            f"x{cost.of_largest:.3f} the largest budget's runs (about 1 + {ddo.cooldown:g} x ({rule}) / {budgets[-1]:,} "
+            f"= {1 + ddo.cooldown * sum(budgets[:-1]) / budgets[-1]:.3f}), {cost.of_separate:.2f} of the separate "
+            f"runs' {cost.separate_tokens:,}"]
 
 
 def _model_text(model: ModelConfig | ProxyModelConfig) -> str:

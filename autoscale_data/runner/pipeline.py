@@ -27,12 +27,14 @@ from .._records import to_json
 from .._runner_names import INPROCESS, REWARM_DECAY
 from . import layout
 from .config import RunnerConfig, config_to_dict
+from .config.sections import WSD
 from .describe import design_note, rounding_notes
 from .experiment import check_config, with_folder_defaults
 from .ledger import Ledger
 from .mixes.methods import MethodContext, choose_all, cost_lines, selected_methods, selection_stages
 from .planning.data import DomainInfo, inspect_domains
 from .planning.specs import RunSpec, ddo_proxy_specs, supply_problems, target_spec
+from .planning.wsd import WSDPlan, wsd_plan
 from .records import RunListFile, RunResult
 from .reporting.report_types import Report
 
@@ -71,8 +73,17 @@ class MixtureRunner:
         return self._domains
 
     def proxy_specs(self) -> dict[int, list[RunSpec]]:
-        """The DDO runs of each DDO budget."""
+        """The DDO runs of each DDO budget (with ``ddo.schedule: wsd``, the branches of :meth:`wsd_plan`)."""
+        plan = self.wsd_plan()
+        if plan is not None:
+            return plan.branches
         return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
+
+    def wsd_plan(self) -> WSDPlan | None:
+        """The trunks and branches of ``ddo.schedule: wsd`` (:mod:`~autoscale_data.runner.planning.wsd`), else ``None``."""
+        if self.config.ddo.schedule != WSD:
+            return None
+        return wsd_plan(self.config, self.domains)
 
     def method_context(self, ledger: Ledger | None = None, fits: Any = None, *,
                        proxies: dict[int, list[RunSpec]] | None = None) -> MethodContext:
@@ -101,7 +112,8 @@ class MixtureRunner:
         from .describe import run_list_text
         from .training.downstream import downstream_cost_lines
 
-        proxies = [s for specs in self.proxy_specs().values() for s in specs]
+        plan = self.wsd_plan()
+        proxies = (plan.trunks if plan is not None else []) + [s for specs in self.proxy_specs().values() for s in specs]
         selection = [s for stage in self.selection_specs() for s in stage]
         text = run_list_text(self.config, self.domains, self.out, proxies + selection,
                          self.target_specs(self.fixed_target_mixes()))
@@ -125,7 +137,15 @@ class MixtureRunner:
         with Ledger(self.out) as ledger, self._executor_scope():
             changed = self._record_inputs()
             proxies, methods, stages = self._plan_proxies_and_selection(ledger, changed)
-            self._train_all(ledger, [s for specs in proxies.values() for s in specs] + (stages[0] if stages else []))
+            first = stages[0] if stages else []
+            plan = self.wsd_plan()
+            if plan is None:
+                self._train_all(ledger, [s for specs in proxies.values() for s in specs] + first)
+            else:  # a WSD run's parent (a trunk stretch) trains in an earlier wave
+                waves = plan.waves
+                for wave in waves[:-1]:
+                    self._train_all(ledger, wave)
+                self._train_all(ledger, waves[-1] + first)
             for stage in stages[1:]:  # a later stage reads the one before (DoReMi's proxy, its reference)
                 self._train_all(ledger, stage)
             targets = self._plan_targets(ledger, proxies, methods, [s for stage in stages for s in stage])
@@ -167,7 +187,8 @@ class MixtureRunner:
             raise ValueError("the stores cannot supply this plan:\n  " + "\n  ".join(problems))
         # the report reads only this plan's runs, from the start; another config's extra runs are not its
         self._write_run_list(proxies, fixed, keep_extra=not changed, selection=selection)
-        for s in all_proxies + selection + fixed:
+        plan = self.wsd_plan()
+        for s in (plan.trunks if plan is not None else []) + all_proxies + selection + fixed:
             ledger.register(s)
         warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) + rounding_notes(self.config, d)
         self.log(  # each note once: as a warning, not also in the logged plan

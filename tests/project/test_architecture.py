@@ -358,6 +358,8 @@ VOCABULARIES = (
     ("autoscale_data._runner_names", "SLURM_CLUSTERS"),
     ("autoscale_data._runner_names", "LR_SCHEDULES"),
     ("autoscale_data.runner.config.sections", "REPETITION_MODES"),
+    ("autoscale_data.runner.config.sections", "PROXY_SCHEDULES"),
+    ("autoscale_data.runner.config.sections", "COOLDOWN_SHAPES"),  # its 'linear' a decay shape, the regressor's a model
     ("autoscale_data.solver.regression", "REGRESSORS"),
 )
 #: The one executor kind no config names (``local`` with one slot runs in the runner's process).
@@ -367,6 +369,8 @@ SINGLE_NAMES = (("autoscale_data._runner_names", "INPROCESS"),)
 VOCABULARY_ALLOWED = {
     ("autoscale_data.solver.bootstrap", "observed"):
         "BootstrapResult's JSON field 'observed' (the DDO weights of the runs as observed), not the method",
+    ("autoscale_data.runner.planning", "wsd"): "the module planning.wsd in the package's __all__, not the schedule",
+    ("autoscale_data.runner.planning.specs", "wsd"): "RunSpec.wsd's key in the run id's payload, not the schedule",
 }
 
 

@@ -26,6 +26,7 @@ from ..registry import DDO_N2, NATURAL, REFERENCE, UNIFORM
 
 __all__ = [
     "CHOICES",
+    "COOLDOWN_SHAPES",
     "DDOConfig",
     "DeepSpeedConfig",
     "EXECUTORS",
@@ -33,14 +34,17 @@ __all__ = [
     "ExecutorConfig",
     "ModelConfig",
     "OptimizerConfig",
+    "PROXY_SCHEDULES",
     "ProxyModelConfig",
     "REPETITION_MATCH",
     "REPETITION_MODES",
     "REPETITION_OFF",
     "RayConfig",
+    "SQRT_COOLDOWN",
     "SlurmConfig",
     "TargetConfig",
     "TrainConfig",
+    "WSD",
     "build_section",
 ]
 
@@ -51,6 +55,12 @@ CHOICES = "choices"
 #: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
 REPETITION_MODES = ("off", "match")
 REPETITION_OFF, REPETITION_MATCH = REPETITION_MODES
+#: ``ddo.schedule``: every DDO run trained on its own (the paper's design), or one run per mix with cooldown branches.
+PROXY_SCHEDULES = ("separate", "wsd")
+SEPARATE, WSD = PROXY_SCHEDULES
+#: ``ddo.cooldown_shape``: how a WSD branch's learning rate falls from the peak (Hägele et al. 2024: ``1-sqrt``).
+COOLDOWN_SHAPES = ("1-sqrt", "linear")
+SQRT_COOLDOWN, LINEAR_COOLDOWN = COOLDOWN_SHAPES
 
 
 def _field(section: str, name: str) -> str:
@@ -280,6 +290,17 @@ class DDOConfig:
     FLOPs per token than the target's is refused when the plan is made (see "A proxy model of its own")."""
     proxy_lr: float | None = None
     """The proxies' peak learning rate (the runs ``proxy_model`` trains; ``None``: ``optimizer.lr``)."""
+    schedule: str = SEPARATE
+    """``separate``: every DDO run trains on its own, with warm-up and linear decay (the paper's design; ids as
+    before); ``wsd``: each design mix trains once (the trunk, at constant learning rate after warm-up) and every
+    budget's run is a short decay branched from the trunk's checkpoint (see "One run per mix: cooldown
+    branches")."""
+    cooldown: float = 0.2
+    """With ``schedule: wsd``: the share of each budget's steps in its decay branch, in (0, 1) (Hägele et al.
+    2024: 0.2)."""
+    cooldown_shape: str = SQRT_COOLDOWN
+    """With ``schedule: wsd``: the branch's learning rate from the peak to ``optimizer.min_lr_ratio``: ``1-sqrt``
+    (Hägele et al. 2024) or ``linear``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
@@ -322,6 +343,14 @@ class DDOConfig:
                               "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
+        check_choice("ddo", "schedule", self.schedule, PROXY_SCHEDULES)
+        check_choice("ddo", "cooldown_shape", self.cooldown_shape, COOLDOWN_SHAPES)
+        if not (is_number(self.cooldown) and 0.0 < float(self.cooldown) < 1.0):
+            raise field_error("ddo", "cooldown", self.cooldown, "a share of each budget's steps in (0, 1), e.g. 0.2")
+        object.__setattr__(self, "cooldown", float(self.cooldown))
+        if self.schedule == WSD and self.repetition == REPETITION_MATCH:
+            raise field_error("ddo", "schedule", self.schedule, "'separate' with ddo.repetition: match (a WSD trunk "
+                              "draws one stream for every budget, a matched proxy a pool of its budget's own)")
         if isinstance(self.proxy_model, str):  # a preset name: that preset as is
             object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
         elif self.proxy_model is not None:

@@ -20,8 +20,9 @@ from typing import Any
 from ..._records import Record, omitted, required
 from .. import registry
 from ..config import RunnerConfig
+from ..config.sections import WSD
 from ..planning.data import DomainInfo, batch_sequences
-from ..planning.estimate import format_flops, run_flops
+from ..planning.estimate import format_flops, run_flops, run_tokens
 from ..planning.specs import (
     RunSpec,
     method_spec,
@@ -71,6 +72,16 @@ class MethodContext:
     @property
     def n2_proxies(self) -> list[RunSpec]:
         return list(self.proxies.get(self.config.ddo.largest, []))
+
+    def proxy_runs(self, budgets: Sequence[int] | None = None) -> list[RunSpec]:
+        """What the DDO runs at ``budgets`` (default: all) take to train: those runs and, with ``ddo.schedule:
+        wsd``, the trunk stretches they branch from."""
+        chosen = [s for n, specs in self.proxies.items() if budgets is None or n in budgets for s in specs]
+        if self.config.ddo.schedule != WSD:
+            return chosen
+        from ..planning.wsd import with_trunks, wsd_plan
+
+        return with_trunks(chosen, wsd_plan(self.config, self.domains).trunks)
 
 
 @dataclass(frozen=True)
@@ -140,7 +151,7 @@ class AutoScale(MixingMethod):
     """AutoScale: the DDO optima at N1 and N2, projected to the target budget."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        return ctx.all_proxies
+        return ctx.proxy_runs()
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         return TargetChoice(weights=ctx.fits.weights, details={"projection": ctx.fits.method})
@@ -150,7 +161,7 @@ class DDON2(MixingMethod):
     """The DDO optimum at N2, used as is."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        return ctx.n2_proxies
+        return ctx.proxy_runs([ctx.config.ddo.largest])
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         return TargetChoice(weights=dict(ctx.fits.ddo[ctx.config.ddo.largest].weights))
@@ -207,7 +218,7 @@ class Anytime(MixingMethod):
     """AutoScale's mixture plan, followed along the target run (schedule ``anytime``)."""
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        return ctx.all_proxies
+        return ctx.proxy_runs()
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
         if ctx.fits.plan is None:
@@ -248,6 +259,10 @@ class _Regression(MixingMethod):
     def fit_runs(self, ctx: MethodContext) -> list[RunSpec]:
         return (ctx.n2_proxies if self.settings(ctx).fits_on_proxies else []) + self.swarm(ctx)
 
+    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
+        swarm = self.swarm(ctx)
+        return (ctx.proxy_runs([ctx.config.ddo.largest]) if self.settings(ctx).fits_on_proxies else []) + swarm
+
     def check(self, ctx: MethodContext) -> None:
         runs = self.fit_runs(ctx)
         mixes = {tuple(sorted(s.sequences.items())) for s in runs}
@@ -263,9 +278,6 @@ class _Regression(MixingMethod):
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
         swarm = self.swarm(ctx)
         return [swarm] if swarm else []
-
-    def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
-        return self.fit_runs(ctx)
 
     def table(self, ctx: MethodContext) -> Any:
         from ...solver import Run, RunTable
@@ -419,7 +431,7 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
         records.append(MethodRecord(
             name=m.name, source=m.source, weights=mixes.get(m.name),
             selection_run_ids=[s.run_id for stage in m.selection_stages(ctx) for s in stage],
-            cost_run_ids=list(cost), cost_tokens=sum(s.total_tokens for s in cost.values()), skipped=choice.skipped,
+            cost_run_ids=list(cost), cost_tokens=sum(run_tokens(s) for s in cost.values()), skipped=choice.skipped,
             details=choice.details, cost_flops=sum(run_flops(s) for s in cost.values()), target_flops=target_flops))
     return mixes, targets, records
 
@@ -435,7 +447,7 @@ def cost_lines(methods: Sequence[MixingMethod], ctx: MethodContext) -> list[str]
              f"FLOPs; x = target runs of {per_target:,} tokens and {format_flops(target_flops)}, by FLOPs):"]
     for m in methods:
         cost = {s.run_id: s for s in m.cost_runs(ctx)}
-        tokens = sum(s.total_tokens for s in cost.values())
+        tokens = sum(run_tokens(s) for s in cost.values())
         flops = sum(run_flops(s) for s in cost.values())
         lines.append(f"  {m.name:18} {len(cost):4} runs {tokens:>16,} tokens {flops:>10.3g} FLOPs  "
                      f"x{flops / target_flops:.2f}")

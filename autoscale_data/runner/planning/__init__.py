@@ -2,9 +2,10 @@
 
 The stores as the plan sees them (``data``: :class:`~.data.DomainInfo`), the run specs and their ids
 (``specs``), their hashed training settings as records (``settings``), repetition-matched proxies
-(``repetition``), time estimates (``estimate``) and the cheap design the dry run recommends (``cheap``).
+(``repetition``), time estimates (``estimate``), the cheap design the dry run recommends (``cheap``) and the
+DDO proxies of ``ddo.schedule: wsd``, one run per mix with cooldown branches (``wsd``).
 """
 
 from __future__ import annotations
 
-__all__ = ["cheap", "data", "estimate", "repetition", "settings", "specs"]
+__all__ = ["cheap", "data", "estimate", "repetition", "settings", "specs", "wsd"]

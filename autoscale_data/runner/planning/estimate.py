@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration", "format_flops", "run_flops",
-           "startup_seconds"]
+           "run_tokens", "startup_seconds"]
 
 CPU_FLOPS = 25e9
 CUDA_FLOPS = 100e12
@@ -26,9 +26,16 @@ def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> flo
     return 6.0 * (body + vocab * width) + 6.0 * layers * seq_len * width
 
 
+def run_tokens(spec: Any) -> int:
+    """Tokens a planned run trains itself: its total, less the prefix of the run it continues (an extension's or a
+    WSD branch's parent, which is trained, and counted, once)."""
+    return (spec.total_sequences - spec.parent_sequences) * spec.seq_len
+
+
 def run_flops(spec: Any) -> float:
-    """Training FLOPs of a planned run: its tokens x :func:`flops_per_token` of the model its settings hash."""
-    return spec.total_tokens * spec.training.model.flops_per_token(spec.seq_len)
+    """Training FLOPs of a planned run: its own tokens (:func:`run_tokens`) x the FLOPs per token of the model its
+    settings hash."""
+    return run_tokens(spec) * spec.training.model.flops_per_token(spec.seq_len)
 
 
 def format_flops(flops: float) -> str:

@@ -45,6 +45,8 @@ __all__ = [
     "MULTIPLIER_TOLERANCE",
     "RunSpec",
     "SCHEDULES",
+    "WSDSpec",
+    "WSD_ROLES",
     "ddo_base_counts",
     "ddo_proxy_specs",
     "describe_runs",
@@ -111,6 +113,36 @@ class ExtensionSpec(Record):
     """The learning-rate schedule of the new steps, its warm-up resolved (:meth:`LRSchedule.resolved`)."""
 
 
+#: :attr:`WSDSpec.role` values: a stretch of a mix's constant-LR trunk, or a budget's decay branch.
+WSD_ROLES = ("trunk", "branch")
+
+
+@dataclass(frozen=True)
+class WSDSpec(Record):
+    """What a run of the ``ddo.schedule: wsd`` design is (:attr:`RunSpec.wsd`; :mod:`.wsd`): its learning rate
+    is a function of the global step (the trunk's steps before it included)."""
+
+    role: str
+    """``trunk``: a stretch of the mix's trunk (warm-up, then the peak; it keeps its final checkpoint for the
+    next stretch and the branches); ``branch``: a budget's decay from the trunk's checkpoint to its end."""
+    warmup_steps: int
+    """The trunk's linear warm-up, in steps from step 0."""
+    decay_steps: int = 0
+    """A branch's decay steps (its own steps); 0 for the trunk."""
+    shape: str | None = None
+    """A branch's decay shape (``ddo.cooldown_shape``: ``1-sqrt`` or ``linear``); ``None`` for the trunk."""
+
+    def __post_init__(self) -> None:
+        if self.role not in WSD_ROLES:
+            raise ValueError(f"wsd role {self.role!r} is invalid: expected one of {WSD_ROLES}")
+        if not (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0):
+            raise ValueError(f"wsd warmup_steps {self.warmup_steps!r} is invalid: expected an integer >= 0")
+        branch = self.role == "branch"
+        if branch != (isinstance(self.decay_steps, int) and self.decay_steps >= 1) or branch != (self.shape is not None):
+            raise ValueError(f"wsd {self.role} run: decay_steps {self.decay_steps!r} and shape {self.shape!r} are "
+                             "invalid: expected decay_steps >= 1 and a shape for a branch, 0 and None for the trunk")
+
+
 @dataclass(frozen=True)
 class RunSpec(Record):
     """One training run of the plan (``spec.json``; the codec of :mod:`autoscale_data._records` writes and
@@ -139,6 +171,8 @@ class RunSpec(Record):
             subset it draws from in epochs (:mod:`.repetition`); ``None`` for every other run.
         hook: the :class:`~autoscale_data.runner.registry.HookSpec` of the step hook the trainer runs (of its kind;
             in the run id), ``None`` for plain runs.
+        wsd: a run of the ``ddo.schedule: wsd`` design (a ``trunk`` stretch or a ``proxy`` branch, continuing its
+            parent as :attr:`extension` says; in the run id), ``None`` for every other run.
     """
 
     run_id: str
@@ -157,9 +191,10 @@ class RunSpec(Record):
     extension: ExtensionSpec | None = omitted(default=None, repr=False)
     pools: dict[str, int] | None = omitted(default=None)
     hook: HookSpec | None = omitted(default=None, repr=False)
+    wsd: WSDSpec | None = omitted(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if (self.kind == "extension") != (self.extension is not None):
+        if (self.kind == "extension") != (self.extension is not None) and self.wsd is None:
             raise ValueError(f"run {self.run_id}: an 'extension' run needs its extension record, and only an "
                              f"extension run has one (kind {self.kind!r})")
         if self.schedule not in SCHEDULES:
@@ -213,7 +248,7 @@ class RunSpec(Record):
     def keeps_model(self) -> bool:
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
-        return self.kind in registry.model_keeping_kinds()
+        return self.kind in registry.model_keeping_kinds() or (self.wsd is not None and self.wsd.role == "trunk")
 
 
 def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
@@ -269,11 +304,12 @@ def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
 def id_payload(settings: TrainingSettings | None, sequences: Mapping[str, int], seed: int, eval_points: int, *,
                schedule: str = "fixed", plan: MixturePlan | None = None, extension: ExtensionSpec | None = None,
                hook: HookSpec | None = None, keeps_model: bool = False,
-               pools: Mapping[str, int] | None = None) -> dict[str, Any]:
+               pools: Mapping[str, int] | None = None, wsd: WSDSpec | None = None) -> dict[str, Any]:
     """What a run id hashes (the records as their JSON, as the spec file holds them). ``schedule`` and ``plan``
     enter only for a non-fixed schedule, ``extension`` only for an extension run, ``hook`` only for a run with
     a step hook, ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
-    proxy, so the ids of other runs do not depend on those options."""
+    proxy, so the ids of other runs do not depend on those options (nor on ``wsd``, which enters only for a run of
+    the WSD design)."""
     payload: dict[str, Any] = {"settings": {} if settings is None else settings.to_json(),
                                "sequences": dict(sorted(sequences.items())), "seed": seed, "eval_points": eval_points}
     if schedule != "fixed":
@@ -287,6 +323,8 @@ def id_payload(settings: TrainingSettings | None, sequences: Mapping[str, int], 
         payload["keeps_model"] = True
     if pools:
         payload["pools"] = dict(sorted(pools.items()))
+    if wsd is not None:
+        payload["wsd"] = wsd.to_json()
     return payload
 
 
@@ -331,10 +369,12 @@ class _Role:
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
           plan: MixturePlan | None = None, hook: HookSpec | None = None, pools: Mapping[str, int] | None = None,
-          extension: ExtensionSpec | None = None, settings: TrainingSettings | None = None) -> RunSpec:
+          extension: ExtensionSpec | None = None, settings: TrainingSettings | None = None,
+          wsd: WSDSpec | None = None) -> RunSpec:
     """The spec of one run; ``plan`` makes it follow the anytime schedule, ``hook`` gives it a step hook,
     ``pools`` draws domains from pools (a repetition-matched proxy), ``extension`` continues a run (its
-    evaluation points spread over the new sequences); ``settings``: the hashed settings when already known."""
+    evaluation points spread over the new sequences); ``settings``: the hashed settings when already known;
+    ``wsd``: a run of the WSD design."""
     settings = TrainingSettings.of(config, domains) if settings is None else settings
     points = config.eval.target_points if role.kind in ("target", "extension") else config.eval.proxy_points
     new = sum(sequences.values()) - (0 if extension is None else extension.parent_sequences)
@@ -342,11 +382,12 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     schedule = "fixed" if plan is None else "anytime"
     keeps = role.kind in registry.model_keeping_kinds()
     run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan,
-                             extension=extension, hook=hook, keeps_model=keeps, pools=pools)
+                             extension=extension, hook=hook, keeps_model=keeps, pools=pools, wsd=wsd)
     return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools else None)
+                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools else None,
+                   wsd=wsd)
 
 
 def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,

@@ -50,6 +50,7 @@ from ..config.sections import OptimizerConfig
 from ..models import mask_tokens, parameter_count, token_cross_entropy
 from ..planning.data import DomainInfo
 from ..planning.specs import RunSpec, proxy_dataset_options
+from ..planning.wsd import wsd_lr_lambda
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
@@ -243,7 +244,9 @@ class _Trainer:
         # the run's own learning rate: a proxy's may be ddo.proxy_lr (its settings hash what it trains with)
         o = replace(config.optimizer, lr=float(self.settings.optimizer.lr))
         optimizer = _optimizer(model, o, info.device if not engine else torch.device("cpu"))
-        if self.spec.extension is not None:  # a function of the global step: the parent's steps come first
+        if self.spec.wsd is not None:  # a WSD trunk stretch or branch (ddo.schedule: wsd): of the global step
+            self.lr_factor = wsd_lr_lambda(self.spec.wsd, self.offset, self.steps, o.min_lr_ratio)
+        elif self.spec.extension is not None:  # a function of the global step: the parent's steps come first
             self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)
         else:
             self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
