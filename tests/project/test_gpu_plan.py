@@ -49,7 +49,7 @@ def test_three_budgets_when_they_fit_at_the_largest_ratio_else_two() -> None:
     roomy = plan_mod.plan_session(8e6, 600)
     assert roomy.fits and roomy.proxy_budgets[0] >= 10_000_000 and len(roomy.proxy_budgets) == 3
     assert roomy.proxy_runs == 39 and roomy.ratio == pytest.approx(8, rel=0.01)
-    for small, large in zip(roomy.proxy_budgets, roomy.proxy_budgets[1:]):
+    for small, large in zip(roomy.proxy_budgets, roomy.proxy_budgets[1:], strict=False):
         assert large == pytest.approx(1.5 * small, abs=128 * 256)  # each budget 1.5 x the one before
     tight = plan_mod.plan_session(2.5e6, 600)
     assert tight.fits and len(tight.proxy_budgets) == 2  # a third budget would cost the target its size
