@@ -22,8 +22,10 @@ budgets but the largest and asked for that largest budget, ``N2`` (the held-back
   of one run and its own uncertainty (:func:`check_law`: a predictive F-test at ``VALIDATION_ALPHA``, the
   noise estimated from the smaller budgets alone, the law's residual there on its degrees of freedom) with plausible parameters; the joint law fitted to every budget then predicts
   the projection's gain over the observed mix at the target (:mod:`.gain`) beyond ``z`` of its standard
-  deviations (the one-sided quantile of route 1's margin: a test of the gain at the target, not a fixed
-  floor); and the backtest does not show the projection losing at ``N2`` beyond route 1's margin (so the
+  deviations (the one-sided quantile of route 1's margin: a test of the gain at the target) and beyond
+  ``GAIN_NOISE`` times the noise of one run as that law sees it (its residual, or its replicates' sd where
+  larger: a gain worth having exceeds the noise, where the floor before was twice a noise estimate that,
+  with one seed, is the misfit of a power law in the budget); and the backtest does not show the projection losing at ``N2`` beyond route 1's margin (so the
   observed mix must be scored like with like). Route 1 compares answers one budget step apart and cannot see
   a shift that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law
   may be followed that far.
@@ -84,6 +86,7 @@ TOTAL_TOL = 0.05  # a run scores a candidate only if its total tokens are within
 MAX_DISTANCE = 0.10  # the L1 distance tolerance never exceeds this (a linear slope holds only nearby)
 BIAS_FRACTION = 0.5  # a run stands in for a candidate where the slope moves the objective by at most this x noise
 VALIDATION_ALPHA = 0.05  # the law fitted without N2 passes when its predictive test on N2's runs has p >= this
+GAIN_NOISE = 1.0  # a validated law's predicted gain counts beyond this many times the noise of one run it sees
 ROUTES = 2  # a projection can win by the backtest or by the validated law: both share the test's size
 
 ValDomains = Sequence[str] | Mapping[str, float] | None
@@ -401,7 +404,7 @@ class _Verdict:
             return False
         if s is not None and s.gain is not None and self.margin is not None and s.gain < -self.margin:
             return False  # the backtest shows it losing
-        return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd)
+        return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > GAIN_NOISE * e.noise)
 
     def _no_loss(self, n: str, how: str) -> str:
         s = self.scores.get(n)
@@ -417,7 +420,8 @@ class _Verdict:
             parts = [f"backtest gain {s.gain:+.4g}" + ("" if self.margin is None else f" (margin {self.margin:.3g})")]
         if isinstance(e, GainEstimate):
             sd = f"sd {e.sd:.3g}" if np.isfinite(e.sd) else "sd not determined"
-            parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd)")
+            parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd and > "
+                         f"{GAIN_NOISE:g} x the noise {e.noise:.3g})")
         elif isinstance(e, str):
             parts.append(f"no predicted gain ({e})")
         if n in self.flags:
@@ -438,7 +442,7 @@ class _Verdict:
             e: Any = self.predicted[best]
             return Selection(best, f"{self.check.note}; the joint law over every budget predicts the {best} "
                                    f"projection beats the best observed mix at the target by {e.gain:.4g} (sd "
-                                   f"{e.sd:.3g}: more than {self.z:.2f} sd), and the "
+                                   f"{e.sd:.3g}: more than {self.z:.2f} sd and the noise of one run {e.noise:.3g}), and the "
                                    f"backtest {at} {self._no_loss(best, how)}, so it is used", "backtest", **record)
         by_backtest = [n for n in self.projections if self.backtest_win(n)]
         if by_backtest:
