@@ -88,7 +88,7 @@ def test_fast_subset_has_no_false_positive():
     assert {r["kind"] for r in rows} == set(sim.KINDS)
 
 
-# the full run's power on moving laws (docs/solver.md's table, seed 0, commit 099c7ab): designs where auto beat
+# the full run's power on moving laws (docs/solver.md's table, seed 0, commit 764bc66): designs where auto beat
 # DDO(N2) beyond the noise, of those where some projection truly does
 MEASURED_POWER = (61, 133)
 
