@@ -19,14 +19,16 @@ budgets but the largest and asked for that largest budget, ``N2`` (the held-back
 * **Route 1, a backtest win:** the projection's score beats the observed mix's by more than
   :func:`~.select.backtest_margin` over the projections scored and the two routes (Bonferroni).
 * **Route 2, a validated law:** the joint law fitted without ``N2`` predicts ``N2``'s runs within the noise
-  of one run and its own uncertainty (:func:`check_law`: a chi-square test at ``VALIDATION_ALPHA``) with
-  plausible parameters; the
-  joint law fitted to every budget then predicts the projection's gain over the observed mix at the target
-  (:mod:`.gain`) beyond ``z`` of its standard deviations (the one-sided quantile of route 1's margin) and
-  beyond ``MARGIN_NOISE`` times the noise of one run; and the backtest does not show the projection losing
-  at ``N2`` beyond route 1's margin. Route 1 compares answers one budget step apart and cannot see a shift
-  that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law may be
-  followed that far.
+  of one run and its own uncertainty (:func:`check_law`: a predictive F-test at ``VALIDATION_ALPHA``, the
+  noise estimated from the smaller budgets alone, the law's residual there on its degrees of freedom) with plausible parameters; the joint law fitted to every budget then predicts
+  the projection's gain over the observed mix at the target (:mod:`.gain`) beyond ``z`` of its standard
+  deviations (the one-sided quantile of route 1's margin: a test of the gain at the target) and beyond
+  ``GAIN_NOISE`` times the noise of one run as that law sees it (its residual, or its replicates' sd where
+  larger: a gain worth having exceeds the noise, where the floor before was twice a noise estimate that,
+  with one seed, is the misfit of a power law in the budget); and the backtest does not show the projection losing at ``N2`` beyond route 1's margin (so the
+  observed mix must be scored like with like). Route 1 compares answers one budget step apart and cannot see
+  a shift that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law
+  may be followed that far.
 * **The trust checks feed the decision** (:func:`untrusted`): a projection whose mix at the target lies beyond
   the shares the runs cover, or that rests on a joint law with implausible parameters (:mod:`.trust`), is
   chosen only by route 1 with a score from a run (a run near it vouches for it; a law does not vouch beyond
@@ -44,17 +46,17 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import chi2, norm
+from scipy.stats import f as f_dist
 
 from .ddo import DDOOptions, DDOResult
 from .design import run_objective
-from .gain import GainEstimate, predicted_values
+from .gain import GainEstimate, _Law, predicted_values
 from .joint import JointFit
 from .runs import RunTable
 from .scores import SCORE_LAW, SCORE_RUN, BacktestScore, CandidateError, LawCheck, Selection
 from .select import (
     BACKTEST_ALPHA,
     LABEL_TOL,
-    MARGIN_NOISE,
     _base_mean,
     _shares,
     backtest_margin,
@@ -81,7 +83,8 @@ __all__ = [
 TOTAL_TOL = 0.05  # a run scores a candidate only if its total tokens are within this fraction of the budget's
 MAX_DISTANCE = 0.10  # the L1 distance tolerance never exceeds this (a linear slope holds only nearby)
 BIAS_FRACTION = 0.5  # a run stands in for a candidate where the slope moves the objective by at most this x noise
-VALIDATION_ALPHA = 0.05  # the law fitted without N2 passes when its chi-square test on N2's runs has p >= this
+VALIDATION_ALPHA = 0.05  # the law fitted without N2 passes when its predictive test on N2's runs has p >= this
+GAIN_NOISE = 1.0  # a validated law's predicted gain counts beyond this many times the noise of one run it sees
 ROUTES = 2  # a projection can win by the backtest or by the validated law: both share the test's size
 
 ValDomains = Sequence[str] | Mapping[str, float] | None
@@ -218,16 +221,33 @@ def _unscored_by_run(held: _Held, candidate: Any, s: BacktestScore, tolerance: f
     return "not scored like with like: " + text
 
 
+def _law_noise_for_check(law: _Law, noise: float | None) -> tuple[float, float, str] | None:
+    """The noise the held-back budget's residuals are judged against, its degrees of freedom (``inf``: taken as
+    known) and where it came from: the residual of the law fitted to the smaller budgets (their noise and the
+    law's misfit there: the scale of ``C`` too, and what its optimiser reaches, where the replicates' pure error
+    would be lower than any fit gets), else the noise of one run given (``noise``); None without either.
+    Normalised units."""
+    dof = law.fit.n_points - int(law.free.sum())
+    if dof > 0 and np.isfinite(law.residual) and law.residual > 0:
+        return law.residual, float(dof), f"the residual of the law over the smaller budgets ({dof} degrees of freedom)"
+    if noise is not None and noise > 0:
+        return noise / law.fit.normalizer, float("inf"), "the noise of one run"
+    return None
+
+
 def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | CandidateError | None,
               tables: Sequence[RunTable],
               noise: float | None, options: DDOOptions) -> LawCheck:
     """The joint law fitted without the largest budget (``sub_joint``, on ``tables[:-1]``) against that budget's
     runs, and the plausibility of the law fitted to every budget (``joint``): :class:`~.scores.LawCheck`.
 
-    The residuals ``r = y - ŷ`` are judged against their covariance under a right law, ``σ² I + C``: the noise of
-    one run ``σ`` on each, plus ``C``, the delta method's covariance of the predictions over the fit
-    (:func:`~.gain.predicted_values`; extrapolating one budget step carries the fit's own uncertainty):
-    ``rᵀ (σ² I + C)⁻¹ r`` is chi-square with one degree of freedom per run.
+    A predictive test (Chow's): the residuals ``r = y - ŷ`` of the ``k`` held-back runs are judged against
+    their covariance under a right law, ``σ² I + C``: the noise of one run ``σ`` on each, plus ``C``, the delta
+    method's covariance of the predictions over the fit (:func:`~.gain.predicted_values`: extrapolating one
+    budget step carries the fit's own uncertainty). ``σ`` is estimated from the smaller budgets alone
+    (:func:`_law_noise_for_check`: the law's residual there, on its ``ν = n - p`` degrees of freedom), so ``rᵀ (σ² I + C)⁻¹ r / k`` is ``F(k, ν)`` under a right law (chi-square ``/ k``
+    with ``noise``, the noise of one run given, when the smaller budgets leave no degree of freedom). A law
+    that predicts the held-back budget worse than it fits the smaller ones fails.
     """
     if not isinstance(sub_joint, JointFit):
         return LawCheck(False, f"no joint law without the held-back budget ({getattr(sub_joint, 'error', None)})")
@@ -240,26 +260,32 @@ def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | Can
     y = run_objective(last, options.objective, options.val_domains)
     tok = last.tokens_matrix()[:, [last.train_domains.index(d) for d in sub_joint.domains]]
     try:
+        law = _Law.of(sub_joint, tables[:-1], options)
         pred, cov = predicted_values(sub_joint, tables[:-1], tok, options)
     except ValueError as exc:
         return LawCheck(False, f"the joint law without the held-back budget cannot predict its runs ({exc})")
     resid = y - pred
     rms = float(np.sqrt(np.mean(resid ** 2)))
-    if noise is None or not noise > 0:
+    found = _law_noise_for_check(law, noise)
+    if found is None:
         return LawCheck(False, f"no noise estimate to judge its predictions against (RMS error {rms:.3g})",
                         runs=len(y), rms=rms)
+    sigma, dof, source = found
+    sigma *= sub_joint.normalizer
     if cov is None or not np.all(np.isfinite(pred)):
         return LawCheck(False, f"its predictions of the held-back budget's runs (RMS error {rms:.3g}) rest on what "
-                               "the smaller budgets do not determine", runs=len(y), rms=rms, noise=float(noise))
-    stat = float(resid @ np.linalg.solve(noise ** 2 * np.eye(len(y)) + cov, resid))
-    p = float(chi2.sf(stat, len(y)))
+                               "the smaller budgets do not determine", runs=len(y), rms=rms, noise=sigma)
+    k = len(y)
+    stat = float(resid @ np.linalg.solve(sigma ** 2 * np.eye(k) + cov, resid)) / k
+    p = float(chi2.sf(stat * k, k) if np.isinf(dof) else f_dist.sf(stat, k, dof))
     ok = p >= VALIDATION_ALPHA
     spread = float(np.sqrt(np.mean(np.diag(cov))))
-    return LawCheck(ok, f"the joint law fitted without the held-back budget predicts its {len(y)} runs with RMS "
-                        f"error {rms:.3g} against the noise of one run {noise:.3g} and the prediction's own sd "
-                        f"{spread:.3g}: {'within' if ok else 'beyond'} them (chi-square p = {p:.3g}, "
+    test = f"chi-square on {k}" if np.isinf(dof) else f"F on {k} and {dof:g} degrees of freedom"
+    return LawCheck(ok, f"the joint law fitted without the held-back budget predicts its {k} runs with RMS error "
+                        f"{rms:.3g} against the noise of one run {sigma:.3g} ({source}) and the prediction's own sd "
+                        f"{spread:.3g}: {'within' if ok else 'beyond'} them ({test}, p = {p:.3g}, "
                         f"{'>=' if ok else '<'} {VALIDATION_ALPHA:g})",
-                    runs=len(y), rms=rms, noise=float(noise), p_value=p)
+                    runs=k, rms=rms, noise=sigma, p_value=p)
 
 
 def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pooled: bool,
@@ -345,7 +371,7 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
                        predicted={n: predicted[n] for n in PROJECTIONS if n in predicted},
                        margin=margin if scoring == SCORE_RUN else None,
                        law_margin=None if scoring == SCORE_RUN else margin)
-    verdict = _Verdict(scores, projections, margin, check, predicted, flags, noise, k)
+    verdict = _Verdict(scores, projections, margin, check, predicted, flags, k)
     return verdict.selection(base, held.budget, record)
 
 
@@ -359,7 +385,6 @@ class _Verdict:
     check: LawCheck
     predicted: Mapping[str, GainEstimate | CandidateError]
     flags: Mapping[str, str]
-    noise: float | None
     tests: int
 
     @property
@@ -380,8 +405,7 @@ class _Verdict:
             return False
         if s is not None and s.gain is not None and self.margin is not None and s.gain < -self.margin:
             return False  # the backtest shows it losing
-        noise = max(v for v in (self.noise, e.noise) if v is not None)
-        return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > MARGIN_NOISE * noise)
+        return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > GAIN_NOISE * e.noise)
 
     def _no_loss(self, n: str, how: str) -> str:
         s = self.scores.get(n)
@@ -398,7 +422,7 @@ class _Verdict:
         if isinstance(e, GainEstimate):
             sd = f"sd {e.sd:.3g}" if np.isfinite(e.sd) else "sd not determined"
             parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd and > "
-                         f"{MARGIN_NOISE:g} x noise)")
+                         f"{GAIN_NOISE:g} x the noise {e.noise:.3g})")
         elif isinstance(e, CandidateError):
             parts.append(f"no predicted gain ({e.error})")
         if n in self.flags:
@@ -420,8 +444,8 @@ class _Verdict:
             e: Any = self.predicted[best]
             return replace(record, chosen=best, reason=(
                 f"{self.check.note}; the joint law over every budget predicts the {best} projection beats the best "
-                f"observed mix at the target by {e.gain:.4g} (sd {e.sd:.3g}: more than {self.z:.2f} sd and "
-                f"{MARGIN_NOISE:g}x the noise), and the backtest {at} {self._no_loss(best, how)}, so it is used"))
+                f"observed mix at the target by {e.gain:.4g} (sd {e.sd:.3g}: more than {self.z:.2f} sd and the noise "
+                f"of one run {e.noise:.3g}), and the backtest {at} {self._no_loss(best, how)}, so it is used"))
         by_backtest = [n for n in self.projections if self.backtest_win(n)]
         if by_backtest:
             best = max(by_backtest, key=lambda n: (self.scores[n].gain, -PROJECTIONS.index(n)))

@@ -102,9 +102,11 @@ class BacktestScore(Record):
 class LawCheck(Record):
     """The joint law fitted without the held-back budget's runs, asked to predict them.
 
-    The law passes when its predictions are within the noise of one run: ``chi2 = Σ (y - ŷ)² / σ²`` over the
-    ``runs`` has a p-value (``χ²`` with ``runs`` degrees of freedom) of at least the rule's level, and its
-    parameters are plausible (:func:`~.trust.parameter_check` on the law fitted to every budget).
+    The law passes when it predicts them within what it fits the smaller budgets to: ``rᵀ (σ² I + C)⁻¹ r / runs``
+    (``σ`` the law's residual over the smaller budgets, ``C`` its predictions' covariance) has a p-value under
+    ``F(runs, ν)`` (chi-square ``/ runs`` with a given noise where no degree of freedom is left) of at least the
+    rule's level (:func:`~.backtest.check_law`), and its parameters are plausible (:func:`~.trust.parameter_check`
+    on the law fitted to every budget).
     """
 
     passed: bool
@@ -118,7 +120,7 @@ class LawCheck(Record):
     noise: float | None = None
     """The noise of one run they were judged against."""
     p_value: float | None = None
-    """The chi-square test's p-value (None: not computed)."""
+    """The predictive test's p-value (None: not computed)."""
 
 
 def _later(**kwargs: Any) -> Any:

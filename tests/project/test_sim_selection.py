@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 from paths import BENCHMARKS
+from scipy.stats import binom
 
 from autoscale_data.solver.design import read_design
 
@@ -87,10 +88,29 @@ def test_fast_subset_has_no_false_positive():
     assert {r["kind"] for r in rows} == set(sim.KINDS)
 
 
+# the full run's power on moving laws (docs/solver.md's table, seed 0, commit 764bc66): designs where auto beat
+# DDO(N2) beyond the noise, of those where some projection truly does
+MEASURED_POWER = (61, 133)
+
+
+def _power(rows: list[dict]) -> tuple[int, int]:
+    """Among the moving designs where some projection truly beats DDO(N2) at the target beyond the noise, how many
+    ``auto`` beat it too, and how many there are."""
+    moving = [r for r in rows if r["kind"] == "moving" and "error" not in r]
+    gainable = [r for r in moving if any(r["regret"]["observed"] - v > sim.NOISE for k, v in r["regret"].items()
+                                         if k != "observed")]
+    return sum(r["regret"]["observed"] - r["auto"] > sim.NOISE for r in gainable), len(gainable)
+
+
 @pytest.mark.slow
-def test_quick_subset_has_no_false_positive():
-    worse, _ = _false_positives(16, 8)
+def test_quick_subset_has_no_false_positive_and_the_power_measured():
+    worse, rows = _false_positives(16, 8)
     assert worse == 0
+    won, gainable = _power(rows)
+    # the subset's designs are drawn like the full run's: fewer wins than the 1% binomial quantile of the measured
+    # rate would say the rule lost power
+    floor = binom.ppf(0.01, gainable, MEASURED_POWER[0] / MEASURED_POWER[1])
+    assert gainable >= 4 and won >= floor, (won, gainable, floor)
 
 
 def test_the_table_is_written_with_the_command(tmp_path):

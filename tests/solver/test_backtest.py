@@ -117,13 +117,16 @@ def test_the_law_check_passes_the_true_law_and_fails_a_misfit():
     sub, full = fit_joint(tables[:-1]), fit_joint(tables)
     ok = check_law(sub, full, tables, 0.0005, DDOOptions())
     assert ok.passed and ok.runs == 26 and ok.p_value >= 0.05, ok.note
+    # the noise is the smaller budgets' own residual, on its degrees of freedom (a predictive F-test), not the
+    # noise given: near the true 0.0005, and the same verdict without a noise given
+    assert "F on 26 and" in ok.note and ok.noise == pytest.approx(0.0005, rel=0.3)
+    assert check_law(sub, full, tables, None, DDOOptions()).p_value == pytest.approx(ok.p_value)
     # a floor the law cannot see at the smaller budgets: the largest budget's runs all 0.02 lower
     shifted = tables[:-1] + [RunTable([Run(r.run_id, r.tokens, {k: v - 0.02 for k, v in r.loss.items()}, seed=r.seed)
                                        for r in tables[-1].runs])]
     bad = check_law(sub, fit_joint(shifted), shifted, 0.0005, DDOOptions())
     assert not bad.passed and "beyond them" in bad.note and bad.rms == pytest.approx(0.02, rel=0.3)
     assert not check_law(CandidateError("no fit"), full, tables, 0.0005, DDOOptions()).passed
-    assert "no noise estimate" in check_law(sub, full, tables, None, DDOOptions()).note
 
 
 def test_the_trust_checks_flag_a_projection_beyond_the_shares_run():
