@@ -142,14 +142,13 @@ class ScaleAwareMixtureDataset(IterableDataset):
         super().__init__()
         opts = build_options(MixtureOptions, options, settings, caller="ScaleAwareMixtureDataset")
         check_int("seq_len", seq_len)
-        seq_len, seed = int(seq_len), int(seed)
-        self.options, schedule = opts, opts.schedule
+        seq_len, seed, self.options, schedule = int(seq_len), int(seed), opts, opts.schedule
         self.rank, self.world_size = resolve_distributed(opts.rank, opts.world_size)
         stores = open_domains(domains, opts.verify)
         self.domain_names: list[str] = list(stores)
         self.seq_len, self.seed, self.budget_tokens = seq_len, seed, int(budget_tokens)
-        self.output, self.batch_size, self.schedule = opts.output, opts.batch_size, schedule
-        self.shuffle_window = opts.shuffle_window
+        self.output, self.batch_size, self.schedule, self.shuffle_window = (opts.output, opts.batch_size, schedule,
+                                                                            opts.shuffle_window)
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         self._available = self._reader.num_sequences
@@ -165,10 +164,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
             "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens,
             "seq_len": seq_len, "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule,
             "stream": STREAM_FORMAT}
-        if phase_config["phases"] is not None:
-            self.config["phases"] = phase_config["phases"]
-        if self.pools:  # only when set, so the fingerprint of a dataset without pools does not hash them
-            self.config["pools"] = dict(self.pools)
+        # phases and pools only when set, so the fingerprint of a dataset without them does not hash them
+        self.config.update({"phases": phase_config["phases"]} if phase_config["phases"] is not None else {},
+                           **({"pools": dict(self.pools)} if self.pools else {}))
         self._block = self.batch_size or 1
         plan = StreamPlan(self.domain_names, self._reader.num_sequences, self._available, seed, seq_len,
                           self.budget_tokens, self.max_epochs, segments, self.shuffle_window, self.pools)

@@ -270,8 +270,7 @@ def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | Can
     if found is None:
         return LawCheck(False, f"no noise estimate to judge its predictions against (RMS error {rms:.3g})",
                         runs=len(y), rms=rms)
-    sigma, dof, source = found
-    sigma *= sub_joint.normalizer
+    sigma, dof, source = found[0] * sub_joint.normalizer, found[1], found[2]
     if cov is None or not np.all(np.isfinite(pred)):
         return LawCheck(False, f"its predictions of the held-back budget's runs (RMS error {rms:.3g}) rest on what "
                                "the smaller budgets do not determine", runs=len(y), rms=rms, noise=sigma)

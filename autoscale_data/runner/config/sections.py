@@ -325,10 +325,9 @@ class DDOConfig:
             if len(set(values)) != len(values):
                 raise field_error("ddo", name, value, "distinct multipliers")
             object.__setattr__(self, name, tuple(float(v) for v in values))
-        if isinstance(self.base_weights, str):
-            if self.base_weights != "uniform":
-                raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
-        else:
+        if isinstance(self.base_weights, str) and self.base_weights != "uniform":
+            raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
+        if not isinstance(self.base_weights, str):
             _check_weights("ddo", "base_weights", self.base_weights)
         check_choice("ddo", "objective", self.objective, OBJECTIVES)
         if not 0.0 <= self.min_weight < self.max_weight <= 1.0:
@@ -343,14 +342,7 @@ class DDOConfig:
                               "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
-        check_choice("ddo", "schedule", self.schedule, PROXY_SCHEDULES)
-        check_choice("ddo", "cooldown_shape", self.cooldown_shape, COOLDOWN_SHAPES)
-        if not (is_number(self.cooldown) and 0.0 < float(self.cooldown) < 1.0):
-            raise field_error("ddo", "cooldown", self.cooldown, "a share of each budget's steps in (0, 1), e.g. 0.2")
-        object.__setattr__(self, "cooldown", float(self.cooldown))
-        if self.schedule == WSD and self.repetition == REPETITION_MATCH:
-            raise field_error("ddo", "schedule", self.schedule, "'separate' with ddo.repetition: match (a WSD trunk "
-                              "draws one stream for every budget, a matched proxy a pool of its budget's own)")
+        self._check_schedule()
         if isinstance(self.proxy_model, str):  # a preset name: that preset as is
             object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
         elif self.proxy_model is not None:
@@ -360,6 +352,17 @@ class DDOConfig:
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    def _check_schedule(self) -> None:
+        """``schedule``, ``cooldown`` and ``cooldown_shape``, and WSD against a repetition-matched design."""
+        check_choice("ddo", "schedule", self.schedule, PROXY_SCHEDULES)
+        check_choice("ddo", "cooldown_shape", self.cooldown_shape, COOLDOWN_SHAPES)
+        if not (is_number(self.cooldown) and 0.0 < float(self.cooldown) < 1.0):
+            raise field_error("ddo", "cooldown", self.cooldown, "a share of each budget's steps in (0, 1), e.g. 0.2")
+        object.__setattr__(self, "cooldown", float(self.cooldown))
+        if self.schedule == WSD and self.repetition == REPETITION_MATCH:
+            raise field_error("ddo", "schedule", self.schedule, "'separate' with ddo.repetition: match (a WSD trunk "
+                              "draws one stream for every budget, a matched proxy a pool of its budget's own)")
 
     def check_domains(self, names: Sequence[str]) -> None:
         """Refuse the settings that no mix of the domains ``names`` meets, known before training (the DDO fits
