@@ -118,20 +118,24 @@ class Stopped(Exception):
 
 
 @contextmanager
-def dies_after_checkpoints(monkeypatch: pytest.MonkeyPatch, count: int) -> Iterator[list[int]]:
-    """Within the block the trainer stops (raises :class:`Stopped`) right after its ``count``-th checkpoint,
-    as a process killed there would; yields the steps it saved. The block must stop so; after it the
-    trainer saves as before."""
+def dies_after_checkpoints(monkeypatch: pytest.MonkeyPatch, count: int = 1,
+                           when: Callable[[Any, Any], bool] | None = None) -> Iterator[list[Any]]:
+    """Within the block the trainer stops (raises :class:`Stopped`) right after its ``count``-th checkpoint (of
+    those for which ``when(trainer, state)`` holds, if given), as a process killed there would; yields the steps
+    it saved (with ``when``: the id of the run it stopped). The block must stop so; after it the trainer saves as
+    before."""
     from autoscale_data.runner.training import train as train_mod
 
     real = train_mod.save_checkpoint
-    saves: list[int] = []
+    saves: list[Any] = []
 
     def save_then_die(*args: Any, **kwargs: Any) -> None:
         real(*args, **kwargs)
-        saves.append(args[3].step)
-        if len(saves) == count:
-            raise Stopped
+        trainer, state = args[1], args[3]
+        if when is None or when(trainer, state):
+            saves.append(state.step if when is None else trainer.spec.run_id)
+            if len(saves) == count:
+                raise Stopped
 
     monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
     try:

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import Stopped, tiny_config, tiny_stores
+from runner_helpers import dies_after_checkpoints, tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
 from autoscale_data.runner.ledger import DONE, Ledger
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.specs import RunSpec
 from autoscale_data.runner.planning.wsd import BRANCH, TRUNK
-from autoscale_data.runner.training import train as train_mod
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -47,26 +44,11 @@ def _train(runner: MixtureRunner) -> None:
         runner.train_runs(wave)
 
 
-@contextmanager
-def _dies_in(monkeypatch: pytest.MonkeyPatch, role: str) -> Iterator[list[str]]:
+def _dies_in(monkeypatch: pytest.MonkeyPatch, role: str) -> Any:
     """The trainer stops (raises :class:`Stopped`, as a process killed there would) right after the first checkpoint
     it saves in the middle of a run of WSD ``role``; yields the id of that run."""
-    real = train_mod.save_checkpoint
-    killed: list[str] = []
-
-    def save_then_die(*args: Any, **kwargs: Any) -> None:
-        real(*args, **kwargs)
-        trainer, state = args[1], args[3]
-        if trainer.spec.wsd.role == role and state.step < trainer.steps and not killed:
-            killed.append(trainer.spec.run_id)
-            raise Stopped
-
-    monkeypatch.setattr(train_mod, "save_checkpoint", save_then_die)
-    try:
-        with pytest.raises(Stopped):
-            yield killed
-    finally:
-        monkeypatch.setattr(train_mod, "save_checkpoint", real)
+    return dies_after_checkpoints(monkeypatch, when=lambda trainer, state: trainer.spec.wsd.role == role
+                                  and state.step < trainer.steps)
 
 
 def _done(out: Path) -> Counter[str]:
