@@ -36,8 +36,8 @@ from .planning.specs import (
     target_run_flops,
 )
 
-__all__ = ["ProxyCost", "cheap_design_note", "design_note", "load_note", "projection_note", "proxy_cost_note",
-           "proxy_costs", "rounding_notes", "run_list_text", "wsd_notes"]
+__all__ = ["ProxyCost", "cheap_design_note", "design_cost", "design_note", "load_note", "projection_note",
+           "proxy_cost_note", "proxy_costs", "rounding_notes", "run_list_text", "wsd_notes"]
 
 
 def _tag(multiplier: float) -> str:
@@ -166,16 +166,20 @@ def proxy_costs(config: RunnerConfig, domains: DomainInfo) -> tuple[ProxyCost, P
     """
     budgets = config.ddo.budgets
     n1, n2 = budgets[-2:]
-    target = batch_sequences(config, config.target.budget) * config.seq_len
-    target_flops = target_run_flops(config, domains)
-
-    def cost(design: tuple[int, ...]) -> ProxyCost:
-        specs = list({s.run_id: s for n in design for s in ddo_proxy_specs(config, domains, n)}.values())
-        return ProxyCost(budgets=design, runs=len(specs), tokens=sum(s.total_tokens for s in specs),
-                         target_tokens=target, flops=sum(run_flops(s) for s in specs), target_flops=target_flops)
-
     three = budgets if len(budgets) >= 3 else (n1 // 2, n1, n2)
-    return cost((n1, n2)), cost(three)
+    return design_cost(config, domains, (n1, n2)), design_cost(config, domains, tuple(three))
+
+
+def design_cost(config: RunnerConfig, domains: DomainInfo, budgets: tuple[int, ...]) -> ProxyCost:
+    """The DDO proxies of ``config`` at ``budgets``, planned as the runner would, against one target run.
+
+    Raises:
+        ValueError: a budget the planner refuses.
+    """
+    specs = list({s.run_id: s for n in budgets for s in ddo_proxy_specs(config, domains, n)}.values())
+    return ProxyCost(budgets=budgets, runs=len(specs), tokens=sum(s.total_tokens for s in specs),
+                     target_tokens=batch_sequences(config, config.target.budget) * config.seq_len,
+                     flops=sum(run_flops(s) for s in specs), target_flops=target_run_flops(config, domains))
 
 
 def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
@@ -208,11 +212,10 @@ def cheap_design_note(config: RunnerConfig, domains: DomainInfo) -> str:
     the config lines that select it, and the one line back to the paper's design."""
     try:
         design = cheap_design(config, domains)
-        two, three = proxy_costs(config, domains)
-        cheap, _ = proxy_costs(cheap_config(config, design), domains)
+        mine = design_cost(config, domains, tuple(config.ddo.budgets))  # what this config runs
+        cheap = design_cost(cheap_config(config, design), domains, design.budgets)
     except ValueError as exc:
         return f"cheap design: not computed ({exc})"
-    mine = three if len(config.ddo.budgets) >= 3 else two  # what this config runs
     model = _model_text(design.proxy_model)
     if design.ratio < CHEAP_MIN_RATIO:
         return (f"cheap design: no proxy model {CHEAP_MIN_RATIO:g}x smaller than {_model_text(config.model)} (the "

@@ -44,6 +44,7 @@ from ...mixing import largest_remainder
 from ..config import RunnerConfig
 from ..config.sections import SQRT_COOLDOWN
 from .data import DomainInfo
+from .estimate import run_tokens
 from .specs import (
     WSD_ROLES,
     ExtensionSpec,
@@ -239,7 +240,7 @@ def wsd_cost(config: RunnerConfig, domains: DomainInfo, plan: WSDPlan | None = N
     """The tokens :func:`wsd_plan` trains, against separate runs of the same mixes at the same budgets."""
     plan = wsd_plan(config, domains) if plan is None else plan
     unique = {s.run_id: s for s in plan.runs}
-    tokens = sum((s.total_sequences - s.parent_sequences) * s.seq_len for s in unique.values())
+    tokens = sum(run_tokens(s) for s in unique.values())
     separate = {n: sum(s.total_tokens for s in specs) for n, specs in plan.branches.items()}  # a branch's = its run's
     return WSDCost(tokens=tokens, separate_tokens=sum(separate.values()), largest_tokens=separate[max(separate)])
 
