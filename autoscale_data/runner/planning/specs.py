@@ -30,7 +30,7 @@ from typing import Any
 
 from ..._records import Record, omitted
 from ..._runner_names import LR_SCHEDULES, REWARM_DECAY
-from ...mixing import allowed_draws
+from ...mixing import SCHEDULES, allowed_draws
 from ...solver import MixturePlan
 from .. import registry
 from ..config import RunnerConfig, config_to_dict
@@ -64,9 +64,6 @@ __all__ = [
     "target_run_flops",
     "target_spec",
 ]
-
-#: Data schedules a run can follow (see :class:`~autoscale_data.ScaleAwareMixtureDataset`).
-SCHEDULES = ("fixed", "anytime")
 
 
 @dataclass(frozen=True)
