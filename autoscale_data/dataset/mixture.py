@@ -159,14 +159,7 @@ class ScaleAwareMixtureDataset(IterableDataset):
                                                              schedule)
         self.total_sequences = segments.total
         self.phase_bounds: list[int] = phase_config["bounds"]
-        self.config: dict[str, Any] = {
-            "domains": self.domain_names, "stores": {n: store_summary(s) for n, s in stores.items()},
-            "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens,
-            "seq_len": seq_len, "seed": seed, "shuffle_window": self.shuffle_window, "schedule": schedule,
-            "stream": STREAM_FORMAT}
-        # phases and pools only when set, so the fingerprint of a dataset without them does not hash them
-        self.config.update({"phases": phase_config["phases"]} if phase_config["phases"] is not None else {},
-                           **({"pools": dict(self.pools)} if self.pools else {}))
+        self.config: dict[str, Any] = self._fingerprint_config(stores, phase_config["phases"])
         self._block = self.batch_size or 1
         plan = StreamPlan(self.domain_names, self._reader.num_sequences, self._available, seed, seq_len,
                           self.budget_tokens, self.max_epochs, segments, self.shuffle_window, self.pools)
@@ -178,6 +171,18 @@ class ScaleAwareMixtureDataset(IterableDataset):
             self._resume(opts.continue_from, _saved_step(opts.continue_from, None))
         else:
             self._check_supplies(stores, segments, phased=phase_config["phases"] is not None)
+
+    def _fingerprint_config(self, stores: Mapping[str, Any], phases: Any) -> dict[str, Any]:
+        """What the dataset's fingerprint hashes (``self.config``); phases and pools only when set, so the
+        fingerprint of a dataset without them does not hash them."""
+        config: dict[str, Any] = {
+            "domains": self.domain_names, "stores": {n: store_summary(s) for n, s in stores.items()},
+            "weights": self.weights, SEQUENCES_KEY: {}, "budget_tokens": self.budget_tokens,
+            "seq_len": self.seq_len, "seed": self.seed, "shuffle_window": self.shuffle_window,
+            "schedule": self.schedule, "stream": STREAM_FORMAT}
+        config.update({"phases": phases} if phases is not None else {},
+                      **({"pools": dict(self.pools)} if self.pools else {}))
+        return config
 
     @classmethod
     def from_counts(cls, domains: DomainsArg, counts: Mapping[str, int], seq_len: int, seed: int = 0, *,

@@ -549,15 +549,21 @@ def _objective_columns(val_domains: Sequence[str] | None,
     return dict(objective_weights)
 
 
-def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
-    m = len(data.domains)
-    n_params = 3 * m + 1
+def _check_fit(data: _Data, target_tokens: float | None, n_params: int) -> float:
+    """The target (the largest budget by default), once the runs are more than the law's parameters."""
     if data.y.size <= n_params:
-        raise ValueError(f"a fit of the law for {m} domains has {n_params} parameters and needs more runs, "
-                         f"got {data.y.size}")
+        raise ValueError(f"a fit of the law for {len(data.domains)} domains has {n_params} parameters and needs "
+                         f"more runs, got {data.y.size}")
     target = float(data.budgets[-1]) if target_tokens is None else target_tokens
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
+    return target
+
+
+def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
+    m = len(data.domains)
+    n_params = 3 * m + 1
+    target = _check_fit(data, target_tokens, n_params)
     caps = token_caps_array(data.domains, o.token_caps, o.max_epochs)
     multiplier_bounds(data.scale, float(target), o.min_weight, o.max_weight, caps, data.domains)  # fail early on bad bounds
     p, n_ok = _solve(data, _grid_starts(data))

@@ -86,6 +86,17 @@ def _domain_diff(a: Sequence[str], b: Sequence[str]) -> str:
     return f"missing {only_b} / extra {only_a}"
 
 
+def _check_columns(source: str, tok: Sequence[str], loss: Sequence[str], ppl: Sequence[str]) -> None:
+    """A table's domain columns: some ``tokens.*``, and ``loss.*`` or ``ppl.*`` (never both for a domain)."""
+    if not tok:
+        raise ValueError(f"{source}: no 'tokens.<domain>' columns")
+    if not loss and not ppl:
+        raise ValueError(f"{source}: no 'loss.<domain>' or 'ppl.<domain>' columns")
+    both = sorted(set(loss) & set(ppl))
+    if both:
+        raise ValueError(f"{source}: domains {both} have both loss.* and ppl.* columns")
+
+
 def _refuse_shares(source: str, domains: Sequence[str], runs: Sequence[Run]) -> None:
     """A ``tokens.<d>`` column whose every value is in ``(0, SHARE_MAX]`` holds shares (no run trains on 1 token)."""
     for d in domains:
@@ -222,13 +233,7 @@ class RunTable:
         if unknown:
             raise ValueError(f"{source}: unknown columns {unknown}; expected run, seed, label, "
                              "tokens.<domain>, loss.<domain> or ppl.<domain>")
-        if not tok:
-            raise ValueError(f"{source}: no 'tokens.<domain>' columns")
-        if not loss and not ppl:
-            raise ValueError(f"{source}: no 'loss.<domain>' or 'ppl.<domain>' columns")
-        both = sorted(set(loss) & set(ppl))
-        if both:
-            raise ValueError(f"{source}: domains {both} have both loss.* and ppl.* columns")
+        _check_columns(source, tok, loss, ppl)
         runs = []
         for i, row in enumerate(rows, start=2):
             row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}

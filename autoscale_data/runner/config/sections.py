@@ -303,28 +303,7 @@ class DDOConfig:
     (Hägele et al. 2024) or ``linear``."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
-            shown = list(self.budgets) if isinstance(self.budgets, tuple) else self.budgets
-            raise field_error("ddo", "budgets", shown, "two budgets or more in tokens, [N1, N2] or "
-                              "[N0, N1, N2]")
-        budgets = tuple(self.budgets)
-        for b in budgets:
-            check_int_field("ddo", "budgets", b)
-        if any(a >= b for a, b in zip(budgets[:-1], budgets[1:], strict=True)):
-            raise field_error("ddo", "budgets", list(budgets), "increasing budgets (N1 < N2, N0 < N1 < N2)")
-        object.__setattr__(self, "budgets", budgets)
-        for name in ("multiplier_up", "multiplier_down"):
-            value = getattr(self, name)
-            values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-            if not values:
-                raise field_error("ddo", name, value, "one or more multipliers > 1")
-            for v in values:
-                check_number_field("ddo", name, v)
-                if float(v) <= 1.0:
-                    raise field_error("ddo", name, value, "multipliers > 1 (down divides by them)")
-            if len(set(values)) != len(values):
-                raise field_error("ddo", name, value, "distinct multipliers")
-            object.__setattr__(self, name, tuple(float(v) for v in values))
+        self._check_design()
         if isinstance(self.base_weights, str) and self.base_weights != "uniform":
             raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
         if not isinstance(self.base_weights, str):
@@ -352,6 +331,31 @@ class DDOConfig:
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
             object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+
+    def _check_design(self) -> None:
+        """``budgets`` (two or more, increasing) and the multipliers (each > 1, distinct), as tuples."""
+        if not isinstance(self.budgets, (list, tuple)) or len(self.budgets) < 2:
+            shown = list(self.budgets) if isinstance(self.budgets, tuple) else self.budgets
+            raise field_error("ddo", "budgets", shown, "two budgets or more in tokens, [N1, N2] or "
+                              "[N0, N1, N2]")
+        budgets = tuple(self.budgets)
+        for b in budgets:
+            check_int_field("ddo", "budgets", b)
+        if any(a >= b for a, b in zip(budgets[:-1], budgets[1:], strict=True)):
+            raise field_error("ddo", "budgets", list(budgets), "increasing budgets (N1 < N2, N0 < N1 < N2)")
+        object.__setattr__(self, "budgets", budgets)
+        for name in ("multiplier_up", "multiplier_down"):
+            value = getattr(self, name)
+            values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+            if not values:
+                raise field_error("ddo", name, value, "one or more multipliers > 1")
+            for v in values:
+                check_number_field("ddo", name, v)
+                if float(v) <= 1.0:
+                    raise field_error("ddo", name, value, "multipliers > 1 (down divides by them)")
+            if len(set(values)) != len(values):
+                raise field_error("ddo", name, value, "distinct multipliers")
+            object.__setattr__(self, name, tuple(float(v) for v in values))
 
     def _check_schedule(self) -> None:
         """``schedule``, ``cooldown`` and ``cooldown_shape``, and WSD against a repetition-matched design."""

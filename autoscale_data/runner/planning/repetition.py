@@ -327,8 +327,14 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     log(f"repetition-aware law (effective tokens, {method} path; "
         f"{'sets the target mix' if used else 'reported only'}): {text}"
         + "".join(f"; {w}" for w in proj.warnings))
+    return _with_law(summary, record, proj if used else None)
+
+
+def _with_law(summary: dict[str, Any], record: RepetitionLaw, proj: Any) -> dict[str, Any]:
+    """``summary`` with ``record`` added; with ``proj`` (the law sets the target mix) its bounded weights too."""
     out = {**summary, "repetition_law": record.to_json()}
-    if used:
+    if proj is not None:
+        bounded = record.weights
         out.update(weights=bounded, unbounded_weights=dict(proj.weights),
                    warnings=[*summary.get("warnings", []), *proj.warnings],  # a domain held at its epoch cap
                    bounds_applied={d: [proj.weights[d], bounded[d]] for d in bounded
