@@ -16,6 +16,8 @@ Reported, per budget:
   the mixes' losses, and the total-variation distance between the two DDO optima;
 - the seed noise of each schedule: the mean ``|loss(seed a) - loss(seed b)|`` of the same mix, and the TV
   between two seeds' DDO optima;
+- the trunk where it ends on a smaller budget's very counts (that run at the peak, no cooldown), minus the
+  branch and minus the separate run, mean over the mixes and seeds;
 - whether every run trained the separate run's very tokens of each domain, and the base mix's learning-rate
   factor (mean over the run's steps, and at every tenth of it; a branch's trunk steps included);
 - the target mix each schedule's fits choose (``ddo.projection: auto``) and the TV between them, and the proxy
@@ -140,12 +142,26 @@ def _train(cfg: dict[str, Any], out: Path, schedule: str, warmup: str) -> dict[s
     with Ledger(out) as ledger:
         fits = fit_all(config, runner.domains, ledger, proxies, out / "fits", log=lambda _: None)
         results = {n: {s.label.split(" (")[0]: ledger.result(s.run_id) for s in specs} for n, specs in proxies.items()}
+        # the trunk where it holds a smaller budget's very counts: that budget's run at the peak, without a cooldown
+        stretch = {(t.seed, tuple(sorted(t.sequences.items()))): t for t in (plan.trunks if schedule == "wsd" else [])}
+        trunk = {str(n): {s.label.split(" (")[0]: ledger.result(t.run_id).mean_loss for s in specs
+                          if (t := stretch.get((s.seed, tuple(sorted(s.sequences.items()))))) is not None}
+                 for n, specs in proxies.items()}
     return {"losses": {str(n): {k: r.mean_loss for k, r in v.items()} for n, v in results.items()},
+            "trunk_losses": {n: v for n, v in trunk.items() if v},
             "domain_tokens": {str(n): {k: r.tokens for k, r in v.items()} for n, v in results.items()},
             "optimum": {str(n): dict(fits.ddo[n].weights) for n in proxies},
             "target": {"method": fits.method, "weights": fits.weights},
             "lr": {str(n): _lr_area(config, runner, schedule, n, cfg, warmup) for n in proxies},
             "tokens": sum(run_tokens(s) for s in {s.run_id: s for s in runs}.values())}
+
+
+def _shift(got: dict[tuple[str, int], Any], other: str, n: str, seeds: list[int], field: str) -> float | None:
+    """The mean of ``loss(trunk at n's end) - loss(other)`` over the mixes and seeds (``None`` at the largest
+    budget, where no stretch ends on its counts)."""
+    diffs = [loss - got[(other, s)][field][n][k] for s in seeds
+             for k, loss in got[("wsd", s)]["trunk_losses"].get(n, {}).items()]
+    return statistics.fmean(diffs) if diffs else None
 
 
 def _compare(got: dict[tuple[str, int], Any], a: str, b: str, n: str, seeds: list[int]) -> dict[str, Any]:
@@ -197,6 +213,9 @@ def main(argv: list[str] | None = None) -> None:
             "branch_vs_separate": _compare(got, "wsd", "separate", n, args.seeds),
             "branch_vs_scratch": _compare(got, "wsd", "scratch", n, args.seeds),
             "scratch_vs_separate": _compare(got, "scratch", "separate", n, args.seeds),
+            # the trunk at this budget's end (no cooldown, the same sequences): minus the branch, minus separate
+            "trunk_minus_branch_mean": _shift(got, "wsd", n, args.seeds, "losses"),
+            "trunk_minus_separate_mean": _shift(got, "separate", n, args.seeds, "losses"),
             "seed_noise_abs_mean": {sch: statistics.fmean(abs(got[(sch, a)]["losses"][n][k] - got[(sch, b)]["losses"][n][k])
                                                           for a, b in pairs for k in labels) if pairs else None
                                     for sch in SCHEDULES},
