@@ -192,7 +192,8 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
         anchors = [(sum(counts.values()), counts) for _, counts, _, _ in mix]
         for (_, a), (_, b) in zip(anchors[:-1], anchors[1:], strict=True):
             _increment_weights(a, b, f"the WSD trunk of {mix[-1][0]!r}")  # the path never falls
-        warmup = round(config.optimizer.warmup_fraction * anchors[0][0] // batch)
+        # the smallest separate run's own warm-up (train.lr_lambda: warmup_fraction x its steps, rounded)
+        warmup = round(config.optimizer.warmup_fraction * (anchors[0][0] // batch))
         points = [branch_points(config, total, warmup) for total, _ in anchors]
         ends = sorted({start * batch for start, _ in points} | {total for total, _ in anchors[:-1]})
         label, _, perturbed, multiplier = mix[-1]

@@ -19,6 +19,7 @@ from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.specs import RunSpec, WSDSpec, ddo_proxy_specs
 from autoscale_data.runner.planning.wsd import TRUNK, wsd_cost, wsd_lr_lambda, wsd_plan
+from autoscale_data.runner.training.train import lr_lambda
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -216,6 +217,24 @@ def test_learning_rate_of_trunk_and_branches() -> None:
     assert all(sqrt(s) <= same(s) + 1e-12 for s in range(64, 80))  # 1-sqrt lies below the line to the same end
     with pytest.raises(ValueError, match="decay_steps"):
         WSDSpec("branch", 4)
+
+
+def test_the_trunk_warms_up_as_the_smallest_separate_run(stores: Path, domains) -> None:
+    """Each mix's trunk warms up over the very steps of its smallest budget's separate run (train.lr_lambda:
+    ``round(warmup_fraction x steps)``), so a branch and a separate run differ only after the warm-up. The tiny
+    config's base run has 16 steps: 1.6 warm-up steps round to 2 (rounding ``warmup_fraction x sequences`` down
+    to whole batches first gave 1)."""
+    cfg = _cfg(stores, schedule="wsd", budgets=[4096, 8192, 16384])
+    o, batch = cfg.optimizer, cfg.global_batch_size
+    plan = wsd_plan(cfg, domains)
+    for branch, alone in zip(plan.branches[4096], ddo_proxy_specs(cfg, domains, 4096), strict=True):
+        steps = alone.total_sequences // batch
+        separate = lr_lambda(steps, o.warmup_fraction, o.min_lr_ratio)
+        warm = next(k for k in range(steps) if separate(k) == 1.0) + 1  # its warm-up steps
+        trunk = wsd_lr_lambda(WSDSpec(TRUNK, branch.wsd.warmup_steps), 0, steps, o.min_lr_ratio)
+        assert [trunk(k) for k in range(warm + 1)] == [separate(k) for k in range(warm + 1)], branch.label
+    base = next(b for b in plan.branches[4096] if b.label == "base")
+    assert base.wsd.warmup_steps == 2
 
 
 def test_the_dry_run_shows_the_trunks_and_the_cost(stores: Path, tmp_path: Path) -> None:
