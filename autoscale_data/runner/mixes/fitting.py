@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._io import atomic_write_json
 from ..._records import Record
-from ...solver import BootstrapResult, DDOResult, MixturePlan
+from ...solver import BootstrapResult, CandidateError, DDOResult, MixturePlan, RobustProjection
 from ...solver.vocabulary import JOINT, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
@@ -146,7 +146,7 @@ def _log_choice(projections: Projections, log: Callable[[str], None]) -> None:
         log(f"ddo.projection auto chose {projections.used}: {projections.selection.reason}")
         for line in projections.selection.backtest_lines():
             log(f"  {line}")
-    if not isinstance(robust, str):
+    if isinstance(robust, RobustProjection):
         used = "sets the target mix" if projections.used == ROBUST else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
@@ -156,7 +156,7 @@ def _log_mix(projections: Projections, weights_used: Mapping[str, float], target
              log: Callable[[str], None]) -> None:
     """The projections' warnings and failures, and the target mix with how it was found."""
     geometric, joint, robust = projections.geometric, projections.joint, projections.robust
-    for w in geometric.warnings if not isinstance(geometric, str) else []:
+    for w in geometric.warnings if not isinstance(geometric, CandidateError) else []:
         log(f"projection warning: {w}")
     for name, error in projections.failures().items():
         log(f"the {name} projection (reported only) failed: {error}")
