@@ -265,8 +265,6 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
                 optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> Candidates:
     """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as :class:`CandidateError`
     except the requested method's, which is raised."""
-    notes: list[str] = []
-
     def attempt(name: str, compute: Callable[[], Any]) -> Any:
         try:
             return compute()
@@ -285,7 +283,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
     joint = attempt(JOINT, unavailable if few else lambda: fit_joint(tables, o, target_tokens=target))
-    scales, pooled = _optima(tables, o, optima, few, joint, method, target, notes)
+    scales, pooled = _optima(tables, o, optima, few, joint, method, target)
+    notes = [pooled] if pooled else []
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
         path, left = path_scales(scales, o.min_weight)
@@ -299,29 +298,28 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
     return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list) else (),
-                      path=tuple(path), notes=tuple(notes), pooled=pooled,
+                      path=tuple(path), notes=tuple(notes), pooled=bool(pooled),
                       fallback=few or (scales if isinstance(scales, str) else ""))
 
 
 def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
-            joint: JointFit | CandidateError, method: str, target: float,
-            notes: list[str]) -> tuple[list[Any] | str, bool]:
-    """The per-budget optima the paths run through, or why there are none, and whether they are the pooled law's
-    (with a note); the failure of a path ``method`` asked for is raised."""
+            joint: JointFit | CandidateError, method: str, target: float) -> tuple[list[Any] | str, str]:
+    """The per-budget optima the paths run through, or why there are none, and the note saying they are the pooled
+    law's ("": they are not); the failure of a path ``method`` asked for is raised."""
     if optima is not None:
-        return sorted(optima, key=lambda r: r.budget_tokens), False
+        return sorted(optima, key=lambda r: r.budget_tokens), ""
     if few and not _is_design(tables[-1]):
-        return few, False  # one table of any mixtures: its best run is the answer, no fit needed
+        return few, ""  # one table of any mixtures: its best run is the answer, no fit needed
     try:
-        return per_budget_optima(tables, o), False
+        return per_budget_optima(tables, o), ""
     except ValueError as exc:
         if isinstance(joint, JointFit):
-            notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
-                         "fitted to the runs of all budgets")
-            return [_at_budget(joint, n) for n in joint.budgets], True
+            return [_at_budget(joint, n) for n in joint.budgets], (
+                f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law fitted to the "
+                "runs of all budgets")
         if method in PROJECTIONS and method != JOINT:
             raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
-        return str(exc), False
+        return str(exc), ""
 
 
 def _predicted(tables: Sequence[RunTable], c: Candidates, o: DDOOptions) -> dict[str, GainEstimate | CandidateError]:
