@@ -54,9 +54,9 @@ from ..planning.wsd import wsd_lr_lambda
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
-from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
 from .step import measure_micro_batch, prepare_device
+from .validation_loss import mean_objective, validation_losses
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -328,12 +328,12 @@ class _Trainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def _evaluate(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
+    def _validation_losses(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
         forward = self.engine if self.engine is not None else self.model  # not compiled: eval shapes differ
         forward.eval()
         try:
-            return evaluate(forward, loader, names, self.info, family=self.family, mask=self.mask,
-                            passes=self.config.eval.mlm_passes, vocab_size=self.vocab)
+            return validation_losses(forward, loader, names, self.info, family=self.family, mask=self.mask,
+                                     passes=self.config.eval.mlm_passes, vocab_size=self.vocab)
         finally:
             forward.train()
 
@@ -489,7 +489,7 @@ class _Trainer:
                     now: _Standing) -> EvalPoint:
         """Evaluate after ``done`` steps: validation and training losses per domain, tokens seen so far."""
         te = time.perf_counter()
-        losses = self._evaluate(val_loader, names)
+        losses = self._validation_losses(val_loader, names)
         now.times.eval_s += time.perf_counter() - te
         seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info), base.tolist(),
                                                  strict=True)]

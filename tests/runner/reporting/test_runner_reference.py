@@ -18,7 +18,7 @@ from autoscale_data.runner.reporting.report import write_report
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
 from autoscale_data.runner.training.dist import DistInfo
-from autoscale_data.runner.training.evaluate import evaluate
+from autoscale_data.runner.training.validation_loss import validation_losses
 from autoscale_data.store import TokenStore
 
 
@@ -84,10 +84,10 @@ def test_masked_lm_passes_score_more_positions_under_new_masks() -> None:
         counted.append(int((input_ids == 10).sum()))
         return _Constant()(input_ids)
 
-    one = evaluate(counting, loader, ["d"], info, family="bert", mask=mask)
+    one = validation_losses(counting, loader, ["d"], info, family="bert", mask=mask)
     assert len(counted) == 1
-    three = evaluate(counting, loader, ["d"], info, family="bert", mask=mask, passes=3)
+    three = validation_losses(counting, loader, ["d"], info, family="bert", mask=mask, passes=3)
     assert len(counted) == 4 and counted[2] != counted[3]  # three passes, each under its own masks
     assert one["d"] == pytest.approx(math.log(11)) and three["d"] == pytest.approx(math.log(11))
-    evaluate(counting, loader, ["d"], info, family="gpt2", passes=3)
+    validation_losses(counting, loader, ["d"], info, family="gpt2", passes=3)
     assert len(counted) == 5  # a causal model already scores every token: one pass
