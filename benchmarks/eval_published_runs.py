@@ -115,6 +115,7 @@ from autoscale_data.solver.joint import fit_budget_law  # noqa: E402
 from autoscale_data.solver.projections import project_all  # noqa: E402
 from autoscale_data.solver.regression import fit_mixing_law  # noqa: E402
 from autoscale_data.solver.runs import Run, RunTable  # noqa: E402
+from autoscale_data.solver.scores import CandidateError  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "external_runs"
 DEFAULT_OUT = REPO / "bench_out" / "published_runs"
@@ -234,8 +235,8 @@ def method_outputs(case: Case) -> dict[str, dict[str, Any]]:
 
     def part(name: str) -> Any:
         value = getattr(answer(), name)
-        if isinstance(value, str) or value is None:
-            raise ValueError(value or f"{name} not computed")
+        if isinstance(value, CandidateError) or value is None:
+            raise ValueError(value.error if value else f"{name} not computed")
         return value
 
     def default() -> dict[str, Any]:

@@ -73,6 +73,7 @@ from eval_published_runs import (  # noqa: E402
 )
 
 from autoscale_data.solver.projections import project_all  # noqa: E402
+from autoscale_data.solver.scores import CandidateError  # noqa: E402
 from autoscale_data.solver.select import trend_evidence  # noqa: E402
 from autoscale_data.solver.vocabulary import OBSERVED, ROBUST  # noqa: E402
 
@@ -143,7 +144,7 @@ def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mappin
         default = _regret(p.weights, domains, at.weights, at.loss)
         if len(fit) == 2:
             old = OBSERVED
-            if not isinstance(p.robust, (str, type(None))) and trend_evidence(p.robust)[0]:
+            if not isinstance(p.robust, (CandidateError, type(None))) and trend_evidence(p.robust)[0]:
                 old = ROBUST
             old_regret = _regret(p.robust.weights, domains, at.weights, at.loss) if old == ROBUST else observed
             row.update(old_rule=old, old_regret=old_regret)
@@ -153,7 +154,7 @@ def score_window(dataset: str, size: str, domains: Sequence[str], curves: Mappin
         row.update(status="answered", chosen=p.used, reason=p.selection.reason, predicted={n: e.to_json() for n, e in p.selection.predicted.items()},
                    regret=default, observed_regret=observed,
                    candidates={n: _regret(getattr(p, n).weights, domains, at.weights, at.loss)
-                               for n in ("geometric", "joint", "robust") if not isinstance(getattr(p, n), (str, type(None)))},
+                               for n in ("geometric", "joint", "robust") if not isinstance(getattr(p, n), (CandidateError, type(None)))},
                    seconds=time.perf_counter() - t0)
         rows.append(row)
     return rows

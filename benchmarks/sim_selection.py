@@ -61,7 +61,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from autoscale_data._io import atomic_write_text  # noqa: E402
-from autoscale_data.solver import DDOOptions, Run, RunTable, fit_ddo, project_all  # noqa: E402
+from autoscale_data.solver import CandidateError, DDOOptions, Run, RunTable, fit_ddo, project_all  # noqa: E402
 from autoscale_data.solver.synthetic import synthetic_loss  # noqa: E402
 from autoscale_data.solver.vocabulary import OBSERVED, PROJECTIONS  # noqa: E402
 
@@ -249,7 +249,7 @@ def one_design(job: tuple[str, Design, int, int, float]) -> dict[str, Any]:
         row.update(error=str(exc)[:300], seconds=time.perf_counter() - t0)
         return row
     regret = {name: law.at(_shares(c.weights, design.names), target) - floor_t
-              for name in (*PROJECTIONS, OBSERVED) if not isinstance(c := getattr(p, name), (str, type(None)))}
+              for name in (*PROJECTIONS, OBSERVED) if not isinstance(c := getattr(p, name), (CandidateError, type(None)))}
     row.update(chosen=p.used, regret=regret, auto=law.at(_shares(p.weights, design.names), target) - floor_t,
                seconds=time.perf_counter() - t0)
     return row

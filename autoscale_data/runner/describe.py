@@ -115,7 +115,7 @@ def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: 
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
     notes += [design_note(config), *rounding_notes(config, domains), projection_note(config),
-              proxy_cost_note(config, domains), cheap_design_note(config, domains)]
+              *_cost_notes(config, domains)]
     notes += wsd_notes(config, domains)
     notes += repetition_notes(config, domains, specs)
     old = layout.read(out, layout.CONFIG)
@@ -182,14 +182,21 @@ def design_cost(config: RunnerConfig, domains: DomainInfo, budgets: tuple[int, .
                      flops=sum(run_flops(s) for s in specs), target_flops=target_run_flops(config, domains))
 
 
-def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
+def _cost_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
+    """:func:`proxy_cost_note` and :func:`cheap_design_note` from one pricing of the config's designs."""
+    try:
+        costs = proxy_costs(config, domains)
+    except ValueError as exc:
+        return [f"proxy cost: not computed ({exc})", cheap_design_note(config, domains)]
+    mine = costs[1] if len(config.ddo.budgets) >= 3 else costs[0]  # the design this config runs
+    return [proxy_cost_note(config, costs), cheap_design_note(config, domains, mine)]
+
+
+def proxy_cost_note(config: RunnerConfig, costs: tuple[ProxyCost, ProxyCost]) -> str:
     """The DDO proxies' compute against one target run, in FLOPs (6 N D plus attention; tokens beside): the
     two-budget design, and the three-budget one that lets ``ddo.projection: auto`` backtest its projection
-    (which of them this config runs), at the proxy model (``ddo.proxy_model``)."""
-    try:
-        two, three = proxy_costs(config, domains)
-    except ValueError as exc:
-        return f"proxy cost: not computed ({exc})"
+    (which of them this config runs), at the proxy model (``ddo.proxy_model``); ``costs``: :func:`proxy_costs`."""
+    two, three = costs
 
     def shown(c: ProxyCost) -> str:
         return (f"[{', '.join(f'{n:,}' for n in c.budgets)}]: {c.runs} runs, {c.tokens:,} tokens "
@@ -207,12 +214,13 @@ def proxy_cost_note(config: RunnerConfig, domains: DomainInfo) -> str:
             "uses one")
 
 
-def cheap_design_note(config: RunnerConfig, domains: DomainInfo) -> str:
-    """The cheap design the dry run recommends (:mod:`.planning.cheap`): its proxies' cost against this config's,
-    the config lines that select it, and the one line back to the paper's design."""
+def cheap_design_note(config: RunnerConfig, domains: DomainInfo, mine: ProxyCost | None = None) -> str:
+    """The cheap design the dry run recommends (:mod:`.planning.cheap`): its proxies' cost against this config's
+    (``mine``, priced here when not given), the config lines that select it, and the one line back to the paper's
+    design."""
     try:
         design = cheap_design(config, domains)
-        mine = design_cost(config, domains, tuple(config.ddo.budgets))  # what this config runs
+        mine = design_cost(config, domains, tuple(config.ddo.budgets)) if mine is None else mine
         cheap = design_cost(cheap_config(config, design), domains, design.budgets)
     except ValueError as exc:
         return f"cheap design: not computed ({exc})"

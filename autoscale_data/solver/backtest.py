@@ -50,7 +50,8 @@ from scipy.stats import f as f_dist
 
 from .ddo import DDOOptions, DDOResult
 from .design import run_objective
-from .gain import GainEstimate, _Law, predicted_values
+from .gain import GainEstimate, predicted_values
+from .gain import GainLaw as _Law
 from .joint import JointFit
 from .runs import RunTable
 from .scores import SCORE_LAW, SCORE_RUN, BacktestScore, CandidateError, LawCheck, Selection

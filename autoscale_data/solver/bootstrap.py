@@ -105,21 +105,25 @@ class BootstrapResult(Record):
         return "\n".join(lines)
 
 
-def _replicates(method, y, design, objective, fits, noise_std, n_boot, rng):
-    """Per-domain (Y, W) arrays for the chosen method."""
+def _residual_replicates(design, fits, n_boot, rng):
+    """Per-domain (Y, W) arrays of the residual bootstrap: each law's predictions plus its resampled residuals."""
+    out = []
+    for j, d in enumerate(design.domains):
+        f = fits[d]
+        idx = design.domain_points(j)
+        res = np.asarray(f.residuals)
+        res = (res - res.mean()) * np.sqrt(res.size / max(f.dof, 1))
+        pred = f.predict(design.multiplier[idx])
+        ys = pred + rng.choice(res, size=(n_boot, idx.size), replace=True)
+        out.append((ys, np.ones_like(ys)))
+    return out
+
+
+def _replicates(method, y, design, objective, noise_std, n_boot, rng):
+    """Per-domain (Y, W) arrays of the seeds or the parametric bootstrap."""
     groups = [np.flatnonzero(design.point_of_run == p) for p in np.unique(design.point_of_run)]
     n = y.size
     out = []
-    if method == "residuals":
-        for j, d in enumerate(design.domains):
-            f = fits[d]
-            idx = design.domain_points(j)
-            res = np.asarray(f.residuals)
-            res = (res - res.mean()) * np.sqrt(res.size / max(f.dof, 1))
-            pred = f.predict(design.multiplier[idx])
-            ys = pred + rng.choice(res, size=(n_boot, idx.size), replace=True)
-            out.append((ys, np.ones_like(ys)))
-        return out
     if method == "seeds":
         w = np.zeros((n_boot, n))
         for g in groups:
@@ -166,15 +170,16 @@ def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: 
     pooled = None if replicates is None else replicates[0]
     method = _chosen_method(method, noise_std, np.bincount(design.point_of_run), pooled,
                             min(f.dof for f in point.fits.values()))
-    base_w = design.base_tokens / design.budget_tokens
     if method == "consistent_fits":
         assert point.identifiability is not None  # fit_ddo always sets it
         samples = point.identifiability.samples
-        return _summarise(design.domains, point, samples, base_w, method, None, level, samples.shape[0])
+        return _summarise(design, point, samples, method, None, level, samples.shape[0])
     if method == "parametric":
         noise_std = pooled if noise_std is None else float(noise_std)
-    reps = _replicates(method, y, design, o.objective, point.fits, noise_std, int(n_boot), np.random.default_rng(seed))
-    return _summarise(design.domains, point, _refit(reps, design, point, o, int(n_boot)), base_w, method,
+    rng = np.random.default_rng(seed)
+    reps = (_residual_replicates(design, point.fits, int(n_boot), rng) if method == "residuals" else
+            _replicates(method, y, design, o.objective, noise_std, int(n_boot), rng))
+    return _summarise(design, point, _refit(reps, design, point, o, int(n_boot)), method,
                       None if method != "parametric" else float(noise_std), level, int(n_boot))
 
 
@@ -227,7 +232,8 @@ def _refit(reps: list[tuple[np.ndarray, np.ndarray]], design: Any, point: DDORes
     return allocate(params[0, ok], params[1, ok], params[2, ok], base, nb, lo, hi).x * base / nb
 
 
-def _summarise(domains, point, samples, base_w, method, noise_std, level, n_boot) -> BootstrapResult:
+def _summarise(design, point, samples, method, noise_std, level, n_boot) -> BootstrapResult:
+    domains, base_w = design.domains, design.base_tokens / design.budget_tokens
     alpha = 1 - level
     tol = 1e-12
     if method == "consistent_fits":  # a range over fits, not a sampling distribution

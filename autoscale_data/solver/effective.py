@@ -109,9 +109,9 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
         ValueError: shapes or values out of range, bounds that cannot meet the budget, or an upper bound
             outside a law's domain (``x + a <= 0``).
     """
-    beta, aa, bb, eb, u, lo_r, hi_r = (np.asarray(v, dtype=np.float64)
-                                       for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
-    _check_problem(beta, aa, bb, eb, u, lo_r, hi_r, budget)
+    arrays = tuple(np.asarray(v, dtype=np.float64) for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
+    _check_problem(arrays, budget)
+    beta, aa, bb, eb, u, lo_r, hi_r = arrays
     e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
     e_hi = np.asarray(effective_tokens(hi_r, u, r_star), dtype=np.float64).reshape(u.shape)
     if np.any(e_hi / eb + aa <= 0):
@@ -143,10 +143,10 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
                                at_upper=at_upper, lam=float(lam), degenerate=degenerate)
 
 
-def _check_problem(beta: np.ndarray, aa: np.ndarray, bb: np.ndarray, eb: np.ndarray, u: np.ndarray,
-                   lo_r: np.ndarray, hi_r: np.ndarray, budget: float) -> None:
-    """The ``ValueError`` of :func:`allocate_effective` for shapes or values out of range."""
-    arrays = (beta, aa, bb, eb, u, lo_r, hi_r)
+def _check_problem(arrays: tuple[np.ndarray, ...], budget: float) -> None:
+    """The ``ValueError`` of :func:`allocate_effective` for shapes or values out of range (``arrays``: its law
+    parameters, base tokens, unique tokens and bounds)."""
+    beta, aa, bb, eb, u, lo_r, hi_r = arrays
     if any(v.shape != beta.shape for v in arrays) or beta.ndim != 1:
         raise ValueError(f"law parameters, base tokens, unique tokens and bounds must be 1-D of one length, got "
                          f"{[v.shape for v in arrays]}")

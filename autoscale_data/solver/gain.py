@@ -40,7 +40,7 @@ from .ddo import DDOOptions
 from .joint import JointFit, _gather, _law_arrays, _model, _pure_error
 from .runs import RunTable
 
-__all__ = ["GainEstimate", "predicted_gain", "predicted_gains", "predicted_values"]
+__all__ = ["GainEstimate", "GainLaw", "predicted_gain", "predicted_gains", "predicted_values"]
 
 _SINGULAR_RTOL = 1e-10  # a singular value below this fraction of the largest is a direction the runs do not fix
 _NULL_ATOL = 1e-8  # a gradient component along such a direction above this (relative) makes the variance infinite
@@ -115,7 +115,7 @@ def _free(fit: JointFit, m: int) -> np.ndarray:
 
 
 @dataclass
-class _Law:
+class GainLaw:
     """What every gain under one joint fit shares: the runs' noise, the free parameters, the Jacobian and its SVD."""
 
     fit: JointFit
@@ -130,7 +130,7 @@ class _Law:
     lack_of_fit_p: float | None
 
     @classmethod
-    def of(cls, fit: JointFit, tables: Sequence[RunTable], options: DDOOptions | None) -> _Law:
+    def of(cls, fit: JointFit, tables: Sequence[RunTable], options: DDOOptions | None) -> GainLaw:
         o = options or DDOOptions()
         data = _gather(tables, o.objective, o.val_domains, None)
         if data.domains != fit.domains or data.y.size != fit.n_points:
@@ -222,7 +222,7 @@ def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping
     Raises:
         ValueError: an allocation lacks a domain of the fit, or the tables are not the fit's.
     """
-    return _Law.of(fit, tables, options).gain(reference, candidate)
+    return GainLaw.of(fit, tables, options).gain(reference, candidate)
 
 
 def predicted_values(fit: JointFit, tables: Sequence[RunTable], tokens: np.ndarray,
@@ -234,7 +234,7 @@ def predicted_values(fit: JointFit, tables: Sequence[RunTable], tokens: np.ndarr
     Raises:
         ValueError: the tables are not the fit's, or ``tokens`` has not one column per domain.
     """
-    law = _Law.of(fit, tables, options)
+    law = GainLaw.of(fit, tables, options)
     tokens = np.atleast_2d(np.asarray(tokens, dtype=np.float64))
     if tokens.shape[1] != len(fit.domains):
         raise ValueError(f"tokens needs {len(fit.domains)} columns ({fit.domains}), got {tokens.shape[1]}")
@@ -251,7 +251,7 @@ def predicted_gains(fit: JointFit, tables: Sequence[RunTable], reference: Mappin
     """:func:`predicted_gain` of each of ``candidates`` (``{name: allocation}``), the fit's Jacobian and its SVD
     computed once; a candidate's error as its text."""
     try:
-        law = _Law.of(fit, tables, options)
+        law = GainLaw.of(fit, tables, options)
     except ValueError as exc:
         return {name: str(exc) for name in candidates}
     out: dict[str, GainEstimate | str] = {}

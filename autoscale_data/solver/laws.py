@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import curve_fit, least_squares
@@ -191,7 +192,8 @@ def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None
     four = law == LAW_4P
     nb = y2.shape[0]
     xmin, s_lo, s_hi = shift_frame(x)
-    params = _grid_starts(x, xmin, s_lo, s_hi, y2, w2, four, grid, n_starts, per_b_starts)  # (B, starts, k)
+    batch = _Batch(x, y2, w2, four, xmin, s_lo, s_hi)
+    params = _grid_starts(batch, grid, n_starts, per_b_starts)  # (B, starts, k)
     if init is not None:
         s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
         extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if four else []),
@@ -199,22 +201,38 @@ def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None
         params = np.concatenate([params, np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))], 1)
     n_starts = params.shape[1]
     params = params.reshape(nb * n_starts, -1)
-    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
-    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
     if n_starts > 1:  # screen every start briefly, keep the best per data set
         rows = np.repeat(np.arange(nb), n_starts)
-        params, fsse = _levenberg_marquardt(x, xmin, y2[rows], w2[rows], params, lo, hi, four, _SCREEN_ITERS)
+        params, fsse = _levenberg_marquardt(batch._replace(y=y2[rows], w=w2[rows]), params, _SCREEN_ITERS)
         best = np.argmin(fsse.reshape(nb, n_starts), axis=1)
         params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
-    params, fsse = _levenberg_marquardt(x, xmin, y2, w2, params, lo, hi, four, max_iter)
+    params, fsse = _levenberg_marquardt(batch, params, max_iter)
     amplitude = params[:, 2] if four else np.ones(nb)
     return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1], "sse": fsse}
 
 
-def _grid_starts(x: np.ndarray, xmin: float, s_lo: float, s_hi: float, y2: np.ndarray, w2: np.ndarray, four: bool,
-                 grid: str, n_starts: int, per_b_starts: bool) -> np.ndarray:
+class _Batch(NamedTuple):
+    """Data sets sharing the multipliers ``x`` (their shift frame ``xmin`` and log-shift range ``s_lo``, ``s_hi``):
+    targets ``y`` and weights ``w``, shape ``(batch, n)``; ``four``: the 4-parameter law (a fitted amplitude)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    four: bool
+    xmin: float
+    s_lo: float
+    s_hi: float
+
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        """The bounds of the parameters (log shift, b, [amplitude,] c)."""
+        return (np.array([self.s_lo, 0.0] + ([0.0] if self.four else []) + [-np.inf]),
+                np.array([self.s_hi, B_MAX] + ([np.inf] if self.four else []) + [np.inf]))
+
+
+def _grid_starts(batch: _Batch, grid: str, n_starts: int, per_b_starts: bool) -> np.ndarray:
     """The starts of :func:`fit_power_law_batch` per data set, ``(B, starts, k)``: its best points of the grid of
     (log shift, b), the linear parameters profiled (and with ``per_b_starts`` the best point of every b)."""
+    x, y2, w2, four, xmin, s_lo, s_hi = batch
     if grid not in _GRIDS:
         raise ValueError(f"grid must be 'fine' or 'coarse', got {grid!r}")
     n_shift, b_grid = _GRIDS[grid]
@@ -247,16 +265,12 @@ def _model_jac(x: np.ndarray, xmin: float, p: np.ndarray, four: bool) -> tuple[n
     return f, np.stack(cols, axis=-1)  # (B, n), (B, n, k)
 
 
-def _levenberg_marquardt(x: np.ndarray, xmin: float, y: np.ndarray, weights: np.ndarray, start: np.ndarray,
-                         lower: np.ndarray, upper: np.ndarray, four: bool, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+def _levenberg_marquardt(batch: _Batch, start: np.ndarray, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
     """Batched, box-projected Levenberg–Marquardt on weighted squared residuals.
 
     Args:
-        x: the multipliers, shape ``(n,)``, shared by every problem; ``xmin`` their shift frame.
-        y, weights: each problem's targets and weights, shape ``(batch, n)``.
+        batch: the problems (every step is clipped into :meth:`_Batch.box`).
         start: each problem's starting parameters (log shift, b, [amplitude,] c), shape ``(batch, k)``.
-        lower, upper: the parameters' box, shape ``(k,)``; every step is clipped into it.
-        four: the 4-parameter law (a fitted amplitude column).
         max_iter: iterations at most.
 
     Returns:
@@ -264,6 +278,8 @@ def _levenberg_marquardt(x: np.ndarray, xmin: float, y: np.ndarray, weights: np.
         nothing, its damping runs away or its fit is exact; stopped problems are written back and
         dropped from the working set, so late iterations touch only the slow ones.
     """
+    x, y, weights, four, xmin = batch[:5]
+    lower, upper = batch.box()
     params = start.copy()
     pred, jac = _model_jac(x, xmin, params, four)
     resid = y - pred
@@ -325,7 +341,8 @@ def _bound_flags(a: float, b: float, amp: float, x: np.ndarray, law: str) -> tup
     return tuple(flags)
 
 
-def _fit_from(xa, ya, wa, law, a, b, c, amp) -> PowerLawFit:
+def _fit_from(xa, ya, wa, law, params) -> PowerLawFit:
+    a, b, c, amp = params
     span = power_law(np.array([xa.min(), xa.max()]), a, b, c, amp)
     if abs(span[0] - span[1]) <= 1e-12 * (1.0 + abs(span[0])):
         # A vanishing basis (huge a) is the flat law: write it as b = 0 so it reads as such.
@@ -420,19 +437,16 @@ def local_fits(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     xmin, s_lo, s_hi = shift_frame(xa)
     cols = [np.clip(np.log(np.maximum(prof["a"][idx] + xmin, 1e-300)), s_lo, s_hi), prof["b"][idx]]
     cols += ([prof["amplitude"][idx]] if four else []) + [prof["c"][idx]]
-    lo = np.array([s_lo, 0.0] + ([0.0] if four else []) + [-np.inf])
-    hi = np.array([s_hi, B_MAX] + ([np.inf] if four else []) + [np.inf])
     ys, ws = np.broadcast_to(ya, (idx.size, ya.size)), np.broadcast_to(wa, (idx.size, ya.size))
-    params, out_sse = _levenberg_marquardt(xa, xmin, ys, ws, np.stack(cols, axis=1), lo, hi, four, 200)  # all minima at once
+    params, out_sse = _levenberg_marquardt(_Batch(xa, ys, ws, four, xmin, s_lo, s_hi), np.stack(cols, axis=1), 200)
     fits: list[PowerLawFit] = []
     for p in params[np.argsort(out_sse, kind="stable")]:
-        f = _fit_from(xa, ya, wa, law, float(np.exp(p[0]) - xmin), float(p[1]), float(p[-1]),
-                      float(p[2]) if four else 1.0)
+        f = _fit_from(xa, ya, wa, law, (float(np.exp(p[0]) - xmin), float(p[1]), float(p[-1]),
+                                        float(p[2]) if four else 1.0))
         if not any(_same_law(f, g) for g in fits):
             fits.append(f)
     if fits[0].sse > 1e-26 * float((wa * ya * ya).sum()):  # the best is not exact: a final polish
-        f = fits[0]
-        fits[0] = _fit_from(xa, ya, wa, law, *_polish(xa, ya, wa, law, f.a, f.b, f.c, f.amplitude, f.sse))
+        fits[0] = _fit_from(xa, ya, wa, law, _polish(xa, ya, wa, law, fits[0]))
     tie = _TIE_RTOL * float((wa * ya * ya).sum())
     best = min(f.sse for f in fits)
     return sorted(fits, key=lambda f: (0, -f.c) if f.sse <= best + tie else (1, f.sse))
@@ -488,11 +502,12 @@ def fit_power_law_paper(x: Sequence[float] | np.ndarray, y: Sequence[float] | np
         raise ValueError(f"the paper's fit did not converge from {start}: {exc}") from None
     if not (np.isfinite([a, b, c]).all() and xa.min() + a > 0):
         raise ValueError(f"the paper's fit left the law's domain: a={a}, b={b}, c={c} for x={xa.tolist()}")
-    return _fit_from(xa, ya, wa, LAW_3P, float(a), float(b), float(c), 1.0)
+    return _fit_from(xa, ya, wa, LAW_3P, (float(a), float(b), float(c), 1.0))
 
 
-def _polish(x, y, w, law, a, b, c, amp, sse0):
-    """Final bounded ``least_squares`` from the batched solution; kept only if it is better."""
+def _polish(x, y, w, law, fit: PowerLawFit):
+    """Final bounded ``least_squares`` from the batched solution ``fit``; kept only if it is better."""
+    a, b, c, amp, sse0 = fit.a, fit.b, fit.c, fit.amplitude, fit.sse
     four = law == LAW_4P
     xmin, s_lo, s_hi = shift_frame(x)
     sw = np.sqrt(w)

@@ -6,7 +6,7 @@ optimum of one law fitted to the runs of every budget, :func:`~.joint.fit_joint`
 (the path with each share trend shrunk by its uncertainty, :func:`~.robust.robust_project`) and the
 observed candidate (the largest budget's best mix as is, :func:`~.select.observed_best`). ``method``
 says which sets the mix; ``"auto"`` (the default) chooses from evidence in the runs (:mod:`.select`).
-The others are reported beside it (or the text of their error).
+The others are reported beside it (or their error, a :class:`~.scores.CandidateError`).
 
 Tables that are not enough for a fit per budget (runs of any mixtures, fewer than ``3m + 2`` per
 budget) get their per-budget optima from the one law fitted to the runs of all budgets; optima that
@@ -57,12 +57,12 @@ class Projections:
 
     Attributes:
         method: what was asked for, one of :data:`~.vocabulary.PROJECTION_CHOICES` (``"auto"``: chosen, see ``selection``).
-        geometric: the :class:`~.projection.Projection`, or the text of its error.
-        joint: the :class:`~.joint.JointFit`, or the text of its error.
-        robust: the :class:`~.robust.RobustProjection`, the text of its error, or None (not computed).
+        geometric: the :class:`~.projection.Projection`, or its :class:`~.scores.CandidateError`.
+        joint: the :class:`~.joint.JointFit`, or its error.
+        robust: the :class:`~.robust.RobustProjection`, its error, or None (not computed).
         optima: each budget's optimum the geometric and robust paths run through (DDO results or
             per-budget laws), smallest budget first; empty when not given.
-        observed: the :class:`~.select.Observed` candidate, the text of its error, or None.
+        observed: the :class:`~.select.Observed` candidate, its error, or None.
         selection: why ``method="auto"`` chose what it chose (None for another method).
         path: the optima as the paths use them (left-out domains treated, :mod:`.left_out`).
         notes: what was done to the input to answer (pooled optima, left-out domains), in words.
@@ -74,11 +74,11 @@ class Projections:
     """
 
     method: str
-    geometric: Projection | str
-    joint: JointFit | str
-    robust: RobustProjection | str | None = None
+    geometric: Projection | CandidateError
+    joint: JointFit | CandidateError
+    robust: RobustProjection | CandidateError | None = None
     optima: tuple[DDOResult | JointFit, ...] = ()
-    observed: Observed | str | None = None
+    observed: Observed | CandidateError | None = None
     selection: Selection | None = None
     path: tuple[tuple[float, dict[str, float]], ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -91,8 +91,8 @@ class Projections:
         chosen = getattr(self, self.used)
         if chosen is None:
             raise ValueError(f"the {self.used} projection was not computed")
-        if isinstance(chosen, str):
-            raise ValueError(f"the {self.used} projection failed: {chosen}")
+        if isinstance(chosen, CandidateError):
+            raise ValueError(f"the {self.used} projection failed: {chosen.error}")
 
     @property
     def used(self) -> str:
@@ -116,7 +116,7 @@ class Projections:
 
     def failures(self) -> dict[str, str]:
         """``{name: error text}`` of the candidates that failed (never the one used)."""
-        return {name: p for name in (*PROJECTIONS, OBSERVED) if isinstance(p := getattr(self, name), str)}
+        return {name: p.error for name in _CANDIDATES if isinstance(p := getattr(self, name), CandidateError)}
 
     def plan_scales(self, first_budget: float | None = None) -> list[tuple[float, dict[str, float]]]:
         """The scales of the chosen answer's :class:`~.plan.MixturePlan` (``MixturePlan.from_scales``).
@@ -142,7 +142,7 @@ class Projections:
             raise ValueError("plan_scales needs the per-budget optima (Projections.optima is empty)")
         path = list(self.path) or [pair(r) for r in self.optima]
         if used == JOINT:
-            joint: Any = self.joint  # a JointFit: __post_init__ refused its error text
+            joint: Any = self.joint  # a JointFit: __post_init__ refused its error
             return joint.path_scales(self.optima[0].budget_tokens if first_budget is None else first_budget)
         if used == ROBUST:
             return [path[-1], pair(self.robust)]
@@ -151,9 +151,6 @@ class Projections:
     def record(self) -> ProjectionsRecord:
         """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``; the
         fields: :class:`ProjectionsRecord`)."""
-        def part(p: Any) -> Any:
-            return CandidateError(p) if isinstance(p, str) else p
-
         chosen = self.chosen
         geometric, joint = self.geometric, self.joint
         path = geometric if isinstance(geometric, Projection) else None
@@ -161,8 +158,8 @@ class Projections:
         return ProjectionsRecord(
             method=self.used, requested_method=self.method, weights=dict(chosen.weights),
             budget_tokens=chosen.budget_tokens, allocation_tokens=dict(chosen.allocation_tokens),
-            warnings=list(getattr(chosen, "warnings", [])), geometric=part(geometric), joint=part(joint),
-            robust=part(self.robust), observed=part(self.observed),
+            warnings=list(getattr(chosen, "warnings", [])), geometric=geometric, joint=joint, robust=self.robust,
+            observed=self.observed,
             selection=self.selection, notes=list(self.notes),
             trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
             disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
@@ -247,10 +244,6 @@ class Candidates:
         """``{name: candidate or CandidateError}`` (:data:`_CANDIDATES`)."""
         return {n: getattr(self, n) for n in _CANDIDATES}
 
-    def answers(self) -> dict[str, Any]:
-        """The candidates as :class:`Projections` holds them: an error as its text."""
-        return {n: p.error if isinstance(p, CandidateError) else p for n, p in self.named().items()}
-
 
 def _at_budget(joint: JointFit, n: float) -> JointFit:
     """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
@@ -272,8 +265,6 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
                 optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> Candidates:
     """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as :class:`CandidateError`
     except the requested method's, which is raised."""
-    notes: list[str] = []
-
     def attempt(name: str, compute: Callable[[], Any]) -> Any:
         try:
             return compute()
@@ -292,7 +283,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
         raise ValueError(f"the {method} projection to {target:g} tokens failed: {few}")
 
     joint = attempt(JOINT, unavailable if few else lambda: fit_joint(tables, o, target_tokens=target))
-    scales, pooled = _optima(tables, o, optima, few, joint, method, target, notes)
+    scales, pooled = _optima(tables, o, optima, few, joint, method, target)
+    notes = [pooled] if pooled else []
     path: list[tuple[float, dict[str, float]]] = []
     if isinstance(scales, list) and len(scales) >= 2:
         path, left = path_scales(scales, o.min_weight)
@@ -306,29 +298,28 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
     return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list) else (),
-                      path=tuple(path), notes=tuple(notes), pooled=pooled,
+                      path=tuple(path), notes=tuple(notes), pooled=bool(pooled),
                       fallback=few or (scales if isinstance(scales, str) else ""))
 
 
 def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
-            joint: JointFit | CandidateError, method: str, target: float,
-            notes: list[str]) -> tuple[list[Any] | str, bool]:
-    """The per-budget optima the paths run through, or why there are none, and whether they are the pooled law's
-    (with a note); the failure of a path ``method`` asked for is raised."""
+            joint: JointFit | CandidateError, method: str, target: float) -> tuple[list[Any] | str, str]:
+    """The per-budget optima the paths run through, or why there are none, and the note saying they are the pooled
+    law's ("": they are not); the failure of a path ``method`` asked for is raised."""
     if optima is not None:
-        return sorted(optima, key=lambda r: r.budget_tokens), False
+        return sorted(optima, key=lambda r: r.budget_tokens), ""
     if few and not _is_design(tables[-1]):
-        return few, False  # one table of any mixtures: its best run is the answer, no fit needed
+        return few, ""  # one table of any mixtures: its best run is the answer, no fit needed
     try:
-        return per_budget_optima(tables, o), False
+        return per_budget_optima(tables, o), ""
     except ValueError as exc:
         if isinstance(joint, JointFit):
-            notes.append(f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
-                         "fitted to the runs of all budgets")
-            return [_at_budget(joint, n) for n in joint.budgets], True
+            return [_at_budget(joint, n) for n in joint.budgets], (
+                f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law fitted to the "
+                "runs of all budgets")
         if method in PROJECTIONS and method != JOINT:
             raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
-        return str(exc), False
+        return str(exc), ""
 
 
 def _predicted(tables: Sequence[RunTable], c: Candidates, o: DDOOptions) -> dict[str, GainEstimate | CandidateError]:
@@ -384,7 +375,7 @@ def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOp
             ``token_caps`` and ``max_epochs`` also bound the projections.
         method: what sets the mix (:data:`~.vocabulary.PROJECTION_CHOICES`): ``"auto"`` (default) chooses from the
             runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
-            is raised. The other candidates' errors are kept as text.
+            is raised. The other candidates' errors are kept (:class:`~.scores.CandidateError`).
         optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
             or the pooled law's optima when the tables are too small for a fit each).
         direct: also optimise the largest budget's fitted law at the target (the geometric
@@ -410,7 +401,7 @@ def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOp
     try:
         c = _candidates(tables, target, o, method, optima, direct)
         selection = None if method != AUTO else _select(tables, c, o, names)
-        out = Projections(method=method, **c.answers(), optima=c.optima, selection=selection, path=c.path,
+        out = Projections(method=method, **c.named(), optima=c.optima, selection=selection, path=c.path,
                           notes=tuple(_label(n, names) for n in c.notes))
         joint_used = out.used == JOINT or (c.pooled and out.used in (GEOMETRIC, ROBUST))
         return replace(out, trust=assess(tables, out.weights, out.joint, objective=o.objective,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers_store import write_synthetic_store
 
-__all__ = ["Stopped", "dies_after_checkpoints", "fake_curve", "fake_run", "kill_runner_when", "tiny_config",
+__all__ = ["Stopped", "dies_after_checkpoints", "fake_config", "fake_curve", "fake_run", "kill_runner_when", "tiny_config",
            "tiny_stores"]
 
 
@@ -65,6 +65,14 @@ def fake_domains(out: Path, names: Sequence[str] = ("a", "b")) -> None:
         "names": list(names), "paths": {d: f"/stores/{d}" for d in names}, "train_tokens": {d: 1000 for d in names},
         "val_tokens": {d: 100 for d in names}, "fingerprints": {d: "0" for d in names}, "vocab_size": 64, "eos_id": 0,
         "tokenizer": "byte"}))
+
+
+def fake_config(out: Path, baselines: Sequence[str], budgets: Sequence[int] = (1000, 2000), **top: Any) -> None:
+    """A valid ``config.json`` of a folder written by hand: one-token sequences, DDO at ``budgets``, a target of
+    4000 tokens (:func:`fake_run`'s) with ``baselines``, and ``top``'s keys."""
+    config = {"domains": "/stores", "seq_len": 1, "micro_batch_size": 1, "global_batch_size": 1,
+              "ddo": {"budgets": list(budgets)}, "target": {"budget": 4000, "baselines": list(baselines)}, **top}
+    (out / "config.json").write_text(json.dumps(config))
 
 
 def fake_run(out: Path, run_id: str, label: str, seed: int, values: list[float], schedule: str = "fixed",

@@ -172,9 +172,7 @@ def test_the_old_anytime_run_is_found_for_the_same_run_planned_now() -> None:
     recorded = [RunSpec.from_json(json.loads(p.read_text())) for p in sorted(OLD.glob("runs/*/spec.json"))]
     (old,) = [s for s in recorded if s.schedule == "anytime"]
     plan = replace(old.plan, tokenizer="0f" * 32)
-    now = replace(old, plan=plan, run_id=run_fingerprint(old.settings, old.sequences, old.seed, old.eval_points,
-                                                          schedule="anytime", plan=plan))
+    now = replace(old, plan=plan, run_id=run_fingerprint(replace(old, plan=plan)))
     assert now.run_id != old.run_id and recorded_anytime_spec(now, recorded) is old
-    other = replace(now, run_id=run_fingerprint(old.settings, old.sequences, old.seed + 1, old.eval_points,
-                                                schedule="anytime", plan=plan))
+    other = replace(now, run_id=run_fingerprint(replace(now, seed=old.seed + 1)))
     assert recorded_anytime_spec(other, recorded) is other

@@ -182,6 +182,7 @@ def test_bad_inputs_name_the_value():
 def test_projections_uses_the_chosen_one_and_keeps_the_other_failure():
     from autoscale_data.solver import project
     from autoscale_data.solver.projections import Projections
+    from autoscale_data.solver.scores import CandidateError
 
     tabs = _runs()
     joint = fit_joint(tabs, objective="mean_loss", target_tokens=1e8)
@@ -189,9 +190,9 @@ def test_projections_uses_the_chosen_one_and_keeps_the_other_failure():
     both = Projections("joint", geo, joint).record().to_json()
     assert both["weights"] == joint.weights and both["t"] == geo.t
     assert both["disagreement"] == weight_distance(joint.weights, geo.weights)
-    only = Projections("joint", "path cannot reach the target", joint).record().to_json()
+    only = Projections("joint", CandidateError("path cannot reach the target"), joint).record().to_json()
     assert only["geometric"] == {"error": "path cannot reach the target"} and "disagreement" not in only
     with pytest.raises(ValueError, match="the geometric projection failed: path cannot"):
-        Projections("geometric", "path cannot reach the target", joint).record().to_json()
+        Projections("geometric", CandidateError("path cannot reach the target"), joint).record().to_json()
     with pytest.raises(ValueError, match="projection method must be one of .* got 'line'"):
         Projections("line", geo, joint).record().to_json()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from autoscale_data.solver import (
+    CandidateError,
     DDOOptions,
     MixturePlan,
     Projections,
@@ -111,12 +112,13 @@ def test_the_plan_runs_through_the_chosen_projection(tables, method):
         assert [n for n, _ in scales] == [r.budget_tokens for r in res.optima]
 
 
-def test_a_failure_is_raised_for_the_chosen_projection_and_kept_as_text_otherwise(tables):
+def test_a_failure_is_raised_for_the_chosen_projection_and_kept_as_its_error_otherwise(tables):
     optima = [dataclasses.replace(fit_ddo(t, OPTS), identifiability=None) for t in tables]  # no σ: robust fails
     kept = project_all(tables, TARGET, OPTS, optima=optima[::-1])
     assert kept.optima == tuple(optima)  # smallest budget first
-    assert kept.failures() == {"robust": kept.robust} and "no weight range" in kept.robust
-    assert kept.record().to_json()["robust"] == {"error": kept.robust}
+    assert isinstance(kept.robust, CandidateError) and "no weight range" in kept.robust.error
+    assert kept.failures() == {"robust": kept.robust.error}
+    assert kept.record().to_json()["robust"] == {"error": kept.robust.error}
     with pytest.raises(ValueError, match=r"the robust projection to 1e\+09 tokens failed: no weight range"):
         project_all(tables, TARGET, OPTS, optima=optima, method="robust")
     with pytest.raises(ValueError, match="projection method must be one of"):

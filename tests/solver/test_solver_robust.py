@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from autoscale_data.solver.allocation_path import project
 from autoscale_data.solver.ddo import fit_ddo
 from autoscale_data.solver.robust import log_share_sd, robust_project
+from autoscale_data.solver.scores import CandidateError
 from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
 SCALES = [(1e6, {"web": 5e5, "code": 3e5, "books": 2e5}), (4e6, {"web": 1.6e6, "code": 1.6e6, "books": 8e5})]
@@ -76,11 +77,11 @@ def test_projections_reports_the_robust_projection_beside():
 
     plain = project(SCALES, 5e7)
     r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
-    out = Projections("geometric", plain, "no joint here", r).record().to_json()
+    out = Projections("geometric", plain, CandidateError("no joint here"), r).record().to_json()
     assert out["method"] == "geometric" and out["weights"] == plain.weights
     assert out["robust"]["moved"] == r.moved and out["robust"]["method"] == "robust"
-    assert Projections("geometric", plain, "x", "failed").record().to_json()["robust"] == {"error": "failed"}
-    assert "robust" not in Projections("geometric", plain, "x").record().to_json()
+    assert Projections("geometric", plain, CandidateError("x"), CandidateError("failed")).record().to_json()["robust"] == {"error": "failed"}
+    assert "robust" not in Projections("geometric", plain, CandidateError("x")).record().to_json()
 
 
 def test_projections_can_use_the_robust_projection():
@@ -88,11 +89,11 @@ def test_projections_can_use_the_robust_projection():
 
     plain = project(SCALES, 5e7)
     r = robust_project(SCALES, 5e7, {"web": 0.2, "code": 0.2, "books": 0.2})
-    out = Projections("robust", plain, "no joint", r).record().to_json()
+    out = Projections("robust", plain, CandidateError("no joint"), r).record().to_json()
     assert out["method"] == "robust" and out["weights"] == r.weights and out["geometric"]["weights"] == plain.weights
     with pytest.raises(ValueError, match="robust projection was not computed"):
-        Projections("robust", plain, "no joint").record().to_json()
+        Projections("robust", plain, CandidateError("no joint")).record().to_json()
     with pytest.raises(ValueError, match="robust projection failed: boom"):
-        Projections("robust", plain, "no joint", "boom").record().to_json()
+        Projections("robust", plain, CandidateError("no joint"), CandidateError("boom")).record().to_json()
     with pytest.raises(ValueError, match="one of"):
-        Projections("other", plain, "no joint", r).record().to_json()
+        Projections("other", plain, CandidateError("no joint"), r).record().to_json()

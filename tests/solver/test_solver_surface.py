@@ -44,7 +44,7 @@ INTERNAL = {
     "EDGE_FRACTION", "GAMMA_RANGE", "SEED_Z", "EdgeCheck", "NoiseCheck", "ParameterCheck", "assess", "edge_check",
     "noise_check", "parameter_check", "seeds_needed", "check_same_columns",
     # the two-budget rule's evidence (solver/gain.py) and its tests (solver/select.py)
-    "GainEstimate", "predicted_gain", "predicted_gains", "predicted_values", "passes", "vouched", "computed_projections",
+    "GainEstimate", "GainLaw", "predicted_gain", "predicted_gains", "predicted_values", "passes", "vouched", "computed_projections",
     # the rule of three budgets or more (solver/backtest.py) and its typed parts (solver/scores.py)
     "BIAS_FRACTION", "MAX_DISTANCE", "ROUTES", "TOTAL_TOL", "VALIDATION_ALPHA", "check_law", "choose_by_backtest",
     "distance_tolerance", "score_candidates", "untrusted", "BacktestScore", "LawCheck", "SCORE_LAW", "SCORE_RUN",

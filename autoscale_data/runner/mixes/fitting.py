@@ -1,6 +1,6 @@
 """From finished proxy runs to the AutoScale mix: the solver's ``fit_ddo``, ``bootstrap_ddo``,
 ``project_all`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here);
-:class:`Fits` is what they found and :func:`projection_summary` the schema of ``fits/projection.json``."""
+:class:`FitsFolder` is what they found and :func:`projection_summary` the schema of ``fits/projection.json``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._io import atomic_write_json
 from ..._records import Record
-from ...solver import BootstrapResult, DDOResult, MixturePlan
+from ...solver import BootstrapResult, CandidateError, DDOResult, MixturePlan, RobustProjection
 from ...solver.vocabulary import JOINT, OBSERVED, ROBUST
 from .. import layout
 from ..config import RunnerConfig
@@ -26,13 +26,13 @@ from ..reporting.wording import bounds_moved
 if TYPE_CHECKING:
     from ...solver import Projections
 
-__all__ = ["BOOTSTRAP_REPLICATES", "Fits", "fit_all", "projection_summary", "proxy_table"]
+__all__ = ["BOOTSTRAP_REPLICATES", "FitsFolder", "fit_all", "projection_summary", "proxy_table"]
 
 BOOTSTRAP_REPLICATES = 400
 
 
 @dataclass(frozen=True)
-class Fits(Record):
+class FitsFolder(Record):
     """What :func:`fit_all` found: the records of the files it wrote under ``fits/``, and the plan."""
 
     ddo: dict[int, DDOResult]
@@ -146,7 +146,7 @@ def _log_choice(projections: Projections, log: Callable[[str], None]) -> None:
         log(f"ddo.projection auto chose {projections.used}: {projections.selection.reason}")
         for line in projections.selection.backtest_lines():
             log(f"  {line}")
-    if not isinstance(robust, str):
+    if isinstance(robust, RobustProjection):
         used = "sets the target mix" if projections.used == ROBUST else "reported only"
         log(f"robust projection ({used}; trends shrunk by their identifiability range): moves the geometric "
             f"mix by total variation {robust.moved['total_variation']:.3f}")
@@ -156,7 +156,7 @@ def _log_mix(projections: Projections, weights_used: Mapping[str, float], target
              log: Callable[[str], None]) -> None:
     """The projections' warnings and failures, and the target mix with how it was found."""
     geometric, joint, robust = projections.geometric, projections.joint, projections.robust
-    for w in geometric.warnings if not isinstance(geometric, str) else []:
+    for w in geometric.warnings if not isinstance(geometric, CandidateError) else []:
         log(f"projection warning: {w}")
     for name, error in projections.failures().items():
         log(f"the {name} projection (reported only) failed: {error}")
@@ -169,7 +169,7 @@ def _log_mix(projections: Projections, weights_used: Mapping[str, float], target
 
 
 def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
-            out_dir: Path, *, log: Callable[[str], None] = print) -> Fits:
+            out_dir: Path, *, log: Callable[[str], None] = print) -> FitsFolder:
     """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
     The target mix comes from ``config.ddo.projection`` (``auto``: the choice, its reason and the backtest's
@@ -209,7 +209,7 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = _fit_plan(config, domains, projections, caps, out_dir, log)
     _log_mix(projections, summary["weights"], config.target.budget, log)
-    return Fits(ddo=results, bootstrap=boots, projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
+    return FitsFolder(ddo=results, bootstrap=boots, projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,

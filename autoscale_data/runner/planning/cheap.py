@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import RunnerConfig
-from ..config.sections import ProxyModelConfig
+from ..config.sections import ModelConfig, ProxyModelConfig
 from ..models import PRESETS
 from .data import DomainInfo
-from .estimate import flops_per_token
+from .settings import ModelSettings
 
 __all__ = ["CHEAP_MAX_RATIO", "CHEAP_MIN_RATIO", "CheapDesign", "cheap_config", "cheap_design", "cheap_proxy_model"]
 
@@ -75,20 +75,16 @@ class CheapDesign:
         return lines + (["  extra_budget: none"] if from_three else [])
 
 
-def _fields(config: RunnerConfig, domains: DomainInfo, preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    from ..models import model_config_dict
-
-    return model_config_dict(preset, overrides, vocab_size=domains.vocab_size, seq_len=config.seq_len)
-
-
-def _fpt(config: RunnerConfig, domains: DomainInfo, preset: str, overrides: dict[str, Any]) -> float:
-    return flops_per_token(preset, _fields(config, domains, preset, overrides), config.seq_len)
+def _settings(config: RunnerConfig, domains: DomainInfo, model: ModelConfig) -> ModelSettings:
+    """``model`` as a run of ``config`` trains it (its fields, its FLOPs per token)."""
+    return ModelSettings.of(model, domains.vocab_size, config.seq_len, config.dropout, config.train.pad_vocab)
 
 
 def _ratio(config: RunnerConfig, domains: DomainInfo, preset: str, overrides: dict[str, Any]) -> float:
     """The target model's training FLOPs per token over those of ``preset`` with ``overrides``."""
-    target = _fpt(config, domains, config.model.preset, dict(config.model.overrides))
-    return target / _fpt(config, domains, preset, overrides)
+    target, proxy = (_settings(config, domains, m).flops_per_token(config.seq_len)
+                     for m in (config.model, config.model.another(preset, overrides)))
+    return target / proxy
 
 
 def _halved(family: str, fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -117,7 +113,7 @@ def cheap_proxy_model(config: RunnerConfig, domains: DomainInfo) -> tuple[ProxyM
         ratio, preset = min(presets)  # the largest such preset: the smallest ratio in range
         return ProxyModelConfig(preset=preset), ratio
     preset = config.model.preset
-    fields = _fields(config, domains, preset, dict(config.model.overrides))
+    fields = _settings(config, domains, config.model).fields
     overrides: dict[str, Any] = dict(config.model.overrides)  # the target's other fields kept
     ratio = 1.0
     while ratio < CHEAP_MIN_RATIO:

@@ -298,39 +298,35 @@ def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
     return proxy
 
 
-def id_payload(settings: TrainingSettings | None, sequences: Mapping[str, int], seed: int, eval_points: int, *,
-               schedule: str = "fixed", plan: MixturePlan | None = None, extension: ExtensionSpec | None = None,
-               hook: HookSpec | None = None, keeps_model: bool = False,
-               pools: Mapping[str, int] | None = None, wsd: WSDSpec | None = None) -> dict[str, Any]:
-    """What a run id hashes (the records as their JSON, as the spec file holds them). ``schedule`` and ``plan``
+def id_payload(spec: RunSpec) -> dict[str, Any]:
+    """What a run id hashes: the spec's settings, sequences, seed and evaluation points (its records as their JSON,
+    as the spec file holds them; not its budget, label or perturbation, its kind only as ``keeps_model``). ``schedule`` and ``plan``
     enter only for a non-fixed schedule, ``extension`` only for an extension run, ``hook`` only for a run with
     a step hook, ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
     proxy, so the ids of other runs do not depend on those options (nor on ``wsd``, which enters only for a run of
     the WSD design)."""
-    payload: dict[str, Any] = {"settings": {} if settings is None else settings.to_json(),
-                               "sequences": dict(sorted(sequences.items())), "seed": seed, "eval_points": eval_points}
-    if schedule != "fixed":
-        payload["schedule"] = schedule
-        payload["plan"] = None if plan is None else plan.to_json()
-    if extension is not None:
-        payload["extension"] = extension.to_json()
-    if hook is not None:
-        payload["hook"] = hook.to_json()
-    if keeps_model:
+    payload: dict[str, Any] = {"settings": {} if spec.settings is None else spec.settings.to_json(),
+                               "sequences": dict(sorted(spec.sequences.items())), "seed": spec.seed,
+                               "eval_points": spec.eval_points}
+    if spec.schedule != "fixed":
+        payload["schedule"] = spec.schedule
+        payload["plan"] = None if spec.plan is None else spec.plan.to_json()
+    if spec.extension is not None:
+        payload["extension"] = spec.extension.to_json()
+    if spec.hook is not None:
+        payload["hook"] = spec.hook.to_json()
+    if spec.kind in registry.model_keeping_kinds():  # not a WSD trunk's: its ``wsd`` says so
         payload["keeps_model"] = True
-    if pools:
-        payload["pools"] = dict(sorted(pools.items()))
-    if wsd is not None:
-        payload["wsd"] = wsd.to_json()
+    if spec.pools:
+        payload["pools"] = dict(sorted(spec.pools.items()))
+    if spec.wsd is not None:
+        payload["wsd"] = spec.wsd.to_json()
     return payload
 
 
-def run_fingerprint(settings: TrainingSettings | None, sequences: Mapping[str, int], seed: int, eval_points: int,
-                    **options: Any) -> str:
-    """The run id: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload` (``options``: its
-    keyword arguments)."""
-    blob = json.dumps(id_payload(settings, sequences, seed, eval_points, **options), sort_keys=True,
-                      separators=(",", ":"))
+def run_fingerprint(spec: RunSpec) -> str:
+    """The run id of ``spec``: SHA-256 (first 16 hex digits) of the canonical JSON of :func:`id_payload`."""
+    blob = json.dumps(id_payload(spec), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -344,10 +340,8 @@ def recorded_anytime_spec(spec: RunSpec, recorded: Iterable[RunSpec]) -> RunSpec
     for old in recorded:
         if old.plan is None or old.plan.tokenizer == spec.plan.tokenizer or old.sequences != spec.sequences:
             continue
-        again = run_fingerprint(old.settings, old.sequences, old.seed, old.eval_points, schedule=old.schedule,
-                                plan=dataclasses.replace(old.plan, tokenizer=spec.plan.tokenizer), extension=old.extension,
-                                hook=old.hook, keeps_model=old.keeps_model, pools=old.pools)
-        if again == spec.run_id:
+        if run_fingerprint(dataclasses.replace(old, plan=dataclasses.replace(old.plan, tokenizer=spec.plan.tokenizer))) \
+                == spec.run_id:
             return old
     return spec
 
@@ -377,14 +371,12 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     new = sum(sequences.values()) - (0 if extension is None else extension.parent_sequences)
     points = max(1, min(points, new // config.global_batch_size))
     schedule = "fixed" if plan is None else "anytime"
-    keeps = role.kind in registry.model_keeping_kinds()
-    run_id = run_fingerprint(settings, sequences, role.seed, points, schedule=schedule, plan=plan,
-                             extension=extension, hook=hook, keeps_model=keeps, pools=pools, wsd=wsd)
-    return RunSpec(run_id=run_id, kind=role.kind, scale=int(role.scale), label=role.label,
+    spec = RunSpec(run_id="", kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
                    schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools else None,
                    wsd=wsd)
+    return dataclasses.replace(spec, run_id=run_fingerprint(spec))
 
 
 def method_spec(config: RunnerConfig, domains: DomainInfo, kind: str, budget: int, label: str,

@@ -20,6 +20,8 @@ from ...solver import BootstrapResult, CandidateError, Selection
 from ...solver.contrib import weight_distance
 from ...solver.vocabulary import DEFAULT_OBJECTIVE, GEOMETRIC, JOINT, OBSERVED, ROBUST, objective_key
 from .. import layout
+from ..config import RunnerConfig
+from ..experiment import load_folder_config
 from ..planning.repetition import repetition_md
 from ..planning.specs import RunSpec
 from ..records import ProjectionFile, RunFailure, RunListFile, RunResult
@@ -71,7 +73,7 @@ def _runs(out: Path) -> list[_Run]:
     return rows
 
 
-def _current_runs(runs: list[_Run], run_list: RunListFile, config: dict[str, Any]) -> tuple[list[_Run], int]:
+def _current_runs(runs: list[_Run], run_list: RunListFile, config: RunnerConfig | None) -> tuple[list[_Run], int]:
     """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
 
     With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
@@ -81,13 +83,21 @@ def _current_runs(runs: list[_Run], run_list: RunListFile, config: dict[str, Any
     runs = [r for r in runs if r.spec.kind != "extension"]
     ids = run_list.run_ids()
     if ids is None:
-        scales = {int(n) for n in (config.get("ddo") or {}).get("budgets", [])}
-        target = (config.get("target") or {}).get("budget")
+        scales = set(config.ddo.budgets) if config else set()
+        target = config.target.budget if config else None
         keep = [r for r in runs if (r.spec.kind == "proxy" and (not scales or r.spec.scale in scales))
                 or (r.spec.kind != "proxy" and (target is None or r.spec.scale == int(target)))]
     else:
         keep = [r for r in runs if r.spec.run_id in ids]
     return keep, len(runs) - len(keep)
+
+
+def _folder_config(out: Path) -> RunnerConfig | None:
+    """The config the folder was last run with, validated; None without one that this version reads."""
+    try:
+        return load_folder_config(out)
+    except (FileNotFoundError, ValueError, TypeError):
+        return None
 
 
 def _extensions(runs: list[_Run], key: str) -> list[ExtensionResult]:
@@ -110,8 +120,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     out = Path(out_dir)
     if not (out / layout.LEDGER).exists() and not (out / layout.RUNS).is_dir():
         raise FileNotFoundError(f"{os.fspath(out)!r} is not a runner output directory (no ledger.jsonl)")
-    config = layout.read(out, layout.CONFIG) or {}
-    objective = (config.get("ddo") or {}).get("objective", DEFAULT_OBJECTIVE)
+    config = _folder_config(out)
+    objective = config.ddo.objective if config else DEFAULT_OBJECTIVE
     key = objective_key(objective)
     run_list: RunListFile = layout.read(out, layout.RUN_LIST) or RunListFile()
     every = _runs(out)
@@ -126,9 +136,9 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
     finished = [r for r in runs if r.result is not None]
     repetition = layout.read(fits, layout.REPETITION)  # the report holds the file as written
     return Report(
-        out_dir=os.fspath(out.resolve()), name=config.get("name"), objective=objective,
+        out_dir=os.fspath(out.resolve()), name=config.name if config else None, objective=objective,
         domains=list(domains.names) if domains is not None else [], failed_runs=failed, stale_runs=stale,
-        target_budget=(config.get("target") or {}).get("budget"),
+        target_budget=config.target.budget if config else None,
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
         ddo=_fit_files(fits, layout.DDO), bootstrap=_fit_files(fits, layout.BOOTSTRAP),
@@ -148,7 +158,7 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         comparison=build_comparison(out, {r.spec.run_id: r.result for r in finished}, targets, key),
         repetition=None if repetition is None else repetition.to_json(), verdicts=target_verdicts(targets, key),
         downstream=build_downstream(out, [r.spec for r in finished], labels,
-                                    list((config.get("eval") or {}).get("tasks") or [])),
+                                    list(config.eval.tasks) if config else []),
         **_references(out, targets))
 
 
@@ -243,14 +253,14 @@ def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, 
             continue
         final = {d: mean_std([r.losses[d] - u.losses[d] for r, u in pairs]) for d in pairs[0][0].losses}
         final[key] = mean_std([r.value(key) - u.value(key) for r, u in pairs])
-        out[label] = VersusUniform(curve=compare_curves(targets["uniform"], rs, key), final=final)
+        out[label] = VersusUniform(curve=compare_curves(targets[layout.UNIFORM], rs, key), final=final)
     return out
 
 
-def _anytime(out: Path, config: dict[str, Any], targets: dict[str, list[RunResult]],
+def _anytime(out: Path, config: RunnerConfig | None, targets: dict[str, list[RunResult]],
              runs: list[_Run], key: str) -> AnytimeComparison | None:
     """The anytime-vs-fixed comparison, the reason it is missing, or ``None`` when it was not asked for."""
-    wanted = layout.ANYTIME in ((config.get("target") or {}).get("baselines") or [])
+    wanted = config is not None and layout.ANYTIME in config.target.baselines
     if layout.ANYTIME in targets and layout.AUTOSCALE in targets:
         comparison = compare_curves(targets[layout.AUTOSCALE], targets[layout.ANYTIME], key)
         points, decreasing = comparison.points, None

@@ -2,7 +2,7 @@
 
 ``train`` is the one entry point (in process, or ``python -m autoscale_data.runner.training.train
 --job job.json`` per rank); ``dist`` the process group and device, ``checkpoint`` the resumable
-checkpoints, ``evaluate`` the validation loss of every domain, ``extension`` a finished target run
+checkpoints, ``validation_loss`` the validation loss of every domain, ``extension`` a finished target run
 continued to a larger budget (its parent, mix and learning rate), ``downstream`` the zero-shot tasks on a
 finished target run's final model, ``step`` how fast the step runs (TF32, the micro-batch of
 ``train.micro_batch: auto``), ``hooks`` the step-hook protocol (a mixing method's code inside the steps).
@@ -10,4 +10,4 @@ finished target run's final model, ``step`` how fast the step runs (TF32, the mi
 
 from __future__ import annotations
 
-__all__ = ["checkpoint", "dist", "downstream", "evaluate", "extension", "hooks", "step", "train"]
+__all__ = ["checkpoint", "dist", "downstream", "extension", "hooks", "step", "train", "validation_loss"]

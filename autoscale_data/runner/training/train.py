@@ -54,9 +54,9 @@ from ..planning.wsd import wsd_lr_lambda
 from ..records import EvalPoint, FinalState, JobFile, RunExtension, RunFailure, RunResult
 from .checkpoint import CheckpointState, TrainTimes, load_checkpoint, save_checkpoint
 from .dist import DistInfo, all_gather_objects, all_reduce_sum, exit_process, setup_distributed, teardown
-from .evaluate import evaluate, mean_objective
 from .extension import extension_lr_lambda, parent_state
 from .step import measure_micro_batch, prepare_device
+from .validation_loss import mean_objective, validation_losses
 
 __all__ = [
     "DIVERGED_EXIT", "Diverged", "LOCKED_EXIT", "RunLocked", "eval_steps", "load_job", "lr_lambda", "main",
@@ -280,8 +280,8 @@ class _Trainer:
             inputs, labels = ids, ids
         if self.engine is not None:
             logits = self.engine(input_ids=inputs).logits
-            losses, keep, mean = self._losses(logits, labels)
-            self.engine.backward(self._hooked_loss(mean, logits, losses, keep, inputs, labels, domain, micro))
+            losses, keep, mean, loss = self._losses(logits, inputs, labels, domain, micro)
+            self.engine.backward(loss)
             self.engine.step()
         else:
             sync = nullcontext()
@@ -291,26 +291,24 @@ class _Trainer:
                                       enabled=config.precision == "bf16")
             with sync, autocast:
                 logits = self.forward(input_ids=inputs).logits
-                losses, keep, mean = self._losses(logits, labels)
-                (self._hooked_loss(mean, logits, losses, keep, inputs, labels, domain, micro) / self.gas).backward()
+                losses, keep, mean, loss = self._losses(logits, inputs, labels, domain, micro)
+                (loss / self.gas).backward()
         self._count_domains(losses.detach(), keep, domain)
         return float(mean.detach())
 
-    def _losses(self, logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The per-token losses (with their graph), their mask and their mean (the model's loss)."""
+    def _losses(self, logits: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor,
+                micro: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The per-token losses (with their graph), their mask, their mean (the model's loss) and the loss to
+        backpropagate: the mean, or what the run's step hook returns instead."""
         losses, keep = token_cross_entropy(logits, labels, self.family, vocab_size=self.vocab)
-        return losses, keep, losses.sum() / keep.sum().clamp(min=1)
-
-    def _hooked_loss(self, mean: torch.Tensor, logits: torch.Tensor, losses: torch.Tensor, keep: torch.Tensor,
-                     inputs: torch.Tensor, labels: torch.Tensor, domain: torch.Tensor, micro: int) -> torch.Tensor:
-        """The loss to backpropagate: the model's mean loss, or what the run's step hook returns instead."""
+        mean = losses.sum() / keep.sum().clamp(min=1)
         if self.hook is None:
-            return mean
+            return losses, keep, mean, mean
         from .hooks import HookBatch
 
         loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=logits, domain=domain, micro=micro,
                                         last_micro=micro == self.gas - 1, losses=losses, mask=keep))
-        return mean if loss is None else loss
+        return losses, keep, mean, mean if loss is None else loss
 
     def _count_domains(self, losses: torch.Tensor, keep: torch.Tensor, domain: torch.Tensor) -> None:
         self.meter.update(losses, domain, mask=keep)
@@ -328,12 +326,12 @@ class _Trainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def _evaluate(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
+    def _validation_losses(self, loader: Any, names: Sequence[str]) -> dict[str, float]:
         forward = self.engine if self.engine is not None else self.model  # not compiled: eval shapes differ
         forward.eval()
         try:
-            return evaluate(forward, loader, names, self.info, family=self.family, mask=self.mask,
-                            passes=self.config.eval.mlm_passes, vocab_size=self.vocab)
+            return validation_losses(forward, loader, names, self.info, family=self.family, mask=self.mask,
+                                     passes=self.config.eval.mlm_passes, vocab_size=self.vocab)
         finally:
             forward.train()
 
@@ -429,7 +427,7 @@ class _Trainer:
         now = self._resume(state, names, ds)
         loader = DataLoader(ds, batch_size=None, num_workers=config.num_workers,
                             pin_memory=info.device.type == "cuda", generator=torch.Generator())
-        self._loop(now, iter(loader), val_loader, names, base, ds, ckpt_dir, progress)
+        self._loop(now, iter(loader), val_loader, base, ds, progress)
         if self.keep and not from_final:
             self._keep_final(ckpt_dir, self._state(now, ds, self.steps))
         new = all_reduce_sum(now.counts.clone(), info)
@@ -440,13 +438,14 @@ class _Trainer:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
         return result
 
-    def _loop(self, now: _Standing, it: Iterator[Any], val_loader: Any, names: list[str], base: torch.Tensor,
-              ds: Any, ckpt_dir: Path, progress: bool | None) -> None:
+    def _loop(self, now: _Standing, it: Iterator[Any], val_loader: Any, base: torch.Tensor, ds: Any,
+              progress: bool | None) -> None:
         """Train from ``now.start`` to the last step: evaluate at the spec's points, checkpoint every
         ``checkpoint_every`` steps (the last step excepted)."""
         from tqdm.auto import tqdm
 
         config, info = self.config, self.info
+        names, ckpt_dir = list(ds.domain_names), self.dir / layout.CHECKPOINT_DIR
         at = set(eval_steps(self.steps, self.spec.eval_points))
         show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
         bar = tqdm(total=self.steps, initial=now.start, desc=self.spec.name, unit="step", disable=not show, leave=False)
@@ -489,7 +488,7 @@ class _Trainer:
                     now: _Standing) -> EvalPoint:
         """Evaluate after ``done`` steps: validation and training losses per domain, tokens seen so far."""
         te = time.perf_counter()
-        losses = self._evaluate(val_loader, names)
+        losses = self._validation_losses(val_loader, names)
         now.times.eval_s += time.perf_counter() - te
         seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info), base.tolist(),
                                                  strict=True)]

@@ -13,7 +13,7 @@ import pytest
 from runner_helpers import tiny_config, tiny_stores
 
 from autoscale_data.runner.config import config_from_dict
-from autoscale_data.runner.mixes.fitting import Fits, fit_all
+from autoscale_data.runner.mixes.fitting import FitsFolder, fit_all
 from autoscale_data.runner.pipeline import MixtureRunner
 from autoscale_data.runner.planning.data import inspect_domains
 from autoscale_data.runner.planning.specs import ddo_proxy_specs
@@ -56,7 +56,7 @@ def stores(tmp_path: Path) -> Path:
 
 
 def _fit(stores: Path, tmp_path: Path, projection: str | None,
-         **ddo_extra: Any) -> tuple[Fits, dict[str, Any], list[str]]:
+         **ddo_extra: Any) -> tuple[FitsFolder, dict[str, Any], list[str]]:
     ddo = {"multipliers": [[3, 1.7], [3, 1.7]], **ddo_extra} | ({} if projection is None else {"projection": projection})
     cfg = config_from_dict(tiny_config(stores, ddo=ddo, target={"budget": 65536}))
     domains = inspect_domains(cfg)
@@ -196,7 +196,7 @@ def test_the_weights_plot_names_a_bootstrap_ci_only_when_one_ran(stores: Path, t
 def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     fits, proj, _ = _fit(stores, tmp_path, "joint")
     obj = json.loads(json.dumps(fits.to_json()))
-    back = Fits.from_json(obj)
+    back = FitsFolder.from_json(obj)
     assert back.to_json() == obj and back.method == "joint" and back.weights == fits.weights == proj["weights"]
     # what is written comes back (a fit read back holds no raw samples: those fields are transient)
     assert {n: r.to_json() for n, r in back.ddo.items()} == {n: r.to_json() for n, r in fits.ddo.items()}
@@ -206,14 +206,14 @@ def test_fits_round_trip_through_json(stores: Path, tmp_path: Path) -> None:
     assert back.plan.weights_for_budget(65536) == pytest.approx(fits.plan.weights_for_budget(65536), abs=1e-12)
     fits_dir = json.loads((tmp_path / "fits" / "mixture_plan.json").read_text())
     assert back.plan.to_json() == fits_dir  # the plan as saved
-    no_plan = Fits.from_json({**obj, "plan": None})
+    no_plan = FitsFolder.from_json({**obj, "plan": None})
     assert no_plan.plan is None and no_plan.to_json()["plan"] is None
     with pytest.raises(ValueError, match=r"key 'projection' is missing"):
-        Fits.from_json({k: v for k, v in obj.items() if k != "projection"})
+        FitsFolder.from_json({k: v for k, v in obj.items() if k != "projection"})
     with pytest.raises(ValueError, match="'ddo.N1' is invalid: expected an integer key"):
-        Fits.from_json({**obj, "ddo": {"N1": {}}})
+        FitsFolder.from_json({**obj, "ddo": {"N1": {}}})
     with pytest.raises(ValueError, match="'projection.weights' is missing"):
-        Fits.from_json({**obj, "projection": {"method": "joint"}})
+        FitsFolder.from_json({**obj, "projection": {"method": "joint"}})
 
 
 def _law_optimum(n: float, lo: float) -> np.ndarray:

@@ -173,7 +173,7 @@ def test_anytime_option_leaves_every_fixed_schedule_id_unchanged(stores: Path) -
     assert [s.run_id for s in a] == [s.run_id for s in b]  # the option adds runs, it changes none
     for s in a:
         assert s.schedule == "fixed" and s.plan is None
-        payload = id_payload(s.settings, s.sequences, s.seed, s.eval_points)
+        payload = id_payload(s)
         assert "schedule" not in payload and "plan" not in payload
         assert s.run_id == _legacy_id(s)
         assert "schedule" not in s.to_json() and "plan" not in s.to_json()  # spec.json as before

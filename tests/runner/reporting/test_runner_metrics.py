@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from runner_helpers import fake_curve, fake_run
+from runner_helpers import fake_config, fake_curve, fake_run
 
 from autoscale_data.runner.records import EvalPoint, RunResult
 from autoscale_data.runner.reporting.metrics import mean_curve, tokens_saved, tokens_to_reach
@@ -94,7 +94,7 @@ def test_report_has_the_anytime_section(tmp_path) -> None:
             ("u0", "uniform", 0, [5.5, 5.0, 4.6])]
     for run_id, label, seed, values in runs:
         fake_run(out, run_id, label, seed, values)
-    (out / "config.json").write_text(json.dumps({"target": {"baselines": ["uniform", "autoscale_anytime"]}}))
+    fake_config(out, ["uniform", "autoscale_anytime"])
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)
     assert report.anytime_vs_fixed.to_json() == {"available": False,
@@ -121,7 +121,6 @@ def test_report_has_the_anytime_section(tmp_path) -> None:
 
 
 def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path) -> None:
-    import json
 
     import matplotlib
 
@@ -135,7 +134,7 @@ def test_each_mix_minus_uniform_paired_by_seed_in_the_report_and_plots(tmp_path)
     for run_id, label, seed, values in (("m0", "autoscale", 0, [5.0, 4.5, 4.00]), ("m1", "autoscale", 1, [5.1, 4.6, 4.30]),
                                         ("u0", "uniform", 0, [5.2, 4.6, 4.05]), ("u1", "uniform", 1, [5.2, 4.7, 4.25])):
         fake_run(out, run_id, label, seed, values)
-    (out / "config.json").write_text(json.dumps({"target": {"baselines": ["uniform"]}}))
+    fake_config(out, ["uniform"])
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)
     final = report.vs_uniform["autoscale"].final

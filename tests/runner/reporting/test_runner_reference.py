@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 from helpers_store import write_synthetic_store
-from runner_helpers import fake_domains, fake_run
+from runner_helpers import fake_config, fake_domains, fake_run
 
 from autoscale_data.runner.reporting.reference import not_beating_unigram, reference_losses, unigram_entropy
 from autoscale_data.runner.reporting.report import write_report
 from autoscale_data.runner.reporting.report_types import Report
 from autoscale_data.runner.reporting.summary import format_summary
 from autoscale_data.runner.training.dist import DistInfo
-from autoscale_data.runner.training.evaluate import evaluate
+from autoscale_data.runner.training.validation_loss import validation_losses
 from autoscale_data.store import TokenStore
 
 
@@ -49,7 +49,7 @@ def test_the_report_warns_for_targets_that_do_not_beat_the_unigram_loss(tmp_path
     for seed in (0, 1):
         fake_run(tmp_path, f"f{seed}", "autoscale", seed, [6.0, 5.5, 5.2 + 0.1 * seed])  # a: 5.25 mean, above 5.0
         fake_run(tmp_path, f"u{seed}", "uniform", seed, [6.0, 5.0, 4.5])  # below both references
-    (tmp_path / "config.json").write_text(json.dumps({"target": {"budget": 4000, "baselines": ["uniform"]}}))
+    fake_config(tmp_path, ["uniform"])
     fake_domains(tmp_path)
     (tmp_path / "ledger.jsonl").write_text("")
     ref = {"unigram": 5.0, "uniform": 5.55, "tokens": 4000, "scored_tokens": 600.0}
@@ -84,10 +84,10 @@ def test_masked_lm_passes_score_more_positions_under_new_masks() -> None:
         counted.append(int((input_ids == 10).sum()))
         return _Constant()(input_ids)
 
-    one = evaluate(counting, loader, ["d"], info, family="bert", mask=mask)
+    one = validation_losses(counting, loader, ["d"], info, family="bert", mask=mask)
     assert len(counted) == 1
-    three = evaluate(counting, loader, ["d"], info, family="bert", mask=mask, passes=3)
+    three = validation_losses(counting, loader, ["d"], info, family="bert", mask=mask, passes=3)
     assert len(counted) == 4 and counted[2] != counted[3]  # three passes, each under its own masks
     assert one["d"] == pytest.approx(math.log(11)) and three["d"] == pytest.approx(math.log(11))
-    evaluate(counting, loader, ["d"], info, family="gpt2", passes=3)
+    validation_losses(counting, loader, ["d"], info, family="gpt2", passes=3)
     assert len(counted) == 5  # a causal model already scores every token: one pass

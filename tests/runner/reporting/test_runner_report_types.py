@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from runner_helpers import fake_domains, fake_run
+from runner_helpers import fake_config, fake_domains, fake_run
 
 from autoscale_data.runner.reporting.metrics import tokens_saved
 from autoscale_data.runner.reporting.report import _markdown, write_report
@@ -27,7 +27,7 @@ def _folder(out: Path) -> Path:
     losses), uniform, the anytime schedule and one failed run."""
     from autoscale_data.solver import MixturePlan
 
-    for scale in (4096, 16384):  # 16384 sorts before 4096 as a string: from_json must keep the budget order
+    for scale in (512, 1024):  # 1024 sorts before 512 as a string: from_json must keep the budget order
         for label, seed, values in (("base", 0, [5.0]), ("base", 1, [5.2]), ("a_up", 0, [4.9])):
             fake_run(out, f"p{scale}{label}{seed}", label, seed, values, kind="proxy", scale=scale)
     plan = MixturePlan.from_scales([(1000, {"a": 800.0, "b": 200.0}), (2000, {"a": 1000.0, "b": 1000.0})]).to_json()
@@ -54,8 +54,7 @@ def _folder(out: Path) -> Path:
                                                       "method": "geometric", "t": 1.5}))
     (fits / "target_mixes.json").write_text(json.dumps({"autoscale": {"a": 0.5, "b": 0.5},
                                                         "uniform": {"a": 0.5, "b": 0.5}}))
-    (out / "config.json").write_text(json.dumps({"name": "typed", "target": {"budget": 4000, "baselines":
-                                                                           ["uniform", "autoscale_anytime"]}}))
+    fake_config(out, ["uniform", "autoscale_anytime"], (512, 1024), name="typed")
     fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     return out
@@ -73,12 +72,12 @@ def test_report_json_is_to_json_and_reads_back(written: tuple[Path, Report]) -> 
     assert on_disk == report.to_json()
     loaded = Report.load(out)
     assert loaded == report and loaded.to_json() == on_disk  # to_json -> from_json -> to_json: unchanged
-    assert list(loaded.proxies) == ["4096", "16384"]
+    assert list(loaded.proxies) == ["512", "1024"]
     assert _markdown(loaded) == (out / "report.md").read_text()  # report.md renders from the file alone
     assert format_summary(loaded) == format_summary(report)
     # every part is there, typed
     assert report.failed_runs[0].reason == "out of memory" and report.missing_targets == []
-    assert report.proxies["4096"]["base"].objective_value.n == 2
+    assert report.proxies["512"]["base"].objective_value.n == 2
     auto = report.targets["autoscale"]
     assert auto.train_curve.tokens == [1000, 2000, 3000] and auto.train_curve.losses["a"] == pytest.approx([5.2, 4.7, 4.2])
     assert report.anytime_vs_fixed.available and report.anytime_vs_fixed.points[0].plan_shares is not None
@@ -107,7 +106,7 @@ def test_an_older_report_without_the_later_keys_reads(written: tuple[Path, Repor
     (("targets",), None, "'targets' is missing"),
     (("targets", "autoscale", "losses"), None, "'targets.autoscale.losses' is missing"),
     (("targets", "autoscale", "mean_loss"), None, "'targets.autoscale.mean_loss' is missing"),
-    (("proxies", "4096", "base", "losses", "a", "std"), None, "'proxies.4096.base.losses.a.std' is missing"),
+    (("proxies", "512", "base", "losses", "a", "std"), None, "'proxies.512.base.losses.a.std' is missing"),
     (("throughput", "runs"), "twelve", "'throughput.runs' = 'twelve' is invalid: expected an integer"),
     (("tokens_saved", "uniform", "status"), 3, "'tokens_saved.uniform.status' = 3 is invalid: expected a string"),
     (("anytime_vs_fixed", "points"), None, "'anytime_vs_fixed.points' is missing"),
@@ -133,7 +132,7 @@ def test_bad_files_and_bad_budgets(written: tuple[Path, Report], tmp_path: Path)
     with pytest.raises(ValueError, match="expected an object"):
         Report.from_json([report.to_json()])
     bad = report.to_json()
-    bad["proxies"]["N1"] = bad["proxies"].pop("4096")
+    bad["proxies"]["N1"] = bad["proxies"].pop("512")
     with pytest.raises(ValueError, match="'proxies.N1' is invalid: expected a budget"):
         Report.from_json(bad)
     with pytest.raises(FileNotFoundError, match="report.json"):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runner_helpers import fake_domains, fake_run
+from runner_helpers import fake_config, fake_domains, fake_run
 
 from autoscale_data.runner.reporting.metrics import paired_verdict
 from autoscale_data.runner.reporting.report import write_report
@@ -20,7 +20,7 @@ def _targets(out: Path, autoscale: list[list[float]], uniform: list[list[float]]
         fake_run(out, f"f{seed}", "autoscale", seed, values)
     for seed, values in enumerate(uniform):
         fake_run(out, f"u{seed}", "uniform", seed, values)
-    (out / "config.json").write_text(json.dumps({"name": "v", "target": {"budget": 4000, "baselines": ["uniform"]}}))
+    fake_config(out, ["uniform"], name="v")
     fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     return out

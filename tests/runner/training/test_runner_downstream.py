@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runner_helpers import fake_domains, fake_run, tiny_config, tiny_stores
+from runner_helpers import fake_config, fake_domains, fake_run, tiny_config, tiny_stores
 
 from autoscale_data.cli import main
 from autoscale_data.evaluation import DownstreamResult, TaskScore
@@ -31,9 +31,7 @@ def test_report_has_the_downstream_rows_and_verdicts(tmp_path: Path) -> None:
         _downstream(out, f"a{seed}", {"boolq": 3.0 + 0.01 * seed, "piqa": 2.0}, 0.6)
         _downstream(out, f"u{seed}", {"boolq": 3.2 + 0.01 * seed, "piqa": 2.2}, 0.5)
         _downstream(out, f"d{seed}", {"boolq": 3.2 + (0.5 if seed == 1 else -0.5), "piqa": 2.2}, 0.5)
-    config = {"name": "v", "target": {"budget": 4000, "baselines": ["uniform", "ddo_n2"]},
-              "eval": {"tasks": ["boolq", "piqa"]}}
-    (out / "config.json").write_text(json.dumps(config))
+    fake_config(out, ["uniform", "ddo_n2"], name="v", eval={"tasks": ["boolq", "piqa"]})
     fake_domains(out)
     (out / "ledger.jsonl").write_text("")
     report = write_report(out)

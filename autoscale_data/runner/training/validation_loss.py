@@ -12,16 +12,16 @@ from ...solver.vocabulary import MEAN_PPL
 from ..models import mask_tokens, token_cross_entropy
 from .dist import DistInfo, all_reduce_sum
 
-__all__ = ["EVAL_MASK_SEED", "evaluate", "mean_objective"]
+__all__ = ["EVAL_MASK_SEED", "mean_objective", "validation_losses"]
 
 #: Fixed seed of the evaluation masks of masked-LM models, so every evaluation sees the same masks.
 EVAL_MASK_SEED = 20_240_611
 
 
 @torch.no_grad()
-def evaluate(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
-             family: str, mask: dict[str, Any] | None = None, passes: int = 1,
-             vocab_size: int | None = None) -> dict[str, float]:
+def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
+                      family: str, mask: dict[str, Any] | None = None, passes: int = 1,
+                      vocab_size: int | None = None) -> dict[str, float]:
     """Mean token loss per domain over every held-out sequence (summed over ranks).
 
     Args:
