@@ -112,11 +112,7 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
     arrays = tuple(np.asarray(v, dtype=np.float64) for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
     _check_problem(arrays, budget)
     beta, aa, bb, eb, u, lo_r, hi_r = arrays
-    e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
-    e_hi = np.asarray(effective_tokens(hi_r, u, r_star), dtype=np.float64).reshape(u.shape)
-    if np.any(e_hi / eb + aa <= 0):
-        raise ValueError("a domain's upper bound lies outside its law's domain (x + a <= 0)")
-    e_lo = np.maximum(e_lo, eb * np.maximum(-aa, 0.0) * (1 + 1e-12) + 1e-12 * budget)  # x + a > 0, log-worth finite
+    e_lo, e_hi = _effective_bounds(arrays, budget, r_star)
     law = _Worth(beta, aa, bb, eb, u, e_lo, e_hi, r_star)
     free = np.flatnonzero(~law.flat)
     degenerate = False
@@ -127,11 +123,7 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
         # the fitted laws want less than the budget (all at their upper bounds): flat laws absorb the rest
         degenerate, lam = True, 0.0
         raw = np.asarray(raw_tokens(law.e_at(bottom) if free.size else e_lo.copy(), u, r_star), dtype=np.float64)
-        room = np.where(law.flat, hi_r - raw, 0.0)
-        if room.sum() <= 0:
-            room = hi_r - raw
-        raw = raw + room * (budget - raw.sum()) / room.sum()
-        e = np.asarray(effective_tokens(raw, u, r_star), dtype=np.float64).reshape(u.shape)
+        raw, e = _spread_over_flat(law.flat, raw, hi_r, budget, lambda r: effective_tokens(r, u, r_star))
     else:
         log_lam = top if law.total(top) >= budget * (1 - _RTOL) else brentq(  # top: every domain at its lower bound
             lambda s: law.total(s) - budget, bottom, top, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
@@ -141,6 +133,27 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
     at_upper = raw >= hi_r * (1 - 1e-9)
     return EffectiveAllocation(x=e / eb, effective=e, raw=raw, at_lower=(raw <= lo_r * (1 + 1e-9) + 1e-9) & ~at_upper,
                                at_upper=at_upper, lam=float(lam), degenerate=degenerate)
+
+
+def _effective_bounds(arrays: tuple[np.ndarray, ...], budget: float, r_star: float) -> tuple[np.ndarray, np.ndarray]:
+    """The raw bounds in effective tokens, the lower one lifted so that ``x + a > 0`` (log-worth finite)."""
+    _, aa, _, eb, u, lo_r, hi_r = arrays
+    e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
+    e_hi = np.asarray(effective_tokens(hi_r, u, r_star), dtype=np.float64).reshape(u.shape)
+    if np.any(e_hi / eb + aa <= 0):
+        raise ValueError("a domain's upper bound lies outside its law's domain (x + a <= 0)")
+    return np.maximum(e_lo, eb * np.maximum(-aa, 0.0) * (1 + 1e-12) + 1e-12 * budget), e_hi
+
+
+def _spread_over_flat(flat: np.ndarray, raw: np.ndarray, hi_r: np.ndarray, budget: float,
+                      effective: Callable[[np.ndarray], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The fitted laws want less than the budget (all at their upper bounds): the flat laws' domains (every
+    domain when they have no room) absorb the rest; the raw and effective allocations."""
+    room = np.where(flat, hi_r - raw, 0.0)
+    if room.sum() <= 0:
+        room = hi_r - raw
+    raw = raw + room * (budget - raw.sum()) / room.sum()
+    return raw, np.asarray(effective(raw), dtype=np.float64).reshape(raw.shape)
 
 
 def _check_problem(arrays: tuple[np.ndarray, ...], budget: float) -> None:
@@ -316,12 +329,7 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
     if not (math.isfinite(t) and t > 0):
         raise ValueError(f"target_tokens must be > 0, got {target_tokens}")
     domains = tuple(project_at(t))
-    missing = sorted(set(domains) - (set(unique) & set(caps)))
-    if missing:
-        raise ValueError(f"unique tokens or caps are missing for domains {missing}")
-    u, cap = (np.array([float(given[d]) for d in domains]) for given in (unique, caps))
-    if np.any(~np.isfinite(cap)) or np.any(~(cap > 0)):
-        raise ValueError(f"caps must be positive and finite raw tokens, got {dict(caps)}")
+    u, cap = _unique_and_caps(domains, unique, caps)
     e_cap = np.asarray(effective_tokens(cap, u, r_star), dtype=np.float64).reshape(u.shape)
 
     def alloc(e_budget: float) -> np.ndarray:
@@ -347,6 +355,18 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         epochs={d: float(v / w) for d, v, w in zip(domains, raw, u, strict=True)},
         capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain, strict=True)},
         warnings=warnings)
+
+
+def _unique_and_caps(domains: Sequence[str], unique: Mapping[str, float],
+                     caps: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """``unique`` and ``caps`` as arrays in ``domains``' order, every domain in both and every cap finite, > 0."""
+    missing = sorted(set(domains) - (set(unique) & set(caps)))
+    if missing:
+        raise ValueError(f"unique tokens or caps are missing for domains {missing}")
+    u, cap = (np.array([float(given[d]) for d in domains]) for given in (unique, caps))
+    if np.any(~np.isfinite(cap)) or np.any(~(cap > 0)):
+        raise ValueError(f"caps must be positive and finite raw tokens, got {dict(caps)}")
+    return u, cap
 
 
 def _spend(cost: Callable[[float], np.ndarray], t: float, caps: Mapping[str, float]) -> float:

@@ -195,10 +195,7 @@ def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None
     batch = _Batch(x, y2, w2, four, xmin, s_lo, s_hi)
     params = _grid_starts(batch, grid, n_starts, per_b_starts)  # (B, starts, k)
     if init is not None:
-        s0 = np.clip(np.log(np.maximum(init["a"] + xmin, 1e-300)), s_lo, s_hi)
-        extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if four else []),
-                 init["c"]]
-        params = np.concatenate([params, np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))], 1)
+        params = np.concatenate([params, _init_start(batch, init, nb)], 1)
     n_starts = params.shape[1]
     params = params.reshape(nb * n_starts, -1)
     if n_starts > 1:  # screen every start briefly, keep the best per data set
@@ -209,6 +206,15 @@ def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None
     params, fsse = _levenberg_marquardt(batch, params, max_iter)
     amplitude = params[:, 2] if four else np.ones(nb)
     return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1], "sse": fsse}
+
+
+def _init_start(batch: _Batch, init: dict[str, float], nb: int) -> np.ndarray:
+    """The start ``init`` gives (``a``, ``b``, ``c``, ``amplitude``) in the fit's parameters, for each of ``nb``
+    data sets: shape ``(nb, 1, k)``."""
+    s0 = np.clip(np.log(np.maximum(init["a"] + batch.xmin, 1e-300)), batch.s_lo, batch.s_hi)
+    extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if batch.four else []),
+             init["c"]]
+    return np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))
 
 
 class _Batch(NamedTuple):

@@ -160,7 +160,12 @@ def _increment_weights(before: Mapping[str, int], after: Mapping[str, int], what
     return {d: n / total for d, n in new.items()}
 
 
-def _mixes(config: RunnerConfig, domains: DomainInfo) -> list[list[tuple[str, dict[str, int], str | None, float]]]:
+# a design mix: per budget (increasing), its separate run's (label, counts, perturbed, multiplier)
+_Mix = list[tuple[str, dict[str, int], str | None, float]]
+_Path = tuple[list[tuple[int, dict[str, int]]], int, list[tuple[int, int]], list[int]]
+
+
+def _mixes(config: RunnerConfig, domains: DomainInfo) -> list[_Mix]:
     """Per design mix, per budget (increasing): ``(label, counts, perturbed, multiplier)`` of its separate run."""
     budgets = sorted(config.ddo.budgets)
     per_budget = [_perturbations(config, domains, n) for n in budgets]
@@ -189,13 +194,7 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
     trunks: list[RunSpec] = []
     keyed: dict[int, dict[tuple[int, int], RunSpec]] = {n: {} for n in config.ddo.budgets}
     for m, mix in enumerate(_mixes(config, domains)):
-        anchors = [(sum(counts.values()), counts) for _, counts, _, _ in mix]
-        for (_, a), (_, b) in zip(anchors[:-1], anchors[1:], strict=True):
-            _increment_weights(a, b, f"the WSD trunk of {mix[-1][0]!r}")  # the path never falls
-        # the smallest separate run's own warm-up (train.lr_lambda: warmup_fraction x its steps, rounded)
-        warmup = round(config.optimizer.warmup_fraction * (anchors[0][0] // batch))
-        points = [branch_points(config, total, warmup) for total, _ in anchors]
-        ends = sorted({start * batch for start, _ in points} | {total for total, _ in anchors[:-1]})
+        anchors, warmup, points, ends = _mix_path(config, mix)
         label, _, perturbed, multiplier = mix[-1]
         for k, seed in enumerate(config.seeds):
             parent: RunSpec | None = None
@@ -221,6 +220,19 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
     # seed by seed, each the base then the perturbations, as ddo_proxy_specs orders the separate runs
     branches = {n: [runs[key] for key in sorted(runs)] for n, runs in keyed.items()}
     return WSDPlan(trunks=trunks, branches=branches)
+
+
+def _mix_path(config: RunnerConfig, mix: _Mix) -> _Path:
+    """A design mix's path: its (sequences, counts) at each budget, the trunk's warm-up steps, each budget's
+    branch point and decay, and the ends of the trunk's stretches (branch points and smaller budgets' ends)."""
+    anchors = [(sum(counts.values()), counts) for _, counts, _, _ in mix]
+    for (_, a), (_, b) in zip(anchors[:-1], anchors[1:], strict=True):
+        _increment_weights(a, b, f"the WSD trunk of {mix[-1][0]!r}")  # the path never falls
+    # the smallest separate run's own warm-up (train.lr_lambda: warmup_fraction x its steps, rounded)
+    warmup = round(config.optimizer.warmup_fraction * (anchors[0][0] // config.global_batch_size))
+    points = [branch_points(config, total, warmup) for total, _ in anchors]
+    ends = sorted({start * config.global_batch_size for start, _ in points} | {total for total, _ in anchors[:-1]})
+    return anchors, warmup, points, ends
 
 
 def with_trunks(runs: Sequence[RunSpec], trunks: Sequence[RunSpec]) -> list[RunSpec]:
