@@ -10,6 +10,11 @@ runner ledger (runs shared by id are trained once):
 - with ``autoscale=True``, the runner's three-budget design (``ddo.budgets: [N0, N1, N2]``, the default
   ``ddo.projection: auto``) and its target runs: AutoScale, DDO(N2) and uniform.
 
+The ``zipf`` preset trains two other domains instead, ``zipf_fast`` and ``zipf_slow``
+(:data:`~autoscale_data.demo.sources.ZIPF_SOURCES`: Zipf vocabularies whose learning curves are power laws
+of different exponents), the grid along the line between them, and also the projections ``auto`` did not
+choose.
+
 It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md`` (``shift_case_<preset>``
 for a preset other than ``full``): each mix's loss per seed, mean and sd at both budgets, the best grid mix at
 each, and whether the target's best beats the N2-best mix there by more than the seed noise. Presets in one
@@ -118,16 +123,17 @@ class ShiftCase:
 #: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
 #: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``control``: late's DDO budgets
 #: with a target 8x N2 (1,048,576 tokens), 3x the text per domain so that no target run repeats a domain, the
-#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``small``: the
-#: end-to-end test's.
+#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``zipf``: the two
+#: Zipf domains, N2 = 65,536, target 8x N2, the 4m+1 design, 3 target seeds, the projections not chosen trained
+#: too; ``small``: the end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
     "control": ShiftCase(name="control", budgets=(32_768, 65_536, 131_072), target=1_048_576,
                          bytes_per_domain=1_200_000, grid=(5 / 15, 9 / 15), target_seeds=(0, 1)),
     "zipf": ShiftCase(name="zipf", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
-                      grid=(0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536), target=524_288,
-                      seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1), multipliers=((3.0, 1.7), (3.0, 1.7)),
+                      grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536), target=524_288,
+                      seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2), multipliers=((3.0, 1.7), (3.0, 1.7)),
                       train_projections=True),
     "small": ShiftCase(name="small", bytes_per_domain=40_000, budgets=(1_024, 2_048), target=4_096,
                        grid=(0.2, 0.4), seq_len=32, batch_size=4, heldout_tokens=256, target_points=1,

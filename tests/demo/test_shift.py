@@ -47,6 +47,7 @@ def test_zipf_preset_is_two_power_law_domains(tmp_path: Path) -> None:
     assert case.domains == ("zipf_fast", "zipf_slow") and (case.saturating, case.paying) == case.domains
     assert case.line_share == 1.0 and case.grid_mix(0.25) == pytest.approx({"zipf_fast": 0.25, "zipf_slow": 0.75})
     assert case.target == 8 * case.n2 and len(case.budgets) == 3 and case.train_projections
+    assert case.grid == (0.125, 0.25, 0.5) and case.target_seeds == (0, 1, 2)
     cfg = shift_config(tmp_path, case)
     assert list(cfg.ddo.budgets) == list(case.budgets) and cfg.target.budget == case.target
     assert cfg.seq_len == 32 and cfg.ddo.projection == "auto"
