@@ -125,7 +125,8 @@ class ShiftCase:
 #: with a target 8x N2 (1,048,576 tokens), 3x the text per domain so that no target run repeats a domain, the
 #: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``zipf``: the two
 #: Zipf domains, N2 = 65,536, target 8x N2, the 4m+1 design, 3 target seeds, the projections not chosen trained
-#: too; ``small``: the end-to-end test's.
+#: too; ``zipf16``: the same with the DDO budgets halved (target 16x N2; in one folder with ``zipf`` it shares the
+#: target runs); ``small``: the end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
@@ -135,6 +136,10 @@ SHIFT_PRESETS: dict[str, ShiftCase] = {
                       grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536), target=524_288,
                       seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2), multipliers=((3.0, 1.7), (3.0, 1.7)),
                       train_projections=True),
+    "zipf16": ShiftCase(name="zipf16", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
+                        grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(8_192, 16_384, 32_768),
+                        target=524_288, seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2),
+                        multipliers=((3.0, 1.7), (3.0, 1.7)), train_projections=True),
     "small": ShiftCase(name="small", bytes_per_domain=40_000, budgets=(1_024, 2_048), target=4_096,
                        grid=(0.2, 0.4), seq_len=32, batch_size=4, heldout_tokens=256, target_points=1,
                        target_seeds=(0,), model={"n_layer": 1, "n_embd": 32, "n_head": 2}),

@@ -53,6 +53,10 @@ def test_zipf_preset_is_two_power_law_domains(tmp_path: Path) -> None:
     assert cfg.seq_len == 32 and cfg.ddo.projection == "auto"
     # enough text that no target run repeats a domain (one byte, one token; 1 document in 20 held out)
     assert 0.8 * case.target < 0.95 * case.bytes_per_domain
+    wide = SHIFT_PRESETS["zipf16"]  # the same target runs (one folder shares them), DDO budgets halved
+    assert wide.target == case.target == 16 * wide.n2 and wide.budgets == tuple(b // 2 for b in case.budgets)
+    assert (wide.grid, wide.target_seeds, wide.seq_len, wide.domains) == (case.grid, case.target_seeds, case.seq_len,
+                                                                        case.domains)
     assert SHIFT_PRESETS["full"].domains == ("motifs", "markov8", "markov12")  # the other presets are unchanged
 
 
