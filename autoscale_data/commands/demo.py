@@ -39,6 +39,8 @@ examples:
   autoscale-data demo --case shift --out shift  # the positive control (about 40 minutes on one core)
   autoscale-data demo --case shift --out shift --preset late   # then its larger DDO budgets (about 25 more)
   autoscale-data demo --case shift --out shift-control --preset control   # late's budgets, a 1M-token target (about 50 min, 2 shared cores)
+  autoscale-data demo --case shift --out shift-zipf --preset zipf   # two Zipf vocabularies, power-law learning curves
+  autoscale-data demo --case shift --out shift-zipf --preset zipf16   # then DDO budgets halved: target 16 x N2
   autoscale-data demo --out my-demo             # about 10 minutes on 2 cores
   autoscale-data demo --stores data/tiny-demo   # the stores examples/tiny-cpu.yaml reads (seconds)
 """
@@ -55,9 +57,11 @@ def register(subparsers: Any) -> None:
                    help="shift: the positive control whose best mix moves with the budget (--quick: its small size)")
     p.add_argument("--grid-only", action="store_true",
                    help="with --case shift: only the grid of target runs, not the runner's design")
-    p.add_argument("--preset", choices=("full", "late", "control"), default="full",
+    p.add_argument("--preset", choices=("full", "late", "control", "zipf", "zipf16"), default="full",
                    help="with --case shift: full (N2 = target / 8), late (DDO budgets 4x larger, past the "
-                        "saturating domain's saturation) or control (late's budgets, a target of 8 x N2 = 1M tokens)")
+                        "saturating domain's saturation), control (late's budgets, a target of 8 x N2 = 1M tokens) "
+                        "zipf (two Zipf vocabularies whose learning curves are power laws of different exponents, "
+                        "target 8 x N2) or zipf16 (the same, target 16 x N2)")
     stores = p.add_argument_group("only build token stores (no training)")
     stores.add_argument("--stores", default=None, metavar="DIR",
                         help="generate the corpus, prepare it with the byte-level tokenizer into DIR, and stop")

@@ -41,16 +41,20 @@ import numpy as np
 
 from .._checks import check_int
 from .._io import atomic_write_text
-from .sources import SHIFT_SOURCES
+from .sources import SHIFT_SOURCES, ZIPF_SOURCES
 
-__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SHIFT_DOMAINS", "SyntheticWorld", "generate_corpus",
+__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SHIFT_DOMAINS", "SyntheticWorld", "ZIPF_DOMAINS", "generate_corpus",
            "generate_documents"]
 
 DEMO_DOMAINS: tuple[str, ...] = ("encyclopedia", "qa", "code", "web")
 #: The ``shift`` case's domains (:mod:`autoscale_data.demo.sources`): their learning curves differ by
 #: construction, so the best mix moves with the budget.
 SHIFT_DOMAINS: tuple[str, ...] = tuple(SHIFT_SOURCES)
-_ALL_DOMAINS = DEMO_DOMAINS + SHIFT_DOMAINS
+#: The shift case's ``zipf`` preset's domains: Zipf vocabularies whose learning curves are power laws with
+#: different exponents (:data:`~autoscale_data.demo.sources.ZIPF_SOURCES`).
+ZIPF_DOMAINS: tuple[str, ...] = tuple(ZIPF_SOURCES)
+_SOURCES = {**SHIFT_SOURCES, **ZIPF_SOURCES}
+_ALL_DOMAINS = DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS  # appended: a domain's sampler seed is its index
 
 DOMAIN_DESCRIPTIONS: dict[str, str] = {
     "encyclopedia": "synthetic: templated articles about a small closed set of invented entities "
@@ -67,6 +71,10 @@ DOMAIN_DESCRIPTIONS: dict[str, str] = {
                "(64 contexts; the middle)",
     "markov12": "synthetic: an order-2 Markov chain over 12 symbols, 2 fixed successors per context "
                 "(144 contexts; learned late, keeps paying at larger budgets)",
+    "zipf_fast": "synthetic: 1,024 fixed 5-letter words with Zipf frequencies k^-2 (steep tail: its "
+                 "learning curve falls as n^-0.5 and flattens early)",
+    "zipf_slow": "synthetic: 16,384 fixed 5-letter words with Zipf frequencies k^-1.25 (flat tail: its "
+                 "learning curve falls as n^-0.2; keeps paying at larger budgets)",
 }
 
 _ONSETS = ("b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
@@ -279,7 +287,7 @@ def generate_documents(domain: str, num_bytes: int, *, seed: int = 0,
     """Yield documents of one synthetic domain until at least ``num_bytes`` bytes were produced.
 
     Args:
-        domain: one of :data:`DEMO_DOMAINS` or :data:`SHIFT_DOMAINS`.
+        domain: one of :data:`DEMO_DOMAINS`, :data:`SHIFT_DOMAINS` or :data:`ZIPF_DOMAINS`.
         num_bytes: stop after the document that reaches this many UTF-8 bytes (all text is ASCII).
         seed: seed of the world and of the domain's sampler.
         world: a prebuilt :class:`SyntheticWorld` for ``seed`` (built when omitted; the shift domains need none).
@@ -293,8 +301,8 @@ def generate_documents(domain: str, num_bytes: int, *, seed: int = 0,
         raise ValueError(f"num_bytes must be positive, got {num_bytes}")
     rng = np.random.default_rng([seed, _ALL_DOMAINS.index(domain) + 1])
     make: Callable[[np.random.Generator], str]
-    if domain in SHIFT_SOURCES:  # a source of known entropy needs no world
-        source = SHIFT_SOURCES[domain]
+    if domain in _SOURCES:  # a source of known entropy needs no world
+        source = _SOURCES[domain]
         make = partial(source.document, source.structure(seed))  # type: ignore[arg-type]
     else:
         make = partial(_GENERATORS[domain], world or _default_world(seed))
@@ -316,7 +324,7 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
         out_dir: directory to write ``<domain>.jsonl`` and ``corpus.json`` into.
         bytes_per_domain: text bytes per domain (documents are whole, so slightly more).
         seed: generator seed; the same seed gives byte-identical files.
-        domains: which of :data:`DEMO_DOMAINS` and :data:`SHIFT_DOMAINS` to write.
+        domains: which of :data:`DEMO_DOMAINS`, :data:`SHIFT_DOMAINS` and :data:`ZIPF_DOMAINS` to write.
 
     Returns:
         Mapping from domain name to its JSONL path.
@@ -336,7 +344,7 @@ def generate_corpus(out_dir: str | os.PathLike[str], *, bytes_per_domain: int = 
     except (FileNotFoundError, ValueError):
         meta = {}
     done = meta.get("domains", {}) if meta.get("params") == params else {}
-    world = _default_world(seed) if set(domains) - set(SHIFT_DOMAINS) else None
+    world = _default_world(seed) if set(domains) - set(_SOURCES) else None
     paths: dict[str, Path] = {}
     for name in domains:
         path = out / f"{name}.jsonl"

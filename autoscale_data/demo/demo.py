@@ -30,7 +30,7 @@ from .._io import atomic_write_json
 from ..runner import MixtureRunner, Report, RunnerConfig, config_from_dict, format_summary, layout
 from ..solver.vocabulary import AUTO, MEAN_LOSS
 from ..store import train_bpe_tokenizer
-from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SHIFT_DOMAINS, generate_documents
+from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SHIFT_DOMAINS, ZIPF_DOMAINS, generate_documents
 from .stores import prepare_synthetic_stores
 
 __all__ = ["DEMO_PRESETS", "DemoSettings", "demo_config", "format_demo_table", "prepare_demo_data", "run_demo"]
@@ -85,9 +85,9 @@ class DemoSettings:
     def __post_init__(self) -> None:
         if self.mode not in ("full", "quick"):
             raise ValueError(f"demo mode {self.mode!r} is invalid: expected 'full' or 'quick'")
-        unknown = sorted(set(self.domains) - set(DEMO_DOMAINS + SHIFT_DOMAINS))
+        unknown = sorted(set(self.domains) - set(DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS))
         if unknown or len(self.domains) < 2:
-            raise ValueError(f"demo domains {list(self.domains)} are invalid: expected >= 2 of {DEMO_DOMAINS + SHIFT_DOMAINS}")
+            raise ValueError(f"demo domains {list(self.domains)} are invalid: expected >= 2 of {DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS}")
         if not 0 < self.budgets[0] < self.budgets[1] < self.target:
             raise ValueError(f"demo budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 < target")
         for name in ("bytes_per_domain", "vocab_size", "seq_len", "batch_size", "heldout_tokens", "target_points"):

@@ -10,6 +10,11 @@ runner ledger (runs shared by id are trained once):
 - with ``autoscale=True``, the runner's three-budget design (``ddo.budgets: [N0, N1, N2]``, the default
   ``ddo.projection: auto``) and its target runs: AutoScale, DDO(N2) and uniform.
 
+The ``zipf`` preset trains two other domains instead, ``zipf_fast`` and ``zipf_slow``
+(:data:`~autoscale_data.demo.sources.ZIPF_SOURCES`: Zipf vocabularies whose learning curves are power laws
+of different exponents), the grid along the line between them, and also the projections ``auto`` did not
+choose.
+
 It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md`` (``shift_case_<preset>``
 for a preset other than ``full``): each mix's loss per seed, mean and sd at both budgets, the best grid mix at
 each, and whether the target's best beats the N2-best mix there by more than the seed noise. Presets in one
@@ -38,9 +43,9 @@ from ..runner import (
     layout,
     target_spec,
 )
-from ..solver.vocabulary import MEAN_LOSS, PROJECTION_CHOICES
+from ..solver.vocabulary import GEOMETRIC, JOINT, MEAN_LOSS, PROJECTION_CHOICES
 from ._case import write_case
-from .corpus import SHIFT_DOMAINS
+from .corpus import SHIFT_DOMAINS, ZIPF_DOMAINS
 from .demo import DemoSettings, demo_config
 from .stores import prepare_synthetic_stores
 
@@ -53,18 +58,22 @@ class ShiftCase:
     """The sizes of the shift case.
 
     Attributes:
-        saturating, paying: the two ends of the grid's line; the other domain keeps ``1 / 3``.
+        domains: the synthetic domains trained (:data:`SHIFT_DOMAINS` or :data:`ZIPF_DOMAINS`).
+        saturating, paying: the two ends of the grid's line; every other domain keeps ``1 / len(domains)``.
         grid: the saturating domain's weights trained at N2 and at the target (the paying one gets
-            ``2 / 3 - w``).
+            ``2 / len(domains) - w``).
         bytes_per_domain: text bytes generated per domain (one document in 20 held out).
         budgets: the runner's DDO budgets ``(N0, N1, N2)`` in tokens; the grid runs at N2.
         target: the target budget in tokens.
         seeds, target_seeds: proxy seeds and the seeds of every target and grid run.
         model: overrides of ``gpt2-tiny``.
         projection: ``ddo.projection``; ``None`` keeps the runner's default (``auto``).
+        train_projections: also train, at the target, the geometric and joint projections the runner did
+            not choose (labelled ``<name> (not chosen)``): whether the projection would have paid.
     """
 
     name: str = "full"
+    domains: tuple[str, ...] = SHIFT_DOMAINS
     saturating: str = "motifs"
     paying: str = "markov12"
     grid: tuple[float, ...] = (1 / 15, 3 / 15, 5 / 15, 7 / 15, 9 / 15)
@@ -81,37 +90,56 @@ class ShiftCase:
     multipliers: tuple[tuple[float, ...], tuple[float, ...]] = ((3.0,), (3.0,))
     model: dict[str, Any] = field(default_factory=dict)
     projection: str | None = None
+    train_projections: bool = False
 
     def __post_init__(self) -> None:
         if self.projection is not None and self.projection not in PROJECTION_CHOICES:
             raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or None")
-        if self.saturating == self.paying or not {self.saturating, self.paying} <= set(SHIFT_DOMAINS):
-            raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of {SHIFT_DOMAINS}")
+        if self.domains not in (SHIFT_DOMAINS, ZIPF_DOMAINS):
+            raise ValueError(f"domains {self.domains} must be {SHIFT_DOMAINS} or {ZIPF_DOMAINS}")
+        if self.saturating == self.paying or not {self.saturating, self.paying} <= set(self.domains):
+            raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of {self.domains}")
         if len(self.budgets) < 2 or list(self.budgets) != sorted(set(self.budgets)) or self.budgets[-1] >= self.target:
             raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the "
                              f"target {self.target}")
-        if not self.grid or not all(0 < w < 2 / 3 for w in self.grid):
-            raise ValueError(f"grid {self.grid} must hold weights in (0, 2/3)")
+        if not self.grid or not all(0 < w < self.line_share for w in self.grid):
+            raise ValueError(f"grid {self.grid} must hold weights in (0, {self.line_share:.3g})")
 
     @property
     def n2(self) -> int:
         return self.budgets[-1]
 
+    @property
+    def line_share(self) -> float:
+        """The share the grid's two ends split: ``2 / len(domains)`` (every other domain keeps its uniform share)."""
+        return 2 / len(self.domains)
+
     def grid_mix(self, w: float) -> dict[str, float]:
-        """The saturating domain at ``w``, the paying one at ``2/3 - w``, the third at ``1/3``."""
-        return {d: w if d == self.saturating else (2 / 3 - w if d == self.paying else 1 / 3) for d in SHIFT_DOMAINS}
+        """The saturating domain at ``w``, the paying one at ``line_share - w``, the others at ``1 / len(domains)``."""
+        return {d: w if d == self.saturating else (self.line_share - w if d == self.paying else 1 / len(self.domains))
+                for d in self.domains}
 
 
 #: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
 #: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``control``: late's DDO budgets
 #: with a target 8x N2 (1,048,576 tokens), 3x the text per domain so that no target run repeats a domain, the
-#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``small``: the
-#: end-to-end test's.
+#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``zipf``: the two
+#: Zipf domains, N2 = 65,536, target 8x N2, the 4m+1 design, 3 target seeds, the projections not chosen trained
+#: too; ``zipf16``: the same with the DDO budgets halved (target 16x N2; in one folder with ``zipf`` it shares the
+#: target runs); ``small``: the end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
     "late": ShiftCase(name="late", budgets=(32_768, 65_536, 131_072)),
     "control": ShiftCase(name="control", budgets=(32_768, 65_536, 131_072), target=1_048_576,
                          bytes_per_domain=1_200_000, grid=(5 / 15, 9 / 15), target_seeds=(0, 1)),
+    "zipf": ShiftCase(name="zipf", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
+                      grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536), target=524_288,
+                      seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2), multipliers=((3.0, 1.7), (3.0, 1.7)),
+                      train_projections=True),
+    "zipf16": ShiftCase(name="zipf16", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
+                        grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(8_192, 16_384, 32_768),
+                        target=524_288, seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2),
+                        multipliers=((3.0, 1.7), (3.0, 1.7)), train_projections=True),
     "small": ShiftCase(name="small", bytes_per_domain=40_000, budgets=(1_024, 2_048), target=4_096,
                        grid=(0.2, 0.4), seq_len=32, batch_size=4, heldout_tokens=256, target_points=1,
                        target_seeds=(0,), model={"n_layer": 1, "n_embd": 32, "n_head": 2}),
@@ -120,7 +148,7 @@ SHIFT_PRESETS: dict[str, ShiftCase] = {
 
 def shift_config(out_dir: str | os.PathLike[str], case: ShiftCase) -> RunnerConfig:
     """The runner config of the case on the stores under ``OUT/data`` (the demo's model, optimiser, eval)."""
-    settings = DemoSettings(mode="full", domains=SHIFT_DOMAINS, bytes_per_domain=case.bytes_per_domain,
+    settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.bytes_per_domain,
                             budgets=(case.budgets[0], case.n2), target=case.target, seq_len=case.seq_len,
                             batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
                             heldout_tokens=case.heldout_tokens, target_points=case.target_points, seeds=case.seeds,
@@ -206,6 +234,17 @@ def _points(runner: MixtureRunner, config: RunnerConfig, mixes: dict[str, dict[s
     return out
 
 
+def _unchosen(projection: Any, chosen: str) -> dict[str, dict[str, float]]:
+    """The geometric and joint projections' mixes at the target that were not chosen (those computed)."""
+    out = {}
+    for name in (GEOMETRIC, JOINT):
+        candidate = getattr(projection, name, None)
+        weights = getattr(candidate, "weights", None)
+        if name != chosen and isinstance(weights, dict) and weights:
+            out[f"{name} (not chosen)"] = {d: float(v) for d, v in weights.items()}
+    return out
+
+
 def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = None, *, autoscale: bool = True,
                    log: Callable[[str], None] = print) -> ShiftCaseResult:
     """Train the case (see the module docstring) in ``out_dir`` and write ``shift_case.json`` / ``.md``.
@@ -215,7 +254,7 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
     """
     case = case or SHIFT_PRESETS["full"]
     out = Path(out_dir)
-    prepare_synthetic_stores(out / "data", domains=SHIFT_DOMAINS, bytes_per_domain=case.bytes_per_domain,
+    prepare_synthetic_stores(out / "data", domains=case.domains, bytes_per_domain=case.bytes_per_domain,
                              corpus_dir=out / "corpus")
     config = shift_config(out, case)
     at_n2 = _target_at(config, case.n2)
@@ -230,8 +269,14 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
         runner.run()
         fitted = layout.read(out / layout.FITS, layout.TARGET_MIXES_FILE)
         mixes = {name: fitted[name] for name in (layout.AUTOSCALE, layout.DDO_N2, layout.UNIFORM)}
-        selection = layout.read(out / layout.FITS, layout.PROJECTION).selection
+        projection = layout.read(out / layout.FITS, layout.PROJECTION)
+        selection = projection.selection
         chosen = f"{selection.chosen}: {selection.reason}" if selection else ""
+        if case.train_projections:
+            extra = _unchosen(projection, selection.chosen if selection else projection.method)
+            runner.train_runs([target_spec(config, runner.domains, label, w, seed) for label, w in extra.items()
+                               for seed in case.target_seeds])
+            mixes.update(extra)
     ledger = Ledger(out, lock=False)
     result = ShiftCaseResult(case=json.loads(json.dumps(asdict(case))),
                              grid_n2=_points(runner, at_n2, grid, case.target_seeds, ledger),
@@ -244,7 +289,7 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
 
 def format_shift_table(result: ShiftCaseResult) -> str:
     """The case as Markdown: every mix's weights, loss per seed, mean and sd at N2 and at the target."""
-    domains = list(SHIFT_DOMAINS)
+    domains = list(result.case.get("domains", SHIFT_DOMAINS))
     seeds = sorted({s for p in result.grid_target + result.grid_n2 + result.mixes for s in p.losses})
     head = ("| budget | mix | " + " | ".join(domains) + " | " + " | ".join(f"seed {s}" for s in seeds)
             + " | mean | sd |")

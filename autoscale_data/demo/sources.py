@@ -18,19 +18,29 @@ tokenizer one symbol is one token and every entropy below is per token):
     The same over 12 symbols: 144 contexts, each with its own successors, so the drop comes later
     and needs more of the domain's tokens: its loss keeps falling long after ``motifs`` has flattened.
 
-Each source's structure (the motifs, the successor tables) is a function of the seed alone; the
-documents come from a separate generator. Only integer draws and string building are involved, so
-the same seed gives byte-identical text on any machine.
+The ``zipf`` preset's domains (:data:`ZIPF_SOURCES`) are :class:`ZipfSource` vocabularies: ``num_words``
+fixed random words drawn with Zipf frequencies ``P(k) ∝ k^-(1 + alpha)``. A model learns a word once it has
+seen it some number of times, so the words still unknown after ``n`` tokens carry a share of the loss that
+falls as a power law, ``n^(-alpha / (1 + alpha))`` (Hutter 2021, "Learning curve theory"), until the
+rarest word is learned: the smaller ``alpha``, the slower and the longer the domain keeps paying. Two such
+domains have per-domain power laws with different exponents, the case in which the best mix moves smoothly
+with the budget.
+
+Each source's structure (the motifs, the successor tables, the words) is a function of the seed alone; the
+documents come from a separate generator. The motif and Markov sources use only integer draws and string
+building; the Zipf source draws from an integer cumulative table built once from its frequencies, so the
+same seed gives byte-identical text wherever ``numpy`` rounds ``k ** -(1 + alpha)`` alike.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MarkovSource", "MotifSource", "SHIFT_SOURCES"]
+__all__ = ["MarkovSource", "MotifSource", "SHIFT_SOURCES", "ZIPF_SOURCES", "ZipfSource"]
 
 
 @dataclass(frozen=True)
@@ -144,4 +154,93 @@ SHIFT_SOURCES: dict[str, MotifSource | MarkovSource] = {
     "motifs": MotifSource(),
     "markov8": MarkovSource(alphabet="ABCDEFGH", order=2),
     "markov12": MarkovSource(alphabet="IJKLMNOPQRST", order=2),
+}
+
+
+_ZIPF_SCALE = 1 << 40  # the integer cumulative table's total: frequencies to about 1e-12
+
+
+@dataclass(frozen=True)
+class ZipfSource:
+    """Documents of words drawn from a fixed random vocabulary with Zipf frequencies ``P(k) ∝ k^-(1 + alpha)``.
+
+    Attributes:
+        num_words: the vocabulary's size ``K`` (word ``k`` has rank ``k + 1``).
+        alpha: the Zipf tail's exponent: the learning curve's excess falls as ``n^(-alpha / (1 + alpha))``.
+        word_len: characters per word (each followed by a space).
+        words_per_doc: words per document.
+        alphabet: the characters words are spelt with.
+    """
+
+    num_words: int
+    alpha: float
+    alphabet: str
+    word_len: int = 5
+    words_per_doc: int = 128
+
+    def __post_init__(self) -> None:
+        for name in ("num_words", "word_len", "words_per_doc"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Zipf source {name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.alpha <= 8:
+            raise ValueError(f"Zipf source alpha must lie in (0, 8], got {self.alpha}")
+        if len(self.alphabet) ** self.word_len < 4 * self.num_words or " " in self.alphabet or len(
+                set(self.alphabet)) != len(self.alphabet):
+            raise ValueError(f"Zipf alphabet {self.alphabet!r} is too small for {self.num_words} distinct words "
+                             f"of {self.word_len} characters (or repeats a symbol or holds the separator ' ')")
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """``P(k)`` for ranks ``1 .. num_words``, normalised over the vocabulary."""
+        p = np.arange(1, self.num_words + 1, dtype=np.float64) ** -(1.0 + self.alpha)
+        return p / p.sum()
+
+    @property
+    def word_entropy(self) -> float:
+        """Nats per word: the entropy of the Zipf choice."""
+        p = self.probabilities
+        return float(-(p * np.log(p)).sum())
+
+    @property
+    def entropy_rate(self) -> float:
+        """Nats per token once every word is known: one Zipf choice per word and its space."""
+        return self.word_entropy / (self.word_len + 1)
+
+    def structure(self, seed: int) -> list[str]:
+        """The source's distinct words for ``seed``, most frequent first."""
+        rng = np.random.default_rng([seed, 0x0517, 3, self.num_words, len(self.alphabet)])
+        out: list[str] = []
+        seen: set[str] = set()
+        while len(out) < self.num_words:
+            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet), size=self.word_len))
+            if word not in seen:
+                seen.add(word)
+                out.append(word)
+        return out
+
+    def cumulative(self) -> np.ndarray:
+        """The integer cumulative table the draws search (strictly rising: every word keeps a chance)."""
+        return _cumulative(self.num_words, self.alpha).copy()
+
+    def document(self, structure: list[str], rng: np.random.Generator) -> str:
+        """One document: ``words_per_doc`` words drawn by their Zipf frequencies, each followed by a space."""
+        table = _cumulative(self.num_words, self.alpha)
+        draws = rng.integers(int(table[-1]), size=self.words_per_doc, dtype=np.int64)
+        picks = np.searchsorted(table, draws, side="right")
+        return " ".join(structure[int(j)] for j in picks) + " \n"
+
+
+@lru_cache(maxsize=16)
+def _cumulative(num_words: int, alpha: float) -> np.ndarray:
+    p = np.arange(1, num_words + 1, dtype=np.float64) ** -(1.0 + alpha)
+    counts = np.maximum(1, np.rint(p / p.sum() * _ZIPF_SCALE).astype(np.int64))
+    return np.cumsum(counts)
+
+
+#: The ``zipf`` preset's domains: ``zipf_fast`` (steep tail, alpha 1: its unknown words' loss falls as
+#: ``n^-0.5`` and is nearly gone within the target) against ``zipf_slow`` (flat tail, alpha 0.25 over 16,384
+#: words: ``n^-0.2``, still paying at the target), each over its own 13 letters.
+ZIPF_SOURCES: dict[str, ZipfSource] = {
+    "zipf_fast": ZipfSource(num_words=1_024, alpha=1.0, alphabet="abcdefghijklm"),
+    "zipf_slow": ZipfSource(num_words=16_384, alpha=0.25, alphabet="nopqrstuvwxyz"),
 }

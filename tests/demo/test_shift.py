@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +15,7 @@ from autoscale_data.demo.shift import (
     GridPoint,
     ShiftCase,
     ShiftCaseResult,
+    _unchosen,
     format_shift_table,
     run_shift_case,
     shift_config,
@@ -40,9 +42,37 @@ def test_config_is_the_runners_three_budget_design(tmp_path: Path) -> None:
     assert shift_config(tmp_path, control).target.budget == 1_048_576
 
 
+def test_zipf_preset_is_two_power_law_domains(tmp_path: Path) -> None:
+    case = SHIFT_PRESETS["zipf"]
+    assert case.domains == ("zipf_fast", "zipf_slow") and (case.saturating, case.paying) == case.domains
+    assert case.line_share == 1.0 and case.grid_mix(0.25) == pytest.approx({"zipf_fast": 0.25, "zipf_slow": 0.75})
+    assert case.target == 8 * case.n2 and len(case.budgets) == 3 and case.train_projections
+    assert case.grid == (0.125, 0.25, 0.5) and case.target_seeds == (0, 1, 2)
+    cfg = shift_config(tmp_path, case)
+    assert list(cfg.ddo.budgets) == list(case.budgets) and cfg.target.budget == case.target
+    assert cfg.seq_len == 32 and cfg.ddo.projection == "auto"
+    # enough text that no target run repeats a domain (one byte, one token; 1 document in 20 held out)
+    assert 0.8 * case.target < 0.95 * case.bytes_per_domain
+    wide = SHIFT_PRESETS["zipf16"]  # the same target runs (one folder shares them), DDO budgets halved
+    assert wide.target == case.target == 16 * wide.n2 and wide.budgets == tuple(b // 2 for b in case.budgets)
+    assert (wide.grid, wide.target_seeds, wide.seq_len, wide.domains) == (case.grid, case.target_seeds, case.seq_len,
+                                                                        case.domains)
+    assert SHIFT_PRESETS["full"].domains == ("motifs", "markov8", "markov12")  # the other presets are unchanged
+
+
+def test_unchosen_projections_are_the_computed_ones() -> None:
+    mix = {"zipf_fast": 0.3, "zipf_slow": 0.7}
+    record = SimpleNamespace(geometric=SimpleNamespace(weights=mix), joint=SimpleNamespace(weights={}), robust=None)
+    assert _unchosen(record, "observed") == {"geometric (not chosen)": mix}
+    assert _unchosen(record, "geometric") == {}
+
+
 @pytest.mark.parametrize("kwargs", [{"saturating": "web"}, {"paying": "motifs"}, {"budgets": (100, 50)},
                                     {"budgets": (100, 300_000)}, {"grid": (0.0, 0.5)}, {"grid": (0.7,)},
-                                    {"grid": ()}, {"projection": "best"}])
+                                    {"grid": ()}, {"projection": "best"},
+                                    {"domains": ("zipf_fast", "zipf_slow")},
+                                    {"domains": ("zipf_fast", "zipf_slow"), "saturating": "zipf_fast",
+                                     "paying": "zipf_slow", "grid": (1.0,)}])
 def test_bad_cases_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         ShiftCase(**kwargs)

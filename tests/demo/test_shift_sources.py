@@ -1,4 +1,5 @@
-"""The shift case's sources: deterministic, of the entropy they are built with, and one saturating by its support."""
+"""The shift case's sources: deterministic, of the entropy they are built with, and one saturating by its support;
+the Zipf sources: their exponent recovered from samples, one whose support is soon all seen."""
 
 from __future__ import annotations
 
@@ -6,10 +7,18 @@ import math
 import re
 from collections import Counter
 
+import numpy as np
 import pytest
+from scipy.stats import poisson
 
-from autoscale_data.demo.corpus import DOMAIN_DESCRIPTIONS, SHIFT_DOMAINS, generate_corpus, generate_documents
-from autoscale_data.demo.sources import SHIFT_SOURCES, MarkovSource, MotifSource
+from autoscale_data.demo.corpus import (
+    DOMAIN_DESCRIPTIONS,
+    SHIFT_DOMAINS,
+    ZIPF_DOMAINS,
+    generate_corpus,
+    generate_documents,
+)
+from autoscale_data.demo.sources import SHIFT_SOURCES, ZIPF_SOURCES, MarkovSource, MotifSource, ZipfSource
 
 
 def _text(domain: str, n: int = 150_000, seed: int = 0) -> str:
@@ -86,3 +95,99 @@ def test_generate_corpus_writes_shift_domains(tmp_path) -> None:
     assert set(paths) == set(SHIFT_DOMAINS) and all(p.stat().st_size > 5_000 for p in paths.values())
     with pytest.raises(ValueError, match="'nope'"):
         generate_corpus(tmp_path, domains=("nope",))
+
+
+def _words(domain: str, n: int, seed: int = 0) -> list[str]:
+    return _text(domain, n, seed).split()
+
+
+def test_zipf_domains_are_described_and_deterministic() -> None:
+    assert ZIPF_DOMAINS == ("zipf_fast", "zipf_slow") and not set(ZIPF_DOMAINS) & set(SHIFT_DOMAINS)
+    for d in ZIPF_DOMAINS:
+        assert "synthetic" in DOMAIN_DESCRIPTIONS[d]
+        a = _text(d, 20_000)
+        assert a == _text(d, 20_000) and a != _text(d, 20_000, seed=1)
+        assert set(a) <= set(ZIPF_SOURCES[d].alphabet) | {" ", "\n"}
+    assert not set(ZIPF_SOURCES["zipf_fast"].alphabet) & set(ZIPF_SOURCES["zipf_slow"].alphabet)
+
+
+@pytest.mark.parametrize("domain", ["zipf_fast", "zipf_slow"])
+def test_zipf_exponent_is_recovered_from_samples(domain: str) -> None:
+    src = ZIPF_SOURCES[domain]
+    words = _words(domain, 400_000)
+    vocab = src.structure(0)
+    assert len(set(vocab)) == src.num_words and all(len(w) == src.word_len for w in vocab)
+    assert set(words) <= set(vocab)
+    counts = Counter(words)
+    rank = {w: k + 1 for k, w in enumerate(vocab)}  # the construction's ranks, not the sample's (no bias)
+    top = [w for w in vocab[:64] if counts[w] >= 20]
+    x = np.log([rank[w] for w in top])
+    y = np.log([counts[w] for w in top])
+    slope = np.polyfit(x, y, 1)[0]
+    assert slope == pytest.approx(-(1 + src.alpha), abs=0.08)
+
+
+def test_zipf_entropies_match_the_construction() -> None:
+    fast, slow = ZIPF_SOURCES["zipf_fast"], ZIPF_SOURCES["zipf_slow"]
+    for src in (fast, slow):
+        p = src.probabilities
+        assert p.sum() == pytest.approx(1.0) and np.all(np.diff(p) < 0)
+        assert src.entropy_rate == pytest.approx(src.word_entropy / (src.word_len + 1))
+        assert np.all(np.diff(src.cumulative()) > 0)  # every word keeps a chance
+    counts = Counter(_words("zipf_fast", 300_000))
+    n = sum(counts.values())
+    plug_in = -sum(c / n * math.log(c / n) for c in counts.values())
+    assert plug_in == pytest.approx(fast.word_entropy, abs=0.02)  # a small support: the plug-in estimate is close
+    # once the words are known only the choice of the next word is left (within a word every letter is fixed)
+    lines = _text("zipf_fast", 300_000).splitlines()
+    assert _conditional_entropy(lines, fast.word_len) < fast.entropy_rate + 0.02
+    assert _conditional_entropy(lines, 0) > 5 * fast.entropy_rate
+    assert slow.entropy_rate > 2 * fast.entropy_rate
+
+
+def _unlearned_slope(domain: str) -> float:
+    """Hutter's model: a word is learned once seen ``c`` times (``c = 8`` here). The mass of the words not yet
+    learned after ``n`` words, measured on the generated text at three sizes, against its expectation from the
+    construction (Poisson counts); returns the log-log slope of the measured mass over ``n``."""
+    src = ZIPF_SOURCES[domain]
+    p = src.probabilities
+    rank = {w: k for k, w in enumerate(src.structure(0))}
+    words = _words(domain, 1_000_000)
+    sizes = [len(words) // 16, len(words) // 4, len(words)]
+    unlearned = []
+    for n in sizes:
+        counts = np.zeros(len(p))
+        for w, c in Counter(words[:n]).items():
+            counts[rank[w]] = c
+        unlearned.append(float(p[counts < 8].sum()))
+        assert unlearned[-1] == pytest.approx(float((p * poisson.cdf(7, n * p)).sum()), rel=0.1)
+    return float(np.polyfit(np.log(sizes), np.log(unlearned), 1)[0])
+
+
+def test_zipf_unlearned_mass_falls_as_power_laws_of_different_exponents() -> None:
+    fast, slow = _unlearned_slope("zipf_fast"), _unlearned_slope("zipf_slow")
+    # zipf_fast: the theory's n^(-alpha / (1 + alpha)) = n^-0.5 (its 1,024 words lie far beyond those learned)
+    assert fast == pytest.approx(-0.5, abs=0.1)
+    # zipf_slow: the theory's n^-0.2, a little steeper as the 16,384-word vocabulary ends; far flatter than fast
+    assert -0.36 < slow < -0.2 and fast < slow - 0.15
+
+
+def test_zipf_slow_keeps_more_to_learn_than_zipf_fast() -> None:
+    fast, slow = ZIPF_SOURCES["zipf_fast"], ZIPF_SOURCES["zipf_slow"]
+    assert fast.alpha / (1 + fast.alpha) > 2 * slow.alpha / (1 + slow.alpha)  # exponents 0.5 against 0.2
+    # after the same text, far more of zipf_slow's mass lies in words seen fewer than 8 times
+    for_fast, for_slow = (Counter(_words(d, 300_000)) for d in ZIPF_DOMAINS)
+    p_fast = dict(zip(fast.structure(0), fast.probabilities, strict=True))
+    p_slow = dict(zip(slow.structure(0), slow.probabilities, strict=True))
+    left_fast = 1 - sum(q for w, q in p_fast.items() if for_fast[w] >= 8)
+    left_slow = 1 - sum(q for w, q in p_slow.items() if for_slow[w] >= 8)
+    assert left_slow > 10 * left_fast
+
+
+def test_zipf_source_checks_its_sizes() -> None:
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        ZipfSource(num_words=10, alpha=0.0, alphabet="abc")
+    with pytest.raises(ValueError, match="too small for 100 distinct"):
+        ZipfSource(num_words=100, alpha=1.0, alphabet="ab", word_len=3)
+    with pytest.raises(ValueError, match="num_words must be positive, got 0"):
+        ZipfSource(num_words=0, alpha=1.0, alphabet="ab")
