@@ -186,7 +186,8 @@ def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResu
         run, dist, run_y = (None, None, None) if near is None else \
             (held.table.runs[near[0]].run_id, near[1], float(held.y[near[0]]))
         law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
-            law_objective(held_fit, held.table, c.weights, val_domains=val_domains)
+            law_objective(held_fit, held.table, c.weights, val_domains=val_domains,
+                          bound="lower" if name == OBSERVED else "upper")
         raw[name] = BacktestScore(run=run, distance=dist, run_objective=run_y, law_objective=law, law_note=why)
     obs = raw.get(OBSERVED)
     by_law = obs is not None and obs.law_objective is not None
@@ -370,7 +371,7 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
                        predicted={n: predicted[n] for n in PROJECTIONS if n in predicted},
                        margin=margin if scoring == SCORE_RUN else None,
                        law_margin=None if scoring == SCORE_RUN else margin)
-    verdict = _Verdict(scores, projections, margin, check, predicted, flags, k)
+    verdict = _Verdict(scores, projections, margin, check, predicted, flags, k, scoring)
     return verdict.selection(base, held.budget, record)
 
 
@@ -385,6 +386,7 @@ class _Verdict:
     predicted: Mapping[str, GainEstimate | CandidateError]
     flags: Mapping[str, str]
     tests: int
+    scoring: str = SCORE_RUN
 
     @property
     def z(self) -> float:
@@ -402,6 +404,8 @@ class _Verdict:
         s, e = self.scores.get(n), self.predicted.get(n)
         if not self.check.passed or n in self.flags or not isinstance(e, GainEstimate):
             return False
+        if (s is None or s.gain is None) and self.scoring == SCORE_LAW:
+            return False  # outside the design's range at the held-back budget: nothing there vouches for it
         if s is not None and s.gain is not None and self.margin is not None and s.gain < -self.margin:
             return False  # the backtest shows it losing
         return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > GAIN_NOISE * e.noise)
@@ -431,8 +435,9 @@ class _Verdict:
     def selection(self, base: BacktestScore, held: float, record: Selection) -> Selection:
         """``record`` (every number of the backtest) with the choice and its reason."""
         at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
-        how = {SCORE_LAW: "the DDO law fitted there", SCORE_RUN: "runs of that total within the distance "
-               f"tolerance {record.tolerance:.3g}"}[record.scoring]
+        how = {SCORE_LAW: "the DDO law fitted there" + (f" (the observed mix by {base.law_note.split(':')[0]}, as it "
+                                                          "lies outside the design's range)" if base.law_note else ""),
+               SCORE_RUN: f"runs of that total within the distance tolerance {record.tolerance:.3g}"}[record.scoring]
         if base.objective is None:
             return replace(record, chosen=OBSERVED, reason=(
                 f"backtest {at}: the observed mix could not be scored like with like ({base.note}), so no projection "

@@ -76,7 +76,8 @@ class BacktestScore(Record):
     law_objective: float | None = None
     """What the held-back budget's DDO law predicts for it (None: not a DDO design, or outside its range)."""
     law_note: str = ""
-    """Why the law did not predict it."""
+    """Why the law did not predict it; where it scored it at the nearest tokens inside the design's range (within
+    the distance tolerance), how far those lie."""
     note: str = ""
     """Why it was not scored like with like; its error where it failed."""
     trust: str = ""
@@ -234,7 +235,8 @@ class Selection(Record):
                 continue
             gain = "" if s.gain is None else f", {s.gain:+.4g} vs observed"
             near = f"nearest run {s.run}, L1 distance {s.distance if s.distance is not None else float('nan'):.3f}"
-            how = (f"by the DDO law at the held-back budget ({near})" if s.score == SCORE_LAW else
+            how = (f"by the DDO law at the held-back budget ({near}" + (f"; {s.law_note})" if s.law_note else ")")
+                   if s.score == SCORE_LAW else
                    f"at the {near}" + (f"; not by the law: {s.law_note}" if s.law_note else ""))
             lines.append(f"{name}: objective {s.objective:.4f} {how}{gain}{trust}")
         return [*lines, f"chosen: {self.chosen}"]
