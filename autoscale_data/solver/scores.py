@@ -74,10 +74,11 @@ class BacktestScore(Record):
     run_objective: float | None = None
     """That run's objective."""
     law_objective: float | None = None
-    """What the held-back budget's DDO law predicts for it (None: not a DDO design, or outside its range)."""
+    """What the held-back budget's DDO law predicts for it, or a bound of it (``law_note``); None: not a DDO design,
+    or outside its range with no bound from its side."""
     law_note: str = ""
-    """Why the law did not predict it; where it scored it at the nearest tokens inside the design's range (within
-    the distance tolerance), how far those lie."""
+    """Why the law did not predict it; or, where it scored it by a bound (outside the design's range on one side:
+    the observed mix from below, a projection from above), which bound and where."""
     note: str = ""
     """Why it was not scored like with like; its error where it failed."""
     trust: str = ""
@@ -213,7 +214,8 @@ class Selection(Record):
         before 2026-11-28 (late) hold neither."""
         out = []
         if self.scoring == SCORE_LAW:
-            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its range)")
+            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its range; outside "
+                       "it on one side, the observed mix by a lower bound and a projection by an upper one)")
         elif self.scoring == SCORE_RUN:
             out.append(f"every candidate scored by a run of the held-back budget's total within L1 "
                        f"{self.tolerance:.3g} of it ({self.tolerance_source})")
