@@ -6,14 +6,18 @@ budgets but the largest and asked for that largest budget, ``N2`` (the held-back
 
 * **Like with like.** Every candidate, the observed mix included, is scored one way
   (:func:`score_candidates`): by the DDO law fitted at ``N2`` (:func:`~.select.law_objective`) where ``N2`` is a
-  DDO design and the observed mix lies inside the design's range; otherwise by a run of ``N2``'s total tokens
+  DDO design and the observed mix lies inside the design's range, or below it only (then by a lower bound: the
+  law at the range's lowest tokens for those domains, as it falls with each domain's tokens; a projection above
+  the range only by an upper bound, so a projection's gain over the observed mix is never overstated by a
+  bound); otherwise by a run of ``N2``'s total tokens
   (within ``TOTAL_TOL``) whose shares lie within the distance tolerance of the candidate (L1). The tolerance
   (:func:`distance_tolerance`) is the distance over which the objective moves by at most ``BIAS_FRACTION`` of
   the noise of one run, ``BIAS_FRACTION · noise / slope``, capped at ``MAX_DISTANCE``; ``slope`` is the
   largest change of the objective per unit of L1 distance on the simplex (half the spread of its gradient
   over the shares), from the DDO law at ``N2`` where it is a design, else from a linear fit of the objective
   on the shares over the runs of ``N2``'s total. A candidate that cannot be scored that way (outside the
-  design's range while the observed mix is inside it; no run of the same total near it) cannot be chosen,
+  design's range with no bound from its side while the observed mix is scored by the law; no run of the same
+  total near it) cannot be chosen,
   and its ``note`` names the nearest run and the distance. A run of another total (a DDO design's
   perturbation runs) never scores a candidate.
 * **Route 1, a backtest win:** the projection's score beats the observed mix's by more than
@@ -25,8 +29,10 @@ budgets but the largest and asked for that largest budget, ``N2`` (the held-back
   deviations (the one-sided quantile of route 1's margin: a test of the gain at the target) and beyond
   ``GAIN_NOISE`` times the noise of one run as that law sees it (its residual, or its replicates' sd where
   larger: a gain worth having exceeds the noise, where the floor before was twice a noise estimate that,
-  with one seed, is the misfit of a power law in the budget); and the backtest does not show the projection losing at ``N2`` beyond route 1's margin (so the
-  observed mix must be scored like with like). Route 1 compares answers one budget step apart and cannot see
+  with one seed, is the misfit of a power law in the budget); and the backtest does not show the projection
+  losing at ``N2`` beyond route 1's margin (so the observed mix must be scored like with like, and, where the
+  backtest scores by the law, the projection too: one the law cannot score lies outside the range ``N2``'s
+  runs cover). Route 1 compares answers one budget step apart and cannot see
   a shift that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law
   may be followed that far.
 * **The trust checks feed the decision** (:func:`untrusted`): a projection whose mix at the target lies beyond
@@ -187,7 +193,8 @@ def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResu
         run, dist, run_y = (None, None, None) if near is None else \
             (held.table.runs[near[0]].run_id, near[1], float(held.y[near[0]]))
         law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
-            law_objective(held_fit, held.table, c.weights, val_domains=val_domains)
+            law_objective(held_fit, held.table, c.weights, val_domains=val_domains,
+                          bound="lower" if name == OBSERVED else "upper")
         raw[name] = BacktestScore(run=run, distance=dist, run_objective=run_y, law_objective=law, law_note=why)
     obs = raw.get(OBSERVED)
     by_law = obs is not None and obs.law_objective is not None
@@ -371,7 +378,7 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
                        predicted={n: predicted[n] for n in PROJECTIONS if n in predicted},
                        margin=margin if scoring == SCORE_RUN else None,
                        law_margin=None if scoring == SCORE_RUN else margin)
-    verdict = _Verdict(scores, projections, margin, check, predicted, flags, k)
+    verdict = _Verdict(scores, projections, margin, check, predicted, flags, k, scoring)
     return verdict.selection(base, held.budget, record)
 
 
@@ -386,6 +393,7 @@ class _Verdict:
     predicted: Mapping[str, GainEstimate | CandidateError]
     flags: Mapping[str, str]
     tests: int
+    scoring: str = SCORE_RUN
 
     @property
     def z(self) -> float:
@@ -403,6 +411,8 @@ class _Verdict:
         s, e = self.scores.get(n), self.predicted.get(n)
         if not self.check.passed or n in self.flags or not isinstance(e, GainEstimate):
             return False
+        if (s is None or s.gain is None) and self.scoring == SCORE_LAW:
+            return False  # outside the design's range at the held-back budget: nothing there vouches for it
         if s is not None and s.gain is not None and self.margin is not None and s.gain < -self.margin:
             return False  # the backtest shows it losing
         return bool(np.isfinite(e.sd) and e.gain > self.z * e.sd and e.gain > GAIN_NOISE * e.noise)
@@ -432,8 +442,10 @@ class _Verdict:
     def selection(self, base: BacktestScore, held: float, record: Selection) -> Selection:
         """``record`` (every number of the backtest) with the choice and its reason."""
         at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
-        how = {SCORE_LAW: "the DDO law fitted there", SCORE_RUN: "runs of that total within the distance "
-               f"tolerance {record.tolerance:.3g}"}[record.scoring]
+        bound = base.law_note.split(" (")[0]
+        how = {SCORE_LAW: "the DDO law fitted there" + (f", the observed mix by {bound} as it lies outside the "
+                                                          "design's range" if base.law_note else ""),
+               SCORE_RUN: f"runs of that total within the distance tolerance {record.tolerance:.3g}"}[record.scoring]
         if base.objective is None:
             return replace(record, chosen=OBSERVED, reason=(
                 f"backtest {at}: the observed mix could not be scored like with like ({base.note}), so no projection "

@@ -74,9 +74,11 @@ class BacktestScore(Record):
     run_objective: float | None = None
     """That run's objective."""
     law_objective: float | None = None
-    """What the held-back budget's DDO law predicts for it (None: not a DDO design, or outside its range)."""
+    """What the held-back budget's DDO law predicts for it, or a bound of it (``law_note``); None: not a DDO design,
+    or outside its range with no bound from its side."""
     law_note: str = ""
-    """Why the law did not predict it."""
+    """Why the law did not predict it; or, where it scored it by a bound (outside the design's range on one side:
+    the observed mix from below, a projection from above), which bound and where."""
     note: str = ""
     """Why it was not scored like with like; its error where it failed."""
     trust: str = ""
@@ -212,7 +214,8 @@ class Selection(Record):
         before 2026-11-28 (late) hold neither."""
         out = []
         if self.scoring == SCORE_LAW:
-            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its range)")
+            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its range; outside "
+                       "it on one side, the observed mix by a lower bound and a projection by an upper one)")
         elif self.scoring == SCORE_RUN:
             out.append(f"every candidate scored by a run of the held-back budget's total within L1 "
                        f"{self.tolerance:.3g} of it ({self.tolerance_source})")
@@ -234,7 +237,8 @@ class Selection(Record):
                 continue
             gain = "" if s.gain is None else f", {s.gain:+.4g} vs observed"
             near = f"nearest run {s.run}, L1 distance {s.distance if s.distance is not None else float('nan'):.3f}"
-            how = (f"by the DDO law at the held-back budget ({near})" if s.score == SCORE_LAW else
+            how = (f"by the DDO law at the held-back budget ({near}" + (f"; {s.law_note})" if s.law_note else ")")
+                   if s.score == SCORE_LAW else
                    f"at the {near}" + (f"; not by the law: {s.law_note}" if s.law_note else ""))
             lines.append(f"{name}: objective {s.objective:.4f} {how}{gain}{trust}")
         return [*lines, f"chosen: {self.chosen}"]

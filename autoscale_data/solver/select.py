@@ -69,6 +69,7 @@ LABEL_TOL = 0.01  # runs with one label are one mixture when their shares differ
 SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
 MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
 RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
+_BOUNDS = ("", "lower", "upper")  # law_objective outside the design's range: none, or a bound from one side
 MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
 
 
@@ -199,7 +200,8 @@ def _base_mean(fit: DDOResult, table: RunTable, val_domains: Sequence[str] | Map
 
 
 def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float], *,
-                  val_domains: Sequence[str] | Mapping[str, float] | None = None) -> tuple[float | None, str]:
+                  val_domains: Sequence[str] | Mapping[str, float] | None = None,
+                  bound: str = "") -> tuple[float | None, str]:
     """The objective DDO's law fitted to ``table`` (its budget's design) predicts for ``weights`` at that budget.
 
     With the multipliers ``x_j = w_j N / base_j`` (``N``: the fit's budget, the base run's total), the
@@ -208,9 +210,23 @@ def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float],
     is scaled by the base runs' mean, as the fit divides by it). Only inside the region the design
     covers: every ``x_j`` within the multipliers fitted for domain j.
 
+    Outside it, a bound where ``bound`` asks for one: the law is a sum over the domains of laws of each
+    domain's tokens (fitted on runs of unequal totals), so where each domain that lies outside has a law that
+    falls with its tokens, the law at the range's lowest multiplier for the domains below it is a **lower**
+    bound of the objective (those tokens raised, the others kept: no domain's tokens lowered), and at the
+    range's highest multiplier for the domains above it an **upper** bound. ``bound="lower"`` gives the first
+    where no domain lies above the range, ``"upper"`` the second where none lies below; a run of a law whose
+    loss never rises with a domain's tokens obeys the same bound.
+
     Returns:
-        ``(objective, "")``, or ``(None, why)`` where a domain lies outside the fitted range or lacks a share.
+        ``(objective, "")`` inside the range; ``(bound, what)`` for a bound (``what`` says which and where);
+        ``(None, why)`` where a domain lies outside the fitted range and no bound applies, or lacks a share.
+
+    Raises:
+        ValueError: ``bound`` not ``""``, ``"lower"`` or ``"upper"``.
     """
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
     missing = [d for d in fit.domains if d not in weights]
     if missing:
         return None, f"no share for {missing}"
@@ -219,17 +235,28 @@ def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float],
         return None, "the shares sum to 0"
     base = _base_mean(fit, table, val_domains)
     scale = base if fit.objective == MEAN_PPL else 1.0
-    change, outside = 0.0, []
+    xs, below, above, texts = {}, [], [], []
     for d in fit.domains:
         law = fit.fits[d]
         x = float(weights[d]) / total * fit.budget_tokens / fit.base_tokens[d]
         lo, hi = min(law.x), max(law.x)
-        if not lo * (1 - RANGE_TOL) <= x <= hi * (1 + RANGE_TOL):
-            outside.append(f"{d} x{x:.3g} (runs x{lo:.3g} to x{hi:.3g})")
-        change += float(law.predict(x) - law.predict(1.0))
-    if outside:
-        return None, "outside the design's range: " + ", ".join(outside)
-    return base + scale * change, ""
+        xs[d] = x
+        if x < lo * (1 - RANGE_TOL) or x > hi * (1 + RANGE_TOL):
+            (below if x < lo else above).append(d)
+            texts.append(f"{d} x{x:.3g} (runs x{lo:.3g} to x{hi:.3g})")
+    how = ""
+    if below or above:
+        where = below if bound == "lower" else above
+        falls = all(float(fit.fits[d].predict(min(fit.fits[d].x))) >= float(fit.fits[d].predict(max(fit.fits[d].x)))
+                    for d in below + above)
+        if not bound or not falls or len(where) != len(below) + len(above):
+            return None, "outside the design's range: " + ", ".join(texts)
+        edge = min if bound == "lower" else max
+        xs.update({d: float(edge(fit.fits[d].x)) for d in where})
+        how = (f"a {bound} bound (the law falls with each domain's tokens): at the range's "
+               f"{'lowest' if bound == 'lower' else 'highest'} tokens for " + ", ".join(texts))
+    change = sum(float(fit.fits[d].predict(xs[d]) - fit.fits[d].predict(1.0)) for d in fit.domains)
+    return base + scale * change, how
 
 
 def law_noise(fit: DDOResult, table: RunTable, *,

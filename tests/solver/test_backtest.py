@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscale_data.solver import CandidateError, DDOOptions, Run, RunTable, fit_ddo, project_all
 from autoscale_data.solver.backtest import (
@@ -15,6 +17,7 @@ from autoscale_data.solver.backtest import (
     MAX_DISTANCE,
     TOTAL_TOL,
     _Held,
+    _Verdict,
     check_law,
     choose_by_backtest,
     distance_tolerance,
@@ -22,8 +25,10 @@ from autoscale_data.solver.backtest import (
     untrusted,
 )
 from autoscale_data.solver.contrib import synthetic_budget_runs
+from autoscale_data.solver.gain import GainEstimate
 from autoscale_data.solver.joint import fit_joint
-from autoscale_data.solver.select import observed_best
+from autoscale_data.solver.scores import BacktestScore, LawCheck
+from autoscale_data.solver.select import law_objective, observed_best
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -53,7 +58,8 @@ def test_projections_nearest_to_a_run_of_another_total_are_not_scored_by_it_and_
     table = _design(98_304, "n2", slope=slope, per_token=0.3, rng=rng)
     fit = fit_ddo(table)
     observed = observed_best(table, 4e5)
-    obs_w = {"code": 0.4, "man": 0.1, "lic": 0.25, "log": 0.25}  # 0.3 (L1) from the base; man x0.4 is outside
+    # code x3.04 above the design's range, the others below it: no bound of the law applies (one side each)
+    obs_w = {"code": 0.76, "man": 0.1, "lic": 0.07, "log": 0.07}
     proj_w = {"code": 0.17, "man": 0.1, "lic": 0.1, "log": 0.63}  # nearest run: 'log x3' (another total)
     backtest = {"observed": SimpleNamespace(weights=obs_w), "robust": SimpleNamespace(weights=proj_w),
                 "geometric": SimpleNamespace(weights=proj_w), "joint": CandidateError("no joint law")}
@@ -63,6 +69,7 @@ def test_projections_nearest_to_a_run_of_another_total_are_not_scored_by_it_and_
     tol, how = distance_tolerance(held, fit, 0.002)
     scores, scoring = score_candidates(held, backtest, fit, tol, val_domains=None)
     assert scoring == "run" and scores["observed"].law_objective is None  # the observed mix is outside the law's range
+    assert "outside the design's range" in scores["observed"].law_note
     assert all(s.objective is None for s in scores.values())  # the base is the only run of the budget's total
     assert "'n2-log x3' is nearer" in scores["robust"].note and "1.50x the budget's tokens" in scores["robust"].note
     assert "'n2-base'" in scores["observed"].note and "beyond the tolerance" in scores["observed"].note
@@ -152,7 +159,7 @@ def test_a_moving_optimum_with_three_budgets_is_followed_and_the_report_says_how
 def test_a_ddo_design_whose_projection_only_a_run_of_another_total_lies_near_keeps_the_observed_mix():
     # three DDO designs with multipliers x3 and x1.7 (every perturbation adds tokens): before 2026-11-28 (late) auto
     # chose the joint projection on a backtest gain of 0.1965 "scored by the nearest run", a perturbation run of
-    # 1.23x the base's tokens; like with like, that run cannot score it
+    # 1.23x the base's tokens; like with like, that run cannot score it, and the law does not beyond its range
     from autoscale_data.solver.synthetic import synthetic_ddo_runs
 
     tables = [synthetic_ddo_runs({d: n / 3 for d in ("web", "code", "books")}, [0.2, 0.4, 0.3], [0.5, 0.7, 0.6],
@@ -160,8 +167,67 @@ def test_a_ddo_design_whose_projection_only_a_run_of_another_total_lies_near_kee
               for n in (1e6, 4e6, 1.6e7)]
     res = project_all(tables, 1e10)
     sel = res.selection
-    assert res.used == "observed" and sel.scoring == "run" and sel.held_back_tokens == pytest.approx(1.6e7), sel.reason
+    assert res.used == "observed" and sel.scoring == "law" and sel.held_back_tokens == pytest.approx(1.6e7), sel.reason
+    # the design covers x1 to x3 only: DDO's answer without the largest budget has web x0.98, below it, so the law
+    # scores it by a lower bound (its value at web x1); the joint projection (web x0) lies outside, unscored
+    observed = sel.backtest["observed"]
+    assert observed.score == "law" and observed.law_note.startswith("a lower bound") and "web x0.9" in observed.law_note
     joint = sel.backtest["joint"]
-    assert joint.objective is None and "trained on 1.23x the budget's tokens" in joint.note
+    assert joint.objective is None and "outside the design's range: web x0 " in joint.note
     assert "beyond the shares the runs cover" in joint.trust
-    assert sel.backtest["observed"].score == "run" and sel.backtest["observed"].distance <= sel.tolerance
+    assert "the observed mix by a lower bound" in sel.reason and "the DDO law at the held-back budget" in \
+        next(line for line in sel.backtest_lines() if line.startswith("observed: "))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.01, 1.0), min_size=4, max_size=4))
+def test_the_law_bounds_a_mix_outside_the_design_from_the_side_it_lies_on(raw):
+    # the DDO law at the range's edge bounds the law's own value beyond it: from below where domains lie below the
+    # range (their tokens raised to it), from above where they lie above it; inside, no bound is needed
+    table = _design(1e5, "b", slope=np.array([0.0, 0.02, 0.02, -0.02]), per_token=0.3, rng=np.random.default_rng(3))
+    fit = fit_ddo(table)
+    w = dict(zip(DOMS, np.asarray(raw) / sum(raw), strict=True))
+    plain, why = law_objective(fit, table, w)
+    lower, how_lower = law_objective(fit, table, w, bound="lower")
+    upper, how_upper = law_objective(fit, table, w, bound="upper")
+    base = float(np.mean([y for r, y in zip(table.runs, table.loss_matrix()[:, 0], strict=True) if r.label == "base"]))
+    x = {d: w[d] * fit.budget_tokens / fit.base_tokens[d] for d in DOMS}
+    beyond = base + sum(float(fit.fits[d].predict(x[d]) - fit.fits[d].predict(1.0)) for d in DOMS)  # extrapolated
+    lo, hi = {d: min(fit.fits[d].x) for d in DOMS}, {d: max(fit.fits[d].x) for d in DOMS}
+    below = [d for d in DOMS if x[d] < lo[d] * (1 - 1e-6)]
+    above = [d for d in DOMS if x[d] > hi[d] * (1 + 1e-6)]
+    if not below and not above:
+        assert plain == lower == upper == pytest.approx(beyond) and why == how_lower == how_upper == ""
+        return
+    assert plain is None and "outside the design's range" in why
+    if above:
+        assert lower is None
+    else:
+        assert lower <= beyond + 1e-12 and how_lower.startswith("a lower bound") and below[0] in how_lower
+    if below:
+        assert upper is None
+    else:
+        assert upper >= beyond - 1e-12 and how_upper.startswith("an upper bound")
+
+
+def test_a_bound_must_be_lower_upper_or_none():
+    table = _design(1e5, "b", slope=np.zeros(4), per_token=0.3, rng=np.random.default_rng(4))
+    with pytest.raises(ValueError, match="bound must be one of"):
+        law_objective(fit_ddo(table), table, dict.fromkeys(DOMS, 0.25), bound="both")
+
+
+def _verdict(scoring: str, joint: BacktestScore) -> _Verdict:
+    gain = GainEstimate(gain=0.05, sd=0.005, noise=0.005)
+    scores = {"observed": BacktestScore(objective=3.0, score=scoring), "joint": joint}
+    return _Verdict(scores, ["joint"], 0.01, LawCheck(True, "passed"), {"joint": gain}, {}, 2, scoring)
+
+
+def test_a_validated_laws_projection_outside_the_held_back_design_is_not_chosen():
+    # scored by the DDO law, a projection it cannot score lies outside the range the held-back budget's runs cover:
+    # nothing there shows it does not lose, so the law's predicted gain alone does not choose it
+    outside = BacktestScore(note="not scored: ... outside the design's range: d0 x0.2 (runs x0.333 to x3)")
+    assert not _verdict("law", outside).law_win("joint")
+    assert _verdict("law", BacktestScore(objective=2.99, score="law", gain=0.01)).law_win("joint")
+    assert not _verdict("law", BacktestScore(objective=3.02, score="law", gain=-0.02)).law_win("joint")  # it loses
+    # runs of any mixtures: no run near it is sparsity, not a range; the law's gain decides as before
+    assert _verdict("run", BacktestScore(note="not scored like with like: no run near it")).law_win("joint")
