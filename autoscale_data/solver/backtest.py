@@ -257,13 +257,9 @@ def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | Can
     with ``noise``, the noise of one run given, when the smaller budgets leave no degree of freedom). A law
     that predicts the held-back budget worse than it fits the smaller ones fails.
     """
-    if not isinstance(sub_joint, JointFit):
-        return LawCheck(False, f"no joint law without the held-back budget ({getattr(sub_joint, 'error', None)})")
-    if not isinstance(joint, JointFit):
-        return LawCheck(False, f"no joint law over every budget ({getattr(joint, 'error', None)})")
-    implausible = parameter_check(joint, tables, val_domains=options.val_domains).implausible
-    if implausible:
-        return LawCheck(False, "the joint law's parameters are implausible: " + "; ".join(implausible))
+    refused = _unusable_laws(sub_joint, joint, tables, options)
+    if refused is not None or not isinstance(sub_joint, JointFit):
+        return refused or LawCheck(False, "no joint law without the held-back budget")
     last = tables[-1]
     y = run_objective(last, options.objective, options.val_domains)
     tok = last.tokens_matrix()[:, [last.train_domains.index(d) for d in sub_joint.domains]]
@@ -293,6 +289,19 @@ def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | Can
                         f"{spread:.3g}: {'within' if ok else 'beyond'} them ({test}, p = {p:.3g}, "
                         f"{'>=' if ok else '<'} {VALIDATION_ALPHA:g})",
                     runs=k, rms=rms, noise=sigma, p_value=p)
+
+
+def _unusable_laws(sub_joint: JointFit | CandidateError | None, joint: JointFit | CandidateError | None,
+                   tables: Sequence[RunTable], options: DDOOptions) -> LawCheck | None:
+    """The failed check when a law is missing or the law over every budget has implausible parameters."""
+    if not isinstance(sub_joint, JointFit):
+        return LawCheck(False, f"no joint law without the held-back budget ({getattr(sub_joint, 'error', None)})")
+    if not isinstance(joint, JointFit):
+        return LawCheck(False, f"no joint law over every budget ({getattr(joint, 'error', None)})")
+    implausible = parameter_check(joint, tables, val_domains=options.val_domains).implausible
+    if implausible:
+        return LawCheck(False, "the joint law's parameters are implausible: " + "; ".join(implausible))
+    return None
 
 
 def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pooled: bool,
