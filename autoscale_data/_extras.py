@@ -33,8 +33,8 @@ class MissingExtraError(ImportError):
 
     def __init__(self, part: str, extra: str, missing: Sequence[str]) -> None:
         self.part, self.extra, self.missing = part, extra, tuple(missing)
-        super().__init__(f"{part} needs the optional packages of the '{extra}' extra ({', '.join(self.missing)} "
-                         f"not installed): pip install '{DISTRIBUTION}[{extra}]'")
+        super().__init__(f"{part} needs the optional packages of the '{extra}' extra "
+                         f"({', '.join(self.missing)} not installed): pip install '{DISTRIBUTION}[{extra}]'")
 
 
 def extra_packages(extra: str, requirements: Sequence[str] | None = None) -> list[str]:

@@ -3,26 +3,27 @@
 A record is a dataclass; its JSON object has one key per field, named as the field, holding the field's value
 in JSON (nested records as objects, tuples as lists, ``float('nan')`` as the ``NaN`` that :func:`json.dumps`
 writes). :func:`to_json` writes it and :func:`from_json` reads it back, checked against the field's type hint
-(``int``, ``float``, ``str``, ``bool``, ``Literal[...]``, ``list[T]``, ``tuple[T, ...]``, ``tuple[A, B]``, ``dict[str, T]``,
-``dict[int, T]`` (its keys written as strings, as JSON has them), ``T | None``, nested records, ``Any``).
-Subclassing :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods that call them.
+(``int``, ``float``, ``str``, ``bool``, ``Literal[...]``, ``list[T]``, ``tuple[T, ...]``, ``tuple[A, B]``,
+``dict[str, T]``, ``dict[int, T]`` (its keys written as strings, as JSON has them), ``T | None``, nested
+records, ``Any``). Subclassing :class:`Record` gives a dataclass ``to_json()`` / ``from_json(data)`` methods
+that call them.
 
 Reading is lenient where the files of earlier versions need it: a key that is missing (or ``null``) takes its
-field's default, and ``None`` for an optional field; a field marked :func:`required` must be present even though
-it has a default. Keys the record does not know are ignored. Writing leaves out the fields marked
+field's default, and ``None`` for an optional field; a field marked :func:`required` must be present even
+though it has a default. Keys the record does not know are ignored. Writing leaves out the fields marked
 :func:`omitted` whose value is their default (keys later versions added, so that older readers and older files
-agree), or where a condition on the record holds (keys that follow a status); such a field may be required where
-a condition on the JSON read holds. A dict field marked :func:`inline` writes its entries beside the other keys
-(a curve keyed by domain) and reads every key that is no other field's. A field with ``init=False`` is written
-and never read: a constant (``method``) or a value the record computes from its other fields (``summary``). A
-field marked :func:`transient` is neither: the record keeps it in memory (raw samples, the fits behind a
-summary) and a record read back holds its default. A record whose JSON shape truly differs from its fields
-writes its own ``to_json`` / ``from_json`` and says why; the codec calls them for it when it is nested in
-another record, as it does for any class with a ``to_json`` / ``from_json`` of its own (the solver's
+agree), or where a condition on the record holds (keys that follow a status); such a field may be required
+where a condition on the JSON read holds. A dict field marked :func:`inline` writes its entries beside the
+other keys (a curve keyed by domain) and reads every key that is no other field's. A field with ``init=False``
+is written and never read: a constant (``method``) or a value the record computes from its other fields
+(``summary``). A field marked :func:`transient` is neither: the record keeps it in memory (raw samples, the
+fits behind a summary) and a record read back holds its default. A record whose JSON shape truly differs from
+its fields writes its own ``to_json`` / ``from_json`` and says why; the codec calls them for it when it is
+nested in another record, as it does for any class with a ``to_json`` / ``from_json`` of its own (the solver's
 :class:`~autoscale_data.solver.MixturePlan`).
 
-A key that is missing or of the wrong type raises ``ValueError`` naming its path (``targets.autoscale.losses``,
-``curve[3].tokens``).
+A key that is missing or of the wrong type raises ``ValueError`` naming its path
+(``targets.autoscale.losses``, ``curve[3].tokens``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "inline", "omitted", "required", "to_json",
+__all__ = ["Record", "fields_from_json", "fields_to_json", "from_json", "inline", "omitted", "required",
+           "to_json",
            "transient"]
 
 T = TypeVar("T")
@@ -49,8 +51,9 @@ _INLINE = "records.inline"
 
 def omitted(when: Callable[[Any], bool] | None = None,
             required: bool | Callable[[Mapping[str, Any]], bool] = False, **kwargs: Any) -> Any:
-    """A dataclass field left out of the JSON while it holds its default, or, given ``when``, where ``when(record)``
-    holds; ``required``: it must be in the JSON read (where ``required(data)`` holds). The rest: ``dataclasses.field``."""
+    """A dataclass field left out of the JSON while it holds its default, or, given ``when``, where
+    ``when(record)`` holds; ``required``: it must be in the JSON read (where ``required(data)`` holds). The
+    rest: ``dataclasses.field``."""
     return dataclasses.field(metadata={_OMIT: when or True, _REQUIRED: required}, **kwargs)
 
 
@@ -99,7 +102,8 @@ def to_json(obj: Any) -> Any:
 
 
 def fields_to_json(obj: Any, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The codec's JSON object of the record ``obj``, one key per field (but ``skip``), ignoring a custom ``to_json``."""
+    """The codec's JSON object of the record ``obj``, one key per field (but ``skip``), ignoring a custom
+    ``to_json``."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value, omit = getattr(obj, f.name), f.metadata.get(_OMIT)

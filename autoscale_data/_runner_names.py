@@ -1,4 +1,5 @@
-"""The runner's closed name sets, spelt once: executors, an extension's LR schedules, run kinds, model families.
+"""The runner's closed name sets, spelt once: executors, an extension's LR schedules, run kinds, model
+families.
 
 They sit below every layer so that the CLI offers them (``autoscale-data run --executor``,
 ``autoscale-data extend --lr-schedule``) without importing the runner, which needs an extra; the
@@ -25,12 +26,13 @@ SLURM_CLUSTERS: tuple[str, ...] = (SLURM, LOCAL)
 """``executor.slurm.cluster``: submitit's names of a Slurm cluster and of its local stand-in."""
 
 LR_SCHEDULES: tuple[str, ...] = ("rewarm_decay", "constant")
-"""Learning-rate schedules of an extension's new steps: re-warm then decay (the default), or re-warm then hold."""
+"""Learning-rate schedules of an extension's new steps: re-warm then decay (the default), or re-warm then
+hold."""
 REWARM_DECAY, CONSTANT = LR_SCHEDULES
 
 RUN_KINDS: tuple[str, ...] = ("proxy", "target", "extension")
-"""``RunSpec.kind`` of a DDO proxy, a target run and a finished target run's extension (a method's own runs have
-the selection kinds its registry declaration names)."""
+"""``RunSpec.kind`` of a DDO proxy, a target run and a finished target run's extension (a method's own runs
+have the selection kinds its registry declaration names)."""
 PROXY, TARGET, EXTENSION = RUN_KINDS
 
 MODEL_FAMILIES: tuple[str, ...] = ("gpt2", "bert")

@@ -21,7 +21,8 @@ from ._extras import MissingExtraError
 __all__ = ["build_parser", "main"]
 
 # Verb modules, in the order ``--help`` lists them.
-_COMMANDS: tuple[str, ...] = ("tokenizer", "prepare", "ddo", "project", "baseline", "run", "extend", "report", "evaluate",
+_COMMANDS: tuple[str, ...] = ("tokenizer", "prepare", "ddo", "project", "baseline", "run", "extend", "report",
+                              "evaluate",
                               "demo")
 
 

@@ -14,7 +14,8 @@ from .._checks import check_int
 from ..solver.design import objective_weight
 
 __all__ = ["add_json_flag", "add_supply_args", "add_verb", "check_finite_answer", "objective_weights_arg",
-           "parse_token_count", "parse_tokens", "positive_float", "positive_int", "print_json", "read_json", "token_count",
+           "parse_token_count", "parse_tokens", "positive_float", "positive_int", "print_json", "read_json",
+           "token_count",
            "weight_float"]
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
@@ -62,11 +63,12 @@ def positive_float(text: str) -> float:
 
 
 def parse_token_count(text: str, *, what: str = "token count", minimum: int = 1) -> int:
-    """A token count as every command reads it: ``400000``, ``400_000``, ``4e5``, ``2.5e6``, ``400k``, ``2.5M``,
-    ``1B`` (k, M, B/G, T: powers of 1000) -> an ``int``.
+    """A token count as every command reads it: ``400000``, ``400_000``, ``4e5``, ``2.5e6``, ``400k``,
+    ``2.5M``, ``1B`` (k, M, B/G, T: powers of 1000) -> an ``int``.
 
     Raises:
-        ValueError: not a number, not a whole number of tokens, or below ``minimum``; the message names ``what``.
+        ValueError: not a number, not a whole number of tokens, or below ``minimum``; the message names
+            ``what``.
     """
     raw = str(text).strip().replace("_", "")
     scale = _SUFFIXES.get(raw[-1:].lower(), 1) if raw[-1:].isalpha() else 1
@@ -169,7 +171,8 @@ def _non_finite(obj: Any, path: str) -> list[str]:
 
 
 def check_finite_answer(answer: Any, verb: str) -> None:
-    """The last check before a verb prints or saves ``answer``: a NaN or infinity in it is a bug, never an answer.
+    """The last check before a verb prints or saves ``answer``: a NaN or infinity in it is a bug, never an
+    answer.
 
     Raises:
         ValueError: naming every non-finite number by its path (the CLI then exits non-zero).

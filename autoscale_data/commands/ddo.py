@@ -39,20 +39,25 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    p = add_verb(subparsers, "ddo", run, help="fit DDO to proxy runs at one budget and print the optimal weights",
-                 description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss exactly.",
+    p = add_verb(subparsers, "ddo", run, help="fit DDO to proxy runs at one budget and print the optimal "
+                                              "weights",
+                 description="Fit L_j(x) = (x + a_j)^(-b_j) + c_j per domain and minimise the fitted loss "
+                             "exactly.",
                  epilog=_EPILOG)
     p.add_argument("runs", metavar="RUNS.csv", help="runs table")
     p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
                    help=field_help(DDOOptions, "objective"))
-    p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W", help="lower bound on every weight")
-    p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W", help="upper bound on every weight")
+    p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
+                   help="lower bound on every weight")
+    p.add_argument("--max-weight", type=weight_float, default=1.0, metavar="W",
+                   help="upper bound on every weight")
     p.add_argument("--law", choices=LAWS, default=DEFAULT_LAW, help=field_help(DDOOptions, "law"))
     p.add_argument("--fit", choices=FIT_MODES, default="default",
                    help="how each law is fitted: ours (default) or the authors' procedure (paper)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="objective = weighted sum of these validation domains' losses (or perplexities)")
-    p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is ambiguous")
+    p.add_argument("--base-run", default=None, metavar="ID", help="id of a base run if the design is "
+                                                                  "ambiguous")
     add_supply_args(p, effect="caps the allocation")
     add_json_flag(p)
 
@@ -66,7 +71,8 @@ def format_ddo(res: DDOResult) -> str:
         f = res.fits[d]
         base_w = res.base_tokens[d] / sum(res.base_tokens.values())
         note = ",".join(filter(None, [res.bounds_hit.get(d, ""), *f.at_bound]))
-        lines.append(f"  {d:>16}  {res.weights[d]:7.4f}  {base_w:7.4f}  {f.a:9.4g}  {f.b:8.4g}  {f.c:9.4g}  {note}")
+        lines.append(f"  {d:>16}  {res.weights[d]:7.4f}  {base_w:7.4f}  {f.a:9.4g}  {f.b:8.4g}  {f.c:9.4g}  "
+                     f"{note}")
     if res.identifiability is not None:
         lines.append("  " + res.identifiability.describe())
     return "\n".join(lines)
@@ -76,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     table = RunTable.from_csv(args.runs)
     try:
         res = fit_ddo(table, objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
-                      law=args.law, fit=args.fit, base_run=args.base_run, token_caps=parse_tokens(args.available),
+                      law=args.law, fit=args.fit, base_run=args.base_run,
+                      token_caps=parse_tokens(args.available),
                       max_epochs=args.max_epochs, val_domains=objective_weights_arg(args.objective_weights))
     except ValueError as exc:
         if "no base run" not in str(exc):

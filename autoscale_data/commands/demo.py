@@ -49,22 +49,25 @@ examples:
 def register(subparsers: Any) -> None:
     p = add_verb(subparsers, "demo", run, help="run AutoScale end to end on the built-in synthetic corpus",
                  description="Run the AutoScale pipeline on the embedded synthetic corpus.", epilog=_EPILOG)
-    p.add_argument("--quick", action="store_true", help="tiny budgets (about 2 minutes; shows the procedure only)")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (about 2 minutes; shows the procedure "
+                                                        "only)")
     p.add_argument("--out", default="autoscale-demo", metavar="DIR",
                    help="output directory (default: ./autoscale-demo)")
     p.add_argument("--progress", action="store_true", help="show per-run progress bars")
     p.add_argument("--case", choices=("default", "shift"), default="default",
-                   help="shift: the positive control whose best mix moves with the budget (--quick: its small size)")
+                   help="shift: the positive control whose best mix moves with the budget (--quick: its "
+                        "small size)")
     p.add_argument("--grid-only", action="store_true",
                    help="with --case shift: only the grid of target runs, not the runner's design")
     p.add_argument("--preset", choices=("full", "late", "control", "zipf", "zipf16"), default="full",
                    help="with --case shift: full (N2 = target / 8), late (DDO budgets 4x larger, past the "
-                        "saturating domain's saturation), control (late's budgets, a target of 8 x N2 = 1M tokens) "
-                        "zipf (two Zipf vocabularies whose learning curves are power laws of different exponents, "
-                        "target 8 x N2) or zipf16 (the same, target 16 x N2)")
+                        "saturating domain's saturation), control (late's budgets, a target of 8 x N2 = 1M "
+                        "tokens) zipf (two Zipf vocabularies whose learning curves are power laws of "
+                        "different exponents, target 8 x N2) or zipf16 (the same, target 16 x N2)")
     stores = p.add_argument_group("only build token stores (no training)")
     stores.add_argument("--stores", default=None, metavar="DIR",
-                        help="generate the corpus, prepare it with the byte-level tokenizer into DIR, and stop")
+                        help="generate the corpus, prepare it with the byte-level tokenizer into DIR, and "
+                             "stop")
     stores.add_argument("--domains", default=None, metavar="A,B,C",
                         help="with --stores: which synthetic domains (default: encyclopedia,code,web)")
     stores.add_argument("--bytes-per-domain", type=positive_int, default=400_000, metavar="N",
@@ -77,12 +80,14 @@ def run(args: argparse.Namespace) -> int:
     if args.case == "shift":
         from ..demo import SHIFT_PRESETS, run_shift_case
 
-        run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else args.preset], autoscale=not args.grid_only)
+        run_shift_case(args.out, SHIFT_PRESETS["small" if args.quick else args.preset],
+                       autoscale=not args.grid_only)
         return 0
     if args.stores is None:
         run_demo(args.out, quick=args.quick, progress=bool(args.progress))
         return 0
-    domains = [d.strip() for d in args.domains.split(",") if d.strip()] if args.domains else list(STORES_DOMAINS)
+    domains = [d.strip() for d in args.domains.split(",")
+               if d.strip()] if args.domains else list(STORES_DOMAINS)
     out = prepare_synthetic_stores(args.stores, domains=domains, bytes_per_domain=args.bytes_per_domain,
                                    progress=bool(args.progress))
     print(f"synthetic token stores ({', '.join(domains)}; byte-level tokenizer) ready under {os.fspath(out)}")

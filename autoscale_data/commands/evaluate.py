@@ -37,16 +37,19 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=positive_int, default=None,
                    help="questions per task, a seeded draw (default: all of them)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draw of questions (default 0)")
-    p.add_argument("--batch-size", type=positive_int, default=32, help="sequences per forward pass (default 32)")
+    p.add_argument("--batch-size", type=positive_int, default=32,
+                   help="sequences per forward pass (default 32)")
     p.add_argument("--tokenizer", default=None,
-                   help="the checkpoint's tokenizer when its folder holds no tokenizer.json: gpt2, bytes or a path")
+                   help="the checkpoint's tokenizer when its folder holds no tokenizer.json: gpt2, bytes or "
+                        "a path")
     p.add_argument("--model-config", default=None, metavar="CONFIG",
                    help="the model's config where the checkpoint holds no config.json (a DeepSpeed "
                         "checkpoint): a transformers config.json or a runner model preset (gpt2-tiny, "
                         "gpt2-small ...; its vocabulary and context length are read from the weights)")
     p.add_argument("--device", default=None, help="torch device (default: cpu)")
     p.add_argument("--threads", type=positive_int, default=None,
-                   help="torch intra-op threads on a CPU (default: torch's; on a busy machine 1 is often fastest)")
+                   help="torch intra-op threads on a CPU (default: torch's; on a busy machine 1 is often "
+                        "fastest)")
     add_json_flag(p)
 
 
@@ -57,7 +60,8 @@ def _causal_presets() -> list[str]:
 
 
 def _model_config(value: str | None) -> Any:
-    """``--model-config``: a runner preset as config fields (its shapes left to the weights), else the path."""
+    """``--model-config``: a runner preset as config fields (its shapes left to the weights), else the
+    path."""
     if value is None:
         return None
     from ..runner import MODEL_PRESETS
@@ -68,8 +72,8 @@ def _model_config(value: str | None) -> Any:
                              f"needs a causal LM: expected one of {_causal_presets()} or a config.json")
         return {"model_type": "gpt2", **MODEL_PRESETS[value]}
     if not Path(value).exists():
-        raise FileNotFoundError(f"--model-config {value!r} is neither a runner model preset ({_causal_presets()}) nor "
-                                "an existing config.json")
+        raise FileNotFoundError(f"--model-config {value!r} is neither a runner model preset "
+                                f"({_causal_presets()}) nor an existing config.json")
     return value
 
 
@@ -90,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     if path.is_dir() and (path / layout.SPEC).is_file() and args.tokenizer is None and args.model_config is None:
         result = evaluate_run_dir(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size)
     else:
-        result = evaluate_checkpoint(path, tasks, limit=args.limit, seed=args.seed, batch_size=args.batch_size,
+        result = evaluate_checkpoint(path, tasks, limit=args.limit, seed=args.seed,
+                                     batch_size=args.batch_size,
                                      tokenizer=args.tokenizer, device=args.device,
                                      model_config=_model_config(args.model_config))
     if args.json:
@@ -99,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.model} (tokenizer {result.tokenizer})")
     print(f"{'task':14} {'questions':>9} {'acc':>7} {'acc_norm':>8} {'chance':>7} {'bpb':>8} {'seconds':>8}")
     for t in result.tasks.values():
-        print(f"{t.task:14} {t.examples:9d} {t.acc:7.3f} {t.acc_norm:8.3f} {t.chance:7.3f} {t.bpb:8.4f} {t.seconds:8.1f}")
+        print(f"{t.task:14} {t.examples:9d} {t.acc:7.3f} {t.acc_norm:8.3f} {t.chance:7.3f} {t.bpb:8.4f} "
+              f"{t.seconds:8.1f}")
     print(f"{'mean':14} {'':9} {result.mean_acc:7.3f} {'':8} {'':7} {result.mean_bpb:8.4f}")
     return 0

@@ -40,7 +40,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=REWARM_DECAY,
                    help=f"learning rate of the new steps (default {REWARM_DECAY})")
     p.add_argument("--warmup-fraction", type=float, default=None, metavar="F",
-                   help="share of the new steps that re-warm (default: the config's optimizer.warmup_fraction)")
+                   help="share of the new steps that re-warm (default: the config's "
+                        "optimizer.warmup_fraction)")
     p.add_argument("--peak-lr-ratio", type=float, default=1.0, metavar="R",
                    help="re-warmed peak as a multiple of optimizer.lr (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -59,14 +59,18 @@ def _flag(fmt: InPlaceFormat, name: str) -> str:
 
 
 def _add_in_place(p: argparse.ArgumentParser) -> None:
-    """``--from-FORMAT NAME=ARGUMENT`` and ``--FORMAT-FIELD [NAME=]VALUE``, derived from the format registry."""
+    """``--from-FORMAT NAME=ARGUMENT`` and ``--FORMAT-FIELD [NAME=]VALUE``, derived from the format
+    registry."""
     for f in FORMATS.values():
         p.add_argument(f"--from-{f.name}", dest=f"from_{f.name}", action="append", default=[],
-                       metavar=f"NAME={f.argument}", help=f"a domain read in place from {f.expected} (repeatable)")
+                       metavar=f"NAME={f.argument}", help=f"a domain read in place from {f.expected} "
+                                                          "(repeatable)")
         for option in dataclasses.fields(f.options):
-            p.add_argument(_flag(f, option.name), *f.flags.get(option.name, ()), dest=f"{f.name}_{option.name}",
+            p.add_argument(_flag(f, option.name), *f.flags.get(option.name, ()),
+                           dest=f"{f.name}_{option.name}",
                            action="append", default=[], metavar="[NAME=]VALUE",
-                           help=f"--from-{f.name}: {field_help(f.options, option.name).rstrip('.')} (for domain NAME, or all)")
+                           help=f"--from-{f.name}: {field_help(f.options, option.name).rstrip('.')} (for "
+                                "domain NAME, or all)")
 
 
 def _in_place_domains(args: argparse.Namespace) -> dict[str, InPlaceDomain]:
@@ -114,7 +118,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--domain", action="append", default=[], metavar="NAME=PATH",
                    help="a domain and its input (repeat for each domain)")
     _add_in_place(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per domain)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (one sub-directory per "
+                                                               "domain)")
     p.add_argument("--tokenizer", required=True, metavar="SPEC", help="'bytes', 'gpt2', or a tokenizer path")
     p.add_argument("--eos", default=None, metavar="TOKEN",
                    help="EOS token (text or id) for a tokenizer whose files name none")
@@ -148,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if domains:
         results.update(prepare_domains(domains, args.out, args.tokenizer, eos=args.eos, options=options))
     if in_place:
-        results.update(register_domains(args.out, args.tokenizer, in_place, eos=args.eos, options=InPlaceOptions(
+        results.update(register_domains(args.out, args.tokenizer, in_place, eos=args.eos,
+                                        options=InPlaceOptions(
             holdout_every=options.holdout_every, shard_tokens=options.shard_tokens, progress=options.progress,
             workers=args.workers)))
     if args.quiet:

@@ -97,21 +97,23 @@ examples:
 
 def register(subparsers: Any) -> None:
     """Add the ``project`` sub-command."""
-    p = add_verb(subparsers, "project", run, help="project optimal mixes at two budgets to any target budget (AutoScale)",
+    p = add_verb(subparsers, "project", run, help="project optimal mixes at two budgets to any target budget "
+                                                  "(AutoScale)",
                  description="N*(t) = N*(N1) (N*(N2)/N*(N1))^t with sum N*(t) = target.", epilog=_EPILOG)
     p.add_argument("scales", metavar="SCALES.json", nargs="?", default=None,
                    help="optimal mixes at two or more budgets (or give --runs)")
     p.add_argument("--target-tokens", type=token_count, required=True, metavar="N", help="target budget")
     p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
                    help="runs of one budget (repeat for each budget) instead of SCALES.json")
-    p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv", "TOKENS"),
+    p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv",
+                                                                               "TOKENS"),
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")
     p.add_argument("--method", choices=PROJECTION_CHOICES, default=None,
-                   help=f"what gives the weights with --runs: {DEFAULT_PROJECTION} (default: chosen from the runs, see "
-                        "below), observed (the largest budget's best mix), geometric (the paper's Theorem-1 path; "
-                        "the only method for SCALES.json), joint or robust")
+                   help=f"what gives the weights with --runs: {DEFAULT_PROJECTION} (default: chosen from the "
+                        "runs, see below), observed (the largest budget's best mix), geometric (the paper's "
+                        "Theorem-1 path; the only method for SCALES.json), joint or robust")
     p.add_argument("--objective", choices=OBJECTIVES, default=DEFAULT_OBJECTIVE,
                    help="objective of the fits to --runs: " + field_help(DDOOptions, "objective"))
     p.add_argument("--min-weight", type=weight_float, default=0.0, metavar="W",
@@ -162,18 +164,21 @@ def plot_weights(plan: MixturePlan, target: float, path: str) -> None:
     plt.close(fig)
 
 
-def _plan(scales: Any, args: argparse.Namespace, caps: dict[str, float] | None, evidence: PlanEvidence) -> MixturePlan:
-    """The mixture plan through ``scales`` for ``--plot`` / ``--save-plan`` (``metadata``: the evidence); a domain
-    left out says so."""
+def _plan(scales: Any, args: argparse.Namespace, caps: dict[str, float] | None,
+          evidence: PlanEvidence) -> MixturePlan:
+    """The mixture plan through ``scales`` for ``--plot`` / ``--save-plan`` (``metadata``: the evidence); a
+    domain left out says so."""
     try:
-        return MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps, max_epochs=args.max_epochs,
+        return MixturePlan.from_scales(scales, tokenizer=args.tokenizer, token_caps=caps,
+                                       max_epochs=args.max_epochs,
                                        metadata=evidence.to_json())
     except ValueError as exc:
         if "allocations must be > 0" not in str(exc):
             raise
-        raise ValueError(f"--save-plan/--plot: the answer leaves a domain out ({exc}); a mixture plan (weights as "
-                         "a function of the budget) needs every domain above 0 at every budget: give --min-weight "
-                         "(e.g. 0.01), or use the mix at the target (printed without --save-plan)") from None
+        raise ValueError(f"--save-plan/--plot: the answer leaves a domain out ({exc}); a mixture plan "
+                         "(weights as a function of the budget) needs every domain above 0 at every budget: "
+                         "give --min-weight (e.g. 0.01), or use the mix at the target (printed without "
+                         "--save-plan)") from None
 
 
 def _spread_warnings(table: RunTable, name: str) -> list[str]:
@@ -191,9 +196,11 @@ def _spread_warnings(table: RunTable, name: str) -> list[str]:
            if med > 0 and abs(n / med - 1) > 0.1 and c > 1]
     if not far:
         return []
-    shown = ", ".join(f"{rid!r} ({x:.3g}x)" for rid, x in far[:5]) + (f" and {len(far) - 5} more" if len(far) > 5 else "")
-    return [f"{name}: the tokens of run(s) {shown} sum far from the table's median total ({med:.4g}): the file is "
-            "read as one budget; if its columns are shares they should sum to 1 (rounding, e.g. 1.02, is fine)"]
+    shown = ", ".join(f"{rid!r} ({x:.3g}x)" for rid, x in far[:5]) + (f" and {len(far) - 5} "
+                                                                      "more" if len(far) > 5 else "")
+    return [f"{name}: the tokens of run(s) {shown} sum far from the table's median total ({med:.4g}): the "
+            "file is read as one budget; if its columns are shares they should sum to 1 (rounding, e.g. "
+            "1.02, is fine)"]
 
 
 def _tables(args: argparse.Namespace) -> tuple[list[RunTable], list[str], list[str]]:
@@ -217,7 +224,8 @@ def _tables(args: argparse.Namespace) -> tuple[list[RunTable], list[str], list[s
 
 def _from_runs(args: argparse.Namespace,
                caps: dict[str, float] | None) -> tuple[ProjectionsRecord, list[Any], PlanEvidence]:
-    """Every candidate from the run tables: the answer, the scales of the chosen one's plan and the evidence."""
+    """Every candidate from the run tables: the answer, the scales of the chosen one's plan and the
+    evidence."""
     options = DDOOptions(objective=args.objective, min_weight=args.min_weight, max_weight=args.max_weight,
                          token_caps=caps, max_epochs=args.max_epochs,
                          val_domains=objective_weights_arg(args.objective_weights))
@@ -237,7 +245,8 @@ def _from_scales(args: argparse.Namespace,
     text = f"projected mix at {res.budget_tokens:.4g} tokens (t = {res.t:.4f}, path residual {res.residual:.3g}):"
     evidence = PlanEvidence(
         method=GEOMETRIC, requested_method=GEOMETRIC, target_tokens=res.budget_tokens, sources=[args.scales],
-        reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through them",
+        reason="SCALES.json gives the optimal mix at each budget: the geometric (Theorem-1) path through "
+               "them",
         budgets=[float(x["budget_tokens"] if isinstance(x, dict) else x[0]) for x in scales])
     return res, scales, evidence, text
 
@@ -246,10 +255,11 @@ def run(args: argparse.Namespace) -> int:
     """Run ``project`` from parsed arguments."""
     has_runs = bool(args.runs or args.olmix)
     if (args.scales is None) == (not has_runs):
-        raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or neither")
+        raise ValueError("give either SCALES.json or --runs RUNS.csv / --olmix (one per budget), not both or "
+                         "neither")
     if args.method not in (None, GEOMETRIC) and not has_runs:
-        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each budget "
-                         "(SCALES.json gives optima: only the geometric path applies)")
+        raise ValueError(f"--method {args.method} fits the runs themselves: pass --runs RUNS.csv for each "
+                         "budget (SCALES.json gives optima: only the geometric path applies)")
     if args.objective_weights is not None and not has_runs:
         raise ValueError("--objective-weights applies to fits of --runs / --olmix, not to SCALES.json")
     caps = parse_tokens(args.available)
@@ -285,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_candidates(answer: ProjectionsRecord) -> None:
-    """The fits' side of the text answer: which candidate was chosen and why, the other one, the joint law, trust."""
+    """The fits' side of the text answer: which candidate was chosen and why, the other one, the joint law,
+    trust."""
     sel = answer.selection
     if sel is not None:
         print(f"chosen: {answer.method} ({sel.reason})")
@@ -296,7 +307,8 @@ def _print_candidates(answer: ProjectionsRecord) -> None:
     other = {GEOMETRIC: JOINT, JOINT: GEOMETRIC, ROBUST: GEOMETRIC, OBSERVED: ROBUST}[answer.method]
     robust, alt, joint = answer.computed(ROBUST), answer.computed(other), answer.computed(JOINT)
     if robust is not None:
-        print(f"robust projection moves the geometric mix by total variation {robust.moved['total_variation']:.4f}")
+        print("robust projection moves the geometric mix by total variation "
+              f"{robust.moved['total_variation']:.4f}")
     if alt is not None:
         tv = answer.disagreement if answer.method in (GEOMETRIC, JOINT) else None
         print(f"{other} projection (not used): " + ", ".join(f"{d}={w:.4f}" for d, w in alt.weights.items())

@@ -12,8 +12,10 @@ __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    p = add_verb(subparsers, "report", run, help="write report.md/report.json/plots of an `autoscale-data run` output",
-                 description="Summarise the runs, fits, target curves and tokens saved; print the summary table.")
+    p = add_verb(subparsers, "report", run, help="write report.md/report.json/plots of an `autoscale-data "
+                                                 "run` output",
+                 description="Summarise the runs, fits, target curves and tokens saved; print the summary "
+                             "table.")
     p.add_argument("out_dir", metavar="OUT_DIR", help="the --out directory of `autoscale-data run`")
 
 

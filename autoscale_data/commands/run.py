@@ -30,12 +30,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("config", metavar="CONFIG", help="runner config (.yaml/.yml/.json)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory (default: ./runs/<config name>)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, its total tokens and an estimated time")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, its total tokens and an estimated "
+                                                          "time")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help=f"where runs train (default: the config's executor.kind, else {LOCAL})")
     p.add_argument("--max-parallel", default=None, metavar="N|auto",
-                   help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the config's)")
+                   help="runs at once (local: slots of procs GPUs or cpu_threads threads; default: the "
+                        "config's)")
     p.add_argument("--allow-config-change", action="store_true",
                    help="continue in an --out folder that was run with another config: finished runs whose "
                         "settings still match are reused, the report covers only this config (without the "

@@ -1,4 +1,5 @@
-"""``autoscale-data tokenizer train``: a byte-level BPE trained on your own text, for ``prepare --tokenizer``."""
+"""``autoscale-data tokenizer train``: a byte-level BPE trained on your own text, for ``prepare
+--tokenizer``."""
 
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ def register(subparsers: Any) -> None:
     actions.required = True
     train = actions.add_parser("train", help="train a byte-level BPE on text files", epilog=_EPILOG,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    train.add_argument("inputs", nargs="+", metavar="INPUT", help="text files or directories (every domain's)")
+    train.add_argument("inputs", nargs="+", metavar="INPUT", help="text files or directories (every "
+                                                                  "domain's)")
     train.add_argument("--vocab-size", type=positive_int, required=True, metavar="N",
                        help="vocabulary size, at least 258 (256 bytes, the EOS, one merge)")
     train.add_argument("--out", required=True, metavar="PATH",
-                       help="a .json file, or a directory that receives tokenizer.json and tokenizer_config.json")
+                       help="a .json file, or a directory that receives tokenizer.json and "
+                            "tokenizer_config.json")
     train.add_argument("--text-field", default="text", metavar="FIELD",
                        help="field/column holding the text (default: text)")
     train.add_argument("--text-ext", default=None, metavar="EXT[,EXT...]",
@@ -44,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
     def texts() -> Any:
         for path in args.inputs:
-            for text in itertools.islice(iter_documents(path, args.text_field, args.text_ext), args.max_documents):
+            for text in itertools.islice(iter_documents(path, args.text_field, args.text_ext),
+                                         args.max_documents):
                 counted["documents"] += 1
                 yield text
 

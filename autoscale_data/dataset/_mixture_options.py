@@ -93,7 +93,8 @@ class MixtureOptions:
         if self.continue_from is not None and not isinstance(self.continue_from, Mapping):
             raise ValueError(f"continue_from must be a state dict, got {type(self.continue_from).__name__}")
         if self.pool is not None and not isinstance(self.pool, Mapping):
-            raise ValueError(f"pool must be a mapping domain -> fraction or tokens, got {type(self.pool).__name__}")
+            raise ValueError("pool must be a mapping domain -> fraction or tokens, got "
+                             f"{type(self.pool).__name__}")
         for name in ("shuffle_window", "batch_size"):  # plain ints (numpy ints would not go to JSON)
             value = getattr(self, name)
             if value is not None:

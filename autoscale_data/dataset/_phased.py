@@ -85,8 +85,8 @@ class PhasedStream(MixtureStream, MixtureSource):
             raise ValueError(f"state cursor {cursor!r} is not a stream position")
         if cursor > total:
             budget = f"{plan.budget_tokens} tokens, {total} sequences"
-            raise ValueError(f"the budget of this configuration ({budget}) is smaller than the state's cursor "
-                             f"({cursor} sequences already consumed)")
+            raise ValueError(f"the budget of this configuration ({budget}) is smaller than the state's "
+                             f"cursor ({cursor} sequences already consumed)")
         if (not isinstance(counts, Mapping) or set(counts) != set(names)
                 or not all(is_int(v) and v >= 0 for v in counts.values()) or sum(counts.values()) != cursor):
             raise ValueError(f"the state's per-domain counts {counts!r} do not describe {cursor} sequences "

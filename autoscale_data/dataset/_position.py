@@ -169,7 +169,8 @@ class StreamState:
         """A new iterator's position (taking the pending start, if any)."""
         base, unit, step = self._pending or (self.origin, None, self.origin_step)
         self._pending = None
-        self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker, step)
+        self.live = StreamPosition(self.slice_at(base), worker if unit is None else unit, num_workers, worker,
+                                   step)
         return self.live
 
     def _current_slice(self) -> RankSlice:
@@ -186,19 +187,20 @@ class StreamState:
         """
         base = self.base_step
         if base is None:
-            raise ValueError(f"step={step}: the loaded state does not record the training step it was saved at "
-                             "(it was saved with samples_taken=, from the iterator, or by an earlier autoscale_data); "
-                             "load it with load_state_dict(state, step=<the step it was saved at>), or pass "
-                             "samples_taken= (this rank's samples since the load)")
+            raise ValueError(f"step={step}: the loaded state does not record the training step it was saved "
+                             "at (it was saved with samples_taken=, from the iterator, or by an earlier "
+                             "autoscale_data); load it with load_state_dict(state, step=<the step it was "
+                             "saved at>), or pass samples_taken= (this rank's samples since the load)")
         rank_slice = self._current_slice()
         steps = -(-rank_slice.size // samples_per_step)
         if step < base:
-            raise ValueError(f"step={step} is before the loaded state's step {base}: pass the training loop's global "
-                             "step, counted from the start of training with the resumes included")
+            raise ValueError(f"step={step} is before the loaded state's step {base}: pass the training "
+                             "loop's global step, counted from the start of training with the resumes "
+                             "included")
         if step - base > steps:
-            raise ValueError(f"step={step} is {step - base} steps after the pass's start (step {base}, cursor "
-                             f"{rank_slice.base}), but this rank has only {steps} steps of {samples_per_step} samples "
-                             "from there")
+            raise ValueError(f"step={step} is {step - base} steps after the pass's start (step {base}, "
+                             f"cursor {rank_slice.base}), but this rank has only {steps} steps of "
+                             f"{samples_per_step} samples from there")
         return min(rank_slice.size, (step - base) * samples_per_step)
 
     def yielded(self) -> int | None:
@@ -224,10 +226,10 @@ class StreamState:
             rank_slice = self._current_slice()
             if self.block > 1 and samples_taken % self.block and samples_taken != rank_slice.size:
                 raise ValueError(
-                    f"samples_taken={samples_taken} is not a whole number of batches of {self.block}: it counts "
-                    f"samples (sequences), while len() and the loader count batches in batch mode; pass "
-                    f"step=<the global step> if that is a number of batches (steps), or samples_taken="
-                    f"{samples_taken * self.block} for that many batches of {self.block}")
+                    f"samples_taken={samples_taken} is not a whole number of batches of {self.block}: it "
+                    "counts samples (sequences), while len() and the loader count batches in batch mode; "
+                    "pass step=<the global step> if that is a number of batches (steps), or "
+                    f"samples_taken={samples_taken * self.block} for that many batches of {self.block}")
             if step is None and samples_taken == 0:
                 step = self.base_step
             return {CURSOR_KEY: rank_slice.cursor_after(int(samples_taken)), WORKER_KEY: None, STEP_KEY: step}
@@ -239,7 +241,8 @@ class StreamState:
         taken = min(live.next_unit * self.block, live.slice.size)
         worker = None
         if in_worker:
-            worker = {WORKER_ID_KEY: live.worker, NUM_WORKERS_KEY: live.num_workers, BASE_KEY: live.slice.base,
+            worker = {WORKER_ID_KEY: live.worker, NUM_WORKERS_KEY: live.num_workers,
+                      BASE_KEY: live.slice.base,
                       NEXT_UNIT_KEY: live.next_unit, BLOCK_KEY: self.block, RANK_KEY: self.rank,
                       WORLD_SIZE_KEY: self.world_size}
         return {CURSOR_KEY: live.slice.cursor_after(taken), WORKER_KEY: worker, STEP_KEY: None}

@@ -23,7 +23,8 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
     Args:
         domains: name -> store directory, store URL (``https://…``, ``pipe:…``, fsspec; fetched
             into the local cache, see :func:`~autoscale_data.store.open_store`) or
-            :class:`TokenStore`, or a ``prepare`` output directory (its domains found by :func:`~autoscale_data.store.find_domain_stores`).
+            :class:`TokenStore`, or a ``prepare`` output directory (its domains found by
+            :func:`~autoscale_data.store.find_domain_stores`).
         verify: passed to :class:`TokenStore` for stores given as paths.
 
     Raises:
@@ -37,7 +38,8 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
                              "{name: path} or the directory that holds one store per domain")
         domains = find_domain_stores(root)
     if not isinstance(domains, Mapping):
-        raise ValueError(f"domains must be a mapping name -> store path or a directory, got {type(domains).__name__}")
+        raise ValueError("domains must be a mapping name -> store path or a directory, got "
+                         f"{type(domains).__name__}")
     if not domains:
         raise ValueError("domains is empty: give at least one domain store")
     stores: dict[str, TokenStore] = {}
@@ -45,7 +47,8 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"domain names must be non-empty strings, got {name!r}")
         value = domains[name]
-        stores[name] = value if isinstance(value, TokenStore) else open_store(value, verify=verify)  # type: ignore[arg-type]
+        # type: ignore[arg-type]
+        stores[name] = value if isinstance(value, TokenStore) else open_store(value, verify=verify)
     check_compatible(stores)
     return stores
 
@@ -53,7 +56,8 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
 def resolve_distributed(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """``(rank, world_size)`` from the arguments, else from ``torch.distributed``, else ``(0, 1)``."""
     if (rank is None) != (world_size is None):
-        raise ValueError(f"give both rank and world_size or neither, got rank={rank}, world_size={world_size}")
+        raise ValueError(f"give both rank and world_size or neither, got rank={rank}, "
+                         f"world_size={world_size}")
     if rank is None:
         import torch.distributed as dist
 

@@ -57,7 +57,8 @@ PHASE_KEY = "phase"  # the phase of the position at the cursor
 # (saved with samples_taken, from the iterator, or by an earlier autoscale_data, whose states lack the key).
 STEP_KEY = "step"
 ONLINE_KEY = "online"  # the online mixture's state, when the weights are adapted during training
-# The keys of a DataLoader worker's own progress (the state's WORKER_KEY), besides RANK_KEY and WORLD_SIZE_KEY.
+# The keys of a DataLoader worker's own progress (the state's WORKER_KEY), besides RANK_KEY and
+# WORLD_SIZE_KEY.
 WORKER_ID_KEY = "id"
 NUM_WORKERS_KEY = "num_workers"
 BLOCK_KEY = "block"  # samples per unit (the batch size, or 1)
@@ -111,6 +112,6 @@ def to_output(tokens: np.ndarray, output: str) -> Any:
 
 
 def compact_dtype(store_dtype: np.dtype) -> torch.dtype:
-    """The tensor dtype of ``output="compact"`` tokens: ``uint16``, ``int32``, ``int64`` as is, ``uint32`` as ``int32``
-    (same bits)."""
+    """The tensor dtype of ``output="compact"`` tokens: ``uint16``, ``int32``, ``int64`` as is, ``uint32`` as
+    ``int32`` (same bits)."""
     return {2: torch.uint16, 4: torch.int32, 8: torch.int64}[np.dtype(store_dtype).itemsize]

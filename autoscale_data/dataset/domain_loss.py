@@ -27,7 +27,8 @@ def _rows(token_losses: torch.Tensor, domain: torch.Tensor, mask: torch.Tensor |
         raise ValueError(f"token_losses {tuple(token_losses.shape)} must have one row per entry of domain "
                          f"{tuple(domain.shape)} (a [B] tensor of ids)")
     if mask is not None and mask.shape != token_losses.shape:
-        raise ValueError(f"mask {tuple(mask.shape)} must have the shape of token_losses {tuple(token_losses.shape)}")
+        raise ValueError(f"mask {tuple(mask.shape)} must have the shape of token_losses "
+                         f"{tuple(token_losses.shape)}")
     if domain.dtype.is_floating_point or domain.dtype == torch.bool:
         raise ValueError(f"domain must hold integer ids, got dtype {domain.dtype}")
     device = token_losses.device
@@ -64,7 +65,8 @@ def domain_loss_sums(token_losses: torch.Tensor, domain: torch.Tensor, num_domai
     """
     ids, row_sums, row_tokens = _rows(token_losses, domain, mask, num_domains, True)
     sums = torch.zeros(num_domains, dtype=torch.float64, device=row_sums.device).index_add_(0, ids, row_sums)
-    tokens = torch.zeros(num_domains, dtype=torch.float64, device=row_sums.device).index_add_(0, ids, row_tokens)
+    tokens = torch.zeros(num_domains, dtype=torch.float64,
+                         device=row_sums.device).index_add_(0, ids, row_tokens)
     return sums, tokens
 
 
@@ -90,7 +92,8 @@ class DomainLossMeter:
         self.check_ids = bool(check_ids)
         self._totals = torch.zeros(2, len(names), dtype=torch.float64)  # row 0: loss sums, row 1: tokens
 
-    def update(self, token_losses: torch.Tensor, domain: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+    def update(self, token_losses: torch.Tensor, domain: torch.Tensor,
+               mask: torch.Tensor | None = None) -> None:
         """Add one batch: ``token_losses`` ``[B, ...]``, its ``domain`` ids ``[B]``, optional token ``mask``.
 
         See :func:`domain_loss_sums` for the shapes; gradients are not tracked (losses are detached).

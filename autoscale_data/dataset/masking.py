@@ -48,7 +48,8 @@ def mask_tokens(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, proba
     roll = torch.rand(shape, generator=generator, device=device)
     to_mask = chosen & (roll < 0.8)
     to_random = chosen & (roll >= 0.8) & (roll < 0.9)
-    random_ids = torch.randint(0, vocab_size, shape, generator=generator, device=device, dtype=input_ids.dtype)
+    random_ids = torch.randint(0, vocab_size, shape, generator=generator, device=device,
+                               dtype=input_ids.dtype)
     masked = torch.where(to_mask, torch.full_like(input_ids, mask_id), input_ids)
     masked = torch.where(to_random, random_ids, masked)
     return masked, labels
@@ -64,7 +65,8 @@ class MaskedLMCollator:
         probability: share of positions predicted (0.15).
         seed: the masks' seed; the same seed gives the same mask to the same sample in any run.
         model_inputs_only: return only ``input_ids`` and ``labels`` (for a model whose ``forward``
-            takes no ``domain``/``seq_index``, e.g. under HF ``Trainer`` with ``remove_unused_columns=False``).
+            takes no ``domain``/``seq_index``, e.g. under HF ``Trainer`` with
+            ``remove_unused_columns=False``).
 
     Called with a list of samples (``{"input_ids", "domain", "seq_index", ...}``, what a ``DataLoader``
     hands its ``collate_fn``) or with a batch dict already collated; returns a dict with ``input_ids``
@@ -74,7 +76,8 @@ class MaskedLMCollator:
         ValueError: a bad setting, or a batch without ``domain`` and ``seq_index`` (the mask's key).
     """
 
-    def __init__(self, vocab_size: int, *, mask_id: int | None = None, probability: float = 0.15, seed: int = 0,
+    def __init__(self, vocab_size: int, *, mask_id: int | None = None, probability: float = 0.15,
+                 seed: int = 0,
                  model_inputs_only: bool = False) -> None:
         check_int("vocab_size", vocab_size)
         check_int("seed", seed, minimum=0)
@@ -88,7 +91,8 @@ class MaskedLMCollator:
 
     def row_seed(self, domain: int, seq_index: int) -> int:
         """The generator seed of one sample's mask."""
-        return int(np.random.SeedSequence([self.seed, int(domain), int(seq_index)]).generate_state(2, np.uint64)[0]
+        return int(np.random.SeedSequence([self.seed, int(domain),
+                                           int(seq_index)]).generate_state(2, np.uint64)[0]
                    >> np.uint64(1))
 
     def __call__(self, batch: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, Any]:

@@ -56,10 +56,11 @@ def _check_format(state: Any) -> None:
                          f"{sorted(state) if isinstance(state, Mapping) else '-'}")
     version = state.get(VERSION_KEY)
     if version in (1, 2):
-        raise ValueError(f"this state (version {version}) was saved by an earlier autoscale_data whose stream "
-                         f"was a materialized index; the stream is now computed in closed form (state version "
-                         f"{STATE_VERSION}) and visits the sequences in another order, so an older state cannot "
-                         "be resumed: restart the data stream (or finish the run with the earlier version)")
+        raise ValueError(f"this state (version {version}) was saved by an earlier autoscale_data whose "
+                         "stream was a materialized index; the stream is now computed in closed form (state "
+                         f"version {STATE_VERSION}) and visits the sequences in another order, so an older "
+                         "state cannot be resumed: restart the data stream (or finish the run with the "
+                         "earlier version)")
     if version != STATE_VERSION:
         raise ValueError(f"unsupported state version {version!r}, expected {STATE_VERSION}")
 
@@ -147,15 +148,18 @@ class ScaleAwareMixtureDataset(IterableDataset):
         stores = open_domains(domains, opts.verify)
         self.domain_names: list[str] = list(stores)
         self.seq_len, self.seed, self.budget_tokens = seq_len, seed, int(budget_tokens)
-        self.output, self.batch_size, self.schedule, self.shuffle_window = (opts.output, opts.batch_size, schedule,
+        self.output, self.batch_size, self.schedule, self.shuffle_window = (opts.output, opts.batch_size,
+                                                                            schedule,
                                                                             opts.shuffle_window)
         self.max_epochs = epoch_caps(opts.max_epochs, self.domain_names)
         self._reader = DomainSplits(stores, "train", seq_len)
         self._available = self._reader.num_sequences
         self.pools = resolve_pools(opts.pool, self.domain_names, self._available, seq_len)
         if self.pools:  # a pooled domain's epochs (and its supply) count its pool
-            self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available, strict=True)]
-        segments, self.weights, phase_config = segment_table(weights, self.domain_names, budget_tokens, seq_len,
+            self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available,
+                                                                    strict=True)]
+        segments, self.weights, phase_config = segment_table(weights, self.domain_names, budget_tokens,
+                                                             seq_len,
                                                              schedule)
         self.total_sequences = segments.total
         self.phase_bounds: list[int] = phase_config["bounds"]
@@ -187,24 +191,25 @@ class ScaleAwareMixtureDataset(IterableDataset):
     @classmethod
     def from_counts(cls, domains: DomainsArg, counts: Mapping[str, int], seq_len: int, seed: int = 0, *,
                     options: MixtureOptions | None = None, **settings: Any) -> ScaleAwareMixtureDataset:
-        """The stream of exactly ``counts`` whole sequences per domain (a plan's counts: no shares in between).
+        """The stream of exactly ``counts`` whole sequences per domain (a plan's counts: no shares in
+        between).
 
         Its budget is ``sum(counts) * seq_len`` tokens and its stream the one of the shares ``count / total``:
         the very stream of any ``weights`` whose largest-remainder split of the total is ``counts`` (so
-        ``from_counts(d, {"a": 3, "b": 1}, L)`` streams as ``ScaleAwareMixtureDataset(d, {"a": 0.75, "b": 0.25},
-        4 * L, L)``). The other arguments are the constructor's; the schedule is fixed.
+        ``from_counts(d, {"a": 3, "b": 1}, L)`` streams as ``ScaleAwareMixtureDataset(d, {"a": 0.75, "b":
+        0.25}, 4 * L, L)``). The other arguments are the constructor's; the schedule is fixed.
 
         Raises:
-            ValueError: counts that are not whole numbers >= 0, of unknown domains, missing a domain (give it 0)
-                or summing to 0, or a schedule other than ``"fixed"``.
+            ValueError: counts that are not whole numbers >= 0, of unknown domains, missing a domain (give it
+                0) or summing to 0, or a schedule other than ``"fixed"``.
         """
         check_int("seq_len", seq_len)
         planned = PlannedCounts(counts)
         return cls(domains, planned, planned.total * int(seq_len), seq_len, seed, options=options, **settings)
 
     def _check_supplies(self, stores: Mapping[str, Any], segments: SegmentTable, *, phased: bool) -> None:
-        """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and with
-        phases, the phase where it runs out)."""
+        """Refuse a mix that some domain cannot supply within its epoch cap, naming every such domain (and
+        with phases, the phase where it runs out)."""
         if phased:
             check_draws(self.domain_names, segments, np.zeros(len(stores), dtype=np.int64), self._available,
                         self.seq_len, self.max_epochs)
@@ -271,7 +276,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         first, n_local, unit, step = pos.slice.first, pos.slice.size, pos.next_unit, pos.num_workers
         stride = self.world_size * step
         seq_len, output = self.seq_len, self.output
-        view, single = self._reader.view, self._reader.single  # single: per domain, its one shard's array once mapped
+        # single: per domain, its one shard's array once mapped
+        view, single = self._reader.view, self._reader.single
         lookup, per_lookup = self._stream.lookup, self._stream.chunk
         as_int64 = output == "torch"
         from_numpy, int64 = torch.from_numpy, np.int64
@@ -371,18 +377,18 @@ class ScaleAwareMixtureDataset(IterableDataset):
                        batches_taken: Any) -> int | None:
         """:meth:`state_dict`'s position as samples since the pass's start, its arguments checked."""
         if batches_taken is not None:
-            raise TypeError(f"state_dict(batches_taken={batches_taken}) was removed: it counted from the loaded "
-                            f"resume point, so a global step passed after a resume pointed too far; pass "
-                            f"step=<the training loop's global step> (the state records it)")
+            raise TypeError(f"state_dict(batches_taken={batches_taken}) was removed: it counted from the "
+                            "loaded resume point, so a global step passed after a resume pointed too far; "
+                            "pass step=<the training loop's global step> (the state records it)")
         if step is not None:
             if samples_taken is not None:
                 raise TypeError("state_dict() got both samples_taken and step: pass one")
             check_int("step", step, minimum=0)
             if samples_per_step is None:
                 if self.batch_size is None:
-                    raise ValueError(f"step={step} needs samples_per_step for a dataset without batch_size (this "
-                                     "rank's samples per training step, e.g. per-device batch size x gradient "
-                                     "accumulation steps)")
+                    raise ValueError(f"step={step} needs samples_per_step for a dataset without batch_size "
+                                     "(this rank's samples per training step, e.g. per-device batch size x "
+                                     "gradient accumulation steps)")
                 samples_per_step = self.batch_size
             check_int("samples_per_step", samples_per_step)
             if samples_per_step % self._block:
@@ -393,11 +399,12 @@ class ScaleAwareMixtureDataset(IterableDataset):
             raise TypeError("samples_per_step goes with step=: pass step too")
         yielded = self._state.yielded() if get_worker_info() is None else None
         if samples_taken is not None and yielded is not None and samples_taken > yielded:
-            said = (f"step={step} ({samples_taken} samples since the pass's start at step {self._state.base_step})"
+            said = (f"step={step} ({samples_taken} samples since the pass's start at step "
+                    f"{self._state.base_step})"
                     if step is not None else f"samples_taken={samples_taken}")
             raise ValueError(f"{said} is more than this dataset has yielded in this pass: {yielded} samples "
-                             "(a count from another start: pass the global step as step=, or the samples since "
-                             "the load as samples_taken=)")
+                             "(a count from another start: pass the global step as step=, or the samples "
+                             "since the load as samples_taken=)")
         return samples_taken
 
     def _state_of(self, position: dict[str, Any]) -> dict[str, Any]:
@@ -463,8 +470,10 @@ class ScaleAwareMixtureDataset(IterableDataset):
         """Start the next pass at ``state``'s cursor, reached at training step ``step``."""
         cursor, origin = state.get(CURSOR_KEY), self._stream.origin
         if not is_int(cursor) or not origin <= cursor <= self.total_sequences:
-            raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, {self.total_sequences}]")
-        expected = {n: int(c) for n, c in zip(self.domain_names, self._stream.domain_counts(cursor), strict=True)}
+            raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, "
+                             f"{self.total_sequences}]")
+        expected = {n: int(c) for n, c in zip(self.domain_names, self._stream.domain_counts(cursor),
+                                              strict=True)}
         saved = dict(state.get(DOMAIN_COUNTS_KEY) or {})
         if saved != expected:
             raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "
@@ -494,8 +503,9 @@ class ScaleAwareMixtureDataset(IterableDataset):
                 self._start(before)
                 diff = config_diff(saved, self.config) or ["(config not recorded)"]
                 hint = " (to continue that run under this configuration, load_state_dict(state, continue_run=True))"
-                raise ValueError(f"the state was saved for a different mixture (fingerprint {state.get(FINGERPRINT_KEY)!r}, "
-                                 f"this dataset {self.fingerprint!r}); differences: " + "; ".join(diff) + unreachable
+                raise ValueError("the state was saved for a different mixture (fingerprint "
+                                 f"{state.get(FINGERPRINT_KEY)!r}, this dataset {self.fingerprint!r}); "
+                                 "differences: " + "; ".join(diff) + unreachable
                                  + (hint if before.continuable else ""))
             fixed = {k: saved.get(k, "<absent>") for k in _FIXED_ON_CONTINUE}
             diff = config_diff(fixed, {k: self.config.get(k, "<absent>") for k in _FIXED_ON_CONTINUE})
@@ -509,5 +519,5 @@ class ScaleAwareMixtureDataset(IterableDataset):
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}={c}" for n, c in self.sequences_per_domain.items())
-        return (f"ScaleAwareMixtureDataset({self.total_sequences} sequences of {self.seq_len} tokens: {shares}; "
-                f"rank {self.rank}/{self.world_size}, fingerprint {self.fingerprint})")
+        return (f"ScaleAwareMixtureDataset({self.total_sequences} sequences of {self.seq_len} tokens: "
+                f"{shares}; rank {self.rank}/{self.world_size}, fingerprint {self.fingerprint})")

@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 ONLINE_FORMAT = "autoscale-online-state"
-# The keys of the online state (``OnlineMixture.state_dict``) besides the mixture state's FORMAT_KEY and CONFIG_KEY.
+# The keys of the online state (``OnlineMixture.state_dict``) besides the mixture state's FORMAT_KEY and
+# CONFIG_KEY.
 SEGMENTS_KEY = "segments"  # how many segments are decided
 DIGEST_KEY = "digest"  # a hash of their counts
 UPDATES_KEY = "updates"  # the controller updates done
@@ -51,12 +52,13 @@ METER_KEY = "meter"  # the loss window since the last update, summed over the ra
 
 
 def _followable(dataset: Any, controller: Any) -> list[str]:
-    """The dataset's domain names, once it is one that can follow ``controller``: the same domains, a plain dataset
-    (no shuffle window, phases, anytime schedule, continued run or pools) that follows no other controller."""
+    """The dataset's domain names, once it is one that can follow ``controller``: the same domains, a plain
+    dataset (no shuffle window, phases, anytime schedule, continued run or pools) that follows no other
+    controller."""
     names = list(dataset.domain_names)
     if list(getattr(controller, "domain_names", [])) != names:
-        raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not the "
-                         f"dataset's {names} (in this order)")
+        raise ValueError(f"the controller's domains {list(getattr(controller, 'domain_names', []))} are not "
+                         f"the dataset's {names} (in this order)")
     if ONLINE_CONFIG_KEY in dataset.config:
         raise ValueError("this dataset already follows a controller")
     if dataset.shuffle_window or dataset.config.get("phases") or dataset.config.get(CONTINUED_KEY) \
@@ -99,8 +101,8 @@ class OnlineMixture:
         names = _followable(dataset, controller)
         if sequences_per_step is None:
             if dataset.batch_size is None:
-                raise ValueError("sequences_per_step is needed for a dataset without batch_size (the sequences of "
-                                 "one step's global batch, all ranks together)")
+                raise ValueError("sequences_per_step is needed for a dataset without batch_size (the "
+                                 "sequences of one step's global batch, all ranks together)")
             sequences_per_step = dataset.batch_size * dataset.world_size
         check_int("sequences_per_step", sequences_per_step)
         self.dataset, self.controller, self.names = dataset, controller, names
@@ -112,7 +114,8 @@ class OnlineMixture:
         self.lookahead = min(ahead, self.num_segments)
         self.initial = check_proposal(0, controller.initial_weights(), names)
         self.config = {"every": self.every, "sequences_per_step": self.sequences_per_step,
-                       "lookahead": self.lookahead, "controller": str(getattr(controller, "name", type(controller).__name__)),
+                       "lookahead": self.lookahead, "controller": str(getattr(controller, "name",
+                                                                              type(controller).__name__)),
                        "initial": dict(zip(names, self.initial.tolist(), strict=True))}
         d = len(names)
         self.counts_table = torch.zeros(self.num_segments, d, dtype=torch.int64).share_memory_()
@@ -147,7 +150,8 @@ class OnlineMixture:
         return step > 0 and step % self.every == 0
 
     def segment_log(self) -> dict[str, Any]:
-        """The decided segments: ``{"starts", "weights", "counts"}`` (the realised counts; ``starts`` has one more)."""
+        """The decided segments: ``{"starts", "weights", "counts"}`` (the realised counts; ``starts`` has one
+        more)."""
         n = self.published
         counts = self.counts_table[:n].tolist()
         starts = [0, *np.cumsum([sum(r) for r in counts]).tolist()]
@@ -168,9 +172,9 @@ class OnlineMixture:
         if n <= self.lookahead:
             return
         if self.updates or self.published != self.lookahead or self.stream.looked_up:
-            raise ValueError(f"lookahead {self.lookahead} must become {n} before the first update, state load or "
-                             f"iteration (now {self.updates} updates, {self.published} segments decided): build "
-                             f"OnlineMixture(..., lookahead={n})")
+            raise ValueError(f"lookahead {self.lookahead} must become {n} before the first update, state "
+                             f"load or iteration (now {self.updates} updates, {self.published} segments "
+                             f"decided): build OnlineMixture(..., lookahead={n})")
         for _ in range(n - self.lookahead):
             self._append(self.initial, 0)
         self.lookahead = self.config["lookahead"] = n
@@ -178,7 +182,8 @@ class OnlineMixture:
         self.dataset.use_stream(self.stream)  # its config entries changed
 
     # ----------------------------------------------------------------- updates
-    def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *, group: Any = None) -> dict[str, float] | None:
+    def update(self, step: int, loss_sums: Any = None, tokens: Any = None, *,
+               group: Any = None) -> dict[str, float] | None:
         """Feed the controller the window's per-domain losses and decide the next segment.
 
         Args:
@@ -209,7 +214,8 @@ class OnlineMixture:
         if j < self.num_segments:
             cursor = min(u * self.segment_sequences, self.dataset.total_sequences)
             window = Window(step=step, update=u, loss_sums=np.asarray(loss_sums, dtype=np.float64),
-                            tokens=np.asarray(tokens, dtype=np.float64), seen=self.stream.domain_counts(cursor))
+                            tokens=np.asarray(tokens, dtype=np.float64),
+                            seen=self.stream.domain_counts(cursor))
             w = check_proposal(step, self.controller.update(window), self.names)
             self._append(w, step)
             self.stream.grow()
@@ -226,9 +232,10 @@ class OnlineMixture:
         over = np.flatnonzero(drawn > self._allowed)
         if over.size:
             d = int(over[0])
-            raise ValueError(f"step {step}: weights {dict(zip(self.names, w.tolist(), strict=True))} ask domain "
-                             f"{self.names[d]!r} for {int(drawn[d])} sequences by segment {j}, it allows "
-                             f"{int(self._allowed[d])}; allow repetition with max_epochs, or bound the controller")
+            raise ValueError(f"step {step}: weights {dict(zip(self.names, w.tolist(), strict=True))} ask "
+                             f"domain {self.names[d]!r} for {int(drawn[d])} sequences by segment {j}, it "
+                             f"allows {int(self._allowed[d])}; allow repetition with max_epochs, or bound "
+                             "the controller")
         self.counts_table[j] = torch.from_numpy(counts)
         self.weights_table[j] = torch.from_numpy(w)
         self._target, self._drawn = target, drawn
@@ -254,7 +261,8 @@ class OnlineMixture:
         n = self.published
         sums, toks = self._window_totals(group)
         window = {"domain_names": list(self.names), "loss_sums": sums.tolist(), "tokens": toks.tolist()}
-        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n, DIGEST_KEY: self._digest(n),
+        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n,
+                DIGEST_KEY: self._digest(n),
                 UPDATES_KEY: self.updates, LOG_KEY: {"weights": self.weights_table[:n].tolist()},
                 CONTROLLER_KEY: self.controller.state_dict(), METER_KEY: window}
 
@@ -264,7 +272,8 @@ class OnlineMixture:
         if self.is_owner:
             return self.state_dict()
         n = self.published
-        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n, DIGEST_KEY: self._digest(n)}
+        return {FORMAT_KEY: ONLINE_FORMAT, CONFIG_KEY: self.config, SEGMENTS_KEY: n,
+                DIGEST_KEY: self._digest(n)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict` (in the training process, before the loader iterates).
@@ -277,13 +286,14 @@ class OnlineMixture:
         self._check_config(state)
         log = state.get(LOG_KEY)
         if not isinstance(log, Mapping) or state.get(CONTROLLER_KEY) is None:
-            raise ValueError("this online state holds no segment log / controller state (a DataLoader worker's "
-                             "state): load the training process's state (OnlineMixture.state_dict())")
+            raise ValueError("this online state holds no segment log / controller state (a DataLoader "
+                             "worker's state): load the training process's state "
+                             "(OnlineMixture.state_dict())")
         weights = [np.asarray(w, dtype=np.float64) for w in log["weights"]]
         updates = int(state[UPDATES_KEY])
         if len(weights) != min(self.num_segments, self.lookahead + updates):
-            raise ValueError(f"the online state has {len(weights)} segments after {updates} updates, expected "
-                             f"{min(self.num_segments, self.lookahead + updates)}")
+            raise ValueError(f"the online state has {len(weights)} segments after {updates} updates, "
+                             f"expected {min(self.num_segments, self.lookahead + updates)}")
         self._published[0] = 0
         self._target = np.zeros(len(self.names))
         self._drawn = np.zeros(len(self.names), dtype=np.int64)

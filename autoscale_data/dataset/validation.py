@@ -79,6 +79,7 @@ class MixtureValidationDataset(IterableDataset):
         start = self.rank + worker * self.world_size
         stride = self.world_size * num_workers
         view, output = self._reader.view, self.output
-        for d, s in zip(self._domains[start::stride].tolist(), self._sequences[start::stride].tolist(), strict=False):
+        for d, s in zip(self._domains[start::stride].tolist(), self._sequences[start::stride].tolist(),
+                        strict=False):
             ids = to_output(view(d, s), output)
             yield {"input_ids": ids, "labels": ids, "domain": d, "seq_index": s}

@@ -1,4 +1,5 @@
-"""The built-in demo: a synthetic multi-domain corpus, its prepared stores, and the AutoScale pipeline run on them.
+"""The built-in demo: a synthetic multi-domain corpus, its prepared stores, and the AutoScale pipeline run on
+them.
 
 Needs the runner (``pip install 'autoscale-data[runner]'``): the demo hands the runner a config that
 points at the stores it prepared.

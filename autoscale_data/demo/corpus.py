@@ -43,7 +43,8 @@ from .._checks import check_int
 from .._io import atomic_write_text
 from .sources import SHIFT_SOURCES, ZIPF_SOURCES
 
-__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SHIFT_DOMAINS", "SyntheticWorld", "ZIPF_DOMAINS", "generate_corpus",
+__all__ = ["DEMO_DOMAINS", "DOMAIN_DESCRIPTIONS", "SHIFT_DOMAINS", "SyntheticWorld", "ZIPF_DOMAINS",
+           "generate_corpus",
            "generate_documents"]
 
 DEMO_DOMAINS: tuple[str, ...] = ("encyclopedia", "qa", "code", "web")
@@ -242,7 +243,8 @@ def _code_block(world: SyntheticWorld, rng: np.random.Generator, names: list[str
 
 def _code_doc(world: SyntheticWorld, rng: np.random.Generator) -> str:
     fn = world.identifiers[int(rng.integers(len(world.identifiers)))]
-    params = [world.identifiers[int(j)] for j in rng.integers(len(world.identifiers), size=int(rng.integers(1, 4)))]
+    params = [world.identifiers[int(j)] for j in rng.integers(len(world.identifiers),
+                                                              size=int(rng.integers(1, 4)))]
     out = [f"def {fn}({', '.join(params)}):"]
     _code_block(world, rng, list(params), 1, out)
     return "\n".join(out) + "\n\n"
@@ -290,7 +292,8 @@ def generate_documents(domain: str, num_bytes: int, *, seed: int = 0,
         domain: one of :data:`DEMO_DOMAINS`, :data:`SHIFT_DOMAINS` or :data:`ZIPF_DOMAINS`.
         num_bytes: stop after the document that reaches this many UTF-8 bytes (all text is ASCII).
         seed: seed of the world and of the domain's sampler.
-        world: a prebuilt :class:`SyntheticWorld` for ``seed`` (built when omitted; the shift domains need none).
+        world: a prebuilt :class:`SyntheticWorld` for ``seed`` (built when omitted; the shift domains need
+            none).
 
     Yields:
         One document per item (text ending in a newline).

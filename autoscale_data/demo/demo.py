@@ -33,7 +33,8 @@ from ..store import train_bpe_tokenizer
 from .corpus import DEMO_DOMAINS, DOMAIN_DESCRIPTIONS, SHIFT_DOMAINS, ZIPF_DOMAINS, generate_documents
 from .stores import prepare_synthetic_stores
 
-__all__ = ["DEMO_PRESETS", "DemoSettings", "demo_config", "format_demo_table", "prepare_demo_data", "run_demo"]
+__all__ = ["DEMO_PRESETS", "DemoSettings", "demo_config", "format_demo_table", "prepare_demo_data",
+           "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,13 @@ class DemoSettings:
             raise ValueError(f"demo mode {self.mode!r} is invalid: expected 'full' or 'quick'")
         unknown = sorted(set(self.domains) - set(DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS))
         if unknown or len(self.domains) < 2:
-            raise ValueError(f"demo domains {list(self.domains)} are invalid: expected >= 2 of {DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS}")
+            raise ValueError(f"demo domains {list(self.domains)} are invalid: expected >= 2 of "
+                             f"{DEMO_DOMAINS + SHIFT_DOMAINS + ZIPF_DOMAINS}")
         if not 0 < self.budgets[0] < self.budgets[1] < self.target:
-            raise ValueError(f"demo budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 < target")
-        for name in ("bytes_per_domain", "vocab_size", "seq_len", "batch_size", "heldout_tokens", "target_points"):
+            raise ValueError(f"demo budgets {self.budgets} and target {self.target} must satisfy 0 < N1 < N2 "
+                             "< target")
+        for name in ("bytes_per_domain", "vocab_size", "seq_len", "batch_size", "heldout_tokens",
+                     "target_points"):
             check_int(f"demo {name}", getattr(self, name))
         check_number("demo lr", self.lr)
 
@@ -104,14 +108,16 @@ DEMO_PRESETS: dict[str, DemoSettings] = {
     "full": DemoSettings(mode="full", domains=DEMO_DOMAINS, bytes_per_domain=2_000_000,
                          budgets=(86_016, 172_032), target=524_288, target_seeds=(0, 1), anytime=True),
     "quick": DemoSettings(mode="quick", domains=("encyclopedia", "code", "web"), bytes_per_domain=400_000,
-                          budgets=(16_384, 32_768), target=98_304, heldout_tokens=4_096, target_points=6, anytime=True,
+                          budgets=(16_384, 32_768), target=98_304, heldout_tokens=4_096, target_points=6,
+                          anytime=True,
                           multipliers=((3.0, 1.7), (3.0,)), batch_size=4, meaningful=False),
 }
 
 
 def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
                 settings: DemoSettings | None = None) -> RunnerConfig:
-    """The runner config the demo runs on the prepared stores under ``OUT/data`` (see :func:`prepare_demo_data`).
+    """The runner config the demo runs on the prepared stores under ``OUT/data`` (see
+    :func:`prepare_demo_data`).
 
     Args:
         out_dir: the demo's output directory.
@@ -135,7 +141,8 @@ def demo_config(out_dir: str | os.PathLike[str], *, quick: bool = False,
         "ddo": {"budgets": list(s.budgets), "multipliers": [list(s.multipliers[0]), list(s.multipliers[1])],
                 "base_weights": "uniform",
                 "objective": MEAN_LOSS, "min_weight": s.min_weight},
-        "target": {"budget": s.target, "baselines": [layout.UNIFORM, layout.DDO_N2] + ([layout.ANYTIME] if s.anytime else []),
+        "target": {"budget": s.target, "baselines": [layout.UNIFORM, layout.DDO_N2] + ([layout.ANYTIME]
+                                                                                       if s.anytime else []),
                    "seeds": list(s.target_seeds)},
         "seeds": list(s.seeds),
         "eval": {"heldout_tokens_per_domain": s.heldout_tokens, "proxy_points": 1,
@@ -165,8 +172,10 @@ def prepare_demo_data(out_dir: str | os.PathLike[str], settings: DemoSettings, *
         # same whatever the corpus size.
         texts = [doc for d in settings.domains for doc in generate_documents(d, 200_000, seed=0)]
         train_bpe_tokenizer(texts, settings.vocab_size, out / "tokenizer")
-        log(f"trained a {settings.vocab_size}-token byte-level BPE on the synthetic corpus: {os.fspath(tok_file)}")
-    return prepare_synthetic_stores(out / "data", domains=settings.domains, bytes_per_domain=settings.bytes_per_domain,
+        log(f"trained a {settings.vocab_size}-token byte-level BPE on the synthetic corpus: "
+            f"{os.fspath(tok_file)}")
+    return prepare_synthetic_stores(out / "data", domains=settings.domains,
+                                    bytes_per_domain=settings.bytes_per_domain,
                                     tokenizer=out / "tokenizer", holdout_every=20, corpus_dir=out / "corpus")
 
 

@@ -60,8 +60,8 @@ class ScarceCase:
         scarce_bytes: text bytes generated for the scarce domain (half go to its held-out split, so its
             loss is measured on as many tokens as it trains on).
         abundant_bytes: text bytes per abundant domain (one document in 20 held out).
-        budgets, target: the DDO budgets (``(N1, N2)``, or ``(N0, N1, N2)`` and more: the runner's three-budget
-            design, whose rule backtests every candidate at N2) and the target budget in tokens.
+        budgets, target: the DDO budgets (``(N1, N2)``, or ``(N0, N1, N2)`` and more: the runner's
+            three-budget design, whose rule backtests every candidate at N2) and the target budget in tokens.
         grid: the scarce domain's weights trained at the target (the ground truth).
         max_epochs: the epoch cap of every run (the target repeats the scarce domain up to it).
         seeds, target_seeds: proxy and target seeds (two or more proxy seeds give the two-budget rule the
@@ -93,14 +93,16 @@ class ScarceCase:
 
     def __post_init__(self) -> None:
         if self.projection is not None and self.projection not in PROJECTION_CHOICES:
-            raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or None (the default)")
+            raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or "
+                             "None (the default)")
         if self.scarce in self.abundant or len(self.abundant) < 1:
-            raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones {self.abundant}")
+            raise ValueError(f"scarce domain {self.scarce!r} must be apart from the abundant ones "
+                             f"{self.abundant}")
         b = tuple(self.budgets)
         if (len(b) < 2 or b[0] <= 0 or any(x >= y for x, y in zip(b[:-1], b[1:], strict=True))
                 or b[-1] >= self.target):
-            raise ValueError(f"budgets {self.budgets} and target {self.target}: expected two budgets or more, "
-                             "increasing, positive and below the target (0 < N1 < N2 < target)")
+            raise ValueError(f"budgets {self.budgets} and target {self.target}: expected two budgets or "
+                             "more, increasing, positive and below the target (0 < N1 < N2 < target)")
         if not self.grid or not all(0 < w < 1 for w in self.grid):
             raise ValueError(f"grid {self.grid} must hold weights in (0, 1)")
 
@@ -149,11 +151,15 @@ def scarce_config(out_dir: str | os.PathLike[str], case: ScarceCase, repetition:
     if repetition not in REPETITION_MODES:
         raise ValueError(f"repetition must be one of {REPETITION_MODES}, got {repetition!r}")
     settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.abundant_bytes,
-                            budgets=(case.budgets[0], case.budgets[-1]), target=case.target, vocab_size=case.vocab_size,
-                            seq_len=case.seq_len, batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
-                            heldout_tokens=case.heldout_tokens, target_points=case.target_points, seeds=case.seeds,
+                            budgets=(case.budgets[0], case.budgets[-1]), target=case.target,
+                            vocab_size=case.vocab_size,
+                            seq_len=case.seq_len, batch_size=case.batch_size, lr=case.lr,
+                            model=dict(case.model),
+                            heldout_tokens=case.heldout_tokens, target_points=case.target_points,
+                            seeds=case.seeds,
                             target_seeds=case.target_seeds, min_weight=0.02, multipliers=case.multipliers)
-    raw = config_to_dict(demo_config(out_dir, settings=settings))  # the demo's model, optimiser, eval, executor
+    # the demo's model, optimiser, eval, executor
+    raw = config_to_dict(demo_config(out_dir, settings=settings))
     raw.pop("base_dir")
     raw["name"] = f"scarce-{case.name}-{repetition}"
     raw["max_epochs"] = case.max_epochs
@@ -181,7 +187,8 @@ class MixOutcome(Record):
 
 @dataclass(frozen=True)
 class ScarceCaseResult(Record):
-    """What :func:`run_scarce_case` measured (``OUT/scarce_case.json``; a record of :mod:`autoscale_data._records`)."""
+    """What :func:`run_scarce_case` measured (``OUT/scarce_case.json``; a record of
+    :mod:`autoscale_data._records`)."""
 
     case: dict[str, Any]
     scarce: str
@@ -236,7 +243,8 @@ def _autoscale_mixes(tag: str, trained: dict[str, float], projection: Any) -> di
     if not law.get("weights"):
         return {f"autoscale ({tag}, raw law)": trained}
     if law.get("used"):
-        return {f"autoscale ({tag}, effective law)": trained, f"autoscale ({tag}, raw law)": law["raw_law_weights"]}
+        return {f"autoscale ({tag}, effective law)": trained, f"autoscale ({tag}, raw "
+                                                              "law)": law["raw_law_weights"]}
     return {f"autoscale ({tag}, raw law)": trained, f"autoscale ({tag}, effective law)": law["weights"]}
 
 
@@ -272,7 +280,8 @@ def run_scarce_case(out_dir: str | os.PathLike[str], case: ScarceCase | None = N
         proxy_tokens[tag] = sum(s.total_tokens for specs in runner.proxy_specs().values() for s in specs)
     assert runner is not None
     grid_mixes = {f"grid {w:.3g}": case.grid_mix(w) for w in case.grid}
-    runner.train_runs([target_spec(runner.config, runner.domains, label, w, seed)  # + the reported law's mixes
+    # + the reported law's mixes
+    runner.train_runs([target_spec(runner.config, runner.domains, label, w, seed)
                        for label, w in (grid_mixes | mixes).items() for seed in case.target_seeds])
     ledger = Ledger(out, lock=False)
     grid = [_outcome(runner, label, w, case, ledger.result) for label, w in grid_mixes.items()]
@@ -308,8 +317,8 @@ def format_scarce_table(result: ScarceCaseResult) -> str:
 
 
 def plan_budgets(text: str, case: ScarceCase) -> tuple[int, ...]:
-    """The DDO budgets ``--budgets`` asks for: ``2`` or ``3`` (the preset's ``N1, N2``, with ``N0 = N1 / 2`` added
-    for 3, the runner's ``extra_budget: half``) or the budgets in tokens, comma-separated (two or more).
+    """The DDO budgets ``--budgets`` asks for: ``2`` or ``3`` (the preset's ``N1, N2``, with ``N0 = N1 / 2``
+    added for 3, the runner's ``extra_budget: half``) or the budgets in tokens, comma-separated (two or more).
 
     Raises:
         ValueError: naming the value and what was expected (the budgets themselves are checked by
@@ -328,14 +337,17 @@ def plan_budgets(text: str, case: ScarceCase) -> tuple[int, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autoscale_data.demo.scarce", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m "
+                                          "autoscale_data.demo.scarce", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="output directory (reused: finished runs are kept)")
     parser.add_argument("--preset", choices=sorted(SCARCE_PRESETS), default="full")
     parser.add_argument("--proxy-seeds", default=None,
-                        help="comma-separated proxy seeds (default: the preset's; two give the two-budget rule replicates)")
+                        help="comma-separated proxy seeds (default: the preset's; two give the two-budget "
+                             "rule replicates)")
     parser.add_argument("--budgets", default=None,
-                        help="DDO budgets: 3 adds N0 = N1 / 2 below the preset's N1, N2 (the runner's three-budget "
-                             "design), or comma-separated budgets in tokens (default: the preset's two)")
+                        help="DDO budgets: 3 adds N0 = N1 / 2 below the preset's N1, N2 (the runner's "
+                             "three-budget design), or comma-separated budgets in tokens (default: the "
+                             "preset's two)")
     parser.add_argument("--projection", choices=sorted(PROJECTION_CHOICES), default=None,
                         help="ddo.projection of both configs (default: the runner's, auto)")
     args = parser.parse_args(argv)

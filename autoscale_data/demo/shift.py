@@ -15,10 +15,10 @@ The ``zipf`` preset trains two other domains instead, ``zipf_fast`` and ``zipf_s
 of different exponents), the grid along the line between them, and also the projections ``auto`` did not
 choose.
 
-It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md`` (``shift_case_<preset>``
-for a preset other than ``full``): each mix's loss per seed, mean and sd at both budgets, the best grid mix at
-each, and whether the target's best beats the N2-best mix there by more than the seed noise. Presets in one
-folder share their runs; the runner's report and ``fits/`` are the last preset's.
+It writes ``DIR/shift_case.json`` (:class:`ShiftCaseResult`) and ``DIR/shift_case.md``
+(``shift_case_<preset>`` for a preset other than ``full``): each mix's loss per seed, mean and sd at both
+budgets, the best grid mix at each, and whether the target's best beats the N2-best mix there by more than the
+seed noise. Presets in one folder share their runs; the runner's report and ``fits/`` are the last preset's.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ from .corpus import SHIFT_DOMAINS, ZIPF_DOMAINS
 from .demo import DemoSettings, demo_config
 from .stores import prepare_synthetic_stores
 
-__all__ = ["GridPoint", "SHIFT_PRESETS", "ShiftCase", "ShiftCaseResult", "format_shift_table", "run_shift_case",
+__all__ = ["GridPoint", "SHIFT_PRESETS", "ShiftCase", "ShiftCaseResult", "format_shift_table",
+           "run_shift_case",
            "shift_config"]
 
 
@@ -94,11 +95,13 @@ class ShiftCase:
 
     def __post_init__(self) -> None:
         if self.projection is not None and self.projection not in PROJECTION_CHOICES:
-            raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or None")
+            raise ValueError(f"projection {self.projection!r} must be one of {sorted(PROJECTION_CHOICES)} or "
+                             "None")
         if self.domains not in (SHIFT_DOMAINS, ZIPF_DOMAINS):
             raise ValueError(f"domains {self.domains} must be {SHIFT_DOMAINS} or {ZIPF_DOMAINS}")
         if self.saturating == self.paying or not {self.saturating, self.paying} <= set(self.domains):
-            raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of {self.domains}")
+            raise ValueError(f"saturating {self.saturating!r} and paying {self.paying!r} must be two of "
+                             f"{self.domains}")
         if len(self.budgets) < 2 or list(self.budgets) != sorted(set(self.budgets)) or self.budgets[-1] >= self.target:
             raise ValueError(f"budgets {self.budgets} must rise strictly (two or more) and stay below the "
                              f"target {self.target}")
@@ -111,21 +114,29 @@ class ShiftCase:
 
     @property
     def line_share(self) -> float:
-        """The share the grid's two ends split: ``2 / len(domains)`` (every other domain keeps its uniform share)."""
+        """The share the grid's two ends split: ``2 / len(domains)`` (every other domain keeps its uniform
+        share)."""
         return 2 / len(self.domains)
 
     def grid_mix(self, w: float) -> dict[str, float]:
-        """The saturating domain at ``w``, the paying one at ``line_share - w``, the others at ``1 / len(domains)``."""
-        return {d: w if d == self.saturating else (self.line_share - w if d == self.paying else 1 / len(self.domains))
+        """The saturating domain at ``w``, the paying one at ``line_share - w``, the others at ``1 /
+        len(domains)``."""
+        return {d: w if d == self.saturating else (self.line_share - w if d == self.paying
+                                                   else 1 / len(self.domains))
                 for d in self.domains}
 
 
-#: ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the DDO
-#: budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``control``: late's DDO budgets
+# : ``full``: the case the docs report (N2 = target / 8); ``late``: the same corpus, target and grid with the
+# DDO
+# : budgets 4x larger, past the saturating domain's saturation (N2 = target / 2); ``control``: late's DDO
+# budgets
 #: with a target 8x N2 (1,048,576 tokens), 3x the text per domain so that no target run repeats a domain, the
-#: grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``zipf``: the two
-#: Zipf domains, N2 = 65,536, target 8x N2, the 4m+1 design, 3 target seeds, the projections not chosen trained
-#: too; ``zipf16``: the same with the DDO budgets halved (target 16x N2; in one folder with ``zipf`` it shares the
+# : grid cut to uniform and late's N2-best mix, 2 target seeds (what fits a shared 2-core CPU); ``zipf``: the
+# two
+# : Zipf domains, N2 = 65,536, target 8x N2, the 4m+1 design, 3 target seeds, the projections not chosen
+# trained
+# : too; ``zipf16``: the same with the DDO budgets halved (target 16x N2; in one folder with ``zipf`` it
+# shares the
 #: target runs); ``small``: the end-to-end test's.
 SHIFT_PRESETS: dict[str, ShiftCase] = {
     "full": ShiftCase(),
@@ -133,8 +144,10 @@ SHIFT_PRESETS: dict[str, ShiftCase] = {
     "control": ShiftCase(name="control", budgets=(32_768, 65_536, 131_072), target=1_048_576,
                          bytes_per_domain=1_200_000, grid=(5 / 15, 9 / 15), target_seeds=(0, 1)),
     "zipf": ShiftCase(name="zipf", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
-                      grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536), target=524_288,
-                      seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2), multipliers=((3.0, 1.7), (3.0, 1.7)),
+                      grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(16_384, 32_768, 65_536),
+                      target=524_288,
+                      seq_len=32, heldout_tokens=8_192, target_seeds=(0, 1, 2),
+                      multipliers=((3.0, 1.7), (3.0, 1.7)),
                       train_projections=True),
     "zipf16": ShiftCase(name="zipf16", domains=ZIPF_DOMAINS, saturating="zipf_fast", paying="zipf_slow",
                         grid=(0.125, 0.25, 0.5), bytes_per_domain=1_000_000, budgets=(8_192, 16_384, 32_768),
@@ -151,7 +164,8 @@ def shift_config(out_dir: str | os.PathLike[str], case: ShiftCase) -> RunnerConf
     settings = DemoSettings(mode="full", domains=case.domains, bytes_per_domain=case.bytes_per_domain,
                             budgets=(case.budgets[0], case.n2), target=case.target, seq_len=case.seq_len,
                             batch_size=case.batch_size, lr=case.lr, model=dict(case.model),
-                            heldout_tokens=case.heldout_tokens, target_points=case.target_points, seeds=case.seeds,
+                            heldout_tokens=case.heldout_tokens, target_points=case.target_points,
+                            seeds=case.seeds,
                             target_seeds=case.target_seeds, multipliers=case.multipliers)
     raw = config_to_dict(demo_config(out_dir, settings=settings))
     raw.pop("base_dir")
@@ -228,7 +242,8 @@ def _points(runner: MixtureRunner, config: RunnerConfig, mixes: dict[str, dict[s
             spec = target_spec(config, runner.domains, label, weights, seed)
             result = ledger.result(spec.run_id)
             if result is None:
-                raise ValueError(f"run {label!r} seed {seed} at {config.target.budget} ({spec.run_id}) has no result")
+                raise ValueError(f"run {label!r} seed {seed} at {config.target.budget} ({spec.run_id}) has "
+                                 "no result")
             losses[seed] = result.value(MEAN_LOSS)
         out.append(GridPoint(label, config.target.budget, spec.weights, losses))
     return out
@@ -274,7 +289,8 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
         chosen = f"{selection.chosen}: {selection.reason}" if selection else ""
         if case.train_projections:
             extra = _unchosen(projection, selection.chosen if selection else projection.method)
-            runner.train_runs([target_spec(config, runner.domains, label, w, seed) for label, w in extra.items()
+            runner.train_runs([target_spec(config, runner.domains, label, w, seed) for label,
+                               w in extra.items()
                                for seed in case.target_seeds])
             mixes.update(extra)
     ledger = Ledger(out, lock=False)
@@ -295,15 +311,17 @@ def format_shift_table(result: ShiftCaseResult) -> str:
             + " | mean | sd |")
     lines = [head, "|" + "---|" * (4 + len(domains) + len(seeds))]
     for p in result.grid_n2 + result.grid_target + result.mixes:
-        lines.append(f"| {p.budget:,} | {p.label} | " + " | ".join(f"{p.weights.get(d, 0.0):.3f}" for d in domains)
+        lines.append(f"| {p.budget:,} | {p.label} | " + " | ".join(f"{p.weights.get(d, 0.0):.3f}"
+                                                                   for d in domains)
                      + " | " + " | ".join(f"{p.losses[s]:.4f}" if s in p.losses else "" for s in seeds)
                      + f" | {p.mean:.4f} | {p.sd:.4f} |")
     gap, noise = result.moved()
     best_n2, best_t = result.best(result.grid_n2), result.best(result.grid_target)
     lines += ["", f"best grid mix at N2 ({best_n2.budget:,}): {best_n2.label}; at the target "
                   f"({best_t.budget:,}): {best_t.label}",
-              f"at the target the N2-best mix loses {gap:.4f} to the target-best, against a noise of {noise:.4f} "
-              "(2 standard errors of the difference): " + ("the optimum moves" if gap > noise else
+              f"at the target the N2-best mix loses {gap:.4f} to the target-best, against a noise of "
+              f"{noise:.4f} (2 standard errors of the difference): " + ("the optimum moves" if gap > noise
+                                                                        else
                                                            "one seed cannot tell" if math.isnan(noise) else
                                                            "not beyond noise")]
     if result.chosen:

@@ -77,7 +77,8 @@ class MotifSource:
         rng = np.random.default_rng([seed, 0x0517, 1])
         out: list[str] = []
         while len(out) < self.num_motifs:
-            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet), size=self.motif_len))
+            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet),
+                                                                       size=self.motif_len))
             if word not in out:
                 out.append(word)
         return out
@@ -162,7 +163,8 @@ _ZIPF_SCALE = 1 << 40  # the integer cumulative table's total: frequencies to ab
 
 @dataclass(frozen=True)
 class ZipfSource:
-    """Documents of words drawn from a fixed random vocabulary with Zipf frequencies ``P(k) ∝ k^-(1 + alpha)``.
+    """Documents of words drawn from a fixed random vocabulary with Zipf frequencies ``P(k) ∝ k^-(1 +
+    alpha)``.
 
     Attributes:
         num_words: the vocabulary's size ``K`` (word ``k`` has rank ``k + 1``).
@@ -186,8 +188,9 @@ class ZipfSource:
             raise ValueError(f"Zipf source alpha must lie in (0, 8], got {self.alpha}")
         if len(self.alphabet) ** self.word_len < 4 * self.num_words or " " in self.alphabet or len(
                 set(self.alphabet)) != len(self.alphabet):
-            raise ValueError(f"Zipf alphabet {self.alphabet!r} is too small for {self.num_words} distinct words "
-                             f"of {self.word_len} characters (or repeats a symbol or holds the separator ' ')")
+            raise ValueError(f"Zipf alphabet {self.alphabet!r} is too small for {self.num_words} distinct "
+                             f"words of {self.word_len} characters (or repeats a symbol or holds the "
+                             "separator ' ')")
 
     @property
     def probabilities(self) -> np.ndarray:
@@ -212,7 +215,8 @@ class ZipfSource:
         out: list[str] = []
         seen: set[str] = set()
         while len(out) < self.num_words:
-            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet), size=self.word_len))
+            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet),
+                                                                       size=self.word_len))
             if word not in seen:
                 seen.add(word)
                 out.append(word)

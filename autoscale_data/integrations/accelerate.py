@@ -33,7 +33,8 @@ __all__ = ["prepare_mixture_loader"]
 
 def prepare_mixture_loader(accelerator: Any, dataset: ScaleAwareMixtureDataset, *, num_workers: int = 0,
                            pin_memory: bool | None = None) -> MixtureLoader:
-    """A :class:`~autoscale_data.integrations.MixtureLoader` on ``accelerator.device``, registered for checkpointing.
+    """A :class:`~autoscale_data.integrations.MixtureLoader` on ``accelerator.device``, registered for
+    checkpointing.
 
     ``dataset`` is fresh, with ``batch_size`` set, built on this process's slice; ``pin_memory`` defaults to
     whether the device is CUDA. Every batch the loader yields counts as trained on, so save the state after

@@ -66,7 +66,8 @@ def whole_batches(items: list[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def online_loss(online: Any, model: torch.nn.Module, inputs: dict[str, Any]) -> torch.Tensor:
-    """A causal LM's mean next-token loss; its per-token losses go to ``online.meter`` by ``inputs["domain"]``."""
+    """A causal LM's mean next-token loss; its per-token losses go to ``online.meter`` by
+    ``inputs["domain"]``."""
     domain = inputs.pop("domain")
     inputs.pop("seq_index", None)
     ids = inputs["input_ids"].long()
@@ -123,8 +124,9 @@ class MixtureTrainerCallback(TrainerCallback):
                          f"{args.dataloader_num_workers} workers the Trainer's "
                          "DataLoader batches each worker's samples apart, out of the stream's order)")
         if self.dataset.batch_size is not None and args.per_device_train_batch_size != 1:
-            wrong.append(f"per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields "
-                         f"whole batches of {self.dataset.batch_size}), not {args.per_device_train_batch_size}")
+            wrong.append("per_device_train_batch_size=1 and data_collator=whole_batches (the dataset yields "
+                         f"whole batches of {self.dataset.batch_size}), not "
+                         f"{args.per_device_train_batch_size}")
         if wrong:
             raise ValueError("MixtureTrainerCallback needs TrainingArguments with " + "; ".join(wrong))
 
@@ -157,7 +159,8 @@ class MixtureTrainerCallback(TrainerCallback):
         saved = json.loads(path.read_text())
         if saved["dataset"].get("step") != state.global_step:
             raise ValueError(f"{os.fspath(path)!r} holds the data position of step "
-                             f"{saved['dataset'].get('step')}, the Trainer resumes at step {state.global_step}")
+                             f"{saved['dataset'].get('step')}, the Trainer resumes at step "
+                             f"{state.global_step}")
         self.dataset.load_state_dict(saved["dataset"])  # online: the segment log and controller too
         self._rng = torch.tensor(saved["rng"], dtype=torch.uint8)
 
@@ -171,9 +174,11 @@ class MixtureTrainerCallback(TrainerCallback):
             self.online.update(state.global_step)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        dataset_state = self.dataset.state_dict(step=state.global_step, samples_per_step=self._samples_per_step(args))
+        dataset_state = self.dataset.state_dict(step=state.global_step,
+                                                samples_per_step=self._samples_per_step(args))
         if not state.is_world_process_zero:
             return
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / STATE_FILE, {"dataset": dataset_state, "rng": torch.get_rng_state().tolist()})
+        atomic_write_json(folder / STATE_FILE, {"dataset": dataset_state,
+                                                "rng": torch.get_rng_state().tolist()})

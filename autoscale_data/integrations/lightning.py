@@ -15,8 +15,9 @@ renamed subclass finds no state and starts the data from the beginning).
 
 The dataset is built in ``setup()``, after Lightning has started the process group, so each rank
 reads its own slice. Subclass it to add ``val_dataloader`` (e.g. a
-:class:`~autoscale_data.dataset.MixtureValidationDataset`). If the LightningModule also overrides ``on_before_batch_transfer``, Lightning
-calls the datamodule's only: call ``super()`` there or count with ``dm.loader.mark_consumed(batch)``.
+:class:`~autoscale_data.dataset.MixtureValidationDataset`). If the LightningModule also overrides
+``on_before_batch_transfer``, Lightning calls the datamodule's only: call ``super()`` there or count with
+``dm.loader.mark_consumed(batch)``.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ class MixtureDataModule(pl.LightningDataModule):
 
 
 class OnlineMixingCallback(pl.Callback):
-    """Feeds a :class:`MixtureDataModule`'s ``online`` mixture every step and updates it every ``every`` steps.
+    """Feeds a :class:`MixtureDataModule`'s ``online`` mixture every step and updates it every ``every``
+    steps.
 
     The LightningModule's ``training_step`` returns the per-token losses beside the loss::
 
@@ -137,7 +139,8 @@ class OnlineMixingCallback(pl.Callback):
         self.key = key
         self._updated = -1
 
-    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
         online = getattr(trainer.datamodule, "online", None)
         if online is None:
             raise ValueError("OnlineMixingCallback needs a MixtureDataModule built with online=...")

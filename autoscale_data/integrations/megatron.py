@@ -55,7 +55,8 @@ def megatron_batch(batch: dict[str, Any]) -> dict[str, Any]:
     tokens, labels = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
     position_ids = torch.arange(tokens.shape[1], dtype=torch.long, device=tokens.device).expand_as(tokens)
     return {"tokens": tokens, "labels": labels, "loss_mask": torch.ones_like(tokens, dtype=torch.float32),
-            "position_ids": position_ids.contiguous(), "domain": batch["domain"], "seq_index": batch["seq_index"]}
+            "position_ids": position_ids.contiguous(), "domain": batch["domain"],
+            "seq_index": batch["seq_index"]}
 
 
 class MixtureExternalIterator(Iterator[dict[str, Any]]):
@@ -94,8 +95,10 @@ class MixtureExternalIterator(Iterator[dict[str, Any]]):
         raise RuntimeError("the mixture stream of this rank is empty")
 
     def save_state(self) -> dict[str, Any]:
-        """The state Megatron's ``--dataloader-save`` writes: the stream position after the micro-batches taken."""
-        return {"format": _STATE_FORMAT, "loader": self.loader.state_dict(), "passes_completed": self.passes_completed}
+        """The state Megatron's ``--dataloader-save`` writes: the stream position after the micro-batches
+        taken."""
+        return {"format": _STATE_FORMAT, "loader": self.loader.state_dict(),
+                "passes_completed": self.passes_completed}
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`save_state`'s state (saved by any data-parallel rank and size).
@@ -116,7 +119,8 @@ class MixtureExternalIterator(Iterator[dict[str, Any]]):
 
 
 def megatron_state_path(dataloader_save: str | os.PathLike[str], iteration: int, dp_rank: int = 0) -> str:
-    """The file Megatron-LM's ``--dataloader-save`` wrote for ``iteration`` and data-parallel rank ``dp_rank``.
+    """The file Megatron-LM's ``--dataloader-save`` wrote for ``iteration`` and data-parallel rank
+    ``dp_rank``.
 
     Raises:
         FileNotFoundError: no such file (the directory names the tensor / pipeline rank 0 layout).

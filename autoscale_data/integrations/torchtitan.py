@@ -58,7 +58,8 @@ class MixtureTitanDataLoader(BaseDataLoader):
 
     @dataclass(kw_only=True, slots=True)
     class Config(BaseDataLoader.Config):
-        """``dataset_path``: a prepare output directory (one store per domain); ``weights``: name -> weight."""
+        """``dataset_path``: a prepare output directory (one store per domain); ``weights``: name ->
+        weight."""
 
         weights: dict[str, float] = field(default_factory=dict)
         """Domain name -> weight (summing to 1)."""
@@ -78,7 +79,8 @@ class MixtureTitanDataLoader(BaseDataLoader):
         max_epochs: float | None = None
         """Allow domains to repeat up to this many epochs within a pass."""
 
-    def __init__(self, config: Config, *, dp_world_size: int, dp_rank: int, seq_len: int, local_batch_size: int,
+    def __init__(self, config: Config, *, dp_world_size: int, dp_rank: int, seq_len: int,
+                 local_batch_size: int,
                  tokenizer: Any = None, snapshot_every_n_steps: int | None = None, **kwargs: Any) -> None:
         if not config.dataset_path or not config.weights or config.budget_tokens <= 0:
             raise ValueError("MixtureTitanDataLoader.Config needs dataset_path (a directory of stores), "
@@ -87,7 +89,8 @@ class MixtureTitanDataLoader(BaseDataLoader):
                              f"budget_tokens={config.budget_tokens!r}")
         self.config = config
         dataset = ScaleAwareMixtureDataset(config.dataset_path, dict(config.weights), config.budget_tokens,
-                                           seq_len + 1, config.seed, batch_size=local_batch_size, rank=dp_rank,
+                                           seq_len + 1, config.seed, batch_size=local_batch_size,
+                                           rank=dp_rank,
                                            world_size=dp_world_size, max_epochs=config.max_epochs)
         self.loader = MixtureLoader(dataset, num_workers=config.num_workers)
         self.dp_rank, self.dp_world_size = dp_rank, dp_world_size

@@ -27,7 +27,8 @@ import numpy as np
 
 from .budget import bounded_round, largest_remainder
 
-__all__ = ["GRID_POINTS", "allocation_path", "anytime_counts_and_stream", "anytime_segments", "anytime_stream",
+__all__ = ["GRID_POINTS", "allocation_path", "anytime_counts_and_stream", "anytime_segments",
+           "anytime_stream",
            "path_deviation"]
 
 GRID_POINTS = 256
@@ -41,13 +42,15 @@ def allocation_path(plan: Any, names: Sequence[str], total: int, seq_len: int,
         ValueError: the plan returns unknown/missing domains or non-finite/negative tokens.
     """
     grid = np.unique(np.concatenate([[0.0], np.geomspace(1.0, float(total), points), [float(total)]]))
-    lowest = float(getattr(plan, "min_budget", 0.0) or 0.0) * (1.0 + 1e-6)  # tokens; the plan answers above it
+    # tokens; the plan answers above it
+    lowest = float(getattr(plan, "min_budget", 0.0) or 0.0) * (1.0 + 1e-6)
     targets = np.zeros((grid.size, len(names)))
     for row, s in enumerate(grid[1:], start=1):
         budget = max(float(s) * seq_len, lowest)
         alloc = plan.allocation_for_budget(budget)
         if set(alloc) != set(names):
-            raise ValueError(f"allocation_for_budget returned domains {sorted(alloc)}, expected {sorted(names)}")
+            raise ValueError(f"allocation_for_budget returned domains {sorted(alloc)}, expected "
+                             f"{sorted(names)}")
         v = np.asarray([float(alloc[n]) for n in names])
         if not np.all(np.isfinite(v)) or np.any(v < 0) or v.sum() <= 0:
             raise ValueError(f"allocation_for_budget({budget:g}) returned invalid tokens {v.tolist()}")

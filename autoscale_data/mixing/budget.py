@@ -44,7 +44,8 @@ def validate_weights(weights: Mapping[str, float], domain_names: Sequence[str]) 
     if unknown:
         raise ValueError(f"weights name unknown domain(s) {unknown}; the domains are {names}")
     if missing:
-        raise ValueError(f"weights are missing domain(s) {missing}; give every domain a weight (0 to skip it)")
+        raise ValueError(f"weights are missing domain(s) {missing}; give every domain a weight (0 to skip "
+                         "it)")
     out: dict[str, float] = {}
     for name in names:
         try:
@@ -138,7 +139,8 @@ def sequence_budget(weights: Sequence[float], budget_tokens: int, seq_len: int) 
         raise ValueError(f"budget_tokens must be an integer, got {budget_tokens!r}")
     total = int(budget_tokens) // int(seq_len)
     if total < 1:
-        raise ValueError(f"budget_tokens={budget_tokens} is smaller than one sequence of seq_len={seq_len} tokens")
+        raise ValueError(f"budget_tokens={budget_tokens} is smaller than one sequence of seq_len={seq_len} "
+                         "tokens")
     return total, largest_remainder(weights, total)
 
 

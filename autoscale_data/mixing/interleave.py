@@ -21,7 +21,8 @@ import numpy as np
 
 from .._checks import check_int
 
-__all__ = ["InterleaveTree", "christoffel_mask", "domain_id_dtype", "floor_share", "interleave", "prefix_deviation"]
+__all__ = ["InterleaveTree", "christoffel_mask", "domain_id_dtype", "floor_share", "interleave",
+           "prefix_deviation"]
 
 
 def domain_id_dtype(num_domains: int) -> np.dtype:

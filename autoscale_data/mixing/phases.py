@@ -40,17 +40,19 @@ class Phase:
 
     def __post_init__(self) -> None:
         if not is_int(self.budget_tokens) or self.budget_tokens <= 0:
-            raise ValueError(f"a phase's budget_tokens must be a positive integer, got {self.budget_tokens!r}")
+            raise ValueError("a phase's budget_tokens must be a positive integer, got "
+                             f"{self.budget_tokens!r}")
         object.__setattr__(self, "budget_tokens", int(self.budget_tokens))
 
 
 @dataclass(frozen=True)
 class PlannedCounts:
-    """Whole sequences per domain that a one-phase stream holds exactly: the ``weights`` of :func:`segment_table`
-    that skips the largest-remainder split (:meth:`~autoscale_data.ScaleAwareMixtureDataset.from_counts`).
+    """Whole sequences per domain that a one-phase stream holds exactly: the ``weights`` of
+    :func:`segment_table` that skips the largest-remainder split
+    (:meth:`~autoscale_data.ScaleAwareMixtureDataset.from_counts`).
 
-    Its stream is the one of the shares ``count / total``, and so the one of any weights whose largest-remainder
-    split of the total gives these counts.
+    Its stream is the one of the shares ``count / total``, and so the one of any weights whose
+    largest-remainder split of the total gives these counts.
 
     Raises:
         ValueError: not a mapping of domain names to non-negative integers, or no sequence at all.
@@ -66,7 +68,8 @@ class PlannedCounts:
         if bad:
             raise ValueError(f"counts {bad} are invalid: expected whole numbers of sequences >= 0")
         if self.total < 1:
-            raise ValueError(f"counts = {dict(self.sequences)} is invalid: expected at least one sequence in all")
+            raise ValueError(f"counts = {dict(self.sequences)} is invalid: expected at least one sequence in "
+                             "all")
         object.__setattr__(self, "sequences", {str(d): int(n) for d, n in self.sequences.items()})
 
     @property
@@ -85,10 +88,12 @@ class PlannedCounts:
         if unknown:
             raise ValueError(f"counts name unknown domain(s) {unknown}; the domains are {list(names)}")
         if missing:
-            raise ValueError(f"counts are missing domain(s) {missing}; give every domain a count (0 to skip it)")
+            raise ValueError(f"counts are missing domain(s) {missing}; give every domain a count (0 to skip "
+                             "it)")
         total = self.total
         counts = np.asarray([[self.sequences[n] for n in names]], dtype=np.int64)
-        shares = {n: self.sequences[n] / total for n in names}  # as RunSpec.weights and a user's count / total
+        # as RunSpec.weights and a user's count / total
+        shares = {n: self.sequences[n] / total for n in names}
         return SegmentTable.of_counts(np.asarray([0, total], dtype=np.int64), counts), shares
 
 
@@ -172,7 +177,8 @@ def check_draws(names: Sequence[str], segments: SegmentTable, base: np.ndarray, 
     Without a cap a domain's sequences are drawn at most once; with ``max_epochs`` at most
     ``floor(max_epochs * available)`` times. ``base`` holds the draws already made (a continued run).
     """
-    drawn = np.asarray(base, dtype=np.int64) + np.cumsum(segments.counts, axis=0) if segments.counts.size else None
+    drawn = np.asarray(base, dtype=np.int64) + np.cumsum(segments.counts,
+                                                         axis=0) if segments.counts.size else None
     if drawn is None:
         return
     for d, name in enumerate(names):
@@ -242,7 +248,8 @@ def segment_table(weights: Any, names: Sequence[str], budget_tokens: int, seq_le
 
             starts, counts = anytime_segments(weights, names, total, seq_len)
             return SegmentTable.of_counts(starts, counts), w, {"bounds": [0, total], "phases": None}
-        return SegmentTable.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total], "phases": None}
+        return SegmentTable.of_phases([0, total], [list(w.values())]), w, {"bounds": [0, total],
+                                                                           "phases": None}
     if schedule != FIXED_SCHEDULE:
         raise ValueError(f"schedule={schedule!r} follows one plan's path; it cannot be combined with phases")
     bounds = phase_bounds([p.budget_tokens for p in phases], seq_len, budget_tokens)
@@ -261,7 +268,7 @@ def _counted(planned: PlannedCounts, names: Sequence[str], budget_tokens: int, s
         raise ValueError(f"schedule={schedule!r} follows a plan's path; planned counts are a fixed schedule")
     total, _ = sequence_budget([1.0], budget_tokens, seq_len)
     if total != planned.total:
-        raise ValueError(f"budget_tokens={budget_tokens} holds {total} sequences of {seq_len} tokens, the counts "
-                         f"{planned.total}")
+        raise ValueError(f"budget_tokens={budget_tokens} holds {total} sequences of {seq_len} tokens, the "
+                         f"counts {planned.total}")
     table, shares = planned.table(names)
     return table, shares, {"bounds": [0, total], "phases": None}

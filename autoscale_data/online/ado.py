@@ -107,7 +107,8 @@ class ADO:
         return dict(zip(self.domain_names, self.p.tolist(), strict=True))
 
     def target(self, seen: np.ndarray) -> np.ndarray:
-        """``rho``: the prior times the laws' slopes at ``seen`` times ``h^(1/2)``, clipped at ``min_prob``."""
+        """``rho``: the prior times the laws' slopes at ``seen`` times ``h^(1/2)``, clipped at
+        ``min_prob``."""
         if self.params is None:
             raise ValueError("ADO has no fitted laws yet")
         amp, a, b, c = self.params.T
@@ -123,7 +124,8 @@ class ADO:
         return rho / rho.sum()
 
     def fit(self) -> np.ndarray | None:
-        """Each domain's law ``[A, a, b, c]`` from the points after ``warmup`` (None if any domain cannot be fitted)."""
+        """Each domain's law ``[A, a, b, c]`` from the points after ``warmup`` (None if any domain cannot be
+        fitted)."""
         xs = np.asarray(self.xs[self.warmup:], dtype=np.float64)
         ys = np.asarray(self.ys[self.warmup:], dtype=np.float64)
         out = np.empty((len(self.domain_names), 4))
@@ -146,8 +148,10 @@ class ADO:
                 "history": self.history.tolist(), "last_seen": self.last_seen.tolist(),
                 "xs": [list(r) for r in self.xs], "ys": [_json_floats(r) for r in self.ys],
                 "params": None if self.params is None else self.params.tolist(),
-                "settings": {"warmup": self.warmup, "fit_after": self.fit_after, "refit_every": self.refit_every,
-                             "min_prob": self.min_prob, "history_decay": self.history_decay, "grid": self.grid}}
+                "settings": {"warmup": self.warmup, "fit_after": self.fit_after,
+                             "refit_every": self.refit_every,
+                             "min_prob": self.min_prob, "history_decay": self.history_decay,
+                             "grid": self.grid}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         check_state(state, self.name, self.domain_names)

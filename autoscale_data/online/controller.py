@@ -57,7 +57,8 @@ class Window:
     def means(self) -> np.ndarray:
         """Per-domain mean token loss of the window (NaN for a domain without tokens in it)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.tokens > 0, self.loss_sums / np.where(self.tokens > 0, self.tokens, 1.0), np.nan)
+            return np.where(self.tokens > 0, self.loss_sums / np.where(self.tokens > 0, self.tokens, 1.0),
+                            np.nan)
 
 
 @runtime_checkable
@@ -81,7 +82,8 @@ class Controller(Protocol):
 
 
 def check_proposal(step: int, weights: Any, names: Sequence[str], *, atol: float = 1e-6) -> np.ndarray:
-    """A controller's proposal as a weight vector in ``names`` order, or ``ValueError`` naming the step and value.
+    """A controller's proposal as a weight vector in ``names`` order, or ``ValueError`` naming the step and
+    value.
 
     Accepts a mapping name -> weight (every domain named, none unknown) or a vector of ``len(names)``;
     every weight must be finite and ``>= 0`` and they must sum to 1 within ``atol``.
@@ -94,7 +96,8 @@ def check_proposal(step: int, weights: Any, names: Sequence[str], *, atol: float
                              f"{dict(weights)}; the domains are {names}")
         missing = [n for n in names if n not in weights]
         if missing:
-            raise ValueError(f"step {step}: the controller gave no weight for domain(s) {missing} in {dict(weights)}")
+            raise ValueError(f"step {step}: the controller gave no weight for domain(s) {missing} in "
+                             f"{dict(weights)}")
         vec = [weights[n] for n in names]
     else:
         vec = list(np.asarray(weights, dtype=object).reshape(-1)) if weights is not None else []
@@ -108,12 +111,13 @@ def check_proposal(step: int, weights: Any, names: Sequence[str], *, atol: float
         except (TypeError, ValueError):
             raise ValueError(f"step {step}: weight {v!r} of domain {name!r} is not a number") from None
         if not math.isfinite(x) or x < 0:
-            raise ValueError(f"step {step}: weight {v!r} of domain {name!r} is not a finite non-negative number")
+            raise ValueError(f"step {step}: weight {v!r} of domain {name!r} is not a finite non-negative "
+                             "number")
         out[i] = x
     total = float(out.sum())
     if abs(total - 1.0) > atol:
-        raise ValueError(f"step {step}: the weights {dict(zip(names, out.tolist(), strict=True))} sum to {total!r}, "
-                         "not 1")
+        raise ValueError(f"step {step}: the weights {dict(zip(names, out.tolist(), strict=True))} sum to "
+                         f"{total!r}, not 1")
     return out / total
 
 

@@ -28,11 +28,13 @@ class PresetWeights:
 
     name = "fixed"
 
-    def __init__(self, domain_names: Sequence[str], schedule: Sequence[tuple[int, Mapping[str, float]]]) -> None:
+    def __init__(self, domain_names: Sequence[str],
+                 schedule: Sequence[tuple[int, Mapping[str, float]]]) -> None:
         self.domain_names = tuple(domain_names)
         entries = [(int(u), check_proposal(int(u), w, self.domain_names)) for u, w in schedule]
         if not entries or entries[0][0] != 0:
-            raise ValueError(f"a fixed schedule starts at update 0, got first updates {[u for u, _ in entries]}")
+            raise ValueError("a fixed schedule starts at update 0, got first updates "
+                             f"{[u for u, _ in entries]}")
         if any(b[0] <= a[0] for a, b in zip(entries, entries[1:], strict=False)):
             raise ValueError(f"the schedule's updates must increase, got {[u for u, _ in entries]}")
         self.firsts = [u for u, _ in entries]
@@ -96,7 +98,8 @@ class Replay:
         self.t = int(state["t"])
 
 
-def replay_phases(names: Sequence[str], counts: Sequence[Sequence[int]], seq_len: int) -> list[tuple[int, dict]]:
+def replay_phases(names: Sequence[str], counts: Sequence[Sequence[int]],
+                  seq_len: int) -> list[tuple[int, dict]]:
     """An online run's realised segments as ``(budget_tokens, weights)`` phases of a static dataset.
 
     Each segment becomes a phase of ``len × seq_len`` tokens whose weights are its realised shares
@@ -109,5 +112,6 @@ def replay_phases(names: Sequence[str], counts: Sequence[Sequence[int]], seq_len
         n = int(c.sum())
         if c.size != len(names) or n <= 0 or np.any(c < 0):
             raise ValueError(f"segment {j}: counts {c.tolist()} are not non-negative counts of {list(names)}")
-        out.append((n * int(seq_len), {name: float(x) / n for name, x in zip(names, c.tolist(), strict=True)}))
+        out.append((n * int(seq_len), {name: float(x) / n for name, x in zip(names, c.tolist(),
+                                                                             strict=True)}))
     return out

@@ -1,5 +1,5 @@
-"""The plan as text (``autoscale-data run --dry-run``, :func:`run_list_text`) and the notes the runner also logs
-or warns (:func:`run_list_notes`)."""
+"""The plan as text (``autoscale-data run --dry-run``, :func:`run_list_text`) and the notes the runner also
+logs or warns (:func:`run_list_notes`)."""
 
 from __future__ import annotations
 
@@ -70,17 +70,18 @@ def run_list_text(config: RunnerConfig, domains: DomainInfo, out: Path, proxies:
     proxy += "" if cfg.ddo.proxy_lr is None else f", proxy lr {cfg.ddo.proxy_lr:g}"
     lines = [f"plan for {cfg.name}: {len(domains.names)} domains ({', '.join(domains.names)}), model "
              f"{cfg.model.preset}{proxy}, backend {cfg.backend} x{cfg.procs}",
-             f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per domain"]
+             f"{'id':16}  {'kind':6} {'budget':>11}  {'run':24} {'seed':>4} {'tokens':>11}  sequences per "
+             "domain"]
     for s in known:
         seqs = " ".join(f"{k}={v}" for k, v in s.sequences.items())
         mark = f"  [{ledger_state[s.run_id]}]" if s.run_id in ledger_state else ""
-        lines.append(f"{s.run_id:16}  {s.kind:6} {s.scale:>11}  {s.label:24} {s.seed:>4} {s.total_tokens:>11}  "
-                     f"{seqs}{mark}")
+        lines.append(f"{s.run_id:16}  {s.kind:6} {s.scale:>11}  {s.label:24} {s.seed:>4} "
+                     f"{s.total_tokens:>11}  {seqs}{mark}")
     for label in later:
         how = "anytime schedule on the mixture plan" if label == layout.ANYTIME else "weights from the solver"
         how = "weights chosen during the run (online mixing)" if label in registry.names(registry.ONLINE) else how
-        lines += [f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} {per_target:>11}  "
-                  f"{how}" for seed in cfg.target.seeds]
+        lines += [f"{'(after the fits)':16}  target {cfg.target.budget:>11}  {label:24} {seed:>4} "
+                  f"{per_target:>11}  {how}" for seed in cfg.target.seeds]
     source = f"median of {len(measured)} finished runs" if measured else "assumed FLOP rate"
     source += f", {at_once} runs at once" if at_once > 1 else ""
     lines.append(f"total: {info['runs'] + n_later} runs, {tokens:,} training tokens, estimated "
@@ -106,11 +107,13 @@ def load_note(load: float | None = None, cores: int | None = None) -> str:
         return text + " (the CPU load could not be read here)"
     if load <= cores / 2:
         return text + f" (the 1-minute load average is now {load:.1f} on {cores} CPUs)"
-    return (text + f": the 1-minute load average is now {load:.1f} on {cores} CPUs, so the runs share them with "
-            f"other work and may take about {max(1.0, (load + 1) / cores):.1f}x as long ((load + 1) / CPUs)")
+    return (text + f": the 1-minute load average is now {load:.1f} on {cores} CPUs, so the runs share them "
+            f"with other work and may take about {max(1.0, (load + 1) / cores):.1f}x as long ((load + 1) / "
+            "CPUs)")
 
 
-def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec]) -> list[str]:
+def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path,
+                   specs: Sequence[RunSpec]) -> list[str]:
     """What the plan checks before training: data supply (``DATA:`` lines), the design, the rounding of
     its multipliers, the projection and bounds, and another config in ``out``."""
     notes = [f"DATA: {p}" for p in supply_problems(config, domains, specs)]
@@ -121,9 +124,9 @@ def run_list_notes(config: RunnerConfig, domains: DomainInfo, out: Path, specs: 
     old = layout.read(out, layout.CONFIG)
     changes = config_changes(old, config_to_dict(config)) if old else []
     if changes:
-        notes.append(f"{os.fspath(out)} was run with another config (changed: {'; '.join(changes)}): `run` refuses "
-                     "it unless --allow-config-change (then runs whose settings still match are reused and the "
-                     "report covers only this config), or give a new --out")
+        notes.append(f"{os.fspath(out)} was run with another config (changed: {'; '.join(changes)}): `run` "
+                     "refuses it unless --allow-config-change (then runs whose settings still match are "
+                     "reused and the report covers only this config), or give a new --out")
     return notes
 
 
@@ -195,7 +198,8 @@ def _cost_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
 def proxy_cost_note(config: RunnerConfig, costs: tuple[ProxyCost, ProxyCost]) -> str:
     """The DDO proxies' compute against one target run, in FLOPs (6 N D plus attention; tokens beside): the
     two-budget design, and the three-budget one that lets ``ddo.projection: auto`` backtest its projection
-    (which of them this config runs), at the proxy model (``ddo.proxy_model``); ``costs``: :func:`proxy_costs`."""
+    (which of them this config runs), at the proxy model (``ddo.proxy_model``); ``costs``:
+    :func:`proxy_costs`."""
     two, three = costs
 
     def shown(c: ProxyCost) -> str:
@@ -205,19 +209,21 @@ def proxy_cost_note(config: RunnerConfig, costs: tuple[ProxyCost, ProxyCost]) ->
     runs_three = len(config.ddo.budgets) >= 3
     how = "this config" if runs_three else "ddo.extra_budget: half, or ddo.budgets: [N0, N1, N2]"
     proxy = config.ddo.proxy_model
-    model = (f"proxy model {_model_text(proxy)}, target model {_model_text(config.model)}" if proxy is not None
+    model = (f"proxy model {_model_text(proxy)}, target model "
+             f"{_model_text(config.model)}" if proxy is not None
              else f"proxies and target: model {_model_text(config.model)}")
-    return (f"proxy cost against one target run ({two.target_tokens:,} tokens, {format_flops(two.target_flops)}; "
-            f"{model}): two budgets {shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} "
-            f"budgets {shown(three)} ({how}), {three.flops / two.flops:.2f}x the two-budget proxies; with three "
-            "budgets or more ddo.projection: auto backtests its projection at N2 (refitted without it) before it "
-            "uses one")
+    return (f"proxy cost against one target run ({two.target_tokens:,} tokens, "
+            f"{format_flops(two.target_flops)}; {model}): two budgets "
+            f"{shown(two)}{'' if runs_three else ' (this config)'}; {len(three.budgets)} budgets "
+            f"{shown(three)} ({how}), {three.flops / two.flops:.2f}x the two-budget proxies; with three "
+            "budgets or more ddo.projection: auto backtests its projection at N2 (refitted without it) "
+            "before it uses one")
 
 
 def cheap_design_note(config: RunnerConfig, domains: DomainInfo, mine: ProxyCost | None = None) -> str:
-    """The cheap design the dry run recommends (:mod:`.planning.cheap`): its proxies' cost against this config's
-    (``mine``, priced here when not given), the config lines that select it, and the one line back to the paper's
-    design."""
+    """The cheap design the dry run recommends (:mod:`.planning.cheap`): its proxies' cost against this
+    config's (``mine``, priced here when not given), the config lines that select it, and the one line back to
+    the paper's design."""
     try:
         design = cheap_design(config, domains)
         mine = design_cost(config, domains, tuple(config.ddo.budgets)) if mine is None else mine
@@ -226,8 +232,8 @@ def cheap_design_note(config: RunnerConfig, domains: DomainInfo, mine: ProxyCost
         return f"cheap design: not computed ({exc})"
     model = _model_text(design.proxy_model)
     if design.ratio < CHEAP_MIN_RATIO:
-        return (f"cheap design: no proxy model {CHEAP_MIN_RATIO:g}x smaller than {_model_text(config.model)} (the "
-                f"smallest, {model}, is {design.ratio:.2f}x smaller in FLOPs per token); proxies cost "
+        return (f"cheap design: no proxy model {CHEAP_MIN_RATIO:g}x smaller than {_model_text(config.model)} "
+                f"(the smallest, {model}, is {design.ratio:.2f}x smaller in FLOPs per token); proxies cost "
                 f"{mine.target_runs:.2f} target runs")
     runs = f"{cheap.runs} runs, {format_flops(cheap.flops)} = {cheap.target_runs:.2f} target runs"
     current = config.ddo.proxy_model
@@ -235,15 +241,16 @@ def cheap_design_note(config: RunnerConfig, domains: DomainInfo, mine: ProxyCost
             and dict(current.overrides) == dict(design.proxy_model.overrides)
             and tuple(config.ddo.budgets) == design.budgets)
     if same:
-        return (f"cheap design: this config is the cheap design (proxy model {model}, {design.ratio:.2f}x fewer "
-                f"training FLOPs per token than the target's; {runs}); the paper's design, proxies at the target's "
-                "model: delete ddo.proxy_model")
+        return (f"cheap design: this config is the cheap design (proxy model {model}, {design.ratio:.2f}x "
+                f"fewer training FLOPs per token than the target's; {runs}); the paper's design, proxies at "
+                "the target's model: delete ddo.proxy_model")
     lines = [f"cheap design (recommended; docs/runner.md, \"The cheap design\"): proxy model {model}, "
              f"{design.ratio:.2f}x fewer training FLOPs per token than the target's, two budgets "
              f"[{design.budgets[0]:,}, {design.budgets[1]:,}], separate runs: {runs}, against "
              f"{mine.target_runs:.2f} for this config ({len(mine.budgets)} budgets). To use it, set:",
              *(f"    {line}" for line in design.config_lines(from_three=len(config.ddo.budgets) >= 3)),
-             "  the paper's design (proxies at the target's model) is the same config without the proxy_model line"]
+             "  the paper's design (proxies at the target's model) is the same config without the "
+             "proxy_model line"]
     return "\n".join(lines)
 
 
@@ -264,12 +271,12 @@ def wsd_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
     mixes = len(plan.branches[ddo.largest])
     budgets = sorted(ddo.budgets)
     rule = " + ".join(f"{n:,}" for n in budgets[:-1])
-    return [f"ddo.schedule: wsd: {mixes} design runs (mixes x seeds) each trained once to {budgets[-1]:,} tokens at "
-            f"constant learning rate after warm-up ({len(plan.trunks)} trunk stretches), and every budget's run a "
-            f"{ddo.cooldown:g} {ddo.cooldown_shape} decay branched from it: {cost.tokens:,} proxy tokens = "
-            f"x{cost.of_largest:.3f} the largest budget's runs (about 1 + {ddo.cooldown:g} x ({rule}) / {budgets[-1]:,} "
-            f"= {1 + ddo.cooldown * sum(budgets[:-1]) / budgets[-1]:.3f}), {cost.of_separate:.2f} of the separate "
-            f"runs' {cost.separate_tokens:,}"]
+    return [f"ddo.schedule: wsd: {mixes} design runs (mixes x seeds) each trained once to {budgets[-1]:,} "
+            f"tokens at constant learning rate after warm-up ({len(plan.trunks)} trunk stretches), and every "
+            f"budget's run a {ddo.cooldown:g} {ddo.cooldown_shape} decay branched from it: {cost.tokens:,} "
+            f"proxy tokens = x{cost.of_largest:.3f} the largest budget's runs (about 1 + {ddo.cooldown:g} x "
+            f"({rule}) / {budgets[-1]:,} = {1 + ddo.cooldown * sum(budgets[:-1]) / budgets[-1]:.3f}), "
+            f"{cost.of_separate:.2f} of the separate runs' {cost.separate_tokens:,}"]
 
 
 def _model_text(model: ModelConfig | ProxyModelConfig) -> str:
@@ -286,20 +293,20 @@ def projection_note(config: RunnerConfig) -> str:
            GEOMETRIC: "geometric (Theorem-1 path through the DDO optima at N1 and N2)",
            OBSERVED: "observed (no projection: the DDO optimum at N2, as is)",
            AUTO: "auto (the DDO optimum at N2 as is, or a projection where the law fitted to both budgets "
-                   "predicts it beats that mix by more than twice the prediction's sd and twice the noise of one "
-                   "run; the report says which and why)"}[ddo.projection]
+                   "predicts it beats that mix by more than twice the prediction's sd and twice the noise of "
+                   "one run; the report says which and why)"}[ddo.projection]
     if ddo.projection == AUTO and len(ddo.budgets) >= 3:
-        how = (f"auto ({len(ddo.budgets)} budgets: every candidate refitted without N2 and scored there one way for "
-               "all, by N2's DDO law or by a run of N2's total near it; a projection is used if it beats the DDO "
-               "optimum at N2 beyond a one-sided 2.5% test, or if the joint law fitted without N2 predicts N2's runs "
-               "within their noise and predicts a gain at the target beyond its uncertainty; the report gives the "
-               "scores, the law check and the choice)")
+        how = (f"auto ({len(ddo.budgets)} budgets: every candidate refitted without N2 and scored there one "
+               "way for all, by N2's DDO law or by a run of N2's total near it; a projection is used if it "
+               "beats the DDO optimum at N2 beyond a one-sided 2.5% test, or if the joint law fitted "
+               "without N2 predicts N2's runs within their noise and predicts a gain at the target beyond "
+               "its uncertainty; the report gives the scores, the law check and the choice)")
     text = (f"projection to the target: {how}; the other projections are reported beside it "
             f"(ddo.projection: {' | '.join(PROJECTION_CHOICES)})")
     if ddo.min_weight > 0 or ddo.max_weight < 1:
-        text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) bound "
-                 "the DDO optima and the target mix: a projected weight outside them is moved to the bound "
-                 "(the others keep their ratios) and the log and report say so")
+        text += (f"; the weight bounds [{ddo.min_weight:g}, {ddo.max_weight:g}] (ddo.min_weight/max_weight) "
+                 "bound the DDO optima and the target mix: a projected weight outside them is moved to the "
+                 "bound (the others keep their ratios) and the log and report say so")
     return text
 
 
@@ -309,13 +316,15 @@ def design_note(config: RunnerConfig) -> str:
     points = ", ".join(f"{x:.3g}" for x in ddo.design_points)
     params = law_parameters(ddo.law)
     if ddo.identifies_law:
-        return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter "
-                "law: spare points, so the design CAN identify the law; whether these runs DO is known only after "
-                "the fits (noise larger than the domain contrasts can still leave the optimum undetermined: the "
-                "log and report then say 'NOT identified' and how far the weights could move)")
-    return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a {params}-parameter law: "
-            "the law passes through every point, often in more than one way, so the data may not determine "
-            "the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
+        return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a "
+                f"{params}-parameter law: spare points, so the design CAN identify the law; whether these "
+                "runs DO is known only after the fits (noise larger than the domain contrasts can still "
+                "leave the optimum undetermined: the log and report then say 'NOT identified' and how far "
+                "the weights could move)")
+    return (f"DDO design: {len(ddo.design_points)} multipliers per domain ({points}) for a "
+            f"{params}-parameter law: the law passes through every point, often in more than one way, so the "
+            "data may not determine the optimum; use two multipliers each way, e.g. ddo.multipliers: [[3, "
+            "1.7], [3, 1.7]]")
 
 
 def rounding_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
@@ -328,25 +337,29 @@ def rounding_notes(config: RunnerConfig, domains: DomainInfo) -> list[str]:
         groups: dict[tuple[str, str], list[str]] = {}
         for d, planned, trained in moved:
             groups.setdefault((_tag(trained), _tag(planned)), []).append(d)
-        what = ", ".join(f"{t} instead of {p} ({'every domain' if len(ds) == len(domains.names) else ', '.join(ds)})"
+        what = ", ".join(f"{t} instead of {p} "
+                         f"({'every domain' if len(ds) == len(domains.names) else ', '.join(ds)})"
                          for (t, p), ds in groups.items())
         keep = faithful_budget(config, domains, n)
-        hint = (f"a budget of about {keep:,} tokens or more keeps every multiplier within {MULTIPLIER_TOLERANCE:.0%}"
+        hint = (f"a budget of about {keep:,} tokens or more keeps every multiplier within "
+                f"{MULTIPLIER_TOLERANCE:.0%}"
                 if keep else "no budget keeps them within the tolerance")
-        notes.append(f"DDO design at {n:,} tokens: runs are whole global batches ({config.global_batch_size} x "
-                     f"{config.seq_len} tokens), so it trains {what} (the fit uses the tokens actually trained); "
-                     f"{hint}, or lower global_batch_size")
+        notes.append(f"DDO design at {n:,} tokens: runs are whole global batches ({config.global_batch_size} "
+                     f"x {config.seq_len} tokens), so it trains {what} (the fit uses the tokens actually "
+                     f"trained); {hint}, or lower global_batch_size")
     return notes
 
 
 def _device_kind(config: RunnerConfig) -> str:
     import torch
 
-    return "cuda" if config.device == "cuda" or (config.device == AUTO and torch.cuda.is_available()) else "cpu"
+    return "cuda" if config.device == "cuda" or (config.device == AUTO
+                                                 and torch.cuda.is_available()) else "cpu"
 
 
 def _ledger_view(out: Path) -> tuple[dict[str, str], list[float]]:
-    """Each run's status in ``out``'s ledger and the tokens/s of its finished runs (one read of the ledger)."""
+    """Each run's status in ``out``'s ledger and the tokens/s of its finished runs (one read of the
+    ledger)."""
     if not (out / layout.LEDGER).exists():
         return {}, []
     ledger = Ledger(out, lock=False)
@@ -366,19 +379,21 @@ def repetition_notes(config: RunnerConfig, domains: DomainInfo, proxies: Sequenc
         if not repeated:
             return []
         what = ", ".join(f"{d} {uniform[d]:.3g} epochs uniform" for d in repeated)
-        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: match "
-                "gives each proxy the target's repetition (docs/runner.md)"]
+        return [f"REPETITION: the target repeats {what}, the proxies see under one epoch; ddo.repetition: "
+                "match gives each proxy the target's repetition (docs/runner.md)"]
     try:
         records = repetition_records(config, domains)
     except ValueError as exc:
         return [f"REPETITION: {exc}"]
-    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its sequences "
-             "scaled by the proxy budget over the target's, so every run sees each domain's epochs of the target run with its tokens scaled to the target budget"]
+    lines = ["REPETITION matched (ddo.repetition: match): each proxy draws a domain from a pool of its "
+             "sequences scaled by the proxy budget over the target's, so every run sees each domain's epochs "
+             "of the target run with its tokens scaled to the target budget"]
     for rec in records:
         pools = ", ".join(f"{n:,}: {rec.pools[n]} seq ({rec.proxy_epochs[n]:.3g} ep)" if n in rec.pools
-                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} ep)" for n in config.ddo.budgets)
-        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs at the base "
-                     f"mix (cap {rec.cap:g}); proxy pools {pools}")
+                          else f"{n:,}: whole domain ({rec.proxy_epochs[n]:.3g} "
+                               "ep)" for n in config.ddo.budgets)
+        lines.append(f"  {rec.domain}: {rec.unique_tokens:,} tokens, target {rec.target_epochs:.3g} epochs "
+                     f"at the base mix (cap {rec.cap:g}); proxy pools {pools}")
     over = sorted({(s.label, s.scale) for s in proxies if s.pools and any(
         s.sequences[d] / s.pools.get(d, 1) > (1.0 if config.max_epochs is None else config.max_epochs) + 1e-9
         for d in s.pools)}, key=lambda x: (x[1], x[0]))

@@ -4,8 +4,8 @@ An output folder holds one experiment (docs/runner.md, "One output folder, one e
 config stops the runner (:class:`ConfigChangedError`) unless ``allow_config_change``. Settings that
 cannot change a result (:data:`IGNORED_SETTINGS`) are not compared; a setting that a newer version added
 is compared at its default (a folder whose config predates it holds runs made as with that default), except
-``model.activation``: a GPT-2 folder whose config predates it trained ``gelu_new``, and a config that leaves it
-unset keeps the folder's (:func:`with_folder_defaults`).
+``model.activation``: a GPT-2 folder whose config predates it trained ``gelu_new``, and a config that leaves
+it unset keeps the folder's (:func:`with_folder_defaults`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ __all__ = ["ConfigChange", "ConfigChangedError", "IGNORED_SETTINGS", "check_conf
 
 #: Config keys (top-level or dotted) that do not affect any result, and so may change between invocations.
 IGNORED_SETTINGS = ("base_dir", "executor", "target.keep_checkpoints",
-                    "eval.tasks", "eval.task_limit", "eval.task_seed")  # the zero-shot tasks score finished runs
+                    # the zero-shot tasks score finished runs
+                    "eval.tasks", "eval.task_limit", "eval.task_seed")
 
 
 class ConfigChangedError(ValueError):
@@ -84,7 +85,8 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
     Raises:
         ConfigChangedError: the config changed and ``allow_change`` is false.
     """
-    old = layout.read(out, layout.CONFIG)  # None: none, or a file torn by a crash before the atomic writer existed
+    # None: none, or a file torn by a crash before the atomic writer existed
+    old = layout.read(out, layout.CONFIG)
     changes = [] if old is None else config_changes(_with_defaults(old), _as_trained(config))
     if changes and not allow_change:
         shown = "\n  ".join(changes)
@@ -104,8 +106,9 @@ def check_config(out: Path, config: Mapping[str, Any], *, allow_change: bool) ->
 
 
 def _as_trained(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A folder's ``config.json`` with a GPT-2's ``model.activation`` as its runs trained: transformers' default,
-    ``gelu_new``, where the config was written before the setting existed; the default where it is null."""
+    """A folder's ``config.json`` with a GPT-2's ``model.activation`` as its runs trained: transformers'
+    default, ``gelu_new``, where the config was written before the setting existed; the default where it is
+    null."""
     from .models import FORMER_GPT2_ACTIVATION, GPT2_ACTIVATION
 
     model = raw.get("model")

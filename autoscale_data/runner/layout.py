@@ -18,9 +18,9 @@ no other module of the runner, the demo or the CLI spells an output file name)::
     OUT/report.json, report.md   the report; OUT/plots/<name>.png its plots
 
 :data:`RECORDS` names the typed record of every JSON file (``RECORDS[RESULT]`` ->
-``"autoscale_data.runner.records.RunResult"``); :func:`record_of` imports it, and :func:`read` (:func:`read_lines`
-for the JSON-lines files) is the one reader of every JSON file of the folder: it returns the file's record (a test
-checks that no other module parses an output file's JSON).
+``"autoscale_data.runner.records.RunResult"``); :func:`record_of` imports it, and :func:`read`
+(:func:`read_lines` for the JSON-lines files) is the one reader of every JSON file of the folder: it returns
+the file's record (a test checks that no other module parses an output file's JSON).
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ RECORDS: dict[str, str] = {
     CHECKPOINT_POINTER: "runner.records.CheckpointPointer",
     DOWNSTREAM: "evaluation.records.DownstreamResult",
     DDO: "solver.ddo.DDOResult",
-    BOOTSTRAP: "solver.bootstrap.BootstrapResult | runner.records.BootstrapUnavailable",  # it ran | why it did not
+    BOOTSTRAP: "solver.bootstrap.BootstrapResult | "
+               "runner.records.BootstrapUnavailable",  # it ran | why it did not
     PROJECTION: "runner.records.ProjectionFile",
     TARGET_MIXES_FILE: "dict[str, dict[str, float]]",  # target mix label -> its weights
     MIXTURE_PLAN: "solver.plan.MixturePlan",
@@ -181,7 +182,8 @@ def record_of(name: str) -> Any:
     import operator
 
     if name not in RECORDS:
-        raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
+        raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of "
+                         f"{sorted(RECORDS)}")
     classes = []
     for spec in RECORDS[name].removeprefix("dict[str, ").removesuffix("]").split(" | "):
         module, _, cls = spec.rpartition(".")
@@ -212,9 +214,10 @@ def _kind(name: str) -> str:
     raise ValueError(f"{name!r} is not a JSON file of the output folder: expected one of {sorted(RECORDS)}")
 
 
-def read(folder: str | os.PathLike[str], name: str, *, kind: str | None = None, where: str | None = None) -> Any:
-    """The record of the output file ``folder/name`` (its :data:`RECORDS` entry; a per-budget file's kind's), or
-    ``None`` when the file is missing or is not JSON (a write torn by a crash).
+def read(folder: str | os.PathLike[str], name: str, *, kind: str | None = None,
+         where: str | None = None) -> Any:
+    """The record of the output file ``folder/name`` (its :data:`RECORDS` entry; a per-budget file's kind's),
+    or ``None`` when the file is missing or is not JSON (a write torn by a crash).
 
     Args:
         folder: the folder that holds it (``OUT``, ``OUT/fits``, ``OUT/runs/<run_id>`` …).
@@ -237,7 +240,8 @@ def read(folder: str | os.PathLike[str], name: str, *, kind: str | None = None, 
 
 def read_lines(folder: str | os.PathLike[str], name: str) -> list[Any]:
     """Every record of the JSON-lines output file ``folder/name`` (``ledger.jsonl``, ``config_history.jsonl``)
-    in order; a line torn by a crash, or one that is not its record, is skipped (none: the file is missing)."""
+    in order; a line torn by a crash, or one that is not its record, is skipped (none: the file is
+    missing)."""
     from .._records import from_json
 
     hint = _hint(name)
@@ -273,7 +277,8 @@ METHOD_MIXES: tuple[str, ...]
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
-    """The labels of :data:`_MIX_LABELS` from the registry (its built-ins register when the runner is imported)."""
+    """The labels of :data:`_MIX_LABELS` from the registry (its built-ins register when the runner is
+    imported)."""
     if name in _MIX_LABELS:
         return names(*_MIX_LABELS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

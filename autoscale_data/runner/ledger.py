@@ -138,7 +138,8 @@ class Ledger:
 
     def mark_running(self, run_id: str, attempt: int, *, executor: str = "", job_id: str = "") -> None:
         """Log that attempt ``attempt`` started training (``job_id`` defaults to this process)."""
-        self._append(LedgerEvent(run_id, RUNNING, attempt=attempt, pid=os.getpid(), executor=executor or INPROCESS,
+        self._append(LedgerEvent(run_id, RUNNING, attempt=attempt, pid=os.getpid(), executor=executor
+                                 or INPROCESS,
                                  job_id=str(job_id or os.getpid())))
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:
@@ -192,7 +193,8 @@ class Ledger:
         return found
 
     def specs(self) -> Iterator[Any]:
-        """The :class:`~autoscale_data.runner.planning.specs.RunSpec` of every run folder with a readable ``spec.json``."""
+        """The :class:`~autoscale_data.runner.planning.specs.RunSpec` of every run folder with a readable
+        ``spec.json``."""
         for run_dir in sorted(p for p in (self.dir / layout.RUNS).iterdir() if p.is_dir()):
             spec = layout.read(run_dir, layout.SPEC)
             if spec is not None:

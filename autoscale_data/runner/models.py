@@ -25,7 +25,8 @@ __all__ = [
 #: GPT-2's activation in new configs (``model.activation``): the tanh GELU in one PyTorch kernel.
 GPT2_ACTIVATION = "gelu_pytorch_tanh"
 #: transformers' GPT-2 default, HF's Python formula of the same function: what every GPT-2 run planned before
-#: ``model.activation`` existed trained (2026-11-28). Its run ids leave the field out, so they stay as they were.
+# : ``model.activation`` existed trained (2026-11-28). Its run ids leave the field out, so they stay as they
+# were.
 FORMER_GPT2_ACTIVATION = "gelu_new"
 #: The values of ``model.activation`` (any other: ``model.overrides: {activation_function: ...}``).
 GPT2_ACTIVATIONS = (GPT2_ACTIVATION, FORMER_GPT2_ACTIVATION)
@@ -47,9 +48,9 @@ def model_config_dict(preset: str, overrides: Mapping[str, Any], *, vocab_size: 
                       dropout: float | None = None, activation: str | None = None) -> dict[str, Any]:
     """The full transformers config fields for a preset with ``overrides`` (what a run id hashes): the stores'
     ``vocab_size`` (BERT gets one more id, ``vocab_size``, as [MASK]), ``seq_len`` positions, if given,
-    ``dropout`` as every dropout probability and, for GPT-2, ``activation`` (``None``: :data:`GPT2_ACTIVATION`)
-    as ``activation_function``, left out at :data:`FORMER_GPT2_ACTIVATION` (transformers' default: the fields,
-    and run ids, of the runs planned before the setting existed)."""
+    ``dropout`` as every dropout probability and, for GPT-2, ``activation`` (``None``:
+    :data:`GPT2_ACTIVATION`) as ``activation_function``, left out at :data:`FORMER_GPT2_ACTIVATION`
+    (transformers' default: the fields, and run ids, of the runs planned before the setting existed)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown model preset {preset!r}: expected one of {sorted(PRESETS)}")
     fields = dict(PRESETS[preset])
@@ -77,8 +78,8 @@ def padded_vocab(vocab_size: int, multiple: int) -> int:
 
 def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = None,
                 vocab_rows: int | None = None) -> torch.nn.Module:
-    """A randomly initialised model of :func:`model_config_dict`'s ``fields`` (call ``torch.manual_seed`` first
-    for a seeded init); ``eos_id`` is GPT-2's BOS/EOS.
+    """A randomly initialised model of :func:`model_config_dict`'s ``fields`` (call ``torch.manual_seed``
+    first for a seeded init); ``eos_id`` is GPT-2's BOS/EOS.
 
     ``vocab_rows`` (``None``: no padding; see :func:`padded_vocab`) pads the embedding and output rows: the
     model is initialised at its own vocabulary first, so the same seed gives the same weights padded or not;
@@ -91,7 +92,8 @@ def build_model(preset: str, fields: Mapping[str, Any], *, eos_id: int | None = 
         # no key/value cache: training and evaluation read whole sequences (a cache only costs copies)
         model: Any = GPT2LMHeadModel(GPT2Config(**{**extra, "use_cache": False, **dict(fields)},
                                                 attn_implementation="sdpa"))
-        # transformers picks a loss from the class name; "GPT2LMHeadModel" names none, so it warns "`loss_type=None`
+        # transformers picks a loss from the class name; "GPT2LMHeadModel" names none, so it warns
+        # "`loss_type=None`
         # was set in the config but it is unrecognized" if a loss is ever asked of it: name it.
         model.loss_type = "ForCausalLM"
     elif preset.startswith(BERT):
@@ -150,7 +152,8 @@ class _TokenCrossEntropy(torch.autograd.Function):
         return out, None, None, None
 
 
-def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str, *, vocab_size: int | None = None,
+def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str, *,
+                        vocab_size: int | None = None,
                         chunk_bytes: int = LOSS_CHUNK_BYTES,
                         recompute: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token cross-entropy (float32, with the logits' graph when they have one) and its token mask.
@@ -189,7 +192,8 @@ def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, family: str,
         rows = max(1, chunk_bytes // (4 * vocab))  # whole tokens of float32 logits
         flat = _TokenCrossEntropy.apply(flat_logits, targets.reshape(-1), vocab, rows)
     else:
-        flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1), reduction="none",
+        flat = torch.nn.functional.cross_entropy(flat_logits[:, :vocab], targets.reshape(-1),
+                                                 reduction="none",
                                                  ignore_index=-100)
     flat = flat.view(b, t)
     if family == GPT2:

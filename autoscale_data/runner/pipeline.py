@@ -80,16 +80,18 @@ class MixtureRunner:
         return {n: ddo_proxy_specs(self.config, self.domains, n) for n in self.config.ddo.budgets}
 
     def wsd_plan(self) -> WSDPlan | None:
-        """The trunks and branches of ``ddo.schedule: wsd`` (:mod:`~autoscale_data.runner.planning.wsd`), else ``None``."""
+        """The trunks and branches of ``ddo.schedule: wsd`` (:mod:`~autoscale_data.runner.planning.wsd`), else
+        ``None``."""
         if self.config.ddo.schedule != WSD:
             return None
         return wsd_plan(self.config, self.domains)
 
     def method_context(self, ledger: Ledger | None = None, fits: Any = None, *,
                        proxies: dict[int, list[RunSpec]] | None = None) -> MethodContext:
-        """What the mixing methods read (:class:`~autoscale_data.runner.mixes.methods.MethodContext`); ``proxies``:
-        :meth:`proxy_specs` when the caller already has them."""
-        return MethodContext(self.config, self.domains, self.out, self.proxy_specs() if proxies is None else proxies,
+        """What the mixing methods read (:class:`~autoscale_data.runner.mixes.methods.MethodContext`);
+        ``proxies``: :meth:`proxy_specs` when the caller already has them."""
+        return MethodContext(self.config, self.domains, self.out, self.proxy_specs() if proxies is None
+                             else proxies,
                              ledger=ledger, fits=fits, log=self.log)
 
     def selection_specs(self) -> list[list[RunSpec]]:
@@ -99,7 +101,8 @@ class MixtureRunner:
     def fixed_target_mixes(self) -> dict[str, dict[str, float]]:
         """Target mixes known before any proxy is trained (uniform, natural, reference)."""
         ctx = self.method_context()
-        return {m.name: dict(m.choose(ctx).weights or {}) for m in selected_methods(self.config) if not m.after_runs}
+        return {m.name: dict(m.choose(ctx).weights or {}) for m in selected_methods(self.config)
+                if not m.after_runs}
 
     def target_specs(self, mixes: dict[str, dict[str, float]]) -> list[RunSpec]:
         """Fixed-schedule target runs: one per mix and target seed."""
@@ -113,11 +116,13 @@ class MixtureRunner:
         from .training.downstream import downstream_cost_lines
 
         plan = self.wsd_plan()
-        proxies = (plan.trunks if plan is not None else []) + [s for specs in self.proxy_specs().values() for s in specs]
+        proxies = (plan.trunks if plan is not None else []) + [s for specs in self.proxy_specs().values()
+                                                               for s in specs]
         selection = [s for stage in self.selection_specs() for s in stage]
         text = run_list_text(self.config, self.domains, self.out, proxies + selection,
                          self.target_specs(self.fixed_target_mixes()))
-        targets = (1 + len(self.config.target.baselines)) * len(self.config.target.seeds)  # AutoScale and each baseline
+        # AutoScale and each baseline
+        targets = (1 + len(self.config.target.baselines)) * len(self.config.target.seeds)
         return text + "\n" + "\n".join(cost_lines(selected_methods(self.config), self.method_context())
                                         + downstream_cost_lines(self.config, self.domains, self.out, targets))
 
@@ -159,7 +164,8 @@ class MixtureRunner:
         return report
 
     def _record_inputs(self) -> list[str]:
-        """Record the config (returns its changes) and the stores; the reference losses when either changed."""
+        """Record the config (returns its changes) and the stores; the reference losses when either
+        changed."""
         changed = self._check_config()
         before = layout.read(self.out, layout.DOMAINS)
         same_data = before is not None and config_to_dict(before) == config_to_dict(self.domains)
@@ -171,7 +177,8 @@ class MixtureRunner:
     def _plan_proxies_and_selection(self, ledger: Ledger, changed: list[str]) -> tuple[
             dict[int, list[RunSpec]], list[Any], list[list[RunSpec]]]:
         """Plan, check and register the runs known before any training (the DDO proxies, the methods' own runs
-        and the fixed target mixes); log the plan. Returns the proxies, the methods and the selection stages."""
+        and the fixed target mixes); log the plan. Returns the proxies, the methods and the selection
+        stages."""
         d = self.domains
         proxies = self.proxy_specs()
         all_proxies = [s for specs in proxies.values() for s in specs]
@@ -190,7 +197,8 @@ class MixtureRunner:
         plan = self.wsd_plan()
         for s in (plan.trunks if plan is not None else []) + all_proxies + selection + fixed:
             ledger.register(s)
-        warned = ([] if self.config.ddo.identifies_law else [design_note(self.config)]) + rounding_notes(self.config, d)
+        warned = ([] if self.config.ddo.identifies_law
+                  else [design_note(self.config)]) + rounding_notes(self.config, d)
         self.log(  # each note once: as a warning, not also in the logged plan
             "\n".join(line for line in self.describe().splitlines() if line not in warned))
         for note in warned:
@@ -199,7 +207,8 @@ class MixtureRunner:
 
     def _plan_targets(self, ledger: Ledger, proxies: dict[int, list[RunSpec]], methods: list[Any],
                       selection: list[RunSpec]) -> list[RunSpec]:
-        """Fit the finished proxies, choose every method's target mix (``fits/``) and register the target runs."""
+        """Fit the finished proxies, choose every method's target mix (``fits/``) and register the target
+        runs."""
         from .mixes.fitting import fit_all
         from .planning.repetition import write_mix_epochs
 
@@ -224,7 +233,8 @@ class MixtureRunner:
             run_list: RunListFile = layout.read(self.out, layout.RUN_LIST) or RunListFile()
             extra = {} if changed else {s.run_id: s for s in run_list.extra or []}
             extra.update({s.run_id: s for s in specs})
-            atomic_write_json(self.out / layout.RUN_LIST, replace(run_list, extra=list(extra.values())).to_json())
+            atomic_write_json(self.out / layout.RUN_LIST, replace(run_list,
+                                                                  extra=list(extra.values())).to_json())
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)
@@ -234,7 +244,8 @@ class MixtureRunner:
         """Extend a finished target run to a larger budget from its final checkpoint and data position.
 
         The extension is its own ledger run (``kind="extension"``; how its data and learning rate go on:
-        :mod:`~autoscale_data.runner.training.extension`): a finished one is reused, an interrupted one resumes.
+        :mod:`~autoscale_data.runner.training.extension`): a finished one is reused, an interrupted one
+        resumes.
 
         Args:
             run: a target mix label of ``OUT/plan.json`` (``"autoscale"``, ``"uniform"`` …) or a run id
@@ -263,10 +274,12 @@ class MixtureRunner:
         self.out.mkdir(parents=True, exist_ok=True)
         with Ledger(self.out) as ledger, self._executor_scope():
             self._check_config()
-            spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed, lr)
+            spec, where = plan_extension(self.config, self.domains, self.out, ledger, run, int(budget), seed,
+                                         lr)
             ledger.register(spec)
-            self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to {spec.total_tokens:,} "
-                     f"tokens as run {spec.run_id} (mix: {spec.extension.mix if spec.extension else '?'}, lr: {lr.schedule})")
+            self.log(f"extending {where} from {spec.parent_sequences * spec.seq_len:,} to "
+                     f"{spec.total_tokens:,} tokens as run {spec.run_id} (mix: "
+                     f"{spec.extension.mix if spec.extension else '?'}, lr: {lr.schedule})")
             self._train_all(ledger, [spec])
             result = ledger.result(spec.run_id)
         if result is None:
@@ -274,13 +287,15 @@ class MixtureRunner:
         return result
 
     def _write_references(self) -> None:
-        """``OUT/reference_losses.json``: the held-out data's unigram and uniform-guess losses under this config."""
+        """``OUT/reference_losses.json``: the held-out data's unigram and uniform-guess losses under this
+        config."""
         from .reporting.reference import reference_losses, write_reference_losses
 
         c = self.config
         write_reference_losses(self.out, reference_losses(
             self.domains.paths, seq_len=c.seq_len, heldout_tokens_per_domain=c.eval.heldout_tokens_per_domain,
-            vocab_size=self.domains.vocab_size, family=c.model.family, mlm_probability=c.model.mlm_probability,
+            vocab_size=self.domains.vocab_size, family=c.model.family,
+            mlm_probability=c.model.mlm_probability,
             mlm_passes=c.eval.mlm_passes))
 
     def _check_config(self) -> list[str]:
@@ -291,9 +306,9 @@ class MixtureRunner:
         """
         changes = check_config(self.out, config_to_dict(self.config), allow_change=self.allow_config_change)
         if changes:
-            self.log(f"continuing {os.fspath(self.out)} under a changed config ({'; '.join(changes)}): finished "
-                     "runs whose settings still match are reused; the report covers only the new plan "
-                     "(the old config is kept in config_history.jsonl)")
+            self.log(f"continuing {os.fspath(self.out)} under a changed config ({'; '.join(changes)}): "
+                     "finished runs whose settings still match are reused; the report covers only the new "
+                     "plan (the old config is kept in config_history.jsonl)")
         return changes
 
     def _write_run_list(self, proxies: dict[int, list[RunSpec]], targets: Sequence[RunSpec], *,
@@ -301,7 +316,8 @@ class MixtureRunner:
         """``OUT/plan.json``: the current plan's runs (the methods' own runs under ``method_runs``), and the
         extra runs of :meth:`train_runs` unless ``keep_extra`` is false (planned under another config)."""
         extra = (layout.read(self.out, layout.RUN_LIST) or RunListFile()).extra if keep_extra else None
-        run_list = RunListFile(proxies={str(n): list(specs) for n, specs in proxies.items()}, targets=list(targets),
+        run_list = RunListFile(proxies={str(n): list(specs) for n, specs in proxies.items()},
+                               targets=list(targets),
                         method_runs=list(selection) or None, extra=extra or None)
         atomic_write_json(self.out / layout.RUN_LIST, run_list.to_json())
 

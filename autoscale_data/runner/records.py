@@ -79,7 +79,8 @@ class RunExtension(Record):
     new_steps: int
     """Optimiser steps this run took."""
     mix: str
-    """How the mix goes on after the parent's end (the spec's ``extension.mix``: ``same``, ``plan`` or ``anytime``)."""
+    """How the mix goes on after the parent's end (the spec's ``extension.mix``: ``same``, ``plan`` or
+    ``anytime``)."""
     lr: LRSchedule
     """The learning-rate schedule of the new steps (the spec's ``extension.lr``)."""
 
@@ -177,8 +178,8 @@ class RunListFile(Record):
     """Runs trained through :meth:`~.pipeline.MixtureRunner.train_runs`."""
 
     def run_ids(self) -> set[str] | None:
-        """Every run id of the plan (proxies, targets, the methods' runs and extra runs); ``None``: an empty plan
-        (no ``plan.json``)."""
+        """Every run id of the plan (proxies, targets, the methods' runs and extra runs); ``None``: an empty
+        plan (no ``plan.json``)."""
         specs = [*(s for specs in (self.proxies or {}).values() for s in specs), *(self.targets or []),
                  *(self.extra or []), *(self.method_runs or [])]
         if not specs and self == RunListFile():
@@ -188,7 +189,8 @@ class RunListFile(Record):
 
 @dataclass(frozen=True)
 class JobFile(Record):
-    """What ``python -m autoscale_data.runner.training.train --job PATH`` needs: ``OUT/runs/<run_id>/job.json``."""
+    """What ``python -m autoscale_data.runner.training.train --job PATH`` needs:
+    ``OUT/runs/<run_id>/job.json``."""
 
     config: dict[str, Any]
     """The experiment config without its ``base_dir`` (:func:`~.config.config_to_dict`; read by
@@ -260,8 +262,8 @@ class ProjectionFile(ProjectionsRecord):
     """The projections to the target budget and the target mix: ``OUT/fits/projection.json``.
 
     The solver's :class:`~autoscale_data.solver.ProjectionsRecord` (every candidate, the one used, the
-    selection and the trust) with the runner's weight bounds applied to ``weights`` and the effective-token law
-    added (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`).
+    selection and the trust) with the runner's weight bounds applied to ``weights`` and the effective-token
+    law added (:func:`~.fitting.projection_summary`, :func:`~.repetition.repetition_law`).
     """
 
     unbounded_weights: dict[str, float] | None = None
@@ -276,8 +278,9 @@ class ProjectionFile(ProjectionsRecord):
 
 @dataclass(frozen=True)
 class LedgerEvent(Record):
-    """One line of ``ledger.jsonl``: a run's change of status (:meth:`~autoscale_data.runner.ledger.Ledger.records`
-    folds them into one state per run). Each status writes the fields it has; the others are left out."""
+    """One line of ``ledger.jsonl``: a run's change of status
+    (:meth:`~autoscale_data.runner.ledger.Ledger.records` folds them into one state per run). Each status
+    writes the fields it has; the others are left out."""
 
     run_id: str
     """The run's id."""

@@ -109,7 +109,8 @@ class MethodDeclaration:
         selection_kinds: the kinds of the runs it trains before its targets.
         keeps_model: those of ``selection_kinds`` whose run keeps its final model (another run reads it).
         hook_kind: the step-hook ``kind`` its runs train with (``None``: none).
-        hook: the step hook's class (as ``implementation``), built from the :class:`HookSpec` its ``spec`` names.
+        hook: the step hook's class (as ``implementation``), built from the :class:`HookSpec` its ``spec``
+            names.
         doc: its row of the methods' table (``None``: ``source``, and no cost or origin stated).
     """
 
@@ -136,9 +137,11 @@ class MethodDeclaration:
             raise ValueError(f"mixing method {self.name!r}: keeps_model {self.keeps_model} are not among its "
                              f"selection kinds {self.selection_kinds}")
         if (self.section is None) != (self.config is None):
-            raise ValueError(f"mixing method {self.name!r} declares a config section and its class together or neither")
+            raise ValueError(f"mixing method {self.name!r} declares a config section and its class together "
+                             "or neither")
         if (self.hook_kind is None) != (self.hook is None):
-            raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or neither")
+            raise ValueError(f"mixing method {self.name!r} declares a hook kind and a hook class together or "
+                             "neither")
 
 
 #: Every registered method by name: the built-ins
@@ -157,8 +160,8 @@ def register_method(method: MethodDeclaration) -> None:
         raise ValueError(f"mixing method {AUTOSCALE!r} is AutoScale itself and cannot be replaced")
     taken = {m.hook_kind: m.name for m in MIXING_METHODS.values() if m.hook_kind and m.name != method.name}
     if method.hook_kind in taken and MIXING_METHODS[taken[method.hook_kind]].hook != method.hook:
-        raise ValueError(f"step hook kind {method.hook_kind!r} of {method.name!r} is {taken[method.hook_kind]!r}'s "
-                         "with another hook class")
+        raise ValueError(f"step hook kind {method.hook_kind!r} of {method.name!r} is "
+                         f"{taken[method.hook_kind]!r}'s with another hook class")
     MIXING_METHODS[method.name] = method
 
 
@@ -215,26 +218,29 @@ def load(path: str | type) -> Any:
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ValueError(f"{path!r} names no importable object (expected package.module.Name): {exc}") from None
+        raise ValueError(f"{path!r} names no importable object (expected package.module.Name): "
+                         f"{exc}") from None
 
 
 @dataclass(frozen=True)
 class HookSpec(Record):
-    """A run's step-hook config (:attr:`~autoscale_data.runner.planning.specs.RunSpec.hook`, in its run id): its
-    ``kind``, and the fields of the subclass that the kind's hook class names as ``spec``."""
+    """A run's step-hook config (:attr:`~autoscale_data.runner.planning.specs.RunSpec.hook`, in its run id):
+    its ``kind``, and the fields of the subclass that the kind's hook class names as ``spec``."""
 
     kind: str
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> Any:
-        """Read as the record of the kind's hook class (hand-written: the kind in the JSON picks the record)."""
+        """Read as the record of the kind's hook class (hand-written: the kind in the JSON picks the
+        record)."""
         if cls is HookSpec and isinstance(data, Mapping):
             cls = hook_factory(str(data.get("kind"))).spec
         return cls(**fields_from_json(cls, data, path))
 
 
 def hook_factory(kind: str) -> Any:
-    """The step-hook class of ``kind`` (called with a spec's :class:`HookSpec`; its ``spec`` is that record's type).
+    """The step-hook class of ``kind`` (called with a spec's :class:`HookSpec`; its ``spec`` is that record's
+    type).
 
     Raises:
         ValueError: no registered method declares that kind.

@@ -75,10 +75,10 @@ def multiplier_bounds(
     if bad.size:
         label = [repr(n) for n in names] if names is not None else [f"#{j}" for j in range(m)]
         short = ", ".join(f"{label[j]} ({top[j]:,.0f} tokens)" for j in bad)
-        raise ValueError(f"min_weight {min_weight:g} x budget {budget:,.0f} = {min_weight * budget:,.0f} tokens per "
-                         f"domain, but {len(bad)} domain{'s' if bad.size > 1 else ''} cannot supply that within "
-                         f"the epoch cap: {short}; lower min_weight or the budget, or allow repetition with "
-                         "max_epochs")
+        raise ValueError(f"min_weight {min_weight:g} x budget {budget:,.0f} = {min_weight * budget:,.0f} "
+                         f"tokens per domain, but {len(bad)} domain{'s' if bad.size > 1 else ''} cannot "
+                         f"supply that within the epoch cap: {short}; lower min_weight or the budget, or "
+                         "allow repetition with max_epochs")
     if bottom.sum() > budget * (1 + 1e-12):
         raise ValueError(f"min_weight {min_weight} x {m} domains exceeds 1: no feasible mix")
     if top.sum() < budget * (1 - 1e-12):
@@ -141,8 +141,8 @@ def allocate(beta: np.ndarray, a: np.ndarray, b: np.ndarray, base: np.ndarray, b
 
 def _settle(x: np.ndarray, flat: np.ndarray, base: np.ndarray, budget: float, lo: np.ndarray,
             hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The bisection's ``x`` made to spend the budget, and where the flat domains had to take the surplus that the
-    others cannot (all at ``hi``; by their room, arbitrary among them)."""
+    """The bisection's ``x`` made to spend the budget, and where the flat domains had to take the surplus that
+    the others cannot (all at ``hi``; by their room, arbitrary among them)."""
     surplus = budget - x @ base
     room = np.where(flat, (hi[None, :] - lo[None, :]) * base[None, :], 0.0)
     degenerate = (surplus > budget * 1e-9) & (room.sum(axis=1) > 0)

@@ -26,7 +26,8 @@ _SUM_RTOL = 1e-6
 _FLAT = 1e-12  # a log-allocation trend this small relative to the largest one is no growth
 
 
-def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = None, return_sign: bool = False):
+def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = None,
+               return_sign: bool = False):
     """Stable ``log Σ b·exp(z)`` (numpy only; scipy's version is slow on tiny arrays)."""
     z = np.asarray(z, dtype=np.float64)
     mx = np.max(z, axis=axis, keepdims=True)
@@ -43,7 +44,8 @@ def _logsumexp(z: np.ndarray, axis: int | None = None, b: np.ndarray | None = No
 
 def one_scale(item: Any, k: int = 0) -> tuple[float, dict[str, float]]:
     """``(budget_tokens, {domain: tokens})`` of one scale: a DDO result, a mapping with ``budget_tokens``
-    and ``allocation_tokens`` or ``weights``, or a ``(budget, allocation)`` pair (``k`` names it in errors)."""
+    and ``allocation_tokens`` or ``weights``, or a ``(budget, allocation)`` pair (``k`` names it in
+    errors)."""
     if hasattr(item, "budget_tokens") and hasattr(item, "allocation_tokens"):
         return float(item.budget_tokens), dict(item.allocation_tokens)
     if isinstance(item, Mapping):
@@ -62,7 +64,8 @@ def one_scale(item: Any, k: int = 0) -> tuple[float, dict[str, float]]:
     try:
         n, alloc = item
     except (TypeError, ValueError):
-        raise ValueError(f"scale #{k}: expected (budget_tokens, allocation) or a DDO result, got {item!r}") from None
+        raise ValueError(f"scale #{k}: expected (budget_tokens, allocation) or a DDO result, got "
+                         f"{item!r}") from None
     return float(n), {str(d): float(v) for d, v in dict(alloc).items()}
 
 
@@ -129,7 +132,8 @@ class AllocationPath:
     def to_json(self) -> dict[str, Any]:
         """The line a :class:`~autoscale_data.solver.MixturePlan` file keeps (reading refits it from the
         plan's scales): hand-written, as the arrays are numpy's and the rest follows from them."""
-        return {"log_origin": self.log_origin.tolist(), "direction": self.direction.tolist(), "residual": self.residual}
+        return {"log_origin": self.log_origin.tolist(), "direction": self.direction.tolist(),
+                "residual": self.residual}
 
     @property
     def flat(self) -> list[str]:
@@ -179,7 +183,8 @@ class AllocationPath:
             )
         pos = d > 0
         if not pos.any():
-            raise ValueError("no domain's allocation grows with the budget: the path cannot reach larger totals")
+            raise ValueError("no domain's allocation grows with the budget: the path cannot reach larger "
+                             "totals")
         t = np.max((logn[:, None] - p0[pos]) / d[pos], axis=1)
         t = np.maximum(t, self.t_min)
         for _ in range(200):  # move right until the total is >= the target
@@ -306,16 +311,19 @@ def project(scales: Sequence[Any], target_tokens: float, *, token_caps: Mapping[
     alloc = alloc * (target / alloc.sum())
     warnings = []
     if path.decreasing:
-        warnings.append(f"allocation of {path.decreasing} decreases as the budget grows: not a Theorem-1 path")
+        warnings.append(f"allocation of {path.decreasing} decreases as the budget grows: not a Theorem-1 "
+                        "path")
     if target < path.budgets[0] * (1 - 1e-12):
-        warnings.append(f"target {target:g} is below the smallest budget {path.budgets[0]:g}: path extrapolated backwards")
+        warnings.append(f"target {target:g} is below the smallest budget {path.budgets[0]:g}: path "
+                        "extrapolated backwards")
     caps = token_caps_array(path.domains, token_caps, max_epochs)
     warnings += cap_warnings(path.domains, alloc, caps)
     weights = {d: float(v / target) for d, v in zip(path.domains, alloc, strict=False)}
     direct = dis = None
     if fit is not None:
         if set(fit.domains) != set(path.domains):
-            raise ValueError(f"fit domains {sorted(fit.domains)} differ from the scales' {sorted(path.domains)}")
+            raise ValueError(f"fit domains {sorted(fit.domains)} differ from the scales' "
+                             f"{sorted(path.domains)}")
         da = fit.optimize_at(target)
         direct = {d: float(da[d] / target) for d in path.domains}
         diff = np.array([direct[d] - weights[d] for d in path.domains])

@@ -1,40 +1,39 @@
-"""``method="auto"`` with three budgets or more: every candidate scored on one footing at the held-back budget,
-and the joint law validated there before its predicted gain at the target may count.
+"""``method="auto"`` with three budgets or more: every candidate scored on one footing at the held-back
+budget, and the joint law validated there before its predicted gain at the target may count.
 
 Every candidate (the geometric, joint and robust projections and the observed mix) is computed again from all
 budgets but the largest and asked for that largest budget, ``N2`` (the held-back budget). Then:
 
 * **Like with like.** Every candidate, the observed mix included, is scored one way
-  (:func:`score_candidates`): by the DDO law fitted at ``N2`` (:func:`~.select.law_objective`) where ``N2`` is a
-  DDO design and the observed mix lies inside the design's range, or below it only (then by a lower bound: the
-  law at the range's lowest tokens for those domains, as it falls with each domain's tokens; a projection above
-  the range only by an upper bound, so a projection's gain over the observed mix is never overstated by a
-  bound); otherwise by a run of ``N2``'s total tokens
-  (within ``TOTAL_TOL``) whose shares lie within the distance tolerance of the candidate (L1). The tolerance
-  (:func:`distance_tolerance`) is the distance over which the objective moves by at most ``BIAS_FRACTION`` of
-  the noise of one run, ``BIAS_FRACTION · noise / slope``, capped at ``MAX_DISTANCE``; ``slope`` is the
-  largest change of the objective per unit of L1 distance on the simplex (half the spread of its gradient
-  over the shares), from the DDO law at ``N2`` where it is a design, else from a linear fit of the objective
-  on the shares over the runs of ``N2``'s total. A candidate that cannot be scored that way (outside the
-  design's range with no bound from its side while the observed mix is scored by the law; no run of the same
-  total near it) cannot be chosen,
-  and its ``note`` names the nearest run and the distance. A run of another total (a DDO design's
-  perturbation runs) never scores a candidate.
+  (:func:`score_candidates`): by the DDO law fitted at ``N2`` (:func:`~.select.law_objective`) where ``N2`` is
+  a DDO design and the observed mix lies inside the design's range, or below it only (then by a lower bound:
+  the law at the range's lowest tokens for those domains, as it falls with each domain's tokens; a projection
+  above the range only by an upper bound, so a projection's gain over the observed mix is never overstated by
+  a bound); otherwise by a run of ``N2``'s total tokens (within ``TOTAL_TOL``) whose shares lie within the
+  distance tolerance of the candidate (L1). The tolerance (:func:`distance_tolerance`) is the distance over
+  which the objective moves by at most ``BIAS_FRACTION`` of the noise of one run, ``BIAS_FRACTION · noise /
+  slope``, capped at ``MAX_DISTANCE``; ``slope`` is the largest change of the objective per unit of L1
+  distance on the simplex (half the spread of its gradient over the shares), from the DDO law at ``N2`` where
+  it is a design, else from a linear fit of the objective on the shares over the runs of ``N2``'s total. A
+  candidate that cannot be scored that way (outside the design's range with no bound from its side while the
+  observed mix is scored by the law; no run of the same total near it) cannot be chosen, and its ``note``
+  names the nearest run and the distance. A run of another total (a DDO design's perturbation runs) never
+  scores a candidate.
 * **Route 1, a backtest win:** the projection's score beats the observed mix's by more than
   :func:`~.select.backtest_margin` over the projections scored and the two routes (Bonferroni).
 * **Route 2, a validated law:** the joint law fitted without ``N2`` predicts ``N2``'s runs within the noise
   of one run and its own uncertainty (:func:`check_law`: a predictive F-test at ``VALIDATION_ALPHA``, the
-  noise estimated from the smaller budgets alone, the law's residual there on its degrees of freedom) with plausible parameters; the joint law fitted to every budget then predicts
-  the projection's gain over the observed mix at the target (:mod:`.gain`) beyond ``z`` of its standard
-  deviations (the one-sided quantile of route 1's margin: a test of the gain at the target) and beyond
-  ``GAIN_NOISE`` times the noise of one run as that law sees it (its residual, or its replicates' sd where
-  larger: a gain worth having exceeds the noise, where the floor before was twice a noise estimate that,
-  with one seed, is the misfit of a power law in the budget); and the backtest does not show the projection
-  losing at ``N2`` beyond route 1's margin (so the observed mix must be scored like with like, and, where the
-  backtest scores by the law, the projection too: one the law cannot score lies outside the range ``N2``'s
-  runs cover). Route 1 compares answers one budget step apart and cannot see
-  a shift that pays only at 16 times ``N2``; route 2 can, and the held-back budget decides whether the law
-  may be followed that far.
+  noise estimated from the smaller budgets alone, the law's residual there on its degrees of freedom) with
+  plausible parameters; the joint law fitted to every budget then predicts the projection's gain over the
+  observed mix at the target (:mod:`.gain`) beyond ``z`` of its standard deviations (the one-sided quantile of
+  route 1's margin: a test of the gain at the target) and beyond ``GAIN_NOISE`` times the noise of one run as
+  that law sees it (its residual, or its replicates' sd where larger: a gain worth having exceeds the noise,
+  where the floor before was twice a noise estimate that, with one seed, is the misfit of a power law in the
+  budget); and the backtest does not show the projection losing at ``N2`` beyond route 1's margin (so the
+  observed mix must be scored like with like, and, where the backtest scores by the law, the projection too:
+  one the law cannot score lies outside the range ``N2``'s runs cover). Route 1 compares answers one budget
+  step apart and cannot see a shift that pays only at 16 times ``N2``; route 2 can, and the held-back budget
+  decides whether the law may be followed that far.
 * **The trust checks feed the decision** (:func:`untrusted`): a projection whose mix at the target lies beyond
   the shares the runs cover, or that rests on a joint law with implausible parameters (:mod:`.trust`), is
   chosen only by route 1 with a score from a run (a run near it vouches for it; a law does not vouch beyond
@@ -89,9 +88,12 @@ __all__ = [
 
 TOTAL_TOL = 0.05  # a run scores a candidate only if its total tokens are within this fraction of the budget's
 MAX_DISTANCE = 0.10  # the L1 distance tolerance never exceeds this (a linear slope holds only nearby)
-BIAS_FRACTION = 0.5  # a run stands in for a candidate where the slope moves the objective by at most this x noise
-VALIDATION_ALPHA = 0.05  # the law fitted without N2 passes when its predictive test on N2's runs has p >= this
-GAIN_NOISE = 1.0  # a validated law's predicted gain counts beyond this many times the noise of one run it sees
+# a run stands in for a candidate where the slope moves the objective by at most this x noise
+BIAS_FRACTION = 0.5
+# the law fitted without N2 passes when its predictive test on N2's runs has p >= this
+VALIDATION_ALPHA = 0.05
+# a validated law's predicted gain counts beyond this many times the noise of one run it sees
+GAIN_NOISE = 1.0
 ROUTES = 2  # a projection can win by the backtest or by the validated law: both share the test's size
 
 ValDomains = Sequence[str] | Mapping[str, float] | None
@@ -108,8 +110,10 @@ class _Held:
     same_total: np.ndarray  # (runs,) bool: total tokens within TOTAL_TOL of the budget
 
     @classmethod
-    def of(cls, table: RunTable, objective: str, val_domains: ValDomains, budget: float | None = None) -> _Held:
-        """``budget``: the table's budget where known (a DDO design's base run's total), else the median total."""
+    def of(cls, table: RunTable, objective: str, val_domains: ValDomains,
+           budget: float | None = None) -> _Held:
+        """``budget``: the table's budget where known (a DDO design's base run's total), else the median
+        total."""
         budget = table_budget(table) if budget is None else float(budget)
         totals = table.tokens_matrix().sum(axis=1)
         return cls(table, budget, _shares(table), run_objective(table, objective, val_domains),
@@ -120,7 +124,8 @@ class _Held:
         return w / w.sum() if w.sum() > 0 else w
 
     def nearest(self, w: np.ndarray, among: np.ndarray) -> tuple[int, float] | None:
-        """The run of ``among`` nearest to shares ``w`` (ties: lower objective, then run id) and its distance."""
+        """The run of ``among`` nearest to shares ``w`` (ties: lower objective, then run id) and its
+        distance."""
         idx = np.flatnonzero(among)
         if idx.size == 0:
             return None
@@ -131,7 +136,8 @@ class _Held:
 
 
 def _law_slope(fit: DDOResult, held: _Held, val_domains: ValDomains) -> float:
-    """Half the spread of the DDO law's gradient over the shares, at the base mix (objective per unit of L1)."""
+    """Half the spread of the DDO law's gradient over the shares, at the base mix (objective per unit of
+    L1)."""
     base = _base_mean(fit, held.table, val_domains) if fit.objective == MEAN_PPL else 1.0
     grad = []
     for d in fit.domains:
@@ -143,7 +149,8 @@ def _law_slope(fit: DDOResult, held: _Held, val_domains: ValDomains) -> float:
 
 def _linear_slope(held: _Held) -> float | None:
     """Half the spread of the gradient of a linear fit of the objective on the shares over the runs of the
-    budget's total; None where they are too few (``m + 2`` distinct mixes needed) or do not span the simplex."""
+    budget's total; None where they are too few (``m + 2`` distinct mixes needed) or do not span the
+    simplex."""
     rows = held.shares[held.same_total]
     y = held.y[held.same_total]
     m = rows.shape[1]
@@ -162,24 +169,26 @@ def distance_tolerance(held: _Held, held_fit: DDOResult | None, noise: float | N
     """How far (L1 over the shares) a run of the held-back budget's total may lie from a candidate and still
     score it (module doc), and how the tolerance was found."""
     if noise is None:
-        return LABEL_TOL, (f"no noise estimate: only runs within {LABEL_TOL:g} (whole-batch rounding of one mix) "
-                           "score a candidate")
+        return LABEL_TOL, (f"no noise estimate: only runs within {LABEL_TOL:g} (whole-batch rounding of one "
+                           "mix) score a candidate")
     slope, source = (None, "")
     if held_fit is not None:
         slope, source = _law_slope(held_fit, held, val_domains), "the DDO law's gradient at the base mix"
     if slope is None:
         slope, source = _linear_slope(held), "a linear fit of the objective on the shares of the runs of that total"
     if slope is None:
-        return LABEL_TOL, (f"too few runs of that total for a slope: only runs within {LABEL_TOL:g} (whole-batch "
-                           "rounding of one mix) score a candidate")
+        return LABEL_TOL, (f"too few runs of that total for a slope: only runs within {LABEL_TOL:g} "
+                           "(whole-batch rounding of one mix) score a candidate")
     if slope <= 0:
         return MAX_DISTANCE, f"{source} is flat: the cap {MAX_DISTANCE:g}"
     tol = min(MAX_DISTANCE, BIAS_FRACTION * noise / slope)
-    return tol, (f"{BIAS_FRACTION:g} x noise {noise:.3g} / slope {slope:.3g} ({source}), at most {MAX_DISTANCE:g}: "
-                 f"a run that near moves the objective by at most {BIAS_FRACTION:g} x the noise of one run")
+    return tol, (f"{BIAS_FRACTION:g} x noise {noise:.3g} / slope {slope:.3g} ({source}), at most "
+                 f"{MAX_DISTANCE:g}: a run that near moves the objective by at most {BIAS_FRACTION:g} x the "
+                 "noise of one run")
 
 
-def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResult | None, tolerance: float, *,
+def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResult | None, tolerance: float,
+                     *,
                      val_domains: ValDomains) -> tuple[dict[str, BacktestScore], str]:
     """Every backtest candidate scored one way (module doc) and the way (``"law"`` or ``"run"``); a candidate
     that failed or cannot be scored that way has no objective and a note saying why."""
@@ -195,7 +204,8 @@ def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResu
         law, why = (None, "the held-back budget is not a DDO design") if held_fit is None else \
             law_objective(held_fit, held.table, c.weights, val_domains=val_domains,
                           bound="lower" if name == OBSERVED else "upper")
-        raw[name] = BacktestScore(run=run, distance=dist, run_objective=run_y, law_objective=law, law_note=why)
+        raw[name] = BacktestScore(run=run, distance=dist, run_objective=run_y, law_objective=law,
+                                  law_note=why)
     obs = raw.get(OBSERVED)
     by_law = obs is not None and obs.law_objective is not None
     out = {}
@@ -203,9 +213,10 @@ def score_candidates(held: _Held, backtest: Mapping[str, Any], held_fit: DDOResu
         if s.note and s.run is None and s.law_objective is None:
             out[name] = s
         elif by_law:
-            out[name] = replace(s, objective=s.law_objective, score=SCORE_LAW) if s.law_objective is not None else \
-                replace(s, note=f"not scored: the observed mix is scored by the DDO law at the held-back budget and "
-                                f"this candidate lies {s.law_note}")
+            out[name] = replace(s, objective=s.law_objective,
+                                score=SCORE_LAW) if s.law_objective is not None else \
+                replace(s, note="not scored: the observed mix is scored by the DDO law at the held-back "
+                                f"budget and this candidate lies {s.law_note}")
         elif s.run is not None and s.distance is not None and s.distance <= tolerance:
             out[name] = replace(s, objective=s.run_objective, score=SCORE_RUN)
         else:
@@ -218,22 +229,22 @@ def _unscored_by_run(held: _Held, candidate: Any, s: BacktestScore, tolerance: f
     nearest run of any total is named when it is nearer (its other total disqualifies it)."""
     w = held.vector(candidate.weights)
     text = ("no run of the held-back budget's total" if s.run is None else
-            f"the nearest run of the held-back budget's total, {s.run!r}, is {s.distance:.3g} away (L1), beyond the "
-            f"tolerance {tolerance:.3g}")
+            f"the nearest run of the held-back budget's total, {s.run!r}, is {s.distance:.3g} away (L1), "
+            f"beyond the tolerance {tolerance:.3g}")
     other = held.nearest(w, ~held.same_total)
     if other is not None and (s.distance is None or other[1] < s.distance):
         i, d = other
         ratio = float(held.table.tokens_matrix()[i].sum()) / held.budget
-        text += (f"; run {held.table.runs[i].run_id!r} is nearer ({d:.3g}) but trained on {ratio:.2f}x the budget's "
-                 "tokens, so it does not score it")
+        text += (f"; run {held.table.runs[i].run_id!r} is nearer ({d:.3g}) but trained on {ratio:.2f}x the "
+                 "budget's tokens, so it does not score it")
     return "not scored like with like: " + text
 
 
 def _law_noise_for_check(law: _Law, noise: float | None) -> tuple[float, float, str] | None:
-    """The noise the held-back budget's residuals are judged against, its degrees of freedom (``inf``: taken as
-    known) and where it came from: the residual of the law fitted to the smaller budgets (their noise and the
-    law's misfit there: the scale of ``C`` too, and what its optimiser reaches, where the replicates' pure error
-    would be lower than any fit gets), else the noise of one run given (``noise``); None without either.
+    """The noise the held-back budget's residuals are judged against, its degrees of freedom (``inf``: taken
+    as known) and where it came from: the residual of the law fitted to the smaller budgets (their noise and
+    the law's misfit there: the scale of ``C`` too, and what its optimiser reaches, where the replicates' pure
+    error would be lower than any fit gets), else the noise of one run given (``noise``); None without either.
     Normalised units."""
     dof = law.fit.n_points - int(law.free.sum())
     if dof > 0 and np.isfinite(law.residual) and law.residual > 0:
@@ -246,16 +257,18 @@ def _law_noise_for_check(law: _Law, noise: float | None) -> tuple[float, float, 
 def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | CandidateError | None,
               tables: Sequence[RunTable],
               noise: float | None, options: DDOOptions) -> LawCheck:
-    """The joint law fitted without the largest budget (``sub_joint``, on ``tables[:-1]``) against that budget's
-    runs, and the plausibility of the law fitted to every budget (``joint``): :class:`~.scores.LawCheck`.
+    """The joint law fitted without the largest budget (``sub_joint``, on ``tables[:-1]``) against that
+    budget's runs, and the plausibility of the law fitted to every budget (``joint``):
+    :class:`~.scores.LawCheck`.
 
     A predictive test (Chow's): the residuals ``r = y - ŷ`` of the ``k`` held-back runs are judged against
-    their covariance under a right law, ``σ² I + C``: the noise of one run ``σ`` on each, plus ``C``, the delta
-    method's covariance of the predictions over the fit (:func:`~.gain.predicted_values`: extrapolating one
-    budget step carries the fit's own uncertainty). ``σ`` is estimated from the smaller budgets alone
-    (:func:`_law_noise_for_check`: the law's residual there, on its ``ν = n - p`` degrees of freedom), so ``rᵀ (σ² I + C)⁻¹ r / k`` is ``F(k, ν)`` under a right law (chi-square ``/ k``
-    with ``noise``, the noise of one run given, when the smaller budgets leave no degree of freedom). A law
-    that predicts the held-back budget worse than it fits the smaller ones fails.
+    their covariance under a right law, ``σ² I + C``: the noise of one run ``σ`` on each, plus ``C``, the
+    delta method's covariance of the predictions over the fit (:func:`~.gain.predicted_values`: extrapolating
+    one budget step carries the fit's own uncertainty). ``σ`` is estimated from the smaller budgets alone
+    (:func:`_law_noise_for_check`: the law's residual there, on its ``ν = n - p`` degrees of freedom), so ``rᵀ
+    (σ² I + C)⁻¹ r / k`` is ``F(k, ν)`` under a right law (chi-square ``/ k`` with ``noise``, the noise of one
+    run given, when the smaller budgets leave no degree of freedom). A law that predicts the held-back budget
+    worse than it fits the smaller ones fails.
     """
     refused = _unusable_laws(sub_joint, joint, tables, options)
     if refused is not None or not isinstance(sub_joint, JointFit):
@@ -276,18 +289,19 @@ def check_law(sub_joint: JointFit | CandidateError | None, joint: JointFit | Can
                         runs=len(y), rms=rms)
     sigma, dof, source = found[0] * sub_joint.normalizer, found[1], found[2]
     if cov is None or not np.all(np.isfinite(pred)):
-        return LawCheck(False, f"its predictions of the held-back budget's runs (RMS error {rms:.3g}) rest on what "
-                               "the smaller budgets do not determine", runs=len(y), rms=rms, noise=sigma)
+        return LawCheck(False, f"its predictions of the held-back budget's runs (RMS error {rms:.3g}) rest "
+                               "on what the smaller budgets do not "
+                               "determine", runs=len(y), rms=rms, noise=sigma)
     k = len(y)
     stat = float(resid @ np.linalg.solve(sigma ** 2 * np.eye(k) + cov, resid)) / k
     p = float(chi2.sf(stat * k, k) if np.isinf(dof) else f_dist.sf(stat, k, dof))
     ok = p >= VALIDATION_ALPHA
     spread = float(np.sqrt(np.mean(np.diag(cov))))
     test = f"chi-square on {k}" if np.isinf(dof) else f"F on {k} and {dof:g} degrees of freedom"
-    return LawCheck(ok, f"the joint law fitted without the held-back budget predicts its {k} runs with RMS error "
-                        f"{rms:.3g} against the noise of one run {sigma:.3g} ({source}) and the prediction's own sd "
-                        f"{spread:.3g}: {'within' if ok else 'beyond'} them ({test}, p = {p:.3g}, "
-                        f"{'>=' if ok else '<'} {VALIDATION_ALPHA:g})",
+    return LawCheck(ok, f"the joint law fitted without the held-back budget predicts its {k} runs with RMS "
+                        f"error {rms:.3g} against the noise of one run {sigma:.3g} ({source}) and the "
+                        f"prediction's own sd {spread:.3g}: {'within' if ok else 'beyond'} them ({test}, p = "
+                        f"{p:.3g}, {'>=' if ok else '<'} {VALIDATION_ALPHA:g})",
                     runs=k, rms=rms, noise=sigma, p_value=p)
 
 
@@ -295,7 +309,8 @@ def _unusable_laws(sub_joint: JointFit | CandidateError | None, joint: JointFit 
                    tables: Sequence[RunTable], options: DDOOptions) -> LawCheck | None:
     """The failed check when a law is missing or the law over every budget has implausible parameters."""
     if not isinstance(sub_joint, JointFit):
-        return LawCheck(False, f"no joint law without the held-back budget ({getattr(sub_joint, 'error', None)})")
+        return LawCheck(False, "no joint law without the held-back budget "
+                               f"({getattr(sub_joint, 'error', None)})")
     if not isinstance(joint, JointFit):
         return LawCheck(False, f"no joint law over every budget ({getattr(joint, 'error', None)})")
     implausible = parameter_check(joint, tables, val_domains=options.val_domains).implausible
@@ -318,7 +333,8 @@ def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pool
         if p is None or isinstance(p, CandidateError):
             continue
         edge = edge_check(tables, p.weights)
-        beyond = [f"{d} {p.weights[d]:.3g} ({where} the runs' {edge.ranges[d][0]:.3g}-{edge.ranges[d][1]:.3g})"
+        beyond = [f"{d} {p.weights[d]:.3g} ({where} the runs' "
+                  f"{edge.ranges[d][0]:.3g}-{edge.ranges[d][1]:.3g})"
                   for d, where in edge.edges.items() if where in ("below", "above")]
         why = []
         if beyond:
@@ -332,8 +348,8 @@ def untrusted(tables: Sequence[RunTable], candidates: Mapping[str, Any], *, pool
 
 def _law_margin_noise(fit: DDOResult, last: RunTable, noise: float | None, source: str,
                       val_domains: ValDomains) -> tuple[float | None, str]:
-    """The noise a difference of the law's scores is judged against: the larger of the noise of one run and the
-    DDO laws' residual sd at the held-back budget (either alone where the other is missing)."""
+    """The noise a difference of the law's scores is judged against: the larger of the noise of one run and
+    the DDO laws' residual sd at the held-back budget (either alone where the other is missing)."""
     resid, how = law_noise(fit, last, val_domains=val_domains)
     options = [(v, w) for v, w in ((noise, source), (resid, how)) if v is not None]
     if not options:
@@ -353,7 +369,8 @@ def choose_by_backtest(tables: Sequence[RunTable], candidates: Mapping[str, Any]
     Args:
         tables: the run tables, smallest budget first (three or more).
         candidates: ``{name: candidate or CandidateError}`` at the target, fitted on every budget.
-        backtest: ``{name: candidate or CandidateError}`` computed from all budgets but the largest, for the largest.
+        backtest: ``{name: candidate or CandidateError}`` computed from all budgets but the largest, for the
+            largest.
         projections: the projections computed at the target.
         options: the settings of the fits (objective, validation domains).
         held_fit: the largest budget's DDO result when it is a DDO design (its law scores the candidates).
@@ -437,7 +454,8 @@ class _Verdict:
         if s is None or s.gain is None:
             parts = [f"backtest: {s.note if s is not None else 'not computed'}"]
         else:
-            parts = [f"backtest gain {s.gain:+.4g}" + ("" if self.margin is None else f" (margin {self.margin:.3g})")]
+            parts = ["backtest gain "
+                     f"{s.gain:+.4g}" + ("" if self.margin is None else f" (margin {self.margin:.3g})")]
         if isinstance(e, GainEstimate):
             sd = f"sd {e.sd:.3g}" if np.isfinite(e.sd) else "sd not determined"
             parts.append(f"predicted gain at the target {e.gain:+.4g} ({sd}, needs > {self.z:.2f} sd and > "
@@ -452,30 +470,33 @@ class _Verdict:
         """``record`` (every number of the backtest) with the choice and its reason."""
         at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
         bound = base.law_note.split(" (")[0]
-        how = {SCORE_LAW: "the DDO law fitted there" + (f", the observed mix by {bound} as it lies outside the "
-                                                          "design's range" if base.law_note else ""),
-               SCORE_RUN: f"runs of that total within the distance tolerance {record.tolerance:.3g}"}[record.scoring]
+        how = {SCORE_LAW: "the DDO law fitted there" + (f", the observed mix by {bound} as it lies outside "
+                                                          "the design's range" if base.law_note else ""),
+               SCORE_RUN: "runs of that total within the distance tolerance "
+                          f"{record.tolerance:.3g}"}[record.scoring]
         if base.objective is None:
             return replace(record, chosen=OBSERVED, reason=(
-                f"backtest {at}: the observed mix could not be scored like with like ({base.note}), so no projection "
-                "can be compared with it: the best mix observed at the largest budget"))
+                f"backtest {at}: the observed mix could not be scored like with like ({base.note}), so no "
+                "projection can be compared with it: the best mix observed at the largest budget"))
         by_law = [n for n in self.projections if self.law_win(n)]
         if by_law:
-            best = max(by_law, key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))  # type: ignore[union-attr]
+            # type: ignore[union-attr]
+            best = max(by_law, key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))
             e: Any = self.predicted[best]
             return replace(record, chosen=best, reason=(
-                f"{self.check.note}; the joint law over every budget predicts the {best} projection beats the best "
-                f"observed mix at the target by {e.gain:.4g} (sd {e.sd:.3g}: more than {self.z:.2f} sd and the noise "
-                f"of one run {e.noise:.3g}), and the backtest {at} {self._no_loss(best, how)}, so it is used"))
+                f"{self.check.note}; the joint law over every budget predicts the {best} projection beats "
+                f"the best observed mix at the target by {e.gain:.4g} (sd {e.sd:.3g}: more than {self.z:.2f} "
+                f"sd and the noise of one run {e.noise:.3g}), and the backtest {at} "
+                f"{self._no_loss(best, how)}, so it is used"))
         by_backtest = [n for n in self.projections if self.backtest_win(n)]
         if by_backtest:
             best = max(by_backtest, key=lambda n: (self.scores[n].gain, -PROJECTIONS.index(n)))
             return replace(record, chosen=best, reason=(
-                f"backtest {at}, every candidate scored by {how}: the {best} projection beat the best observed mix by "
-                f"{self.scores[best].gain:.4g}, more than the margin ({self.margin:.3g}: a one-sided "
-                f"{BACKTEST_ALPHA:.1%} test over {self.tests} tests)"))
+                f"backtest {at}, every candidate scored by {how}: the {best} projection beat the best "
+                f"observed mix by {self.scores[best].gain:.4g}, more than the margin ({self.margin:.3g}: a "
+                f"one-sided {BACKTEST_ALPHA:.1%} test over {self.tests} tests)"))
         law = f"law check: {self.check.note}"
         reasons = "; ".join(self.why_not(n) for n in self.projections)
         return replace(record, chosen=OBSERVED, reason=(
-            f"backtest {at}, every candidate scored by {how}: no projection passed ({reasons}; {law}), so the best "
-            "mix observed at the largest budget is used"))
+            f"backtest {at}, every candidate scored by {how}: no projection passed ({reasons}; {law}), so "
+            "the best mix observed at the largest budget is used"))

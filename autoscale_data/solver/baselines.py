@@ -24,8 +24,10 @@ import numpy as np
 from .regression import mixing_law_weights, regmix_weights
 from .runs import RunTable
 
-__all__ = ["BASELINES", "MIXING_LAW", "NATURAL", "PRESETS", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM", "Baseline",
-           "baseline_weights", "natural_weights", "reference_weights", "temperature_weights", "uniform_weights"]
+__all__ = ["BASELINES", "MIXING_LAW", "NATURAL", "PRESETS", "REFERENCE", "REGMIX", "TEMPERATURE", "UNIFORM",
+           "Baseline",
+           "baseline_weights", "natural_weights", "reference_weights", "temperature_weights",
+           "uniform_weights"]
 
 Baseline = Literal["mixing_law", "natural", "reference", "regmix", "temperature", "uniform"]
 """The baselines :func:`baseline_weights` computes: the one list of their names (the runner's methods of
@@ -59,7 +61,8 @@ def _domains(domains: Sequence[str] | None, token_counts: Mapping[str, float] | 
     return out
 
 
-def _counts(token_counts: Mapping[str, float] | None, domains: Sequence[str] | None = None) -> dict[str, float]:
+def _counts(token_counts: Mapping[str, float] | None,
+            domains: Sequence[str] | None = None) -> dict[str, float]:
     if token_counts is None:
         raise ValueError("this baseline needs token_counts= (tokens available per domain)")
     out = {}
@@ -104,7 +107,8 @@ def temperature_weights(token_counts: Mapping[str, float], temperature: float) -
 
 
 def reference_weights(domains: Sequence[str], *, weights: Mapping[str, float] | None = None,
-                      preset: str | None = None, mapping: Mapping[str, str] | None = None) -> dict[str, float]:
+                      preset: str | None = None,
+                      mapping: Mapping[str, str] | None = None) -> dict[str, float]:
     """User-given or preset weights, renormalised over ``domains``.
 
     Args:
@@ -133,7 +137,8 @@ def reference_weights(domains: Sequence[str], *, weights: Mapping[str, float] | 
         lower = {k.lower(): v for k, v in src.items()}
         missing = [d for d in ds if d.lower() not in lower]
         if missing:
-            raise ValueError(f"preset {preset!r} has no weight for {missing}; pass mapping= (preset keys: {sorted(src)})")
+            raise ValueError(f"preset {preset!r} has no weight for {missing}; pass mapping= (preset keys: "
+                             f"{sorted(src)})")
         raw = {d: lower[d.lower()] for d in ds}
     else:
         missing = [d for d in ds if d not in weights]

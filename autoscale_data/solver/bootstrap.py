@@ -91,7 +91,8 @@ class BootstrapResult(Record):
     def describe(self) -> str:
         """A short human-readable table."""
         kind = "range" if self.method == "consistent_fits" else f"{self.level:.0%} CI"
-        lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, {kind})"]
+        lines = [f"DDO bootstrap ({self.method}, {self.n_boot - self.n_failed}/{self.n_boot} replicates, "
+                 f"{kind})"]
         for d in self.domains:
             mark = "" if self.contains_base[d] else "  *differs from base*"
             lines.append(f"  {d:>16}: {self.weights[d]:.3f}  [{self.ci_low[d]:.3f}, {self.ci_high[d]:.3f}]"
@@ -99,14 +100,15 @@ class BootstrapResult(Record):
         verdict = ("distinguishable from the base mix" if self.distinguishable_from_base
                    else "NOT distinguishable from the base mix (more seeds or tokens needed)")
         if self.method == "consistent_fits":
-            verdict = ("not judged: the runs carry no estimate of noise; the intervals are the range over the "
-                       "fits consistent with the data")
+            verdict = ("not judged: the runs carry no estimate of noise; the intervals are the range over "
+                       "the fits consistent with the data")
         lines.append(f"  weights are {verdict}")
         return "\n".join(lines)
 
 
 def _residual_replicates(design, fits, n_boot, rng):
-    """Per-domain (Y, W) arrays of the residual bootstrap: each law's predictions plus its resampled residuals."""
+    """Per-domain (Y, W) arrays of the residual bootstrap: each law's predictions plus its resampled
+    residuals."""
     out = []
     for j, d in enumerate(design.domains):
         f = fits[d]
@@ -144,7 +146,8 @@ def _replicates(method, y, design, objective, noise_std, n_boot, rng):
 _METHODS = (AUTO, "seeds", "parametric", "residuals", "consistent_fits")
 
 
-def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: int = 1000, method: str = AUTO,
+def bootstrap_ddo(runs: RunTable, options: DDOOptions | None = None, *, n_boot: int = 1000,
+                  method: str = AUTO,
                   noise_std: float | None = None, level: float = 0.95, seed: int = 0,
                   point: DDOResult | None = None, **settings: Any) -> BootstrapResult:
     """Bootstrap confidence intervals of the DDO weights (see the module doc for the methods).
@@ -196,7 +199,8 @@ def _check_settings(n_boot: int, method: str, noise_std: float | None, level: fl
 def _chosen_method(method: str, noise_std: float | None, sizes: np.ndarray, pooled: float | None,
                    min_dof: int) -> str:
     """``method``, or for ``"auto"`` the first the runs support (module doc); ``ValueError`` where they do not
-    support the one asked (``sizes``: runs per point, ``pooled``: the replicates' sd, ``min_dof``: of the fits)."""
+    support the one asked (``sizes``: runs per point, ``pooled``: the replicates' sd, ``min_dof``: of the
+    fits)."""
     if method == AUTO:
         if noise_std is not None:
             return "parametric"
@@ -247,7 +251,8 @@ def _summarise(design, point, samples, method, noise_std, level, n_boot) -> Boot
     contains = (lo - tol <= base_w) & (base_w <= hi + tol)
     return BootstrapResult(
         weights=dict(point.weights), point=point, samples=samples,
-        ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},
+        ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d,
+                                                                                  v in zip(domains, hi, strict=False)},
         base_weights={d: float(v) for d, v in zip(domains, base_w, strict=False)},
         contains_base={d: bool(v) for d, v in zip(domains, contains, strict=False)},
         distinguishable_from_base=distinct, method=method, noise_std=noise_std, level=level,
@@ -283,7 +288,8 @@ class ProjectionBootstrap(Record):
         return tuple(self.weights)
 
 
-def bootstrap_projection(small: BootstrapResult, large: BootstrapResult, target_tokens: float) -> ProjectionBootstrap:
+def bootstrap_projection(small: BootstrapResult, large: BootstrapResult,
+                         target_tokens: float) -> ProjectionBootstrap:
     """Project each pair of replicates (small-budget i, large-budget i) to ``target_tokens``.
 
     Raises:

@@ -44,7 +44,8 @@ def apply_weight_bounds(weights: Mapping[str, float], min_weight: float = 0.0,
         if not low and not high:
             return {d: fixed.get(d, scaled.get(d, 0.0)) for d in names}
         # fix the side that violates most; the other side is re-examined after rescaling
-        if low and (not high or sum(min_weight - scaled[d] for d in low) >= sum(scaled[d] - max_weight for d in high)):
+        if low and (not high or sum(min_weight - scaled[d] for d in low) >= sum(scaled[d] - max_weight
+                                                                                for d in high)):
             fixed.update({d: min_weight for d in low})
         else:
             fixed.update({d: max_weight for d in high})

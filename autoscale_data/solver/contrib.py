@@ -17,8 +17,8 @@ research they serve:
 - repeated data in effective tokens (Muennighoff et al. 2023): :func:`effective_tokens`,
   :func:`raw_tokens`, :data:`R_STAR`, :func:`epochs_table` -> :class:`DomainEpochs`, and DDO and the
   projection in effective tokens with the budget in raw tokens: :func:`effective_table`,
-  :func:`allocate_effective` -> :class:`EffectiveAllocation`, :func:`optimize_effective` -> :class:`EffectiveOptimum`,
-  :func:`project_effective` -> :class:`EffectiveProjection`, :func:`raw_slope`.
+  :func:`allocate_effective` -> :class:`EffectiveAllocation`, :func:`optimize_effective` ->
+  :class:`EffectiveOptimum`, :func:`project_effective` -> :class:`EffectiveProjection`, :func:`raw_slope`.
 - the pieces of ``method="auto"``: :func:`observed_best`, :func:`noise_estimate`, :func:`path_scales`.
 """
 

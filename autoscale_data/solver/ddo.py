@@ -86,7 +86,8 @@ class DDOOptions:
         if not (0.0 <= self.min_weight < 1.0) or not (0.0 < self.max_weight <= 1.0):
             raise ValueError(f"weight bounds must satisfy 0 <= min_weight < 1 and 0 < max_weight <= 1, "
                              f"got {self.min_weight} and {self.max_weight}")
-        if self.budget_tokens is not None and not (np.isfinite(self.budget_tokens) and self.budget_tokens > 0):
+        if self.budget_tokens is not None and not (np.isfinite(self.budget_tokens)
+                                                   and self.budget_tokens > 0):
             raise ValueError(f"budget_tokens must be > 0, got {self.budget_tokens}")
         if not (0.0 < self.profile_level < 1.0):
             raise ValueError(f"profile_level must be in (0, 1), got {self.profile_level}")
@@ -275,8 +276,10 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
         allocation_tokens={d: float(v) for d, v in zip(domains, alloc, strict=False)},
         multipliers={d: float(v) for d, v in zip(domains, x, strict=False)},
         base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)}, diagnostics=fits,
-        aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))), loo_aar=_loo_aar(design, y, o.law, fits),
-        pinned=list(bounds_hit), bounds_hit=bounds_hit, status="degenerate" if bool(sol.degenerate) else "optimal",
+        aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
+        loo_aar=_loo_aar(design, y, o.law, fits),
+        pinned=list(bounds_hit), bounds_hit=bounds_hit, status="degenerate" if bool(sol.degenerate)
+        else "optimal",
         kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi), objective=o.objective, law=o.law,
         predicted_change=change, base_runs=[design.run_ids[i] for i in design.base_runs],
         min_weight=float(o.min_weight), max_weight=float(o.max_weight),

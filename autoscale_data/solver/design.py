@@ -20,7 +20,8 @@ __all__ = ["DDODesign", "ddo_runs_plan", "objective_weight", "read_design", "run
 _RTOL = 1e-6
 
 
-def ddo_runs_plan(base_tokens: Mapping[str, float], multipliers: Sequence[float] = (3.0, 1 / 3)) -> list[dict[str, float]]:
+def ddo_runs_plan(base_tokens: Mapping[str, float],
+                  multipliers: Sequence[float] = (3.0, 1 / 3)) -> list[dict[str, float]]:
     """The allocations of a DDO design: the base, then each domain times each multiplier.
 
     Args:
@@ -132,7 +133,8 @@ def _same(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _base_point(pts: np.ndarray, point_of_run: np.ndarray, ids: tuple[str, ...], base_run: str | None) -> int:
-    """The allocation of ``base_run``, else the one allocation that differs from every other in one domain at most."""
+    """The allocation of ``base_run``, else the one allocation that differs from every other in one domain at
+    most."""
     if base_run is not None:
         if base_run not in ids:
             raise ValueError(f"base_run {base_run!r} is not a run id")

@@ -45,7 +45,8 @@ _RTOL = 1e-12
 
 
 def raw_slope(effective: Any, unique: Any, r_star: float = R_STAR) -> np.ndarray:
-    """``d raw / d effective``: 1 within the first epoch, ``1 / (1 - (e - U) / (U R*))`` beyond (``inf`` at the bound)."""
+    """``d raw / d effective``: 1 within the first epoch, ``1 / (1 - (e - U) / (U R*))`` beyond (``inf`` at
+    the bound)."""
     e = np.asarray(effective, dtype=np.float64)
     u = np.asarray(unique, dtype=np.float64)
     frac = np.clip((e - u) / (u * r_star), 0.0, 1.0)
@@ -64,7 +65,8 @@ def effective_table(runs: RunTable, unique: Mapping[str, float], r_star: float =
         missing = sorted(set(run.tokens) - set(unique))
         if missing:
             raise ValueError(f"unique tokens are missing for domains {missing} (run {run.run_id!r})")
-        tokens = {d: float(effective_tokens(float(n), float(unique[d]), r_star)) for d, n in run.tokens.items()}
+        tokens = {d: float(effective_tokens(float(n), float(unique[d]), r_star)) for d,
+                  n in run.tokens.items()}
         out.append(Run(run.run_id, tokens=tokens, loss=dict(run.loss), seed=run.seed, label=run.label))
     return RunTable(out)
 
@@ -95,7 +97,8 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
                        base_effective: Sequence[float], unique: Sequence[float], budget: float,
                        raw_lo: Sequence[float], raw_hi: Sequence[float],
                        r_star: float = R_STAR) -> EffectiveAllocation:
-    """Minimise ``Σ_j β_j (x_j + a_j)^(-b_j)`` s.t. ``Σ_j raw(x_j e_j; U_j) = budget``, ``lo_j <= raw_j <= hi_j``.
+    """Minimise ``Σ_j β_j (x_j + a_j)^(-b_j)`` s.t. ``Σ_j raw(x_j e_j; U_j) = budget``, ``lo_j <= raw_j <=
+    hi_j``.
 
     Args:
         amplitude, a, b: each domain's law in effective multipliers (``β >= 0``, ``b >= 0``).
@@ -109,7 +112,8 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
         ValueError: shapes or values out of range, bounds that cannot meet the budget, or an upper bound
             outside a law's domain (``x + a <= 0``).
     """
-    arrays = tuple(np.asarray(v, dtype=np.float64) for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
+    arrays = tuple(np.asarray(v, dtype=np.float64) for v in (amplitude, a, b, base_effective, unique, raw_lo,
+                                                             raw_hi))
     _check_problem(arrays, budget)
     beta, aa, bb, eb, u, lo_r, hi_r = arrays
     e_lo, e_hi = _effective_bounds(arrays, budget, r_star)
@@ -117,25 +121,32 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
     free = np.flatnonzero(~law.flat)
     degenerate = False
     if free.size:
-        top = max(law.log_gain(j, e_lo[j]) - float(np.log(raw_slope(e_lo[j], u[j], r_star))) for j in free) + 1.0
-        bottom = min(law.log_gain(j, e_hi[j]) - float(np.log(raw_slope(e_hi[j], u[j], r_star))) for j in free) - 1.0
+        top = max(law.log_gain(j, e_lo[j]) - float(np.log(raw_slope(e_lo[j], u[j], r_star)))
+                  for j in free) + 1.0
+        bottom = min(law.log_gain(j, e_hi[j]) - float(np.log(raw_slope(e_hi[j], u[j], r_star)))
+                     for j in free) - 1.0
     if free.size == 0 or law.total(bottom) < budget * (1 - _RTOL):
         # the fitted laws want less than the budget (all at their upper bounds): flat laws absorb the rest
         degenerate, lam = True, 0.0
-        raw = np.asarray(raw_tokens(law.e_at(bottom) if free.size else e_lo.copy(), u, r_star), dtype=np.float64)
+        raw = np.asarray(raw_tokens(law.e_at(bottom) if free.size else e_lo.copy(), u, r_star),
+                         dtype=np.float64)
         raw, e = _spread_over_flat(law.flat, raw, hi_r, budget, lambda r: effective_tokens(r, u, r_star))
     else:
-        log_lam = top if law.total(top) >= budget * (1 - _RTOL) else brentq(  # top: every domain at its lower bound
-            lambda s: law.total(s) - budget, bottom, top, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+        # top: every domain at its lower bound
+        log_lam = top if law.total(top) >= budget * (1 - _RTOL) else brentq(
+            lambda s: law.total(s) - budget, bottom, top, xtol=1e-14, rtol=4 * np.finfo(float).eps,
+            maxiter=500)
         lam = math.exp(log_lam)
         e = law.e_at(log_lam)
         raw = np.asarray(raw_tokens(e, u, r_star), dtype=np.float64)
     at_upper = raw >= hi_r * (1 - 1e-9)
-    return EffectiveAllocation(x=e / eb, effective=e, raw=raw, at_lower=(raw <= lo_r * (1 + 1e-9) + 1e-9) & ~at_upper,
+    return EffectiveAllocation(x=e / eb, effective=e, raw=raw,
+                               at_lower=(raw <= lo_r * (1 + 1e-9) + 1e-9) & ~at_upper,
                                at_upper=at_upper, lam=float(lam), degenerate=degenerate)
 
 
-def _effective_bounds(arrays: tuple[np.ndarray, ...], budget: float, r_star: float) -> tuple[np.ndarray, np.ndarray]:
+def _effective_bounds(arrays: tuple[np.ndarray, ...], budget: float,
+                      r_star: float) -> tuple[np.ndarray, np.ndarray]:
     """The raw bounds in effective tokens, the lower one lifted so that ``x + a > 0`` (log-worth finite)."""
     _, aa, _, eb, u, lo_r, hi_r = arrays
     e_lo = np.asarray(effective_tokens(lo_r, u, r_star), dtype=np.float64).reshape(u.shape)
@@ -161,23 +172,26 @@ def _check_problem(arrays: tuple[np.ndarray, ...], budget: float) -> None:
     parameters, base tokens, unique tokens and bounds)."""
     beta, aa, bb, eb, u, lo_r, hi_r = arrays
     if any(v.shape != beta.shape for v in arrays) or beta.ndim != 1:
-        raise ValueError(f"law parameters, base tokens, unique tokens and bounds must be 1-D of one length, got "
-                         f"{[v.shape for v in arrays]}")
+        raise ValueError("law parameters, base tokens, unique tokens and bounds must be 1-D of one length, "
+                         f"got {[v.shape for v in arrays]}")
     if np.any(~(eb > 0)) or np.any(~np.isfinite(eb)):
         raise ValueError(f"base effective tokens must be positive and finite, got {eb.tolist()}")
     if np.any(~(beta >= 0)) or np.any(~(bb >= 0)):
         raise ValueError(f"law amplitudes and exponents must be >= 0, got {beta.tolist()} and {bb.tolist()}")
     if np.any(~np.isfinite(hi_r)) or np.any(~(lo_r >= 0)) or np.any(lo_r > hi_r):
-        raise ValueError(f"raw bounds must satisfy 0 <= lo <= hi < inf, got {lo_r.tolist()} and {hi_r.tolist()}")
+        raise ValueError(f"raw bounds must satisfy 0 <= lo <= hi < inf, got {lo_r.tolist()} and "
+                         f"{hi_r.tolist()}")
     if not (math.isfinite(budget) and budget > 0):
         raise ValueError(f"budget must be > 0 tokens, got {budget}")
     if lo_r.sum() > budget * (1 + 1e-12) or hi_r.sum() < budget * (1 - 1e-12):
-        raise ValueError(f"raw-token bounds (sum {lo_r.sum():g} to {hi_r.sum():g}) cannot meet the budget {budget:g}")
+        raise ValueError(f"raw-token bounds (sum {lo_r.sum():g} to {hi_r.sum():g}) cannot meet the budget "
+                         f"{budget:g}")
 
 
 @dataclass(frozen=True)
 class _Worth:
-    """The laws of :func:`allocate_effective` in effective tokens, and each domain's tokens at a price of raw tokens."""
+    """The laws of :func:`allocate_effective` in effective tokens, and each domain's tokens at a price of raw
+    tokens."""
 
     beta: np.ndarray
     aa: np.ndarray
@@ -199,7 +213,8 @@ class _Worth:
                      - np.log(self.eb[j]))
 
     def e_at(self, log_lam: float) -> np.ndarray:
-        """Each domain's effective tokens where its worth per raw token is ``exp(log_lam)`` (within its bounds)."""
+        """Each domain's effective tokens where its worth per raw token is ``exp(log_lam)`` (within its
+        bounds)."""
         out = self.e_lo.copy()
         for j in np.flatnonzero(~self.flat):
             def h(e: float, j: int = j) -> float:  # decreasing in e: worth falls, raw cost rises
@@ -209,7 +224,8 @@ class _Worth:
             elif h(self.e_hi[j]) >= 0:
                 out[j] = self.e_hi[j]
             else:
-                out[j] = brentq(h, self.e_lo[j], self.e_hi[j], xtol=1e-15 * self.e_hi[j], rtol=4 * np.finfo(float).eps)
+                out[j] = brentq(h, self.e_lo[j], self.e_hi[j], xtol=1e-15 * self.e_hi[j],
+                                rtol=4 * np.finfo(float).eps)
         return out
 
     def total(self, log_lam: float) -> float:
@@ -245,8 +261,10 @@ class EffectiveOptimum(Record):
 
 
 def optimize_effective(result: Any, unique: Mapping[str, float], budget_tokens: float | None = None, *,
-                       raw_caps: Mapping[str, float] | None = None, r_star: float = R_STAR) -> EffectiveOptimum:
-    """The raw-budget optimum of a DDO fit on effective tokens (:func:`effective_table` then :func:`~.ddo.fit_ddo`).
+                       raw_caps: Mapping[str, float] | None = None,
+                       r_star: float = R_STAR) -> EffectiveOptimum:
+    """The raw-budget optimum of a DDO fit on effective tokens (:func:`effective_table` then
+    :func:`~.ddo.fit_ddo`).
 
     Args:
         result: the :class:`~.ddo.DDOResult` fitted on effective tokens (its ``base_tokens`` are effective;
@@ -323,7 +341,8 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         caps: raw tokens available per domain at the target (unique x max_epochs; finite).
 
     Raises:
-        ValueError: bad values, a domain missing from ``unique``/``caps``, or ``T`` raw tokens unspent (all capped).
+        ValueError: bad values, a domain missing from ``unique``/``caps``, or ``T`` raw tokens unspent (all
+            capped).
     """
     t = float(target_tokens)
     if not (math.isfinite(t) and t > 0):
@@ -336,8 +355,10 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         got = project_at(e_budget)
         return np.array([float(got[d]) for d in domains])
 
-    def raw_of(e: np.ndarray) -> np.ndarray:  # raw tokens of an effective allocation, capped domains at their cap
-        return np.where(e >= e_cap, cap, np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star), dtype=np.float64))
+    # raw tokens of an effective allocation, capped domains at their cap
+    def raw_of(e: np.ndarray) -> np.ndarray:
+        return np.where(e >= e_cap, cap, np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star),
+                                                    dtype=np.float64))
 
     e_budget = _spend(lambda e: raw_of(alloc(e)), t, dict(zip(domains, cap.tolist(), strict=True)))
     asked = alloc(e_budget)
@@ -353,13 +374,15 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         allocation_tokens={d: float(v) for d, v in zip(domains, raw, strict=True)},
         effective_tokens={d: float(v) for d, v in zip(domains, np.minimum(asked, e_cap), strict=True)},
         epochs={d: float(v / w) for d, v, w in zip(domains, raw, u, strict=True)},
-        capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain, strict=True)},
+        capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain,
+                                                                                  strict=True)},
         warnings=warnings)
 
 
 def _unique_and_caps(domains: Sequence[str], unique: Mapping[str, float],
                      caps: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """``unique`` and ``caps`` as arrays in ``domains``' order, every domain in both and every cap finite, > 0."""
+    """``unique`` and ``caps`` as arrays in ``domains``' order, every domain in both and every cap finite, >
+    0."""
     missing = sorted(set(domains) - (set(unique) & set(caps)))
     if missing:
         raise ValueError(f"unique tokens or caps are missing for domains {missing}")
@@ -370,7 +393,8 @@ def _unique_and_caps(domains: Sequence[str], unique: Mapping[str, float],
 
 
 def _spend(cost: Callable[[float], np.ndarray], t: float, caps: Mapping[str, float]) -> float:
-    """The effective budget whose allocation costs ``t`` raw tokens (``cost``: per domain), bracketed by doubling."""
+    """The effective budget whose allocation costs ``t`` raw tokens (``cost``: per domain), bracketed by
+    doubling."""
     lo, hi = t * 1e-6, t  # raw >= effective: at E = T the path costs at least T unless a domain is capped
     grow = 0
     while cost(hi).sum() < t * (1 - _RTOL):

@@ -42,18 +42,20 @@ from .runs import RunTable
 
 __all__ = ["GainEstimate", "GainLaw", "predicted_gain", "predicted_gains", "predicted_values"]
 
-_SINGULAR_RTOL = 1e-10  # a singular value below this fraction of the largest is a direction the runs do not fix
-_NULL_ATOL = 1e-8  # a gradient component along such a direction above this (relative) makes the variance infinite
+# a singular value below this fraction of the largest is a direction the runs do not fix
+_SINGULAR_RTOL = 1e-10
+# a gradient component along such a direction above this (relative) makes the variance infinite
+_NULL_ATOL = 1e-8
 
 
 @dataclass(frozen=True)
 class GainEstimate(Record):
     """The joint law's predicted gain of a candidate over a reference mix at one budget.
 
-    A record (``Selection.predicted``): its JSON holds ``gain``, ``sd``, ``z`` and ``noise`` with ``null`` where
-    not finite (JSON has no infinity: ``sd`` null is a gain the runs do not determine), ``determined``, the
-    replicates' and the law's numbers, and ``trust`` where the trust checks flag the projection; files of the
-    first two-budget rule hold only the first five.
+    A record (``Selection.predicted``): its JSON holds ``gain``, ``sd``, ``z`` and ``noise`` with ``null``
+    where not finite (JSON has no infinity: ``sd`` null is a gain the runs do not determine), ``determined``,
+    the replicates' and the law's numbers, and ``trust`` where the trust checks flag the projection; files of
+    the first two-budget rule hold only the first five.
 
     Attributes:
         gain: ``L(reference) - L(candidate)`` in objective units (> 0: the candidate is predicted better).
@@ -92,15 +94,18 @@ class GainEstimate(Record):
     def to_json(self) -> dict[str, Any]:
         """The codec's object with ``gain``, ``sd``, ``z`` and ``noise`` null where not finite."""
         nullable = ("gain", "sd", "z", "noise")
-        return {k: None if k in nullable and not np.isfinite(v) else v for k, v in fields_to_json(self).items()}
+        return {k: None if k in nullable and not np.isfinite(v) else v for k,
+                v in fields_to_json(self).items()}
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> GainEstimate:
-        """Read :meth:`to_json`'s object: a null ``sd`` is infinite, a null ``gain`` or ``noise`` not a number."""
+        """Read :meth:`to_json`'s object: a null ``sd`` is infinite, a null ``gain`` or ``noise`` not a
+        number."""
         if not isinstance(data, Mapping) or "gain" not in data:
             raise ValueError(f"key {path + '.gain' if path else 'gain'!r} is missing")
         missing = {"gain": float("nan"), "sd": float("inf"), "noise": float("nan")}
-        return cls(**fields_from_json(cls, {**data, **{k: v for k, v in missing.items() if data.get(k) is None}}, path))
+        return cls(**fields_from_json(cls, {**data, **{k: v for k, v in missing.items()
+                                                       if data.get(k) is None}}, path))
 
 
 def _free(fit: JointFit, m: int) -> np.ndarray:
@@ -116,7 +121,8 @@ def _free(fit: JointFit, m: int) -> np.ndarray:
 
 @dataclass
 class GainLaw:
-    """What every gain under one joint fit shares: the runs' noise, the free parameters, the Jacobian and its SVD."""
+    """What every gain under one joint fit shares: the runs' noise, the free parameters, the Jacobian and its
+    SVD."""
 
     fit: JointFit
     p: np.ndarray
@@ -134,8 +140,8 @@ class GainLaw:
         o = options or DDOOptions()
         data = _gather(tables, o.objective, o.val_domains, None)
         if data.domains != fit.domains or data.y.size != fit.n_points:
-            raise ValueError(f"the tables ({data.y.size} runs of {data.domains}) are not those of the joint fit "
-                             f"({fit.n_points} runs of {fit.domains})")
+            raise ValueError(f"the tables ({data.y.size} runs of {data.domains}) are not those of the joint "
+                             f"fit ({fit.n_points} runs of {fit.domains})")
         amp, a, g, s = _law_arrays(fit.law)
         p = np.concatenate([amp, a, g, [fit.floor]])
         free = _free(fit, len(fit.domains))
@@ -157,14 +163,16 @@ class GainLaw:
 
     @functools.cached_property
     def svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The column scales of the Jacobian and the SVD (singular values, right vectors) of the scaled one."""
+        """The column scales of the Jacobian and the SVD (singular values, right vectors) of the scaled
+        one."""
         scale = np.linalg.norm(self.jac, axis=0)
         scale = np.where(scale > 0, scale, 1.0)
         _, sv, vt = np.linalg.svd(self.jac / scale, full_matrices=False)
         return scale, sv, vt
 
     def sd(self, gain: float, grad: np.ndarray) -> float:
-        """The delta method's sd of a gain with gradient ``grad`` (module doc); inf where the runs do not fix it."""
+        """The delta method's sd of a gain with gradient ``grad`` (module doc); inf where the runs do not fix
+        it."""
         if not (np.isfinite(self.residual) and np.isfinite(gain) and np.all(np.isfinite(self.jac))
                 and np.all(np.isfinite(grad))):
             return float("inf")
@@ -177,9 +185,9 @@ class GainLaw:
             return float(self.residual * np.sqrt(np.sum((proj[~null] / sv[~null]) ** 2)))
 
     def covariance(self, grads: np.ndarray) -> np.ndarray | None:
-        """``σ² G (JᵀJ)⁻¹ Gᵀ`` for the rows of ``grads`` (gradients over the free parameters): the delta method's
-        covariance of the law's values there; None where a row has a component along a direction the runs do
-        not determine (module doc)."""
+        """``σ² G (JᵀJ)⁻¹ Gᵀ`` for the rows of ``grads`` (gradients over the free parameters): the delta
+        method's covariance of the law's values there; None where a row has a component along a direction the
+        runs do not determine (module doc)."""
         if not (np.isfinite(self.residual) and np.all(np.isfinite(self.jac)) and np.all(np.isfinite(grads))):
             return None
         scale, sv, vt = self.svd
@@ -227,9 +235,9 @@ def predicted_gain(fit: JointFit, tables: Sequence[RunTable], reference: Mapping
 
 def predicted_values(fit: JointFit, tables: Sequence[RunTable], tokens: np.ndarray,
                      options: DDOOptions | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """The law's objective for runs with ``tokens`` (rows in ``fit.domains`` order) and the delta method's covariance
-    of those values over the fit to ``tables`` (objective units; None where they rest on what the runs do not
-    determine).
+    """The law's objective for runs with ``tokens`` (rows in ``fit.domains`` order) and the delta method's
+    covariance of those values over the fit to ``tables`` (objective units; None where they rest on what the
+    runs do not determine).
 
     Raises:
         ValueError: the tables are not the fit's, or ``tokens`` has not one column per domain.
@@ -248,8 +256,8 @@ def predicted_values(fit: JointFit, tables: Sequence[RunTable], tokens: np.ndarr
 def predicted_gains(fit: JointFit, tables: Sequence[RunTable], reference: Mapping[str, float],
                     candidates: Mapping[str, Mapping[str, float]],
                     options: DDOOptions | None = None) -> dict[str, GainEstimate | str]:
-    """:func:`predicted_gain` of each of ``candidates`` (``{name: allocation}``), the fit's Jacobian and its SVD
-    computed once; a candidate's error as its text."""
+    """:func:`predicted_gain` of each of ``candidates`` (``{name: allocation}``), the fit's Jacobian and its
+    SVD computed once; a candidate's error as its text."""
     try:
         law = GainLaw.of(fit, tables, options)
     except ValueError as exc:

@@ -31,13 +31,15 @@ from .._records import Record, omitted, transient
 from .laws import B_MAX, PROFILE_B, PowerLawFit, fit_on_grid, local_fits, shift_frame
 from .vocabulary import law_parameters
 
-__all__ = ["MAX_COMBINATIONS", "DomainFits", "Identifiability", "JointIdentifiability", "consistent_fits", "identify"]
+__all__ = ["MAX_COMBINATIONS", "DomainFits", "Identifiability", "JointIdentifiability", "consistent_fits",
+           "identify"]
 
 MAX_COMBINATIONS = 4096
 """Most combinations of per-domain fits optimised jointly (beyond it: one domain at a time)."""
 
 Params = tuple[float, float, float, float]  # (amplitude, a, b, c)
-Optimum = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (amp, a, b), each (B, m) -> weights (B, m)
+# (amp, a, b), each (B, m) -> weights (B, m)
+Optimum = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,8 @@ class Identifiability(Record):
 
     def describe(self) -> str:
         """One or two sentences for a report."""
-        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items() if hi - lo > 5e-4)
+        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items()
+                           if hi - lo > 5e-4)
         if self.identified:
             return (f"Identified: every fit has spare points, and the fits within the noise move no weight "
                     f"by more than {self.spread:.3f}.")
@@ -235,8 +238,8 @@ class Identifiability(Record):
                    f"parameters, so their fits pass through every point and nothing checks them"
                    + (f"; {len(several)} of them have several exact fits" if several else ""))
         else:
-            why = (f"the design could identify the law, but these runs do not: laws that fit them within their "
-                   f"noise ({self.level:.0%} profile) put the optimum at different mixes")
+            why = ("the design could identify the law, but these runs do not: laws that fit them within "
+                   f"their noise ({self.level:.0%} profile) put the optimum at different mixes")
         move = (f" Over the consistent fits the weights could move by up to {self.spread:.3f}: {ranges}."
                 if ranges else " All of the consistent fits give the same weights.")
         return f"NOT identified by the data: {why}.{move} More multipliers or seeds per domain narrow this."
@@ -244,7 +247,8 @@ class Identifiability(Record):
 
 @dataclass(frozen=True)
 class JointIdentifiability(Record):
-    """Whether the runs determine the optimum of the joint law (:func:`~.joint.fit_joint`), and how far it could move.
+    """Whether the runs determine the optimum of the joint law (:func:`~.joint.fit_joint`), and how far it
+    could move.
 
     The consistent fits are those whose SSE stays within ``noise_variance · χ²₁(level)`` of the best
     one (linearised); see :func:`~.joint.fit_joint`.
@@ -297,18 +301,20 @@ class JointIdentifiability(Record):
     def describe(self) -> str:
         """One or two sentences for a report."""
         if self.identified:
-            return (f"Identified: {self.points} runs for {self.parameters} parameters, and the fits within the noise "
-                    f"move no weight by more than {self.spread:.3f}.")
+            return (f"Identified: {self.points} runs for {self.parameters} parameters, and the fits within "
+                    f"the noise move no weight by more than {self.spread:.3f}.")
         why = []
         if self.undetermined_directions:
-            why.append(f"{self.undetermined_directions} parameter combination(s) are not determined by the runs")
+            why.append(f"{self.undetermined_directions} parameter combination(s) are not determined by the "
+                       "runs")
         if self.spread > self.weight_tol:
-            why.append(f"fits within the noise ({self.level:.0%} profile) move a weight by {self.spread:.3f} > "
-                       f"{self.weight_tol}")
-        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items() if hi - lo > 5e-4)
-        return (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could move: "
-                f"{ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more budgets) "
-                "narrow this.")
+            why.append(f"fits within the noise ({self.level:.0%} profile) move a weight by {self.spread:.3f} "
+                       f"> {self.weight_tol}")
+        ranges = ", ".join(f"{d} {lo:.3f}-{hi:.3f}" for d, (lo, hi) in self.weight_range.items()
+                           if hi - lo > 5e-4)
+        return (f"NOT identified by the data: {'; '.join(why)}. Over the consistent fits the weights could "
+                f"move: {ranges or 'none'}. Runs that vary the uncertain domains' shares more (or at more "
+                "budgets) narrow this.")
 
 
 def identify(fits: Mapping[str, PowerLawFit], optimum: Optimum, *, at: Mapping[str, float] | None = None,

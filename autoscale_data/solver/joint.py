@@ -83,10 +83,11 @@ def _checked_tables(tables: Sequence[RunTable], base_runs: Sequence[str | None] 
     """The base run of each table (None: found), after checking the tables are ``min_tables`` or more of one
     set of training domains."""
     if isinstance(tables, RunTable) or not isinstance(tables, Sequence):
-        raise ValueError(f"tables must be a sequence of RunTables (one per budget), got {type(tables).__name__}")
+        raise ValueError("tables must be a sequence of RunTables (one per budget), got "
+                         f"{type(tables).__name__}")
     if len(tables) < min_tables:
-        raise ValueError(f"a joint fit needs the runs of >= {min_tables} budgets, got {len(tables)} table(s); "
-                         "with one budget use fit_budget_law")
+        raise ValueError(f"a joint fit needs the runs of >= {min_tables} budgets, got {len(tables)} "
+                         "table(s); with one budget use fit_budget_law")
     for k, t in enumerate(tables):
         if not isinstance(t, RunTable):
             raise ValueError(f"tables[{k}] must be a RunTable, got {type(t).__name__}")
@@ -100,7 +101,8 @@ def _checked_tables(tables: Sequence[RunTable], base_runs: Sequence[str | None] 
     return bases
 
 
-def _gather(tables: Sequence[RunTable], objective: str, val_domains: Sequence[str] | Mapping[str, float] | None,
+def _gather(tables: Sequence[RunTable], objective: str,
+            val_domains: Sequence[str] | Mapping[str, float] | None,
             base_runs: Sequence[str | None] | None, min_tables: int = 2) -> _Data:
     bases = _checked_tables(tables, base_runs, min_tables)
     domains = tables[0].train_domains
@@ -156,12 +158,14 @@ def _check_varied(domains: Sequence[str], toks: Sequence[np.ndarray]) -> None:
     """Every domain's share must vary between the runs of at least one budget, and be trained somewhere."""
     for j, d in enumerate(domains):
         if not any(t[:, j].max() > 0 for t in toks):
-            raise ValueError(f"domain {d!r} has no tokens in any run: its law cannot be fitted; drop the domain")
+            raise ValueError(f"domain {d!r} has no tokens in any run: its law cannot be fitted; drop the "
+                             "domain")
         shares = [t[:, j] / t.sum(axis=1) for t in toks]
         if all(np.ptp(w) <= 1e-9 for w in shares):
             raise ValueError(
-                f"domain {d!r} has the same share ({shares[0][0]:.6g}) in every run of every budget: the runs do "
-                "not vary it, so its effect cannot be told apart from the budget's; add runs that change its share")
+                f"domain {d!r} has the same share ({shares[0][0]:.6g}) in every run of every budget: the "
+                "runs do not vary it, so its effect cannot be told apart from the budget's; add runs that "
+                "change its share")
 
 
 def _bounds(data: _Data) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +241,8 @@ def _grid_starts(data: _Data) -> list[tuple[np.ndarray, np.ndarray]]:
         return _grid_starts_any(data)
     m = len(data.domains)
     lo, hi = _bounds(data)
-    ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean()) for k, d in enumerate(data.designs)}
+    ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean()) for k,
+             d in enumerate(data.designs)}
     offsets = np.cumsum([0] + [len(t) for t in data.tables])
     picks = np.zeros((_GRID_STARTS, 2, m))
     for j in range(m):
@@ -292,7 +297,8 @@ def _solve(data: _Data, starts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np
 
 @dataclass(frozen=True)
 class DomainLaw(Record):
-    """One domain's term of the joint law, ``amplitude · (tokens / scale_tokens + n0 / scale_tokens)^(-gamma)``.
+    """One domain's term of the joint law, ``amplitude · (tokens / scale_tokens + n0 /
+    scale_tokens)^(-gamma)``.
 
     Attributes:
         n0: "equivalent data" (tokens, >= 0).
@@ -318,7 +324,8 @@ class JointFit(Record):
         budgets: the budgets fitted (base totals), increasing.
         law: each domain's term, in the domains' order (that of the first table).
         floor: the common floor ``ℓ``.
-        objective: ``"mean_loss"`` or ``"mean_ppl"``; ``normalizer``: the constant the objective is divided by.
+        objective: ``"mean_loss"`` or ``"mean_ppl"``; ``normalizer``: the constant the objective is divided
+            by.
         per_budget: per budget, ``{"budget_tokens", "runs", "sse", "aar"}``.
         sse, aar: over all runs; ``n_points``, ``n_params``: runs and fitted parameters.
         at_bound: per domain, the parameters that ended at a bound (``"gamma=0"``, ``"gamma=max"``,
@@ -378,7 +385,8 @@ class JointFit(Record):
         return {d: t.amplitude for d, t in self.law.items()}
 
     def predict(self, tokens: Mapping[str, float]) -> float:
-        """The fitted objective for a run with ``tokens`` per domain (``mean_ppl``: divided by ``normalizer``)."""
+        """The fitted objective for a run with ``tokens`` per domain (``mean_ppl``: divided by
+        ``normalizer``)."""
         missing = sorted(set(self.domains) - set(tokens))
         if missing:
             raise ValueError(f"tokens lack domains {missing}")
@@ -399,7 +407,8 @@ class JointFit(Record):
     def path_scales(self, first_budget: float) -> list[tuple[float, dict[str, float]]]:
         """The law's optima at ``first_budget`` and at the target: a :class:`~.plan.MixturePlan`
         built on them (``MixturePlan.from_scales``) runs through both exactly."""
-        return [(float(first_budget), self.optimize_at(first_budget)), (self.budget_tokens, dict(self.allocation_tokens))]
+        return [(float(first_budget), self.optimize_at(first_budget)), (self.budget_tokens,
+                                                                        dict(self.allocation_tokens))]
 
 
 def _law_arrays(law: Mapping[str, DomainLaw]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -412,7 +421,8 @@ def _law_arrays(law: Mapping[str, DomainLaw]) -> tuple[np.ndarray, np.ndarray, n
 def _allocation(law: Mapping[str, DomainLaw], budget_tokens: float, min_weight: float, max_weight: float,
                 token_caps: Mapping[str, float] | None,
                 ) -> tuple[Allocation, np.ndarray, np.ndarray, np.ndarray]:
-    """The law's optimum at ``budget_tokens`` within the bounds, its multiplier bounds and the token scales."""
+    """The law's optimum at ``budget_tokens`` within the bounds, its multiplier bounds and the token
+    scales."""
     amp, a, g, s = _law_arrays(law)
     caps = None if token_caps is None else np.array([token_caps[d] for d in law])
     lo, hi = multiplier_bounds(s, float(budget_tokens), min_weight, max_weight, caps, tuple(law))
@@ -451,8 +461,10 @@ def joint_options(options: DDOOptions | None, settings: Mapping[str, Any], *, ca
     return build_options(DDOOptions, options, settings, caller=caller)
 
 
-def fit_joint(tables: Sequence[RunTable], options: DDOOptions | None = None, *, target_tokens: float | None = None,
-              base_runs: Sequence[str | None] | None = None, objective_weights: Mapping[str, float] | None = None,
+def fit_joint(tables: Sequence[RunTable], options: DDOOptions | None = None, *,
+              target_tokens: float | None = None,
+              base_runs: Sequence[str | None] | None = None,
+              objective_weights: Mapping[str, float] | None = None,
               **settings: Any) -> JointFit:
     """Fit one law to the runs of two or more budgets and optimise it at ``target_tokens``.
 
@@ -504,7 +516,8 @@ def fit_budget_law(table: RunTable, options: DDOOptions | None = None, *,
     o = joint_options(options, settings, caller="fit_budget_law")
     if not isinstance(table, RunTable):
         raise ValueError(f"table must be a RunTable, got {type(table).__name__}")
-    data = _gather([table], o.objective, _objective_columns(o.val_domains, objective_weights), None, min_tables=1)
+    data = _gather([table], o.objective, _objective_columns(o.val_domains, objective_weights), None,
+                   min_tables=1)
     return _fit(data, None, o)
 
 
@@ -545,17 +558,19 @@ def _objective_columns(val_domains: Sequence[str] | None,
     if val_domains is not None:
         raise ValueError("give val_domains or objective_weights, not both")
     if not isinstance(objective_weights, Mapping) or not objective_weights:
-        raise ValueError(f"objective_weights must be a non-empty mapping domain -> weight, got {objective_weights!r}")
+        raise ValueError("objective_weights must be a non-empty mapping domain -> weight, got "
+                         f"{objective_weights!r}")
     return dict(objective_weights)
 
 
 def _check_fit(data: _Data, target_tokens: float | None, n_params: int) -> float:
     """The target (the largest budget by default), once the runs are more than the law's parameters."""
     if data.y.size <= n_params:
-        raise ValueError(f"a fit of the law for {len(data.domains)} domains has {n_params} parameters and needs "
-                         f"more runs, got {data.y.size}")
+        raise ValueError(f"a fit of the law for {len(data.domains)} domains has {n_params} parameters and "
+                         f"needs more runs, got {data.y.size}")
     target = float(data.budgets[-1]) if target_tokens is None else target_tokens
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target) and target > 0):
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not (np.isfinite(target)
+                                                                                and target > 0):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
     return target
 
@@ -565,7 +580,8 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     n_params = 3 * m + 1
     target = _check_fit(data, target_tokens, n_params)
     caps = token_caps_array(data.domains, o.token_caps, o.max_epochs)
-    multiplier_bounds(data.scale, float(target), o.min_weight, o.max_weight, caps, data.domains)  # fail early on bad bounds
+    # fail early on bad bounds
+    multiplier_bounds(data.scale, float(target), o.min_weight, o.max_weight, caps, data.domains)
     p, n_ok = _solve(data, _grid_starts(data))
     lo, hi = _bounds(data)
     pred = _model(p, data.u)[0]
@@ -573,7 +589,8 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     rel = np.abs(res) / np.maximum(np.abs(data.y), 1e-300)
     per_budget = tuple({"budget_tokens": float(n), "runs": int(np.sum(data.budget_of_run == k)),
                         "sse": float(np.sum(res[data.budget_of_run == k] ** 2)),
-                        "aar": float(rel[data.budget_of_run == k].mean())} for k, n in enumerate(data.budgets))
+                        "aar": float(rel[data.budget_of_run == k].mean())} for k,
+                       n in enumerate(data.budgets))
     s = data.scale
     law = {d: DomainLaw(n0=float(p[m + j] * s[j]), gamma=float(p[2 * m + j]), amplitude=float(p[j]),
                         scale_tokens=float(s[j])) for j, d in enumerate(data.domains)}
@@ -581,22 +598,27 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     bounds = (float(o.min_weight), float(o.max_weight), token_caps)
     sol, lo_x, hi_x, _ = _allocation(law, target, *bounds)
     amp, a, g, _ = _law_arrays(law)
-    ident = _identify_joint(data, p, lo_x, hi_x, target=float(target), level=o.profile_level, weight_tol=o.weight_tol)
+    ident = _identify_joint(data, p, lo_x, hi_x, target=float(target), level=o.profile_level,
+                            weight_tol=o.weight_tol)
     per_budget_ranges = {}
     for n in data.budgets:  # the same statement at each fitted budget (for the robust projection)
         _, lo_n, hi_n, _ = _allocation(law, float(n), *bounds)
-        at_n = _identify_joint(data, p, lo_n, hi_n, level=o.profile_level, weight_tol=o.weight_tol, target=float(n))
+        at_n = _identify_joint(data, p, lo_n, hi_n, level=o.profile_level, weight_tol=o.weight_tol,
+                               target=float(n))
         per_budget_ranges[f"{float(n):.17g}"] = at_n.weight_range
     alloc = sol.x * s
     return JointFit(
-        weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)}, budget_tokens=float(target),
+        weights={d: float(v / target) for d, v in zip(data.domains, alloc, strict=True)},
+        budget_tokens=float(target),
         allocation_tokens={d: float(v) for d, v in zip(data.domains, alloc, strict=True)},
         budgets=tuple(float(n) for n in data.budgets), law=law, floor=float(p[-1]), objective=o.objective,
         normalizer=data.normalizer, per_budget=per_budget, sse=float(np.sum(res ** 2)), aar=float(rel.mean()),
-        n_points=int(data.y.size), n_params=n_params, at_bound=_at_bound(p, lo, hi, data.domains), starts=n_ok,
+        n_points=int(data.y.size), n_params=n_params, at_bound=_at_bound(p, lo, hi, data.domains),
+        starts=n_ok,
         bounds_hit={d: ("lower" if sol.at_lower[j] else "upper") for j, d in enumerate(data.domains)
                     if sol.at_lower[j] or sol.at_upper[j]},
-        status="degenerate" if bool(sol.degenerate) else "optimal", kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x),
+        status="degenerate" if bool(sol.degenerate) else "optimal",
+        kkt_residual=kkt_violation(amp, a, g, s, sol.x, lo_x, hi_x),
         min_weight=bounds[0], max_weight=bounds[1], token_caps=token_caps,
         identifiability=replace(ident, per_budget=per_budget_ranges),
     )
@@ -712,7 +734,8 @@ def weight_distance(weights: Mapping[str, float], reference: Mapping[str, float]
     return {"l1": l1, "total_variation": 0.5 * l1, "max_abs": float(np.abs(diff).max())}
 
 
-def compare_projections(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None, *,
+def compare_projections(tables: Sequence[RunTable], target_tokens: float, options: DDOOptions | None = None,
+                        *,
                         heldout: RunTable | DDOResult | None = None, ddo: Sequence[DDOResult] | None = None,
                         **settings: Any) -> dict[str, Any]:
     """The geometric (Theorem-1 path through the DDO optima) and the joint projection at a target.

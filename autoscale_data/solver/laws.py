@@ -33,7 +33,8 @@ from .vocabulary import DEFAULT_LAW, LAW_3P, LAW_4P, law_parameters
 
 __all__ = [
     "B_MAX", "PAPER_START", "PROFILE_B", "PROFILE_SHIFTS", "SHIFT_RANGE", "PowerLawFit", "fit_on_grid",
-    "fit_power_law", "fit_power_law_batch", "fit_power_law_paper", "local_fits", "power_law", "profile_over_b",
+    "fit_power_law", "fit_power_law_batch", "fit_power_law_paper", "local_fits", "power_law",
+    "profile_over_b",
     "shift_frame",
 ]
 
@@ -104,7 +105,8 @@ class PowerLawFit(Record):
     @property
     def parameters(self) -> dict[str, float]:
         """``a``, ``b``, ``c`` (and ``amplitude`` for the 4-parameter law): a DDO file's ``fit`` entry."""
-        return {"a": self.a, "b": self.b, "c": self.c} | ({"amplitude": self.amplitude} if self.law == LAW_4P else {})
+        return {"a": self.a, "b": self.b, "c": self.c} | ({"amplitude": self.amplitude} if self.law == LAW_4P
+                                                          else {})
 
 
 def _n_params(law: str) -> int:
@@ -162,7 +164,8 @@ def _validate(x: np.ndarray, y: np.ndarray, w: np.ndarray, law: str) -> None:
         )
 
 
-def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, law: str = DEFAULT_LAW,
+def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *,
+                        law: str = DEFAULT_LAW,
                         n_starts: int = 1, per_b_starts: bool = False, init: dict[str, float] | None = None,
                         grid: str = "fine", max_iter: int = 200) -> dict[str, np.ndarray]:
     """Fit the law to many data sets sharing the multipliers ``x`` at once.
@@ -205,21 +208,24 @@ def fit_power_law_batch(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None
         params = params.reshape(nb, n_starts, -1)[np.arange(nb), best]
     params, fsse = _levenberg_marquardt(batch, params, max_iter)
     amplitude = params[:, 2] if four else np.ones(nb)
-    return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1], "sse": fsse}
+    return {"a": np.exp(params[:, 0]) - xmin, "b": params[:, 1], "amplitude": amplitude, "c": params[:, -1],
+            "sse": fsse}
 
 
 def _init_start(batch: _Batch, init: dict[str, float], nb: int) -> np.ndarray:
-    """The start ``init`` gives (``a``, ``b``, ``c``, ``amplitude``) in the fit's parameters, for each of ``nb``
-    data sets: shape ``(nb, 1, k)``."""
+    """The start ``init`` gives (``a``, ``b``, ``c``, ``amplitude``) in the fit's parameters, for each of
+    ``nb`` data sets: shape ``(nb, 1, k)``."""
     s0 = np.clip(np.log(np.maximum(init["a"] + batch.xmin, 1e-300)), batch.s_lo, batch.s_hi)
-    extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if batch.four else []),
+    extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if batch.four
+                                                   else []),
              init["c"]]
     return np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))
 
 
 class _Batch(NamedTuple):
-    """Data sets sharing the multipliers ``x`` (their shift frame ``xmin`` and log-shift range ``s_lo``, ``s_hi``):
-    targets ``y`` and weights ``w``, shape ``(batch, n)``; ``four``: the 4-parameter law (a fitted amplitude)."""
+    """Data sets sharing the multipliers ``x`` (their shift frame ``xmin`` and log-shift range ``s_lo``,
+    ``s_hi``): targets ``y`` and weights ``w``, shape ``(batch, n)``; ``four``: the 4-parameter law (a fitted
+    amplitude)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -236,8 +242,9 @@ class _Batch(NamedTuple):
 
 
 def _grid_starts(batch: _Batch, grid: str, n_starts: int, per_b_starts: bool) -> np.ndarray:
-    """The starts of :func:`fit_power_law_batch` per data set, ``(B, starts, k)``: its best points of the grid of
-    (log shift, b), the linear parameters profiled (and with ``per_b_starts`` the best point of every b)."""
+    """The starts of :func:`fit_power_law_batch` per data set, ``(B, starts, k)``: its best points of the grid
+    of (log shift, b), the linear parameters profiled (and with ``per_b_starts`` the best point of every
+    b)."""
     x, y2, w2, four, xmin, s_lo, s_hi = batch
     if grid not in _GRIDS:
         raise ValueError(f"grid must be 'fine' or 'coarse', got {grid!r}")
@@ -392,10 +399,12 @@ def fit_on_grid(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     _, _, phi = _basis(xa, float(np.min(xa)), s_, b_)
     amp, c = _profile(phi, ya, wa, law == LAW_4P)
     r = ya - amp[..., None] * phi - c[..., None]
-    return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp, "sse": (wa * r * r).sum(-1)}
+    return {"a": np.exp(s_) - float(np.min(xa)), "b": b_, "c": c, "amplitude": amp,
+            "sse": (wa * r * r).sum(-1)}
 
 
-def profile_over_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, law: str = DEFAULT_LAW,
+def profile_over_b(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                   law: str = DEFAULT_LAW,
                    weights: Sequence[float] | np.ndarray | None = None,
                    b_values: Sequence[float] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The best fit for every fixed exponent ``b``: the profile of the error over ``b``.
@@ -444,7 +453,8 @@ def local_fits(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     cols = [np.clip(np.log(np.maximum(prof["a"][idx] + xmin, 1e-300)), s_lo, s_hi), prof["b"][idx]]
     cols += ([prof["amplitude"][idx]] if four else []) + [prof["c"][idx]]
     ys, ws = np.broadcast_to(ya, (idx.size, ya.size)), np.broadcast_to(wa, (idx.size, ya.size))
-    params, out_sse = _levenberg_marquardt(_Batch(xa, ys, ws, four, xmin, s_lo, s_hi), np.stack(cols, axis=1), 200)
+    params, out_sse = _levenberg_marquardt(_Batch(xa, ys, ws, four, xmin, s_lo, s_hi), np.stack(cols, axis=1),
+                                           200)
     fits: list[PowerLawFit] = []
     for p in params[np.argsort(out_sse, kind="stable")]:
         f = _fit_from(xa, ya, wa, law, (float(np.exp(p[0]) - xmin), float(p[1]), float(p[-1]),
@@ -487,7 +497,8 @@ def fit_power_law(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarr
 
 
 def fit_power_law_paper(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
-                        start: tuple[float, float, float] = PAPER_START, max_evals: int = 10000) -> PowerLawFit:
+                        start: tuple[float, float, float] = PAPER_START,
+                        max_evals: int = 10000) -> PowerLawFit:
     """The authors' fit of the 3-parameter law: ``scipy.optimize.curve_fit`` from ``start``, unbounded.
 
     Levenberg–Marquardt (MINPACK) with no bounds and no restarts, as in their public notebook. Its

@@ -28,7 +28,8 @@ OUT_FLOOR = 1e-6
 """Share a domain left out at 0 is held at (the path needs allocations > 0)."""
 
 
-def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tuple[float, dict[str, float]]], list[str]]:
+def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tuple[float, dict[str, float]]],
+                                                                         list[str]]:
     """``(scales, notes)``: the optima of ``scales`` with left-out domains treated as in the module doc.
 
     Args:
@@ -64,14 +65,15 @@ def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tu
             keep = max(shares[-1, j], floor)
             fixed[:, j], held[j] = keep, True
             where = ", ".join(f"{n:.4g}" for (n, _), o in zip(items, out[:, j], strict=True) if o)
-            notes.append(f"{d!r} is left out of the optimum at {where} tokens only: no trend is extrapolated from a "
-                         f"bound, it keeps its share at the largest budget ({keep:.4g})")
+            notes.append(f"{d!r} is left out of the optimum at {where} tokens only: no trend is extrapolated "
+                         f"from a bound, it keeps its share at the largest budget ({keep:.4g})")
     left = 1.0 - fixed[:, held].sum(axis=1, keepdims=True)  # the other domains keep their ratios in the rest
     rest = fixed[:, ~held]
     total = rest.sum(axis=1, keepdims=True)
     ok = (left > 1e-9) & (total > 0)
     fixed[:, ~held] = rest * np.where(ok, left / np.where(total > 0, total, 1.0), 1.0)
     fixed = fixed / fixed.sum(axis=1, keepdims=True)  # held shares that fill a budget: all scaled together
-    result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)}) for k, (n, _) in enumerate(items)]
+    result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)}) for k,
+              (n, _) in enumerate(items)]
     as_scales(result)  # the remaining checks (budgets increasing, sums)
     return result, notes

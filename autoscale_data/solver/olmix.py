@@ -115,7 +115,8 @@ def _values(row: dict[str, str], cols: Sequence[str], metric: str, where: str) -
 
 
 def _weights(row: dict[str, str], domains: Sequence[str], where: str) -> tuple[dict[str, float], float]:
-    """A ratios row's weights and their sum (> 0; a sum away from 1 is warned of, as the caller renormalises)."""
+    """A ratios row's weights and their sum (> 0; a sum away from 1 is warned of, as the caller
+    renormalises)."""
     w = {d: _num(row, d, where) for d in domains}
     neg = [d for d, v in w.items() if v < 0]
     if neg:

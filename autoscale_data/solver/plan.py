@@ -44,10 +44,12 @@ class PlanScale(Record):
 
 @dataclass(frozen=True, repr=False, kw_only=True)
 class MixturePlan(Record):
-    """AutoScale mixture weights as a function of the token budget (a codec record: its fields are its JSON keys).
+    """AutoScale mixture weights as a function of the token budget (a codec record: its fields are its JSON
+    keys).
 
-    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``. Reading
-    refits :attr:`path` from :attr:`scales`, so that a hand-edited file cannot give a path its scales do not.
+    Build with :meth:`from_scales`; use as ``ScaleAwareMixtureDataset(weights=plan, budget_tokens=N)``.
+    Reading refits :attr:`path` from :attr:`scales`, so that a hand-edited file cannot give a path its scales
+    do not.
     """
 
     format: str = required(default=_FORMAT)
@@ -73,11 +75,13 @@ class MixturePlan(Record):
         if self.version != _VERSION:
             raise ValueError(f"unsupported MixturePlan version {self.version!r} (expected {_VERSION})")
         if self.tokenizer is not None and not isinstance(self.tokenizer, str):
-            raise ValueError(f"tokenizer must be a string (spec or fingerprint) or None, got {self.tokenizer!r}")
+            raise ValueError("tokenizer must be a string (spec or fingerprint) or None, got "
+                             f"{self.tokenizer!r}")
         rank = {d: k for k, d in enumerate(self.domains)}  # the written order (a file's keys are sorted)
         budgets, domains, allocs = as_scales([(s.budget_tokens, dict(sorted(
             s.allocation_tokens.items(), key=lambda kv: rank.get(kv[0], len(rank))))) for s in self.scales])
-        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs, strict=True)]
+        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs,
+                                                                                         strict=True)]
         path = fit_path(pairs)
         if path.decreasing and not self.allow_decreasing:
             raise ValueError(
@@ -86,9 +90,12 @@ class MixturePlan(Record):
                 "allow_decreasing=True to accept them)"
             )
         caps = self.token_caps
-        for name, value in (("scales", [PlanScale(n, a) for n, a in pairs]), ("domains", path.domains), ("path", path),
-                            ("token_caps", None if caps is None else {d: float(caps[d]) for d in path.domains}),
-                            ("metadata", dict(self.metadata or {})), ("allow_decreasing", bool(self.allow_decreasing)),
+        for name, value in (("scales", [PlanScale(n, a) for n, a in pairs]), ("domains", path.domains),
+                            ("path", path),
+                            ("token_caps", None if caps is None else {d: float(caps[d])
+                                                                      for d in path.domains}),
+                            ("metadata", dict(self.metadata or {})), ("allow_decreasing",
+                                                                      bool(self.allow_decreasing)),
                             ("_cache", {})):
             object.__setattr__(self, name, value)
 

@@ -56,7 +56,8 @@ class Projections:
     """The candidates at one target and the one that sets the mix.
 
     Attributes:
-        method: what was asked for, one of :data:`~.vocabulary.PROJECTION_CHOICES` (``"auto"``: chosen, see ``selection``).
+        method: what was asked for, one of :data:`~.vocabulary.PROJECTION_CHOICES` (``"auto"``: chosen, see
+            ``selection``).
         geometric: the :class:`~.projection.Projection`, or its :class:`~.scores.CandidateError`.
         joint: the :class:`~.joint.JointFit`, or its error.
         robust: the :class:`~.robust.RobustProjection`, its error, or None (not computed).
@@ -149,8 +150,8 @@ class Projections:
         return path
 
     def record(self) -> ProjectionsRecord:
-        """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``; the
-        fields: :class:`ProjectionsRecord`)."""
+        """The answer as written (``autoscale-data project --json``, the runner's ``fits/projection.json``;
+        the fields: :class:`ProjectionsRecord`)."""
         chosen = self.chosen
         geometric, joint = self.geometric, self.joint
         path = geometric if isinstance(geometric, Projection) else None
@@ -158,11 +159,14 @@ class Projections:
         return ProjectionsRecord(
             method=self.used, requested_method=self.method, weights=dict(chosen.weights),
             budget_tokens=chosen.budget_tokens, allocation_tokens=dict(chosen.allocation_tokens),
-            warnings=list(getattr(chosen, "warnings", [])), geometric=geometric, joint=joint, robust=self.robust,
+            warnings=list(getattr(chosen, "warnings", [])), geometric=geometric, joint=joint,
+            robust=self.robust,
             observed=self.observed,
             selection=self.selection, notes=list(self.notes),
-            trust=self.trust, t=None if path is None else path.t, residual=None if path is None else path.residual,
-            disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
+            trust=self.trust, t=None if path is None else path.t, residual=None if path is None
+            else path.residual,
+            # type: ignore[union-attr]
+            disagreement=weight_distance(joint.weights, geometric.weights) if both else None)
 
 
 @dataclass(frozen=True)
@@ -208,8 +212,8 @@ class ProjectionsRecord(Record):
     """Distance between the joint and the geometric weights (when both exist)."""
 
     def computed(self, name: str) -> Any:
-        """Candidate ``name``'s record (``geometric``, ``joint``, ``robust``, ``observed``); None when it was not
-        computed or failed."""
+        """Candidate ``name``'s record (``geometric``, ``joint``, ``robust``, ``observed``); None when it was
+        not computed or failed."""
         if name not in _CANDIDATES:
             raise ValueError(f"projection candidate {name!r} is invalid: expected one of {_CANDIDATES}")
         part = getattr(self, name)
@@ -226,9 +230,9 @@ _CANDIDATES = (GEOMETRIC, JOINT, ROBUST, OBSERVED)
 
 @dataclass(frozen=True)
 class Candidates:
-    """Every candidate at one target (:func:`_candidates`), each computed or why it failed; ``optima``, ``path`` and
-    ``notes`` as in :class:`Projections`, ``pooled``: the optima are the joint law's, ``fallback``: why no
-    projection could be computed."""
+    """Every candidate at one target (:func:`_candidates`), each computed or why it failed; ``optima``,
+    ``path`` and ``notes`` as in :class:`Projections`, ``pooled``: the optima are the joint law's,
+    ``fallback``: why no projection could be computed."""
 
     geometric: Projection | CandidateError
     joint: JointFit | CandidateError
@@ -246,7 +250,8 @@ class Candidates:
 
 
 def _at_budget(joint: JointFit, n: float) -> JointFit:
-    """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range there)."""
+    """The pooled law's optimum at one fitted budget, as a per-budget optimum (with its weight range
+    there)."""
     alloc = joint.optimize_at(n)
     ident = None if joint.identifiability is None else joint.identifiability.at_budget(n)
     return replace(joint, budget_tokens=float(n), allocation_tokens=alloc, bounds_hit={},
@@ -263,8 +268,8 @@ def _is_design(table: RunTable) -> bool:
 
 def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method: str,
                 optima: Sequence[DDOResult | JointFit] | None, direct: bool) -> Candidates:
-    """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as :class:`CandidateError`
-    except the requested method's, which is raised."""
+    """Every candidate at ``target`` from ``tables`` (smallest budget first); errors as
+    :class:`CandidateError` except the requested method's, which is raised."""
     def attempt(name: str, compute: Callable[[], Any]) -> Any:
         try:
             return compute()
@@ -273,8 +278,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
                 raise ValueError(f"the {name} projection to {target:g} tokens failed: {exc}") from None
             return CandidateError(str(exc))
 
-    few = "" if len(tables) >= 2 else ("one budget: the geometric, joint and robust projections need runs at two "
-                                       "budgets or more")
+    few = "" if len(tables) >= 2 else ("one budget: the geometric, joint and robust projections need runs at "
+                                       "two budgets or more")
 
     def unavailable() -> Any:  # the error of a candidate that cannot be computed (``scales``: set below)
         raise ValueError(few or (scales if isinstance(scales, str) else "no per-budget optima"))
@@ -293,19 +298,22 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     geometric = attempt(GEOMETRIC, unavailable if not path else lambda: project(
         path, target, token_caps=caps, max_epochs=epochs, fit=scales[-1] if direct else None))
     robust = attempt(ROBUST, unavailable if not path else lambda: robust_project(
-        path, target, [log_share_sd(scales[0]), log_share_sd(scales[-1])], token_caps=caps, max_epochs=epochs))
+        path, target, [log_share_sd(scales[0]), log_share_sd(scales[-1])], token_caps=caps,
+        max_epochs=epochs))
     last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
-    return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list) else (),
+    return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list)
+                      else (),
                       path=tuple(path), notes=tuple(notes), pooled=bool(pooled),
                       fallback=few or (scales if isinstance(scales, str) else ""))
 
 
-def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None, few: str,
+def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResult | JointFit] | None,
+            few: str,
             joint: JointFit | CandidateError, method: str, target: float) -> tuple[list[Any] | str, str]:
-    """The per-budget optima the paths run through, or why there are none, and the note saying they are the pooled
-    law's ("": they are not); the failure of a path ``method`` asked for is raised."""
+    """The per-budget optima the paths run through, or why there are none, and the note saying they are the
+    pooled law's ("": they are not); the failure of a path ``method`` asked for is raised."""
     if optima is not None:
         return sorted(optima, key=lambda r: r.budget_tokens), ""
     if few and not _is_design(tables[-1]):
@@ -315,14 +323,15 @@ def _optima(tables: Sequence[RunTable], o: DDOOptions, optima: Sequence[DDOResul
     except ValueError as exc:
         if isinstance(joint, JointFit):
             return [_at_budget(joint, n) for n in joint.budgets], (
-                f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law fitted to the "
-                "runs of all budgets")
+                f"a fit per budget is not possible ({exc}); the per-budget optima are those of one law "
+                "fitted to the runs of all budgets")
         if method in PROJECTIONS and method != JOINT:
             raise ValueError(f"the {method} projection to {target:g} tokens failed: {exc}") from None
         return str(exc), ""
 
 
-def _predicted(tables: Sequence[RunTable], c: Candidates, o: DDOOptions) -> dict[str, GainEstimate | CandidateError]:
+def _predicted(tables: Sequence[RunTable], c: Candidates,
+               o: DDOOptions) -> dict[str, GainEstimate | CandidateError]:
     """Each two-budget projection's predicted gain over the observed mix under the joint law (:mod:`.gain`),
     or why it could not be predicted."""
     joint, observed, named = c.joint, c.observed, c.named()
@@ -338,9 +347,9 @@ def _predicted(tables: Sequence[RunTable], c: Candidates, o: DDOOptions) -> dict
 
 
 def _select(tables: Sequence[RunTable], c: Candidates, o: DDOOptions, names: Sequence[str]) -> Selection:
-    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`, :mod:`.backtest`; its reason names the
-    tables by ``names``): with three budgets or more, every candidate again from all budgets but the largest (the
-    backtest) and the joint law's predicted gains; with two, the predicted gains alone."""
+    """``method="auto"``'s choice among the candidates ``c`` (:mod:`.select`, :mod:`.backtest`; its reason
+    names the tables by ``names``): with three budgets or more, every candidate again from all budgets but the
+    largest (the backtest) and the joint law's predicted gains; with two, the predicted gains alone."""
     flags = untrusted(tables, c.named(), pooled=c.pooled, val_domains=o.val_domains)
     projections = computed_projections(c.named())
     if len(tables) < 3 or not projections:
@@ -348,8 +357,10 @@ def _select(tables: Sequence[RunTable], c: Candidates, o: DDOOptions, names: Seq
         selection = choose(c.named(), fallback=c.fallback, predicted=predicted, flags=flags)
     else:
         optima = c.optima if not c.pooled else ()
-        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, list(optima[:-1]) if optima else None, False)
-        held_fit = optima[-1] if optima and isinstance(optima[-1], DDOResult) and _is_design(tables[-1]) else None
+        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, list(optima[:-1]) if optima
+                          else None, False)
+        held_fit = optima[-1] if optima and isinstance(optima[-1],
+                                                       DDOResult) and _is_design(tables[-1]) else None
         selection = choose_by_backtest(tables, c.named(), sub.named(), projections,
                                        options=o, held_fit=held_fit,
                                        predicted=_predicted(tables, c, o), flags=flags)
@@ -373,9 +384,9 @@ def project_all(tables: Sequence[RunTable], target_tokens: float, options: DDOOp
         options: a :class:`~.ddo.DDOOptions` (or its fields as keywords, as for
             :func:`~.ddo.fit_ddo`): the settings of the per-budget fits and of the joint fit; its
             ``token_caps`` and ``max_epochs`` also bound the projections.
-        method: what sets the mix (:data:`~.vocabulary.PROJECTION_CHOICES`): ``"auto"`` (default) chooses from the
-            runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure
-            is raised. The other candidates' errors are kept (:class:`~.scores.CandidateError`).
+        method: what sets the mix (:data:`~.vocabulary.PROJECTION_CHOICES`): ``"auto"`` (default) chooses from
+            the runs (:mod:`.select`); a projection or ``"observed"`` is used as asked, and its failure is
+            raised. The other candidates' errors are kept (:class:`~.scores.CandidateError`).
         optima: each table's optimum when already fitted (else :func:`~.joint.per_budget_optima`,
             or the pooled law's optima when the tables are too small for a fit each).
         direct: also optimise the largest budget's fitted law at the target (the geometric

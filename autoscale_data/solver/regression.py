@@ -17,7 +17,8 @@ from scipy.optimize import least_squares, minimize
 from .runs import RunTable
 from .vocabulary import AUTO, DEFAULT_OBJECTIVE, MEAN_LOSS, OBJECTIVES, check_name
 
-__all__ = ["LIGHTGBM", "LINEAR", "REGRESSORS", "fit_mixing_law", "mixing_law_weights", "regmix_weights", "sample_mixtures"]
+__all__ = ["LIGHTGBM", "LINEAR", "REGRESSORS", "fit_mixing_law", "mixing_law_weights", "regmix_weights",
+           "sample_mixtures"]
 
 
 def sample_mixtures(domains: Sequence[str], n: int, *, alpha: float | Sequence[float] = 1.0,
@@ -40,7 +41,8 @@ def sample_mixtures(domains: Sequence[str], n: int, *, alpha: float | Sequence[f
     return [dict(zip(domains, row.tolist(), strict=False)) for row in w]
 
 REGRESSORS = ("linear", "lightgbm", AUTO)
-"""RegMix's regressor of the objective on the mixture: least squares, LightGBM, or LightGBM when importable."""
+"""RegMix's regressor of the objective on the mixture: least squares, LightGBM, or LightGBM when
+importable."""
 LINEAR, LIGHTGBM = REGRESSORS[:2]
 
 
@@ -107,7 +109,8 @@ def regmix_weights(runs: RunTable, *, objective: str = DEFAULT_OBJECTIVE, model:
     return dict(zip(runs.train_domains, out.tolist(), strict=False))
 
 
-def fit_mixing_law(w: np.ndarray, y: np.ndarray, *, n_starts: int = 4, seed: int = 0) -> tuple[float, float, np.ndarray]:
+def fit_mixing_law(w: np.ndarray, y: np.ndarray, *, n_starts: int = 4,
+                   seed: int = 0) -> tuple[float, float, np.ndarray]:
     """Fit ``y ≈ c + k exp(t · w)`` by least squares; returns ``(c, k, t)``.
 
     Raises:

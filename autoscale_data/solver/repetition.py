@@ -55,7 +55,8 @@ def effective_tokens(tokens: Any, unique: Any, r_star: float = R_STAR) -> np.nda
 
 
 def raw_tokens(effective: Any, unique: Any, r_star: float = R_STAR) -> np.ndarray | float:
-    """The tokens that give ``effective`` effective tokens from ``unique`` (``inf`` at or past ``U (1 + R*)``)."""
+    """The tokens that give ``effective`` effective tokens from ``unique`` (``inf`` at or past ``U (1 +
+    R*)``)."""
     u = _check(unique, r_star)
     e = np.asarray(effective, dtype=np.float64)
     if np.any(e < 0) or np.any(np.isnan(e)):

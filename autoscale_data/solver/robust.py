@@ -98,7 +98,8 @@ class RobustProjection(Record):
     """Which candidate this is: ``"robust"``."""
 
 
-def _sigma(sd: Mapping[str, float] | Sequence[Mapping[str, float]] | None, domains: Sequence[str]) -> np.ndarray:
+def _sigma(sd: Mapping[str, float] | Sequence[Mapping[str, float]] | None,
+           domains: Sequence[str]) -> np.ndarray:
     """``σ_i`` per domain from :func:`robust_project`'s ``sd`` (zeros for None)."""
     if sd is None:
         return np.zeros(len(domains))
@@ -147,8 +148,10 @@ def robust_project(scales: Sequence[Any], target_tokens: float,
                    (n2, dict(zip(domains, a2, strict=True)))], target_tokens, token_caps=token_caps,
                   max_epochs=max_epochs)
     return RobustProjection(
-        weights=dict(res.weights), allocation_tokens=dict(res.allocation_tokens), budget_tokens=res.budget_tokens,
+        weights=dict(res.weights), allocation_tokens=dict(res.allocation_tokens),
+        budget_tokens=res.budget_tokens,
         plain_weights=dict(plain.weights), trend=dict(zip(domains, delta.tolist(), strict=True)),
-        sd=dict(zip(domains, sigma.tolist(), strict=True)), shrink=dict(zip(domains, kappa.tolist(), strict=True)),
+        sd=dict(zip(domains, sigma.tolist(), strict=True)), shrink=dict(zip(domains, kappa.tolist(),
+                                                                            strict=True)),
         moved=weight_distance(res.weights, plain.weights),
         t=res.t, warnings=list(res.warnings))

@@ -98,16 +98,17 @@ def _check_columns(source: str, tok: Sequence[str], loss: Sequence[str], ppl: Se
 
 
 def _refuse_shares(source: str, domains: Sequence[str], runs: Sequence[Run]) -> None:
-    """A ``tokens.<d>`` column whose every value is in ``(0, SHARE_MAX]`` holds shares (no run trains on 1 token)."""
+    """A ``tokens.<d>`` column whose every value is in ``(0, SHARE_MAX]`` holds shares (no run trains on 1
+    token)."""
     for d in domains:
         values = [r.tokens[d] for r in runs]
         if max(values) > 0 and max(values) <= SHARE_MAX:
             lo, hi = min(r.total_tokens for r in runs), max(r.total_tokens for r in runs)
             totals = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
             raise ValueError(
-                f"{source}: column 'tokens.{d}' looks like shares, not tokens: every value is at most {SHARE_MAX:g} "
-                f"(largest {max(values):.4g}; the runs' totals: {totals} tokens); expected "
-                f"the number of training tokens each run took from {d!r} (e.g. 4e6): multiply each share by the "
+                f"{source}: column 'tokens.{d}' looks like shares, not tokens: every value is at most "
+                f"{SHARE_MAX:g} (largest {max(values):.4g}; the runs' totals: {totals} tokens); expected the "
+                f"number of training tokens each run took from {d!r} (e.g. 4e6): multiply each share by the "
                 "run's total training tokens")
 
 
@@ -138,9 +139,9 @@ def check_same_columns(tables: Sequence[RunTable], names: Sequence[str],
                     shown = ", ".join(f"'{prefix}.{d}'" for d in cols)
                     raise ValueError(
                         f"{name}: column(s) {shown} {what} ({against}); every budget's file needs the same "
-                        f"{prefix}.<domain> columns, else the {'objective' if prefix == 'loss' else 'mix'} changes "
-                        "between budgets: add or drop the column (or name the objective's domains with "
-                        "--objective-weights / val_domains)")
+                        f"{prefix}.<domain> columns, else the {'objective' if prefix == 'loss' else 'mix'} "
+                        "changes between budgets: add or drop the column (or name the objective's domains "
+                        "with --objective-weights / val_domains)")
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ class RunTable:
     # ------------------------------------------------------------------ CSV
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> RunTable:
-        """Read runs from a CSV with ``run``, ``tokens.<d>``, ``loss.<d>``/``ppl.<d>`` [, ``seed``, ``label``].
+        """Read runs from a CSV with ``run``, ``tokens.<d>``, ``loss.<d>``/``ppl.<d>`` [, ``seed``,
+        ``label``].
 
         Raises:
             FileNotFoundError: no such file.
@@ -221,7 +223,8 @@ class RunTable:
         return cls.from_rows(header, rows, source=path)
 
     @classmethod
-    def from_rows(cls, header: Sequence[str], rows: Sequence[Mapping[str, str]], *, source: str = "<rows>") -> RunTable:
+    def from_rows(cls, header: Sequence[str], rows: Sequence[Mapping[str, str]], *,
+                  source: str = "<rows>") -> RunTable:
         """Build a table from CSV-like string rows (see :meth:`from_csv`)."""
         if "run" not in header:
             raise ValueError(f"{source}: missing column 'run' (columns: {list(header)})")

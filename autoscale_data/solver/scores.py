@@ -1,11 +1,12 @@
-"""The typed answer of ``method="auto"``: which candidate it chose and why (:class:`Selection`), with its parts.
+"""The typed answer of ``method="auto"``: which candidate it chose and why (:class:`Selection`), with its
+parts.
 
 :class:`BacktestScore` is one candidate at the held-back budget (three budgets or more), :class:`LawCheck` the
 joint law fitted without that budget asked for its runs, :class:`~.gain.GainEstimate` a projection's predicted
 gain at the target and :class:`CandidateError` a candidate that failed. All are records
-(:mod:`autoscale_data._records`), written as ``selection`` in ``fits/projection.json`` and ``autoscale-data project
---json`` and read back from the files of every version; :meth:`Selection.backtest_lines` and its neighbours say
-them in words for the report, the run log and the CLI.
+(:mod:`autoscale_data._records`), written as ``selection`` in ``fits/projection.json`` and ``autoscale-data
+project --json`` and read back from the files of every version; :meth:`Selection.backtest_lines` and its
+neighbours say them in words for the report, the run log and the CLI.
 """
 
 from __future__ import annotations
@@ -37,15 +38,15 @@ tokens within the distance tolerance."""
 SCORE_LAW, SCORE_RUN = SCORING = get_args(Scoring)
 SCORE_RUN_BEFORE = "nearest_run"  # files written before 2026-11-28 (late): the nearest run of any total
 Rule = Literal["backtest", "gain", "fallback", "trend"]
-"""The rule that chose: three budgets or more, two, one budget / nothing fitted; ``"trend"``: the two-budget rule
-of files written before 2026-11-27."""
+"""The rule that chose: three budgets or more, two, one budget / nothing fitted; ``"trend"``: the two-budget
+rule of files written before 2026-11-27."""
 RULES: tuple[Rule, ...] = get_args(Rule)
 
 
 @dataclass(frozen=True)
 class CandidateError(Record):
-    """A candidate that failed: the text of its error (and, in ``Selection.predicted``, why the trust checks flag
-    its projection)."""
+    """A candidate that failed: the text of its error (and, in ``Selection.predicted``, why the trust checks
+    flag its projection)."""
 
     error: str
     trust: str = omitted(default="")
@@ -74,11 +75,11 @@ class BacktestScore(Record):
     run_objective: float | None = None
     """That run's objective."""
     law_objective: float | None = None
-    """What the held-back budget's DDO law predicts for it, or a bound of it (``law_note``); None: not a DDO design,
-    or outside its range with no bound from its side."""
+    """What the held-back budget's DDO law predicts for it, or a bound of it (``law_note``); None: not a DDO
+    design, or outside its range with no bound from its side."""
     law_note: str = ""
-    """Why the law did not predict it; or, where it scored it by a bound (outside the design's range on one side:
-    the observed mix from below, a projection from above), which bound and where."""
+    """Why the law did not predict it; or, where it scored it by a bound (outside the design's range on one
+    side: the observed mix from below, a projection from above), which bound and where."""
     note: str = ""
     """Why it was not scored like with like; its error where it failed."""
     trust: str = ""
@@ -86,8 +87,8 @@ class BacktestScore(Record):
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> BacktestScore:
-        """The codec's reading; files before 2026-11-28 (late) name a failure ``error`` and may lack ``score`` (then
-        scored by the nearest run of any total: ``"nearest_run"``)."""
+        """The codec's reading; files before 2026-11-28 (late) name a failure ``error`` and may lack ``score``
+        (then scored by the nearest run of any total: ``"nearest_run"``)."""
         s = cls(**fields_from_json(cls, data, path))
         if "score" in data:
             return s
@@ -104,11 +105,11 @@ class BacktestScore(Record):
 class LawCheck(Record):
     """The joint law fitted without the held-back budget's runs, asked to predict them.
 
-    The law passes when it predicts them within what it fits the smaller budgets to: ``rᵀ (σ² I + C)⁻¹ r / runs``
-    (``σ`` the law's residual over the smaller budgets, ``C`` its predictions' covariance) has a p-value under
-    ``F(runs, ν)`` (chi-square ``/ runs`` with a given noise where no degree of freedom is left) of at least the
-    rule's level (:func:`~.backtest.check_law`), and its parameters are plausible (:func:`~.trust.parameter_check`
-    on the law fitted to every budget).
+    The law passes when it predicts them within what it fits the smaller budgets to: ``rᵀ (σ² I + C)⁻¹ r /
+    runs`` (``σ`` the law's residual over the smaller budgets, ``C`` its predictions' covariance) has a
+    p-value under ``F(runs, ν)`` (chi-square ``/ runs`` with a given noise where no degree of freedom is left)
+    of at least the rule's level (:func:`~.backtest.check_law`), and its parameters are plausible
+    (:func:`~.trust.parameter_check` on the law fitted to every budget).
     """
 
     passed: bool
@@ -137,7 +138,8 @@ class Selection(Record):
     A record: ``selection`` in ``fits/projection.json`` and ``autoscale-data project --json``. Files written
     before 2026-11-28 (late) lack ``scoring``, ``tolerance``, ``law_check`` and per-candidate notes; their
     scores read ``"nearest_run"`` (the nearest run of any total) and their margins may be missing (they were
-    twice ``noise`` / ``law_noise``). Files of the ``"trend"`` rule hold none of the keys from ``predicted`` on.
+    twice ``noise`` / ``law_noise``). Files of the ``"trend"`` rule hold none of the keys from ``predicted``
+    on.
     """
 
     chosen: str
@@ -156,10 +158,11 @@ class Selection(Record):
     noise_source: str = ""
     """How ``noise`` was found."""
     predicted: dict[str, GainEstimate | CandidateError] = _later(default_factory=dict)
-    """Per projection, the joint law's predicted gain over the observed mix at the target, or why it could not be
-    predicted. Two budgets, and three or more since 2026-11-28 (late)."""
+    """Per projection, the joint law's predicted gain over the observed mix at the target, or why it could not
+    be predicted. Two budgets, and three or more since 2026-11-28 (late)."""
     law_noise: float | None = _later(default=None)
-    """The noise of law scores: the larger of ``noise`` and the DDO laws' residual sd at the held-back budget."""
+    """The noise of law scores: the larger of ``noise`` and the DDO laws' residual sd at the held-back
+    budget."""
     law_noise_source: str = _later(default="")
     """How ``law_noise`` was found."""
     margin: float | None = _later(default=None)
@@ -173,11 +176,13 @@ class Selection(Record):
     tolerance_source: str = _later(default="")
     """How ``tolerance`` was found."""
     law_check: LawCheck | None = _later(default=None)
-    """The joint law fitted without the held-back budget, asked for its runs (:func:`~.backtest.check_law`)."""
+    """The joint law fitted without the held-back budget, asked for its runs
+    (:func:`~.backtest.check_law`)."""
 
     def __post_init__(self) -> None:
         if self.chosen not in (OBSERVED, *PROJECTIONS):
-            raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got {self.chosen!r}")
+            raise ValueError(f"Selection.chosen must be one of {(OBSERVED, *PROJECTIONS)}, got "
+                             f"{self.chosen!r}")
         if self.rule not in RULES:
             raise ValueError(f"Selection.rule must be one of {RULES}, got {self.rule!r}")
         if self.scoring not in ("", *SCORING):
@@ -185,18 +190,20 @@ class Selection(Record):
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> Selection:
-        """The codec's reading; the backtest scores of files before the law score (no ``score`` key) get the gain
-        over the observed mix those files did not write."""
+        """The codec's reading; the backtest scores of files before the law score (no ``score`` key) get the
+        gain over the observed mix those files did not write."""
         sel = cls(**fields_from_json(cls, data, path))
         raw = data.get("backtest") or {}
         base = sel.backtest.get(OBSERVED, BacktestScore()).objective
-        old = {n: replace(s, gain=base - s.objective) for n, s in sel.backtest.items() if "score" not in raw[n]
+        old = {n: replace(s, gain=base - s.objective) for n, s in sel.backtest.items()
+               if "score" not in raw[n]
                and s.gain is None and n != OBSERVED and s.objective is not None and base is not None}
         return replace(sel, backtest=sel.backtest | old) if old else sel
 
     def noise_text(self) -> str:
         """The noise the backtest judged gains against, where it came from, and the margin a win had to exceed
-        (both where both apply; files written before 2026-11-28 hold no margin: theirs was twice the noise)."""
+        (both where both apply; files written before 2026-11-28 hold no margin: theirs was twice the
+        noise)."""
         def bar(sd: float, margin: float | None) -> str:
             return f"noise {sd:.4g}, margin " + (f"2 x {sd:.4g}" if margin is None else f"{margin:.4g}")
 
@@ -210,12 +217,13 @@ class Selection(Record):
         return "; ".join(parts)
 
     def scoring_text(self) -> list[str]:
-        """How the backtest scored its candidates (one way for all) and the law check, in sentences; files written
-        before 2026-11-28 (late) hold neither."""
+        """How the backtest scored its candidates (one way for all) and the law check, in sentences; files
+        written before 2026-11-28 (late) hold neither."""
         out = []
         if self.scoring == SCORE_LAW:
-            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its range; outside "
-                       "it on one side, the observed mix by a lower bound and a projection by an upper one)")
+            out.append("every candidate scored by the DDO law fitted at the held-back budget (inside its "
+                       "range; outside it on one side, the observed mix by a lower bound and a projection by "
+                       "an upper one)")
         elif self.scoring == SCORE_RUN:
             out.append(f"every candidate scored by a run of the held-back budget's total within L1 "
                        f"{self.tolerance:.3g} of it ({self.tolerance_source})")
@@ -224,12 +232,14 @@ class Selection(Record):
         return out
 
     def backtest_lines(self) -> list[str]:
-        """The backtest in plain lines: the held-back budget, the noise and where it came from, how the candidates
-        were scored, each candidate's objective there, the law check, the choice; empty without a backtest."""
+        """The backtest in plain lines: the held-back budget, the noise and where it came from, how the
+        candidates were scored, each candidate's objective there, the law check, the choice; empty without a
+        backtest."""
         if self.rule != "backtest" or not self.backtest:
             return []
         at = "the largest budget" if self.held_back_tokens is None else f"{self.held_back_tokens:,.0f} tokens"
-        lines = [f"backtest at {at} (every candidate refitted without it): {self.noise_text()}", *self.scoring_text()]
+        lines = [f"backtest at {at} (every candidate refitted without it): "
+                 f"{self.noise_text()}", *self.scoring_text()]
         for name, s in self.backtest.items():
             trust = f" [trust: {s.trust}]" if s.trust else ""
             if s.objective is None:
@@ -237,7 +247,8 @@ class Selection(Record):
                 continue
             gain = "" if s.gain is None else f", {s.gain:+.4g} vs observed"
             near = f"nearest run {s.run}, L1 distance {s.distance if s.distance is not None else float('nan'):.3f}"
-            how = (f"by the DDO law at the held-back budget ({near}" + (f"; {s.law_note})" if s.law_note else ")")
+            how = ("by the DDO law at the held-back budget "
+                   f"({near}" + (f"; {s.law_note})" if s.law_note else ")")
                    if s.score == SCORE_LAW else
                    f"at the {near}" + (f"; not by the law: {s.law_note}" if s.law_note else ""))
             lines.append(f"{name}: objective {s.objective:.4f} {how}{gain}{trust}")

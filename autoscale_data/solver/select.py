@@ -1,4 +1,5 @@
-"""The default answer: the best mix observed at the largest budget, unless the runs show a projection does better.
+"""The default answer: the best mix observed at the largest budget, unless the runs show a projection does
+better.
 
 A projection extrapolates a trend; where the runs do not determine it, the plainest answer (the
 mixture that did best at the largest budget the user ran) is better on published multi-scale runs
@@ -17,11 +18,11 @@ evidence in the user's own runs:
   target, the objective of each projection and of the observed mix (:mod:`.gain`). A projection is
   chosen only if (a) the runs hold replicates (an allocation run with two seeds or more, e.g. the
   base run twice at each budget) and the law fits within ``MISFIT_RATIO`` times their noise (its
-  residual standard deviation against theirs), and (b) its predicted gain over the observed mix exceeds twice its standard
-  deviation (the delta method over the fit; infinite where it rests on what the runs do not
-  determine) and twice the noise of one run; the larger gain wins. Otherwise: the observed mix,
-  with the numbers. Without (a) the fit's uncertainty cannot be trusted (docs/solver.md: on published
-  two-checkpoint windows every threshold on (b) alone that ever chose a projection lost beyond noise).
+  residual standard deviation against theirs), and (b) its predicted gain over the observed mix exceeds twice
+  its standard deviation (the delta method over the fit; infinite where it rests on what the runs do not
+  determine) and twice the noise of one run; the larger gain wins. Otherwise: the observed mix, with the
+  numbers. Without (a) the fit's uncertainty cannot be trusted (docs/solver.md: on published two-checkpoint
+  windows every threshold on (b) alone that ever chose a projection lost beyond noise).
 * **one budget, or no projection could be fitted:** the observed mix, with the reason.
 
 The observed candidate (:func:`observed_best`) is the lowest-objective run of the largest budget for
@@ -70,7 +71,8 @@ SHARE_TOL = 1e-6  # runs are one mixture when no share differs by more than this
 MIN_CURVE_DOF = 3  # a noise estimate from power laws in the budget needs this many degrees of freedom left
 RANGE_TOL = 1e-6  # a multiplier this close (relative) to the design's range counts as inside it
 _BOUNDS = ("", "lower", "upper")  # law_objective outside the design's range: none, or a bound from one side
-MISFIT_RATIO = 1.5  # the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
+# the law's residual sd may exceed the replicates' by this factor for its predicted gain to count
+MISFIT_RATIO = 1.5
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,8 @@ def observed_best(table: RunTable, target_tokens: float, *, objective: str = DEF
     if isinstance(optimum, DDOResult):  # the design's optimum
         w = {d: float(v) for d, v in optimum.weights.items()}
         return Observed(weights=w, allocation_tokens={d: v * target_tokens for d, v in w.items()},
-                        budget_tokens=float(target_tokens), source_budget=float(optimum.budget_tokens), source="ddo")
+                        budget_tokens=float(target_tokens), source_budget=float(optimum.budget_tokens),
+                        source="ddo")
     y = run_objective(table, objective, val_domains)
     shares = _shares(table)
     ok = shares.sum(axis=1) > 0
@@ -167,7 +170,8 @@ def mix_groups(tables: Sequence[RunTable]) -> list[np.ndarray]:
             label = run.label.strip()
             diff = np.abs(np.asarray(rows) - row) if rows else np.zeros((0, row.size))
             same = (diff.max(axis=1) <= SHARE_TOL) | ((diff.sum(axis=1) <= LABEL_TOL)
-                                                     & np.array([bool(label) and x == label for x in labels], dtype=bool))
+                                                     & np.array([bool(label) and x == label for x in labels],
+                                                                dtype=bool))
             if same.any():
                 ids[i] = int(np.argmax(same))
             else:
@@ -179,8 +183,9 @@ def mix_groups(tables: Sequence[RunTable]) -> list[np.ndarray]:
 
 
 def _replicate_sd(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, int, int] | None:
-    """Pooled sd of the runs of one mixture within one table, its degrees of freedom and the number of mixtures
-    run more than once (``groups``: per table, its group ids and objective values); None without replicates."""
+    """Pooled sd of the runs of one mixture within one table, its degrees of freedom and the number of
+    mixtures run more than once (``groups``: per table, its group ids and objective values); None without
+    replicates."""
     ss, dof, mixes = 0.0, 0, 0
     for ids, y in groups:
         for g in np.unique(ids):
@@ -192,7 +197,8 @@ def _replicate_sd(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[floa
     return (float(np.sqrt(ss / dof)), dof, mixes) if dof else None
 
 
-def _base_mean(fit: DDOResult, table: RunTable, val_domains: Sequence[str] | Mapping[str, float] | None) -> float:
+def _base_mean(fit: DDOResult, table: RunTable,
+               val_domains: Sequence[str] | Mapping[str, float] | None) -> float:
     """The base runs' mean raw objective (the fit's objective)."""
     ids = [r.run_id for r in table.runs]
     y = run_objective(table, fit.objective, val_domains)
@@ -202,7 +208,7 @@ def _base_mean(fit: DDOResult, table: RunTable, val_domains: Sequence[str] | Map
 def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float], *,
                   val_domains: Sequence[str] | Mapping[str, float] | None = None,
                   bound: str = "") -> tuple[float | None, str]:
-    """The objective DDO's law fitted to ``table`` (its budget's design) predicts for ``weights`` at that budget.
+    """The objective DDO's law fitted to ``table`` (its budget's design) predicts for ``weights`` there.
 
     With the multipliers ``x_j = w_j N / base_j`` (``N``: the fit's budget, the base run's total), the
     prediction is the base runs' mean objective plus ``Σ_j [L_j(x_j) - L_j(1)]``, ``L_j`` the domain's
@@ -235,15 +241,7 @@ def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float],
         return None, "the shares sum to 0"
     base = _base_mean(fit, table, val_domains)
     scale = base if fit.objective == MEAN_PPL else 1.0
-    xs, below, above, texts = {}, [], [], []
-    for d in fit.domains:
-        law = fit.fits[d]
-        x = float(weights[d]) / total * fit.budget_tokens / fit.base_tokens[d]
-        lo, hi = min(law.x), max(law.x)
-        xs[d] = x
-        if x < lo * (1 - RANGE_TOL) or x > hi * (1 + RANGE_TOL):
-            (below if x < lo else above).append(d)
-            texts.append(f"{d} x{x:.3g} (runs x{lo:.3g} to x{hi:.3g})")
+    xs, below, above, texts = _multipliers(fit, weights, total)
     how = ""
     if below or above:
         where = below if bound == "lower" else above
@@ -257,6 +255,25 @@ def law_objective(fit: DDOResult, table: RunTable, weights: Mapping[str, float],
                f"{'lowest' if bound == 'lower' else 'highest'} tokens for " + ", ".join(texts))
     change = sum(float(fit.fits[d].predict(xs[d]) - fit.fits[d].predict(1.0)) for d in fit.domains)
     return base + scale * change, how
+
+
+def _multipliers(fit: DDOResult, weights: Mapping[str, float],
+                 total: float) -> tuple[dict[str, float], list[str], list[str], list[str]]:
+    """Each domain's multiplier ``x_j`` for ``weights`` (shares summing to ``total``), the domains below and
+    above the multipliers fitted for them, and a text for each domain outside."""
+    xs: dict[str, float] = {}
+    below: list[str] = []
+    above: list[str] = []
+    texts: list[str] = []
+    for d in fit.domains:
+        law = fit.fits[d]
+        x = float(weights[d]) / total * fit.budget_tokens / fit.base_tokens[d]
+        lo, hi = min(law.x), max(law.x)
+        xs[d] = x
+        if x < lo * (1 - RANGE_TOL) or x > hi * (1 + RANGE_TOL):
+            (below if x < lo else above).append(d)
+            texts.append(f"{d} x{x:.3g} (runs x{lo:.3g} to x{hi:.3g})")
+    return xs, below, above, texts
 
 
 def law_noise(fit: DDOResult, table: RunTable, *,
@@ -310,16 +327,16 @@ def noise_estimate(tables: Sequence[RunTable], *, objective: str = DEFAULT_OBJEC
         sse[i] = np.sum((design @ coef - full.T) ** 2, axis=0)
     dof = len(full) * (k - 3) if k >= 4 else len(full) * (k - 2) - 1
     if dof < MIN_CURVE_DOF:
-        return None, (f"no replicates, and the {len(full)} mixture(s) run at all {k} budgets leave {dof} degree(s) of "
-                      f"freedom to a power law in the budget (at least {MIN_CURVE_DOF} needed)")
+        return None, (f"no replicates, and the {len(full)} mixture(s) run at all {k} budgets leave {dof} "
+                      f"degree(s) of freedom to a power law in the budget (at least {MIN_CURVE_DOF} needed)")
     if k >= 4:  # each mixture its own exponent: 3 parameters per curve
         rms = np.sqrt(sse.min(axis=0) / (k - 3))
         how = "its own exponent"
     else:  # three budgets: one exponent shared by the mixtures, 2 parameters per curve
         rms = np.sqrt(sse[int(np.argmin(sse.sum(axis=1)))] / (k - 2))
         how = "one shared exponent"
-    return float(np.median(rms)), (f"median residual of a power law in the budget ({how}) through each of the "
-                                   f"{len(full)} mixture(s) run at all {k} budgets")
+    return float(np.median(rms)), (f"median residual of a power law in the budget ({how}) through each of "
+                                   f"the {len(full)} mixture(s) run at all {k} budgets")
 
 
 def trend_evidence(robust: Any) -> tuple[bool, str]:
@@ -339,13 +356,15 @@ def vouched(e: GainEstimate) -> bool:
     ``MISFIT_RATIO`` times their standard deviation; replicates that agree exactly (sd 0) need the exact fit
     of the lack-of-fit test instead, as a fitted residual is never exactly 0 in floating point."""
     return (e.replicate_sd is not None and e.residual_sd is not None and e.replicate_sd > 0
-            and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0 and e.lack_of_fit_p == 1.0)
+            and e.residual_sd <= MISFIT_RATIO * e.replicate_sd) or (e.replicate_sd == 0
+                                                                    and e.lack_of_fit_p == 1.0)
 
 
 def passes(e: GainEstimate) -> bool:
     """Whether a predicted gain is evidence (module doc): :func:`vouched`, ``gain > GAIN_Z·sd`` and
     ``gain > MARGIN_NOISE·noise``."""
-    return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd and e.gain > MARGIN_NOISE * e.noise)
+    return bool(vouched(e) and np.isfinite(e.sd) and e.gain > GAIN_Z * e.sd
+                and e.gain > MARGIN_NOISE * e.noise)
 
 
 def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEstimate | CandidateError],
@@ -356,44 +375,48 @@ def _choose_by_gain(projections: Sequence[str], predicted: Mapping[str, GainEsti
     if not scored:
         why = "; ".join(f"{n}: {e.error}" for n, e in predicted.items() if isinstance(e, CandidateError)) \
             or "no joint law"
-        return Selection(OBSERVED, f"two budgets: the gain of a projection could not be predicted ({why}), so the "
-                                     "best mix observed at the largest budget is used", "gain", predicted=table)
+        return Selection(OBSERVED, f"two budgets: the gain of a projection could not be predicted ({why}), "
+                                     "so the best mix observed at the largest budget is "
+                                     "used", "gain", predicted=table)
     good = {n: e for n, e in scored.items() if passes(e) and n not in flags}
     if good:
         best = max(good, key=lambda n: (good[n].gain, -PROJECTIONS.index(n)))
         e = good[best]
-        return Selection(best, f"two budgets: the joint law (residual sd {e.residual_sd:.3g}, within {MISFIT_RATIO:g}x "
-                               f"the replicates' {e.replicate_sd:.3g}) predicts the {best} projection beats the best "
-                               "observed mix "
-                               f"by {e.gain:.4g} (sd {e.sd:.3g}, noise of one run {e.noise:.3g}): more than "
-                               f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise, so it is used", "gain", predicted=table)
+        return Selection(best, f"two budgets: the joint law (residual sd {e.residual_sd:.3g}, within "
+                               f"{MISFIT_RATIO:g}x the replicates' {e.replicate_sd:.3g}) predicts the {best} "
+                               f"projection beats the best observed mix by {e.gain:.4g} (sd {e.sd:.3g}, "
+                               f"noise of one run {e.noise:.3g}): more than {GAIN_Z:g} sd and "
+                               f"{MARGIN_NOISE:g}x the noise, so it is used", "gain", predicted=table)
     best = max(scored, key=lambda n: (scored[n].z, -PROJECTIONS.index(n)))
     e = scored[best]
     sd = "not determined by the runs" if not np.isfinite(e.sd) else f"sd {e.sd:.3g}"
     numbers = f"best: {best}, {e.gain:+.4g}, {sd}, noise {e.noise:.3g}"
     if passes(e) and best in flags:
-        return Selection(OBSERVED, f"two budgets: the {best} projection's predicted gain passes ({numbers}), but "
-                                     f"the trust checks flag it ({flags[best]}) and two budgets leave no run to vouch "
-                                     "for it there, so the best mix observed at the largest budget is used", "gain",
+        return Selection(OBSERVED, f"two budgets: the {best} projection's predicted gain passes ({numbers}), "
+                                     f"but the trust checks flag it ({flags[best]}) and two budgets leave no "
+                                     "run to vouch for it there, so the best mix observed at the largest "
+                                     "budget is used", "gain",
                          predicted=table)
     if not vouched(e):
-        why = ("no replicate runs (an allocation run with two seeds or more) to test the joint law's fit against, "
-               "so its uncertainty cannot be trusted" if e.replicate_sd is None else
+        why = ("no replicate runs (an allocation run with two seeds or more) to test the joint law's fit "
+               "against, so its uncertainty cannot be trusted" if e.replicate_sd is None else
                f"the joint law misfits the replicate runs (residual sd {e.residual_sd:.3g} against their "
                f"{e.replicate_sd:.3g}, more than {MISFIT_RATIO:g}x)")
-        return Selection(OBSERVED, f"two budgets: the projections' predicted gains cannot be judged: {why}; the best mix "
-                                     f"observed at the largest budget is used ({numbers}; a backtest needs runs at "
-                                     "three budgets or more)", "gain", predicted=table)
-    return Selection(OBSERVED, f"two budgets: no projection's predicted gain over the best observed mix is beyond "
-                                 f"{GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise of one run ({numbers}), so the best "
-                                 "mix observed at the largest budget is used (a backtest needs runs at three budgets "
-                                 "or more)", "gain", predicted=table)
+        return Selection(OBSERVED, f"two budgets: the projections' predicted gains cannot be judged: {why}; "
+                                     f"the best mix observed at the largest budget is used ({numbers}; a "
+                                     "backtest needs runs at three budgets or "
+                                     "more)", "gain", predicted=table)
+    return Selection(OBSERVED, "two budgets: no projection's predicted gain over the best observed mix is "
+                                 f"beyond {GAIN_Z:g} sd and {MARGIN_NOISE:g}x the noise of one run "
+                                 f"({numbers}), so the best mix observed at the largest budget is used (a "
+                                 "backtest needs runs at three budgets or more)", "gain", predicted=table)
 
 
 def choose(candidates: Mapping[str, Any], *, fallback: str = "",
            predicted: Mapping[str, GainEstimate | CandidateError] | None = None,
            flags: Mapping[str, str] | None = None) -> Selection:
-    """The rule of one or two budgets (module doc); three budgets or more: :func:`~.backtest.choose_by_backtest`.
+    """The rule of one or two budgets (module doc); three budgets or more:
+    :func:`~.backtest.choose_by_backtest`.
 
     Args:
         candidates: ``{name: projection or CandidateError}`` at the target (``observed`` included).
@@ -406,20 +429,23 @@ def choose(candidates: Mapping[str, Any], *, fallback: str = "",
     if not projections:
         why = fallback or "; ".join(f"{n}: {c.error}" for n in PROJECTIONS
                                     if isinstance(c := candidates.get(n), CandidateError))
-        return Selection(OBSERVED, f"the best mix observed at the largest budget: no projection could be computed "
-                                     f"({why})", "fallback")
+        return Selection(OBSERVED, "the best mix observed at the largest budget: no projection could be "
+                                     f"computed ({why})", "fallback")
     return _choose_by_gain(projections, predicted or {}, flags or {})
 
 
 def computed_projections(candidates: Mapping[str, Any]) -> list[str]:
-    """The projections of ``candidates`` that were computed (not a CandidateError), in the rule's order of preference."""
-    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (CandidateError, type(None)))]
+    """The projections of ``candidates`` that were computed (not a CandidateError), in the rule's order of
+    preference."""
+    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (CandidateError,
+                                                                                        type(None)))]
 
 
 def backtest_margin(sd: float, candidates: int, *, two_runs: bool) -> float:
-    """The gain a backtest win must exceed: ``z · sd_diff`` with ``z`` the one-sided ``BACKTEST_ALPHA`` quantile
-    Bonferroni-corrected over ``candidates`` projections, and ``sd_diff`` the standard deviation of a score
-    difference: ``√2 · sd`` for the objectives of two runs (``two_runs``), ``sd`` for two predictions of one law.
+    """The gain a backtest win must exceed: ``z · sd_diff`` with ``z`` the one-sided ``BACKTEST_ALPHA``
+    quantile Bonferroni-corrected over ``candidates`` projections, and ``sd_diff`` the standard deviation of a
+    score difference: ``√2 · sd`` for the objectives of two runs (``two_runs``), ``sd`` for two predictions of
+    one law.
 
     Raises:
         ValueError: ``sd`` negative or not finite, or fewer than one candidate.

@@ -60,7 +60,8 @@ def synthetic_ddo_runs(base_tokens: Mapping[str, float], a: Sequence[float], b: 
 
 def synthetic_budget_runs(budgets: Sequence[float], n0: Sequence[float], gamma: Sequence[float],
                           amplitude: Sequence[float], *, scale: Sequence[float], floor: float = 2.0,
-                          base_weights: Sequence[float] | None = None, multipliers: Sequence[float] = (3.0, 1 / 3),
+                          base_weights: Sequence[float] | None = None,
+                          multipliers: Sequence[float] = (3.0, 1 / 3),
                           seeds: int = 1, noise: float = 0.0, rng_seed: int = 0) -> list[RunTable]:
     """DDO designs at several budgets with losses from one law in tokens (see :mod:`.joint`).
 
@@ -93,7 +94,8 @@ def synthetic_budget_runs(budgets: Sequence[float], n0: Sequence[float], gamma: 
     tables = []
     for k, n in enumerate(budgets):
         runs = []
-        for i, alloc in enumerate(ddo_runs_plan(dict(zip(domains, float(n) * w / w.sum(), strict=True)), multipliers)):
+        for i, alloc in enumerate(ddo_runs_plan(dict(zip(domains, float(n) * w / w.sum(), strict=True)),
+                                                multipliers)):
             tok = np.array([alloc[d] for d in domains])
             clean = floor + float(np.sum(params[2] * np.power((params[0] + tok) / params[3], -params[1])))
             for s in range(seeds):

@@ -1,4 +1,5 @@
-"""Can I trust it? What the runs say about the answer of :func:`~.projections.project_all`, in words and numbers.
+"""Can I trust it? What the runs say about the answer of :func:`~.projections.project_all`, in words and
+numbers.
 
 Three checks, each a record with a one-line ``summary``, gathered in :class:`Trust` (``Projections.trust``,
 ``trust`` in ``autoscale-data project --json`` and ``fits/projection.json``, the ``trust:`` lines of the CLI):
@@ -58,7 +59,8 @@ __all__ = [
 ]
 
 SEED_Z = 2.0  # two mixes are told apart when their gap exceeds this many standard errors of the difference
-EDGE_FRACTION = 0.05  # a share within this fraction of the domain's range from its lowest/highest run is on the edge
+# a share within this fraction of the domain's range from its lowest/highest run is on the edge
+EDGE_FRACTION = 0.05
 GAMMA_RANGE = (0.01, 3.0)  # plausible exponents of the joint law (module doc)
 
 ValDomains = Sequence[str] | Mapping[str, float] | None
@@ -140,7 +142,8 @@ class Trust(Record):
 
 @dataclass(frozen=True)
 class PlanEvidence(Record):
-    """What a saved :class:`~.plan.MixturePlan` was chosen by: its ``metadata`` (``autoscale-data project --save-plan``).
+    """What a saved :class:`~.plan.MixturePlan` was chosen by: its ``metadata`` (``autoscale-data project
+    --save-plan``).
 
     Attributes:
         method: the candidate that set the mix; requested_method: what was asked for.
@@ -165,11 +168,13 @@ class PlanEvidence(Record):
     notes: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, projections: Any, tables: Sequence[RunTable], *, objective: str, sources: Sequence[str]) -> PlanEvidence:
+    def of(cls, projections: Any, tables: Sequence[RunTable], *, objective: str,
+           sources: Sequence[str]) -> PlanEvidence:
         """The evidence of :func:`~.projections.project_all`'s answer ``projections`` from ``tables``."""
         selection = projections.selection
         return cls(method=projections.used, requested_method=projections.method,
-                   reason=selection.reason if selection is not None else f"method {projections.method!r} as asked",
+                   reason=selection.reason if selection is not None
+                   else f"method {projections.method!r} as asked",
                    target_tokens=projections.budget_tokens, budgets=sorted(table_budget(t) for t in tables),
                    sources=[str(x) for x in sources], objective=objective,
                    selection=None if selection is None else selection.to_json(), trust=projections.trust,
@@ -177,7 +182,8 @@ class PlanEvidence(Record):
 
 
 def seeds_needed(noise: float | None, gap: float | None) -> int | None:
-    """Seeds per mix for a gap to exceed ``SEED_Z`` standard errors of a difference: ``2 (SEED_Z σ / gap)²``, at least 2.
+    """Seeds per mix for a gap to exceed ``SEED_Z`` standard errors of a difference: ``2 (SEED_Z σ / gap)²``,
+    at least 2.
 
     None without a noise estimate or a positive gap.
     """
@@ -187,7 +193,8 @@ def seeds_needed(noise: float | None, gap: float | None) -> int | None:
 
 
 def _mixes(table: RunTable, objective: str, val_domains: ValDomains) -> list[list[float]]:
-    """The objective values of each mix of ``table`` (runs at the same shares), best mix (lowest mean) first."""
+    """The objective values of each mix of ``table`` (runs at the same shares), best mix (lowest mean)
+    first."""
     groups: dict[tuple[float, ...], list[float]] = {}
     for row, v in zip(np.round(_shares(table), 9), run_objective(table, objective, val_domains), strict=True):
         groups.setdefault(tuple(row.tolist()), []).append(float(v))
@@ -196,8 +203,9 @@ def _mixes(table: RunTable, objective: str, val_domains: ValDomains) -> list[lis
 
 def run_noise(tables: Sequence[RunTable], joint: JointFit | str | None, *, objective: str = DEFAULT_OBJECTIVE,
               val_domains: ValDomains = None) -> tuple[float | None, str]:
-    """The noise of one run (:func:`~.select.noise_estimate`), else the joint law's residual where it has degrees
-    of freedom left (an upper bound: it also holds the law's misfit); ``(None, why)`` without either."""
+    """The noise of one run (:func:`~.select.noise_estimate`), else the joint law's residual where it has
+    degrees of freedom left (an upper bound: it also holds the law's misfit); ``(None, why)`` without
+    either."""
     noise, source = noise_estimate(tables, objective=objective, val_domains=val_domains)
     if noise is None and isinstance(joint, JointFit) and joint.n_points > joint.n_params:
         noise = float(np.sqrt(joint.sse / (joint.n_points - joint.n_params))) * joint.normalizer
@@ -207,7 +215,8 @@ def run_noise(tables: Sequence[RunTable], joint: JointFit | str | None, *, objec
 
 def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None, *,
                 objective: str = DEFAULT_OBJECTIVE, val_domains: ValDomains = None) -> NoiseCheck:
-    """The noise check of the module doc (``tables`` smallest budget first; ``joint`` for the residual fallback)."""
+    """The noise check of the module doc (``tables`` smallest budget first; ``joint`` for the residual
+    fallback)."""
     last = tables[-1]
     mixes = _mixes(last, objective, val_domains)
     best = mixes[:2]
@@ -222,8 +231,8 @@ def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None,
     if gap is None:
         text = f"one mix {at}: nothing to choose between"
     elif noise is None:
-        text = (f"one run per mix and no noise estimate from the runs ({source}): the choice cannot be judged against "
-                "noise; run the best two mixes with 3 seeds or more to measure it")
+        text = (f"one run per mix and no noise estimate from the runs ({source}): the choice cannot be "
+                "judged against noise; run the best two mixes with 3 seeds or more to measure it")
     elif seeds == 1:
         need_text = (f"about {need} seeds per mix would tell them apart ({rule})" if need is not None
                      else "they tie: no number of seeds tells them apart")
@@ -231,15 +240,17 @@ def noise_check(tables: Sequence[RunTable], joint: JointFit | str | None = None,
         text = (f"{once}: the choice cannot be judged against noise. Noise of one run "
                 f"~{noise:.3g} ({source}); the two best mixes {at} differ by {gap:.3g}: {need_text}")
     elif judged:
-        text = (f"{seeds} seeds per mix: the two best mixes {at} differ by {gap:.3g}, beyond twice the standard error "
-                f"of their difference ({SEED_Z * noise * math.sqrt(2 / seeds):.3g}; noise of one run {noise:.3g}, "
-                f"{source})")
+        text = (f"{seeds} seeds per mix: the two best mixes {at} differ by {gap:.3g}, beyond twice the "
+                f"standard error of their difference ({SEED_Z * noise * math.sqrt(2 / seeds):.3g}; noise of "
+                f"one run {noise:.3g}, {source})")
     else:
         need_text = f"about {need} seeds per mix would" if need is not None else "no number of seeds would"
-        text = (f"{seeds} seed(s) per mix: the two best mixes {at} differ by {gap:.3g}, within twice the standard "
-                f"error of their difference ({SEED_Z * noise * math.sqrt(2 / seeds):.3g}; noise of one run "
-                f"{noise:.3g}, {source}): the choice cannot be judged against noise; {need_text} tell them apart")
-    return NoiseCheck(seeds=int(seeds), noise=noise, noise_source=source, gap=gap, seeds_needed=need, judged=judged,
+        text = (f"{seeds} seed(s) per mix: the two best mixes {at} differ by {gap:.3g}, within twice the "
+                f"standard error of their difference ({SEED_Z * noise * math.sqrt(2 / seeds):.3g}; noise of "
+                f"one run {noise:.3g}, {source}): the choice cannot be judged against noise; {need_text} "
+                "tell them apart")
+    return NoiseCheck(seeds=int(seeds), noise=noise, noise_source=source, gap=gap, seeds_needed=need,
+                      judged=judged,
                       summary=text)
 
 
@@ -267,7 +278,8 @@ def edge_check(tables: Sequence[RunTable], weights: Mapping[str, float]) -> Edge
         return EdgeCheck({}, ranges, "the chosen mix lies inside the shares run for every domain")
     more = [d for d, e in edges.items() if e in ("highest", "above") and hi[domains.index(d)] < 1.0 - 1e-9]
     less = [d for d, e in edges.items() if e in ("lowest", "below") and lo[domains.index(d)] > 1e-9]
-    act = "; ".join(filter(None, [f"more {', '.join(more)}" if more else "", f"less {', '.join(less)}" if less else ""]))
+    act = "; ".join(filter(None, [f"more {', '.join(more)}" if more else "", f"less {', '.join(less)}" if less
+                                  else ""]))
     return EdgeCheck(edges, ranges, "the chosen mix is on the edge of the mixes run: " + "; ".join(said)
                      + ": the best mix may lie beyond the grid" + (f" (run mixes with {act})" if act else ""))
 
@@ -280,7 +292,8 @@ def parameter_check(joint: JointFit, tables: Sequence[RunTable], *, val_domains:
     for d in joint.domains:
         g, amp = joint.gamma[d], joint.amplitude[d]
         if g > hi:
-            bad.append(f"exponent of {d!r} {g:.3g} > {hi:g} (its effect would vanish within a doubling of its tokens)")
+            bad.append(f"exponent of {d!r} {g:.3g} > {hi:g} (its effect would vanish within a doubling of "
+                       "its tokens)")
         elif 0 < g < lo and amp > 0:
             bad.append(f"exponent of {d!r} {g:.3g} < {lo:g} (a flat log law that trades off with the floor)")
     floor = joint.floor * joint.normalizer
@@ -292,14 +305,17 @@ def parameter_check(joint: JointFit, tables: Sequence[RunTable], *, val_domains:
     if not bad:
         return ParameterCheck([], "the joint law's parameters are in their plausible ranges")
     role = "it sets the mix: do not trust it" if used else "treat its projection as unreliable"
-    return ParameterCheck(bad, f"the joint law's parameters are implausible: {'; '.join(bad)}; {role} (plausible: "
-                               f"exponents in ({lo:g}, {hi:g}], a floor >= 0 and below every observed objective)")
+    return ParameterCheck(bad, f"the joint law's parameters are implausible: {'; '.join(bad)}; {role} "
+                               f"(plausible: exponents in ({lo:g}, {hi:g}], a floor >= 0 and below every "
+                               "observed objective)")
 
 
 def assess(tables: Sequence[RunTable], weights: Mapping[str, float], joint: JointFit | str | None, *,
-           objective: str = DEFAULT_OBJECTIVE, val_domains: ValDomains = None, joint_used: bool = False) -> Trust:
+           objective: str = DEFAULT_OBJECTIVE, val_domains: ValDomains = None,
+           joint_used: bool = False) -> Trust:
     """The :class:`Trust` of the answer ``weights`` from ``tables`` (smallest budget first)."""
-    params = None if not isinstance(joint, JointFit) else parameter_check(joint, tables, val_domains=val_domains,
+    params = None if not isinstance(joint, JointFit) else parameter_check(joint, tables,
+                                                                          val_domains=val_domains,
                                                                          used=joint_used)
     return Trust(noise=noise_check(tables, joint, objective=objective, val_domains=val_domains),
                  edge=edge_check(tables, weights), parameters=params)

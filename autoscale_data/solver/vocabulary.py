@@ -77,6 +77,7 @@ def law_parameters(law: str) -> int:
 
 
 def check_name(what: str, value: object, names: tuple[str, ...]) -> None:
-    """``ValueError`` naming ``what``, the value and the accepted names unless ``value`` is one of ``names``."""
+    """``ValueError`` naming ``what``, the value and the accepted names unless ``value`` is one of
+    ``names``."""
     if value not in names:
         raise ValueError(f"{what} must be one of {names}, got {value!r}")

@@ -33,7 +33,8 @@ def _scheme(url: str) -> str:
 
 
 def is_remote_url(path_or_url: object) -> bool:
-    """True for ``http(s)://``, ``pipe:`` and other ``scheme://`` URLs; False for local paths and ``file://``."""
+    """True for ``http(s)://``, ``pipe:`` and other ``scheme://`` URLs; False for local paths and
+    ``file://``."""
     if not isinstance(path_or_url, str):
         return False
     return _scheme(path_or_url) not in _LOCAL_SCHEMES

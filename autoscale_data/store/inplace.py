@@ -116,14 +116,16 @@ def _take_documents(segments: Sequence[Segment], first: int, stop: int, itemsize
         lo, hi = max(first - at, 0), min(stop - at, n)
         if lo < hi:
             skip = int(seg.doc_lengths[:lo].sum())
-            out.append(Segment(seg.file, seg.offset + skip * itemsize, seg.doc_lengths[lo:hi], seg.file_bytes))
+            out.append(Segment(seg.file, seg.offset + skip * itemsize, seg.doc_lengths[lo:hi],
+                               seg.file_bytes))
         at += n
     return out
 
 
 @dataclass(frozen=True)
 class _Range:
-    """A shard to be: ``num_tokens`` tokens of ``path`` from byte ``offset``; ``ends`` are its documents' ends."""
+    """A shard to be: ``num_tokens`` tokens of ``path`` from byte ``offset``; ``ends`` are its documents'
+    ends."""
 
     path: Path
     offset: int
@@ -187,10 +189,12 @@ def _fingerprint(train: InPlaceSource, val: InPlaceSource | None, tokenizer: Tok
     """The manifest's ``source["fingerprint"]`` for this data and these settings."""
     source = train.description
     if version_1:  # a version 1 manifest recorded the format's former name
-        source = {**source, "format": next(old for old, new in FORMER_NAMES.items() if new == source["format"])}
+        source = {**source, "format": next(old for old, new in FORMER_NAMES.items()
+                                           if new == source["format"])}
     files = [[os.fspath(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
              for src in (train, val) if src is not None for f in src.inputs]
-    desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout, "shard_tokens": shard_tokens,
+    desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout,
+            "shard_tokens": shard_tokens,
             "source": source}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -208,7 +212,8 @@ def _check_data(name: str, train: InPlaceSource, val: InPlaceSource | None, tok:
         raise ValueError(f"train data has {train.dtype} tokens but validation data has {val.dtype}")
     if train.num_tokens == 0:
         raise ValueError(f"domain {name!r} has no tokens in {os.fspath(train.directory)!r}")
-    if tok.vocab_size > int(np.iinfo(train.dtype).max) + 1:  # before reading any token (the manifest checks it too)
+    # before reading any token (the manifest checks it too)
+    if tok.vocab_size > int(np.iinfo(train.dtype).max) + 1:
         raise ValueError(f"vocab_size {tok.vocab_size} does not fit dtype {train.dtype} of the data in "
                          f"{os.fspath(train.directory)!r}: was it tokenized by tokenizer {tok.spec!r}?")
 
@@ -243,21 +248,25 @@ def _scan_splits(name: str, plans: Mapping[str, tuple[InPlaceSource, list[_Range
                 scanned = list(pool.map(lambda r: _scan(r, dtype, tok, bar), ranges))
                 eos_ended += sum(ended for _, ended in scanned)
                 num_docs += sum(r.num_documents for r in ranges)
-                splits[split] = SplitInfo(tuple(shard for shard, _ in scanned), _relative_dir(src.directory, out))
+                splits[split] = SplitInfo(tuple(shard for shard, _ in scanned),
+                                          _relative_dir(src.directory, out))
     finally:
         bar.close()
     return splits, eos_ended, num_docs
 
 
-def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer, opts: InPlaceOptions) -> DomainResult:
-    """Write ``out/manifest.json`` for ``domain`` (or keep it when nothing changed); see the module docstring."""
+def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer,
+              opts: InPlaceOptions) -> DomainResult:
+    """Write ``out/manifest.json`` for ``domain`` (or keep it when nothing changed); see the module
+    docstring."""
     start = time.perf_counter()
     check_domain_name(name)
     train, val = domain.open()
     _check_data(name, train, val, tok)
     holdout = _holdout_rule(val, opts.holdout_every)
     fingerprint = _fingerprint(train, val, tok, holdout, opts.shard_tokens)
-    kept = unchanged_store(out, fingerprint, partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens, True))
+    kept = unchanged_store(out, fingerprint, partial(_fingerprint, train, val, tok, holdout,
+                                                     opts.shard_tokens, True))
     if kept is not None:
         return DomainResult(name, kept, True, time.perf_counter() - start)
     out.mkdir(parents=True, exist_ok=True)
@@ -292,7 +301,8 @@ def _split_settings(fmt: InPlaceFormat, settings: Mapping[str, Any]) -> tuple[di
     if unknown:
         raise TypeError(f"register_in_place() got unknown setting(s) {unknown}; format {fmt.name!r} takes "
                         f"{own}, every format takes {common}")
-    return ({k: v for k, v in settings.items() if k in common}, {k: v for k, v in settings.items() if k in own})
+    return ({k: v for k, v in settings.items() if k in common}, {k: v for k, v in settings.items()
+                                                                 if k in own})
 
 
 def register_in_place(
@@ -306,10 +316,12 @@ def register_in_place(
     options: InPlaceOptions | None = None,
     **settings: Any,
 ) -> DomainResult:
-    """Register tokenized data read in place as the store ``store_dir`` (its manifest; the data is not copied).
+    """Register tokenized data read in place as the store ``store_dir`` (its manifest; the data is not
+    copied).
 
     Args:
-        source: the data in one of the formats of ``FORMATS`` (a Megatron prefix, a ``save_to_disk`` directory).
+        source: the data in one of the formats of ``FORMATS`` (a Megatron prefix, a ``save_to_disk``
+            directory).
         store_dir: where the manifest goes (created; the data's directory is fine).
         tokenizer: the tokenizer that made the data (a spec for ``load_tokenizer`` or a loaded one):
             its vocabulary bounds the ids, its fingerprint decides which stores mix.
@@ -363,7 +375,8 @@ def register_domains(
     opts = build_options(InPlaceOptions, options, settings, caller="register_domains")
     specs = {name: d if isinstance(d, InPlaceDomain) else InPlaceDomain(d) for name, d in domains.items()}
     if not specs:
-        raise ValueError(f"no domains given: pass at least one domain's data in one of the formats {sorted(FORMATS)}")
+        raise ValueError("no domains given: pass at least one domain's data in one of the formats "
+                         f"{sorted(FORMATS)}")
     for name in specs:
         check_domain_name(name)
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer, eos=eos)

@@ -109,7 +109,8 @@ class TokenizerInfo(Record):
     def __post_init__(self) -> None:
         check_int("tokenizer vocab_size", self.vocab_size)
         if not 0 <= self.eos_id < self.vocab_size:
-            raise ValueError(f"tokenizer eos_id {self.eos_id} is outside the vocabulary [0, {self.vocab_size})")
+            raise ValueError(f"tokenizer eos_id {self.eos_id} is outside the vocabulary [0, "
+                             f"{self.vocab_size})")
         if not self.fingerprint:
             raise ValueError("tokenizer fingerprint must be a non-empty string")
 
@@ -247,7 +248,8 @@ def store_fingerprint(store_dir: str | os.PathLike[str], manifest: Manifest | No
         shards = {name: [[s.num_tokens, s.num_documents, s.sha256] for s in split.shards]
                   for name, split in m.splits.items()}
         tok = m.tokenizer
-        data = json.dumps([m.dtype, tok.fingerprint, tok.vocab_size, tok.eos_id, shards], sort_keys=True).encode()
+        data = json.dumps([m.dtype, tok.fingerprint, tok.vocab_size, tok.eos_id, shards],
+                          sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest()[:16]
 
 

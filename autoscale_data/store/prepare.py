@@ -136,7 +136,8 @@ class DomainResult:
                     "is one document, and holding out needs two or more, so it has no validation data (the "
                     "runner and MixtureValidationDataset refuse a domain without held-out sequences): split "
                     "it into several documents")
-        cause = (f"only {docs:,} documents, fewer than --holdout-every {holdout_every}, so the last one is held out"
+        cause = (f"only {docs:,} documents, fewer than --holdout-every {holdout_every}, so the last one is "
+                 "held out"
                  if docs < holdout_every else
                  f"every {holdout_every}-th of {docs:,} documents, and the documents differ in length")
         return (f"domain {self.name!r}: {val:,} of {total:,} tokens ({share:.2%}) are held out for "
@@ -170,7 +171,8 @@ def check_domain_name(name: str) -> None:
                          "starting with a letter or digit")
 
 
-def _source(path: Path, store_dir: Path, tok: Tokenizer, opts: PrepareOptions, version_1: bool = False) -> dict[str, Any]:
+def _source(path: Path, store_dir: Path, tok: Tokenizer, opts: PrepareOptions,
+            version_1: bool = False) -> dict[str, Any]:
     """The manifest's ``source`` (module docstring); a version 1 manifest recorded absolute paths."""
     where = (lambda f: os.fspath(f.resolve())) if version_1 else (lambda f: os.path.relpath(f, path))
     files = [[where(f), f.stat().st_size, f.stat().st_mtime_ns] for f in input_files(path, opts.text_ext)]
@@ -191,8 +193,9 @@ def _clear_store_dir(store_dir: Path) -> None:
 
 
 def unchanged_store(store_dir: Path, fingerprint: str, version_1: Callable[[], str]) -> Manifest | None:
-    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint`` (``version_1()`` for
-    a version 1 manifest: it was written from these inputs and settings) and its files still have their sizes."""
+    """The manifest in ``store_dir`` when its ``source["fingerprint"]`` is ``fingerprint`` (``version_1()``
+    for a version 1 manifest: it was written from these inputs and settings) and its files still have their
+    sizes."""
     try:
         manifest = read_manifest(store_dir)
         if manifest.source.get("fingerprint") == (version_1() if manifest.version == 1 else fingerprint):
@@ -221,7 +224,9 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
     try:
-        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field, opts.text_ext), 2 * opts.processes):
+        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field,
+                                                                                     opts.text_ext),
+                                               2 * opts.processes):
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size
             num_val += int(is_val.sum())

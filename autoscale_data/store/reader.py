@@ -91,7 +91,8 @@ def _check_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
     offset, nbytes = shard.offset, shard.num_tokens * itemsize if shard.in_place else None
     with open(path, "rb") as fh:
         stat = os.fstat(fh.fileno())
-        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None else nbytes)
+        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None
+               else nbytes)
         digest = _VERIFIED.get(key)
         if digest is None:
             fh.seek(offset)
@@ -155,7 +156,8 @@ class TokenSplit:
         self._files = files
         self._verify: Verify = verify
         self._infos = tuple(s for s in split.shards if s.num_tokens)
-        self._bounds = [0, *itertools.accumulate(s.num_tokens for s in self._infos)]  # shard starts, then the end
+        # shard starts, then the end
+        self._bounds = [0, *itertools.accumulate(s.num_tokens for s in self._infos)]
         self.num_tokens = self._bounds[-1]
         self._maps: list[np.ndarray | None] = [None] * len(self._infos)
         self._only: np.ndarray | None = None  # the map, once mapped, when the split has exactly one shard
@@ -168,13 +170,15 @@ class TokenSplit:
         return len(self._infos)
 
     def shard(self, k: int) -> np.ndarray:
-        """Shard ``k``'s tokens (a read-only array over its memory map; mapped, checked, fetched on first use)."""
+        """Shard ``k``'s tokens (a read-only array over its memory map; mapped, checked, fetched on first
+        use)."""
         m = self._maps[k]
         return m if m is not None else self._map(k)
 
     def _map(self, k: int) -> np.ndarray:
         info = self._infos[k]
-        for attempt in range(2):  # a cache may lose the file between fetch and map (another process evicts it)
+        # a cache may lose the file between fetch and map (another process evicts it)
+        for attempt in range(2):
             path, fresh = self._files.local_path(info)
             try:
                 if fresh:
@@ -251,7 +255,8 @@ class TokenSplit:
         return np.concatenate(parts)
 
     def sequence(self, index: int, seq_len: int) -> np.ndarray:
-        """Sequence ``index`` (tokens ``[index*seq_len, (index+1)*seq_len)``): a view, or a copy across shards."""
+        """Sequence ``index`` (tokens ``[index*seq_len, (index+1)*seq_len)``): a view, or a copy across
+        shards."""
         start = index * seq_len
         only = self._only
         if only is not None and 0 <= start and start + seq_len <= self.num_tokens:

@@ -1,10 +1,10 @@
 """Stores behind a URL: shards fetched on first touch into a local, checksummed, size-bounded cache.
 
 User guide (URLs, retries, the checks on a manifest from elsewhere, eviction and pinning): docs/ecosystem.md,
-"Stores behind a URL". The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``, holds each shard complete (downloaded
-to a temporary file, checked, renamed) beside ``<file>.sha256``, the digest it was verified against (a store
-rewritten upstream is downloaded again). Eviction is least-recently-used over all stores; "used" is the
-file's mtime, set at download and (at most every ``_TOUCH_S``) when a process maps the shard.
+"Stores behind a URL". The cache, ``CACHE_DIR/<16 hex of sha256(url)>/``, holds each shard complete
+(downloaded to a temporary file, checked, renamed) beside ``<file>.sha256``, the digest it was verified
+against (a store rewritten upstream is downloaded again). Eviction is least-recently-used over all stores;
+"used" is the file's mtime, set at download and (at most every ``_TOUCH_S``) when a process maps the shard.
 """
 
 from __future__ import annotations

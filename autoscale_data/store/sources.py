@@ -219,7 +219,8 @@ def _strings(texts: Iterable[object], where: str, field: str) -> Iterator[str]:
     """``texts``, each checked to be a string (the message names its row)."""
     for row, text in enumerate(texts):
         if not isinstance(text, str):
-            raise ValueError(f"{where}: row {row}: column {field!r} is not a string (got {type(text).__name__})")
+            raise ValueError(f"{where}: row {row}: column {field!r} is not a string (got "
+                             f"{type(text).__name__})")
         yield text
 
 

@@ -104,7 +104,8 @@ class ByteTokenizer(Tokenizer):
     def decode(self, ids: Sequence[int] | np.ndarray) -> str:
         arr = np.asarray(ids, dtype=np.int64)
         if arr.size and (arr.min() < 0 or arr.max() > 256):
-            raise ValueError(f"bytes tokenizer ids must lie in [0, 256], got range [{arr.min()}, {arr.max()}]")
+            raise ValueError(f"bytes tokenizer ids must lie in [0, 256], got range [{arr.min()}, "
+                             f"{arr.max()}]")
         pieces = np.split(arr, np.flatnonzero(arr == 256))
         out = [bytes(pieces[0].astype(np.uint8)).decode("utf-8", errors="replace")]
         out += ["<|endoftext|>" + bytes(p[1:].astype(np.uint8)).decode("utf-8", errors="replace")

@@ -42,7 +42,8 @@ from .manifest import MANIFEST_NAME, Manifest, ShardInfo
 from .reader import TokenStore
 from .writer import ShardFile
 
-__all__ = ["WDS_FORMAT", "WDS_INDEX", "WdsExport", "export_webdataset", "import_webdataset", "iter_wds_samples"]
+__all__ = ["WDS_FORMAT", "WDS_INDEX", "WdsExport", "export_webdataset", "import_webdataset",
+           "iter_wds_samples"]
 
 WDS_FORMAT = "autoscale-data-webdataset"
 WDS_INDEX = "wds-index.json"
@@ -115,7 +116,8 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _export_split(ts: TokenStore, split: str, out: Path, sample_tokens: int, tar_bytes: int) -> tuple[list[str], int]:
+def _export_split(ts: TokenStore, split: str, out: Path, sample_tokens: int,
+                  tar_bytes: int) -> tuple[list[str], int]:
     """Write one split's samples into its tars: (their names, the number of samples)."""
     data = ts.train if split == "train" else ts.val
     roller = _TarRoller(out, split, tar_bytes)
@@ -199,7 +201,8 @@ def iter_wds_samples(tar_path: str | os.PathLike[str]) -> Iterator[tuple[str, di
                 tokens = np.load(io.BytesIO(parts["npy"]), allow_pickle=False)
                 yield key, meta, tokens
     if pending:
-        raise ValueError(f"{os.fspath(tar_path)!r}: samples {sorted(pending)[:5]} lack their .npy or .json member")
+        raise ValueError(f"{os.fspath(tar_path)!r}: samples {sorted(pending)[:5]} lack their .npy or .json "
+                         "member")
 
 
 class _ShardBuilder(ShardFile):

@@ -34,10 +34,13 @@ _ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
-    """Each field of dataclass ``cls`` -> its attribute docstring, on one line (fields without one left out)."""
+    """Each field of dataclass ``cls`` -> its attribute docstring, on one line (fields without one left
+    out)."""
     body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
-    return {node.target.id: " ".join(doc.value.value.split()) for node, doc in zip(body, body[1:], strict=False)
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(doc, ast.Expr)
+    return {node.target.id: " ".join(doc.value.value.split()) for node, doc in zip(body, body[1:],
+                                                                                   strict=False)
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            and isinstance(doc, ast.Expr)
             and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)}
 
 
@@ -81,7 +84,8 @@ def _rows(cls: type, prefix: str = "") -> list[str]:
         key, section = prefix + f.name, _section_class(hints[f.name])
         if cls is RunnerConfig and f.name == "sections":
             for name, path in registry.sections().items():
-                readers = ", ".join(f"`{m.name}`" for m in registry.MIXING_METHODS.values() if m.section == name)
+                readers = ", ".join(f"`{m.name}`" for m in registry.MIXING_METHODS.values()
+                                    if m.section == name)
                 section = registry.load(path)
                 rows += [_row(name, _shown(None), "section", f"{_section_doc(section)} Read by {readers} "
                               "(unset: their defaults)."), *_rows(section, f"{name}.")]
@@ -91,10 +95,12 @@ def _rows(cls: type, prefix: str = "") -> list[str]:
             rows += [_row(key, _shown(None) if f.default is None else "", "section",
                           docs.get(f.name) or _section_doc(section)), *_rows(section, f"{key}.")]
         elif f.name not in docs:
-            raise ValueError(f"config field {key} of {cls.__name__} has no docstring (a string right after it)")
+            raise ValueError(f"config field {key} of {cls.__name__} has no docstring (a string right after "
+                             "it)")
         else:
             names = f" Each one of {', '.join(f'`{n}`' for n in f.metadata[CHOICES]())}." if CHOICES in f.metadata else ""
-            rows.append(_row(key, _shown(_default(f)), f"`{str(f.type).replace(' | ', ' or ')}`", docs[f.name] + names))
+            rows.append(_row(key, _shown(_default(f)), f"`{str(f.type).replace(' | ', ' or ')}`",
+                             docs[f.name] + names))
     return rows
 
 

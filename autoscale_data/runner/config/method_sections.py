@@ -1,4 +1,5 @@
-"""The config sections of the built-in mixing methods beside AutoScale (``regmix:``, ``doremi:``, ``online:``).
+"""The config sections of the built-in mixing methods beside AutoScale (``regmix:``, ``doremi:``,
+``online:``).
 
 Each is optional: unset, a method named in ``target.baselines`` runs with the defaults. The registry names
 each section's dataclass (``MethodDeclaration.config``), so the config builds, checks and documents it.
@@ -17,7 +18,8 @@ from .sections import build_section, check_choice, check_int_field, check_number
 
 __all__ = ["DoReMiConfig", "ONLINE_OPTIONS", "OnlineMixingConfig", "RegMixConfig", "SwarmConfig"]
 
-#: The settings each online controller takes (``online.ado`` / ``online.odm``; see :mod:`autoscale_data.online`).
+# : The settings each online controller takes (``online.ado`` / ``online.odm``; see
+# :mod:`autoscale_data.online`).
 ONLINE_OPTIONS = {ADO: ("warmup", "fit_after", "refit_every", "min_prob", "history_decay", "grid"),
                   ODM: ("reward_scale",)}
 
@@ -122,13 +124,16 @@ class DoReMiConfig:
     def __post_init__(self) -> None:
         if isinstance(self.reference, Mapping):
             weights = dict(self.reference)
-            if not weights or not all(is_number(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
-                raise field_error("doremi", "reference", self.reference, "a mapping domain -> weight >= 0 (sum > 0)")
+            if not weights or not all(is_number(w) and w >= 0
+                                      for w in weights.values()) or sum(weights.values()) <= 0:
+                raise field_error("doremi", "reference", self.reference,
+                                  "a mapping domain -> weight >= 0 (sum > 0)")
             object.__setattr__(self, "reference", {str(k): float(v) for k, v in weights.items()})
         elif not isinstance(self.reference, str) or not self.reference:
             raise field_error("doremi", "reference", self.reference,
                               "'uniform', 'natural', a preset name ('llama1') or a mapping domain -> weight")
-        object.__setattr__(self, "reference_mapping", _mapping("doremi", "reference_mapping", self.reference_mapping))
+        object.__setattr__(self, "reference_mapping", _mapping("doremi", "reference_mapping",
+                                                               self.reference_mapping))
         if self.budget is not None:
             check_int_field("doremi", "budget", self.budget)
         check_number_field("doremi", "step_size", self.step_size)
@@ -143,7 +148,8 @@ class OnlineMixingConfig:
     """Online mixing: target runs whose mix a controller chooses as they train."""
 
     every: int = 10
-    """Optimizer steps between two updates of the mix (each all-reduces the per-domain training losses once)."""
+    """Optimizer steps between two updates of the mix (each all-reduces the per-domain training losses
+    once)."""
     lookahead: int | None = None
     """Segments of the stream decided ahead (``None``: the dataset's default, ceil(4 / every), at least 1)."""
     ado: dict[str, Any] = field(default_factory=dict)

@@ -33,7 +33,8 @@ from .sections import (
     field_error,
 )
 
-__all__ = ["EXTRA_BUDGETS", "RunnerConfig", "SECTIONS", "config_from_dict", "config_to_dict", "load_config", "with_extra_budget"]
+__all__ = ["EXTRA_BUDGETS", "RunnerConfig", "SECTIONS", "config_from_dict", "config_to_dict", "load_config",
+           "with_extra_budget"]
 
 #: ``ddo.extra_budget``: ``half`` adds ``N0 = N1 / 2`` below the budgets given; ``none`` adds nothing.
 EXTRA_BUDGETS = ("half", "none")
@@ -57,8 +58,8 @@ def with_extra_budget(budgets: Any, extra: Any) -> Any:
     if (not isinstance(given, list) or not given or not all(is_int(b) and b > 0 for b in given)
             or any(a >= b for a, b in zip(given[:-1], given[1:], strict=False))):
         # checked as written: the expanded list would name an N0 the file does not hold
-        raise field_error("ddo", "budgets", given, f"increasing budgets [N1, N2] in tokens with ddo.extra_budget: "
-                          f"{extra!r} (it adds N0 = N1 / 2 below them)")
+        raise field_error("ddo", "budgets", given, "increasing budgets [N1, N2] in tokens with "
+                          f"ddo.extra_budget: {extra!r} (it adds N0 = N1 / 2 below them)")
     return (int(given[0]) // 2, *given)
 
 
@@ -123,7 +124,8 @@ class RunnerConfig:
             if not self.domains:
                 raise field_error("", "domains", self.domains, "a prepared-store directory or a mapping")
         elif not isinstance(self.domains, dict) or len(self.domains) < 2:
-            raise field_error("", "domains", self.domains, "a store directory or a mapping of >= 2 domains -> store paths")
+            raise field_error("", "domains", self.domains, "a store directory or a mapping of >= 2 domains "
+                                                           "-> store paths")
         for name in ("seq_len", "micro_batch_size", "global_batch_size", "procs"):
             check_int_field("", name, getattr(self, name))
         if self.global_batch_size % (self.micro_batch_size * self.procs):
@@ -136,8 +138,8 @@ class RunnerConfig:
         check_choice("", "precision", self.precision, ("fp32", "bf16"))
         check_choice("", "device", self.device, (AUTO, "cpu", "cuda"))
         if self.eval.tasks and self.model.family != GPT2:  # zero-shot ranked classification needs a causal LM
-            raise field_error("eval", "tasks", list(self.eval.tasks), f"none for the masked LM {self.model.preset!r} "
-                              "(the zero-shot tasks score a causal LM's answers)")
+            raise field_error("eval", "tasks", list(self.eval.tasks), "none for the masked LM "
+                              f"{self.model.preset!r} (the zero-shot tasks score a causal LM's answers)")
         proxy = self.ddo.proxy_model
         if proxy is not None and proxy.family != self.model.family:
             raise field_error("ddo", "proxy_model", proxy.preset, f"a {self.model.family} preset, as model "
@@ -157,7 +159,8 @@ class RunnerConfig:
         if isinstance(self.domains, dict):  # a store folder's domains are checked when it is opened
             self.ddo.check_domains(list(self.domains))
         if self.target.budget <= self.ddo.largest:
-            raise field_error("target", "budget", self.target.budget, f"more than ddo.budgets N2 = {self.ddo.largest}")
+            raise field_error("target", "budget", self.target.budget, "more than ddo.budgets N2 = "
+                                                                      f"{self.ddo.largest}")
         known = registry.sections()
         for name, section in self.sections.items():
             if name not in known or not isinstance(section, registry.load(known[name])):
@@ -181,12 +184,14 @@ class RunnerConfig:
 
 
 #: RunnerConfig's own sections (its fields that are dataclasses); the methods' come from the registry.
-SECTIONS: dict[str, type] = {n: t for n, t in get_type_hints(RunnerConfig).items() if dataclasses.is_dataclass(t)}
+SECTIONS: dict[str, type] = {n: t for n, t in get_type_hints(RunnerConfig).items()
+                             if dataclasses.is_dataclass(t)}
 
 
 def _read_multipliers(section: dict[str, Any], mult: Any) -> None:
     if not isinstance(mult, (list, tuple)) or len(mult) != 2:
-        raise field_error("ddo", "multipliers", mult, "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], [3, 1.7]]")
+        raise field_error("ddo", "multipliers", mult, "[up, down], e.g. [3, 3] for x3 and /3, or [[3, 1.7], "
+                                                      "[3, 1.7]]")
     section["multiplier_up"], section["multiplier_down"] = mult
 
 
@@ -194,7 +199,8 @@ def _read_extra_budget(section: dict[str, Any], extra: Any) -> None:
     section["budgets"] = with_extra_budget(section.get("budgets", DDOConfig.budgets), extra)
 
 
-#: A section's shorthand keys in a file, each read into the section's fields (in this order) before it is built.
+# : A section's shorthand keys in a file, each read into the section's fields (in this order) before it is
+# built.
 _SHORTHANDS: dict[type, dict[str, Callable[[dict[str, Any], Any], None]]] = {
     DDOConfig: {"multipliers": _read_multipliers, "extra_budget": _read_extra_budget}}
 
@@ -203,8 +209,10 @@ _NOT_FILE_KEYS = ("base_dir", "sections")
 
 
 def _file_keys(cls: type, also: Iterable[str]) -> list[str]:
-    """The keys a config file may give for section ``cls``: its fields and ``also`` (shorthands, methods' sections)."""
-    fields = {f.name for f in dataclasses.fields(cls)} - (set(_NOT_FILE_KEYS) if cls is RunnerConfig else set())
+    """The keys a config file may give for section ``cls``: its fields and ``also`` (shorthands, methods'
+    sections)."""
+    fields = {f.name for f in dataclasses.fields(cls)} - (set(_NOT_FILE_KEYS) if cls is RunnerConfig
+                                                          else set())
     return sorted(fields | set(also))
 
 
@@ -231,9 +239,10 @@ def config_from_dict(raw: Mapping[str, Any], base_dir: str | os.PathLike[str] = 
     top["sections"] = {name: build_section(registry.load(methods[name]), value, name)
                        for name, value in given.items() if value is not None}  # None: the method's defaults
     if "data" in top:
-        raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads prepared stores "
-                         "only. Build the synthetic demo stores with `autoscale-data demo --stores DIR` (or "
-                         "autoscale_data.demo.prepare_synthetic_stores) and point 'domains' at DIR")
+        raise ValueError("config section 'data' (data.synthetic) is no longer read: the runner reads "
+                         "prepared stores only. Build the synthetic demo stores with `autoscale-data demo "
+                         "--stores DIR` (or autoscale_data.demo.prepare_synthetic_stores) and point "
+                         "'domains' at DIR")
     if "base_dir" in top:
         raise ValueError("config key 'base_dir' is set from the config file's location; remove it")
     top["base_dir"] = os.fspath(base_dir)

@@ -55,10 +55,12 @@ CHOICES = "choices"
 #: ``ddo.repetition``: proxies on whole domains, or on pools that match the target's repetition.
 REPETITION_MODES = ("off", "match")
 REPETITION_OFF, REPETITION_MATCH = REPETITION_MODES
-#: ``ddo.schedule``: every DDO run trained on its own (the paper's design), or one run per mix with cooldown branches.
+# : ``ddo.schedule``: every DDO run trained on its own (the paper's design), or one run per mix with cooldown
+# branches.
 PROXY_SCHEDULES = ("separate", "wsd")
 SEPARATE, WSD = PROXY_SCHEDULES
-#: ``ddo.cooldown_shape``: how a WSD branch's learning rate falls from the peak (Hägele et al. 2024: ``1-sqrt``).
+# : ``ddo.cooldown_shape``: how a WSD branch's learning rate falls from the peak (Hägele et al. 2024:
+# ``1-sqrt``).
 COOLDOWN_SHAPES = ("1-sqrt", "linear")
 SQRT_COOLDOWN, LINEAR_COOLDOWN = COOLDOWN_SHAPES
 
@@ -100,8 +102,8 @@ def check_seeds(section: str, seeds: Any) -> tuple[int, ...]:
 
 def build_section(cls: type, raw: Any, section: str, *, keys: Iterable[str] | None = None) -> Any:
     """Section dataclass ``cls`` from a config file's mapping (lists as tuples, YAML's ``1e-3`` strings as
-    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks, with the keys
-    a file may give: ``keys`` (default ``cls``'s fields)."""
+    numbers), or ``raw`` if already one; ``ValueError`` naming the section on a key ``cls`` lacks, with the
+    keys a file may give: ``keys`` (default ``cls``'s fields)."""
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, Mapping):
@@ -139,17 +141,18 @@ class ModelConfig:
     """Which model to train: a preset plus overrides of its fields."""
 
     preset: str = "gpt2-tiny"
-    """``gpt2-tiny`` (2x128), ``gpt2-small``, ``gpt2-medium``, ``gpt2-large`` (1280 wide, 36 layers, 20 heads),
-    ``bert-tiny`` or ``bert-base`` (``runner.models.PRESETS``)."""
+    """``gpt2-tiny`` (2x128), ``gpt2-small``, ``gpt2-medium``, ``gpt2-large`` (1280 wide, 36 layers, 20
+    heads), ``bert-tiny`` or ``bert-base`` (``runner.models.PRESETS``)."""
     overrides: dict[str, Any] = field(default_factory=dict)
     """Any transformers config field (``n_layer``, ``n_embd``, ``hidden_size`` ...); the vocabulary comes from
     the stores."""
     mlm_probability: float = 0.15
     """BERT's masking rate (80% [MASK], 10% random, 10% kept; [MASK] is an extra id)."""
     activation: str | None = None
-    """GPT-2's GELU: ``gelu_pytorch_tanh`` (one PyTorch kernel) or ``gelu_new`` (HF's Python formula of the same
-    function, slower on a CPU); ``None``: the output folder's, ``gelu_new`` where its ``config.json`` predates
-    this setting (its runs trained with it), else ``gelu_pytorch_tanh``. A model field: it enters run ids."""
+    """GPT-2's GELU: ``gelu_pytorch_tanh`` (one PyTorch kernel) or ``gelu_new`` (HF's Python formula of the
+    same function, slower on a CPU); ``None``: the output folder's, ``gelu_new`` where its ``config.json``
+    predates this setting (its runs trained with it), else ``gelu_pytorch_tanh``. A model field: it enters run
+    ids."""
 
     def __post_init__(self) -> None:
         from ..models import GPT2_ACTIVATIONS
@@ -179,8 +182,8 @@ def _family(preset: str) -> str:
 
 
 def _check_model(section: str, preset: Any, overrides: Any) -> None:
-    """``ValueError`` naming the field unless ``preset`` is one of ``runner.models.PRESETS`` and ``overrides`` a
-    mapping."""
+    """``ValueError`` naming the field unless ``preset`` is one of ``runner.models.PRESETS`` and ``overrides``
+    a mapping."""
     from ..models import PRESETS
 
     check_choice(section, "preset", preset, PRESETS)
@@ -248,10 +251,10 @@ class DDOConfig:
     """The small budgets where DDO runs, and how its perturbations are made."""
 
     budgets: tuple[int, ...] = (500_000, 1_000_000, 3_000_000)
-    """Tokens of the DDO base runs: ``[N1, N2]`` (the paper's design) or ``[N0, N1, N2]`` (or more), with which
-    ``projection: auto`` backtests its projection at N2 (see "Three budgets"; N0 = N1 / 2 costs about 1.13x
-    the proxy tokens of ``[N1, N2]`` at N2 = 3 N1). In a file ``extra_budget: half`` adds N0 = N1 / 2 below
-    the budgets given (read as the explicit list)."""
+    """Tokens of the DDO base runs: ``[N1, N2]`` (the paper's design) or ``[N0, N1, N2]`` (or more), with
+    which ``projection: auto`` backtests its projection at N2 (see "Three budgets"; N0 = N1 / 2 costs about
+    1.13x the proxy tokens of ``[N1, N2]`` at N2 = 3 N1). In a file ``extra_budget: half`` adds N0 = N1 / 2
+    below the budgets given (read as the explicit list)."""
     multiplier_up: tuple[float, ...] = (3.0,)
     """x r_up of the perturbed runs, one or more (in a file ``multipliers: [up, down]`` sets both; paper: 3
     both ways; the authors' GPT-2 notebook: ``[3, 5]``; ``[[3, 1.7], [3, 1.7]]`` identifies the law)."""
@@ -269,13 +272,14 @@ class DDOConfig:
     law: str = DEFAULT_LAW
     """The per-domain law: ``3p``, or ``4p``, which adds an amplitude."""
     projection: str = DEFAULT_PROJECTION
-    """What sets the target mix: ``auto`` (with three budgets or more every candidate is refitted without N2 and
-    scored there like with like, and the joint law is validated on N2's runs before its predicted gain at the
-    target counts, see "Three budgets"; with two, the DDO optimum at N2 as is unless the law fitted jointly to both budgets predicts a
-    projection beats it by more than twice the prediction's sd and twice the noise of one run), ``observed``
-    (DDO(N2) as is), ``geometric`` (the paper's Theorem-1 path through the DDO optima), ``robust`` (that path
-    with each domain's trend shrunk by its uncertainty) or ``joint`` (one law fitted to the runs of both
-    budgets); all are written to ``fits/projection.json`` ([solver](solver.md#2c-the-default-answer-auto))."""
+    """What sets the target mix: ``auto`` (with three budgets or more every candidate is refitted without N2
+    and scored there like with like, and the joint law is validated on N2's runs before its predicted gain at
+    the target counts, see "Three budgets"; with two, the DDO optimum at N2 as is unless the law fitted
+    jointly to both budgets predicts a projection beats it by more than twice the prediction's sd and twice
+    the noise of one run), ``observed`` (DDO(N2) as is), ``geometric`` (the paper's Theorem-1 path through the
+    DDO optima), ``robust`` (that path with each domain's trend shrunk by its uncertainty) or ``joint`` (one
+    law fitted to the runs of both budgets); all are written to ``fits/projection.json``
+    ([solver](solver.md#2c-the-default-answer-auto))."""
     objective_weights: dict[str, float] | None = None
     """Validation domain -> weight: the fits (DDO, joint, robust) minimise that weighted sum of losses (or
     perplexities) instead of the mean; the report's mean loss stays unweighted."""
@@ -284,28 +288,30 @@ class DDOConfig:
     target's, so it repeats each domain as the target will, and the laws and the projection work in effective
     tokens (see "Repetition-matched proxies")."""
     proxy_model: ProxyModelConfig | None = None
-    """The proxies' own model, smaller than ``model``: a preset name or ``{preset, overrides}``. It trains the DDO
-    proxies, DoReMi's reference and proxy, and RegMix's swarm unless ``regmix.swarm.preset`` names one; it enters
-    their run ids. ``None``: the target's model (the paper's design; ids as before). A proxy model of more training
-    FLOPs per token than the target's is refused when the plan is made (see "A proxy model of its own")."""
+    """The proxies' own model, smaller than ``model``: a preset name or ``{preset, overrides}``. It trains the
+    DDO proxies, DoReMi's reference and proxy, and RegMix's swarm unless ``regmix.swarm.preset`` names one; it
+    enters their run ids. ``None``: the target's model (the paper's design; ids as before). A proxy model of
+    more training FLOPs per token than the target's is refused when the plan is made (see "A proxy model of
+    its own")."""
     proxy_lr: float | None = None
     """The proxies' peak learning rate (the runs ``proxy_model`` trains; ``None``: ``optimizer.lr``)."""
     schedule: str = SEPARATE
-    """``separate``: every DDO run trains on its own, with warm-up and linear decay (the paper's design; ids as
-    before); ``wsd``: each design mix trains once (the trunk, at constant learning rate after warm-up) and every
-    budget's run is a short decay branched from the trunk's checkpoint (see "One run per mix: cooldown
+    """``separate``: every DDO run trains on its own, with warm-up and linear decay (the paper's design; ids
+    as before); ``wsd``: each design mix trains once (the trunk, at constant learning rate after warm-up) and
+    every budget's run is a short decay branched from the trunk's checkpoint (see "One run per mix: cooldown
     branches")."""
     cooldown: float = 0.2
     """With ``schedule: wsd``: the share of each budget's steps in its decay branch, in (0, 1) (Hägele et al.
     2024: 0.2)."""
     cooldown_shape: str = SQRT_COOLDOWN
-    """With ``schedule: wsd``: the branch's learning rate from the peak to ``optimizer.min_lr_ratio``: ``1-sqrt``
-    (Hägele et al. 2024) or ``linear``."""
+    """With ``schedule: wsd``: the branch's learning rate from the peak to ``optimizer.min_lr_ratio``:
+    ``1-sqrt`` (Hägele et al. 2024) or ``linear``."""
 
     def __post_init__(self) -> None:
         self._check_design()
         if isinstance(self.base_weights, str) and self.base_weights != "uniform":
-            raise field_error("ddo", "base_weights", self.base_weights, "'uniform' or a mapping domain -> weight")
+            raise field_error("ddo", "base_weights", self.base_weights,
+                              "'uniform' or a mapping domain -> weight")
         if not isinstance(self.base_weights, str):
             _check_weights("ddo", "base_weights", self.base_weights)
         check_choice("ddo", "objective", self.objective, OBJECTIVES)
@@ -315,22 +321,24 @@ class DDOConfig:
         check_choice("ddo", "law", self.law, LAWS)
         points, k = self.design_points, law_parameters(self.law)
         if len(points) < k:  # the fit of every domain's law would refuse the runs
-            raise field_error("ddo", "law", self.law, f"a law the design can fit: the {self.law} law needs {k} distinct "
-                              f"multipliers per domain, the design gives {len(points)} ("
-                              f"{', '.join(f'{x:.3g}' for x in points)}); use law 3p or two multipliers each way, "
-                              "e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
+            raise field_error("ddo", "law", self.law, f"a law the design can fit: the {self.law} law needs "
+                              f"{k} distinct multipliers per domain, the design gives {len(points)} "
+                              f"({', '.join(f'{x:.3g}' for x in points)}); use law 3p or two multipliers "
+                              "each way, e.g. ddo.multipliers: [[3, 1.7], [3, 1.7]]")
         check_choice("ddo", "projection", self.projection, PROJECTION_CHOICES)
         check_choice("ddo", "repetition", self.repetition, REPETITION_MODES)
         self._check_schedule()
         if isinstance(self.proxy_model, str):  # a preset name: that preset as is
             object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
         elif self.proxy_model is not None:
-            object.__setattr__(self, "proxy_model", build_section(ProxyModelConfig, self.proxy_model, "ddo.proxy_model"))
+            object.__setattr__(self, "proxy_model", build_section(ProxyModelConfig, self.proxy_model,
+                                                                  "ddo.proxy_model"))
         if self.proxy_lr is not None:
             check_number_field("ddo", "proxy_lr", self.proxy_lr)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
-            object.__setattr__(self, "objective_weights", {str(k): float(v) for k, v in self.objective_weights.items()})
+            object.__setattr__(self, "objective_weights", {str(k): float(v) for k,
+                                                           v in self.objective_weights.items()})
 
     def _check_design(self) -> None:
         """``budgets`` (two or more, increasing) and the multipliers (each > 1, distinct), as tuples."""
@@ -362,11 +370,13 @@ class DDOConfig:
         check_choice("ddo", "schedule", self.schedule, PROXY_SCHEDULES)
         check_choice("ddo", "cooldown_shape", self.cooldown_shape, COOLDOWN_SHAPES)
         if not (is_number(self.cooldown) and 0.0 < float(self.cooldown) < 1.0):
-            raise field_error("ddo", "cooldown", self.cooldown, "a share of each budget's steps in (0, 1), e.g. 0.2")
+            raise field_error("ddo", "cooldown", self.cooldown, "a share of each budget's steps in (0, 1), "
+                                                                "e.g. 0.2")
         object.__setattr__(self, "cooldown", float(self.cooldown))
         if self.schedule == WSD and self.repetition == REPETITION_MATCH:
-            raise field_error("ddo", "schedule", self.schedule, "'separate' with ddo.repetition: match (a WSD trunk "
-                              "draws one stream for every budget, a matched proxy a pool of its budget's own)")
+            raise field_error("ddo", "schedule", self.schedule, "'separate' with ddo.repetition: match (a "
+                              "WSD trunk draws one stream for every budget, a matched proxy a pool of its "
+                              "budget's own)")
 
     def check_domains(self, names: Sequence[str]) -> None:
         """Refuse the settings that no mix of the domains ``names`` meets, known before training (the DDO fits
@@ -413,8 +423,10 @@ class TargetConfig:
 
     budget: int = 10_000_000
     """Target tokens (more than N2)."""
-    baselines: tuple[str, ...] = field(default=(UNIFORM, NATURAL, DDO_N2), metadata={CHOICES: registry.baselines})
-    """Further mixes, each trained at the same budget, seeds and evaluation points (see "Other mixing methods")."""
+    baselines: tuple[str, ...] = field(default=(UNIFORM, NATURAL, DDO_N2),
+                                       metadata={CHOICES: registry.baselines})
+    """Further mixes, each trained at the same budget, seeds and evaluation points (see "Other mixing
+    methods")."""
     reference_weights: dict[str, float] | str | None = None
     """The ``reference`` baseline's weights, or a preset of ``solver.PRESETS`` (``llama1``)."""
     seeds: tuple[int, ...] = (0,)
@@ -447,7 +459,8 @@ class TargetConfig:
         elif self.reference_weights is not None:
             _check_weights("target", "reference_weights", self.reference_weights)
         if self.reference_mapping is not None and not isinstance(self.reference_mapping, Mapping):
-            raise field_error("target", "reference_mapping", self.reference_mapping, "a mapping preset key -> domain")
+            raise field_error("target", "reference_mapping", self.reference_mapping,
+                              "a mapping preset key -> domain")
         object.__setattr__(self, "seeds", check_seeds("target", self.seeds))
         if not isinstance(self.keep_checkpoints, bool):
             raise field_error("target", "keep_checkpoints", self.keep_checkpoints, "true or false")
@@ -485,7 +498,8 @@ class EvalConfig:
         if self.task_limit is not None:
             check_int_field("eval", "task_limit", self.task_limit)
         check_int_field("eval", "task_seed", self.task_seed, minimum=0)
-        for name in ("mlm_passes", "heldout_tokens_per_domain", "proxy_points", "target_points", "batch_size"):
+        for name in ("mlm_passes", "heldout_tokens_per_domain", "proxy_points", "target_points",
+                     "batch_size"):
             check_int_field("eval", name, getattr(self, name))
 
 
@@ -501,15 +515,16 @@ class DeepSpeedConfig:
     """Merged into the DeepSpeed config."""
     single_process: str = "torch"
     """What a run of one process does: ``torch`` trains the plain torch step (ZeRO shards nothing over one
-    process; fused AdamW on CUDA, bf16 autocast over fp32 weights, torch checkpoints), ``deepspeed`` wraps it in
-    the engine all the same. Runs of several processes always use the engine."""
+    process; fused AdamW on CUDA, bf16 autocast over fp32 weights, torch checkpoints), ``deepspeed`` wraps it
+    in the engine all the same. Runs of several processes always use the engine."""
 
     def __post_init__(self) -> None:
         check_choice("deepspeed", "zero_stage", self.zero_stage, (0, 1, 2, 3))
         check_choice("deepspeed", "launcher", self.launcher, ("deepspeed", "torchrun"))
         if self.single_process not in SINGLE_PROCESS_MODES:
             raise field_error("deepspeed", "single_process", self.single_process,
-                              f"one of {list(SINGLE_PROCESS_MODES)} (what one process of backend deepspeed runs)")
+                              f"one of {list(SINGLE_PROCESS_MODES)} (what one process of backend deepspeed "
+                              "runs)")
 
 
 #: ``deepspeed.single_process`` (see its docstring).
@@ -550,7 +565,8 @@ class TrainConfig:
         check_choice("train", "compile_mode", self.compile_mode, COMPILE_MODES)
         if self.micro_batch not in MICRO_BATCH_MODES:
             raise field_error("train", "micro_batch", self.micro_batch,
-                              f"one of {list(MICRO_BATCH_MODES)} (the configured micro_batch_size, or chosen)")
+                              f"one of {list(MICRO_BATCH_MODES)} (the configured micro_batch_size, or "
+                              "chosen)")
         if not 0.0 < float(self.memory_fraction) <= 1.0:
             raise field_error("train", "memory_fraction", self.memory_fraction, "a number in (0, 1]")
         check_int_field("train", "pad_vocab", self.pad_vocab)

@@ -22,7 +22,8 @@ from .. import layout
 from ..config import RunnerConfig
 from ..planning.specs import RunSpec
 
-__all__ = ["Executor", "Job", "launch_command", "outcome", "set_pdeathsig", "uses_cuda", "visible_gpus", "worker_env"]
+__all__ = ["Executor", "Job", "launch_command", "outcome", "set_pdeathsig", "uses_cuda", "visible_gpus",
+           "worker_env"]
 
 
 @dataclass

@@ -32,10 +32,12 @@ def _summary(result: RunResult | None) -> dict[str, Any]:
     return {} if result is None else {k: getattr(result, k) for k in keys}
 
 
-def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], config: Any, domains: DomainInfo,
+def train_specs(executor: Executor, ledger: Ledger, specs: Sequence[RunSpec], config: Any,
+                domains: DomainInfo,
                 *, log: Callable[[str], None] = print, progress: bool = False) -> dict[str, str]:
-    """Train every run of ``specs`` (duplicates once) that is not finished; returns each run id's final status.
-    ``config`` and ``domains`` go into each ``job.json``; ``log`` takes one line per finished or failed run."""
+    """Train every run of ``specs`` (duplicates once) that is not finished; returns each run id's final
+    status. ``config`` and ``domains`` go into each ``job.json``; ``log`` takes one line per finished or
+    failed run."""
     unique = list({s.run_id: s for s in specs}.values())
     loop = _Loop(executor, ledger, config, domains, log, total=len(unique))
     loop.triage(unique)
@@ -70,7 +72,8 @@ class _Loop:
                 self.status[spec.run_id] = DONE
                 continue
             if rec is not None and rec.status == FAILED and rec.terminal:
-                warnings.warn(f"run {spec.name} ({spec.run_id}) failed earlier and is not retried: {rec.reason}",
+                warnings.warn(f"run {spec.name} ({spec.run_id}) failed earlier and is not retried: "
+                              f"{rec.reason}",
                               stacklevel=4)
                 self.status[spec.run_id] = FAILED
                 continue
@@ -86,7 +89,8 @@ class _Loop:
 
     def run(self, progress: bool) -> None:
         """Submit, poll and record until every job has ended; cancel the jobs in flight on any exception.
-        ``progress``: one line for the executor (runs done out of the total, queued / running / failed, ETA)."""
+        ``progress``: one line for the executor (runs done out of the total, queued / running / failed,
+        ETA)."""
         from tqdm.auto import tqdm
 
         finished = self.finished
@@ -135,7 +139,8 @@ class _Loop:
         for job in list(self.active):
             if not job.running and self.executor.is_started(job):
                 job.running = True
-                self.ledger.mark_running(job.spec.run_id, job.attempt, executor=self.executor.kind, job_id=job.job_id)
+                self.ledger.mark_running(job.spec.run_id, job.attempt, executor=self.executor.kind,
+                                         job_id=job.job_id)
                 changed = True
             code = self.executor.poll(job)
             if code is not None:

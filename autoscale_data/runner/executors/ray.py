@@ -37,7 +37,8 @@ class SlotActor:
             if self.worker is None or self.worker.poll() is not None:
                 cmd = [sys.executable, "-m", "autoscale_data.runner.executors.worker", "--family",
                        config.model.family]
-                self.worker = subprocess.Popen(cmd, env=worker_env(config), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self.worker = subprocess.Popen(cmd, env=worker_env(config), stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE,
                                                stderr=subprocess.DEVNULL, text=True, bufsize=1,
                                                preexec_fn=set_pdeathsig)
             assert self.worker.stdin is not None and self.worker.stdout is not None
@@ -51,7 +52,8 @@ class SlotActor:
         gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()] or None
         ds = config.backend == "deepspeed" and config.deepspeed.launcher == "deepspeed" and config.procs > 1
         cmd = launch_command(config, job_file, gpus=gpus if ds else None)
-        env = worker_env(config, launcher_gpus=bool(ds and gpus))  # the deepspeed launcher gets them as --include
+        # the deepspeed launcher gets them as --include
+        env = worker_env(config, launcher_gpus=bool(ds and gpus))
         with open(os.path.join(os.path.dirname(job_file), layout.TRAIN_LOG), "ab") as log:
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()
@@ -83,7 +85,8 @@ class RayExecutor(Executor):
         self.config = config
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
-            ray.init(address=r.address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+            ray.init(address=r.address, ignore_reinit_error=True, include_dashboard=False,
+                     log_to_driver=False,
                      logging_level="warning")
         mp = config.executor.max_parallel
         cpus = r.num_cpus if r.num_cpus is not None else float((config.cpu_threads or 1) * config.procs)

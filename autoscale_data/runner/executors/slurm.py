@@ -26,7 +26,8 @@ from .base import Executor, Job, launch_command, worker_env
 __all__ = ["SlurmExecutor", "TrainJob"]
 
 _WAITING = ("PENDING", "REQUEUED", "CONFIGURING", "RESIZING", "SUSPENDED", "QUEUED", "UNKNOWN")
-_ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+_ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+          "DEADLINE",
           "PREEMPTED", "GONE")
 _GRACE_POLLS = 5  # an ended job's result file may reach this machine late (shared file systems)
 
@@ -98,8 +99,10 @@ class SlurmExecutor(Executor):
         self.capacity = config.executor.max_parallel if config.executor.max_parallel != AUTO else s.array_parallelism
         self._ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster=s.cluster)
         per_node = config.procs // s.nodes
-        gpus = s.gpus_per_node if s.gpus_per_node is not None else (per_node if config.device == "cuda" else 0)
-        optional = {"gpus_per_node": gpus or None, "nodes": s.nodes if s.nodes > 1 else None, "mem_gb": s.mem_gb,
+        gpus = s.gpus_per_node if s.gpus_per_node is not None else (per_node if config.device == "cuda"
+                                                                    else 0)
+        optional = {"gpus_per_node": gpus or None, "nodes": s.nodes if s.nodes > 1 else None,
+                    "mem_gb": s.mem_gb,
                     "slurm_partition": s.partition or None, "slurm_account": s.account or None,
                     "slurm_additional_parameters": dict(s.extra) or None}
         self._ex.update_parameters(timeout_min=s.time_min, tasks_per_node=1, name=config.name,
@@ -108,7 +111,8 @@ class SlurmExecutor(Executor):
                                    **{k: v for k, v in optional.items() if v is not None})
         self._job_class = _requeueing() if s.requeue else TrainJob
         self._ended: dict[str, int] = {}
-        if s.cluster == SLURM:  # without accounting, submitit warns at every sacct call; squeue answers instead
+        # without accounting, submitit warns at every sacct call; squeue answers instead
+        if s.cluster == SLURM:
             import logging
 
             logging.getLogger("submitit").setLevel(logging.ERROR)
@@ -136,7 +140,8 @@ class SlurmExecutor(Executor):
         if state != "UNKNOWN" or self.cluster != SLURM:
             return state.split()[0] if state else "UNKNOWN"
         try:
-            out = subprocess.run(["squeue", "-h", "--states=all", "-j", job_id, "-o", "%T"], capture_output=True,
+            out = subprocess.run(["squeue", "-h", "--states=all", "-j", job_id, "-o", "%T"],
+                                 capture_output=True,
                                  text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return "UNKNOWN"

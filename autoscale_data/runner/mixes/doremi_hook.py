@@ -39,7 +39,8 @@ class DoReMiHookSpec(registry.HookSpec):
 def doremi_update(weights: Sequence[float], scores: Sequence[float], step_size: float,
                   smoothing: float) -> list[float]:
     """One step of DoReMi's domain weights (``doremiv1`` of the official code):
-    ``(1 - c) softmax(log w + eta * scores) + c / k``, where ``scores`` are the clipped per-domain excess losses."""
+    ``(1 - c) softmax(log w + eta * scores) + c / k``, where ``scores`` are the clipped per-domain excess
+    losses."""
     w = torch.tensor(list(weights), dtype=torch.float64)
     s = torch.tensor(list(scores), dtype=torch.float64)
     new = torch.softmax(torch.log(w) + float(step_size) * s, dim=0)
@@ -114,7 +115,8 @@ class DoReMiHook:
 
     def start(self, names: Sequence[str]) -> None:
         """Initial state over ``names``: the ``initial`` weights of the config (the reference mix, as the
-        official code starts from its domain config's weights; uniform without them), zero scores, no update."""
+        official code starts from its domain config's weights; uniform without them), zero scores, no
+        update."""
         self.names = tuple(names)
         k = len(self.names)
         raw = [self.initial.get(d, 0.0) for d in self.names] if self.initial else [1.0] * k
@@ -128,7 +130,8 @@ class DoReMiHook:
     def _reference_losses(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         assert self.reference is not None
         device_type = inputs.device.type
-        with torch.no_grad(), torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.autocast):
+        with torch.no_grad(), torch.autocast(device_type=device_type, dtype=torch.bfloat16,
+                                             enabled=self.autocast):
             logits = self.reference(input_ids=inputs).logits
         return token_cross_entropy(logits, labels, self.family, vocab_size=self.vocab)[0]
 

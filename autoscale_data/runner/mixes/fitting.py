@@ -1,6 +1,7 @@
 """From finished proxy runs to the AutoScale mix: the solver's ``fit_ddo``, ``bootstrap_ddo``,
 ``project_all`` and ``MixturePlan`` applied to the ledger's results (nothing re-implemented here);
-:class:`FitsFolder` is what they found and :func:`projection_summary` the schema of ``fits/projection.json``."""
+:class:`FitsFolder` is what they found and :func:`projection_summary` the schema of
+``fits/projection.json``."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ class FitsFolder(Record):
     bootstrap: dict[int, BootstrapResult | BootstrapUnavailable]
     """Per proxy budget, the bootstrap verdict (``bootstrap_<N>.json``)."""
     projection: ProjectionFile
-    """The projections to the target and the target mix (``projection.json``, see :func:`projection_summary`)."""
+    """The projections to the target and the target mix (``projection.json``, see
+    :func:`projection_summary`)."""
     plan: MixturePlan | None
     """The mixture plan of the projection used (``mixture_plan.json``); ``None`` when none could be fitted."""
 
@@ -91,7 +93,8 @@ def proxy_table(ledger: Ledger, specs: Sequence[RunSpec], scale: int) -> Any:
 
 def _fit_budget(table: Any, scale: int, options: Any, out_dir: Path,
                 log: Callable[[str], None]) -> tuple[DDOResult, BootstrapResult | BootstrapUnavailable]:
-    """DDO and its bootstrap verdict at one budget: ``ddo_<N>.json``, ``bootstrap_<N>.json`` and a log line."""
+    """DDO and its bootstrap verdict at one budget: ``ddo_<N>.json``, ``bootstrap_<N>.json`` and a log
+    line."""
     from ...solver import bootstrap_ddo, fit_ddo
 
     try:
@@ -106,7 +109,8 @@ def _fit_budget(table: Any, scale: int, options: Any, out_dir: Path,
         boot = BootstrapUnavailable(reason=str(exc))
     atomic_write_json(out_dir / layout.per_budget(layout.BOOTSTRAP, scale), boot.to_json())
     weights = ", ".join(f"{d}={w:.3f}" for d, w in result.weights.items())
-    verdict = (f"bootstrap: {boot.reason}" if isinstance(boot, BootstrapUnavailable) else boot.summary).splitlines()[-1]
+    verdict = ("bootstrap: "
+               f"{boot.reason}" if isinstance(boot, BootstrapUnavailable) else boot.summary).splitlines()[-1]
     log(f"DDO at {scale:,} tokens ({len(table)} runs, AAR {result.aar:.4f}, {result.status}): {weights}; "
         f"{verdict.strip()}")
     if result.identifiability is not None:
@@ -116,19 +120,22 @@ def _fit_budget(table: Any, scale: int, options: Any, out_dir: Path,
 
 def _fit_plan(config: RunnerConfig, domains: DomainInfo, projections: Projections, caps: dict[str, float],
               out_dir: Path, log: Callable[[str], None]) -> MixturePlan | None:
-    """The mixture plan of the projections (``mixture_plan.json``), or ``None`` (``mixture_plan_error.json``)."""
+    """The mixture plan of the projections (``mixture_plan.json``), or ``None``
+    (``mixture_plan_error.json``)."""
     budgets = list(config.ddo.budgets)
     try:
-        # the tokenizer's fingerprint, not where it lay: an anytime run's id hashes the plan, and a copied folder keeps it
+        # the tokenizer's fingerprint, not where it lay: an anytime run's id hashes the plan, and a copied
+        # folder keeps it
         plan = MixturePlan.from_scales(projections.plan_scales(first_budget=budgets[0]),
                                        tokenizer=domains.tokenizer_fingerprint,
                                        token_caps=caps, max_epochs=config.max_epochs, allow_decreasing=True,
                                        metadata={"objective": config.ddo.objective, "budgets": budgets,
-                                                 "projection": config.ddo.projection, "chosen": projections.used})
+                                                 "projection": config.ddo.projection,
+                                                 "chosen": projections.used})
         if plan.path.decreasing:
-            log(f"the DDO allocation of {plan.path.decreasing} decreases from {budgets[0]:,} to {budgets[-1]:,} tokens "
-                "(Theorem 1 rules that out: a sign of noisy proxies); the mixture plan keeps the projection "
-                "and the anytime schedule follows its monotone envelope")
+            log(f"the DDO allocation of {plan.path.decreasing} decreases from {budgets[0]:,} to "
+                f"{budgets[-1]:,} tokens (Theorem 1 rules that out: a sign of noisy proxies); the mixture "
+                "plan keeps the projection and the anytime schedule follows its monotone envelope")
         plan.save(out_dir / layout.MIXTURE_PLAN)
         (out_dir / layout.MIXTURE_PLAN_ERROR).unlink(missing_ok=True)  # from an earlier, failed fit
         return plan
@@ -162,13 +169,15 @@ def _log_mix(projections: Projections, weights_used: Mapping[str, float], target
         log(f"the {name} projection (reported only) failed: {error}")
     weights = ", ".join(f"{d}={w:.3f}" for d, w in weights_used.items())
     how = {JOINT: lambda: f"joint law, AAR {joint.aar:.4f}",
-           ROBUST: lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from geometric",
+           ROBUST: lambda: f"robust, t={robust.t:.3f}, moved {robust.moved['total_variation']:.3f} from "
+                           "geometric",
            OBSERVED: lambda: f"not projected: {projections.observed.describe()}, as is",
            }.get(projections.used, lambda: f"geometric, t={geometric.t:.3f}")()
     log(f"AutoScale mix at {target:,} tokens ({how}): {weights}")
 
 
-def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: Mapping[int, Sequence[RunSpec]],
+def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger,
+            proxies: Mapping[int, Sequence[RunSpec]],
             out_dir: Path, *, log: Callable[[str], None] = print) -> FitsFolder:
     """DDO at every budget, bootstrap verdicts, the projections to the target and the mixture plan.
 
@@ -189,9 +198,11 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
     out_dir.mkdir(parents=True, exist_ok=True)
     ddo_cfg = config.ddo
     caps = {d: float(v) for d, v in domains.train_tokens.items()}
-    options = DDOOptions(objective=ddo_cfg.objective, min_weight=ddo_cfg.min_weight, max_weight=ddo_cfg.max_weight,
+    options = DDOOptions(objective=ddo_cfg.objective, min_weight=ddo_cfg.min_weight,
+                         max_weight=ddo_cfg.max_weight,
                          token_caps=caps, max_epochs=config.max_epochs, law=ddo_cfg.law,
-                         val_domains=ddo_cfg.objective_weights)  # a mapping: the objective is that weighted sum
+                         # a mapping: the objective is that weighted sum
+                         val_domains=ddo_cfg.objective_weights)
     tables: dict[int, Any] = {}
     results: dict[int, DDOResult] = {}
     boots: dict[int, BootstrapResult | BootstrapUnavailable] = {}
@@ -201,15 +212,18 @@ def fit_all(config: RunnerConfig, domains: DomainInfo, ledger: Ledger, proxies: 
         results[scale], boots[scale] = _fit_budget(tables[scale], scale, options, out_dir, log)
     budgets = list(ddo_cfg.budgets)
     # every budget: with three or more, ``auto`` backtests (refits without N2 and scores each candidate there)
-    projections = project_all([tables[n] for n in budgets], config.target.budget, options, method=ddo_cfg.projection,
+    projections = project_all([tables[n] for n in budgets], config.target.budget, options,
+                              method=ddo_cfg.projection,
                               optima=[results[n] for n in budgets], direct=True)
     _log_choice(projections, log)
     summary = projection_summary(projections, ddo_cfg.min_weight, ddo_cfg.max_weight, log=log)
-    summary = repetition_law(config, domains, tables, options, summary, log=log)  # effective tokens (repetition.py)
+    # effective tokens (repetition.py)
+    summary = repetition_law(config, domains, tables, options, summary, log=log)
     atomic_write_json(out_dir / layout.PROJECTION, summary)
     plan = _fit_plan(config, domains, projections, caps, out_dir, log)
     _log_mix(projections, summary["weights"], config.target.budget, log)
-    return FitsFolder(ddo=results, bootstrap=boots, projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
+    return FitsFolder(ddo=results, bootstrap=boots,
+                      projection=ProjectionFile.from_json(summary, layout.PROJECTION), plan=plan)
 
 
 def projection_summary(projections: Projections, min_weight: float = 0.0, max_weight: float = 1.0, *,

@@ -189,7 +189,8 @@ def _reference_mix(domains: DomainInfo, spec: str | Mapping[str, float], mapping
 
 
 class FixedMix(MixingMethod):
-    """A mix known from the stores: ``uniform``, ``natural`` or ``reference`` (``target.reference_weights``)."""
+    """A mix known from the stores: ``uniform``, ``natural`` or ``reference``
+    (``target.reference_weights``)."""
 
     def check(self, ctx: MethodContext) -> None:
         self.mix(ctx)
@@ -225,7 +226,8 @@ class Anytime(MixingMethod):
             return TargetChoice(skipped="no mixture plan could be fitted (see fits/mixture_plan_error.json)")
         specs = [target_spec(ctx.config, ctx.domains, self.name, None, seed, plan=ctx.fits.plan)
                  for seed in ctx.config.target.seeds]
-        if ctx.ledger is not None:  # a run of a folder planned before its plan named the tokenizer by fingerprint
+        # a run of a folder planned before its plan named the tokenizer by fingerprint
+        if ctx.ledger is not None:
             known = ctx.ledger.records()
             specs = [s if s.run_id in known else recorded_anytime_spec(s, ctx.ledger.specs()) for s in specs]
         return TargetChoice(specs=tuple(specs))
@@ -248,12 +250,14 @@ class _Regression(MixingMethod):
         sw = self.settings(ctx).swarm
         if sw is None:
             return []
-        config = proxy_config(ctx.config, ctx.domains)  # its own preset, else ddo.proxy_model, else the target's
+        # its own preset, else ddo.proxy_model, else the target's
+        config = proxy_config(ctx.config, ctx.domains)
         if sw.preset is not None or sw.overrides:
             config = dataclasses.replace(config, model=config.model.another(sw.preset or config.model.preset,
                                                                             sw.overrides))
         mixes = sample_mixtures(list(ctx.domains.names), sw.runs, alpha=sw.alpha, seed=sw.seed)
-        return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w, ctx.config.seeds[0])
+        return [method_spec(config, ctx.domains, registry.SWARM, sw.budget, f"swarm {k + 1}", w,
+                            ctx.config.seeds[0])
                 for k, w in enumerate(mixes)]
 
     def fit_runs(self, ctx: MethodContext) -> list[RunSpec]:
@@ -261,7 +265,8 @@ class _Regression(MixingMethod):
 
     def cost_runs(self, ctx: MethodContext) -> list[RunSpec]:
         swarm = self.swarm(ctx)
-        return (ctx.proxy_runs([ctx.config.ddo.largest]) if self.settings(ctx).fits_on_proxies else []) + swarm
+        return (ctx.proxy_runs([ctx.config.ddo.largest]) if self.settings(ctx).fits_on_proxies
+                else []) + swarm
 
     def check(self, ctx: MethodContext) -> None:
         runs = self.fit_runs(ctx)
@@ -269,11 +274,12 @@ class _Regression(MixingMethod):
         need = self.needed(len(ctx.domains.names))
         if len(mixes) < need:
             cfg = self.settings(ctx)
-            what = (f"{len(ctx.n2_proxies)} DDO proxies at N2" if cfg.fits_on_proxies else "no DDO proxies") + (
+            what = (f"{len(ctx.n2_proxies)} DDO proxies at "
+                    "N2" if cfg.fits_on_proxies else "no DDO proxies") + (
                 f" and a swarm of {cfg.swarm.runs}" if cfg.swarm else "")
             raise ValueError(f"target.baselines {self.name!r} needs runs of at least {need} distinct "
-                             f"mixtures for {len(ctx.domains.names)} domains, the plan has {len(mixes)} ({what}): "
-                             "raise regmix.swarm.runs or set regmix.use_proxies: true")
+                             f"mixtures for {len(ctx.domains.names)} domains, the plan has {len(mixes)} "
+                             f"({what}): raise regmix.swarm.runs or set regmix.use_proxies: true")
 
     def selection_stages(self, ctx: MethodContext) -> list[list[RunSpec]]:
         swarm = self.swarm(ctx)
@@ -291,7 +297,8 @@ class _Regression(MixingMethod):
             runs.append(Run(spec.run_id, tokens={d: float(v) for d, v in result.tokens.items()},
                             loss=dict(result.losses), seed=spec.seed, label=spec.label))
         if missing:
-            ctx.log(f"{self.name}: {len(missing)} of its runs did not finish and are left out: {', '.join(missing)}")
+            ctx.log(f"{self.name}: {len(missing)} of its runs did not finish and are left out: "
+                    f"{', '.join(missing)}")
         return RunTable(runs)
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -350,12 +357,15 @@ class DoReMi(MixingMethod):
         seed = ctx.config.seeds[0] if cfg.seed is None else cfg.seed
         mix = self.reference(ctx)
         config = proxy_config(ctx.config, ctx.domains)  # both runs train the proxy model (ddo.proxy_model)
-        ref = method_spec(config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix, seed)
+        ref = method_spec(config, ctx.domains, registry.DOREMI_REFERENCE, budget, "doremi reference", mix,
+                          seed)
         from .doremi_hook import DoReMiHookSpec
 
-        hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id, step_size=cfg.step_size,
+        hook = DoReMiHookSpec(kind=str(self.declaration.hook_kind), reference_run=ref.run_id,
+                              step_size=cfg.step_size,
                               smoothing=cfg.smoothing, initial=ref.weights)
-        proxy = method_spec(config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed, hook=hook)
+        proxy = method_spec(config, ctx.domains, registry.DOREMI_PROXY, budget, "doremi proxy", mix, seed,
+                            hook=hook)
         return [[ref], [proxy]]
 
     def choose(self, ctx: MethodContext) -> TargetChoice:
@@ -408,7 +418,8 @@ def selection_stages(methods: Sequence[MixingMethod], ctx: MethodContext) -> lis
 
 
 def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dict[str, dict[str, float]],
-                                                                            list[RunSpec], list[MethodRecord]]:
+                                                                            list[RunSpec],
+                                                                             list[MethodRecord]]:
     """Every method's target: the mixes (``fits/target_mixes.json``), the target runs in plan order and
     the records (``fits/methods.json``). A skipped method trains nothing (its reason is logged)."""
     mixes: dict[str, dict[str, float]] = {}
@@ -431,8 +442,10 @@ def choose_all(methods: Sequence[MixingMethod], ctx: MethodContext) -> tuple[dic
         records.append(MethodRecord(
             name=m.name, source=m.source, weights=mixes.get(m.name),
             selection_run_ids=[s.run_id for stage in m.selection_stages(ctx) for s in stage],
-            cost_run_ids=list(cost), cost_tokens=sum(run_tokens(s) for s in cost.values()), skipped=choice.skipped,
-            details=choice.details, cost_flops=sum(run_flops(s) for s in cost.values()), target_flops=target_flops))
+            cost_run_ids=list(cost), cost_tokens=sum(run_tokens(s) for s in cost.values()),
+            skipped=choice.skipped,
+            details=choice.details, cost_flops=sum(run_flops(s) for s in cost.values()),
+            target_flops=target_flops))
     return mixes, targets, records
 
 

@@ -1,4 +1,5 @@
-"""The cheap design the dry run recommends: a proxy model about 3x smaller in training FLOPs per token, two budgets.
+"""The cheap design the dry run recommends: a proxy model about 3x smaller in training FLOPs per token, two
+budgets.
 
 Chosen from the measured cost-regret frontier (issue #47; docs/runner.md, "The cheap design"):
 
@@ -29,14 +30,16 @@ from ..models import PRESETS
 from .data import DomainInfo
 from .settings import ModelSettings
 
-__all__ = ["CHEAP_MAX_RATIO", "CHEAP_MIN_RATIO", "CheapDesign", "cheap_config", "cheap_design", "cheap_proxy_model"]
+__all__ = ["CHEAP_MAX_RATIO", "CHEAP_MIN_RATIO", "CheapDesign", "cheap_config", "cheap_design",
+           "cheap_proxy_model"]
 
 CHEAP_MIN_RATIO = 2.5
 """The cheap proxy model takes at least this many times fewer training FLOPs per token than the target's."""
 CHEAP_MAX_RATIO = 4.0
 """A preset is taken as the cheap proxy model only up to this many times fewer FLOPs per token."""
 
-#: (layers, width, heads, feed-forward) field names per family (GPT-2's feed-forward is 4 x width, not a field).
+# : (layers, width, heads, feed-forward) field names per family (GPT-2's feed-forward is 4 x width, not a
+# field).
 _FIELDS = {"gpt2": ("n_layer", "n_embd", "n_head", None),
            "bert": ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")}
 _MIN_WIDTH = 16
@@ -59,12 +62,13 @@ class CheapDesign:
 
     def __post_init__(self) -> None:
         if not self.ratio >= 1.0:
-            raise ValueError(f"cheap design ratio = {self.ratio!r} is invalid: expected a proxy no larger than the "
-                             "target (ratio >= 1)")
+            raise ValueError(f"cheap design ratio = {self.ratio!r} is invalid: expected a proxy no larger "
+                             "than the target (ratio >= 1)")
 
     def config_lines(self, *, from_three: bool = False) -> list[str]:
-        """The YAML lines of the ``ddo`` section that select this design; ``from_three``: the config runs three
-        budgets or more, so ``extra_budget: none`` is added (a file's ``extra_budget: half`` would add N0 again)."""
+        """The YAML lines of the ``ddo`` section that select this design; ``from_three``: the config runs
+        three budgets or more, so ``extra_budget: none`` is added (a file's ``extra_budget: half`` would add
+        N0 again)."""
         model = self.proxy_model
         if model.overrides:
             fields = ", ".join(f"{k}: {v}" for k, v in model.overrides.items())
@@ -88,8 +92,8 @@ def _ratio(config: RunnerConfig, domains: DomainInfo, preset: str, overrides: di
 
 
 def _halved(family: str, fields: dict[str, Any]) -> dict[str, Any] | None:
-    """Half the width, the depth kept (heads halved, head size kept; at one head the head shrinks), or ``None``
-    when the width would fall below 16."""
+    """Half the width, the depth kept (heads halved, head size kept; at one head the head shrinks), or
+    ``None`` when the width would fall below 16."""
     depth, width, heads, ffn = _FIELDS[family]
     n_heads = int(fields[heads])
     head_size = int(fields[width]) // n_heads
@@ -133,6 +137,7 @@ def cheap_design(config: RunnerConfig, domains: DomainInfo) -> CheapDesign:
 
 
 def cheap_config(config: RunnerConfig, design: CheapDesign) -> RunnerConfig:
-    """``config`` with the cheap design's proxy model and budgets (everything else, ``proxy_lr`` included, kept)."""
+    """``config`` with the cheap design's proxy model and budgets (everything else, ``proxy_lr`` included,
+    kept)."""
     return dataclasses.replace(config, ddo=dataclasses.replace(config.ddo, proxy_model=design.proxy_model,
                                                                budgets=design.budgets))

@@ -42,7 +42,8 @@ def _domain_paths(config: RunnerConfig) -> dict[str, Path]:
         root = config.resolve(config.domains)
         hint = megatron_hint(root)
         if hint:  # a Megatron prefix, or a folder of .bin/.idx pairs, not yet registered
-            raise FileNotFoundError(f"config 'domains' = {os.fspath(root)!r} is not a prepared-store directory{hint}")
+            raise FileNotFoundError(f"config 'domains' = {os.fspath(root)!r} is not a prepared-store "
+                                    f"directory{hint}")
         if not root.is_dir():
             raise FileNotFoundError(
                 f"prepared-store directory {os.fspath(root)!r} (config 'domains') does not exist: run "
@@ -70,7 +71,8 @@ def inspect_domains(config: RunnerConfig) -> DomainInfo:
         names=tuple(paths), paths={n: os.fspath(p) for n, p in paths.items()},
         train_tokens={n: s.train.num_tokens for n, s in stores.items()},
         val_tokens={n: s.val.num_tokens for n, s in stores.items()},
-        fingerprints={n: store_fingerprint(p, stores[n].manifest) for n, p in paths.items()}, vocab_size=first.vocab_size,
+        fingerprints={n: store_fingerprint(p, stores[n].manifest) for n, p in paths.items()},
+        vocab_size=first.vocab_size,
         eos_id=first.eos_id, tokenizer=first.spec, tokenizer_fingerprint=first.fingerprint)
 
 
@@ -107,5 +109,6 @@ def ddo_base_counts(config: RunnerConfig, domains: DomainInfo, budget: int) -> d
 
 
 def mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int) -> dict[str, int]:
-    """``total`` sequences shared by ``weights`` over the stores' domains (missing ones get 0; largest remainders)."""
+    """``total`` sequences shared by ``weights`` over the stores' domains (missing ones get 0; largest
+    remainders)."""
     return largest_remainder({d: max(0.0, float(weights.get(d, 0.0))) for d in domains.names}, total)

@@ -11,7 +11,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration", "format_flops", "run_flops",
+__all__ = ["CPU_FLOPS", "CUDA_FLOPS", "estimate_seconds", "flops_per_token", "format_duration",
+           "format_flops", "run_flops",
            "run_tokens", "startup_seconds"]
 
 CPU_FLOPS = 25e9
@@ -20,21 +21,22 @@ CUDA_FLOPS = 100e12
 
 def flops_per_token(preset: str, fields: Mapping[str, Any], seq_len: int) -> float:
     """Training FLOPs per token (6 x parameters touched + attention), from the architecture fields."""
-    depth, breadth = ("n_layer", "n_embd") if preset.startswith("gpt2") else ("num_hidden_layers", "hidden_size")
+    depth, breadth = ("n_layer", "n_embd") if preset.startswith("gpt2") else ("num_hidden_layers",
+                                                                              "hidden_size")
     layers, width, vocab = fields[depth], fields[breadth], fields["vocab_size"]
     body = 12 * layers * width * width
     return 6.0 * (body + vocab * width) + 6.0 * layers * seq_len * width
 
 
 def run_tokens(spec: Any) -> int:
-    """Tokens a planned run trains itself: its total, less the prefix of the run it continues (an extension's or a
-    WSD branch's parent, which is trained, and counted, once)."""
+    """Tokens a planned run trains itself: its total, less the prefix of the run it continues (an extension's
+    or a WSD branch's parent, which is trained, and counted, once)."""
     return (spec.total_sequences - spec.parent_sequences) * spec.seq_len
 
 
 def run_flops(spec: Any) -> float:
-    """Training FLOPs of a planned run: its own tokens (:func:`run_tokens`) x the FLOPs per token of the model its
-    settings hash."""
+    """Training FLOPs of a planned run: its own tokens (:func:`run_tokens`) x the FLOPs per token of the model
+    its settings hash."""
     return run_tokens(spec) * spec.training.model.flops_per_token(spec.seq_len)
 
 

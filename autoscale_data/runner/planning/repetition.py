@@ -1,10 +1,11 @@
 """Repetition-matched proxies (``ddo.repetition: match``): each proxy repeats every domain as the target will.
 
-Every DDO proxy at budget ``N`` draws domain ``d`` from a seeded pool of ``round(U_d * S(N) / S(T))`` sequences
-(``U_d`` the domain's whole training sequences, ``S(N)`` the sequences a run of budget ``N`` trains, ``T`` the
-target budget; at least one, :func:`repetition_problems`), so it sees its ``n_d`` sequences of the domain in the
-epochs the target sees when it trains the domain ``S(T) / S(N)`` times as much, whatever the mix. Why, and what
-the dry run, ``fits/repetition.json`` and the report show: docs/runner.md, "Repetition-matched proxies".
+Every DDO proxy at budget ``N`` draws domain ``d`` from a seeded pool of ``round(U_d * S(N) / S(T))``
+sequences (``U_d`` the domain's whole training sequences, ``S(N)`` the sequences a run of budget ``N`` trains,
+``T`` the target budget; at least one, :func:`repetition_problems`), so it sees its ``n_d`` sequences of the
+domain in the epochs the target sees when it trains the domain ``S(T) / S(N)`` times as much, whatever the
+mix. Why, and what the dry run, ``fits/repetition.json`` and the report show: docs/runner.md,
+"Repetition-matched proxies".
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def proxy_pools(config: RunnerConfig, domains: DomainInfo, budget: int) -> dict[
     for d, exact in _exact_pools(config, domains, budget).items():
         size = round(exact)
         if size < 1:
-            raise ValueError(f"ddo.repetition match: domain {d!r}'s pool at {budget:,} tokens would hold {exact:.2g} "
-                             f"sequences ({unique[d]} sequences x the budget ratio): raise ddo.budgets or add data")
+            raise ValueError(f"ddo.repetition match: domain {d!r}'s pool at {budget:,} tokens would hold "
+                             f"{exact:.2g} sequences ({unique[d]} sequences x the budget ratio): raise "
+                             "ddo.budgets or add data")
         if size < unique[d]:
             out[d] = int(size)
     return out
@@ -80,7 +82,8 @@ def _target_counts(config: RunnerConfig, domains: DomainInfo, weights: Mapping[s
     return mix_counts(domains, weights, batch_sequences(config, config.target.budget))
 
 
-def target_epochs(config: RunnerConfig, domains: DomainInfo, weights: Mapping[str, float]) -> dict[str, float]:
+def target_epochs(config: RunnerConfig, domains: DomainInfo,
+                  weights: Mapping[str, float]) -> dict[str, float]:
     """Epochs of each domain in a target run of ``weights`` (its whole training sequences = one epoch)."""
     counts = _target_counts(config, domains, weights)
     unique = _unique(config, domains)
@@ -110,7 +113,8 @@ class DomainRepetition(Record):
 
 
 def repetition_records(config: RunnerConfig, domains: DomainInfo) -> list[DomainRepetition]:
-    """Per domain, the target's epochs under the base mix and every proxy budget's pool and base-run epochs."""
+    """Per domain, the target's epochs under the base mix and every proxy budget's pool and base-run
+    epochs."""
     unique = _unique(config, domains)
     bases = {n: ddo_base_counts(config, domains, n) for n in config.ddo.budgets}
     first = config.ddo.budgets[0]
@@ -142,10 +146,11 @@ def repetition_problems(config: RunnerConfig, domains: DomainInfo) -> list[str]:
     for rec in repetition_records(config, domains):
         if rec.target_epochs > rec.cap + 1e-9:
             lines.append(f"ddo.repetition match: domain {rec.domain!r} cannot supply the target even with "
-                         f"max_epochs {config.max_epochs}: the design's base mix asks {rec.target_epochs:.3g} epochs of "
-                         f"its {rec.unique_tokens:,} tokens at the target budget {config.target.budget:,}, so the "
-                         f"proxies would match a repetition the target may not train; raise max_epochs, lower "
-                         f"its base weight (ddo.base_weights) or the target budget, or add data")
+                         f"max_epochs {config.max_epochs}: the design's base mix asks "
+                         f"{rec.target_epochs:.3g} epochs of its {rec.unique_tokens:,} tokens at the target "
+                         f"budget {config.target.budget:,}, so the proxies would match a repetition the "
+                         "target may not train; raise max_epochs, lower its base weight (ddo.base_weights) "
+                         "or the target budget, or add data")
     return lines
 
 
@@ -158,13 +163,15 @@ def mix_epochs(config: RunnerConfig, domains: DomainInfo,
     out = {}
     for label, weights in mixes.items():
         counts = _target_counts(config, domains, weights)
-        out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique, config.max_epochs)
+        out[label] = epochs_table({d: counts[d] * config.seq_len for d in domains.names}, unique,
+                                  config.max_epochs)
     return out
 
 
 @dataclass(frozen=True)
 class RepetitionFile(Record):
-    """Each target mix's epochs and effective tokens per domain, and the flags: ``OUT/fits/repetition.json``."""
+    """Each target mix's epochs and effective tokens per domain, and the flags:
+    ``OUT/fits/repetition.json``."""
 
     r_star: float
     """The repetition constant of the effective-token law (Muennighoff et al. 2023)."""
@@ -173,7 +180,8 @@ class RepetitionFile(Record):
     max_epochs: float | None
     """The config's ``max_epochs``."""
     mixes: dict[str, list[dict[str, Any]]]
-    """Target mix -> one row per domain (the solver's :class:`~autoscale_data.solver.repetition.DomainEpochs` JSON)."""
+    """Target mix -> one row per domain (the solver's :class:`~autoscale_data.solver.repetition.DomainEpochs`
+    JSON)."""
     flags: list[str]
     """Domains that cannot supply a mix's share or that a mix uses up to its epoch cap."""
     proxies: list[DomainRepetition]
@@ -192,14 +200,15 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
     for label, rows in table.items():
         for row in rows:
             if row.short:
-                flags.append(f"{label}: domain {row.domain!r} cannot supply its share: {row.epochs:.3g} epochs of its "
-                             f"{row.unique:,.0f} tokens, the cap is {row.cap:g}")
+                flags.append(f"{label}: domain {row.domain!r} cannot supply its share: {row.epochs:.3g} "
+                             f"epochs of its {row.unique:,.0f} tokens, the cap is {row.cap:g}")
             elif row.at_cap and row.cap > 0:
-                flags.append(f"{label}: domain {row.domain!r} is used up to its epoch cap ({row.epochs:.3g} of "
-                             f"{row.cap:g} epochs): the data bound, not the fit, set its weight; more of it would need "
-                             "more data or a higher max_epochs")
+                flags.append(f"{label}: domain {row.domain!r} is used up to its epoch cap ({row.epochs:.3g} "
+                             f"of {row.cap:g} epochs): the data bound, not the fit, set its weight; more of "
+                             "it would need more data or a higher max_epochs")
     record = RepetitionFile(r_star=R_STAR, matched=matched(config), max_epochs=config.max_epochs,
-                            mixes={label: [r.to_json() for r in rows] for label, rows in table.items()}, flags=flags,
+                            mixes={label: [r.to_json() for r in rows] for label, rows in table.items()},
+                            flags=flags,
                             proxies=repetition_records(config, domains) if matched(config) else [],
                             law=_written_law(fits_dir)).to_json()
     fits_dir.mkdir(parents=True, exist_ok=True)
@@ -210,8 +219,9 @@ def write_mix_epochs(config: RunnerConfig, domains: DomainInfo, mixes: Mapping[s
 
 
 def _written_law(fits_dir: Path) -> dict[str, Any] | None:
-    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in it);
-    a file that is not a projection record (not JSON, a key missing or mistyped) is a ``ValueError`` naming it."""
+    """``fits/projection.json``'s ``repetition_law`` (:func:`repetition_law`), or None (no file, or no law in
+    it); a file that is not a projection record (not JSON, a key missing or mistyped) is a ``ValueError``
+    naming it."""
     path = fits_dir / layout.PROJECTION
     what = f"{str(path)!r} is not a projection record, so its repetition law cannot be read"
     try:
@@ -233,23 +243,27 @@ def _law_md(law: Mapping[str, Any]) -> list[str]:
     what = "sets AutoScale's mix" if law.get("used") else "reported only (plain proxies)"
     capped = (law.get("projection") or {}).get("capped") or []
     return [f"- law in effective tokens ({what}): {mix(law['weights'])}; the raw-token law's: "
-            f"{mix(law['raw_law_weights'])}" + (f"; held at the epoch cap: {', '.join(capped)}" if capped else "")]
+            f"{mix(law['raw_law_weights'])}" + ("; held at the epoch cap: "
+                                                f"{', '.join(capped)}" if capped else "")]
 
 
 def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
     """The report's section on repetition (from ``fits/repetition.json``): each target mix's epochs and
-    effective tokens per domain, and the flags; nothing when no mix repeats a domain and proxies were plain."""
+    effective tokens per domain, and the flags; nothing when no mix repeats a domain and proxies were
+    plain."""
     if not record:
         return []
-    mixes = {label: [DomainEpochs.from_json(r) for r in rows] for label, rows in record.get("mixes", {}).items()}
+    mixes = {label: [DomainEpochs.from_json(r) for r in rows] for label,
+             rows in record.get("mixes", {}).items()}
     if not record.get("matched") and not any(r.epochs > 1.0 for rows in mixes.values() for r in rows):
         return []
     names = [r.domain for r in next(iter(mixes.values()), [])]
-    how = ("repetition-matched (each proxy drew every domain from a pool scaled by its budget over the target's)"
+    how = ("repetition-matched (each proxy drew every domain from a pool scaled by its budget over the "
+           "target's)"
            if record.get("matched") else "plain (whole domains: under one epoch each)")
     lines = ["", "## Repetition at the target", "",
-             f"Proxies: {how}. Each cell: epochs of the domain at the target budget, and its effective tokens "
-             f"(Muennighoff et al. 2023, R* = {record.get('r_star', R_STAR):g}) over its tokens.", "",
+             f"Proxies: {how}. Each cell: epochs of the domain at the target budget, and its effective "
+             f"tokens (Muennighoff et al. 2023, R* = {record.get('r_star', R_STAR):g}) over its tokens.", "",
              "| mix | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for label, rows in mixes.items():
         lines.append(f"| {label} | " + " | ".join(
@@ -293,17 +307,19 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
 
     With ``ddo.repetition: match`` it sets the target mix (``weights``; the raw-token law's stay in
     ``repetition_law.raw_law_weights``) unless the selection kept the observed mix (``method="observed"``);
-    otherwise it is reported only, and only when the target mix repeats a domain. Each budget's DDO law is fitted
-    in effective tokens and optimised at its raw tokens (:func:`_effective_optima`), the configured projection's
-    path runs through those optima, and the target's raw allocation is the point of the path that costs the
-    target budget with the domains' whole unique tokens (:func:`~autoscale_data.solver.effective.project_effective`).
-    A failure is logged and recorded; the raw-token mix then stands.
+    otherwise it is reported only, and only when the target mix repeats a domain. Each budget's DDO law is
+    fitted in effective tokens and optimised at its raw tokens (:func:`_effective_optima`), the configured
+    projection's path runs through those optima, and the target's raw allocation is the point of the path that
+    costs the target budget with the domains' whole unique tokens
+    (:func:`~autoscale_data.solver.effective.project_effective`). A failure is logged and recorded; the
+    raw-token mix then stands.
     """
     from ...solver import apply_weight_bounds
     from ...solver.contrib import project_effective
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
-    if not (matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, raw_weights).values())):
+    if not (matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains,
+                                                                         raw_weights).values())):
         return summary  # plain proxies and a target mix that repeats no domain
     method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
@@ -313,11 +329,13 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     try:
         optima, fits = _effective_optima(config, domains, tables, options, whole, exact_pools=used)
         path = _effective_path(method, [optima[n].scale() for n in sorted(optima)], fits)
-        proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d, u in whole.items()})
+        proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d,
+                                                                            u in whole.items()})
     except ValueError as exc:
         log(f"REPETITION: the effective-token law could not be fitted or projected ({exc}); "
             + ("the raw-token law's mix stands" if used else "reported only"))
-        record = RepetitionLaw(used=False, method=method, optima={}, projection=None, raw_law_weights=raw_weights,
+        record = RepetitionLaw(used=False, method=method, optima={}, projection=None,
+                               raw_law_weights=raw_weights,
                                weights={}, error=str(exc))
         return {**summary, "repetition_law": record.to_json()}
     bounded = apply_weight_bounds(proj.weights, config.ddo.min_weight, config.ddo.max_weight)
@@ -331,7 +349,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
 
 
 def _with_law(summary: dict[str, Any], record: RepetitionLaw, proj: Any) -> dict[str, Any]:
-    """``summary`` with ``record`` added; with ``proj`` (the law sets the target mix) its bounded weights too."""
+    """``summary`` with ``record`` added; with ``proj`` (the law sets the target mix) its bounded weights
+    too."""
     out = {**summary, "repetition_law": record.to_json()}
     if proj is not None:
         bounded = record.weights
@@ -344,8 +363,9 @@ def _with_law(summary: dict[str, Any], record: RepetitionLaw, proj: Any) -> dict
 
 def _effective_optima(config: RunnerConfig, domains: DomainInfo, tables: Mapping[int, Any], options: Any,
                       whole: dict[str, float], *, exact_pools: bool) -> tuple[dict[int, Any], list[Any]]:
-    """Each budget's DDO fit on its runs in effective tokens (against the unique tokens they drew from) and that
-    fit's optimum at the budget's raw tokens (``exact_pools``: against the pools before their rounding)."""
+    """Each budget's DDO fit on its runs in effective tokens (against the unique tokens they drew from) and
+    that fit's optimum at the budget's raw tokens (``exact_pools``: against the pools before their
+    rounding)."""
     from dataclasses import replace
 
     from ...solver import fit_ddo
@@ -362,14 +382,17 @@ def _effective_optima(config: RunnerConfig, domains: DomainInfo, tables: Mapping
         fits.append(fit)
         # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
         # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
-        exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains, n).items()} if exact_pools else whole
-        optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
+        exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains,
+                                                                    n).items()} if exact_pools else whole
+        optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d])
+                                                             for d in whole)),
                                        raw_caps={d: u * epochs for d, u in exact.items()})
     return optima, fits
 
 
 def _effective_path(method: str, scales: list[Any], fits: list[Any]) -> Any:
-    """The projection's path through the effective optima ``scales``: tokens -> allocation (robust or geometric)."""
+    """The projection's path through the effective optima ``scales``: tokens -> allocation (robust or
+    geometric)."""
     from ...solver import project, robust_project
     from ...solver.contrib import log_share_sd
 

@@ -1,11 +1,12 @@
-"""A run's hashed training settings as records (:attr:`~.specs.RunSpec.settings`): the model, the optimiser, the
-batch shape, the backend and precision, the stores' fingerprints and the evaluation settings that change a result.
+"""A run's hashed training settings as records (:attr:`~.specs.RunSpec.settings`): the model, the optimiser,
+the batch shape, the backend and precision, the stores' fingerprints and the evaluation settings that change a
+result.
 
-Their JSON (the codec of :mod:`autoscale_data._records`) has exactly the keys and values of the nested dict the
-runner built by hand before 2026-11-28, each optional key written only where it was (a padded vocabulary, BERT's
-masking rate and evaluation passes, DeepSpeed's section), so every run id stays what it was and every kept
-``spec.json`` reads into them. :class:`ModelSettings` is the one place a run's model is derived: its fields, its
-padded vocabulary and the model built from them.
+Their JSON (the codec of :mod:`autoscale_data._records`) has exactly the keys and values of the nested dict
+the runner built by hand before 2026-11-28, each optional key written only where it was (a padded vocabulary,
+BERT's masking rate and evaluation passes, DeepSpeed's section), so every run id stays what it was and every
+kept ``spec.json`` reads into them. :class:`ModelSettings` is the one place a run's model is derived: its
+fields, its padded vocabulary and the model built from them.
 """
 
 from __future__ import annotations
@@ -35,25 +36,27 @@ class ModelSettings(Record):
     preset: str
     """A preset of ``runner.models.PRESETS``."""
     fields: dict[str, Any]
-    """Its transformers config fields (:func:`~autoscale_data.runner.models.model_config_dict`), the vocabulary
-    the loss spans among them."""
+    """Its transformers config fields (:func:`~autoscale_data.runner.models.model_config_dict`), the
+    vocabulary the loss spans among them."""
     padded_vocab: int | None = omitted(default=None)
-    """Embedding and output rows, where ``train.pad_vocab`` rounded the vocabulary up (``None``: not padded; only
-    then in the JSON, so the ids of unpadded models stay as they were)."""
+    """Embedding and output rows, where ``train.pad_vocab`` rounded the vocabulary up (``None``: not padded;
+    only then in the JSON, so the ids of unpadded models stay as they were)."""
     mlm_probability: float | None = omitted(default=None)
     """BERT's masking rate (``None`` for a GPT-2)."""
 
     def __post_init__(self) -> None:
         vocab = self.fields.get("vocab_size") if isinstance(self.fields, dict) else None
         if not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1:
-            raise ValueError(f"model settings fields['vocab_size'] = {vocab!r} is invalid: expected a positive integer")
+            raise ValueError(f"model settings fields['vocab_size'] = {vocab!r} is invalid: expected a "
+                             "positive integer")
         rows = self.padded_vocab
         if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows <= vocab):
-            raise ValueError(f"model settings padded_vocab = {rows!r} is invalid: expected an integer above the "
-                             f"vocabulary, {vocab} (or none)")
+            raise ValueError(f"model settings padded_vocab = {rows!r} is invalid: expected an integer above "
+                             f"the vocabulary, {vocab} (or none)")
 
     @classmethod
-    def of(cls, model: ModelConfig, vocab_size: int, seq_len: int, dropout: float | None, pad_vocab: int) -> ModelSettings:
+    def of(cls, model: ModelConfig, vocab_size: int, seq_len: int, dropout: float | None,
+           pad_vocab: int) -> ModelSettings:
         """The settings of ``model`` over the stores' ``vocab_size`` tokens, its rows padded to a multiple of
         ``pad_vocab`` (``train.pad_vocab``)."""
         from ..models import model_config_dict, padded_vocab
@@ -61,7 +64,8 @@ class ModelSettings(Record):
         fields = model_config_dict(model.preset, model.overrides, vocab_size=vocab_size, seq_len=seq_len,
                                    dropout=dropout, activation=model.activation)
         rows = padded_vocab(int(fields["vocab_size"]), pad_vocab)
-        return cls(preset=model.preset, fields=fields, padded_vocab=rows if rows != fields["vocab_size"] else None,
+        return cls(preset=model.preset, fields=fields, padded_vocab=rows if rows != fields["vocab_size"]
+                   else None,
                    mlm_probability=model.mlm_probability if model.family == "bert" else None)
 
     @property
@@ -91,7 +95,8 @@ class DeepSpeedSettings(Record):
 
 @dataclass(frozen=True)
 class TrainingSettings(Record):
-    """Everything a run id hashes about how the run trains (``spec.json``'s ``settings``; built by :meth:`of`)."""
+    """Everything a run id hashes about how the run trains (``spec.json``'s ``settings``; built by
+    :meth:`of`)."""
 
     version: int
     model: ModelSettings

@@ -135,9 +135,11 @@ class WSDSpec(Record):
         if not (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0):
             raise ValueError(f"wsd warmup_steps {self.warmup_steps!r} is invalid: expected an integer >= 0")
         branch = self.role == "branch"
-        if branch != (isinstance(self.decay_steps, int) and self.decay_steps >= 1) or branch != (self.shape is not None):
-            raise ValueError(f"wsd {self.role} run: decay_steps {self.decay_steps!r} and shape {self.shape!r} are "
-                             "invalid: expected decay_steps >= 1 and a shape for a branch, 0 and None for the trunk")
+        if branch != (isinstance(self.decay_steps, int)
+                      and self.decay_steps >= 1) or branch != (self.shape is not None):
+            raise ValueError(f"wsd {self.role} run: decay_steps {self.decay_steps!r} and shape "
+                             f"{self.shape!r} are invalid: expected decay_steps >= 1 and a shape for a "
+                             "branch, 0 and None for the trunk")
 
 
 @dataclass(frozen=True)
@@ -158,18 +160,19 @@ class RunSpec(Record):
         multiplier: the multiplier of the perturbed domain actually trained (its sequences over the base
             run's; whole global batches can move it from the configured one).
         settings: the hashed training settings (model, optimiser, batches, backend, stores:
-            :class:`~.settings.TrainingSettings`); ``None`` only in a spec file written without them (by hand).
+            :class:`~.settings.TrainingSettings`); ``None`` only in a spec file written without them (by
+            hand).
         schedule: ``"fixed"`` (constant shares) or ``"anytime"`` (a target run whose cumulative
             per-domain counts follow :attr:`plan`'s allocation path).
         plan: the :class:`~autoscale_data.solver.MixturePlan` of an anytime run (else ``None``).
         extension: what an extension run (:func:`extension_spec`) continues, else ``None``; its
             :attr:`sequences` are the totals at the end (the parent's prefix included).
-        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of the seeded
-            subset it draws from in epochs (:mod:`.repetition`); ``None`` for every other run.
-        hook: the :class:`~autoscale_data.runner.registry.HookSpec` of the step hook the trainer runs (of its kind;
-            in the run id), ``None`` for plain runs.
-        wsd: a run of the ``ddo.schedule: wsd`` design (a ``trunk`` stretch or a ``proxy`` branch, continuing its
-            parent as :attr:`extension` says; in the run id), ``None`` for every other run.
+        pools: a repetition-matched proxy's pools (``ddo.repetition: match``): domain -> sequences of the
+            seeded subset it draws from in epochs (:mod:`.repetition`); ``None`` for every other run.
+        hook: the :class:`~autoscale_data.runner.registry.HookSpec` of the step hook the trainer runs (of its
+            kind; in the run id), ``None`` for plain runs.
+        wsd: a run of the ``ddo.schedule: wsd`` design (a ``trunk`` stretch or a ``proxy`` branch, continuing
+            its parent as :attr:`extension` says; in the run id), ``None`` for every other run.
     """
 
     run_id: str
@@ -195,7 +198,8 @@ class RunSpec(Record):
             raise ValueError(f"run {self.run_id}: an 'extension' run needs its extension record, and only an "
                              f"extension run has one (kind {self.kind!r})")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"run {self.run_id}: schedule {self.schedule!r} is invalid: expected one of {SCHEDULES}")
+            raise ValueError(f"run {self.run_id}: schedule {self.schedule!r} is invalid: expected one of "
+                             f"{SCHEDULES}")
         if (self.schedule == "anytime") != (self.plan is not None):
             raise ValueError(f"run {self.run_id}: an 'anytime' run needs its MixturePlan as plan, and only "
                              f"an anytime run has one (schedule {self.schedule!r}, plan "
@@ -209,7 +213,8 @@ class RunSpec(Record):
             ValueError: the spec was written without them (a spec file made by hand trains nothing).
         """
         if self.settings is None:
-            raise ValueError(f"run {self.run_id}: its spec records no training settings (model, optimiser, batches)")
+            raise ValueError(f"run {self.run_id}: its spec records no training settings (model, optimiser, "
+                             "batches)")
         return self.settings
 
     @property
@@ -245,7 +250,8 @@ class RunSpec(Record):
     def keeps_model(self) -> bool:
         """Whether the run keeps its final checkpoint whatever ``target.keep_checkpoints`` says (a DoReMi
         reference: its proxy reads the model)."""
-        return self.kind in registry.model_keeping_kinds() or (self.wsd is not None and self.wsd.role == "trunk")
+        return self.kind in registry.model_keeping_kinds() or (self.wsd is not None
+                                                               and self.wsd.role == "trunk")
 
 
 def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, Any]:
@@ -262,7 +268,8 @@ def proxy_dataset_options(spec: RunSpec, max_epochs: float | None) -> dict[str, 
 
 
 def _model_flops(config: RunnerConfig, domains: DomainInfo) -> float:
-    """Training FLOPs per token of ``config``'s model at the stores' vocabulary (:func:`.estimate.flops_per_token`)."""
+    """Training FLOPs per token of ``config``'s model at the stores' vocabulary
+    (:func:`.estimate.flops_per_token`)."""
     return TrainingSettings.of(config, domains).model.flops_per_token(config.seq_len)
 
 
@@ -272,9 +279,10 @@ def target_run_flops(config: RunnerConfig, domains: DomainInfo) -> float:
 
 
 def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
-    """The config the proxies train under (the DDO proxies, DoReMi's runs, RegMix's swarm): ``ddo.proxy_model``
-    and ``ddo.proxy_lr`` in place of ``model`` (masking at the target's ``mlm_probability``) and ``optimizer.lr``;
-    ``config`` itself when neither is set, so the proxies' settings and ids are the target model's.
+    """The config the proxies train under (the DDO proxies, DoReMi's runs, RegMix's swarm):
+    ``ddo.proxy_model`` and ``ddo.proxy_lr`` in place of ``model`` (masking at the target's
+    ``mlm_probability``) and ``optimizer.lr``; ``config`` itself when neither is set, so the proxies' settings
+    and ids are the target model's.
 
     Raises:
         ValueError: the proxy model takes more training FLOPs per token than the target's (at the stores'
@@ -292,19 +300,19 @@ def proxy_config(config: RunnerConfig, domains: DomainInfo) -> RunnerConfig:
     mine, target = _model_flops(proxy, domains), _model_flops(config, domains)
     if mine > target:
         raise field_error("ddo", "proxy_model", config_to_dict(ddo.proxy_model),
-                          f"a model no larger than model {config.model.preset!r}: it takes {mine:,.0f} training FLOPs "
-                          f"per token, the target's {target:,.0f} (vocabulary {domains.vocab_size}, seq_len "
-                          f"{config.seq_len})")
+                          f"a model no larger than model {config.model.preset!r}: it takes {mine:,.0f} "
+                          f"training FLOPs per token, the target's {target:,.0f} (vocabulary "
+                          f"{domains.vocab_size}, seq_len {config.seq_len})")
     return proxy
 
 
 def id_payload(spec: RunSpec) -> dict[str, Any]:
-    """What a run id hashes: the spec's settings, sequences, seed and evaluation points (its records as their JSON,
-    as the spec file holds them; not its budget, label or perturbation, its kind only as ``keeps_model``). ``schedule`` and ``plan``
-    enter only for a non-fixed schedule, ``extension`` only for an extension run, ``hook`` only for a run with
-    a step hook, ``keeps_model`` only when true (a DoReMi reference) and ``pools`` only for a repetition-matched
-    proxy, so the ids of other runs do not depend on those options (nor on ``wsd``, which enters only for a run of
-    the WSD design)."""
+    """What a run id hashes: the spec's settings, sequences, seed and evaluation points (its records as their
+    JSON, as the spec file holds them; not its budget, label or perturbation, its kind only as
+    ``keeps_model``). ``schedule`` and ``plan`` enter only for a non-fixed schedule, ``extension`` only for an
+    extension run, ``hook`` only for a run with a step hook, ``keeps_model`` only when true (a DoReMi
+    reference) and ``pools`` only for a repetition-matched proxy, so the ids of other runs do not depend on
+    those options (nor on ``wsd``, which enters only for a run of the WSD design)."""
     payload: dict[str, Any] = {"settings": {} if spec.settings is None else spec.settings.to_json(),
                                "sequences": dict(sorted(spec.sequences.items())), "seed": spec.seed,
                                "eval_points": spec.eval_points}
@@ -331,16 +339,17 @@ def run_fingerprint(spec: RunSpec) -> str:
 
 
 def recorded_anytime_spec(spec: RunSpec, recorded: Iterable[RunSpec]) -> RunSpec:
-    """``spec``, or the run of ``recorded`` (a folder's specs) that is the same anytime run but for the tokenizer
-    its plan names: one planned before 2026-11-28, whose plan named the tokenizer by its path (the id hashed
-    it). Such a run keeps its id, so a kept, copied or moved folder trains it no more (the stores' fingerprints,
-    in both ids, stand for the tokenizer's content)."""
+    """``spec``, or the run of ``recorded`` (a folder's specs) that is the same anytime run but for the
+    tokenizer its plan names: one planned before 2026-11-28, whose plan named the tokenizer by its path (the
+    id hashed it). Such a run keeps its id, so a kept, copied or moved folder trains it no more (the stores'
+    fingerprints, in both ids, stand for the tokenizer's content)."""
     if spec.plan is None:
         return spec
     for old in recorded:
         if old.plan is None or old.plan.tokenizer == spec.plan.tokenizer or old.sequences != spec.sequences:
             continue
-        if run_fingerprint(dataclasses.replace(old, plan=dataclasses.replace(old.plan, tokenizer=spec.plan.tokenizer))) \
+        if run_fingerprint(dataclasses.replace(old, plan=dataclasses.replace(old.plan,
+                                                                             tokenizer=spec.plan.tokenizer))) \
                 == spec.run_id:
             return old
     return spec
@@ -359,7 +368,8 @@ class _Role:
 
 
 def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Mapping[str, int], *,
-          plan: MixturePlan | None = None, hook: HookSpec | None = None, pools: Mapping[str, int] | None = None,
+          plan: MixturePlan | None = None, hook: HookSpec | None = None,
+          pools: Mapping[str, int] | None = None,
           extension: ExtensionSpec | None = None, settings: TrainingSettings | None = None,
           wsd: WSDSpec | None = None) -> RunSpec:
     """The spec of one run; ``plan`` makes it follow the anytime schedule, ``hook`` gives it a step hook,
@@ -374,7 +384,8 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     spec = RunSpec(run_id="", kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools else None,
+                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools
+                   else None,
                    wsd=wsd)
     return dataclasses.replace(spec, run_id=run_fingerprint(spec))
 
@@ -406,7 +417,8 @@ def _mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int, w
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
     want = n * factor
     lo = math.floor((others + want) / batch) * batch - others
-    candidates = [c for c in (lo - batch, lo, lo + batch, lo + 2 * batch) if c >= 1 and (c > n if up else c < n)]
+    candidates = [c for c in (lo - batch, lo, lo + batch, lo + 2 * batch) if c >= 1 and (c > n if up
+                                                                                         else c < n)]
     if not candidates:
         raise ValueError(f"a DDO perturbation of {n} sequences by {'x' if up else '/'}"
                          f"{factor if up else 1 / factor:g} cannot keep whole global batches of {batch}: "
@@ -445,11 +457,13 @@ class _Perturbation:
         return text if self.off_by <= 0.005 else f"{self.domain} {tag(self.trained)} (planned {tag(self.planned)})"
 
 
-def _perturbations(config: RunnerConfig, domains: DomainInfo, budget: int) -> tuple[dict[str, int], list[_Perturbation]]:
+def _perturbations(config: RunnerConfig, domains: DomainInfo, budget: int) -> tuple[dict[str, int],
+                                                                                    list[_Perturbation]]:
     """The base counts and every perturbation of the DDO design at ``budget`` (whole global batches)."""
     base = ddo_base_counts(config, domains, budget)
     batch = config.global_batch_size
-    steps = [(True, up) for up in config.ddo.multiplier_up] + [(False, 1.0 / down) for down in config.ddo.multiplier_down]
+    steps = [(True, up) for up in config.ddo.multiplier_up] + [(False, 1.0 / down)
+                                                               for down in config.ddo.multiplier_down]
     out = []
     for d in domains.names:
         others = sum(base.values()) - base[d]
@@ -502,8 +516,9 @@ def ddo_proxy_specs(config: RunnerConfig, domains: DomainInfo, budget: int) -> l
     ``2km+1`` runs. Run sizes are whole global batches, so a perturbed domain's count is rounded: the
     spec's ``multiplier`` is the one actually trained, and its label shows it beside the planned one
     when they differ by more than 0.5% (``"web x1.75 (planned x1.7)"``). With ``ddo.repetition: match``
-    every run draws each domain from the budget's pool (:func:`~autoscale_data.runner.planning.repetition.proxy_pools`).
-    The runs train the proxy model and learning rate (:func:`proxy_config`).
+    every run draws each domain from the budget's pool
+    (:func:`~autoscale_data.runner.planning.repetition.proxy_pools`). The runs train the proxy model and
+    learning rate (:func:`proxy_config`).
     """
     from .repetition import proxy_pools
 
@@ -574,11 +589,12 @@ def extension_spec(config: RunnerConfig, domains: DomainInfo, parent: RunSpec, b
     from ..experiment import config_changes
 
     settings = TrainingSettings.of(config, domains)
-    mine, theirs = (json.loads(json.dumps(s.to_json() if s is not None else {})) for s in (settings, parent.settings))
+    mine, theirs = (json.loads(json.dumps(s.to_json() if s is not None else {}))
+                    for s in (settings, parent.settings))
     if mine != theirs:
         diff = config_changes(theirs, mine)
-        raise ValueError(f"run {parent.run_id} was trained with other settings than this config's; it can only be "
-                         "extended under its own: " + "; ".join(diff or ["(settings not recorded)"]))
+        raise ValueError(f"run {parent.run_id} was trained with other settings than this config's; it can "
+                         "only be extended under its own: " + "; ".join(diff or ["(settings not recorded)"]))
     new = sum(sequences.values()) - extension.parent_sequences
     if new <= 0 or new % config.global_batch_size:
         raise ValueError(f"an extension of run {parent.run_id} must add whole global batches of "
@@ -610,8 +626,8 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     for d in domains.names:
         if floor > allowed[d] * config.seq_len:
             problems.setdefault(d, []).append(
-                f"every target mix asks at least {floor:,.0f} (ddo.min_weight {config.ddo.min_weight:g} x target "
-                f"budget {target:,})")
+                f"every target mix asks at least {floor:,.0f} (ddo.min_weight {config.ddo.min_weight:g} x "
+                f"target budget {target:,})")
     lines = [f"domain {d!r} has {have[d] * config.seq_len:,} training tokens ({epochs:g} epoch"
              f"{'s' if epochs != 1 else ''} allowed), but " + "; ".join(sorted(set(what))[:3])
              + (f" and {len(set(what)) - 3} more runs" if len(set(what)) > 3 else "")
@@ -621,18 +637,18 @@ def supply_problems(config: RunnerConfig, domains: DomainInfo, specs: Sequence[R
     lines += repetition_problems(config, domains)  # ddo.repetition: match: pools and the target's epoch cap
     total = sum(allowed.values()) * config.seq_len
     if total < target:
-        lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens within "
-                     "the epoch cap)")
+        lines.append(f"the target budget {target:,} tokens exceeds all the training data ({total:,} tokens "
+                     "within the epoch cap)")
     else:  # what the fits' bounds allow at the target: up to max_weight x budget of each domain, within its data
         top = config.ddo.max_weight * target
         room = sum(min(top, allowed[d] * config.seq_len) for d in domains.names)
         if room < target:
-            lines.append(f"ddo.max_weight {config.ddo.max_weight:g} x target budget {target:,} = {top:,.0f} tokens "
-                         f"per domain at most, within each domain's data, make {room:,.0f} tokens, less than the "
-                         "target budget: raise ddo.max_weight")
+            lines.append(f"ddo.max_weight {config.ddo.max_weight:g} x target budget {target:,} = {top:,.0f} "
+                         f"tokens per domain at most, within each domain's data, make {room:,.0f} tokens, "
+                         "less than the target budget: raise ddo.max_weight")
     if lines:
-        lines.append(f"lower the budgets or ddo.min_weight, add data, or {hint} (max_epochs: 2 lets every sequence "
-                     "be seen twice)")
+        lines.append(f"lower the budgets or ddo.min_weight, add data, or {hint} (max_epochs: 2 lets every "
+                     "sequence be seen twice)")
     return lines
 
 

@@ -57,7 +57,8 @@ from .specs import (
     proxy_config,
 )
 
-__all__ = ["BRANCH", "TRUNK", "WSDCost", "WSDPlan", "branch_points", "with_trunks", "wsd_cost", "wsd_lr_lambda", "wsd_plan"]
+__all__ = ["BRANCH", "TRUNK", "WSDCost", "WSDPlan", "branch_points", "with_trunks", "wsd_cost",
+           "wsd_lr_lambda", "wsd_plan"]
 
 #: The run kind of a trunk stretch (and its :attr:`~.specs.WSDSpec.role`); a branch's role.
 TRUNK, BRANCH = WSD_ROLES
@@ -108,7 +109,8 @@ class WSDCost:
 
     @property
     def of_largest(self) -> float:
-        """:attr:`tokens` as a multiple of the largest budget's runs (about ``1 + cooldown x sum(N_small) / N_last``)."""
+        """:attr:`tokens` as a multiple of the largest budget's runs (about ``1 + cooldown x sum(N_small) /
+        N_last``)."""
         return self.tokens / self.largest_tokens
 
     @property
@@ -118,8 +120,8 @@ class WSDCost:
 
 
 def branch_points(config: RunnerConfig, sequences: int, warmup: int) -> tuple[int, int]:
-    """``(start, decay)`` of the branch of a run of ``sequences`` sequences: the global step at which it leaves
-    the trunk and its decay steps (``ddo.cooldown`` of its steps, rounded, at least one).
+    """``(start, decay)`` of the branch of a run of ``sequences`` sequences: the global step at which it
+    leaves the trunk and its decay steps (``ddo.cooldown`` of its steps, rounded, at least one).
 
     Raises:
         ValueError: a branch that would start before the trunk's ``warmup`` steps end.
@@ -128,16 +130,17 @@ def branch_points(config: RunnerConfig, sequences: int, warmup: int) -> tuple[in
     decay = max(1, round(config.ddo.cooldown * steps))
     start = steps - decay
     if start < max(1, warmup):
-        raise ValueError(f"a WSD branch of {steps} steps ({sequences * config.seq_len:,} tokens) would start at step "
-                         f"{start}, before the trunk's warm-up of {warmup} steps ends (optimizer.warmup_fraction x "
-                         "the smallest budget's steps): raise ddo.budgets or lower ddo.cooldown")
+        raise ValueError(f"a WSD branch of {steps} steps ({sequences * config.seq_len:,} tokens) would start "
+                         f"at step {start}, before the trunk's warm-up of {warmup} steps ends "
+                         "(optimizer.warmup_fraction x the smallest budget's steps): raise ddo.budgets or "
+                         "lower ddo.cooldown")
     return start, decay
 
 
 def _path(anchors: list[tuple[int, dict[str, int]]], t: int) -> dict[str, int]:
     """``C(t)``: a mix's sequences per domain after ``t`` sequences of its trunk, through the ``anchors``
-    ``(T(N), c(N))`` (the separate runs' totals and counts): from the anchor before ``t``, the largest-remainder
-    share of the increment to the next one."""
+    ``(T(N), c(N))`` (the separate runs' totals and counts): from the anchor before ``t``, the
+    largest-remainder share of the increment to the next one."""
     before: tuple[int, dict[str, int]] = (0, dict.fromkeys(anchors[0][1], 0))
     for total, counts in anchors:
         if t <= total:
@@ -151,11 +154,13 @@ def _path(anchors: list[tuple[int, dict[str, int]]], t: int) -> dict[str, int]:
 
 
 def _increment_weights(before: Mapping[str, int], after: Mapping[str, int], what: str) -> dict[str, float]:
-    """The weights whose largest remainder over ``sum(after - before)`` sequences is that difference exactly."""
+    """The weights whose largest remainder over ``sum(after - before)`` sequences is that difference
+    exactly."""
     new = {d: after[d] - before.get(d, 0) for d in after}
     if min(new.values()) < 0:
-        raise ValueError(f"{what}: a domain's count falls from {dict(before)} to {dict(after)} (whole global batches "
-                         "round each budget's design on its own): raise ddo.budgets or lower global_batch_size")
+        raise ValueError(f"{what}: a domain's count falls from {dict(before)} to {dict(after)} (whole global "
+                         "batches round each budget's design on its own): raise ddo.budgets or lower "
+                         "global_batch_size")
     total = sum(new.values())
     return {d: n / total for d, n in new.items()}
 
@@ -166,7 +171,8 @@ _Path = tuple[list[tuple[int, dict[str, int]]], int, list[tuple[int, int]], list
 
 
 def _mixes(config: RunnerConfig, domains: DomainInfo) -> list[_Mix]:
-    """Per design mix, per budget (increasing): ``(label, counts, perturbed, multiplier)`` of its separate run."""
+    """Per design mix, per budget (increasing): ``(label, counts, perturbed, multiplier)`` of its separate
+    run."""
     budgets = sorted(config.ddo.budgets)
     per_budget = [_perturbations(config, domains, n) for n in budgets]
     mixes = [[("base", base, None, 1.0) for base, _ in per_budget]]
@@ -184,8 +190,9 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
 
     Raises:
         ValueError: a branch point before the warm-up's end (:func:`branch_points`), a budget where whole
-            global batches cannot hold the design, or a domain whose count in a design mix falls from one budget
-            to the next (whole batches round each budget's design on its own; the trunk cannot pass through both).
+            global batches cannot hold the design, or a domain whose count in a design mix falls from one
+            budget to the next (whole batches round each budget's design on its own; the trunk cannot pass
+            through both).
     """
     proxy = proxy_config(config, domains)
     batch = config.global_batch_size
@@ -203,8 +210,10 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
                 now = _path(anchors, end)
                 ext = None if parent is None else ExtensionSpec(
                     parent=parent.run_id, parent_sequences=parent.total_sequences, mix="same",
-                    weights=_increment_weights(parent.sequences, now, f"the WSD trunk of {label!r}"), lr=trunk_lr)
-                role = _Role(TRUNK, end * config.seq_len, label, seed, perturbed=perturbed, multiplier=multiplier)
+                    weights=_increment_weights(parent.sequences, now, "the WSD trunk of "
+                                                                      f"{label!r}"), lr=trunk_lr)
+                role = _Role(TRUNK, end * config.seq_len, label, seed, perturbed=perturbed,
+                             multiplier=multiplier)
                 parent = _make(proxy, domains, role, now, extension=ext, wsd=WSDSpec(TRUNK, warmup))
                 stretches[end] = parent
                 trunks.append(parent)
@@ -212,7 +221,8 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
                                                                                 strict=True):
                 stem = stretches[start * batch]
                 ext = ExtensionSpec(parent=stem.run_id, parent_sequences=stem.total_sequences, mix="same",
-                                    weights=_increment_weights(stem.sequences, counts, f"the branch of {here!r}"),
+                                    weights=_increment_weights(stem.sequences, counts,
+                                                               f"the branch of {here!r}"),
                                     lr=branch_lr)
                 role = _Role("proxy", n, here, seed, perturbed=perturbed, multiplier=trained)
                 keyed[n][k, m] = _make(proxy, domains, role, counts, extension=ext,
@@ -224,19 +234,22 @@ def wsd_plan(config: RunnerConfig, domains: DomainInfo) -> WSDPlan:
 
 def _mix_path(config: RunnerConfig, mix: _Mix) -> _Path:
     """A design mix's path: its (sequences, counts) at each budget, the trunk's warm-up steps, each budget's
-    branch point and decay, and the ends of the trunk's stretches (branch points and smaller budgets' ends)."""
+    branch point and decay, and the ends of the trunk's stretches (branch points and smaller budgets'
+    ends)."""
     anchors = [(sum(counts.values()), counts) for _, counts, _, _ in mix]
     for (_, a), (_, b) in zip(anchors[:-1], anchors[1:], strict=True):
         _increment_weights(a, b, f"the WSD trunk of {mix[-1][0]!r}")  # the path never falls
     # the smallest separate run's own warm-up (train.lr_lambda: warmup_fraction x its steps, rounded)
     warmup = round(config.optimizer.warmup_fraction * (anchors[0][0] // config.global_batch_size))
     points = [branch_points(config, total, warmup) for total, _ in anchors]
-    ends = sorted({start * config.global_batch_size for start, _ in points} | {total for total, _ in anchors[:-1]})
+    ends = sorted({start * config.global_batch_size for start, _ in points} | {total for total,
+                                                                               _ in anchors[:-1]})
     return anchors, warmup, points, ends
 
 
 def with_trunks(runs: Sequence[RunSpec], trunks: Sequence[RunSpec]) -> list[RunSpec]:
-    """``runs`` and every trunk stretch of ``trunks`` they continue, directly or not (what training them takes)."""
+    """``runs`` and every trunk stretch of ``trunks`` they continue, directly or not (what training them
+    takes)."""
     by_id = {s.run_id: s for s in trunks}
     out = {s.run_id: s for s in runs}
     todo = list(runs)
@@ -254,16 +267,18 @@ def wsd_cost(config: RunnerConfig, domains: DomainInfo, plan: WSDPlan | None = N
     plan = wsd_plan(config, domains) if plan is None else plan
     unique = {s.run_id: s for s in plan.runs}
     tokens = sum(run_tokens(s) for s in unique.values())
-    separate = {n: sum(s.total_tokens for s in specs) for n, specs in plan.branches.items()}  # a branch's = its run's
-    return WSDCost(tokens=tokens, separate_tokens=sum(separate.values()), largest_tokens=separate[max(separate)])
+    # a branch's = its run's
+    separate = {n: sum(s.total_tokens for s in specs) for n, specs in plan.branches.items()}
+    return WSDCost(tokens=tokens, separate_tokens=sum(separate.values()),
+                   largest_tokens=separate[max(separate)])
 
 
 def wsd_lr_lambda(wsd: WSDSpec, offset: int, steps: int, min_ratio: float) -> Callable[[int], float]:
     """Multiplier of the peak learning rate at global step ``s`` of a WSD run (``offset``: its parent's steps,
     ``steps``: its own).
 
-    The trunk: a linear warm-up over ``wsd.warmup_steps`` from step 0, then the peak. A branch: from the peak at
-    its first step, ``1 - (1 - min_ratio) * g(k / decay_steps)`` at its ``k``-th step, ``g(x) = sqrt(x)``
+    The trunk: a linear warm-up over ``wsd.warmup_steps`` from step 0, then the peak. A branch: from the peak
+    at its first step, ``1 - (1 - min_ratio) * g(k / decay_steps)`` at its ``k``-th step, ``g(x) = sqrt(x)``
     (``1-sqrt``) or ``x`` (``linear``, the separate runs' decay), so its last step is one step short of
     ``min_ratio`` as a separate run's is.
     """

@@ -1,5 +1,5 @@
-"""The report's comparison of mixing methods (``fits/methods.json``, see :mod:`.methods`): the paper's table for
-the user's own runs, each method's results beside what choosing its mix cost."""
+"""The report's comparison of mixing methods (``fits/methods.json``, see :mod:`.methods`): the paper's table
+for the user's own runs, each method's results beside what choosing its mix cost."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ __all__ = ["build_comparison", "comparison_markdown"]
 
 def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str, list[RunResult]],
                      key: str) -> Comparison | None:
-    """The comparison from ``fits/methods.json``, every finished run's result by run id and the finished target
-    runs by label; ``None`` when the folder has no methods file."""
+    """The comparison from ``fits/methods.json``, every finished run's result by run id and the finished
+    target runs by label; ``None`` when the folder has no methods file."""
     records = layout.read(out / layout.FITS, layout.METHODS_FILE)
     config = layout.read(out, layout.CONFIG) or {}
     if not records:
@@ -33,7 +33,8 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
     uniform = {r.seed: r for r in targets.get(layout.UNIFORM, [])}
     order = [layout.AUTOSCALE, *((config.get("target") or {}).get("baselines") or [])]
     rows = {}
-    for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+    for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order
+                            else len(order)):
         done = [results[i] for i in rec.cost_run_ids if i in results]
         wall = sum(r.wall_time_s for r in done)
         cost = MethodCost(runs=len(rec.cost_run_ids), tokens=rec.cost_tokens, wall_s=wall,
@@ -42,26 +43,30 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
                           flops_ratio=rec.cost_flops / rec.target_flops if rec.cost_flops is not None
                           and rec.target_flops else None)
         rs = targets.get(name, [])
-        row: dict[str, Any] = {"source": rec.source, "weights": rec.weights, "cost": cost, "skipped": rec.skipped}
+        row: dict[str, Any] = {"source": rec.source, "weights": rec.weights, "cost": cost,
+                               "skipped": rec.skipped}
         if rs:
             losses = {d: mean_std([r.losses[d] for r in rs]) for d in rs[0].losses}
             pairs = [(r, uniform[r.seed]) for r in rs if r.seed in uniform]
             versus = None
             if name != layout.UNIFORM and pairs:
-                diffs = {str(r.seed): r.value(key) - u.value(key) for r, u in sorted(pairs, key=lambda p: p[0].seed)}
+                diffs = {str(r.seed): r.value(key) - u.value(key) for r,
+                         u in sorted(pairs, key=lambda p: p[0].seed)}
                 verdict = paired_verdict(name, {r.seed: r.value(key) for r, _ in pairs}, layout.UNIFORM,
                                          {u.seed: u.value(key) for _, u in pairs})
                 versus = {**fields_to_json(verdict, skip=("method", "baseline")), "per_seed": diffs}
             row.update(objective_value=mean_std([r.value(key) for r in rs]),
                        per_seed={str(r.seed): r.value(key) for r in sorted(rs, key=lambda r: r.seed)},
                        losses=losses,
-                       worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None, vs_uniform=versus)
+                       worst_domain=max(losses, key=lambda d: losses[d].mean) if losses else None,
+                       vs_uniform=versus)
             realised = [r.step_hook["realised"] for r in rs if "realised" in (r.step_hook or {})]
             if realised:  # an online run's mix was chosen during training: its realised mix, mean over seeds
                 row["weights"] = {d: statistics.fmean(w[d] for w in realised) for d in realised[0]}
         rows[name] = MethodRow(**row)
     target_flops = next((rec.target_flops for rec in records.values() if rec.target_flops), None)
-    return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows, target_flops=target_flops)
+    return Comparison(target_tokens=target_tokens, target_wall_s=target_wall, rows=rows,
+                      target_flops=target_flops)
 
 
 def _saved(r: Report, name: str) -> str:
@@ -95,22 +100,24 @@ def comparison_markdown(r: Report) -> list[str]:
     key = r.objective_key
     wall = "n/a" if c.target_wall_s is None else f"{c.target_wall_s:.1f} s"
     lines = ["## Mixing methods compared", "",
-             f"Final {key} of each method's target runs ({c.target_tokens:,} tokens; mean ± std over seeds, and per "
-             "seed), the tokens the AutoScale mix saved to reach that method's final value, the method minus "
-             "uniform paired by seed with the 95% t-interval of the mean difference (better/worse only when it "
-             "excludes 0), and "
-             f"the cost of choosing the mix: the runs it needed before its targets, their tokens and wall time, "
-             f"also as multiples of one target run (median target run: {wall}).", "",
-             f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | proxy tokens "
-             "| x target tokens | proxy wall | x target wall |",
+             f"Final {key} of each method's target runs ({c.target_tokens:,} tokens; mean ± std over seeds, "
+             "and per seed), the tokens the AutoScale mix saved to reach that method's final value, the "
+             "method minus uniform paired by seed with the 95% t-interval of the mean difference "
+             "(better/worse only when it excludes 0), and the cost of choosing the mix: the runs it needed "
+             "before its targets, their tokens and wall time, also as multiples of one target run (median "
+             f"target run: {wall}).", "",
+             f"| method | {key} | per seed | AutoScale saved | vs uniform | worst domain | proxy runs | "
+             "proxy tokens | x target tokens | proxy wall | x target wall |",
              "|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
-    if c.target_flops is not None:  # the cost in compute (each run at its own model): a folder that recorded it
-        lines[-4] += (f" FLOPs are training FLOPs (6 N D plus attention, each run at its own model; one target run: "
-                      f"{c.target_flops:.3g}).")
+    # the cost in compute (each run at its own model): a folder that recorded it
+    if c.target_flops is not None:
+        lines[-4] += (" FLOPs are training FLOPs (6 N D plus attention, each run at its own model; one "
+                      f"target run: {c.target_flops:.3g}).")
         lines[-2:] = [lines[-2] + " proxy FLOPs | x target FLOPs |", lines[-1] + "---:|---:|"]
     if r.downstream is not None and r.downstream.rows:  # the zero-shot tasks' means (eval.tasks)
         lines[-2:] = [lines[-2] + " downstream bpb | downstream acc |", lines[-1] + "---:|---:|"]
-    lines += [_method_row(r, name, row) for name, row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
+    lines += [_method_row(r, name, row) for name,
+              row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
     lines += ["", f"- {_against_uniform(c.rows)}.", "- Sources: " + "; ".join(f"{n}: {row.source}"
                                                                       for n, row in c.rows.items()) + "."]
     return lines + [""]
@@ -135,11 +142,13 @@ def _method_row(r: Report, name: str, row: MethodRow) -> str:
 
 
 def _domain_losses(rows: dict[str, MethodRow], doms: list[str]) -> list[str]:
-    """The final loss per domain of each trained method, its worst domain in bold (nothing when none trained)."""
+    """The final loss per domain of each trained method, its worst domain in bold (nothing when none
+    trained)."""
     trained = {n: row for n, row in rows.items() if row.losses}
     if not trained:
         return []
-    lines = ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in bold:", "",
+    lines = ["", "Final validation loss per domain (mean over seeds); the worst domain of each method in "
+                 "bold:", "",
              "| method | weights | " + " | ".join(doms) + " |", "|---|---|" + "---:|" * len(doms)]
     for name, row in trained.items():
         w = ", ".join(f"{(row.weights or {}).get(d, 0.0):.2f}" for d in doms)

@@ -35,7 +35,8 @@ def build_downstream(out: Path, finished: list[RunSpec], labels: dict[str, list[
         if spec.kind != "target":
             continue
         result: DownstreamResult | None = layout.read(out / layout.RUNS / spec.run_id, layout.DOWNSTREAM)
-        if result is None or sorted(result.tasks) != sorted(tasks):  # other tasks (an earlier config): not comparable
+        # other tasks (an earlier config): not comparable
+        if result is None or sorted(result.tasks) != sorted(tasks):
             continue
         for label in labels.get(spec.run_id) or [spec.label]:
             found.setdefault(label, []).append((spec.seed, result))
@@ -51,7 +52,8 @@ def build_downstream(out: Path, finished: list[RunSpec], labels: dict[str, list[
             tasks=per_task, mean_acc=mean_std([r.mean_acc for r in scores]),
             mean_bpb=mean_std([r.mean_bpb for r in scores]),
             per_seed_bpb={str(s): v for s, v in bpb[label].items()},
-            vs_uniform=_verdict(bpb, label, layout.UNIFORM), vs_autoscale=_verdict(bpb, label, layout.AUTOSCALE))
+            vs_uniform=_verdict(bpb, label, layout.UNIFORM), vs_autoscale=_verdict(bpb, label,
+                                                                                   layout.AUTOSCALE))
     first = next(iter(found.values()))[0][1]
     return Downstream(tasks=tasks, examples={t: first.tasks[t].examples for t in tasks},
                       chance={t: first.tasks[t].chance for t in tasks}, rows=rows)
@@ -73,20 +75,22 @@ def downstream_markdown(r: Report) -> list[str]:
     tasks = d.tasks
     counts = ", ".join(f"{t} {d.examples[t]}" for t in tasks)
     lines = ["## Downstream tasks", "",
-             f"Zero-shot ranked classification of each target run's final model on {len(tasks)} tasks (questions "
-             f"per task: {counts}; the same questions for every run), mean ± std over seeds. Bits per byte (bpb) "
-             "of the gold answer: lower is better, and it moves long before accuracy leaves chance at small "
-             "scale. The verdicts compare the task-mean bpb paired by seed (Student-t, 95%), as the loss "
-             "table does; the difference in parentheses is this mix minus the other.", "",
+             f"Zero-shot ranked classification of each target run's final model on {len(tasks)} tasks "
+             f"(questions per task: {counts}; the same questions for every run), mean ± std over seeds. Bits "
+             "per byte (bpb) of the gold answer: lower is better, and it moves long before accuracy leaves "
+             "chance at small scale. The verdicts compare the task-mean bpb paired by seed (Student-t, "
+             "95%), as the loss table does; the difference in parentheses is this mix minus the other.", "",
              "| mix | " + " | ".join(f"{t} bpb" for t in tasks) + " | mean bpb | vs uniform | vs AutoScale |",
              "|---|" + "---:|" * (len(tasks) + 1) + "---|---|"]
     for label, row in d.rows.items():
         lines.append(f"| {label} | " + " | ".join(row.tasks[t].bpb.text(3) for t in tasks)
                      + f" | {row.mean_bpb.text(3)} | {_tag(row.vs_uniform)} | {_tag(row.vs_autoscale)} |")
-    lines += ["", "Accuracy (length-normalised accuracy in parentheses, per character as lm-eval's acc_norm):", "",
+    lines += ["", "Accuracy (length-normalised accuracy in parentheses, per character as lm-eval's "
+                  "acc_norm):", "",
               "| mix | " + " | ".join(tasks) + " | mean acc |", "|---|" + "---:|" * (len(tasks) + 1)]
     for label, row in d.rows.items():
-        lines.append(f"| {label} | " + " | ".join(f"{row.tasks[t].acc.text(3)} ({row.tasks[t].acc_norm.mean:.3f})"
+        lines.append(f"| {label} | " + " | ".join(f"{row.tasks[t].acc.text(3)} "
+                                                  f"({row.tasks[t].acc_norm.mean:.3f})"
                                                   for t in tasks) + f" | {row.mean_acc.text(3)} |")
     lines.append("| chance | " + " | ".join(f"{d.chance[t]:.3f}" for t in tasks)
                  + f" | {statistics.fmean(d.chance.values()):.3f} |")
@@ -94,7 +98,8 @@ def downstream_markdown(r: Report) -> list[str]:
 
 
 def downstream_cells(r: Report, label: str) -> str:
-    """The comparison table's cells of one method: `` bpb | acc |`` of the task means (empty without tasks)."""
+    """The comparison table's cells of one method: `` bpb | acc |`` of the task means (empty without
+    tasks)."""
     d = r.downstream
     if d is None or not d.rows:
         return ""

@@ -39,7 +39,8 @@ def mean_curve(curves: Sequence[Sequence[EvalPoint]], key: str) -> Curve:
                  n=len(curves))
 
 
-def tokens_to_reach(tokens: Sequence[float], values: Sequence[float], level: float) -> tuple[float | None, str]:
+def tokens_to_reach(tokens: Sequence[float], values: Sequence[float],
+                    level: float) -> tuple[float | None, str]:
     """Tokens at which a loss curve first reaches ``level`` (linear interpolation in log-tokens).
 
     Returns:

@@ -19,7 +19,8 @@ __all__ = ["write_plots"]
 
 
 def write_plots(out: Path, report: Report) -> list[str]:
-    """Draw ``OUT/plots/{weights,target_losses,curves}.png`` (atomically) from a report; returns the paths written."""
+    """Draw ``OUT/plots/{weights,target_losses,curves}.png`` (atomically) from a report; returns the paths
+    written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -42,7 +43,8 @@ def write_plots(out: Path, report: Report) -> list[str]:
     return written
 
 
-def _reachable(project: Any, pairs: list[tuple[float, Any]], grid: np.ndarray) -> tuple[np.ndarray | None, list[Any]]:
+def _reachable(project: Any, pairs: list[tuple[float, Any]], grid: np.ndarray) -> tuple[np.ndarray | None,
+                                                                                        list[Any]]:
     """The path's weights at the budgets of ``grid`` it reaches (a domain that decreases between the
     budgets leaves the path no total below some budget); ``None`` when it reaches none."""
     kept, curve = [], []
@@ -66,7 +68,8 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     domains = list(ddo[scales[0]].weights)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     boot = [report.bootstrap.get(s) for s in scales]
-    with_ci = all(isinstance(b, BootstrapResult) for b in boot)  # error bars only where every budget's bootstrap ran
+    # error bars only where every budget's bootstrap ran
+    with_ci = all(isinstance(b, BootstrapResult) for b in boot)
     proj = report.projection
     grid = None
     if proj and len(scales) >= 2:
@@ -100,8 +103,8 @@ def _plot_weights(plt: Any, report: Report) -> Any:
     ax.set_xlabel("training tokens (budget)")
     ax.set_ylabel("weight")
     method = proj.method if proj else GEOMETRIC
-    ax.set_title(f"DDO optima (points{', bootstrap CI' if with_ci else ''}) and AutoScale {method} projection "
-                 "(line, * = target)")
+    ax.set_title(f"DDO optima (points{', bootstrap CI' if with_ci else ''}) and AutoScale {method} "
+                 "projection (line, * = target)")
     ax.legend(fontsize=8)
     return fig
 
@@ -147,7 +150,8 @@ def _plot_losses(plt: Any, report: Report) -> Any:
     for k, label in enumerate(labels):
         ms = values[label]
         yerr = [v.std for v in ms] if n > 1 else None
-        ax.bar(x + k * width - 0.4 + width / 2, [v.mean for v in ms], width, yerr=yerr, capsize=2, label=label,
+        ax.bar(x + k * width - 0.4 + width / 2, [v.mean for v in ms], width, yerr=yerr, capsize=2,
+               label=label,
                color=_mix_color(plt, label))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(x, domains + [f"{key} (all)"])
@@ -157,7 +161,8 @@ def _plot_losses(plt: Any, report: Report) -> Any:
     return fig
 
 
-def _band(plt: Any, ax: Any, label: str, tokens: list[float], mean: np.ndarray, std: np.ndarray, n: int) -> None:
+def _band(plt: Any, ax: Any, label: str, tokens: list[float], mean: np.ndarray, std: np.ndarray,
+          n: int) -> None:
     """One mix's line along the run (dashed for the anytime schedule) and its ± std band over ``n`` seeds."""
     color = _mix_color(plt, label)
     ax.plot(tokens, mean, "s--" if label == layout.ANYTIME else "o-", label=label, markersize=3, color=color)
@@ -230,7 +235,8 @@ def _plot_mixes(plt: Any, report: Report) -> Any:
     mixes = report.target_mixes or {}
     if report.comparison is None or not any(m in mixes for m in layout.METHOD_MIXES):
         return None
-    labels = [m for m in report.comparison.rows if m in mixes] + [m for m in mixes if m not in report.comparison.rows]
+    labels = [m for m in report.comparison.rows if m in mixes] + [m for m in mixes
+                                                                  if m not in report.comparison.rows]
     domains = list(report.domains)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) * max(1, len(domains)) / 2), 4.2))
     width = 0.8 / len(labels)

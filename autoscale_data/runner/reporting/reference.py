@@ -2,10 +2,11 @@
 
 For each domain, on the very tokens the runner scores (the first ``eval.heldout_tokens_per_domain`` held-out
 tokens, cut into ``seq_len`` sequences; for a causal model every position but each sequence's first), a
-:class:`~.report_types.ReferenceLoss`: the unigram loss, that of the best context-free predictor of these tokens
-(a model above it predicts worse than token frequencies alone), and a uniform guess's (where an untrained model
-starts). The runner writes them once per output folder (``OUT/reference_losses.json``); the report prints them
-under the target losses and warns for every target mix and domain that does not beat ``unigram``.
+:class:`~.report_types.ReferenceLoss`: the unigram loss, that of the best context-free predictor of these
+tokens (a model above it predicts worse than token frequencies alone), and a uniform guess's (where an
+untrained model starts). The runner writes them once per output folder (``OUT/reference_losses.json``); the
+report prints them under the target losses and warns for every target mix and domain that does not beat
+``unigram``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def unigram_entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: int, heldout_tokens_per_domain: int,
+def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: int,
+                     heldout_tokens_per_domain: int,
                      vocab_size: int, family: str, mlm_probability: float = 0.15,
                      mlm_passes: int = 1) -> dict[str, ReferenceLoss]:
     """Each domain's :class:`ReferenceLoss` on the held-out sequences the runner evaluates.
@@ -58,7 +60,8 @@ def reference_losses(paths: Mapping[str, str | os.PathLike[str]], *, seq_len: in
     for d, c in counts.items():
         n = int(c.sum())
         scored = float(n) if family == "gpt2" else n * mlm_probability * mlm_passes
-        out[d] = ReferenceLoss(unigram=unigram_entropy(c), uniform=math.log(vocab_size), tokens=n, scored_tokens=scored)
+        out[d] = ReferenceLoss(unigram=unigram_entropy(c), uniform=math.log(vocab_size), tokens=n,
+                               scored_tokens=scored)
     return out
 
 

@@ -1,8 +1,9 @@
 """The experiment report: ``report.json``, ``report.md`` and PNG plots from an output directory.
 
 Works on a partial directory too (say, proxies finished but no target run yet): every section
-reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`. The report is a :class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and
-``report.md`` is rendered from its fields alone (so it renders the same from a ``report.json`` read back).
+reports what exists. ``autoscale-data report OUT_DIR`` calls :func:`write_report`. The report is a
+:class:`~.report_types.Report`; ``report.json`` holds its ``to_json()``, and ``report.md`` is rendered from
+its fields alone (so it renders the same from a ``report.json`` read back).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _runs(out: Path) -> list[_Run]:
     return rows
 
 
-def _current_runs(runs: list[_Run], run_list: RunListFile, config: RunnerConfig | None) -> tuple[list[_Run], int]:
+def _current_runs(runs: list[_Run], run_list: RunListFile,
+                  config: RunnerConfig | None) -> tuple[list[_Run], int]:
     """The runs of the folder's current plan, and how many runs on disk belong to an earlier config.
 
     With ``plan.json`` its run ids decide; a folder without one (older versions wrote it only after
@@ -142,7 +144,8 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         proxies={scale: {label: MixResult(**_mix_fields(rs, key)) for label, rs in sorted(by_label.items())}
                  for scale, by_label in sorted(proxies.items(), key=lambda kv: int(kv[0]))},
         ddo=_fit_files(fits, layout.DDO), bootstrap=_fit_files(fits, layout.BOOTSTRAP),
-        projection=layout.read(fits, layout.PROJECTION), target_mixes=layout.read(fits, layout.TARGET_MIXES_FILE),
+        projection=layout.read(fits, layout.PROJECTION),
+        target_mixes=layout.read(fits, layout.TARGET_MIXES_FILE),
         targets={label: TargetResult(**_mix_fields(rs, key), weights=rs[0].weights,
                                      curve=curves[label], train_curve=_train_curve(rs))
                  for label, rs in sorted(targets.items())},
@@ -150,13 +153,16 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
         anytime_vs_fixed=_anytime(out, config, targets, runs, key),
         vs_uniform=_versus_uniform(targets, key),
         tokens_saved={label: tokens_saved(curves[layout.AUTOSCALE], curve)
-                      for label, curve in curves.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in curves},
+                      for label, curve in curves.items() if label != layout.AUTOSCALE
+                      and layout.AUTOSCALE in curves},
         tokens_saved_per_seed={label: tokens_saved_per_seed(targets[layout.AUTOSCALE], rs, key)
-                               for label, rs in targets.items() if label != layout.AUTOSCALE and layout.AUTOSCALE in targets},
+                               for label, rs in targets.items() if label != layout.AUTOSCALE
+                               and layout.AUTOSCALE in targets},
         throughput=_throughput([r.result for r in finished]),
         extensions=_extensions(every, key),
         comparison=build_comparison(out, {r.spec.run_id: r.result for r in finished}, targets, key),
-        repetition=None if repetition is None else repetition.to_json(), verdicts=target_verdicts(targets, key),
+        repetition=None if repetition is None else repetition.to_json(),
+        verdicts=target_verdicts(targets, key),
         downstream=build_downstream(out, [r.spec for r in finished], labels,
                                     list(config.eval.tasks) if config else []),
         **_references(out, targets))
@@ -164,15 +170,16 @@ def build_report(out_dir: str | os.PathLike[str]) -> Report:
 
 def _group(runs: list[_Run], labels: dict[str, list[str]]) -> tuple[
         dict[str, dict[str, list[RunResult]]], dict[str, list[RunResult]], list[FailedRun]]:
-    """The finished proxies by budget and label, the finished targets by the mixes they stand for (``labels``: run
-    id -> its target mixes), and the failed runs."""
+    """The finished proxies by budget and label, the finished targets by the mixes they stand for (``labels``:
+    run id -> its target mixes), and the failed runs."""
     proxies: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     targets: dict[str, list[RunResult]] = defaultdict(list)
     failed = []
     for spec, result, failure in runs:
         if result is None:
             if failure is not None:
-                failed.append(FailedRun(run_id=spec.run_id, name=f"{spec.kind}@{spec.scale} {spec.label} s{spec.seed}",
+                failed.append(FailedRun(run_id=spec.run_id, name=f"{spec.kind}@{spec.scale} {spec.label} "
+                                                                 f"s{spec.seed}",
                                         reason=failure.reason))
         elif spec.kind == "proxy":
             proxies[str(spec.scale)][spec.label].append(result)
@@ -184,12 +191,14 @@ def _group(runs: list[_Run], labels: dict[str, list[str]]) -> tuple[
 
 def _fit_files(fits: Path, kind: str) -> dict[str, Any]:
     """``fits/<kind>_<N>.json`` of every budget, by budget (a string), read as its record."""
-    found = {p.stem.split("_", 1)[1]: layout.read(fits, p.name) for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
+    found = {p.stem.split("_", 1)[1]: layout.read(fits, p.name)
+             for p in sorted(fits.glob(layout.per_budget(kind, "*")))}
     return {n: record for n, record in found.items() if record is not None}
 
 
 def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any]:
-    """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram one."""
+    """The held-out data's reference losses and the target mixes (seed means) that do not beat the unigram
+    one."""
     reference = layout.read(out, layout.REFERENCE_LOSSES) or {}  # {} for a folder of an older version
     finals = {label: {d: statistics.fmean(r.losses[d] for r in rs) for d in rs[0].losses}
               for label, rs in sorted(targets.items())}
@@ -198,7 +207,8 @@ def _references(out: Path, targets: dict[str, list[RunResult]]) -> dict[str, Any
 
 def target_verdicts(targets: dict[str, list[RunResult]], key: str,
                     method: str = layout.AUTOSCALE) -> dict[str, Verdict]:
-    """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by label.
+    """``method`` against every other target mix beyond seed noise (:func:`~.metrics.paired_verdict`), by
+    label.
 
     ``targets`` maps a label to its run results; empty when ``method`` has no runs.
     """
@@ -233,7 +243,8 @@ def _train_curve(runs: list[RunResult]) -> TrainCurve:
         return TrainCurve()
 
     def mean_seen(d: str, tokens: int) -> float | None:
-        seen = [v for r in runs for q in r.curve if q.tokens == tokens and (v := q.train_losses.get(d)) is not None]
+        seen = [v for r in runs for q in r.curve if q.tokens == tokens
+                and (v := q.train_losses.get(d)) is not None]
         return sum(seen) / len(seen) if seen else None
 
     return TrainCurve(tokens=[p.tokens for p in points],
@@ -241,8 +252,8 @@ def _train_curve(runs: list[RunResult]) -> TrainCurve:
 
 
 def _versus_uniform(targets: dict[str, list[RunResult]], key: str) -> dict[str, VersusUniform]:
-    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``), and at the end per domain and
-    under ``key``; empty without uniform runs."""
+    """Each mix minus uniform, paired by seed: along the curve (``compare_curves``), and at the end per domain
+    and under ``key``; empty without uniform runs."""
     if layout.UNIFORM not in targets:
         return {}
     base = {r.seed: r for r in targets[layout.UNIFORM]}
@@ -270,7 +281,8 @@ def _anytime(out: Path, config: RunnerConfig | None, targets: dict[str, list[Run
                       if p.tokens > mp.min_budget else p for p in points]
             decreasing = list(mp.path.decreasing)
         return AnytimeComparison(
-            available=bool(points), objective=key, seeds=comparison.seeds, points=points, plan_decreasing=decreasing,
+            available=bool(points), objective=key, seeds=comparison.seeds, points=points,
+            plan_decreasing=decreasing,
             reason=None if points else "no seed has both an autoscale and an autoscale_anytime run")
     if not wanted and layout.ANYTIME not in targets:
         return None
@@ -300,7 +312,8 @@ def _markdown(r: Report) -> str:
     key = r.objective_key
     sections = (_header_md(r), _proxies_md(r, key), _ddo_md(r), _targets_md(r, key), _saved_md(r),
                 comparison_markdown(r), downstream_markdown(r),
-                _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r), _throughput_md(r),
+                _anytime_markdown(r.anytime_vs_fixed, key), _extensions_md(r, key), _unfinished_md(r),
+                _throughput_md(r),
                 _plots_md(r), repetition_md(r.repetition))
     return "\n".join(line for section in sections for line in section)
 
@@ -309,8 +322,8 @@ def _extensions_md(r: Report, key: str) -> list[str]:
     if not r.extensions:
         return []
     lines = ["## Extended target runs", "",
-             f"Finished target runs continued to a larger budget from their final checkpoint and data position "
-             f"(`autoscale-data extend`); {key} at the parent's end and at the extension's.", "",
+             "Finished target runs continued to a larger budget from their final checkpoint and data "
+             f"position (`autoscale-data extend`); {key} at the parent's end and at the extension's.", "",
              "| mix | seed | from tokens | to tokens | lr | parent's final | extension's final |",
              "|---|---:|---:|---:|---|---:|---:|"]
     for e in r.extensions:
@@ -339,7 +352,8 @@ def _proxies_md(r: Report, key: str) -> list[str]:
                   "|---|---:|---|" + "---:|" * (len(doms) + 1)]
         for label, row in rows.items():
             lines.append(f"| {label} | {row.tokens:,} | {row.seeds} | "
-                         + " | ".join(row.losses[d].text() for d in doms) + f" | {row.objective_value.text()} |")
+                         + " | ".join(row.losses[d].text()
+                                      for d in doms) + f" | {row.objective_value.text()} |")
         lines.append("")
     return lines
 
@@ -376,7 +390,8 @@ def _ddo_md(r: Report) -> list[str]:
         if fit.identifiability is not None:
             lines.append(f"- Identifiability at {int(scale):,}: {fit.identifiability.summary}")
     lines += [f"- Projection warning: {w}" for w in (proj.warnings or [] if proj else [])]
-    return lines + [""] + _backtest_md(proj.selection if proj else None) + _predicted_md(proj.selection if proj else None)
+    return lines + [""] + _backtest_md(proj.selection if proj else None) + _predicted_md(proj.selection
+                                                                                         if proj else None)
 
 
 def _backtest_md(selection: Selection | None) -> list[str]:
@@ -385,22 +400,23 @@ def _backtest_md(selection: Selection | None) -> list[str]:
         return []
     held = selection.held_back_tokens
     lines = [f"### Backtest at {'the largest budget' if held is None else f'{held:,.0f} tokens'}", "",
-             "Every candidate fitted again without the largest DDO budget and asked for it, every one scored the "
-             "same way: by the DDO law fitted at that budget where the observed mix lies inside the range of its "
-             "runs (score `law`), else by a run of that budget's total tokens within a stated L1 distance of it "
-             "(score `run`); a candidate that cannot be scored that way cannot be chosen. A projection sets the "
-             "target mix if it beats the observed mix by more than the margin (a one-sided 2.5% test over the "
-             "projections and the two routes), or if the joint law fitted without that budget predicts its runs "
-             "within their noise and the law over every budget predicts a gain at the target beyond its "
-             "uncertainty (table below); a projection the trust checks flag needs a run to vouch for it "
-             "(docs/solver.md, section 2c).", "",
+             "Every candidate fitted again without the largest DDO budget and asked for it, every one scored "
+             "the same way: by the DDO law fitted at that budget where the observed mix lies inside the "
+             "range of its runs (score `law`), else by a run of that budget's total tokens within a stated "
+             "L1 distance of it (score `run`); a candidate that cannot be scored that way cannot be chosen. "
+             "A projection sets the target mix if it beats the observed mix by more than the margin (a "
+             "one-sided 2.5% test over the projections and the two routes), or if the joint law fitted "
+             "without that budget predicts its runs within their noise and the law over every budget "
+             "predicts a gain at the target beyond its uncertainty (table below); a projection the trust "
+             "checks flag needs a run to vouch for it (docs/solver.md, section 2c).", "",
              "| candidate | score | objective at the held-back budget | gain over observed | nearest run | "
              "L1 distance | trust |", "|---|---|---:|---:|---|---:|---|"]
     for name, r in selection.backtest.items():
         near = [str(r.run), "" if r.distance is None else f"{r.distance:.3f}"]
         cells = ([f"not scored: {r.error}", ""] if r.objective is None else
                  [f"{r.objective:.4f}", "" if r.gain is None else f"{r.gain:+.4f}"]) + near + [r.trust]
-        score = "" if r.objective is None else r.score + (f" ({r.law_note})" if r.score != "law" and r.law_note else "")
+        score = "" if r.objective is None else r.score + (f" ({r.law_note})" if r.score != "law"
+                                                          and r.law_note else "")
         lines.append(f"| {name} | {score} | " + " | ".join(cells) + " |")
     lines += ["", f"- Noise: {selection.noise_text()}."]
     lines += [f"- {line[0].upper()}{line[1:]}." for line in selection.scoring_text()]
@@ -408,17 +424,20 @@ def _backtest_md(selection: Selection | None) -> list[str]:
 
 
 def _predicted_md(sel: Selection | None) -> list[str]:
-    """The joint law's predicted gains at the target of ``ddo.projection: auto`` as a table; empty without them."""
+    """The joint law's predicted gains at the target of ``ddo.projection: auto`` as a table; empty without
+    them."""
     if sel is None or not sel.predicted or sel.rule not in ("gain", "backtest"):
         return []
     two = sel.rule == "gain"
-    lines = [f"### Predicted gain at the target ({'two budgets' if two else 'the law over every budget'})", "",
-             "The law fitted jointly to every budget's runs predicts each projection's objective at the target "
-             "against the observed mix's (DDO(N2)); with two budgets a projection sets the mix only if its predicted "
-             "gain exceeds twice its standard deviation (delta method over the fit; none where the runs do not "
-             "determine it) and twice the noise of one run under the law" + ("." if two else
-             "; with three or more, only once the law check above passes, beyond the backtest's one-sided quantile "
-             "of its sd."), "",
+    lines = ["### Predicted gain at the target "
+             f"({'two budgets' if two else 'the law over every budget'})", "",
+             "The law fitted jointly to every budget's runs predicts each projection's objective at the "
+             "target against the observed mix's (DDO(N2)); with two budgets a projection sets the mix only "
+             "if its predicted gain exceeds twice its standard deviation (delta method over the fit; none "
+             "where the runs do not determine it) and twice the noise of one run under the "
+             "law" + ("." if two else
+             "; with three or more, only once the law check above passes, beyond the backtest's one-sided "
+             "quantile of its sd."), "",
              "| projection | predicted gain over DDO(N2) | sd | gain / sd | noise of one run | trust |",
              "|---|---:|---:|---:|---:|---|"]
 
@@ -459,9 +478,11 @@ def _reference_md(r: Report) -> list[str]:
              "| unigram (the held-out tokens' own frequencies) | "
              + " | ".join(f"{ref[d].unigram:.4f}" for d in r.domains) + " |",
              "| uniform guess (ln vocab) | " + " | ".join(f"{ref[d].uniform:.4f}" for d in r.domains) + " |",
-             "| tokens scored per evaluation | " + " | ".join(f"{ref[d].scored_tokens:,.0f}" for d in r.domains)
+             "| tokens scored per evaluation | " + " | ".join(f"{ref[d].scored_tokens:,.0f}"
+                                                              for d in r.domains)
              + " |", ""]
-    notes = [f"- **Warning:** {w}." for w in unigram_warnings(r)] + [f"- {n.strip()}." for n in mlm_coverage(r)]
+    notes = ["- **Warning:** "
+             f"{w}." for w in unigram_warnings(r)] + [f"- {n.strip()}." for n in mlm_coverage(r)]
     return lines + notes + ([""] if notes else [])
 
 
@@ -469,11 +490,12 @@ def _saved_md(r: Report) -> list[str]:
     if not r.tokens_saved:
         return []
     lines = ["## Tokens saved by the AutoScale mix", "", *_verdicts_md(r),
-             "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on its "
-             "seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each seed's own "
-             "pair of curves, signed (negative: the baseline reached AutoScale's final value with that many "
-             "fewer tokens; n/a: neither reached the other's).", "",
-             "| baseline | verdict (seed noise) | baseline final | AutoScale tokens to reach it | saved | per seed |",
+             "Tokens AutoScale needed to reach each baseline's final value (interpolated in log-tokens on "
+             "its seed-mean curve), as a saving against the baseline's tokens. Per seed: the same on each "
+             "seed's own pair of curves, signed (negative: the baseline reached AutoScale's final value with "
+             "that many fewer tokens; n/a: neither reached the other's).", "",
+             "| baseline | verdict (seed noise) | baseline final | AutoScale tokens to reach it | saved | "
+             "per seed |",
              "|---|---|---:|---:|---:|---|"]
     for label, s in r.tokens_saved.items():
         verdict = verdict_tag(r.verdicts[label]) if label in r.verdicts else "–"
@@ -488,7 +510,8 @@ def _saved_md(r: Report) -> list[str]:
             reach = "not reached"
             back = s.baseline_saved_fraction
             saved = ("not reached" if back is None else
-                     f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer tokens)")
+                     f"not reached (the baseline reached AutoScale's final value with {back:.1%} fewer "
+                     "tokens)")
         lines.append(f"| {label} | {verdict} | {s.baseline_final:.4f} | {reach} | {saved} | "
                      f"{signed_per_seed(r.tokens_saved_per_seed.get(label) or {})} |")
     return lines + [""]
@@ -498,9 +521,9 @@ def _verdicts_md(r: Report) -> list[str]:
     """The verdict of every target comparison against seed noise, stated before any percentage."""
     if not r.verdicts:
         return []
-    lines = [f"**Verdicts first** (final {r.objective_key} paired by seed, Student-t interval). A saving below "
-             "counts only where the verdict is better or WORSE; where it is NOT distinguishable or CANNOT be "
-             "judged, the percentage is within seed noise:", ""]
+    lines = [f"**Verdicts first** (final {r.objective_key} paired by seed, Student-t interval). A saving "
+             "below counts only where the verdict is better or WORSE; where it is NOT distinguishable or "
+             "CANNOT be judged, the percentage is within seed noise:", ""]
     for v in r.verdicts.values():
         text = comparison_verdict(v, r.objective_key)
         for word in ("NOT", "CANNOT", "WORSE"):
@@ -547,13 +570,14 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
         return lines + [f"Not available: {a.reason}.", ""]
     pts = a.points
     better = sum(p.difference.mean < 0 for p in pts)
-    lines += [f"Validation {key} (mean over domains; mean ± std over seeds {a.seeds}) at every evaluation point "
-              "of the fixed AutoScale mix and of the anytime schedule on the mixture plan (same budget, seeds and "
-              "evaluation points). Difference = anytime − fixed, paired by seed: negative means the anytime "
-              "schedule is better at that budget. Mix seen = share of each domain in the training tokens so far.",
+    lines += [f"Validation {key} (mean over domains; mean ± std over seeds {a.seeds}) at every evaluation "
+              "point of the fixed AutoScale mix and of the anytime schedule on the mixture plan (same "
+              "budget, seeds and evaluation points). Difference = anytime − fixed, paired by seed: negative "
+              "means the anytime schedule is better at that budget. Mix seen = share of each domain in the "
+              "training tokens so far.",
               "",
-              "| tokens | autoscale (fixed) | autoscale_anytime | anytime − fixed | anytime mix seen | plan optimum "
-              "for these tokens |", "|---:|---:|---:|---:|---|---|"]
+              "| tokens | autoscale (fixed) | autoscale_anytime | anytime − fixed | anytime mix seen | plan "
+              "optimum for these tokens |", "|---:|---:|---:|---:|---|---|"]
     for p in pts:
         d = p.difference
         diff = f"{d.mean:+.4f} ± {d.std:.4f}" if d.n > 1 else f"{d.mean:+.4f}"
@@ -561,9 +585,9 @@ def _anytime_markdown(a: AnytimeComparison | None, key: str) -> list[str]:
                      f"{_shares(p.other_shares)} | {_shares(p.plan_shares)} |")
     lines += ["", f"The anytime schedule has the lower mean at {better} of {len(pts)} evaluation points."]
     if a.plan_decreasing:
-        lines.append(f"The DDO allocation of {', '.join(a.plan_decreasing)} decreases from N1 to N2 (Theorem 1 rules "
-                     "that out; noisy proxies), so the anytime run followed the plan's monotone envelope: those "
-                     "domains never run ahead of their final counts.")
+        lines.append(f"The DDO allocation of {', '.join(a.plan_decreasing)} decreases from N1 to N2 (Theorem "
+                     "1 rules that out; noisy proxies), so the anytime run followed the plan's monotone "
+                     "envelope: those domains never run ahead of their final counts.")
     lines.append("")
     return lines
 
@@ -585,17 +609,18 @@ def projection_sentence(proj: ProjectionFile) -> str:
     """One sentence: which projection set the target mix, and how far the other one is from it."""
     method = proj.method
     how = {GEOMETRIC: "the geometric projection (Theorem-1 path through the DDO optima at N1 and N2)",
-           JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the target)",
-           ROBUST: "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by its "
-                     "uncertainty, the range of the optimum over the fits consistent with the data)",
+           JOINT: "the joint projection (one law fitted to the runs of both budgets, optimised at the "
+                  "target)",
+           ROBUST: "the robust projection (the Theorem-1 path with each domain's N1-to-N2 trend shrunk by "
+                     "its uncertainty, the range of the optimum over the fits consistent with the data)",
            OBSERVED: "the DDO optimum at N2, used as is (no projection)"}
     text = f"Target mix from {how[method]}; set by `ddo.projection`."
     if proj.selection is not None and proj.selection.reason:
         text += f" `ddo.projection: auto` chose it: {proj.selection.reason}."
     moved = _robust_moved(proj)
     if moved is not None:
-        text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by total "
-                 f"variation {moved:.3f}.")
+        text += (f" The robust step {'moved' if method == ROBUST else 'would move'} the geometric mix by "
+                 f"total variation {moved:.3f}.")
     # the robust step's sentence above already gives its distance to the geometric mix
     other = GEOMETRIC if method in (JOINT, OBSERVED) else JOINT
     chosen, named = proj.computed(method), proj.computed(other)

@@ -46,7 +46,8 @@ __all__ = [
 # ------------------------------------------------------------------------------------------ parts
 @dataclass(frozen=True)
 class MeanStd(Record):
-    """A value over seeds: ``{"mean", "std", "n"}`` (:func:`~autoscale_data.runner.reporting.metrics.mean_std`)."""
+    """A value over seeds: ``{"mean", "std", "n"}``
+    (:func:`~autoscale_data.runner.reporting.metrics.mean_std`)."""
 
     mean: float
     """Mean over the seeds."""
@@ -86,7 +87,8 @@ class MixResult(Record):
 
 @dataclass(frozen=True)
 class Curve(Record):
-    """The seed-mean validation curve of a target mix (:func:`~autoscale_data.runner.reporting.metrics.mean_curve`)."""
+    """The seed-mean validation curve of a target mix
+    (:func:`~autoscale_data.runner.reporting.metrics.mean_curve`)."""
 
     tokens: list[float]
     """Training tokens at each evaluation point shared by all seeds."""
@@ -105,7 +107,8 @@ class TrainCurve(Record):
     In JSON ``{"tokens": [...], domain: [...]}``, or ``{}`` for runs that did not record it.
     """
 
-    tokens: list[float] = omitted(when=lambda c: not c.tokens and not c.losses, required=bool, default_factory=list)
+    tokens: list[float] = omitted(when=lambda c: not c.tokens and not c.losses, required=bool,
+                                  default_factory=list)
     """Training tokens at each evaluation point (empty: not recorded; required in a non-empty object)."""
     losses: dict[str, list[float | None]] = inline(default_factory=dict)
     """Per domain, the training loss since the previous point (``None`` where no seed saw the domain)."""
@@ -125,7 +128,8 @@ class TargetResult(MixResult):
 
 @dataclass(frozen=True)
 class CurvePoint(Record):
-    """Two mixes at one evaluation point, paired by seed (:func:`~autoscale_data.runner.reporting.metrics.compare_curves`)."""
+    """Two mixes at one evaluation point, paired by seed
+    (:func:`~autoscale_data.runner.reporting.metrics.compare_curves`)."""
 
     tokens: float
     """Training tokens at this point."""
@@ -196,13 +200,14 @@ def _no_reverse(saved: TokensSaved) -> bool:  # the reverse comparison's keys: w
 
 @dataclass(frozen=True)
 class TokensSaved(Record):
-    """How many fewer tokens AutoScale needed to reach a baseline's final value (:func:`~.metrics.tokens_saved`);
-    which keys the JSON holds follows from ``status``."""
+    """How many fewer tokens AutoScale needed to reach a baseline's final value
+    (:func:`~.metrics.tokens_saved`); which keys the JSON holds follows from ``status``."""
 
     status: str
     """``reached``, ``at_first_eval`` (an upper bound on the tokens), ``not_reached`` or ``no_data``."""
     saved_fraction: float | None = None
-    """``1 - T / T_b``: AutoScale reached the baseline's final value at ``T`` of the baseline's ``T_b`` tokens."""
+    """``1 - T / T_b``: AutoScale reached the baseline's final value at ``T`` of the baseline's ``T_b``
+    tokens."""
     baseline_final: float | None = omitted(when=_no_data, default=None)
     """The baseline's final value."""
     baseline_tokens: float | None = omitted(when=_no_data, default=None)
@@ -256,7 +261,8 @@ class ReferenceLoss(Record):
     """One domain's reference losses on the held-out tokens the runner scores (:mod:`~.reference`)."""
 
     unigram: float
-    """Entropy of the held-out tokens' own frequencies (nats/token): the best context-free predictor's loss."""
+    """Entropy of the held-out tokens' own frequencies (nats/token): the best context-free predictor's
+    loss."""
     uniform: float
     """``ln(vocab_size)``: a uniform guess's loss."""
     tokens: int
@@ -336,7 +342,8 @@ class MethodCost(Record):
     wall_ratio: float | None
     """``wall_s`` over one target run's (the median of the finished target runs; ``None`` before any)."""
     flops: float | None = omitted(default=None)
-    """Their training FLOPs, each run at its own model (``None``: a folder written before FLOPs were recorded)."""
+    """Their training FLOPs, each run at its own model (``None``: a folder written before FLOPs were
+    recorded)."""
     flops_ratio: float | None = omitted(default=None)
     """``flops`` over one target run's: the cost in target runs of compute (``None`` as ``flops``)."""
 
@@ -360,8 +367,8 @@ class MethodRow(Record):
     worst_domain: str | None = None
     """The domain with the highest mean final loss."""
     vs_uniform: dict[str, Any] | None = None
-    """:func:`~autoscale_data.runner.reporting.metrics.paired_verdict` of this mix against uniform, paired by seed, with
-    ``per_seed`` differences (``None`` for uniform itself or without uniform runs)."""
+    """:func:`~autoscale_data.runner.reporting.metrics.paired_verdict` of this mix against uniform, paired by
+    seed, with ``per_seed`` differences (``None`` for uniform itself or without uniform runs)."""
     skipped: str | None = None
     """Why the method trained no target (``None`` when it did)."""
 
@@ -406,7 +413,8 @@ class DownstreamRow(Record):
     per_seed_bpb: dict[str, float] = required(default_factory=dict)
     """Seed (a string) -> its bits per byte averaged over the tasks."""
     vs_uniform: Verdict | None = None
-    """This mix against uniform on the task-mean bits per byte, paired by seed (``None`` for uniform itself)."""
+    """This mix against uniform on the task-mean bits per byte, paired by seed (``None`` for uniform
+    itself)."""
     vs_autoscale: Verdict | None = None
     """This mix against AutoScale the same way (``None`` for AutoScale itself)."""
 
@@ -428,7 +436,8 @@ class Downstream(Record):
 # ------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report(Record):
-    """The experiment's results, as :func:`~autoscale_data.runner.reporting.report.build_report` collects them.
+    """The experiment's results, as :func:`~autoscale_data.runner.reporting.report.build_report` collects
+    them.
 
     ``to_json()`` is the content of ``OUT/report.json``; :meth:`load` reads that file back.
     """
@@ -474,32 +483,39 @@ class Report(Record):
     extensions: list[ExtensionResult] = field(default_factory=list)
     """Target runs extended to larger budgets (``autoscale-data extend``), by label, seed and budget."""
     comparison: Comparison | None = omitted(default=None)
-    """Every mixing method side by side with its cost (``None`` for a folder without ``fits/methods.json``)."""
+    """Every mixing method side by side with its cost (``None`` for a folder without
+    ``fits/methods.json``)."""
     plots: list[str] | None = omitted(default=None)
     """Plot files written, relative to the output folder (``None`` until :func:`write_report` draws them)."""
     repetition: dict[str, Any] | None = omitted(default=None)
     """Each target mix's epochs and effective tokens per domain and the supply flags, as
     ``fits/repetition.json`` holds them (``None`` before the fits)."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
-    """Baseline label -> AutoScale against it beyond seed noise (paired by seed); stated before tokens saved."""
+    """Baseline label -> AutoScale against it beyond seed noise (paired by seed); stated before tokens
+    saved."""
     reference_losses: dict[str, ReferenceLoss] = field(default_factory=dict)
-    """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older versions)."""
+    """Domain -> the held-out data's unigram and uniform-guess losses (empty for folders of older
+    versions)."""
     not_beating_unigram: dict[str, list[str]] = field(default_factory=dict)
     """Target mix -> domains whose final validation loss is not below the domain's unigram loss."""
     downstream: Downstream | None = omitted(default=None)
     """The zero-shot tasks of every target mix (``None`` without ``eval.tasks``)."""
 
     def __post_init__(self) -> None:
-        # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their records;
+        # the fits' parts may be given as their files' JSON (what fit_all returns): read them as their
+        # records;
         # the proxies in budget order (a string key sorts 16384 before 4096)
         parts = {"ddo": {s: _as(DDOResult, f) for s, f in self.ddo.items()},
-                 "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b) for s, b in self.bootstrap.items()},
+                 "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b) for s,
+                               b in self.bootstrap.items()},
                  "projection": None if self.projection is None else _as(ProjectionFile, self.projection),
-                 "proxies": dict(sorted(self.proxies.items(), key=lambda kv: _budget(kv[0], f"proxies.{kv[0]}")))}
+                 "proxies": dict(sorted(self.proxies.items(),
+                                        key=lambda kv: _budget(kv[0], f"proxies.{kv[0]}")))}
         for name, value in parts.items():
             object.__setattr__(self, name, value)
         mixes = {f"targets.{label}": t for label, t in self.targets.items()}
-        mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items() for label, m in rows.items()})
+        mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items() for label,
+                      m in rows.items()})
         for path, mix in mixes.items():  # each mix holds its objective under the report's objective key
             if getattr(mix, self.objective_key) is None:
                 raise ValueError(f"key '{path}.{self.objective_key}' is missing")
@@ -537,4 +553,5 @@ def _budget(scale: str, path: str) -> int:
     try:
         return int(scale)
     except ValueError:
-        raise ValueError(f"report key {path!r} is invalid: expected a budget in tokens (an integer)") from None
+        raise ValueError(f"report key {path!r} is invalid: expected a budget in tokens (an "
+                         "integer)") from None

@@ -45,20 +45,21 @@ def _anytime_lines(a: AnytimeComparison | None) -> list[str]:
         return []
     if not a.available or not a.points:
         return ["", f"Anytime schedule: not available ({a.reason})"]
-    lines = ["", "Anytime schedule vs the fixed AutoScale mix along the target run (anytime - fixed mean loss; "
-                 "negative = anytime better)"]
+    lines = ["", "Anytime schedule vs the fixed AutoScale mix along the target run (anytime - fixed mean "
+                 "loss; negative = anytime better)"]
     for p in a.points:
         d = p.difference
         spread = f" ± {d.std:.4f}" if d.n > 1 else ""
         lines.append(f"  at {_short(p.tokens):>6} tokens: {d.mean:+.4f}{spread}")
     if a.plan_decreasing:
-        lines.append(f"  ({', '.join(a.plan_decreasing)}: DDO allocation decreases from N1 to N2; the anytime run "
-                     "followed the plan's monotone envelope)")
+        lines.append(f"  ({', '.join(a.plan_decreasing)}: DDO allocation decreases from N1 to N2; the "
+                     "anytime run followed the plan's monotone envelope)")
     return lines
 
 
 def _reference_lines(report: Report) -> list[str]:
-    """The held-out data's unigram loss under the target table, and a warning per mix that does not beat it."""
+    """The held-out data's unigram loss under the target table, and a warning per mix that does not beat
+    it."""
     ref = report.reference_losses
     if not ref or not all(d in ref for d in report.domains):
         return []
@@ -72,13 +73,15 @@ def _weights_lines(report: Report) -> list[str]:
     ddo, proj, mixes = report.ddo, report.projection, report.target_mixes or {}
     width = max([len(d) for d in report.domains] + [8])
     scales = sorted(ddo, key=int)
-    cols = [f"DDO@{_short(int(s))}" for s in scales] + ([f"AutoScale@{_short(proj.budget_tokens)}"] if proj else [])
+    cols = [f"DDO@{_short(int(s))}" for s in scales] + ([f"AutoScale@{_short(proj.budget_tokens)}"] if proj
+                                                        else [])
     extra = [m for m in mixes if m not in layout.FITTED_MIXES]  # anytime ends at AutoScale's
     at = "N1 and N2" if len(scales) <= 2 else f"each of the {len(scales)} budgets"
     lines = [f"Mixture weights (DDO optimum at {at}, AutoScale projection to the target, baselines)",
              f"{'domain':<{width}}  " + "  ".join(f"{c:>14}" for c in cols + extra)]
     for d in report.domains:
-        vals = [ddo[s].weights[d] for s in scales] + ([proj.weights[d]] if proj else []) + [mixes[m][d] for m in extra]
+        vals = [ddo[s].weights[d] for s in scales] + ([proj.weights[d]] if proj
+                                                      else []) + [mixes[m][d] for m in extra]
         lines.append(f"{d:<{width}}  " + "  ".join(f"{v:>14.3f}" for v in vals))
     if proj:
         lines.append(f"  AutoScale: {projection_label(proj)}")
@@ -94,13 +97,15 @@ def _weights_lines(report: Report) -> list[str]:
 
 
 def _target_lines(report: Report) -> list[str]:
-    """The final validation loss per domain of each target mix (AutoScale first), and the unigram reference."""
+    """The final validation loss per domain of each target mix (AutoScale first), and the unigram
+    reference."""
     targets, domains = report.targets, report.domains
     if not targets:
         return []
     tokens = next(iter(targets.values())).tokens
     lines = ["", f"Validation loss at the target budget ({_short(tokens)} tokens, nats/token"
-             + (", mean ± std over seeds" if any(t.objective_value.n > 1 for t in targets.values()) else "") + ")",
+             + (", mean ± std over "
+                "seeds" if any(t.objective_value.n > 1 for t in targets.values()) else "") + ")",
              f"{'mix':<17}  " + "  ".join(f"{d:>{max(len(d), 8)}}" for d in domains) + f"  {'mean':>8}"]
     for label in sorted(targets, key=lambda m: (m != layout.AUTOSCALE, m)):
         t = targets[label]
@@ -112,12 +117,14 @@ def _target_lines(report: Report) -> list[str]:
 
 
 def _saved_lines(report: Report) -> list[str]:
-    """Tokens saved against each baseline (the anytime one aside), each after its verdict against seed noise."""
+    """Tokens saved against each baseline (the anytime one aside), each after its verdict against seed
+    noise."""
     if not report.tokens_saved:
         return []
     per_seed = report.tokens_saved_per_seed
     several = any(len(v) > 1 for v in per_seed.values())
-    lines = ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against seed noise"
+    lines = ["", "Tokens saved by the AutoScale mix at the target budget, each after its verdict against "
+                 "seed noise"
              + (" (seed-mean curves, then each seed's own)" if several else "")]
     for label, s in sorted(report.tokens_saved.items()):
         if label == layout.ANYTIME:  # same final mix: compared along the run below
@@ -127,7 +134,8 @@ def _saved_lines(report: Report) -> list[str]:
         verdict = report.verdicts.get(label)
         if verdict is not None:
             lines.append(f"  {comparison_verdict(verdict, report.objective_key)}")
-        lines.append(f"  vs {label:<17} {'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
+        lines.append(f"  vs {label:<17} "
+                     f"{'tokens saved ' if verdict is not None else ''}{_saved_text(s)}{tail}")
     return lines
 
 
@@ -146,5 +154,6 @@ def format_summary(report: Report) -> str:
         lines.append(f"  ({note})")
     if report.out_dir:
         out = report.out_dir
-        lines += ["", f"Report: {os.path.join(out, layout.REPORT_MD)} (plots in {os.path.join(out, layout.PLOTS)})"]
+        lines += ["", f"Report: {os.path.join(out, layout.REPORT_MD)} (plots in "
+                      f"{os.path.join(out, layout.PLOTS)})"]
     return "\n".join(lines)

@@ -85,7 +85,8 @@ def _rng_state(info: DistInfo) -> dict[str, Any]:
 
 
 def _set_rng_state(state: dict[str, Any], info: DistInfo) -> None:
-    """Restore the saved generators; their states must be CPU byte tensors, wherever the checkpoint put them."""
+    """Restore the saved generators; their states must be CPU byte tensors, wherever the checkpoint put
+    them."""
     torch.set_rng_state(state["cpu"].cpu())
     if "cuda" in state and info.device.type == "cuda":
         torch.cuda.set_rng_state(state["cuda"].cpu(), info.device)
@@ -111,7 +112,8 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: Checkpo
         os.replace(tmp, ckpt_dir / f"{tag}.pt")
     _barrier(info)
     if info.is_main:
-        atomic_write_json(ckpt_dir / layout.CHECKPOINT_POINTER, CheckpointPointer(tag=tag, step=state.step).to_json())
+        atomic_write_json(ckpt_dir / layout.CHECKPOINT_POINTER,
+                          CheckpointPointer(tag=tag, step=state.step).to_json())
         for old in ckpt_dir.iterdir():
             if old.name in (layout.CHECKPOINT_POINTER, tag, f"{tag}.pt", "latest"):
                 continue
@@ -123,9 +125,10 @@ def save_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo, state: Checkpo
 
 
 def final_model(spec: Any, run_dir: Path, eos_id: int) -> torch.nn.Module | None:
-    """The model of the finished run ``spec`` from ``run_dir/final_ckpt`` (torch or DeepSpeed layout, ZeRO stages
-    0-2), built as its settings say (:meth:`~autoscale_data.runner.planning.settings.ModelSettings.build`), on the
-    CPU in eval mode; ``None`` without a complete final checkpoint."""
+    """The model of the finished run ``spec`` from ``run_dir/final_ckpt`` (torch or DeepSpeed layout, ZeRO
+    stages 0-2), built as its settings say
+    (:meth:`~autoscale_data.runner.planning.settings.ModelSettings.build`), on the CPU in eval mode; ``None``
+    without a complete final checkpoint."""
     final = run_dir / layout.FINAL_CHECKPOINT_DIR
     pointer: CheckpointPointer | None = layout.read(final, layout.CHECKPOINT_POINTER)
     if pointer is None:
@@ -146,7 +149,8 @@ def load_checkpoint(ckpt_dir: Path, trainer: Any, info: DistInfo) -> CheckpointS
     if trainer.engine is not None:
         path, client = trainer.engine.load_checkpoint(os.fspath(ckpt_dir), tag=tag)
         if path is None or not client or "autoscale" not in client:
-            raise ValueError(f"checkpoint {os.fspath(ckpt_dir / tag)!r} named by {layout.CHECKPOINT_POINTER} could not be loaded")
+            raise ValueError(f"checkpoint {os.fspath(ckpt_dir / tag)!r} named by {layout.CHECKPOINT_POINTER} "
+                             "could not be loaded")
         extra = client["autoscale"]
     else:
         # to the CPU first: load_state_dict moves parameters and optimiser state to their device, and the

@@ -16,11 +16,13 @@ import torch
 from ...solver.vocabulary import AUTO
 
 __all__ = [
-    "DistInfo", "all_gather_objects", "all_reduce_sum", "clear_stale_build_locks", "exit_process", "free_port",
+    "DistInfo", "all_gather_objects", "all_reduce_sum", "clear_stale_build_locks", "exit_process",
+    "free_port",
     "setup_distributed", "teardown",
 ]
 
-STALE_BUILD_S = 600.0  # an extension build that has written nothing for this long is dead (a build takes ~1 min)
+# an extension build that has written nothing for this long is dead (a build takes ~1 min)
+STALE_BUILD_S = 600.0
 
 
 @dataclass(frozen=True)

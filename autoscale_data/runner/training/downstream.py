@@ -29,7 +29,8 @@ from ..planning.data import DomainInfo
 from ..planning.specs import RunSpec
 from .checkpoint import final_model
 
-__all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model", "stores_tokenizer"]
+__all__ = ["downstream_cost_lines", "evaluate_run_dir", "evaluate_targets", "load_final_model",
+           "stores_tokenizer"]
 
 #: FLOP/s the dry run assumes for the evaluation before any was timed in the folder (a busy CPU core).
 _ASSUMED_FLOPS = 1e10
@@ -44,27 +45,32 @@ def stores_tokenizer(domains: DomainInfo) -> Any:
     try:
         tok = load_tokenizer(domains.tokenizer)
     except (ValueError, FileNotFoundError) as e:
-        raise ValueError(f"the stores' tokenizer {domains.tokenizer!r} cannot be loaded here ({e}): the zero-shot "
-                         "tasks need the model's own tokenizer") from None
+        raise ValueError(f"the stores' tokenizer {domains.tokenizer!r} cannot be loaded here ({e}): the "
+                         "zero-shot tasks need the model's own tokenizer") from None
     if tok.vocab_size != domains.vocab_size or tok.eos_id != domains.eos_id:
-        raise ValueError(f"tokenizer {domains.tokenizer!r} has vocabulary {tok.vocab_size} and EOS {tok.eos_id}, but "
-                         f"the stores were tokenized with vocabulary {domains.vocab_size} and EOS {domains.eos_id}")
+        raise ValueError(f"tokenizer {domains.tokenizer!r} has vocabulary {tok.vocab_size} and EOS "
+                         f"{tok.eos_id}, but the stores were tokenized with vocabulary {domains.vocab_size} "
+                         f"and EOS {domains.eos_id}")
     return tok
 
 
-def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path, domains: DomainInfo) -> torch.nn.Module:
-    """The model of a finished run, its weights from ``run_dir/final_ckpt`` (the torch or the DeepSpeed layout).
+def load_final_model(config: RunnerConfig, spec: RunSpec, run_dir: Path,
+                     domains: DomainInfo) -> torch.nn.Module:
+    """The model of a finished run, its weights from ``run_dir/final_ckpt`` (the torch or the DeepSpeed
+    layout).
 
     Raises:
         ValueError: the model is a masked LM (no zero-shot ranked classification), or no final checkpoint.
     """
     if config.model.family != GPT2:
-        raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) score a "
-                         "causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', for BERT")
+        raise ValueError(f"model {config.model.preset!r} is a masked LM: the zero-shot tasks (eval.tasks) "
+                         "score a causal LM's answers; see docs/runner.md, 'Zero-shot downstream tasks', "
+                         "for BERT")
     model = final_model(spec, run_dir, domains.eos_id)
     if model is None:
         raise ValueError(f"run {spec.run_id} kept no final checkpoint "
-                         f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): {_no_model_advice(spec)}")
+                         f"({os.fspath(run_dir / layout.FINAL_CHECKPOINT_DIR)!r} is missing): "
+                         f"{_no_model_advice(spec)}")
     return model
 
 
@@ -74,11 +80,11 @@ def _no_model_advice(spec: RunSpec) -> str:
         return "set target.keep_checkpoints: true and train it again"
     weights = ", ".join(f"{d}: {w:.4g}" for d, w in spec.weights.items())
     return (f"it is a {spec.kind} run, and the runner deletes a {spec.kind} run's checkpoints once its "
-            f"{layout.RESULT} is written, whatever target.keep_checkpoints says (that keeps target runs' only); its "
-            f"per-domain validation losses are in {layout.RESULT}. To score its mix on the tasks, train the mix as a "
-            f"target: add reference to target.baselines with target.reference_weights: {{{weights}}} and eval.tasks, "
-            "then evaluate that target run (its budget is target.budget); or train the mix in your own loop and "
-            "evaluate that checkpoint")
+            f"{layout.RESULT} is written, whatever target.keep_checkpoints says (that keeps target runs' "
+            f"only); its per-domain validation losses are in {layout.RESULT}. To score its mix on the tasks, "
+            "train the mix as a target: add reference to target.baselines with target.reference_weights: "
+            f"{{{weights}}} and eval.tasks, then evaluate that target run (its budget is target.budget); or "
+            "train the mix in your own loop and evaluate that checkpoint")
 
 
 def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> DownstreamResult | None:
@@ -91,7 +97,8 @@ def _current(path: Path, tasks: Sequence[str], limit: int | None, seed: int) -> 
 
 def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs: Sequence[RunSpec], *,
                      log: Callable[[str], None] = print) -> dict[str, DownstreamResult]:
-    """Score every finished target run of ``specs`` on ``config.eval.tasks``; returns the results by run id."""
+    """Score every finished target run of ``specs`` on ``config.eval.tasks``; returns the results by run
+    id."""
     results: dict[str, DownstreamResult] = {}
     tasks, limit, seed = list(config.eval.tasks), config.eval.task_limit, config.eval.task_seed
     tok = None
@@ -109,7 +116,8 @@ def evaluate_targets(config: RunnerConfig, domains: DomainInfo, out: Path, specs
                 tok = tok or stores_tokenizer(domains)
                 start = time.perf_counter()
                 model = load_final_model(config, spec, run_dir, domains)
-                found = evaluate_model(model, tok, tasks, limit=limit, seed=seed, batch_size=config.eval.batch_size,
+                found = evaluate_model(model, tok, tasks, limit=limit, seed=seed,
+                                       batch_size=config.eval.batch_size,
                                        name=spec.run_id)
                 atomic_write_json(path, found.to_json())
                 log(f"downstream {spec.name}: mean accuracy {found.mean_acc:.3f}, mean bits per byte "
@@ -137,7 +145,8 @@ def evaluate_run_dir(run_dir: str | os.PathLike[str], tasks: Sequence[str], *, l
     if domains is None:
         raise ValueError(f"{os.fspath(out)!r} has no {layout.DOMAINS}: not a runner output folder")
     model = load_final_model(config, spec, path, domains)
-    return evaluate_model(model, stores_tokenizer(domains), tasks, limit=limit, seed=seed, batch_size=batch_size,
+    return evaluate_model(model, stores_tokenizer(domains), tasks, limit=limit, seed=seed,
+                          batch_size=batch_size,
                           name=spec.run_id)
 
 
@@ -162,7 +171,8 @@ def _tokens(tasks: Sequence[str], limit: int | None) -> float:
     return sum(min(limit or TASKS[t].size, TASKS[t].size) * TASKS[t].choices * 128.0 for t in tasks)
 
 
-def downstream_cost_lines(config: RunnerConfig, domains: DomainInfo, out: Path, target_runs: int) -> list[str]:
+def downstream_cost_lines(config: RunnerConfig, domains: DomainInfo, out: Path,
+                          target_runs: int) -> list[str]:
     """The dry run's line on the zero-shot evaluation: tasks, questions, and its estimated time (none without
     ``eval.tasks``)."""
     tasks = list(config.eval.tasks)

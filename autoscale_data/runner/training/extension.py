@@ -31,11 +31,13 @@ __all__ = ["LRSchedule", "LR_SCHEDULES", "extension_lr_lambda", "find_parent", "
 
 
 def extension_lr_lambda(offset: int, steps: int, lr: LRSchedule, min_ratio: float) -> Callable[[int], float]:
-    """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new ones).
+    """Multiplier of ``optimizer.lr`` at global step ``s`` (``offset``: the parent's steps; ``steps``: the new
+    ones).
 
     ``lr`` is :meth:`LRSchedule.resolved`: a linear re-warm from ``min_ratio`` (where the parent ended) to
     ``lr.peak_ratio`` over ``lr.warmup_fraction`` of the new steps, then (``rewarm_decay``) a linear decay
-    to ``min_ratio`` at the end, or (``constant``) the peak. Steps before ``offset`` get the first new step's value.
+    to ``min_ratio`` at the end, or (``constant``) the peak. Steps before ``offset`` get the first new step's
+    value.
     """
     warmup = round(float(lr.warmup_fraction or 0.0) * steps)
     peak = float(lr.peak_ratio)
@@ -78,12 +80,13 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
                           for label, s in known.items()) or "none yet (run `autoscale-data run` first)"
         matches = [t for t in targets if t.label == run]
         if not matches:
-            raise ValueError(f"unknown run {run!r} in {os.fspath(out)!r}: expected a target mix label or a run id "
-                             f"under {layout.RUNS}/; the target runs are: {shown}")
+            raise ValueError(f"unknown run {run!r} in {os.fspath(out)!r}: expected a target mix label or a "
+                             f"run id under {layout.RUNS}/; the target runs are: {shown}")
         if seed is not None:
             matches = [t for t in matches if t.seed == seed]
             if not matches:
-                raise ValueError(f"target mix {run!r} has no run with seed {seed}: its seeds are {known[run]}")
+                raise ValueError(f"target mix {run!r} has no run with seed {seed}: its seeds are "
+                                 f"{known[run]}")
         elif len(matches) > 1:
             raise ValueError(f"target mix {run!r} was trained with seeds {known[run]}: pick one with --seed "
                              "(seed=...)")
@@ -91,18 +94,20 @@ def find_parent(out: Path, run: str, seed: int | None) -> RunSpec:
     elif seed is not None and spec.seed != seed:
         raise ValueError(f"run {run} has seed {spec.seed}, not {seed}")
     if spec.kind == PROXY:
-        raise ValueError(f"run {spec.run_id} ({spec.name}) is a proxy run: only target runs (and extensions) keep "
-                         "a final checkpoint to extend")
+        raise ValueError(f"run {spec.run_id} ({spec.name}) is a proxy run: only target runs (and extensions) "
+                         "keep a final checkpoint to extend")
     return spec
 
 
 def _parent_state(out: Path, ledger: Ledger, parent: RunSpec, where: str) -> FinalState:
-    """The final state of ``parent``, which must be a finished run, not an online one, that kept its checkpoint."""
+    """The final state of ``parent``, which must be a finished run, not an online one, that kept its
+    checkpoint."""
     kind = parent.hook.kind if parent.hook is not None else None
     if kind in registry.names(registry.ONLINE):
-        raise ValueError(f"run {where} is an online-mixing run ({kind}): its mix was chosen during training by a "
-                         "controller, which leaves no mix to continue under, so it cannot be extended; train a target run "
-                         f"at the larger budget instead (target.budget, with target.baselines: [{kind}])")
+        raise ValueError(f"run {where} is an online-mixing run ({kind}): its mix was chosen during training "
+                         "by a controller, which leaves no mix to continue under, so it cannot be extended; "
+                         "train a target run at the larger budget instead (target.budget, with "
+                         f"target.baselines: [{kind}])")
     if ledger.result(parent.run_id) is None:
         raise ValueError(f"run {where} has not finished: train it first (`autoscale-data run CONFIG "
                          f"--out {os.fspath(out)}`)")
@@ -116,9 +121,10 @@ def _parent_state(out: Path, ledger: Ledger, parent: RunSpec, where: str) -> Fin
     return state
 
 
-def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str, dict[str, float] | None, Any]:
-    """How the mix goes on after ``parent``'s end at ``tokens``: ``(mix, weights, plan)``: an anytime run's plan
-    path, an ``autoscale`` run's mixture plan weights at ``tokens``, or a fixed mix's own weights."""
+def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str, dict[str, float] | None,
+                                                                             Any]:
+    """How the mix goes on after ``parent``'s end at ``tokens``: ``(mix, weights, plan)``: an anytime run's
+    plan path, an ``autoscale`` run's mixture plan weights at ``tokens``, or a fixed mix's own weights."""
     from ...solver import MixturePlan
 
     if parent.schedule == ANYTIME_SCHEDULE:  # the parent's plan path, on to the new budget
@@ -130,10 +136,12 @@ def _mix_after(out: Path, parent: RunSpec, tokens: int, where: str) -> tuple[str
                                     f"missing (see {layout.MIXTURE_PLAN_ERROR} there)")
         return "plan", MixturePlan.load(path).weights_for_budget(tokens), None
     # a fixed mix keeps its weights
-    return "same", dict(parent.extension.weights or {}) if parent.extension is not None else parent.weights, None
+    return "same", dict(parent.extension.weights
+                        or {}) if parent.extension is not None else parent.weights, None
 
 
-def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str, budget: int,
+def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger: Ledger, run: str,
+                   budget: int,
                    seed: int | None, lr: LRSchedule) -> tuple[RunSpec, str]:
     """The extension run of ``run`` to ``budget`` tokens (module doc), not yet registered or trained.
 
@@ -153,12 +161,15 @@ def plan_extension(config: RunnerConfig, domains: DomainInfo, out: Path, ledger:
     seq_len, batch = config.seq_len, config.global_batch_size
     total = budget // (seq_len * batch) * batch
     if total <= parent.total_sequences:
-        raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens (whole "
-                         f"global batches of {batch} x {seq_len} tokens): give a larger budget")
+        raise ValueError(f"budget {budget!r} is not above run {where}'s {parent.total_tokens:,} tokens "
+                         f"(whole global batches of {batch} x {seq_len} tokens): give a larger budget")
     mix, weights, plan = _mix_after(out, parent, total * seq_len, where)
-    ds = ScaleAwareMixtureDataset(domains.paths, plan if plan is not None else weights, total * seq_len, seq_len,
-                                  parent.seed, max_epochs=config.max_epochs, schedule=parent.schedule, verify="size",
+    ds = ScaleAwareMixtureDataset(domains.paths, plan if plan is not None else weights, total * seq_len,
+                                  seq_len,
+                                  parent.seed, max_epochs=config.max_epochs, schedule=parent.schedule,
+                                  verify="size",
                                   continue_from=state.dataset)
-    record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix, weights=weights,
+    record = ExtensionSpec(parent=parent.run_id, parent_sequences=parent.total_sequences, mix=mix,
+                           weights=weights,
                            lr=lr.resolved(config.optimizer.warmup_fraction))
     return extension_spec(config, domains, parent, budget, ds.sequences_per_domain, record, plan=plan), where

@@ -1,9 +1,9 @@
 """Step hooks: code the trainer runs inside the training steps of a run whose spec names one.
 
 A run's :class:`~autoscale_data.runner.planning.specs.RunSpec` may carry a ``hook``: a
-:class:`~autoscale_data.runner.registry.HookSpec` of the hook's kind (its whole config; it enters the run id). The trainer (:mod:`.train`) then builds the hook with
-:func:`make_step_hook` and calls it; a run without one trains with no hook call. The protocol
-(:class:`StepHook`), in the order the trainer calls it:
+:class:`~autoscale_data.runner.registry.HookSpec` of the hook's kind (its whole config; it enters the run id).
+The trainer (:mod:`.train`) then builds the hook with :func:`make_step_hook` and calls it; a run without one
+trains with no hook call. The protocol (:class:`StepHook`), in the order the trainer calls it:
 
 - ``bind(ctx)``: once, after the model is built and before a checkpoint is restored; ``ctx`` is a
   :class:`HookContext` (the spec, config, domains in the dataset's order, process group, device, run

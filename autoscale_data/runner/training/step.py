@@ -21,7 +21,8 @@ ADAMW_STATES = 2
 
 def choose_micro_batch(per_process: int, configured: int, *, fixed_bytes: float, per_sequence_bytes: float,
                        budget_bytes: float) -> int:
-    """The largest divisor ``m`` of ``per_process`` with ``fixed_bytes + m * per_sequence_bytes <= budget_bytes``.
+    """The largest divisor ``m`` of ``per_process`` with ``fixed_bytes + m * per_sequence_bytes <=
+    budget_bytes``.
 
     Args:
         per_process: sequences each process trains per optimizer step (global batch / processes).
@@ -40,14 +41,15 @@ def choose_micro_batch(per_process: int, configured: int, *, fixed_bytes: float,
         raise ValueError(f"micro-batch {configured} is invalid: expected a divisor of the per-process batch "
                          f"{per_process}")
     if min(fixed_bytes, per_sequence_bytes, budget_bytes) < 0:
-        raise ValueError(f"memory sizes must be >= 0, got fixed {fixed_bytes}, per sequence {per_sequence_bytes}, "
-                         f"budget {budget_bytes}")
+        raise ValueError(f"memory sizes must be >= 0, got fixed {fixed_bytes}, per sequence "
+                         f"{per_sequence_bytes}, budget {budget_bytes}")
     fits = [m for m in range(1, per_process + 1)
             if per_process % m == 0 and fixed_bytes + m * per_sequence_bytes <= budget_bytes]
     return max(fits, default=1)
 
 
-def measure_micro_batch(model: torch.nn.Module, *, per_process: int, configured: int, seq_len: int, vocab: int,
+def measure_micro_batch(model: torch.nn.Module, *, per_process: int, configured: int, seq_len: int,
+                        vocab: int,
                         family: str, bf16: bool, fraction: float, device: torch.device) -> int:
     """The micro-batch of ``train.micro_batch: auto``: on CUDA from one dry step at ``configured``
     (see :func:`choose_micro_batch`; ``fraction`` of the GPU's memory is the budget), elsewhere

@@ -7,12 +7,12 @@ the ``deepspeed`` launcher or ``torchrun`` starts it)::
 
 Training data are read through :class:`~autoscale_data.ScaleAwareMixtureDataset` with the spec's planned
 sequences per domain (:meth:`~autoscale_data.ScaleAwareMixtureDataset.from_counts`; an anytime run: its
-:class:`~autoscale_data.solver.MixturePlan`; an extension: its new sequences' mix after the parent's end), every
-rank its strided slice.
-The run evaluates per-domain validation loss at ``spec.eval_points`` evenly spaced steps (the last at the
-end; each point records the training tokens seen per domain), checkpoints every ``config.checkpoint_every``
-steps (model, optimiser, LR scheduler, RNG, dataset state), resumes from the newest complete checkpoint, and
-writes ``result.json`` atomically at the end. A NaN/inf training loss stops it with :class:`Diverged`.
+:class:`~autoscale_data.solver.MixturePlan`; an extension: its new sequences' mix after the parent's end),
+every rank its strided slice. The run evaluates per-domain validation loss at ``spec.eval_points`` evenly
+spaced steps (the last at the end; each point records the training tokens seen per domain), checkpoints every
+``config.checkpoint_every`` steps (model, optimiser, LR scheduler, RNG, dataset state), resumes from the
+newest complete checkpoint, and writes ``result.json`` atomically at the end. A NaN/inf training loss stops it
+with :class:`Diverged`.
 
 A finished target run keeps its final checkpoint when ``target.keep_checkpoints`` is set (``ckpt/`` with
 ``final_state.json`` renamed to ``final_ckpt/`` before ``result.json`` is written; a run killed in between
@@ -112,20 +112,23 @@ def _datasets(config: RunnerConfig, spec: RunSpec, domains: DomainInfo, info: Di
     """The run's training stream (an extension's: continued from its parent's end) and validation set."""
     from ...dataset import MixtureValidationDataset, ScaleAwareMixtureDataset
 
-    options = {**proxy_dataset_options(spec, config.max_epochs), "rank": info.rank, "world_size": info.world_size,
+    options = {**proxy_dataset_options(spec, config.max_epochs), "rank": info.rank,
+               "world_size": info.world_size,
                "output": "compact", "batch_size": micro or config.micro_batch_size, "verify": "size"}
     if spec.schedule == "fixed" and spec.extension is None:  # the planned counts as they are
-        ds = ScaleAwareMixtureDataset.from_counts(domains.paths, spec.sequences, spec.seq_len, spec.seed, **options)
+        ds = ScaleAwareMixtureDataset.from_counts(domains.paths, spec.sequences, spec.seq_len, spec.seed,
+                                                  **options)
     else:  # the plan's path, or an extension's mix of its new sequences after the parent's end: planned again
         weights = spec.plan if spec.schedule == "anytime" else spec.extension.weights if spec.extension else None
         ds = ScaleAwareMixtureDataset(domains.paths, weights, spec.total_tokens, spec.seq_len, spec.seed,
                                       schedule=spec.schedule, continue_from=continue_from, **options)
         if ds.sequences_per_domain != spec.sequences:
-            raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences per "
-                             f"domain, the run asked for {spec.sequences}")
+            raise ValueError(f"run {spec.run_id}: the dataset planned {ds.sequences_per_domain} sequences "
+                             f"per domain, the run asked for {spec.sequences}")
     per_domain = max(1, config.eval.heldout_tokens_per_domain // spec.seq_len)
     val = MixtureValidationDataset(domains.paths, spec.seq_len, max_sequences_per_domain=per_domain,
-                                   rank=info.rank, world_size=info.world_size, output="compact", verify="size")
+                                   rank=info.rank, world_size=info.world_size, output="compact",
+                                   verify="size")
     return ds, val
 
 
@@ -213,7 +216,8 @@ class _Trainer:
         if own % config.global_batch_size or spec.parent_sequences % config.global_batch_size:
             raise ValueError(f"run {spec.run_id}: {own} sequences is not a whole number of "
                              f"global batches of {config.global_batch_size}")
-        self.keep = spec.keeps_model or (spec.kind in ("target", "extension") and config.target.keep_checkpoints)
+        self.keep = spec.keeps_model or (spec.kind in ("target", "extension")
+                                         and config.target.keep_checkpoints)
         self.hook: Any = None
         self.parent_dir = run_dir.parent / spec.extension.parent if spec.extension is not None else None
         self.settings = spec.training
@@ -240,14 +244,16 @@ class _Trainer:
                 vocab=self.vocab, family=self.family, bf16=config.precision == "bf16",
                 fraction=config.train.memory_fraction, device=info.device)
             self.gas = per_process // self.micro
-        engine = config.backend == "deepspeed" and (info.world_size > 1 or config.deepspeed.single_process == "deepspeed")
+        engine = config.backend == "deepspeed" and (info.world_size > 1
+                                                    or config.deepspeed.single_process == "deepspeed")
         # the run's own learning rate: a proxy's may be ddo.proxy_lr (its settings hash what it trains with)
         o = replace(config.optimizer, lr=float(self.settings.optimizer.lr))
         optimizer = _optimizer(model, o, info.device if not engine else torch.device("cpu"))
         if self.spec.wsd is not None:  # a WSD trunk stretch or branch (ddo.schedule: wsd): of the global step
             self.lr_factor = wsd_lr_lambda(self.spec.wsd, self.offset, self.steps, o.min_lr_ratio)
         elif self.spec.extension is not None:  # a function of the global step: the parent's steps come first
-            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr, o.min_lr_ratio)
+            self.lr_factor = extension_lr_lambda(self.offset, self.steps, self.spec.extension.lr,
+                                                 o.min_lr_ratio)
         else:
             self.lr_factor = lr_lambda(self.steps, o.warmup_fraction, o.min_lr_ratio)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor)
@@ -257,7 +263,8 @@ class _Trainer:
             import deepspeed
 
             engine, optimizer, _, scheduler = deepspeed.initialize(
-                model=model, optimizer=optimizer, lr_scheduler=scheduler, config=_deepspeed_config(config, self.micro))
+                model=model, optimizer=optimizer, lr_scheduler=scheduler,
+                config=_deepspeed_config(config, self.micro))
             self.engine, self.optimizer, self.scheduler = engine, optimizer, scheduler
             self.forward = engine
             return
@@ -306,7 +313,8 @@ class _Trainer:
             return losses, keep, mean, mean
         from .hooks import HookBatch
 
-        loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=logits, domain=domain, micro=micro,
+        loss = self.hook.loss(HookBatch(inputs=inputs, labels=labels, logits=logits, domain=domain,
+                                        micro=micro,
                                         last_micro=micro == self.gas - 1, losses=losses, mask=keep))
         return losses, keep, mean, mean if loss is None else loss
 
@@ -342,8 +350,9 @@ class _Trainer:
         state = parent_state(self.parent_dir)
         where = os.fspath(self.parent_dir / layout.FINAL_CHECKPOINT_DIR)
         if state is None:
-            raise FileNotFoundError(f"run {self.spec.run_id} extends run {self.parent_dir.name}, whose final checkpoint "
-                                    f"{where!r} is missing: set target.keep_checkpoints: true and train that run again")
+            raise FileNotFoundError(f"run {self.spec.run_id} extends run {self.parent_dir.name}, whose final "
+                                    f"checkpoint {where!r} is missing: set target.keep_checkpoints: true and "
+                                    "train that run again")
         if int(state.dataset[CURSOR_KEY]) != self.spec.parent_sequences:
             raise ValueError(f"run {self.spec.run_id} extends {self.spec.parent_sequences} sequences of run "
                              f"{self.parent_dir.name}, but {where!r} ends at {state.dataset[CURSOR_KEY]}")
@@ -373,9 +382,11 @@ class _Trainer:
         return state, False
 
     def _resume(self, state: CheckpointState | None, names: Sequence[str], ds: Any) -> _Standing:
-        """Where the run stands: from the checkpoint's state (its hook, dataset and meter restored) or at 0."""
+        """Where the run stands: from the checkpoint's state (its hook, dataset and meter restored) or at
+        0."""
         if state is None:
-            return _Standing(start=0, curve=[], counts=torch.zeros(len(names), dtype=torch.int64), times=TrainTimes(),
+            return _Standing(start=0, curve=[], counts=torch.zeros(len(names), dtype=torch.int64),
+                             times=TrainTimes(),
                              resumed=[], last_loss=math.nan)
         if self.hook is not None:
             self.hook.load_state_dict(state.step_hook or {})
@@ -414,14 +425,16 @@ class _Trainer:
         config, spec, info = self.config, self.spec, self.info
         parent = self._parent()
         self._build()  # first: train.micro_batch: auto sets the micro-batch the stream is cut into
-        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent.dataset, self.micro)
+        ds, val = _datasets(config, spec, self.domains, info, None if parent is None else parent.dataset,
+                            self.micro)
         names = list(ds.domain_names)
         base = torch.tensor([int(parent.dataset[DOMAIN_COUNTS_KEY][d]) for d in names] if parent else
                             [0] * len(names), dtype=torch.int64)  # the parent's sequences per domain
         self.meter = DomainLossMeter(names)  # per-domain training loss between evaluations
         # own generators: creating a DataLoader iterator must not draw from the global RNG (dropout's)
         val_loader = DataLoader(val, batch_size=config.eval.batch_size, generator=torch.Generator())
-        self._bind_hook(names, ds)  # before the checkpoint: an online run's dataset state loads only in online mode
+        # before the checkpoint: an online run's dataset state loads only in online mode
+        self._bind_hook(names, ds)
         ckpt_dir = self.dir / layout.CHECKPOINT_DIR
         state, from_final = self._restore(ckpt_dir, parent is not None)
         now = self._resume(state, names, ds)
@@ -448,7 +461,8 @@ class _Trainer:
         names, ckpt_dir = list(ds.domain_names), self.dir / layout.CHECKPOINT_DIR
         at = set(eval_steps(self.steps, self.spec.eval_points))
         show = info.is_main and (sys.stderr.isatty() if progress is None else progress)
-        bar = tqdm(total=self.steps, initial=now.start, desc=self.spec.name, unit="step", disable=not show, leave=False)
+        bar = tqdm(total=self.steps, initial=now.start, desc=self.spec.name, unit="step", disable=not show,
+                   leave=False)
         self.forward.train()
         for step in range(now.start, self.steps):
             if not _parent_alive():
@@ -466,7 +480,8 @@ class _Trainer:
         bar.close()
 
     def _train_step(self, step: int, it: Iterator[Any], now: _Standing, domains: int) -> float:
-        """One optimiser step over ``gas`` micro-batches; returns its mean training loss over the processes."""
+        """One optimiser step over ``gas`` micro-batches; returns its mean training loss over the
+        processes."""
         info = self.info
         t0 = time.perf_counter()
         loss_sum = 0.0
@@ -490,7 +505,8 @@ class _Trainer:
         te = time.perf_counter()
         losses = self._validation_losses(val_loader, names)
         now.times.eval_s += time.perf_counter() - te
-        seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info), base.tolist(),
+        seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info),
+                                                 base.tolist(),
                                                  strict=True)]
         train = self.meter.compute(all_reduce=self.info.world_size > 1)
         self.meter.reset()
@@ -509,12 +525,14 @@ class _Trainer:
 
         self.hook = make_step_hook(self.spec.hook)
         if self.hook is not None:
-            self.hook.bind(HookContext(spec=self.spec, config=self.config, domains=self.domains, names=tuple(names),
+            self.hook.bind(HookContext(spec=self.spec, config=self.config, domains=self.domains,
+                                       names=tuple(names),
                                        info=self.info, run_dir=self.dir, model=self.model, dataset=dataset))
 
     def _fail(self, reason: str) -> None:
         if self.info.is_main:
-            atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id, reason=reason).to_json())
+            atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id,
+                                                                    reason=reason).to_json())
         raise Diverged(reason)
 
     def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, now: _Standing) -> RunResult:
@@ -528,7 +546,8 @@ class _Trainer:
             parent=spec.extension.parent, parent_tokens=spec.parent_sequences * spec.seq_len,
             new_tokens=new_tokens, new_steps=self.steps, mix=spec.extension.mix, lr=spec.extension.lr)
         return RunResult(
-            run_id=spec.run_id, name=spec.name, kind=spec.kind, scale=spec.scale, label=spec.label, seed=spec.seed,
+            run_id=spec.run_id, name=spec.name, kind=spec.kind, scale=spec.scale, label=spec.label,
+            seed=spec.seed,
             status="done", schedule=spec.schedule, tokens=tokens, total_tokens=sum(tokens.values()),
             planned_tokens=spec.tokens, weights=spec.weights, losses=final, curve=curve,
             mean_loss=mean_objective(final, MEAN_LOSS) if final else math.nan,
@@ -538,7 +557,8 @@ class _Trainer:
             data_wait_s=times.data_wait_s,
             data_wait_fraction=times.data_wait_s / train_s if train_s > 0 else 0.0,
             tokens_per_s=new_tokens / train_s if train_s > 0 else 0.0,
-            device=str(info.device) if info.device.type != "cuda" else torch.cuda.get_device_name(info.device),
+            device=str(info.device) if info.device.type != "cuda"
+            else torch.cuda.get_device_name(info.device),
             world_size=info.world_size, backend=config.backend, precision=config.precision,
             resumed_at=now.resumed, finished_at=time.time(), extension=extension,
             step_hook=None if self.hook is None else self.hook.summary())
@@ -548,7 +568,8 @@ def write_job(path: str | os.PathLike[str], config: RunnerConfig, spec: RunSpec,
     """Write what ``python -m autoscale_data.runner.training.train --job PATH`` needs to train ``spec``."""
     raw = config_to_dict(config)
     base_dir = raw.pop("base_dir")
-    atomic_write_json(path, JobFile(config=raw, base_dir=base_dir, spec=spec, domains=config_to_dict(domains)).to_json())
+    atomic_write_json(path, JobFile(config=raw, base_dir=base_dir, spec=spec,
+                                    domains=config_to_dict(domains)).to_json())
 
 
 def load_job(path: str | os.PathLike[str]) -> tuple[RunnerConfig, RunSpec, DomainInfo]:

@@ -19,7 +19,8 @@ EVAL_MASK_SEED = 20_240_611
 
 
 @torch.no_grad()
-def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo, *,
+def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Sequence[str], info: DistInfo,
+                      *,
                       family: str, mask: dict[str, Any] | None = None, passes: int = 1,
                       vocab_size: int | None = None) -> dict[str, float]:
     """Mean token loss per domain over every held-out sequence (summed over ranks).
@@ -47,16 +48,19 @@ def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Se
     for _ in range(passes if family == "bert" else 1):
         for batch in loader:
             ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-            inputs, labels = (mask_tokens(ids, generator=generator, **mask) if family == "bert"  # type: ignore[arg-type]
+            # type: ignore[arg-type]
+            inputs, labels = (mask_tokens(ids, generator=generator, **mask) if family == "bert"
                               else (ids, ids))
-            loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family, vocab_size=vocab_size)
+            loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family,
+                                              vocab_size=vocab_size)
             dom = torch.as_tensor(batch["domain"]).long()
             sums.index_add_(0, dom, (loss * valid).sum(dim=1).double().cpu())
             counts.index_add_(0, dom, valid.sum(dim=1).double().cpu())
     both = torch.cat([sums, counts]).to(info.device if info.device.type == "cuda" else "cpu")
     both = all_reduce_sum(both, info).cpu()
     sums, counts = both[:m], both[m:]
-    return {d: (float(sums[i] / counts[i]) if counts[i] > 0 else math.nan) for i, d in enumerate(domain_names)}
+    return {d: (float(sums[i] / counts[i]) if counts[i] > 0 else math.nan) for i,
+            d in enumerate(domain_names)}
 
 
 def mean_objective(losses: Mapping[str, float], objective: str) -> float:

@@ -71,6 +71,6 @@ def detect_format(path: str | os.PathLike[str]) -> InPlaceFormat:
         raise FileNotFoundError(f"no tokenized data of a known in-place format at {os.fspath(path)!r}; "
                                 f"expected one of {expected}")
     if len(found) > 1:
-        raise ValueError(f"{os.fspath(path)!r} could be read as any of the formats {[f.name for f in found]}: "
-                         "give format= one of them")
+        raise ValueError(f"{os.fspath(path)!r} could be read as any of the formats "
+                         f"{[f.name for f in found]}: give format= one of them")
     return found[0]

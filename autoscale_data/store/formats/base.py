@@ -1,4 +1,5 @@
-"""What every in-place format yields: segments of whole documents in files, and the format's registry entry."""
+"""What every in-place format yields: segments of whole documents in files, and the format's registry
+entry."""
 
 from __future__ import annotations
 

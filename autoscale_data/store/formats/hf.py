@@ -56,7 +56,8 @@ def _data_files(directory: Path) -> tuple[Path, list[Path]]:
     """A saved ``Dataset``'s ``state.json`` and the Arrow files it lists (without an indices mapping)."""
     state_path = directory / "state.json"
     if not state_path.is_file():
-        raise FileNotFoundError(f"{os.fspath(directory)!r} is not a Dataset saved with save_to_disk (no state.json)")
+        raise FileNotFoundError(f"{os.fspath(directory)!r} is not a Dataset saved with save_to_disk (no "
+                                "state.json)")
     state = json.loads(state_path.read_text("utf-8"))
     if any("indices" in key and state[key] for key in state):
         raise ValueError(f"{os.fspath(directory)!r} has an indices mapping (a select/shuffle that was not "
@@ -93,21 +94,24 @@ def hf_source(path: str | os.PathLike[str], column: str = "input_ids") -> InPlac
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - pyarrow comes with the formats extra
-        raise ImportError("reading a datasets directory needs pyarrow: pip install 'autoscale-data[formats]'") from exc
+        raise ImportError("reading a datasets directory needs pyarrow: pip install "
+                          "'autoscale-data[formats]'") from exc
     directory = Path(path)
     state_path, files = _data_files(directory)
     segments: list[Segment] = []
     dtype: str | None = None
     for file in files:
         if not file.is_file():
-            raise FileNotFoundError(f"data file {os.fspath(file)!r} listed in {os.fspath(state_path)!r} is missing")
+            raise FileNotFoundError(f"data file {os.fspath(file)!r} listed in {os.fspath(state_path)!r} is "
+                                    "missing")
         file_bytes = file.stat().st_size
         with pa.memory_map(os.fspath(file)) as mm:
             base = mm.read_buffer(1).address if file_bytes else 0
             mm.seek(0)
             reader = pa.ipc.open_stream(mm)
             if column not in reader.schema.names:
-                raise ValueError(f"{os.fspath(file)!r} has no column {column!r} (columns: {reader.schema.names})")
+                raise ValueError(f"{os.fspath(file)!r} has no column {column!r} (columns: "
+                                 f"{reader.schema.names})")
             for batch in reader:
                 col = batch.column(column)
                 if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)):

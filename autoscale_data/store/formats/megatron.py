@@ -40,7 +40,8 @@ class MegatronOptions:
 
     def __post_init__(self) -> None:
         if self.val_prefix is not None and not isinstance(self.val_prefix, (str, os.PathLike)):
-            raise ValueError(f"val_prefix must be the path prefix of a Megatron dataset, got {self.val_prefix!r}")
+            raise ValueError("val_prefix must be the path prefix of a Megatron dataset, got "
+                             f"{self.val_prefix!r}")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ def _paths(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
     text = os.fspath(prefix)
     if Path(text).is_dir():
         found = sorted(os.fspath(p.with_suffix("")) for p in Path(text).glob("*.idx"))
-        there = (f"; it holds {', '.join(repr(f) for f in found[:5])}{' ...' if len(found) > 5 else ''}" if found
+        there = ("; it holds "
+                 f"{', '.join(repr(f) for f in found[:5])}{' ...' if len(found) > 5 else ''}" if found
                  else "; it holds no .idx file")
         raise FileNotFoundError(f"Megatron prefix {text!r} is a directory: give the path prefix of one "
                                 f"dataset's .bin/.idx pair (PREFIX.bin and PREFIX.idx, without the "
@@ -81,7 +83,8 @@ def read_megatron_index(idx_path: str | os.PathLike[str]) -> MegatronIndex:
     with open(path, "rb") as fh:
         head = fh.read(_HEAD_BYTES)
         if len(head) < _HEAD_BYTES or head[:9] != _HEADER:
-            raise ValueError(f"{os.fspath(path)!r} is not a Megatron indexed-dataset index (no MMIDIDX header)")
+            raise ValueError(f"{os.fspath(path)!r} is not a Megatron indexed-dataset index (no MMIDIDX "
+                             "header)")
         version, code, n_seq, n_doc = struct.unpack("<QBQQ", head[9:])
         if version != 1:
             raise ValueError(f"{os.fspath(path)!r} has index version {version}; only version 1 is known")
