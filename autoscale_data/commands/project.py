@@ -105,8 +105,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--target-tokens", type=token_count, required=True, metavar="N", help="target budget")
     p.add_argument("--runs", action="append", default=None, metavar="RUNS.csv",
                    help="runs of one budget (repeat for each budget) instead of SCALES.json")
-    p.add_argument("--olmix", action="append", nargs=3, default=None, metavar=("RATIOS.csv", "METRICS.csv",
-                                                                               "TOKENS"),
+    p.add_argument("--olmix", action="append", nargs=3, default=None,
+                   metavar=("RATIOS.csv", "METRICS.csv", "TOKENS"),
                    help="an Olmix ratio/metric pair as one budget's runs (TOKENS: every run's total tokens)")
     p.add_argument("--objective-weights", default=None, metavar="D=W,...|JSON",
                    help="weighted sum of validation losses as the objective (with --runs/--olmix)")

@@ -156,8 +156,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         self._available = self._reader.num_sequences
         self.pools = resolve_pools(opts.pool, self.domain_names, self._available, seq_len)
         if self.pools:  # a pooled domain's epochs (and its supply) count its pool
-            self._available = [self.pools.get(n, a) for n, a in zip(self.domain_names, self._available,
-                                                                    strict=True)]
+            self._available = [self.pools.get(n, a)
+                               for n, a in zip(self.domain_names, self._available, strict=True)]
         segments, self.weights, phase_config = segment_table(weights, self.domain_names, budget_tokens,
                                                              seq_len,
                                                              schedule)
@@ -472,8 +472,8 @@ class ScaleAwareMixtureDataset(IterableDataset):
         if not is_int(cursor) or not origin <= cursor <= self.total_sequences:
             raise ValueError(f"state cursor {cursor!r} is outside the stream [{origin}, "
                              f"{self.total_sequences}]")
-        expected = {n: int(c) for n, c in zip(self.domain_names, self._stream.domain_counts(cursor),
-                                              strict=True)}
+        expected = {n: int(c)
+                    for n, c in zip(self.domain_names, self._stream.domain_counts(cursor), strict=True)}
         saved = dict(state.get(DOMAIN_COUNTS_KEY) or {})
         if saved != expected:
             raise ValueError(f"per-domain counts in the state {saved} do not match the stream at cursor "

@@ -114,8 +114,8 @@ class OnlineMixture:
         self.lookahead = min(ahead, self.num_segments)
         self.initial = check_proposal(0, controller.initial_weights(), names)
         self.config = {"every": self.every, "sequences_per_step": self.sequences_per_step,
-                       "lookahead": self.lookahead, "controller": str(getattr(controller, "name",
-                                                                              type(controller).__name__)),
+                       "lookahead": self.lookahead,
+                       "controller": str(getattr(controller, "name", type(controller).__name__)),
                        "initial": dict(zip(names, self.initial.tolist(), strict=True))}
         d = len(names)
         self.counts_table = torch.zeros(self.num_segments, d, dtype=torch.int64).share_memory_()

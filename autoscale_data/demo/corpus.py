@@ -243,8 +243,8 @@ def _code_block(world: SyntheticWorld, rng: np.random.Generator, names: list[str
 
 def _code_doc(world: SyntheticWorld, rng: np.random.Generator) -> str:
     fn = world.identifiers[int(rng.integers(len(world.identifiers)))]
-    params = [world.identifiers[int(j)] for j in rng.integers(len(world.identifiers),
-                                                              size=int(rng.integers(1, 4)))]
+    params = [world.identifiers[int(j)]
+              for j in rng.integers(len(world.identifiers), size=int(rng.integers(1, 4)))]
     out = [f"def {fn}({', '.join(params)}):"]
     _code_block(world, rng, list(params), 1, out)
     return "\n".join(out) + "\n\n"

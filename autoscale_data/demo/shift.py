@@ -121,8 +121,8 @@ class ShiftCase:
     def grid_mix(self, w: float) -> dict[str, float]:
         """The saturating domain at ``w``, the paying one at ``line_share - w``, the others at ``1 /
         len(domains)``."""
-        return {d: w if d == self.saturating else (self.line_share - w if d == self.paying
-                                                   else 1 / len(self.domains))
+        return {d: w if d == self.saturating
+                else (self.line_share - w if d == self.paying else 1 / len(self.domains))
                 for d in self.domains}
 
 
@@ -289,8 +289,8 @@ def run_shift_case(out_dir: str | os.PathLike[str], case: ShiftCase | None = Non
         chosen = f"{selection.chosen}: {selection.reason}" if selection else ""
         if case.train_projections:
             extra = _unchosen(projection, selection.chosen if selection else projection.method)
-            runner.train_runs([target_spec(config, runner.domains, label, w, seed) for label,
-                               w in extra.items()
+            runner.train_runs([target_spec(config, runner.domains, label, w, seed)
+                               for label, w in extra.items()
                                for seed in case.target_seeds])
             mixes.update(extra)
     ledger = Ledger(out, lock=False)

@@ -77,8 +77,8 @@ class MotifSource:
         rng = np.random.default_rng([seed, 0x0517, 1])
         out: list[str] = []
         while len(out) < self.num_motifs:
-            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet),
-                                                                       size=self.motif_len))
+            word = "".join(self.alphabet[int(j)]
+                           for j in rng.integers(len(self.alphabet), size=self.motif_len))
             if word not in out:
                 out.append(word)
         return out
@@ -215,8 +215,8 @@ class ZipfSource:
         out: list[str] = []
         seen: set[str] = set()
         while len(out) < self.num_words:
-            word = "".join(self.alphabet[int(j)] for j in rng.integers(len(self.alphabet),
-                                                                       size=self.word_len))
+            word = "".join(self.alphabet[int(j)]
+                           for j in rng.integers(len(self.alphabet), size=self.word_len))
             if word not in seen:
                 seen.add(word)
                 out.append(word)

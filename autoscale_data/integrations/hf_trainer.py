@@ -180,5 +180,5 @@ class MixtureTrainerCallback(TrainerCallback):
             return
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / STATE_FILE, {"dataset": dataset_state,
-                                                "rng": torch.get_rng_state().tolist()})
+        atomic_write_json(folder / STATE_FILE,
+                          {"dataset": dataset_state, "rng": torch.get_rng_state().tolist()})

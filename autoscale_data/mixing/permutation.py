@@ -108,8 +108,8 @@ def _encrypt(x: np.ndarray, a: Any, b: Any, round_keys: Any) -> np.ndarray:
     return left * b + right  # an even number of rounds: back to (Z_a, Z_b)
 
 
-def _cycle_walk(out: np.ndarray, limit: Any, encrypt: Callable[[np.ndarray, np.ndarray],
-                                                               np.ndarray]) -> np.ndarray:
+def _cycle_walk(out: np.ndarray, limit: Any,
+                encrypt: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """Cycle-walking: re-encrypt (``encrypt(values, their indices)``) every entry of ``out`` at or above its
     ``limit`` (a scalar or an array like ``out``) until it falls inside."""
     todo = np.flatnonzero(out >= limit)

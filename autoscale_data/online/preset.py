@@ -112,6 +112,6 @@ def replay_phases(names: Sequence[str], counts: Sequence[Sequence[int]],
         n = int(c.sum())
         if c.size != len(names) or n <= 0 or np.any(c < 0):
             raise ValueError(f"segment {j}: counts {c.tolist()} are not non-negative counts of {list(names)}")
-        out.append((n * int(seq_len), {name: float(x) / n for name, x in zip(names, c.tolist(),
-                                                                             strict=True)}))
+        out.append((n * int(seq_len),
+                    {name: float(x) / n for name, x in zip(names, c.tolist(), strict=True)}))
     return out

@@ -138,8 +138,8 @@ class Ledger:
 
     def mark_running(self, run_id: str, attempt: int, *, executor: str = "", job_id: str = "") -> None:
         """Log that attempt ``attempt`` started training (``job_id`` defaults to this process)."""
-        self._append(LedgerEvent(run_id, RUNNING, attempt=attempt, pid=os.getpid(), executor=executor
-                                 or INPROCESS,
+        self._append(LedgerEvent(run_id, RUNNING, attempt=attempt, pid=os.getpid(),
+                                 executor=executor or INPROCESS,
                                  job_id=str(job_id or os.getpid())))
 
     def mark_done(self, run_id: str, summary: Mapping[str, Any]) -> None:

@@ -90,8 +90,8 @@ class MixtureRunner:
                        proxies: dict[int, list[RunSpec]] | None = None) -> MethodContext:
         """What the mixing methods read (:class:`~autoscale_data.runner.mixes.methods.MethodContext`);
         ``proxies``: :meth:`proxy_specs` when the caller already has them."""
-        return MethodContext(self.config, self.domains, self.out, self.proxy_specs() if proxies is None
-                             else proxies,
+        return MethodContext(self.config, self.domains, self.out,
+                             self.proxy_specs() if proxies is None else proxies,
                              ledger=ledger, fits=fits, log=self.log)
 
     def selection_specs(self) -> list[list[RunSpec]]:
@@ -233,8 +233,8 @@ class MixtureRunner:
             run_list: RunListFile = layout.read(self.out, layout.RUN_LIST) or RunListFile()
             extra = {} if changed else {s.run_id: s for s in run_list.extra or []}
             extra.update({s.run_id: s for s in specs})
-            atomic_write_json(self.out / layout.RUN_LIST, replace(run_list,
-                                                                  extra=list(extra.values())).to_json())
+            atomic_write_json(self.out / layout.RUN_LIST,
+                              replace(run_list, extra=list(extra.values())).to_json())
             for s in specs:
                 ledger.register(s)
             self._train_all(ledger, specs)

@@ -251,8 +251,8 @@ def _summarise(design, point, samples, method, noise_std, level, n_boot) -> Boot
     contains = (lo - tol <= base_w) & (base_w <= hi + tol)
     return BootstrapResult(
         weights=dict(point.weights), point=point, samples=samples,
-        ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)}, ci_high={d: float(v) for d,
-                                                                                  v in zip(domains, hi, strict=False)},
+        ci_low={d: float(v) for d, v in zip(domains, lo, strict=False)},
+        ci_high={d: float(v) for d, v in zip(domains, hi, strict=False)},
         base_weights={d: float(v) for d, v in zip(domains, base_w, strict=False)},
         contains_base={d: bool(v) for d, v in zip(domains, contains, strict=False)},
         distinguishable_from_base=distinct, method=method, noise_std=noise_std, level=level,

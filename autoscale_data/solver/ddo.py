@@ -278,8 +278,8 @@ def fit_ddo(runs: RunTable, options: DDOOptions | None = None, **settings: Any) 
         base_tokens={d: float(v) for d, v in zip(domains, base, strict=False)}, diagnostics=fits,
         aar=float(np.mean(np.abs(all_r) / np.maximum(np.abs(all_y), 1e-300))),
         loo_aar=_loo_aar(design, y, o.law, fits),
-        pinned=list(bounds_hit), bounds_hit=bounds_hit, status="degenerate" if bool(sol.degenerate)
-        else "optimal",
+        pinned=list(bounds_hit), bounds_hit=bounds_hit,
+        status="degenerate" if bool(sol.degenerate) else "optimal",
         kkt_residual=kkt_violation(beta, a, b, base, x, lo, hi), objective=o.objective, law=o.law,
         predicted_change=change, base_runs=[design.run_ids[i] for i in design.base_runs],
         min_weight=float(o.min_weight), max_weight=float(o.max_weight),

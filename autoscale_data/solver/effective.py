@@ -65,8 +65,8 @@ def effective_table(runs: RunTable, unique: Mapping[str, float], r_star: float =
         missing = sorted(set(run.tokens) - set(unique))
         if missing:
             raise ValueError(f"unique tokens are missing for domains {missing} (run {run.run_id!r})")
-        tokens = {d: float(effective_tokens(float(n), float(unique[d]), r_star)) for d,
-                  n in run.tokens.items()}
+        tokens = {d: float(effective_tokens(float(n), float(unique[d]), r_star))
+                  for d, n in run.tokens.items()}
         out.append(Run(run.run_id, tokens=tokens, loss=dict(run.loss), seed=run.seed, label=run.label))
     return RunTable(out)
 
@@ -112,8 +112,8 @@ def allocate_effective(amplitude: Sequence[float], a: Sequence[float], b: Sequen
         ValueError: shapes or values out of range, bounds that cannot meet the budget, or an upper bound
             outside a law's domain (``x + a <= 0``).
     """
-    arrays = tuple(np.asarray(v, dtype=np.float64) for v in (amplitude, a, b, base_effective, unique, raw_lo,
-                                                             raw_hi))
+    arrays = tuple(np.asarray(v, dtype=np.float64)
+                   for v in (amplitude, a, b, base_effective, unique, raw_lo, raw_hi))
     _check_problem(arrays, budget)
     beta, aa, bb, eb, u, lo_r, hi_r = arrays
     e_lo, e_hi = _effective_bounds(arrays, budget, r_star)
@@ -357,8 +357,8 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
 
     # raw tokens of an effective allocation, capped domains at their cap
     def raw_of(e: np.ndarray) -> np.ndarray:
-        return np.where(e >= e_cap, cap, np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star),
-                                                    dtype=np.float64))
+        return np.where(e >= e_cap, cap,
+                        np.asarray(raw_tokens(np.minimum(e, e_cap), u, r_star), dtype=np.float64))
 
     e_budget = _spend(lambda e: raw_of(alloc(e)), t, dict(zip(domains, cap.tolist(), strict=True)))
     asked = alloc(e_budget)
@@ -374,8 +374,8 @@ def project_effective(project_at: Callable[[float], Mapping[str, float]], target
         allocation_tokens={d: float(v) for d, v in zip(domains, raw, strict=True)},
         effective_tokens={d: float(v) for d, v in zip(domains, np.minimum(asked, e_cap), strict=True)},
         epochs={d: float(v / w) for d, v, w in zip(domains, raw, u, strict=True)},
-        capped=capped, raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain,
-                                                                                  strict=True)},
+        capped=capped,
+        raw_law_weights={d: float(v / plain.sum()) for d, v in zip(domains, plain, strict=True)},
         warnings=warnings)
 
 

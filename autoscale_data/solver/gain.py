@@ -94,8 +94,8 @@ class GainEstimate(Record):
     def to_json(self) -> dict[str, Any]:
         """The codec's object with ``gain``, ``sd``, ``z`` and ``noise`` null where not finite."""
         nullable = ("gain", "sd", "z", "noise")
-        return {k: None if k in nullable and not np.isfinite(v) else v for k,
-                v in fields_to_json(self).items()}
+        return {k: None if k in nullable and not np.isfinite(v) else v
+                for k, v in fields_to_json(self).items()}
 
     @classmethod
     def from_json(cls, data: Any, path: str = "") -> GainEstimate:

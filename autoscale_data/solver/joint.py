@@ -241,8 +241,8 @@ def _grid_starts(data: _Data) -> list[tuple[np.ndarray, np.ndarray]]:
         return _grid_starts_any(data)
     m = len(data.domains)
     lo, hi = _bounds(data)
-    ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean()) for k,
-             d in enumerate(data.designs)}
+    ybase = {k: float(data.y[data.budget_of_run == k][d.base_runs].mean())
+             for k, d in enumerate(data.designs)}
     offsets = np.cumsum([0] + [len(t) for t in data.tables])
     picks = np.zeros((_GRID_STARTS, 2, m))
     for j in range(m):
@@ -407,8 +407,8 @@ class JointFit(Record):
     def path_scales(self, first_budget: float) -> list[tuple[float, dict[str, float]]]:
         """The law's optima at ``first_budget`` and at the target: a :class:`~.plan.MixturePlan`
         built on them (``MixturePlan.from_scales``) runs through both exactly."""
-        return [(float(first_budget), self.optimize_at(first_budget)), (self.budget_tokens,
-                                                                        dict(self.allocation_tokens))]
+        return [(float(first_budget), self.optimize_at(first_budget)),
+                (self.budget_tokens, dict(self.allocation_tokens))]
 
 
 def _law_arrays(law: Mapping[str, DomainLaw]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -589,8 +589,8 @@ def _fit(data: _Data, target_tokens: float | None, o: DDOOptions) -> JointFit:
     rel = np.abs(res) / np.maximum(np.abs(data.y), 1e-300)
     per_budget = tuple({"budget_tokens": float(n), "runs": int(np.sum(data.budget_of_run == k)),
                         "sse": float(np.sum(res[data.budget_of_run == k] ** 2)),
-                        "aar": float(rel[data.budget_of_run == k].mean())} for k,
-                       n in enumerate(data.budgets))
+                        "aar": float(rel[data.budget_of_run == k].mean())}
+                       for k, n in enumerate(data.budgets))
     s = data.scale
     law = {d: DomainLaw(n0=float(p[m + j] * s[j]), gamma=float(p[2 * m + j]), amplitude=float(p[j]),
                         scale_tokens=float(s[j])) for j, d in enumerate(data.domains)}

@@ -105,8 +105,8 @@ class PowerLawFit(Record):
     @property
     def parameters(self) -> dict[str, float]:
         """``a``, ``b``, ``c`` (and ``amplitude`` for the 4-parameter law): a DDO file's ``fit`` entry."""
-        return {"a": self.a, "b": self.b, "c": self.c} | ({"amplitude": self.amplitude} if self.law == LAW_4P
-                                                          else {})
+        return {"a": self.a, "b": self.b,
+                "c": self.c} | ({"amplitude": self.amplitude} if self.law == LAW_4P else {})
 
 
 def _n_params(law: str) -> int:
@@ -216,8 +216,8 @@ def _init_start(batch: _Batch, init: dict[str, float], nb: int) -> np.ndarray:
     """The start ``init`` gives (``a``, ``b``, ``c``, ``amplitude``) in the fit's parameters, for each of
     ``nb`` data sets: shape ``(nb, 1, k)``."""
     s0 = np.clip(np.log(np.maximum(init["a"] + batch.xmin, 1e-300)), batch.s_lo, batch.s_hi)
-    extra = [s0, np.clip(init["b"], 0.0, B_MAX), *([max(init.get("amplitude", 1.0), 0.0)] if batch.four
-                                                   else []),
+    extra = [s0, np.clip(init["b"], 0.0, B_MAX),
+             *([max(init.get("amplitude", 1.0), 0.0)] if batch.four else []),
              init["c"]]
     return np.broadcast_to(np.array(extra, dtype=np.float64), (nb, 1, len(extra)))
 

@@ -73,7 +73,7 @@ def path_scales(scales: Sequence[Any], min_weight: float = 0.0) -> tuple[list[tu
     ok = (left > 1e-9) & (total > 0)
     fixed[:, ~held] = rest * np.where(ok, left / np.where(total > 0, total, 1.0), 1.0)
     fixed = fixed / fixed.sum(axis=1, keepdims=True)  # held shares that fill a budget: all scaled together
-    result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)}) for k,
-              (n, _) in enumerate(items)]
+    result = [(n, {d: float(fixed[k, j] * n) for j, d in enumerate(domains)})
+              for k, (n, _) in enumerate(items)]
     as_scales(result)  # the remaining checks (budgets increasing, sums)
     return result, notes

@@ -80,8 +80,8 @@ class MixturePlan(Record):
         rank = {d: k for k, d in enumerate(self.domains)}  # the written order (a file's keys are sorted)
         budgets, domains, allocs = as_scales([(s.budget_tokens, dict(sorted(
             s.allocation_tokens.items(), key=lambda kv: rank.get(kv[0], len(rank))))) for s in self.scales])
-        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True))) for n, a in zip(budgets, allocs,
-                                                                                         strict=True)]
+        pairs = [(float(n), dict(zip(domains, a.tolist(), strict=True)))
+                 for n, a in zip(budgets, allocs, strict=True)]
         path = fit_path(pairs)
         if path.decreasing and not self.allow_decreasing:
             raise ValueError(
@@ -92,10 +92,10 @@ class MixturePlan(Record):
         caps = self.token_caps
         for name, value in (("scales", [PlanScale(n, a) for n, a in pairs]), ("domains", path.domains),
                             ("path", path),
-                            ("token_caps", None if caps is None else {d: float(caps[d])
-                                                                      for d in path.domains}),
-                            ("metadata", dict(self.metadata or {})), ("allow_decreasing",
-                                                                      bool(self.allow_decreasing)),
+                            ("token_caps",
+                             None if caps is None else {d: float(caps[d]) for d in path.domains}),
+                            ("metadata", dict(self.metadata or {})),
+                            ("allow_decreasing", bool(self.allow_decreasing)),
                             ("_cache", {})):
             object.__setattr__(self, name, value)
 

@@ -163,8 +163,8 @@ class Projections:
             robust=self.robust,
             observed=self.observed,
             selection=self.selection, notes=list(self.notes),
-            trust=self.trust, t=None if path is None else path.t, residual=None if path is None
-            else path.residual,
+            trust=self.trust, t=None if path is None else path.t,
+            residual=None if path is None else path.residual,
             # type: ignore[union-attr]
             disagreement=weight_distance(joint.weights, geometric.weights) if both else None)
 
@@ -303,8 +303,8 @@ def _candidates(tables: Sequence[RunTable], target: float, o: DDOOptions, method
     last_opt = scales[-1] if isinstance(scales, list) and scales and _is_design(tables[-1]) else None
     observed = attempt(OBSERVED, lambda: observed_best(tables[-1], target, objective=o.objective,
                                                          val_domains=o.val_domains, optimum=last_opt))
-    return Candidates(geometric, joint, robust, observed, optima=tuple(scales) if isinstance(scales, list)
-                      else (),
+    return Candidates(geometric, joint, robust, observed,
+                      optima=tuple(scales) if isinstance(scales, list) else (),
                       path=tuple(path), notes=tuple(notes), pooled=bool(pooled),
                       fallback=few or (scales if isinstance(scales, str) else ""))
 
@@ -357,8 +357,8 @@ def _select(tables: Sequence[RunTable], c: Candidates, o: DDOOptions, names: Seq
         selection = choose(c.named(), fallback=c.fallback, predicted=predicted, flags=flags)
     else:
         optima = c.optima if not c.pooled else ()
-        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO, list(optima[:-1]) if optima
-                          else None, False)
+        sub = _candidates(tables[:-1], table_budget(tables[-1]), o, AUTO,
+                          list(optima[:-1]) if optima else None, False)
         held_fit = optima[-1] if optima and isinstance(optima[-1],
                                                        DDOResult) and _is_design(tables[-1]) else None
         selection = choose_by_backtest(tables, c.named(), sub.named(), projections,

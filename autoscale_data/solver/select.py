@@ -437,8 +437,8 @@ def choose(candidates: Mapping[str, Any], *, fallback: str = "",
 def computed_projections(candidates: Mapping[str, Any]) -> list[str]:
     """The projections of ``candidates`` that were computed (not a CandidateError), in the rule's order of
     preference."""
-    return [n for n in (ROBUST, GEOMETRIC, JOINT) if not isinstance(candidates.get(n), (CandidateError,
-                                                                                        type(None)))]
+    return [n for n in (ROBUST, GEOMETRIC, JOINT)
+            if not isinstance(candidates.get(n), (CandidateError, type(None)))]
 
 
 def backtest_margin(sd: float, candidates: int, *, two_runs: bool) -> float:

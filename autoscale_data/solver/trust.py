@@ -278,8 +278,8 @@ def edge_check(tables: Sequence[RunTable], weights: Mapping[str, float]) -> Edge
         return EdgeCheck({}, ranges, "the chosen mix lies inside the shares run for every domain")
     more = [d for d, e in edges.items() if e in ("highest", "above") and hi[domains.index(d)] < 1.0 - 1e-9]
     less = [d for d, e in edges.items() if e in ("lowest", "below") and lo[domains.index(d)] > 1e-9]
-    act = "; ".join(filter(None, [f"more {', '.join(more)}" if more else "", f"less {', '.join(less)}" if less
-                                  else ""]))
+    act = "; ".join(filter(None, [f"more {', '.join(more)}" if more else "",
+                                  f"less {', '.join(less)}" if less else ""]))
     return EdgeCheck(edges, ranges, "the chosen mix is on the edge of the mixes run: " + "; ".join(said)
                      + ": the best mix may lie beyond the grid" + (f" (run mixes with {act})" if act else ""))
 

@@ -189,8 +189,8 @@ def _fingerprint(train: InPlaceSource, val: InPlaceSource | None, tokenizer: Tok
     """The manifest's ``source["fingerprint"]`` for this data and these settings."""
     source = train.description
     if version_1:  # a version 1 manifest recorded the format's former name
-        source = {**source, "format": next(old for old, new in FORMER_NAMES.items()
-                                           if new == source["format"])}
+        source = {**source,
+                  "format": next(old for old, new in FORMER_NAMES.items() if new == source["format"])}
     files = [[os.fspath(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns]
              for src in (train, val) if src is not None for f in src.inputs]
     desc = {"files": files, "tokenizer": tokenizer.fingerprint, "holdout": holdout,
@@ -265,8 +265,8 @@ def _register(name: str, domain: InPlaceDomain, out: Path, tok: Tokenizer,
     _check_data(name, train, val, tok)
     holdout = _holdout_rule(val, opts.holdout_every)
     fingerprint = _fingerprint(train, val, tok, holdout, opts.shard_tokens)
-    kept = unchanged_store(out, fingerprint, partial(_fingerprint, train, val, tok, holdout,
-                                                     opts.shard_tokens, True))
+    kept = unchanged_store(out, fingerprint,
+                           partial(_fingerprint, train, val, tok, holdout, opts.shard_tokens, True))
     if kept is not None:
         return DomainResult(name, kept, True, time.perf_counter() - start)
     out.mkdir(parents=True, exist_ok=True)
@@ -301,8 +301,8 @@ def _split_settings(fmt: InPlaceFormat, settings: Mapping[str, Any]) -> tuple[di
     if unknown:
         raise TypeError(f"register_in_place() got unknown setting(s) {unknown}; format {fmt.name!r} takes "
                         f"{own}, every format takes {common}")
-    return ({k: v for k, v in settings.items() if k in common}, {k: v for k, v in settings.items()
-                                                                 if k in own})
+    return ({k: v for k, v in settings.items() if k in common},
+            {k: v for k, v in settings.items() if k in own})
 
 
 def register_in_place(

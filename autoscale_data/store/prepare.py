@@ -224,8 +224,8 @@ def _prepare_one(name: str, path: Path, store_dir: Path, tokenizer: Tokenizer, o
     held: tuple[np.ndarray, np.ndarray] | None = None  # the latest train document, while no val yet
     num_docs = num_val = 0
     try:
-        for tokens, lengths in encoded_batches(tokenizer, get_pool(), iter_documents(path, opts.text_field,
-                                                                                     opts.text_ext),
+        for tokens, lengths in encoded_batches(tokenizer, get_pool(),
+                                               iter_documents(path, opts.text_field, opts.text_ext),
                                                2 * opts.processes):
             is_val = (np.arange(num_docs, num_docs + lengths.size) % k) == k - 1
             num_docs += lengths.size

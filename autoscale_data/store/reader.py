@@ -91,8 +91,8 @@ def _check_checksum(path: Path, shard: ShardInfo, itemsize: int) -> None:
     offset, nbytes = shard.offset, shard.num_tokens * itemsize if shard.in_place else None
     with open(path, "rb") as fh:
         stat = os.fstat(fh.fileno())
-        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset, -1 if nbytes is None
-               else nbytes)
+        key = (os.fspath(path.resolve()), stat.st_size, stat.st_mtime_ns, offset,
+               -1 if nbytes is None else nbytes)
         digest = _VERIFIED.get(key)
         if digest is None:
             fh.seek(offset)

@@ -37,8 +37,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
     """Each field of dataclass ``cls`` -> its attribute docstring, on one line (fields without one left
     out)."""
     body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
-    return {node.target.id: " ".join(doc.value.value.split()) for node, doc in zip(body, body[1:],
-                                                                                   strict=False)
+    return {node.target.id: " ".join(doc.value.value.split())
+            for node, doc in zip(body, body[1:], strict=False)
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
             and isinstance(doc, ast.Expr)
             and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)}

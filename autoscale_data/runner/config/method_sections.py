@@ -132,8 +132,8 @@ class DoReMiConfig:
         elif not isinstance(self.reference, str) or not self.reference:
             raise field_error("doremi", "reference", self.reference,
                               "'uniform', 'natural', a preset name ('llama1') or a mapping domain -> weight")
-        object.__setattr__(self, "reference_mapping", _mapping("doremi", "reference_mapping",
-                                                               self.reference_mapping))
+        object.__setattr__(self, "reference_mapping",
+                           _mapping("doremi", "reference_mapping", self.reference_mapping))
         if self.budget is not None:
             check_int_field("doremi", "budget", self.budget)
         check_number_field("doremi", "step_size", self.step_size)

@@ -331,14 +331,14 @@ class DDOConfig:
         if isinstance(self.proxy_model, str):  # a preset name: that preset as is
             object.__setattr__(self, "proxy_model", ProxyModelConfig(preset=self.proxy_model))
         elif self.proxy_model is not None:
-            object.__setattr__(self, "proxy_model", build_section(ProxyModelConfig, self.proxy_model,
-                                                                  "ddo.proxy_model"))
+            object.__setattr__(self, "proxy_model",
+                               build_section(ProxyModelConfig, self.proxy_model, "ddo.proxy_model"))
         if self.proxy_lr is not None:
             check_number_field("ddo", "proxy_lr", self.proxy_lr)
         if self.objective_weights is not None:
             _check_weights("ddo", "objective_weights", self.objective_weights)
-            object.__setattr__(self, "objective_weights", {str(k): float(v) for k,
-                                                           v in self.objective_weights.items()})
+            object.__setattr__(self, "objective_weights",
+                               {str(k): float(v) for k, v in self.objective_weights.items()})
 
     def _check_design(self) -> None:
         """``budgets`` (two or more, increasing) and the multipliers (each > 1, distinct), as tuples."""

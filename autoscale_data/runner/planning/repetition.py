@@ -253,8 +253,8 @@ def repetition_md(record: Mapping[str, Any] | None) -> list[str]:
     plain."""
     if not record:
         return []
-    mixes = {label: [DomainEpochs.from_json(r) for r in rows] for label,
-             rows in record.get("mixes", {}).items()}
+    mixes = {label: [DomainEpochs.from_json(r) for r in rows]
+             for label, rows in record.get("mixes", {}).items()}
     if not record.get("matched") and not any(r.epochs > 1.0 for rows in mixes.values() for r in rows):
         return []
     names = [r.domain for r in next(iter(mixes.values()), [])]
@@ -318,8 +318,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     from ...solver.contrib import project_effective
 
     raw_weights = {d: float(w) for d, w in summary["weights"].items()}
-    if not (matched(config) or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains,
-                                                                         raw_weights).values())):
+    if not (matched(config)
+            or any(e > 1.0 + 1e-9 for e in target_epochs(config, domains, raw_weights).values())):
         return summary  # plain proxies and a target mix that repeats no domain
     method = summary["method"] if summary["method"] in (GEOMETRIC, ROBUST) else GEOMETRIC
     # the selection's observed answer (DDO(N2) as is, ``method="auto"``) stands: the law is then reported only
@@ -329,8 +329,8 @@ def repetition_law(config: RunnerConfig, domains: DomainInfo, tables: Mapping[in
     try:
         optima, fits = _effective_optima(config, domains, tables, options, whole, exact_pools=used)
         path = _effective_path(method, [optima[n].scale() for n in sorted(optima)], fits)
-        proj = project_effective(path, float(config.target.budget), whole, {d: u * epochs for d,
-                                                                            u in whole.items()})
+        proj = project_effective(path, float(config.target.budget), whole,
+                                 {d: u * epochs for d, u in whole.items()})
     except ValueError as exc:
         log(f"REPETITION: the effective-token law could not be fitted or projected ({exc}); "
             + ("the raw-token law's mix stands" if used else "reported only"))
@@ -382,10 +382,10 @@ def _effective_optima(config: RunnerConfig, domains: DomainInfo, tables: Mapping
         fits.append(fit)
         # optimised with the pools before rounding to whole sequences, so that every budget's optimum sees
         # the target's repetition scaled to it (a rounded pool of 1 at N1 and 2 at N2 would bend the path)
-        exact = {d: min(p * seq, whole[d]) for d, p in _exact_pools(config, domains,
-                                                                    n).items()} if exact_pools else whole
-        optima[n] = optimize_effective(fit, exact, float(sum(raw_tokens(fit.base_tokens[d], drawn[d])
-                                                             for d in whole)),
+        exact = {d: min(p * seq, whole[d])
+                 for d, p in _exact_pools(config, domains, n).items()} if exact_pools else whole
+        optima[n] = optimize_effective(fit, exact,
+                                       float(sum(raw_tokens(fit.base_tokens[d], drawn[d]) for d in whole)),
                                        raw_caps={d: u * epochs for d, u in exact.items()})
     return optima, fits
 

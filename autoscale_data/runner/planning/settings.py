@@ -64,8 +64,8 @@ class ModelSettings(Record):
         fields = model_config_dict(model.preset, model.overrides, vocab_size=vocab_size, seq_len=seq_len,
                                    dropout=dropout, activation=model.activation)
         rows = padded_vocab(int(fields["vocab_size"]), pad_vocab)
-        return cls(preset=model.preset, fields=fields, padded_vocab=rows if rows != fields["vocab_size"]
-                   else None,
+        return cls(preset=model.preset, fields=fields,
+                   padded_vocab=rows if rows != fields["vocab_size"] else None,
                    mlm_probability=model.mlm_probability if model.family == "bert" else None)
 
     @property

@@ -384,8 +384,8 @@ def _make(config: RunnerConfig, domains: DomainInfo, role: _Role, sequences: Map
     spec = RunSpec(run_id="", kind=role.kind, scale=int(role.scale), label=role.label,
                    sequences=dict(sequences), seq_len=config.seq_len, seed=int(role.seed), eval_points=points,
                    perturbed=role.perturbed, multiplier=float(role.multiplier), settings=settings,
-                   schedule=schedule, plan=plan, extension=extension, hook=hook, pools=dict(pools) if pools
-                   else None,
+                   schedule=schedule, plan=plan, extension=extension, hook=hook,
+                   pools=dict(pools) if pools else None,
                    wsd=wsd)
     return dataclasses.replace(spec, run_id=run_fingerprint(spec))
 
@@ -417,8 +417,8 @@ def _mix_counts(domains: DomainInfo, weights: Mapping[str, float], total: int, w
 def _perturbed_count(n: int, factor: float, others: int, batch: int, up: bool) -> int:
     want = n * factor
     lo = math.floor((others + want) / batch) * batch - others
-    candidates = [c for c in (lo - batch, lo, lo + batch, lo + 2 * batch) if c >= 1 and (c > n if up
-                                                                                         else c < n)]
+    candidates = [c for c in (lo - batch, lo, lo + batch, lo + 2 * batch) if c >= 1
+                  and (c > n if up else c < n)]
     if not candidates:
         raise ValueError(f"a DDO perturbation of {n} sequences by {'x' if up else '/'}"
                          f"{factor if up else 1 / factor:g} cannot keep whole global batches of {batch}: "

@@ -242,8 +242,8 @@ def _mix_path(config: RunnerConfig, mix: _Mix) -> _Path:
     # the smallest separate run's own warm-up (train.lr_lambda: warmup_fraction x its steps, rounded)
     warmup = round(config.optimizer.warmup_fraction * (anchors[0][0] // config.global_batch_size))
     points = [branch_points(config, total, warmup) for total, _ in anchors]
-    ends = sorted({start * config.global_batch_size for start, _ in points} | {total for total,
-                                                                               _ in anchors[:-1]})
+    ends = sorted({start * config.global_batch_size
+                   for start, _ in points} | {total for total, _ in anchors[:-1]})
     return anchors, warmup, points, ends
 
 

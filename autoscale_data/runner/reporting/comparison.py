@@ -33,8 +33,8 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
     uniform = {r.seed: r for r in targets.get(layout.UNIFORM, [])}
     order = [layout.AUTOSCALE, *((config.get("target") or {}).get("baselines") or [])]
     rows = {}
-    for name, rec in sorted(records.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order
-                            else len(order)):
+    for name, rec in sorted(records.items(),
+                            key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         done = [results[i] for i in rec.cost_run_ids if i in results]
         wall = sum(r.wall_time_s for r in done)
         cost = MethodCost(runs=len(rec.cost_run_ids), tokens=rec.cost_tokens, wall_s=wall,
@@ -50,8 +50,8 @@ def build_comparison(out: Path, results: dict[str, RunResult], targets: dict[str
             pairs = [(r, uniform[r.seed]) for r in rs if r.seed in uniform]
             versus = None
             if name != layout.UNIFORM and pairs:
-                diffs = {str(r.seed): r.value(key) - u.value(key) for r,
-                         u in sorted(pairs, key=lambda p: p[0].seed)}
+                diffs = {str(r.seed): r.value(key) - u.value(key)
+                         for r, u in sorted(pairs, key=lambda p: p[0].seed)}
                 verdict = paired_verdict(name, {r.seed: r.value(key) for r, _ in pairs}, layout.UNIFORM,
                                          {u.seed: u.value(key) for _, u in pairs})
                 versus = {**fields_to_json(verdict, skip=("method", "baseline")), "per_seed": diffs}
@@ -116,8 +116,8 @@ def comparison_markdown(r: Report) -> list[str]:
         lines[-2:] = [lines[-2] + " proxy FLOPs | x target FLOPs |", lines[-1] + "---:|---:|"]
     if r.downstream is not None and r.downstream.rows:  # the zero-shot tasks' means (eval.tasks)
         lines[-2:] = [lines[-2] + " downstream bpb | downstream acc |", lines[-1] + "---:|---:|"]
-    lines += [_method_row(r, name, row) for name,
-              row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
+    lines += [_method_row(r, name, row)
+              for name, row in c.rows.items()] + _domain_losses(c.rows, list(r.domains))
     lines += ["", f"- {_against_uniform(c.rows)}.", "- Sources: " + "; ".join(f"{n}: {row.source}"
                                                                       for n, row in c.rows.items()) + "."]
     return lines + [""]

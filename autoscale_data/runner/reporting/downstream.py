@@ -52,8 +52,8 @@ def build_downstream(out: Path, finished: list[RunSpec], labels: dict[str, list[
             tasks=per_task, mean_acc=mean_std([r.mean_acc for r in scores]),
             mean_bpb=mean_std([r.mean_bpb for r in scores]),
             per_seed_bpb={str(s): v for s, v in bpb[label].items()},
-            vs_uniform=_verdict(bpb, label, layout.UNIFORM), vs_autoscale=_verdict(bpb, label,
-                                                                                   layout.AUTOSCALE))
+            vs_uniform=_verdict(bpb, label, layout.UNIFORM),
+            vs_autoscale=_verdict(bpb, label, layout.AUTOSCALE))
     first = next(iter(found.values()))[0][1]
     return Downstream(tasks=tasks, examples={t: first.tasks[t].examples for t in tasks},
                       chance={t: first.tasks[t].chance for t in tasks}, rows=rows)

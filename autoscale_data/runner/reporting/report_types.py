@@ -506,16 +506,16 @@ class Report(Record):
         # records;
         # the proxies in budget order (a string key sorts 16384 before 4096)
         parts = {"ddo": {s: _as(DDOResult, f) for s, f in self.ddo.items()},
-                 "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b) for s,
-                               b in self.bootstrap.items()},
+                 "bootstrap": {s: _as(BootstrapResult | BootstrapUnavailable, b)
+                               for s, b in self.bootstrap.items()},
                  "projection": None if self.projection is None else _as(ProjectionFile, self.projection),
                  "proxies": dict(sorted(self.proxies.items(),
                                         key=lambda kv: _budget(kv[0], f"proxies.{kv[0]}")))}
         for name, value in parts.items():
             object.__setattr__(self, name, value)
         mixes = {f"targets.{label}": t for label, t in self.targets.items()}
-        mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items() for label,
-                      m in rows.items()})
+        mixes.update({f"proxies.{s}.{label}": m for s, rows in self.proxies.items()
+                      for label, m in rows.items()})
         for path, mix in mixes.items():  # each mix holds its objective under the report's objective key
             if getattr(mix, self.objective_key) is None:
                 raise ValueError(f"key '{path}.{self.objective_key}' is missing")

@@ -505,8 +505,8 @@ class _Trainer:
         te = time.perf_counter()
         losses = self._validation_losses(val_loader, names)
         now.times.eval_s += time.perf_counter() - te
-        seen = [sum(c) + int(b) for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info),
-                                                 base.tolist(),
+        seen = [sum(c) + int(b)
+                for *c, b in zip(*all_gather_objects(now.counts.tolist(), self.info), base.tolist(),
                                                  strict=True)]
         train = self.meter.compute(all_reduce=self.info.world_size > 1)
         self.meter.reset()
@@ -531,8 +531,8 @@ class _Trainer:
 
     def _fail(self, reason: str) -> None:
         if self.info.is_main:
-            atomic_write_json(self.dir / layout.FAILURE, RunFailure(run_id=self.spec.run_id,
-                                                                    reason=reason).to_json())
+            atomic_write_json(self.dir / layout.FAILURE,
+                              RunFailure(run_id=self.spec.run_id, reason=reason).to_json())
         raise Diverged(reason)
 
     def _result(self, names: list[str], total: torch.Tensor, new: torch.Tensor, now: _Standing) -> RunResult:

@@ -59,8 +59,8 @@ def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Se
     both = torch.cat([sums, counts]).to(info.device if info.device.type == "cuda" else "cpu")
     both = all_reduce_sum(both, info).cpu()
     sums, counts = both[:m], both[m:]
-    return {d: (float(sums[i] / counts[i]) if counts[i] > 0 else math.nan) for i,
-            d in enumerate(domain_names)}
+    return {d: (float(sums[i] / counts[i]) if counts[i] > 0 else math.nan)
+            for i, d in enumerate(domain_names)}
 
 
 def mean_objective(losses: Mapping[str, float], objective: str) -> float:
