@@ -47,8 +47,8 @@ def open_domains(domains: DomainsArg, verify: str) -> dict[str, TokenStore]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"domain names must be non-empty strings, got {name!r}")
         value = domains[name]
-        # type: ignore[arg-type]
-        stores[name] = value if isinstance(value, TokenStore) else open_store(value, verify=verify)
+        stores[name] = value if isinstance(value, TokenStore) else open_store(value,  # type: ignore[arg-type]
+                                                                             verify=verify)
     check_compatible(stores)
     return stores
 

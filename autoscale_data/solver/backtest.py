@@ -469,8 +469,8 @@ class _Verdict:
     def selection(self, base: BacktestScore, held: float, record: Selection) -> Selection:
         """``record`` (every number of the backtest) with the choice and its reason."""
         at = f"at {held:.4g} tokens (fitted on the smaller budgets)"
-        bound = base.law_note.split(" (")[0]
-        how = {SCORE_LAW: "the DDO law fitted there" + (f", the observed mix by {bound} as it lies outside "
+        # score_candidates asks the law for a lower bound of the observed mix: a note says it gave one
+        how = {SCORE_LAW: "the DDO law fitted there" + (", the observed mix by a lower bound as it lies outside "
                                                           "the design's range" if base.law_note else ""),
                SCORE_RUN: "runs of that total within the distance tolerance "
                           f"{record.tolerance:.3g}"}[record.scoring]
@@ -480,8 +480,8 @@ class _Verdict:
                 "projection can be compared with it: the best mix observed at the largest budget"))
         by_law = [n for n in self.projections if self.law_win(n)]
         if by_law:
-            # type: ignore[union-attr]
-            best = max(by_law, key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))
+            best = max(by_law,
+                       key=lambda n: (self.predicted[n].gain, -PROJECTIONS.index(n)))  # type: ignore[union-attr]
             e: Any = self.predicted[best]
             return replace(record, chosen=best, reason=(
                 f"{self.check.note}; the joint law over every budget predicts the {best} projection beats "

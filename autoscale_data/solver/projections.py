@@ -165,8 +165,7 @@ class Projections:
             selection=self.selection, notes=list(self.notes),
             trust=self.trust, t=None if path is None else path.t,
             residual=None if path is None else path.residual,
-            # type: ignore[union-attr]
-            disagreement=weight_distance(joint.weights, geometric.weights) if both else None)
+            disagreement=weight_distance(joint.weights, geometric.weights) if both else None)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)

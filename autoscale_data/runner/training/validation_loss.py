@@ -48,8 +48,8 @@ def validation_losses(forward: Callable[..., Any], loader: Any, domain_names: Se
     for _ in range(passes if family == "bert" else 1):
         for batch in loader:
             ids = batch["input_ids"].to(info.device, non_blocking=True).long()
-            # type: ignore[arg-type]
-            inputs, labels = (mask_tokens(ids, generator=generator, **mask) if family == "bert"
+            inputs, labels = (mask_tokens(ids, generator=generator, **mask)  # type: ignore[arg-type]
+                              if family == "bert"
                               else (ids, ids))
             loss, valid = token_cross_entropy(forward(input_ids=inputs).logits, labels, family,
                                               vocab_size=vocab_size)
